@@ -1,0 +1,82 @@
+"""Hand-written records and pages for unit tests (the sandbox provides realistic ones)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+BASE_RECORD: dict[str, Any] = {
+    "_id": "6651a2b3c4d5e6f708192a3b",
+    "id": "6651a2b3c4d5e6f708192a3b",
+    "transType": "collection",
+    "status": "successful",
+    "toAmount": 125000.5,
+    "toCurrency": "NGN",
+    "transactionReference": "TXK-REF-00012345",
+    "customerEmail": "ada.test@example.test",
+    "isRecurrent": False,
+    "postProcess": None,
+    "isManual": False,
+    "source": None,
+    "customNotifyEmails": ["ops@example.test"],
+    "childTransactionIds": [],
+    "disputeReferences": [],
+    "disputes": [],
+    "hasRollingReserve": True,
+    "feeAmount": 1750,
+    "taxAmount": 131.25,
+    "createdAt": "2026-01-02T03:04:05.678Z",
+    "updatedAt": "2026-01-02T03:04:06.000Z",
+    "paidAt": "2026-01-02T03:04:05.900Z",
+    "toBalanceAfterAvailable": 12345678.9,
+    "toBalanceAfterLedger": 12399999.1,
+    "rollingReserve": {
+        "isInReserve": True,
+        "amount": 6250.03,
+        "reserveReleaseDate": "2026-02-02T03:04:05.678Z",
+    },
+    "merchantInfo": {"name": "Sandbox Merchant Ltd"},
+    "meta": {
+        "accountName": "TEST CUSTOMER ADA",
+        "accountNumber": "0000012345",
+        "bankName": "Sandbox Bank",
+        "narration": "TRF FROM ADA TO SANDBOX MERCHANT",
+        "sessionId": "000013260102030405678901234567",
+        "paymentChannel": "VA",
+        "customerActivity": {
+            "start_time": 1767323045678,
+            "time_spent": 42.5,
+            "attempts": 1,
+            "errors": 0,
+            "success": True,
+            "mobile": False,
+            "input": [],
+            "history": [
+                {"type": "action", "message": "Opened checkout", "time": None},
+                {"type": "error", "message": "Transfer pending", "time": None},
+            ],
+        },
+    },
+}
+
+
+def record(index: int = 0, **changes: Any) -> dict[str, Any]:
+    """A copy of :data:`BASE_RECORD` with its own id and the given top-level changes."""
+    rec = copy.deepcopy(BASE_RECORD)
+    rid = f"{0x6651A2B3C4D5E6F708192A00 + index:024x}"
+    rec["_id"] = rec["id"] = rid
+    rec["transactionReference"] = f"TXK-REF-{index:08d}"
+    rec.update(changes)
+    return rec
+
+
+def page(records: list[dict[str, Any]], total: int | None = None, **envelope: Any) -> bytes:
+    """A compact JSON page in the documented envelope."""
+    doc = {
+        "success": True,
+        "message": "Transactions retrieved",
+        "data": {"transactions": records, "total": len(records) if total is None else total},
+    }
+    doc.update(envelope)
+    return json.dumps(doc, separators=(",", ":")).encode()

@@ -1,0 +1,46 @@
+"""txkit: exact, complete transaction exports into polars DataFrames, with analyst notebooks.
+
+Example:
+    >>> import txkit
+    >>> with txkit.Client() as client:  # TXKIT_BASE_URL / TXKIT_SECRET_KEY
+    ...     df = txkit.load_transactions(client, status="successful", start="2026-10-01",
+    ...                                  end="2026-10-31")
+"""
+
+from txkit.client import Client, RetryPolicy
+from txkit.errors import (
+    ApiError,
+    AuthError,
+    BadRequestError,
+    ConfigError,
+    IncompleteExportError,
+    NetworkError,
+    RateLimitedError,
+    ResponseFormatError,
+    SchemaError,
+    ServerError,
+    TxkitError,
+)
+from txkit.frame import activity_history
+from txkit.load import IncompleteExportWarning, load_transactions
+from txkit.pages import ExportStats
+
+__all__ = [
+    "ApiError",
+    "AuthError",
+    "BadRequestError",
+    "Client",
+    "ConfigError",
+    "ExportStats",
+    "IncompleteExportError",
+    "IncompleteExportWarning",
+    "NetworkError",
+    "RateLimitedError",
+    "ResponseFormatError",
+    "RetryPolicy",
+    "SchemaError",
+    "ServerError",
+    "TxkitError",
+    "activity_history",
+    "load_transactions",
+]

@@ -1,0 +1,267 @@
+"""``load_transactions``: filters in, one verified, flat, exact polars DataFrame out."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+
+import polars as pl
+
+from txkit.client import Client
+from txkit.errors import IncompleteExportError, SchemaError
+from txkit.frame import combine, finalize
+from txkit.pages import ExportStats, fetch_query, require_complete, timed
+from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
+
+__all__ = ["IncompleteExportWarning", "load_transactions", "parse_day", "validate_filters"]
+
+log = logging.getLogger("txkit")
+
+DateLike = date | datetime | str
+Choice = str | Sequence[str] | None
+
+_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+class IncompleteExportWarning(UserWarning):
+    """An export was returned although it does not add up (``allow_incomplete=True``)."""
+
+
+def _choices(name: str, value: Choice, accepted: Sequence[str], *, upper: bool) -> list[str | None]:
+    if value is None:
+        return [None]
+    values = [value] if isinstance(value, str) else list(value)
+    if not values:
+        raise ValueError(f"{name} is an empty list; give one or more of: {', '.join(accepted)}")
+    out: list[str | None] = []
+    for item in values:
+        if not isinstance(item, str):
+            raise ValueError(f"{name} must be a string or a list of strings, got {item!r}")
+        norm = item.strip().upper() if upper else item.strip().lower()
+        if norm not in accepted:
+            raise ValueError(f"unknown {name} {item!r}; accepted values: {', '.join(accepted)}")
+        if norm not in out:
+            out.append(norm)
+    return out
+
+
+def parse_day(value: DateLike | None, name: str) -> date | None:
+    """Read a day given as ``date``, ``datetime`` (its UTC date) or ``'YYYY-MM-DD'``.
+
+    Raises:
+        ValueError: anything else, or an impossible date such as ``2026-02-30``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo else value).date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str) and _DAY_RE.match(value.strip()):
+        try:
+            return date.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{name} {value!r} is not a real calendar date") from None
+    raise ValueError(f"{name} must be a date, a datetime or a 'YYYY-MM-DD' string, got {value!r}")
+
+
+def validate_filters(
+    *,
+    trans_type: Choice = None,
+    status: Choice = None,
+    currency: Choice = None,
+    start: DateLike | None = None,
+    end: DateLike | None = None,
+) -> tuple[list[str | None], list[str | None], list[str | None], date | None, date | None]:
+    """Check the filters before anything is sent.
+
+    Returns:
+        (trans types, statuses, currencies, start day, end day); ``[None]`` means unfiltered.
+
+    Raises:
+        ValueError: an unknown value (the message lists the accepted ones), a malformed date,
+            or ``start`` after ``end``.
+    """
+    types = _choices("trans_type", trans_type, TRANS_TYPES, upper=False)
+    statuses = _choices("status", status, STATUSES, upper=False)
+    currencies = _choices("currency", currency, CURRENCIES, upper=True)
+    first = parse_day(start, "start")
+    last = parse_day(end, "end")
+    if first and last and first > last:
+        raise ValueError(f"start {first} is after end {last}")
+    return types, statuses, currencies, first, last
+
+
+def load_transactions(
+    client: Client | None = None,
+    *,
+    trans_type: Choice = None,
+    status: Choice = None,
+    currency: Choice = None,
+    start: DateLike | None = None,
+    end: DateLike | None = None,
+    page_size: int = 1000,
+    concurrency: int = 4,
+    max_passes: int = 4,
+    margin_days: int = 1,
+    allow_incomplete: bool = False,
+    progress: bool | None = None,
+    stats: ExportStats | None = None,
+) -> pl.DataFrame:
+    """Load every matching transaction into one flat, typed polars DataFrame.
+
+    ``status``, ``trans_type`` and ``currency`` take one value or a list (one query per
+    value, combined). ``start``/``end`` are UTC days, both included: the result is exactly the
+    records whose ``createdAt`` is in ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the
+    server's own bounds do (txkit asks for ``margin_days`` more on each side and filters
+    locally). Every query is verified against the service's ``total`` (see
+    :mod:`txkit.pages`).
+
+    Args:
+        client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
+            ``TXKIT_SECRET_KEY`` (closed afterwards).
+        trans_type: ``conversion``, ``settlement``, ``collection``, ``transfer``.
+        status: values of :data:`txkit.schema.STATUSES`.
+        currency: values of :data:`txkit.schema.CURRENCIES`.
+        start: first day (``date``, ``datetime`` or ``'YYYY-MM-DD'``).
+        end: last day, included.
+        page_size: records asked per page.
+        concurrency: pages fetched at once.
+        max_passes: passes per query before the export is declared incomplete.
+        margin_days: extra days asked for on each side of the range.
+        allow_incomplete: return an export that does not add up, with an
+            :class:`IncompleteExportWarning`, instead of raising.
+        progress: show a progress bar; default: only on a terminal or in Jupyter.
+        stats: an :class:`~txkit.pages.ExportStats` to fill in.
+
+    Returns:
+        One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
+        column of :data:`txkit.schema.COLUMNS` and any undocumented field after them.
+
+    Raises:
+        ValueError: bad filters, before any request.
+        IncompleteExportError: the records do not add up to the total after every pass.
+        TxkitError: the subclasses of :mod:`txkit.errors` for HTTP and format failures.
+
+    Example:
+        >>> df = txkit.load_transactions(status=["successful", "verified"], currency="NGN",
+        ...                              start="2026-10-01", end="2026-10-31")
+    """
+    types, statuses, currencies, first, last = validate_filters(
+        trans_type=trans_type, status=status, currency=currency, start=start, end=end
+    )
+    if page_size < 1 or concurrency < 1 or max_passes < 1 or margin_days < 0:
+        raise ValueError(
+            "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
+        )
+    own_client = client is None
+    client = client or Client()
+    stats = stats if stats is not None else ExportStats()
+    elapsed = timed()
+    requests_before, retries_before = client.requests_sent, client.retries
+    bar = _progress_bar(progress)
+    try:
+        frames: list[pl.DataFrame] = []
+        for t, s, c in itertools.product(types, statuses, currencies):
+            params: dict[str, str | int] = {}
+            if t:
+                params["transType"] = t
+            if s:
+                params["status"] = s
+            if c:
+                params["currency"] = c
+            if first:
+                params["startDate"] = (first - timedelta(days=margin_days)).isoformat()
+            if last:
+                params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
+            result = fetch_query(
+                client,
+                params,
+                page_size=page_size,
+                concurrency=concurrency,
+                max_passes=max_passes,
+                stats=stats,
+                progress=bar,
+            )
+            stats.totals[_key(params)] = result.total
+            if not result.complete:
+                if not allow_incomplete:
+                    require_complete(result, params, max_passes)
+                message = str(
+                    IncompleteExportError(
+                        f"RETURNING AN INCOMPLETE EXPORT of {_key(params)} as asked "
+                        "(allow_incomplete=True)",
+                        expected=result.total,
+                        got=result.unique,
+                        attempts=max_passes,
+                    )
+                )
+                warnings.warn(message, IncompleteExportWarning, stacklevel=2)
+                log.error(message)
+            frames.extend(result.frames)
+    finally:
+        if bar is not None:
+            bar.close()
+        stats.requests += client.requests_sent - requests_before
+        stats.retries += client.retries - retries_before
+        if own_client:
+            client.close()
+    frame = _dedupe(combine(frames))
+    if first or last:
+        frame = frame.filter(_day_range(first, last))
+    stats.seconds += elapsed()
+    return finalize(frame)
+
+
+def _key(params: dict[str, str | int]) -> str:
+    return "&".join(f"{k}={v}" for k, v in params.items()) or "all"
+
+
+def _day_range(first: date | None, last: date | None) -> pl.Expr:
+    expr = pl.lit(True)
+    if first:
+        expr &= pl.col("createdAt") >= datetime.combine(first, time(), tzinfo=UTC)
+    if last:
+        expr &= pl.col("createdAt") < datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
+    return expr
+
+
+def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per id: the version with the newest ``updatedAt`` (status changes move on)."""
+    missing = frame.filter(pl.col("id").is_null())
+    if missing.height:
+        row = missing.row(0, named=True)
+        raise SchemaError(
+            "a record has no id, so it cannot be deduplicated or verified",
+            record_id=None,
+            field="id",
+            value={k: row[k] for k in ("_id", "transactionReference", "createdAt") if k in row},
+        )
+    if frame.height == frame["id"].n_unique():
+        return frame
+    return frame.sort("updatedAt", nulls_last=False, maintain_order=True).unique(
+        subset="id", keep="last", maintain_order=False
+    )
+
+
+def _progress_bar(progress: bool | None):
+    """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter)."""
+    if progress is False:
+        return None
+    if progress is None and not _interactive():
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=0, unit="page", desc="txkit export", leave=False)
+
+
+def _interactive() -> bool:
+    if "ipykernel" in sys.modules:
+        return True
+    stream = sys.stderr
+    return bool(getattr(stream, "isatty", lambda: False)())

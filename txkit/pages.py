@@ -1,0 +1,287 @@
+"""Offset pagination with verified completeness.
+
+One query (one set of filters) is fetched in *passes*. A pass reads the first page, learns
+``data.total`` and the page size the server really honours (it may cap ``limit`` silently),
+then fetches the remaining pages concurrently, re-asking for the rest of any page that came
+back short. A pass is accepted when the unique ids it and the pass before it returned add up to
+the service's total, and the total did not move during the pass. Otherwise another pass runs
+(records that arrived, changed status or shuffled between pages are then picked up), up to
+``max_passes``; after that :class:`~txkit.errors.IncompleteExportError` says how many records
+were expected and how many were got. Nothing is ever returned short without saying so.
+
+Why the union of the last two passes and not of all: a record that leaves the filter during the
+export (a status change) is still in the pass that saw it before the change, so it must be
+allowed to drop out; a record that was only skipped by a shifted offset turns up again in the
+next pass.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from txkit.client import Client
+from txkit.errors import IncompleteExportError
+from txkit.frame import RawPage, build_frames, read_page
+
+__all__ = ["ExportStats", "QueryResult", "fetch_query", "iter_pages"]
+
+log = logging.getLogger("txkit")
+
+#: Pages verified and converted together (polars works faster on larger frames; the raw bytes
+#: are released after each batch, which bounds memory).
+_BATCH_PAGES = 32
+
+
+@dataclass
+class ExportStats:
+    """What an export did: pages, requests, passes, time.
+
+    Attributes:
+        pages: page responses decoded (all passes).
+        requests: HTTP requests sent, retries included.
+        retries: requests that were retries.
+        passes: full passes over the result (1 when nothing changed during the export).
+        exact_pages: pages that needed the exact (slow) decoder.
+        seconds: wall time.
+        totals: the service's ``total`` per query.
+    """
+
+    pages: int = 0
+    requests: int = 0
+    retries: int = 0
+    passes: int = 0
+    exact_pages: int = 0
+    seconds: float = 0.0
+    totals: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class QueryResult:
+    """The verified records of one query.
+
+    Attributes:
+        frames: the records, possibly in several frames with duplicates across them (dedupe by
+            ``id``); see :func:`txkit.frame.combine`.
+        total: the service's total for the query.
+        unique: the unique ids fetched.
+        complete: ``unique == total`` and the total was stable.
+    """
+
+    frames: list[pl.DataFrame]
+    total: int
+    unique: int
+    complete: bool
+
+
+def iter_pages(
+    client: Client, params: Mapping[str, str | int], *, page_size: int = 1000
+) -> Iterator[RawPage]:
+    """Yield the pages of one query one after another (no concurrency, no verification).
+
+    The loop steps by the number of records each page actually returned, so a server that
+    caps the page size does not end it early; it stops at ``total``, at an empty page, or after
+    ``2 * total + 16`` requests (a guard against a server that never advances).
+
+    Args:
+        client: the :class:`~txkit.client.Client`.
+        params: the query's filters (no ``skip``/``limit``).
+        page_size: the ``limit`` asked for.
+
+    Yields:
+        :class:`~txkit.frame.RawPage` objects in page order.
+    """
+    skip = 0
+    requests = 0
+    total: int | None = None
+    while total is None or skip < total:
+        body, request = client.get_transactions({**params, "skip": skip, "limit": page_size})
+        page = read_page(body, request=request)
+        requests += 1
+        total = page.total
+        yield page
+        if page.count == 0 or requests > 2 * total + 16:
+            return
+        skip += page.count
+
+
+def _pages_needed(total: int, stride: int) -> int:
+    return max(1, math.ceil(total / max(1, stride)))
+
+
+class _Pass:
+    """One pass: first page, then the rest concurrently; batches are converted as they come."""
+
+    def __init__(
+        self,
+        client: Client,
+        params: Mapping[str, str | int],
+        *,
+        page_size: int,
+        executor: cf.ThreadPoolExecutor,
+        stats: ExportStats,
+        on_page: Callable[[int, int], None],
+    ) -> None:
+        self.client = client
+        self.params = dict(params)
+        self.page_size = page_size
+        self.executor = executor
+        self.stats = stats
+        self.on_page = on_page
+        self.frames: list[pl.DataFrame] = []
+        self.ids: set[str] = set()
+        self.totals: set[int] = set()
+        self._batch: list[RawPage] = []
+
+    def _fetch(self, skip: int, limit: int) -> tuple[int, int, RawPage]:
+        body, request = self.client.get_transactions({**self.params, "skip": skip, "limit": limit})
+        return skip, limit, read_page(body, request=request)
+
+    def _accept(self, page: RawPage) -> None:
+        self.stats.pages += 1
+        self.totals.add(page.total)
+        self.ids.update(page.ids.drop_nulls().to_list())
+        self._batch.append(page)
+        if len(self._batch) >= _BATCH_PAGES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._batch:
+            self.frames.extend(build_frames(self._batch))
+            self.stats.exact_pages += sum(page.exact for page in self._batch)
+            self._batch = []
+
+    def run(self) -> int:
+        """Fetch every page once; returns the total reported by the first page."""
+        _, _, first = self._fetch(0, self.page_size)
+        self._accept(first)
+        total = first.total
+        # A first page shorter than both the limit and the total reveals a silent cap.
+        stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
+        self.on_page(1, _pages_needed(total, stride))
+        guard = 2 * _pages_needed(total, stride) + 16
+        pending = {
+            self.executor.submit(self._fetch, skip, stride)
+            for skip in range(first.count, total, stride)
+        }
+        sent = 1 + len(pending)
+        while pending:
+            done, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for future in done:
+                skip, limit, page = future.result()
+                self._accept(page)
+                self.on_page(1, 0)
+                wanted = min(limit, max(0, total - skip))
+                if 0 < page.count < wanted and sent < guard:
+                    # Short page (a cap lower than the first page's, or data that moved): ask
+                    # for the rest of its slot instead of assuming the export ended.
+                    rest = wanted - page.count
+                    pending.add(self.executor.submit(self._fetch, skip + page.count, rest))
+                    self.on_page(0, 1)
+                    sent += 1
+        self._flush()
+        return total
+
+
+def fetch_query(
+    client: Client,
+    params: Mapping[str, str | int],
+    *,
+    page_size: int = 1000,
+    concurrency: int = 4,
+    max_passes: int = 4,
+    stats: ExportStats | None = None,
+    progress: Any = None,
+) -> QueryResult:
+    """Fetch every record of one query, verified against the service's total.
+
+    Args:
+        client: the :class:`~txkit.client.Client`.
+        params: the query's filters (``transType``, ``status``, ``currency``, ``startDate``,
+            ``endDate``), already validated.
+        page_size: the ``limit`` asked for (the server may cap it; that is detected).
+        concurrency: pages fetched at once after the first.
+        max_passes: full passes before giving up.
+        stats: an :class:`ExportStats` to add to.
+        progress: a tqdm-like bar (``update``, ``total``) or None.
+
+    Returns:
+        A :class:`QueryResult`; ``complete`` is False only when every pass disagreed with the
+        total (the caller decides whether that is an error).
+    """
+    stats = stats if stats is not None else ExportStats()
+
+    def on_page(done: int, more: int) -> None:
+        if progress is not None:
+            if more:
+                progress.total = (progress.total or 0) + more
+                progress.refresh()
+            if done:
+                progress.update(done)
+
+    previous: _Pass | None = None
+    current: _Pass | None = None
+    with cf.ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="txkit") as ex:
+        for attempt in range(1, max_passes + 1):
+            current = _Pass(
+                client,
+                params,
+                page_size=page_size,
+                executor=ex,
+                stats=stats,
+                on_page=on_page,
+            )
+            total = current.run()
+            stats.passes += 1
+            stable = current.totals == {total}
+            union = current.ids | (previous.ids if previous is not None else set())
+            if stable and len(union) == total:
+                frames = current.frames + (previous.frames if previous is not None else [])
+                return QueryResult(frames=frames, total=total, unique=total, complete=True)
+            log.warning(
+                "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
+                attempt,
+                _describe(params),
+                len(union),
+                sorted(current.totals),
+                "" if stable else " (the total changed during the pass)",
+            )
+            previous = current
+    assert current is not None and previous is not None
+    union = current.ids | previous.ids
+    last_total = max(current.totals)
+    return QueryResult(
+        frames=current.frames + previous.frames,
+        total=last_total,
+        unique=len(union),
+        complete=False,
+    )
+
+
+def require_complete(result: QueryResult, params: Mapping[str, Any], passes: int) -> None:
+    """Raise :class:`IncompleteExportError` for an incomplete :class:`QueryResult`."""
+    if not result.complete:
+        raise IncompleteExportError(
+            f"the export of {_describe(params)} does not add up",
+            expected=result.total,
+            got=result.unique,
+            attempts=passes,
+        )
+
+
+def _describe(params: Mapping[str, Any]) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in params.items() if k not in ("skip", "limit"))
+    return f"[{shown}]" if shown else "[all records]"
+
+
+def timed() -> Callable[[], float]:
+    """A stopwatch: call the returned function for the seconds since ``timed()``."""
+    start = time.perf_counter()
+    return lambda: time.perf_counter() - start
