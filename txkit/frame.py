@@ -150,12 +150,13 @@ def _field_expr(parts: Sequence[str], base: pl.Expr) -> pl.Expr:
 _PARENTS = sorted(
     {".".join(n.split(".")[:i]) for n, _, _ in _WIRE_LEAVES for i in range(1, n.count(".") + 1)}
 )
-_WIRE_EXPRS = [_field_expr(parts, pl.col("tx")).alias(name) for name, parts, _ in _WIRE_LEAVES]
+_LEAF_NAMES = [n for n, _, _ in _WIRE_LEAVES]
 _STRING_COLS = [n for n, _, d in _WIRE_LEAVES if isinstance(d, pl.String)]
 _LIST_COLS = [
     n for n, _, d in _WIRE_LEAVES if isinstance(d, pl.List) and isinstance(d.inner, pl.String)
 ]
 _HISTORY_FIELDS = [f.name for f in HISTORY_ITEM.fields]
+_AUX = "__"  # prefix of helper columns that never reach the caller
 
 
 @dataclass(slots=True)
@@ -166,76 +167,43 @@ class RawPage:
         total: the service's ``data.total``.
         count: the number of records on the page.
         message: the envelope's ``message``.
-        ids: the records' ``id`` values, in page order.
+        exact: True once the page was (or had to be) decoded by the exact path.
+        ids: the records' ``id`` values, set by :func:`build_frames`.
     """
 
     total: int
     count: int
     message: str | None
-    ids: pl.Series
     exact: bool = False
+    ids: pl.Series | None = None
     _body: bytes | None = None
     _request: Any = None
-    _tx: pl.DataFrame | None = None
-    _expected: int = 0  # what the key accounting must find, from the raw bytes
+    _envelope: pl.DataFrame | None = None
+    _expected: int | None = None  # the byte-side key accounting
     _exact: pl.DataFrame | None = None
 
 
 def _byte_accounting(body: bytes, env_keys: int) -> int | None:
     """``quotes / 2 - ":null" - envelope keys`` of a page, or None when it cannot be counted.
 
-    With no unknown keys this equals ``present fields + string values`` as
-    :func:`_frame_accounting` computes them from the frame; see there.
+    Why this proves no field was dropped: in JSON without escaped quotes, ``quotes / 2 ==
+    keys + string values``, and every key is a field polars read (non-null), a null-valued key
+    (``"key":null``), or an unknown key. So without unknown keys this equals the non-null
+    fields plus the string values that :func:`build_frames` counts in the frame; an unknown key
+    with a value makes the byte side larger. Anything unusual also makes the two differ and
+    sends the page to the exact path: pretty-printed nulls (``": null"``), a number where a
+    string is documented (polars would silently turn it into text), a string containing
+    ``:null``. Undetected: an unknown key whose value is null (it carries no information), and
+    two such oddities on one page that cancel out exactly.
     """
     if b"\\" in body:
         return None  # maybe an escaped quote: only the exact path can tell
     return body.count(b'"') // 2 - body.count(b":null") - env_keys
 
 
-def _frame_accounting(tx: pl.DataFrame, counts: Sequence[int]) -> list[int]:
-    """Per page: the fields polars read (non-null) plus the string values among them.
-
-    Why this proves no field was dropped: in JSON without escaped quotes, ``quotes / 2 ==
-    keys + string values``, and every key is a field polars read (non-null), a null-valued key
-    (``"key":null``), or an unknown key. So without unknown keys, ``quotes / 2 - ":null"``
-    equals what this function counts; an unknown key with a value makes the byte side larger.
-    Anything unusual also makes the two differ, and the page is then read by the exact path:
-    pretty-printed nulls (``": null"``), a number where a string is documented (polars would
-    silently turn it into text), a string containing ``:null``. Undetected: an unknown key
-    whose value is null (it carries no information), and two such oddities on one page that
-    cancel out exactly.
-    """
-    wire = tx.select(
-        *_WIRE_EXPRS,
-        *(_field_expr(p.split("."), pl.col("tx")).alias(p) for p in _PARENTS),
-    )
-    extra = wire.select(
-        lists=pl.sum_horizontal(pl.col(c).list.drop_nulls().list.len() for c in _LIST_COLS),
-        history=pl.col(_HISTORY)
-        .list.eval(
-            pl.sum_horizontal(
-                pl.element().struct.field(f).is_not_null().cast(pl.Int64) for f in _HISTORY_FIELDS
-            )
-        )
-        .list.sum(),
-    )
-    strings = set(_STRING_COLS)
-    out: list[int] = []
-    offset = 0
-    for count in counts:
-        nulls = wire.slice(offset, count).null_count().row(0, named=True)
-        lists, history = extra.slice(offset, count).sum().row(0)
-        present = sum(count - n for n in nulls.values())
-        text = sum(count - n for c, n in nulls.items() if c in strings)
-        # each history entry's non-null member is a key and (all are strings) a string value
-        out.append(present + text + int(lists or 0) + 2 * int(history or 0))
-        offset += count
-    return out
-
-
-def _convert_wire(tx: pl.DataFrame) -> pl.DataFrame:
-    """Flatten and convert to final types, with ``__bad`` marking rows holding a value that
-    could not be proven exact (then the whole page is re-read by the exact path)."""
+def _convert_exprs() -> list[pl.Expr]:
+    """Flatten and convert to final types; ``__bad`` marks rows with a value that could not
+    be proven exact; ``__p.*`` (parents), ``__lists`` and ``__hist`` feed the key accounting."""
     exprs: list[pl.Expr] = []
     checks: list[pl.Expr] = []
     for name, parts, _ in _WIRE_LEAVES:
@@ -262,7 +230,26 @@ def _convert_wire(tx: pl.DataFrame) -> pl.DataFrame:
         else:
             converted = raw
         exprs.append(converted.alias(name))
-    return tx.select(pl.col("__page"), *exprs, __bad=pl.any_horizontal(checks))
+    parents = [_field_expr(p.split("."), pl.col("tx")).alias(f"{_AUX}p.{p}") for p in _PARENTS]
+    lists = pl.sum_horizontal(
+        _field_expr(c.split("."), pl.col("tx")).list.len() for c in _LIST_COLS
+    )
+    history = _field_expr(_HISTORY.split("."), pl.col("tx")).list.eval(
+        pl.sum_horizontal(
+            pl.element().struct.field(f).is_not_null().cast(pl.Int64) for f in _HISTORY_FIELDS
+        )
+    )
+    return [
+        pl.col(f"{_AUX}page"),
+        *exprs,
+        *parents,
+        pl.any_horizontal(checks).alias(f"{_AUX}bad"),
+        lists.alias(f"{_AUX}lists"),
+        history.list.sum().alias(f"{_AUX}hist"),
+    ]
+
+
+_CONVERT = _convert_exprs()
 
 
 def read_page(body: bytes, *, request: Any = None) -> RawPage:
@@ -291,29 +278,18 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
             pl.col("data").struct.field("total"),
             pl.col("data").struct.field("transactions").list.len(),
         ).row(0)
-        if (
-            success is True
-            and count is not None
-            and total is not None
-            and total == math.floor(total)
-            and total >= 0
-        ):
-            tx = envelope.select(
-                pl.col("data").struct.field("transactions").explode(empty_as_null=False).alias("tx")
-            )
+        if success is True and count is not None and total is not None and total >= 0:
             # success, data, transactions, total; a message adds its key and its string (a
-            # null message adds a key and a "null", which cancel out).
+            # null message adds a key and a ":null", which cancel out).
             expected = _byte_accounting(body, 4 + 2 * int(message is not None))
-            if not tx["tx"].null_count() and expected is not None:
-                ids = tx.select(pl.col("tx").struct.field("id")).to_series()
+            if expected is not None and total == math.floor(total):
                 return RawPage(
                     total=int(total),
                     count=int(count),
                     message=message,
-                    ids=ids,
                     _body=body,
                     _request=request,
-                    _tx=tx,
+                    _envelope=envelope,
                     _expected=expected,
                 )
     exact = _decode_exact(body, request)
@@ -321,46 +297,84 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
         total=exact.total,
         count=exact.frame.height,
         message=exact.message,
-        ids=exact.frame["id"],
         exact=True,
+        ids=exact.frame["id"],
         _exact=exact.frame,
     )
+
+
+def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[int]:
+    """Per page: non-null fields read plus string values among them (see _byte_accounting)."""
+    leaf_and_parents = [*_LEAF_NAMES, *(f"{_AUX}p.{p}" for p in _PARENTS)]
+    null_items = 0
+    for c in _LIST_COLS:
+        null_items += converted[c].explode(empty_as_null=False, keep_nulls=False).null_count()
+    per_row = pl.col(f"{_AUX}lists").fill_null(0) + 2 * pl.col(f"{_AUX}hist").fill_null(0)
+    if null_items:  # rare: a null inside a list is neither a key nor a string
+        per_row = per_row - pl.sum_horizontal(
+            pl.col(c).list.len() - pl.col(c).list.drop_nulls().list.len() for c in _LIST_COLS
+        )
+    extra = converted.select(per_row.fill_null(0).cum_sum().alias("c"))["c"].to_list()
+    strings = set(_STRING_COLS)
+    out: list[int] = []
+    offset = 0
+    for count in counts:
+        nulls = converted.select(leaf_and_parents).slice(offset, count).null_count().row(0)
+        present = sum(count - n for n in nulls)
+        text = sum(count - n for c, n in zip(leaf_and_parents, nulls, strict=True) if c in strings)
+        end = extra[offset + count - 1] if count else 0
+        start = extra[offset - 1] if offset else 0
+        out.append(present + text + int(end - start if count else 0))
+        offset += count
+    return out
 
 
 def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
     """Verify and convert read pages into flat, typed frames (one per batch or exact page).
 
     Pages whose keys cannot be accounted for, or holding a value that cannot be proven exact,
-    are decoded again by the exact path. The frames may differ in undocumented columns and
-    decimal scales: use :func:`combine`.
+    are decoded again by the exact path. Sets each page's ``ids``. The frames may differ in
+    undocumented columns and decimal scales: use :func:`combine`.
 
     Raises:
         SchemaError: a value cannot be converted to its column's type without loss.
     """
     out = [p._exact for p in pages if p._exact is not None]
-    fast = [p for p in pages if p._exact is None and p._tx is not None]
+    fast = [p for p in pages if p._exact is None and p._envelope is not None]
     if not fast:
         return out
-    tx = pl.concat(
-        [p._tx.with_columns(__page=pl.lit(i, dtype=pl.Int32)) for i, p in enumerate(fast)],
+    data = pl.concat(
+        [
+            p._envelope.select(
+                pl.col("data").struct.field("transactions").alias("tx"),
+                pl.lit(i, dtype=pl.Int32).alias(f"{_AUX}page"),
+            )
+            for i, p in enumerate(fast)
+        ],
         how="vertical",
+    ).explode("tx", empty_as_null=False)
+    converted = data.select(_CONVERT)
+    counts = [p.count for p in fast]
+    accounted = _accounted(converted, counts)
+    bad_pages = set(converted.filter(pl.col(f"{_AUX}bad"))[f"{_AUX}page"].unique().to_list()) | set(
+        data.filter(pl.col("tx").is_null())[f"{_AUX}page"].unique().to_list()
     )
-    accounted = dict(enumerate(_frame_accounting(tx, [p.count for p in fast])))
-    converted = _convert_wire(tx)
-    bad_pages = set(converted.filter(pl.col("__bad"))["__page"].unique().to_list())
     redo = {
-        i
-        for i, p in enumerate(fast)
-        if i in bad_pages or (p.count and accounted.get(i) != p._expected)
+        i for i, p in enumerate(fast) if i in bad_pages or (p.count and accounted[i] != p._expected)
     }
-    keep = converted.filter(~pl.col("__page").is_in(list(redo))) if redo else converted
-    out.append(keep.drop("__page", "__bad"))
-    for i in sorted(redo):
-        fast[i].exact = True
-        out.append(_decode_exact(fast[i]._body or b"", fast[i]._request).frame)
-    for p in fast:  # release the bytes: the frames hold everything now
-        p._body = None
-        p._tx = None
+    keep = converted.filter(~pl.col(f"{_AUX}page").is_in(sorted(redo))) if redo else converted
+    out.append(keep.select(_LEAF_NAMES))
+    offset = 0
+    for i, page in enumerate(fast):
+        if i in redo:
+            page.exact = True
+            exact = _decode_exact(page._body or b"", page._request).frame
+            page.ids = exact["id"]
+            out.append(exact)
+        else:
+            page.ids = converted["id"].slice(offset, page.count)
+        offset += page.count
+        page._body = page._envelope = None  # the frames hold everything now
     return out
 
 

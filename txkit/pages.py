@@ -147,7 +147,6 @@ class _Pass:
     def _accept(self, page: RawPage) -> None:
         self.stats.pages += 1
         self.totals.add(page.total)
-        self.ids.update(page.ids.drop_nulls().to_list())
         self._batch.append(page)
         if len(self._batch) >= _BATCH_PAGES:
             self._flush()
@@ -155,6 +154,9 @@ class _Pass:
     def _flush(self) -> None:
         if self._batch:
             self.frames.extend(build_frames(self._batch))
+            for page in self._batch:
+                if page.ids is not None:
+                    self.ids.update(page.ids.drop_nulls().to_list())
             self.stats.exact_pages += sum(page.exact for page in self._batch)
             self._batch = []
 
