@@ -78,7 +78,9 @@ def test_repr_and_str_hide_the_key() -> None:
 
 
 def test_reads_environment_then_dotenv(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    (tmp_path / ".env").write_text(f'TXKIT_BASE_URL=https://dotenv.example\nTXKIT_SECRET_KEY="{KEY}"\n')
+    (tmp_path / ".env").write_text(
+        f'TXKIT_BASE_URL=https://dotenv.example\nTXKIT_SECRET_KEY="{KEY}"\n'
+    )
     assert Client().base_url == "https://dotenv.example"
     monkeypatch.setenv("TXKIT_BASE_URL", "https://env.example")
     assert Client().base_url == "https://env.example"

@@ -143,8 +143,24 @@ def test_fractional_integer_fails() -> None:
 
 
 def test_unspecified_arrays_keep_objects_as_json_text() -> None:
-    df = F.decode_page(page([record(0, disputes=[{"id": "d1", "amount": 10.5}])])).frame
-    assert json.loads(df["disputes"][0][0]) == {"id": "d1", "amount": 10.5}
+    rec = record(0)
+    rec["meta"]["customerActivity"]["input"] = [{"field": "amount", "value": 10.50}, "x"]
+    df = F.decode_page(page([rec])).frame
+    first, second = df["meta.customerActivity.input"][0]
+    assert first == '{"field":"amount","value":10.5}' and second == "x"
+
+
+def test_dispute_records_keep_every_member() -> None:
+    fast = {"reference": "DSP-1", "reason": "fraudulent", "status": "won"}
+    odd = {"reference": "DSP-2", "amount": 10.50, "status": "open"}
+    a = F.decode_page(page([record(0, disputes=[fast])]))
+    b = F.decode_page(page([record(1, disputes=[odd])]))
+    assert not a.exact and b.exact
+    df = F.combine([a.frame, b.frame])
+    assert df["disputes"].to_list() == [
+        [{"reference": "DSP-1", "reason": "fraudulent", "status": "won", "amount": None}],
+        [{"reference": "DSP-2", "reason": None, "status": "open", "amount": "10.5"}],
+    ]
 
 
 def test_escaped_quotes_are_read_exactly() -> None:

@@ -42,7 +42,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (UTC, included)")
     p.add_argument("--base-url", metavar="URL", help="service address (default TXKIT_BASE_URL)")
     p.add_argument("--page-size", type=int, default=1000, metavar="N")
-    p.add_argument("--concurrency", type=int, default=4, metavar="N")
+    p.add_argument("--concurrency", type=int, default=8, metavar="N", help="pages at once")
     p.add_argument(
         "--allow-incomplete",
         action="store_true",

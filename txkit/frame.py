@@ -40,11 +40,11 @@ from txkit.errors import ResponseFormatError, SchemaError, excerpt
 from txkit.schema import (
     COLUMNS,
     EPOCH_MS_COLUMNS,
-    HISTORY_ITEM,
     ISO_TIMESTAMP_COLUMNS,
     JSON_TEXT_COLUMNS,
     JSON_TEXT_LIST_COLUMNS,
     MONEY_SCALE,
+    OBJECT_LIST_COLUMNS,
     TIMESTAMP,
 )
 
@@ -155,7 +155,6 @@ _STRING_COLS = [n for n, _, d in _WIRE_LEAVES if isinstance(d, pl.String)]
 _LIST_COLS = [
     n for n, _, d in _WIRE_LEAVES if isinstance(d, pl.List) and isinstance(d.inner, pl.String)
 ]
-_HISTORY_FIELDS = [f.name for f in HISTORY_ITEM.fields]
 _AUX = "__"  # prefix of helper columns that never reach the caller
 
 
@@ -234,10 +233,16 @@ def _convert_exprs() -> list[pl.Expr]:
     lists = pl.sum_horizontal(
         _field_expr(c.split("."), pl.col("tx")).list.len() for c in _LIST_COLS
     )
-    history = _field_expr(_HISTORY.split("."), pl.col("tx")).list.eval(
-        pl.sum_horizontal(
-            pl.element().struct.field(f).is_not_null().cast(pl.Int64) for f in _HISTORY_FIELDS
+    # Every non-null member of a listed object is a key and (all are strings) a string value.
+    members = pl.sum_horizontal(
+        _field_expr(name.split("."), pl.col("tx"))
+        .list.eval(
+            pl.sum_horizontal(
+                pl.element().struct.field(f.name).is_not_null().cast(pl.Int64) for f in item.fields
+            )
         )
+        .list.sum()
+        for name, item in OBJECT_LIST_COLUMNS.items()
     )
     return [
         pl.col(f"{_AUX}page"),
@@ -245,7 +250,7 @@ def _convert_exprs() -> list[pl.Expr]:
         *parents,
         pl.any_horizontal(checks).alias(f"{_AUX}bad"),
         lists.alias(f"{_AUX}lists"),
-        history.list.sum().alias(f"{_AUX}hist"),
+        members.alias(f"{_AUX}hist"),
     ]
 
 
@@ -552,9 +557,9 @@ def _convert_known(name: str, dtype: pl.DataType, value: Any, rid: str | None) -
         if isinstance(value, int | Decimal):
             return str(value)
         raise fail("a string (got an object or array)")
-    if name == _HISTORY:
+    if name in OBJECT_LIST_COLUMNS:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise fail("a list of history objects")
+            raise fail("a list of objects")
         return value
     if isinstance(dtype, pl.List):
         if not isinstance(value, list):
@@ -640,30 +645,25 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _history_series(values: list[Any], ids: list[str | None]) -> pl.Series:
-    extra: dict[str, None] = {}
+def _object_list_series(name: str, values: list[Any]) -> pl.Series:
+    """A list-of-struct column: the declared members, then any others (as text)."""
+    fields = {f.name: None for f in OBJECT_LIST_COLUMNS[name].fields}
     for items in values:
         for item in items or ():
-            for key in item:
-                if key not in ("type", "message", "time"):
-                    extra.setdefault(key, None)
-    fields = ["type", "message", "time", *extra]
+            fields.update(dict.fromkeys(item))
     rows = [
         None
         if items is None
         else [
             {
-                k: (None if item.get(k) is None else item[k])
-                if isinstance(item.get(k), str | None)
-                else _json_text(item[k])
-                for k in fields
+                k: v if v is None or isinstance(v, str) else _json_text(v)
+                for k, v in ((k, item.get(k)) for k in fields)
             }
             for item in items
         ]
         for items in values
     ]
-    dtype = pl.List(pl.Struct({f: pl.String() for f in fields}))
-    return pl.Series(_HISTORY, rows, dtype=dtype)
+    return pl.Series(name, rows, dtype=pl.List(pl.Struct({f: pl.String() for f in fields})))
 
 
 def _decode_exact(body: bytes, request: Any = None) -> DecodedPage:
@@ -689,8 +689,8 @@ def _decode_exact(body: bytes, request: Any = None) -> DecodedPage:
     for name, dtype in COLUMNS.items():
         values = [row.get(name) for row in flat]
         converted = [_convert_known(name, dtype, v, i) for v, i in zip(values, ids, strict=True)]
-        if name == _HISTORY:
-            columns[name] = _history_series(converted, ids)
+        if name in OBJECT_LIST_COLUMNS:
+            columns[name] = _object_list_series(name, converted)
         elif isinstance(dtype, pl.Decimal):
             scale = max([_scale(v) for v in converted if v is not None] + [MONEY_SCALE])
             columns[name] = pl.Series(name, converted, dtype=pl.Decimal(38, scale))
@@ -762,14 +762,38 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
         for name, dtype in frame.schema.items():
             target[name] = _unify(name, target[name], dtype, frames) if name in target else dtype
     _check_cross_page_paths(target, frames)
-    aligned = []
-    for frame in frames:
-        cols = [
-            (pl.col(n).cast(d) if n in frame.columns else pl.lit(None, dtype=d)).alias(n)
+    aligned = [
+        frame.select(
+            _align(pl.col(n), frame.schema[n], d).alias(n)
+            if n in frame.columns
+            else pl.lit(None, dtype=d).alias(n)
             for n, d in target.items()
-        ]
-        aligned.append(frame.select(cols))
+        )
+        for frame in frames
+    ]
     return pl.concat(aligned, how="vertical", rechunk=False)
+
+
+def _align(expr: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
+    """Cast ``expr`` to ``target``; a list of structs gains the target's extra members."""
+    if source == target:
+        return expr
+    if (
+        isinstance(target, pl.List)
+        and isinstance(target.inner, pl.Struct)
+        and isinstance(source, pl.List)
+        and isinstance(source.inner, pl.Struct)
+    ):
+        have = {f.name for f in source.inner.fields}
+        return expr.list.eval(
+            pl.struct(
+                pl.element().struct.field(f.name).cast(f.dtype)
+                if f.name in have
+                else pl.lit(None, dtype=f.dtype).alias(f.name)
+                for f in target.inner.fields
+            )
+        )
+    return expr.cast(target)
 
 
 def _unify(

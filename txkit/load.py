@@ -15,7 +15,13 @@ import polars as pl
 from txkit.client import Client
 from txkit.errors import IncompleteExportError, SchemaError
 from txkit.frame import combine, finalize
-from txkit.pages import ExportStats, fetch_query, require_complete, timed
+from txkit.pages import (
+    DEFAULT_CONCURRENCY,
+    ExportStats,
+    fetch_query,
+    require_complete,
+    timed,
+)
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = ["IncompleteExportWarning", "load_transactions", "parse_day", "validate_filters"]
@@ -106,7 +112,7 @@ def load_transactions(
     start: DateLike | None = None,
     end: DateLike | None = None,
     page_size: int = 1000,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     max_passes: int = 4,
     margin_days: int = 1,
     allow_incomplete: bool = False,

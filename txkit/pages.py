@@ -31,13 +31,16 @@ from txkit.client import Client
 from txkit.errors import IncompleteExportError
 from txkit.frame import RawPage, build_frames, read_page
 
-__all__ = ["ExportStats", "QueryResult", "fetch_query", "iter_pages"]
+__all__ = ["DEFAULT_CONCURRENCY", "ExportStats", "QueryResult", "fetch_query", "iter_pages"]
 
 log = logging.getLogger("txkit")
 
 #: Pages verified and converted together (polars works faster on larger frames; the raw bytes
 #: are released after each batch, which bounds memory).
 _BATCH_PAGES = 32
+
+#: Pages fetched at once by default: enough to hide ~100 ms of network latency per page.
+DEFAULT_CONCURRENCY = 8
 
 
 @dataclass
@@ -197,7 +200,7 @@ def fetch_query(
     params: Mapping[str, str | int],
     *,
     page_size: int = 1000,
-    concurrency: int = 4,
+    concurrency: int = DEFAULT_CONCURRENCY,
     max_passes: int = 4,
     stats: ExportStats | None = None,
     progress: Any = None,

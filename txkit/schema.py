@@ -66,6 +66,12 @@ TIMESTAMP: Final = pl.Datetime("ms", "UTC")
 #: One element of ``meta.customerActivity.history``.
 HISTORY_ITEM: Final = pl.Struct({"type": pl.String(), "message": pl.String(), "time": pl.String()})
 
+#: One dispute record. The document leaves its members unspecified; these are the ones seen.
+#: Members beyond them are kept as extra struct fields (non-string values as JSON text).
+DISPUTE_ITEM: Final = pl.Struct(
+    {"reference": pl.String(), "reason": pl.String(), "status": pl.String()}
+)
+
 #: Every known column, flattened, with its final polars type. Order is the column order of
 #: a loaded frame; unknown fields follow, sorted by name.
 COLUMNS: Final[dict[str, pl.DataType]] = {
@@ -95,7 +101,7 @@ COLUMNS: Final[dict[str, pl.DataType]] = {
     "customNotifyEmails": pl.List(pl.String()),
     "childTransactionIds": pl.List(pl.String()),
     "disputeReferences": pl.List(pl.String()),
-    "disputes": pl.List(pl.String()),
+    "disputes": pl.List(DISPUTE_ITEM),
     "hasRollingReserve": pl.Boolean(),
     "rollingReserve.isInReserve": pl.Boolean(),
     "rollingReserve.amount": MONEY,
@@ -161,9 +167,14 @@ JSON_TEXT_LIST_COLUMNS: Final[tuple[str, ...]] = (
     "customNotifyEmails",
     "childTransactionIds",
     "disputeReferences",
-    "disputes",
     "meta.customerActivity.input",
 )
+
+#: Lists of objects, kept as lists of structs (members as strings; others JSON text).
+OBJECT_LIST_COLUMNS: Final[dict[str, pl.Struct]] = {
+    "disputes": DISPUTE_ITEM,
+    "meta.customerActivity.history": HISTORY_ITEM,
+}
 
 
 def empty_frame() -> pl.DataFrame:
