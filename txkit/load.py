@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 import sys
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
 import polars as pl
 
 from txkit.client import Client
 from txkit.errors import IncompleteExportError, SchemaError
-from txkit.frame import combine, finalize
+from txkit.frame import combine, finalize, read_page
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
+    QueryResult,
     fetch_query,
     require_complete,
     timed,
@@ -172,19 +175,12 @@ def load_transactions(
     requests_before, retries_before = client.requests_sent, client.retries
     bar = _progress_bar(progress)
     try:
-        frames: list[pl.DataFrame] = []
-        for t, s, c in itertools.product(types, statuses, currencies):
-            params: dict[str, str | int] = {}
-            if t:
-                params["transType"] = t
-            if s:
-                params["status"] = s
-            if c:
-                params["currency"] = c
-            if first:
-                params["startDate"] = (first - timedelta(days=margin_days)).isoformat()
-            if last:
-                params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
+        queries = [
+            _params(t, s, c, first, last, margin_days)
+            for t, s, c in itertools.product(types, statuses, currencies)
+        ]
+
+        def fetch(params: dict[str, str | int]) -> QueryResult:
             result = fetch_query(
                 client,
                 params,
@@ -196,20 +192,29 @@ def load_transactions(
             )
             stats.totals[_key(params)] = result.total
             if not result.complete:
-                if not allow_incomplete:
-                    require_complete(result, params, max_passes)
-                message = str(
-                    IncompleteExportError(
-                        f"RETURNING AN INCOMPLETE EXPORT of {_key(params)} as asked "
-                        "(allow_incomplete=True)",
-                        expected=result.total,
-                        got=result.unique,
-                        attempts=max_passes,
-                    )
-                )
-                warnings.warn(message, IncompleteExportWarning, stacklevel=2)
-                log.error(message)
-            frames.extend(result.frames)
+                _incomplete(result, params, max_passes, allow_incomplete)
+            return result
+
+        results = {_key(q): fetch(q) for q in queries}
+        # Each query was verified when it ran; records may have moved since (a status change
+        # takes a record out of one query and into another). Check every total once more and
+        # fetch again the queries whose total moved, until all hold still.
+        for _ in range(max_passes):
+            moved = [q for q in queries if _current_total(client, q) != results[_key(q)].total]
+            if not moved:
+                break
+            log.warning("totals moved during the export of %s; fetching again", moved)
+            for q in moved:
+                results[_key(q)] = fetch(q)
+        else:
+            _incomplete(
+                QueryResult(frames=[], total=-1, unique=-1, complete=False),
+                {"queries": ", ".join(_key(q) for q in queries)},
+                max_passes,
+                allow_incomplete,
+                what="the totals kept moving while the export was re-checked",
+            )
+        frames = [f for result in results.values() for f in result.frames]
     finally:
         if bar is not None:
             bar.close()
@@ -224,7 +229,63 @@ def load_transactions(
     return finalize(frame)
 
 
-def _key(params: dict[str, str | int]) -> str:
+def _params(
+    t: str | None,
+    s: str | None,
+    c: str | None,
+    first: date | None,
+    last: date | None,
+    margin_days: int,
+) -> dict[str, str | int]:
+    params: dict[str, str | int] = {}
+    if t:
+        params["transType"] = t
+    if s:
+        params["status"] = s
+    if c:
+        params["currency"] = c
+    if first:
+        params["startDate"] = (first - timedelta(days=margin_days)).isoformat()
+    if last:
+        params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
+    return params
+
+
+def _current_total(client: Client, params: dict[str, str | int]) -> int:
+    body, request = client.get_transactions({**params, "skip": 0, "limit": 1})
+    return read_page(body, request=request).total
+
+
+def _incomplete(
+    result: QueryResult,
+    params: dict[str, Any],
+    passes: int,
+    allow: bool,
+    what: str | None = None,
+) -> None:
+    """Raise IncompleteExportError, or (allow_incomplete) warn loudly and log it."""
+    if not allow:
+        if what is None:
+            require_complete(result, params, passes)
+        raise IncompleteExportError(
+            f"the export of {_key(params)} is not consistent: {what}",
+            expected=result.total,
+            got=result.unique,
+            attempts=passes,
+        )
+    message = (
+        f"RETURNING AN INCOMPLETE EXPORT of {_key(params)} as asked (allow_incomplete=True): "
+        + (
+            what
+            or f"expected {result.total} records (the service's total), "
+            f"got {result.unique} unique records after {passes} pass(es)"
+        )
+    )
+    warnings.warn(message, IncompleteExportWarning, stacklevel=3)
+    log.error(message)
+
+
+def _key(params: dict[str, Any]) -> str:
     return "&".join(f"{k}={v}" for k, v in params.items()) or "all"
 
 
@@ -255,11 +316,14 @@ def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _progress_bar(progress: bool | None):
-    """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter)."""
+def _progress_bar(progress: bool | None) -> Any:
+    """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter).
+
+    ``TXKIT_PROGRESS=0`` in the environment turns the default off (CI runs of notebooks).
+    """
     if progress is False:
         return None
-    if progress is None and not _interactive():
+    if progress is None and (os.environ.get("TXKIT_PROGRESS") == "0" or not _interactive()):
         return None
     from tqdm.auto import tqdm
 
@@ -267,7 +331,10 @@ def _progress_bar(progress: bool | None):
 
 
 def _interactive() -> bool:
-    if "ipykernel" in sys.modules:
-        return True
-    stream = sys.stderr
-    return bool(getattr(stream, "isatty", lambda: False)())
+    """A terminal on stderr, or a Jupyter kernel (not merely an imported ipykernel)."""
+    shell = sys.modules.get("IPython")
+    if shell is not None:
+        ip = shell.get_ipython()
+        if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
+            return True
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
