@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 MONTH ?= 2026-10
 
-.PHONY: install report test lint format bench clean
+# Notebooks and tests run on the embedded sandbox: no real key, no progress bars in outputs.
+SANDBOX_ENV := env -u TXKIT_SECRET_KEY -u TXKIT_BASE_URL TXKIT_PROGRESS=0
+
+.PHONY: install report test lint format notebooks bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +31,15 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix txkit tests benchmarks
 
 test: lint
-	$(BIN)/python -m pytest
+	$(SANDBOX_ENV) $(BIN)/python -m pytest --nbval tests notebooks \
+		--nbval-sanitize-with notebooks/nbval_sanitize.cfg
+
+# Edit notebooks/NN_topic.py (or the .ipynb in JupyterLab), then re-run them all on the sandbox
+# seed and commit both files of each pair.
+notebooks: $(STAMP)
+	$(BIN)/jupytext --sync notebooks/[0-9]*.py
+	$(SANDBOX_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/[0-9]*.ipynb
+	$(BIN)/jupytext --sync notebooks/[0-9]*.ipynb
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_export.py

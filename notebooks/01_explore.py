@@ -1,0 +1,92 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · What is in this month's export?
+#
+# **Question.** Before any reconciliation: how many transactions of each type, status and
+# currency does the month hold, how is the volume spread over the days, and what did fees and
+# taxes cost?
+#
+# **Assumptions** (the interface document is silent on each):
+# * a "month" is the UTC calendar month of `createdAt`; txkit asks the service for a day more
+#   on each side and filters locally, so inclusive, exclusive or timezone-shifted date bounds on
+#   the server do not change the result;
+# * amounts are in major units of `toCurrency`, as given (never rounded, never floats);
+# * only `successful` records count as volume; other statuses are shown in the mix.
+#
+# The export is verified against the service's own `total` before anything below runs.
+
+# %% tags=["parameters"]
+month = "2026-10"  # YYYY-MM, UTC
+currency = "NGN"  # the currency of the volume plot
+source = "auto"  # "auto": the configured service if TXKIT_SECRET_KEY is set, else the sandbox
+show_pii = False  # True shows customer e-mails and account numbers unmasked
+
+# %%
+import txkit
+from txkit.analysis import overview
+from txkit.notebook import display_table, load_month, what_to_look_at
+from txkit.plots import plot_daily_volume, plot_status_mix
+
+df, info = load_month(month, source=source)
+info
+
+# %% [markdown]
+# ## Volumes by type and currency, then the status mix
+# Counts, amounts, fees and taxes are exact sums of the export's decimals (all statuses).
+
+# %%
+display_table(overview.volume_summary(df, by=("transType", "toCurrency")), show_pii=show_pii)
+
+# %%
+mix = overview.status_mix(df)
+display_table(mix, show_pii=show_pii)
+
+# %% tags=["nbval-ignore-output"]
+plot_status_mix(mix);
+
+# %% [markdown]
+# ## Volume per day
+
+# %%
+daily = overview.daily_volume(df)
+display_table(daily.filter(daily["toCurrency"] == currency).head(10), show_pii=show_pii)
+
+# %% tags=["nbval-ignore-output"]
+plot_daily_volume(daily, currency=currency);
+
+# %% [markdown]
+# ## Fees and taxes
+# `fee_rate` is fees over amount, `tax_rate` taxes over fees (VAT is usually 7.5% of the fee).
+
+# %%
+display_table(overview.fee_summary(df), show_pii=show_pii)
+
+# %% [markdown]
+# ## A sample of records (customer data masked unless `show_pii`)
+
+# %%
+display_table(
+    df.select("id", "createdAt", "transType", "status", "toAmount", "toCurrency",
+              "customerEmail", "meta.accountNumber", "meta.bankName").tail(5),
+    show_pii=show_pii,
+)
+
+# %% [markdown]
+# ## What to look at
+
+# %%
+what_to_look_at(overview.explore_findings(df))

@@ -1,0 +1,108 @@
+"""Small helpers that keep notebook cells short: load a month, show a table, list findings.
+
+Everything shown is deterministic for a given source and month (no timings, ports or
+request ids), so the committed notebook outputs can be compared by nbval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+
+import polars as pl
+
+from txkit.load import load_transactions
+from txkit.pages import ExportStats
+from txkit.privacy import mask_pii
+from txkit.report import month_bounds
+from txkit.source import connect
+
+__all__ = ["LoadInfo", "display_table", "load_month", "what_to_look_at"]
+
+_SOURCES = ("auto", "sandbox", "service")
+
+
+@dataclass(frozen=True)
+class LoadInfo:
+    """What was loaded, from where, and how it was verified."""
+
+    month: str
+    first: date
+    last: date
+    source: str
+    rows: int
+    queries: dict[str, int]
+    pages: int
+    passes: int
+
+    def _lines(self) -> list[str]:
+        totals = ", ".join(f"{q}: {t:,}" for q, t in self.queries.items())
+        return [
+            f"Month {self.month} ({self.first} to {self.last}, UTC days on createdAt)",
+            f"Source: {self.source}",
+            f"Rows: {self.rows:,} transactions in the month",
+            f"Verified: the service's total for the query (a day of margin each side) was "
+            f"{totals}; every record was fetched ({self.pages:,} pages, {self.passes} pass(es))",
+        ]
+
+    def __repr__(self) -> str:
+        return "\n".join(self._lines())
+
+    def _repr_markdown_(self) -> str:
+        return "\n".join(f"* {line}" for line in self._lines())
+
+
+def load_month(
+    month: str, *, source: str = "auto", currency: str | None = None
+) -> tuple[pl.DataFrame, LoadInfo]:
+    """Load one UTC month, verified, from the service or the embedded sandbox.
+
+    Args:
+        month: ``YYYY-MM``.
+        source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
+            sandbox), ``sandbox`` or ``service``.
+        currency: optionally one currency.
+
+    Returns:
+        The frame and a :class:`LoadInfo` to display.
+
+    Raises:
+        ValueError: a bad month or source.
+    """
+    if source not in _SOURCES:
+        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+    first, last = month_bounds(month)
+    stats = ExportStats()
+    sandbox = None if source == "auto" else source == "sandbox"
+    with connect(sandbox=sandbox) as src:
+        df = load_transactions(src.client, start=first, end=last, currency=currency, stats=stats)
+        description = src.description
+    info = LoadInfo(
+        month=month,
+        first=first,
+        last=last,
+        source=description,
+        rows=df.height,
+        queries=dict(stats.totals),
+        pages=stats.pages,
+        passes=stats.passes,
+    )
+    return df, info
+
+
+def display_table(df: pl.DataFrame, *, show_pii: bool = False, rows: int = 30) -> None:
+    """Display a frame in full width, with customer data masked unless ``show_pii``."""
+    from IPython.display import display
+
+    shown = df if show_pii else mask_pii(df)
+    with pl.Config(tbl_rows=rows, tbl_cols=-1, fmt_str_lengths=40, tbl_width_chars=200):
+        display(shown)
+
+
+def what_to_look_at(findings: Iterable[str]) -> None:
+    """Display computed findings as a Markdown list under "What to look at"."""
+    from IPython.display import Markdown, display
+
+    items = list(findings) or ["Nothing unusual was found."]
+    display(Markdown("\n".join(f"* {item}" for item in items)))
