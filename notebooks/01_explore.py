@@ -32,7 +32,8 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 currency = "NGN"  # the currency of the volume plot
-source = "auto"  # "auto": the configured service if TXKIT_SECRET_KEY is set, else the sandbox
+source = "auto"  # "auto" (the service if TXKIT_SECRET_KEY is set, else the sandbox) or "store"
+store = "data/store"  # the local Parquet store, for source = "store"
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
@@ -41,7 +42,7 @@ from txkit.analysis import overview
 from txkit.notebook import display_table, load_month, what_to_look_at
 from txkit.plots import plot_daily_volume, plot_status_mix
 
-df, info = load_month(month, source=source)
+df, info = load_month(month, source=source, store=store)
 info
 
 # %% [markdown]

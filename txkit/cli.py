@@ -90,6 +90,53 @@ def _run_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_sync(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="update the local Parquet store (incremental)",
+        description=(
+            "Fetch what the local store is missing: months not yet stored, plus a look-back "
+            "window before the newest stored record (statuses change after a record is first "
+            "seen). Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, or the embedded sandbox when no key "
+            "is configured."
+        ),
+    )
+    p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (default: 11 months back)")
+    p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
+    p.add_argument("--store", default="data/store", metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument("--refresh", action="append", default=[], metavar="YYYY-MM",
+                   help="fetch this month whole again (repeatable)")  # fmt: skip
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_run_sync)
+
+
+def _run_sync(args: argparse.Namespace) -> int:
+    from txkit.source import connect
+    from txkit.store import sync, sync_needed
+
+    kwargs = {
+        "start": args.start,
+        "end": args.end,
+        "store": args.store,
+        "lookback_days": args.lookback_days,
+        "refresh": args.refresh,
+    }
+    if not sync_needed(**kwargs):
+        print(f"store {args.store} is up to date: no request sent")
+        return 0
+    with connect() as source:
+        print(f"source: {source.description}")
+        result = sync(source.client, **kwargs, progress=False if args.no_progress else None)
+    for month, kind in result.fetched.items():
+        print(f"  {month}: {kind} fetch, {result.rows[month]:,} rows stored")
+    print(
+        f"synced {len(result.fetched)} month(s), skipped {len(result.skipped)} "
+        f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {args.store}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
@@ -103,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sandbox_cli.add_parser(sub)
     _add_export(sub)
+    _add_sync(sub)
     report.add_parser(sub)
     return parser
 

@@ -20,7 +20,7 @@ from txkit.source import connect
 
 __all__ = ["LoadInfo", "display_table", "load_month", "what_to_look_at"]
 
-_SOURCES = ("auto", "sandbox", "service")
+_SOURCES = ("auto", "sandbox", "service", "store")
 
 
 @dataclass(frozen=True)
@@ -54,14 +54,16 @@ class LoadInfo:
 
 
 def load_month(
-    month: str, *, source: str = "auto", currency: str | None = None
+    month: str, *, source: str = "auto", store: str = "data/store", currency: str | None = None
 ) -> tuple[pl.DataFrame, LoadInfo]:
-    """Load one UTC month, verified, from the service or the embedded sandbox.
+    """Load one UTC month, verified, from the service, the embedded sandbox or the store.
 
     Args:
         month: ``YYYY-MM``.
         source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
-            sandbox), ``sandbox`` or ``service``.
+            sandbox), ``sandbox``, ``service``, or ``store`` (the local Parquet store that
+            ``txkit sync``/``txkit report`` keep; no network).
+        store: the store folder, for ``source="store"``.
         currency: optionally one currency.
 
     Returns:
@@ -73,6 +75,8 @@ def load_month(
     if source not in _SOURCES:
         raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
     first, last = month_bounds(month)
+    if source == "store":
+        return _from_store(month, first, last, store, currency)
     stats = ExportStats()
     sandbox = None if source == "auto" else source == "sandbox"
     with connect(sandbox=sandbox) as src:
@@ -87,6 +91,32 @@ def load_month(
         queries=dict(stats.totals),
         pages=stats.pages,
         passes=stats.passes,
+    )
+    return df, info
+
+
+def _from_store(
+    month: str, first: date, last: date, store: str, currency: str | None
+) -> tuple[pl.DataFrame, LoadInfo]:
+    from txkit.frame import finalize
+    from txkit.store import read_manifests, scan_store
+
+    manifest = read_manifests(store).get(month)
+    if manifest is None:
+        raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
+    lf = scan_store(store).filter(pl.col("month") == month).drop("month")
+    if currency is not None:
+        lf = lf.filter(pl.col("toCurrency") == currency)
+    df = finalize(lf.collect())
+    info = LoadInfo(
+        month=month,
+        first=first,
+        last=last,
+        source=f"the local store {store} (fetched {manifest.fetched_at} from {manifest.source})",
+        rows=df.height,
+        queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
+        pages=0,
+        passes=0,
     )
     return df, info
 

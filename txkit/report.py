@@ -1,20 +1,41 @@
 """``txkit report --month YYYY-MM``: the monthly job.
 
-For now it exports the month, verified, to Parquet (on the embedded sandbox when no key is
-configured) and prints where the file is and what it holds.
+1. Sync the local store for the month (only what is missing, plus the look-back window; a
+   closed month already stored costs no request at all).
+2. Execute every curated notebook (``notebooks/NN_*.ipynb``) for the month with papermill,
+   reading from the store.
+3. Write each executed notebook, a self-contained HTML rendering of it, and an index page to
+   ``reports/YYYY-MM/``; print where the index is.
+
+A failing notebook fails the command, naming the notebook and the cell; the previous report of
+that month is then left untouched (the new one is built aside and swapped in at the end).
 """
 
 from __future__ import annotations
 
 import argparse
 import calendar
+import html
+import json
+import os
 import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
-__all__ = ["add_parser", "month_bounds"]
+from txkit.errors import TxkitError
+
+__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "month_bounds", "run_report"]
 
 _MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+class NotebookFailedError(TxkitError):
+    """A report notebook raised an error."""
 
 
 def month_bounds(month: str) -> tuple[date, date]:
@@ -30,40 +51,256 @@ def month_bounds(month: str) -> tuple[date, date]:
     return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
 
 
+@dataclass
+class ReportResult:
+    """Where the report is and what it took.
+
+    Attributes:
+        index: the index page.
+        notebooks: executed notebook -> seconds.
+        sync: what the store sync did (None when nothing needed fetching).
+        sync_seconds: time spent syncing (0 when the store was up to date).
+    """
+
+    index: Path
+    notebooks: dict[str, float]
+    sync: Any
+    sync_seconds: float
+
+
+def _notebooks(folder: Path) -> list[Path]:
+    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not found:
+        raise ValueError(
+            f"no curated notebooks (NN_topic.ipynb) in {folder}: run from the project folder "
+            "or pass --notebooks DIR"
+        )
+    return found
+
+
+def _summary_of(notebook: dict) -> list[str]:
+    """The "What to look at" bullet points of an executed notebook."""
+    cells = notebook["cells"]
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown" and "what to look at" in "".join(cell["source"]).lower():
+            for later in cells[index + 1 :]:
+                for output in later.get("outputs", []):
+                    text = output.get("data", {}).get("text/markdown")
+                    if text:
+                        return [
+                            line.removeprefix("* ").strip()
+                            for line in "".join(text).splitlines()
+                            if line.strip()
+                        ]
+    return []
+
+
+def _to_html(notebook_path: Path) -> str:
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_filename(str(notebook_path))
+    # Self-contained: no script from the network (MathJax is not needed by these reports).
+    return re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
+
+
+def _index_html(
+    month: str, entries: list[tuple[str, str, list[str]]], *, show_pii: bool, freshness: str
+) -> str:
+    mode = (
+        "UNMASKED: customer e-mails and account numbers are shown (show_pii)"
+        if show_pii
+        else "masked: customer e-mails, names and account numbers are masked"
+    )
+    items = []
+    for title, href, summary in entries:
+        bullets = "".join(f"<li>{html.escape(s)}</li>" for s in summary)
+        items.append(
+            f'<section><h2><a href="{html.escape(href)}">{html.escape(title)}</a></h2>'
+            f"<ul>{bullets}</ul></section>"
+        )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>txkit report {month}</title>"
+        "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
+        "h2{margin-bottom:.3rem}.mode{padding:.4rem;background:#eef}</style></head><body>"
+        f"<h1>Transactions report {html.escape(month)}</h1>"
+        f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
+        f"<p>{html.escape(freshness)}</p>" + "".join(items) + "</body></html>\n"
+    )
+
+
+def run_report(
+    month: str,
+    *,
+    store: Path,
+    out: Path,
+    notebooks: Path,
+    show_pii: bool = False,
+    lookback_days: int = 7,
+    progress: bool | None = None,
+) -> ReportResult:
+    """Sync the month into the store, execute the notebooks, write HTML and an index.
+
+    Args:
+        month: ``YYYY-MM``.
+        store: the Parquet store.
+        out: the reports folder (``out/YYYY-MM/``).
+        notebooks: the folder of curated notebooks.
+        show_pii: render customer data unmasked (the pages say so).
+        lookback_days: the store's look-back window.
+        progress: progress bars (default: when interactive).
+
+    Returns:
+        A :class:`ReportResult`.
+
+    Raises:
+        NotebookFailedError: a notebook failed (named, with its cell); the previous report of
+            the month is left as it was.
+        ValueError: a bad month or missing notebooks.
+        TxkitError: the sync failed (the store is left as it was).
+    """
+    import papermill
+    from tqdm.auto import tqdm
+
+    from txkit.source import connect
+    from txkit.store import read_manifests, sync, sync_needed
+
+    first, last = month_bounds(month)
+    sources = _notebooks(notebooks)
+    started = time.perf_counter()
+    sync_result = None
+    if sync_needed(store=store, start=first, end=last, lookback_days=lookback_days):
+        with connect() as source:
+            print(f"source: {source.description}")
+            sync_result = sync(
+                source.client,
+                start=first,
+                end=last,
+                store=store,
+                lookback_days=lookback_days,
+                progress=progress,
+            )
+    sync_seconds = time.perf_counter() - started if sync_result else 0.0
+    manifest = read_manifests(store).get(month)
+    if manifest is None:
+        raise TxkitError(f"the store {store} has no data for {month} after the sync")
+    window = " to ".join(manifest.windows[-1]) if manifest.windows else month
+    freshness = (
+        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}; whole month "
+        f"fetched {manifest.full_fetch_at}, last refreshed {manifest.fetched_at} ({window}); "
+        f"every fetch was verified against the service's total for its query "
+        f"(last: {manifest.service_total:,} records, with a day of margin on each side)."
+    )
+
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
+    staging.chmod(0o755)
+    timings: dict[str, float] = {}
+    entries = []
+    try:
+        bar = tqdm(
+            sources,
+            desc=f"report {month}",
+            unit="notebook",
+            disable=not progress if progress is not None else None,
+        )
+        for source_nb in bar:
+            bar.set_postfix_str(source_nb.stem)
+            target = staging / source_nb.name
+            began = time.perf_counter()
+            try:
+                papermill.execute_notebook(
+                    str(source_nb),
+                    str(target),
+                    parameters={
+                        "month": month,
+                        "source": "store",
+                        "store": str(store.resolve()),
+                        "show_pii": show_pii,
+                    },
+                    progress_bar=False,
+                    cwd=str(notebooks),
+                    kernel_name="python3",
+                )
+            except papermill.PapermillExecutionError as exc:
+                raise NotebookFailedError(
+                    f"notebook {source_nb.name} failed at cell {exc.exec_count or exc.cell_index}"
+                    f": {exc.ename}: {exc.evalue}"
+                ) from None
+            timings[source_nb.stem] = time.perf_counter() - began
+            page = target.with_suffix(".html")
+            page.write_text(_to_html(target), encoding="utf-8")
+            executed = json.loads(target.read_text(encoding="utf-8"))
+            title = source_nb.stem.replace("_", " ", 1)
+            entries.append((title, page.name, _summary_of(executed)))
+        (staging / "index.html").write_text(
+            _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
+        )
+        final = out / month
+        previous = out / f".{month}.previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        if final.exists():
+            os.rename(final, previous)
+        os.rename(staging, final)
+        shutil.rmtree(previous, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return ReportResult(
+        index=final / "index.html",
+        notebooks=timings,
+        sync=sync_result,
+        sync_seconds=sync_seconds,
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit report``."""
     p = sub.add_parser(
         "report",
-        help="the monthly job: export a month (sandbox when no key is configured)",
-        description="Export a month of transactions, verified, to Parquet.",
+        help="the monthly job: sync the month, run the notebooks, write HTML",
+        description=(
+            "Sync the month into the local store (the embedded sandbox when no "
+            "TXKIT_SECRET_KEY is configured), execute the curated notebooks for it and write "
+            "reports/YYYY-MM/ with HTML pages and an index."
+        ),
     )
     p.add_argument("--month", required=True, metavar="YYYY-MM")
-    p.add_argument("--out", default="data/exports", metavar="DIR")
+    p.add_argument("--store", default="data/store", metavar="DIR")
+    p.add_argument("--out", default="reports", metavar="DIR")
+    p.add_argument("--notebooks", default="notebooks", metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument(
+        "--show-pii",
+        action="store_true",
+        help="render customer e-mails and account numbers unmasked (the report says so)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from txkit.load import load_transactions
-    from txkit.output import write_frame
-    from txkit.pages import ExportStats
-    from txkit.source import connect
-
-    first, last = month_bounds(args.month)
-    stats = ExportStats()
-    with connect() as source:
-        print(f"source: {source.description}")
-        df = load_transactions(
-            source.client,
-            start=first,
-            end=last,
-            progress=False if args.no_progress else None,
-            stats=stats,
-        )
-    path = write_frame(df, Path(args.out) / f"{args.month}.parquet")
-    print(
-        f"{args.month}: {df.height:,} transactions ({stats.pages} pages, {stats.passes} "
-        f"pass(es), verified against the service's total) in {stats.seconds:.1f} s"
+    started = time.perf_counter()
+    result = run_report(
+        args.month,
+        store=Path(args.store),
+        out=Path(args.out),
+        notebooks=Path(args.notebooks),
+        show_pii=args.show_pii,
+        lookback_days=args.lookback_days,
+        progress=False if args.no_progress else None,
     )
-    print(f"written: {path.resolve()}")
+    synced = (
+        ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
+        if result.sync
+        else "store up to date, no request sent"
+    )
+    print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
+    for name, seconds in result.notebooks.items():
+        print(f"  {name}: {seconds:.1f} s")
+    print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")
+    print(f"index: {result.index.resolve()}")
     return 0
