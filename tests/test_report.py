@@ -1,0 +1,104 @@
+"""``txkit report`` end to end on the embedded sandbox, as an analyst runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    env["TXKIT_PROGRESS"] = "0"
+    return subprocess.run(
+        [sys.executable, "-m", "txkit.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def summary_lines(executed: Path) -> list[str]:
+    from txkit.report import _summary_of
+
+    return _summary_of(json.loads(executed.read_text()))
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("report")
+
+
+def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
+    done = run("report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+    assert done.returncode == 0, done.stderr
+    assert "embedded sandbox" in done.stdout
+    index = workdir / "reports/2026-10/index.html"
+    assert done.stdout.strip().endswith(f"index: {index}")
+    page = index.read_text()
+    assert "Customer data: masked" in page
+    names = sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    for name in names:
+        html = workdir / f"reports/2026-10/{name}.html"
+        assert html.exists() and f'href="{name}.html"' in page
+        lines = summary_lines(workdir / f"reports/2026-10/{name}.ipynb")
+        assert lines, f"{name} has no 'What to look at' summary"
+        for line in lines:
+            escaped = line.replace("'", "&#x27;").replace('"', "&quot;")
+            assert escaped in page or line in page
+        assert 'src="http' not in html.read_text()  # self-contained
+    manifest = json.loads((workdir / "data/store/current/manifests/2026-10.json").read_text())
+    assert manifest["complete"] and manifest["rows"] > 0
+
+
+def test_rerun_of_a_closed_month_sends_no_request(workdir: Path) -> None:
+    first = run("report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+    assert first.returncode == 0, first.stderr
+    again = run("report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    assert "store up to date, no request sent" in again.stdout
+    assert "source:" not in again.stdout  # no sandbox, no service: nothing was contacted
+
+
+def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir: Path) -> None:
+    books = workdir / "broken-notebooks"
+    books.mkdir()
+    shutil.copy(NOTEBOOKS / "01_explore.ipynb", books)
+    good = run(
+        "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
+    )
+    assert good.returncode == 0, good.stderr
+    before = (workdir / "r2/2026-05/index.html").read_text()
+    nb = json.loads((books / "01_explore.ipynb").read_text())
+    nb["cells"].append(
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["raise RuntimeError('planted failure')"],
+        }
+    )
+    (books / "02_broken.ipynb").write_text(json.dumps(nb))
+    bad = run("report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir)
+    assert bad.returncode == 1
+    assert "02_broken.ipynb failed at cell" in bad.stderr and "planted failure" in bad.stderr
+    assert (workdir / "r2/2026-05/index.html").read_text() == before
+    assert not (workdir / "r2/2026-05/02_broken.html").exists()
+    assert not [p for p in (workdir / "r2").iterdir() if p.name.startswith(".")]
+
+
+def test_bad_month_is_a_clear_error(workdir: Path) -> None:
+    done = run("report", "--month", "2026-13", cwd=workdir)
+    assert done.returncode == 2
+    assert "--month must be YYYY-MM" in done.stderr
