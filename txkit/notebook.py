@@ -18,7 +18,7 @@ from txkit.privacy import mask_pii
 from txkit.report import month_bounds
 from txkit.source import connect
 
-__all__ = ["LoadInfo", "display_table", "load_month", "what_to_look_at"]
+__all__ = ["LoadInfo", "display_table", "load_month", "load_orders", "what_to_look_at"]
 
 _SOURCES = ("auto", "sandbox", "service", "store")
 
@@ -119,6 +119,41 @@ def _from_store(
         passes=0,
     )
     return df, info
+
+
+def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
+    """The merchant's expected payments for ``month``.
+
+    Args:
+        orders: ``auto`` (``data/orders.csv`` when a key is configured, else the sandbox's
+            orders), ``sandbox`` (the embedded sandbox's merchant-side record), or a CSV or
+            Parquet path (see :func:`txkit.analysis.read_orders`).
+        month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
+
+    Returns:
+        The orders and a line saying where they came from.
+    """
+    from txkit.analysis import read_orders
+    from txkit.source import DEFAULT_SANDBOX, key_configured
+
+    first, last = month_bounds(month)
+    if orders == "auto":
+        orders = "data/orders.csv" if key_configured() else "sandbox"
+    if orders == "sandbox":
+        from txkit.sandbox import generate_ledger
+
+        ledger = generate_ledger(
+            seed=DEFAULT_SANDBOX.seed,
+            records=DEFAULT_SANDBOX.records,
+            start_month=DEFAULT_SANDBOX.start_month,
+            months=DEFAULT_SANDBOX.months,
+        )
+        frame, origin = ledger.orders, "the embedded sandbox's merchant orders"
+    else:
+        frame, origin = read_orders(orders), f"orders file {orders}"
+    if "date" in frame.columns:
+        frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
+    return frame, f"{origin}: {frame.height:,} orders in {month}"
 
 
 def display_table(df: pl.DataFrame, *, show_pii: bool = False, rows: int = 30) -> None:

@@ -1,0 +1,72 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Does the export match what we expected to be paid?
+#
+# **Question.** For every payment the merchant expected this month (its own record of orders),
+# is there exactly one collection in the export with the same reference, currency, amount and
+# status, and is every collection in the export expected?
+#
+# **Assumptions** (the interface document is silent on each):
+# * orders and collections are matched on `transactionReference`; the order date is shown but
+#   not compared (a payment can arrive on another day than the order);
+# * amounts are compared exactly, as decimals, in the record's own currency;
+# * a reference that occurs twice on either side is reported as `duplicate_reference`, before
+#   any other difference;
+# * only `collection` records are expected payments; transfers, settlements and conversions are
+#   the merchant's own movements.
+
+# %% tags=["parameters"]
+month = "2026-10"  # YYYY-MM, UTC
+source = "auto"  # "auto" (the service if TXKIT_SECRET_KEY is set, else the sandbox) or "store"
+store = "data/store"  # the local Parquet store, for source = "store"
+orders = "auto"  # "auto", "sandbox", or a CSV/Parquet file of expected payments
+show_pii = False  # True shows customer e-mails and account numbers unmasked
+
+# %%
+from txkit.analysis import reconcile, reconcile_summary
+from txkit.findings import reconcile_findings
+from txkit.notebook import display_table, load_month, load_orders, what_to_look_at
+from txkit.plots import plot_reconciliation
+
+df, info = load_month(month, source=source, store=store)
+expected, origin = load_orders(orders, month)
+print(origin)
+info
+
+# %% [markdown]
+# ## Summary by category and currency
+# Counts of references, and exact sums of both sides' amounts.
+
+# %%
+result = reconcile(df, expected)
+summary = reconcile_summary(result)
+display_table(summary, show_pii=show_pii)
+
+# %% tags=["nbval-ignore-output"]
+plot_reconciliation(summary);
+
+# %% [markdown]
+# ## Every reference that does not match
+
+# %%
+display_table(result.filter(result["category"] != "matched"), show_pii=show_pii, rows=60)
+
+# %% [markdown]
+# ## What to look at
+
+# %%
+what_to_look_at(reconcile_findings(result, summary))

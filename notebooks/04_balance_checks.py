@@ -1,0 +1,80 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Do the balance-after fields add up?
+#
+# **Question.** Every successful record reports the wallet's balance after it. Does each
+# value follow from the previous one and the record's own amounts, and does the available
+# balance equal the ledger minus the rolling reserves still held?
+#
+# **The balance model** (the interface document is silent on it; txkit assumes this one, which
+# the sandbox implements):
+# * one wallet per currency; records in `createdAt` order, then `id`; only `successful` records
+#   move balances;
+# * a collection adds `toAmount − feeAmount − taxAmount` to the `toCurrency` wallet
+#   (`toBalanceAfterLedger`);
+# * a transfer or settlement takes `toAmount + feeAmount + taxAmount` from the `toCurrency`
+#   wallet (`fromBalanceAfterLedger`);
+# * a conversion takes `fromAmount` from the `fromCurrency` wallet and adds
+#   `toAmount − feeAmount − taxAmount` to the `toCurrency` wallet;
+# * available = ledger − reserves held (a collection's `rollingReserve.amount` from its
+#   `createdAt` until `reserveReleaseDate`).
+#
+# The month is checked on its own: each wallet's first value anchors its chain and reserves
+# held from earlier months are unknown, so those values are counted as unverifiable, not as
+# breaks. Arithmetic is exact (integer minor units).
+
+# %% tags=["parameters"]
+month = "2026-10"  # YYYY-MM, UTC
+source = "auto"  # "auto" (the service if TXKIT_SECRET_KEY is set, else the sandbox) or "store"
+store = "data/store"  # the local Parquet store, for source = "store"
+currency = "NGN"  # the wallet to plot
+show_pii = False  # True shows customer e-mails and account numbers unmasked
+
+# %%
+from txkit.analysis import balance_breaks, balance_summary
+from txkit.findings import balance_findings
+from txkit.notebook import display_table, load_month, what_to_look_at
+from txkit.plots import plot_balance
+
+df, info = load_month(month, source=source, store=store)
+info
+
+# %% [markdown]
+# ## Checked, unverifiable and broken values per wallet
+
+# %%
+summary = balance_summary(df)
+display_table(summary, show_pii=show_pii)
+
+# %% [markdown]
+# ## Every break
+# `chain_gap`: the ledger jumps by what a missing record would explain (look for a record the
+# export lacks just before); `bad_value`: one value is off and the chain resumes after it;
+# `reserve_mismatch`: available ≠ ledger − reserves held.
+
+# %%
+breaks = balance_breaks(df)
+display_table(breaks, show_pii=show_pii, rows=60)
+
+# %% tags=["nbval-ignore-output"]
+plot_balance(df, breaks, currency=currency);
+
+# %% [markdown]
+# ## What to look at
+
+# %%
+what_to_look_at(balance_findings(breaks, summary))

@@ -1,0 +1,123 @@
+"""The "what to look at" sentences of the notebooks, computed from the analysis results.
+
+Each function takes what an analysis function returned and says, in plain words with exact
+amounts, what deserves a look first. Nothing here is written by hand per month.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+__all__ = ["balance_findings", "reconcile_findings", "underpayment_findings"]
+
+_MEANING = {
+    "missing_in_export": "expected by the orders but absent from the export",
+    "missing_in_orders": "in the export but not in the orders",
+    "amount_mismatch": "with a different amount on each side",
+    "currency_mismatch": "with a different currency on each side",
+    "status_mismatch": "with a different status on each side",
+    "duplicate_reference": "whose reference occurs more than once",
+}
+
+
+def _money(value: object, currency: str | None) -> str:
+    return f"{value:,} {currency or ''}".strip()
+
+
+def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+    """Findings of a reconciliation (``reconcile`` and ``reconcile_summary`` results)."""
+    total = result.height
+    if total == 0:
+        return ["Neither the export nor the orders hold a collection for this month."]
+    matched = result.filter(pl.col("category") == "matched").height
+    out = [f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."]
+    for category, meaning in _MEANING.items():
+        rows = summary.filter(pl.col("category") == category)
+        if rows.height == 0:
+            continue
+        count = int(rows["references"].sum())
+        amounts = []
+        for row in rows.iter_rows(named=True):
+            amount = (
+                row["order_amount"] if row["order_amount"] is not None else row["export_amount"]
+            )
+            if amount is not None:
+                amounts.append(_money(amount, row["currency"]))
+        at_stake = f" ({', '.join(amounts)})" if amounts else ""
+        out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
+    biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
+    if biggest.height:
+        row = biggest.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+        out.append(
+            f"Largest amount difference: {row['reference']} "
+            f"({_money(row['difference'], row['export_currency'])})."
+        )
+    return out
+
+
+def underpayment_findings(
+    flagged: pl.DataFrame, by_currency: pl.DataFrame, repeats: pl.DataFrame
+) -> list[str]:
+    """Findings of the underpayment analysis (``underpayments``, a summary by currency, and
+    ``repeat_shortfalls``)."""
+    if flagged.height == 0:
+        return ["No under- or overpayment was recorded this month."]
+    out = []
+    for row in by_currency.iter_rows(named=True):
+        if not (row.get("underpayments") or row.get("overpayments")):
+            continue
+        parts = [f"{row['currency']}: {row.get('underpayments', 0):,} underpayment(s)"]
+        if row.get("overpayments"):
+            parts.append(f"{row['overpayments']:,} overpayment(s)")
+        text = ", ".join(parts)
+        if row.get("underpayment_rate") is not None:
+            text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
+        if row.get("net_shortfall") is not None:
+            text += f"; net shortfall {_money(row['net_shortfall'], row['currency'])}"
+        out.append(text + ".")
+    orphans = flagged.filter(~pl.col("original_in_export")).height
+    if orphans:
+        out.append(
+            f"{orphans:,} flagged payment(s) refer to an original reference that is not in this "
+            "export (an earlier month, or a record the export lacks): check them by reference."
+        )
+    if repeats.height:
+        top = repeats.row(0, named=True)
+        out.append(
+            f"{repeats.height:,} customer(s) underpaid more than once; the largest total is "
+            f"{_money(top['total_shortfall'], top['currency'])} over {top['underpayments']} "
+            f"payments ({top['customerEmail']})."
+        )
+    return out
+
+
+def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+    """Findings of the balance-after checks (``balance_breaks`` and ``balance_summary``)."""
+    checked = int(summary["checked"].sum()) if summary.height else 0
+    unverifiable = int(summary["unverifiable"].sum()) if summary.height else 0
+    out = [
+        f"{checked:,} balance-after values checked, {unverifiable:,} unverifiable "
+        f"(no earlier value in the export, or fields missing), {breaks.height:,} break(s)."
+    ]
+    if breaks.height == 0:
+        out.append("Every checked balance follows the balance model exactly.")
+        return out
+    explain = {
+        "chain_gap": "the ledger jumps by what a missing record would explain; look for a "
+        "record the export lacks just before",
+        "bad_value": "one record's value is off and the chain resumes after it",
+        "reserve_mismatch": "available differs from ledger minus the reserves held",
+        "other": "does not fit a known pattern",
+    }
+    counts = breaks.group_by("kind", "currency").len().sort(["kind", "currency"])
+    for row in counts.iter_rows(named=True):
+        kind = str(row["kind"])
+        out.append(
+            f"{row['len']:,} {kind} break(s) in {row['currency']}: {explain.get(kind, kind)}."
+        )
+    worst = breaks.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+    out.append(
+        f"Largest break: {worst['id']} ({worst['field']}), off by "
+        f"{_money(worst['difference'], worst['currency'])}."
+    )
+    return out
