@@ -31,9 +31,9 @@
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
-source = "auto"  # "auto" (the service if TXKIT_SECRET_KEY is set, else the sandbox) or "store"
-store = "data/store"  # the local Parquet store, for source = "store"
-orders = "auto"  # "auto", "sandbox", or a CSV/Parquet file of expected payments
+source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
+store = "data/store"  # the local Parquet store, read when source is store
+orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%

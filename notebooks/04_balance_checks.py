@@ -39,8 +39,8 @@
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
-source = "auto"  # "auto" (the service if TXKIT_SECRET_KEY is set, else the sandbox) or "store"
-store = "data/store"  # the local Parquet store, for source = "store"
+source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
+store = "data/store"  # the local Parquet store, read when source is store
 currency = "NGN"  # the wallet to plot
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 

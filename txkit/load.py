@@ -319,11 +319,13 @@ def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
 def _progress_bar(progress: bool | None) -> Any:
     """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter).
 
-    ``TXKIT_PROGRESS=0`` in the environment turns the default off (CI runs of notebooks).
+    ``TXKIT_PROGRESS=0`` in the environment turns the default off (CI runs of notebooks),
+    ``TXKIT_PROGRESS=1`` on.
     """
-    if progress is False:
-        return None
-    if progress is None and (os.environ.get("TXKIT_PROGRESS") == "0" or not _interactive()):
+    if progress is None:
+        forced = os.environ.get("TXKIT_PROGRESS")
+        progress = forced == "1" if forced in ("0", "1") else _interactive()
+    if not progress:
         return None
     from tqdm.auto import tqdm
 

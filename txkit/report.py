@@ -140,6 +140,7 @@ def run_report(
     notebooks: Path,
     show_pii: bool = False,
     lookback_days: int = 7,
+    orders: str | None = None,
     progress: bool | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
@@ -151,6 +152,8 @@ def run_report(
         notebooks: the folder of curated notebooks.
         show_pii: render customer data unmasked (the pages say so).
         lookback_days: the store's look-back window.
+        orders: the merchant's expected payments for the reconciliation (CSV or Parquet);
+            default: ``data/orders.csv`` when a key is configured, else the sandbox's.
         progress: progress bars (default: when interactive).
 
     Returns:
@@ -165,11 +168,20 @@ def run_report(
     import papermill
     from tqdm.auto import tqdm
 
-    from txkit.source import connect
+    from txkit.source import connect, key_configured
     from txkit.store import read_manifests, sync, sync_needed
 
     first, last = month_bounds(month)
     sources = _notebooks(notebooks)
+    if orders is None:
+        orders = "data/orders.csv" if key_configured() else "sandbox"
+    if orders != "sandbox":
+        if not Path(orders).is_file():
+            raise ValueError(
+                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
+                "or Parquet file with reference, amount, currency and optionally status, date)"
+            )
+        orders = str(Path(orders).resolve())
     started = time.perf_counter()
     sync_result = None
     if sync_needed(store=store, start=first, end=last, lookback_days=lookback_days):
@@ -211,16 +223,19 @@ def run_report(
             bar.set_postfix_str(source_nb.stem)
             target = staging / source_nb.name
             began = time.perf_counter()
+            offered = {
+                "month": month,
+                "source": "store",
+                "store": str(store.resolve()),
+                "orders": orders,
+                "show_pii": show_pii,
+            }
+            declared = papermill.inspect_notebook(str(source_nb))
             try:
                 papermill.execute_notebook(
                     str(source_nb),
                     str(target),
-                    parameters={
-                        "month": month,
-                        "source": "store",
-                        "store": str(store.resolve()),
-                        "show_pii": show_pii,
-                    },
+                    parameters={k: v for k, v in offered.items() if k in declared},
                     progress_bar=False,
                     cwd=str(notebooks),
                     kernel_name="python3",
@@ -274,6 +289,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--notebooks", default="notebooks", metavar="DIR")
     p.add_argument("--lookback-days", type=int, default=7, metavar="N")
     p.add_argument(
+        "--orders",
+        metavar="FILE",
+        help="expected payments for the reconciliation (default: data/orders.csv with a key, "
+        "the sandbox's orders without)",
+    )
+    p.add_argument(
         "--show-pii",
         action="store_true",
         help="render customer e-mails and account numbers unmasked (the report says so)",
@@ -291,6 +312,7 @@ def _run(args: argparse.Namespace) -> int:
         notebooks=Path(args.notebooks),
         show_pii=args.show_pii,
         lookback_days=args.lookback_days,
+        orders=args.orders,
         progress=False if args.no_progress else None,
     )
     synced = (

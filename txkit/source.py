@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from txkit.client import BASE_URL_VAR, SECRET_KEY_VAR, Client, load_dotenv_values
+from txkit.errors import ConfigError
 
 __all__ = ["DEFAULT_SANDBOX", "Source", "connect", "key_configured"]
 
@@ -44,9 +45,13 @@ class Source:
     description: str
 
 
+def _configured(name: str, env_file: str = ".env") -> bool:
+    return bool(os.environ.get(name) or load_dotenv_values(env_file).get(name))
+
+
 def key_configured(env_file: str = ".env") -> bool:
     """True when ``TXKIT_SECRET_KEY`` is set in the environment or in ``env_file``."""
-    return bool(os.environ.get(SECRET_KEY_VAR) or load_dotenv_values(env_file).get(SECRET_KEY_VAR))
+    return _configured(SECRET_KEY_VAR, env_file)
 
 
 @contextlib.contextmanager
@@ -62,9 +67,20 @@ def connect(
 
     Yields:
         A :class:`Source`; the client is closed and the sandbox stopped afterwards.
+
+    Raises:
+        ConfigError: ``TXKIT_BASE_URL`` is set without a key (the analyst meant the real
+            service: starting the sandbox instead would silently report on fake data).
     """
-    use_sandbox = (not key_configured()) if sandbox is None else sandbox
-    if not use_sandbox:
+    if sandbox is None:
+        if not key_configured() and _configured(BASE_URL_VAR):
+            raise ConfigError(
+                f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
+                "(in the environment or a .env file) to use that service, or unset "
+                f"{BASE_URL_VAR} to use the embedded sandbox"
+            )
+        sandbox = not key_configured()
+    if not sandbox:
         with Client() as client:
             yield Source(client, None, f"the configured service at {client.base_url}")
         return

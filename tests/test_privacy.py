@@ -1,0 +1,177 @@
+"""Secrets and personal data: the key never leaks anywhere; customers are masked for display."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from txkit.privacy import looks_unmasked, mask_pii
+from txkit.sandbox import Sandbox, generate_ledger
+from txkit.source import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk_live_DISTINCTIVE_KEY_7f3a9c1e5b2d48aa"
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[Sandbox]:
+    """A sandbox that accepts only the distinctive key: it plays the real service."""
+    with Sandbox(ledger=generate_ledger(seed=7, records=60_000), secret_key=KEY) as box:
+        yield box
+
+
+def run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "txkit.cli", *args],
+        cwd=cwd,
+        env=base | env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def every_byte_under(path: Path) -> Iterator[tuple[Path, bytes]]:
+    for file in path.rglob("*"):
+        if file.is_file():
+            yield file, file.read_bytes()
+
+
+def test_key_never_reaches_any_output(service: Sandbox, tmp_path: Path) -> None:
+    """Export (with a progress bar), sync, store, manifests, notebooks, HTML: no key byte."""
+    (tmp_path / ".env").write_text(f"TXKIT_BASE_URL={service.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/orders.csv").write_bytes(service.ledger.orders_csv())
+    env = {"TXKIT_PROGRESS": "1", "COLUMNS": "120"}
+    outputs = []
+    done = run("-v", "export", "--currency", "GHS", "-o", "ghs.parquet", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    outputs += [done.stdout, done.stderr]
+    done = run(
+        "report",
+        "--month",
+        "2026-10",
+        "--notebooks",
+        str(ROOT / "notebooks"),
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    outputs += [done.stdout, done.stderr]
+    assert "the configured service" in done.stdout
+    assert "txkit export" in outputs[1], "the progress bar was drawn"
+    for text in outputs:
+        assert KEY not in text
+    files = list(every_byte_under(tmp_path))
+    assert any(f.suffix == ".html" for f, _ in files) and any(
+        f.suffix == ".parquet" for f, _ in files
+    )
+    for file, data in files:
+        if file.name == ".env":
+            continue
+        assert KEY.encode() not in data, f"the key leaked into {file}"
+        if file.suffix in (".html", ".ipynb"):
+            assert not looks_unmasked(data.decode()), f"unmasked customer data in {file}"
+
+
+def test_wrong_key_says_rejected_and_environments_differ(service: Sandbox, tmp_path: Path) -> None:
+    env = {"TXKIT_BASE_URL": service.base_url, "TXKIT_SECRET_KEY": "sk_test_WRONG_0123456789"}
+    done = run("export", "-o", "x.parquet", cwd=tmp_path, env=env)
+    assert done.returncode == 1
+    assert "rejected" in done.stderr and "sandbox and production keys differ" in done.stderr
+    assert "sk_test_WRONG_0123456789" not in done.stderr
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_missing_key_names_the_variable(tmp_path: Path) -> None:
+    done = run(
+        "export",
+        "-o",
+        "x.parquet",
+        cwd=tmp_path,
+        env={"TXKIT_BASE_URL": "https://api.example.test"},
+    )
+    assert done.returncode == 1
+    assert "set TXKIT_SECRET_KEY" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_base_url_without_key_does_not_fall_back_to_the_sandbox(monkeypatch, tmp_path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TXKIT_BASE_URL", "https://api.example.test")
+    monkeypatch.delenv("TXKIT_SECRET_KEY", raising=False)
+    from txkit.errors import ConfigError
+
+    with (
+        pytest.raises(ConfigError, match="TXKIT_BASE_URL is set but TXKIT_SECRET_KEY is not"),
+        connect(),
+    ):
+        pass
+
+
+def test_key_is_refused_over_plain_http_off_loopback(tmp_path: Path) -> None:
+    env = {"TXKIT_BASE_URL": "http://payments.example.test", "TXKIT_SECRET_KEY": KEY}
+    done = run("export", "-o", "x.parquet", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and "plain http://" in done.stderr and KEY not in done.stderr
+
+
+def test_the_cli_has_no_key_flag() -> None:
+    from txkit.cli import build_parser
+
+    text = build_parser().format_help()
+    for action in build_parser()._subparsers._group_actions[0].choices.values():  # type: ignore[union-attr]
+        text += action.format_help()
+    assert not re.search(r"--(secret|key|token)", text)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_mask_pii(lazy: bool) -> None:
+    df = pl.DataFrame(
+        {
+            "customerEmail": ["ada.test@example.test", None],
+            "customNotifyEmails": [["ops@example.test"], []],
+            "meta.accountName": ["TEST CUSTOMER ADA", "x"],
+            "meta.accountNumber": ["0000012345", None],
+            "meta.narration": ["TRF 0000012345 FROM ada@example.test", None],
+            "toAmount": [1, 2],
+        }
+    )
+    masked = mask_pii(df.lazy() if lazy else df)
+    got = masked.collect() if lazy else masked
+    expected = pl.DataFrame(
+        {
+            "customerEmail": ["a***@example.test", None],
+            "customNotifyEmails": [["o***@example.test"], []],
+            "meta.accountName": ["T. C. A.", "X."],
+            "meta.accountNumber": ["******2345", None],
+            "meta.narration": ["TRF ******2345 FROM a***@example.test", None],
+            "toAmount": [1, 2],
+        }
+    )
+    assert_frame_equal(got, expected)
+    assert not looks_unmasked(str(got.to_dicts()))
+
+
+def test_committed_files_hold_no_customer_data_or_keys() -> None:
+    """What CI checks in the repository: notebooks' outputs, data/ and reports/."""
+    listed = subprocess.run(
+        ["git", "ls-files", "notebooks", "data", "reports"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert listed, "no committed notebooks?"
+    for name in listed:
+        text = (ROOT / name).read_text(errors="replace")
+        assert not looks_unmasked(text), f"{name} shows unmasked customer data"
+        assert not re.search(r"\bsk_(live|test|sandbox)_[A-Za-z0-9_]{8,}", text), name
+        assert "TXKIT_SECRET_KEY=" not in text, name
