@@ -1,0 +1,169 @@
+"""``txkit sandbox``: run the sandbox service from a shell until Ctrl-C.
+
+On start it prints exactly two lines on stdout, ready for a shell or a ``.env`` file::
+
+    TXKIT_BASE_URL=http://127.0.0.1:PORT
+    TXKIT_SECRET_KEY=sk_sandbox_...
+
+and everything else (progress, where the data files went, how to stop) on stderr. It writes
+``orders.csv`` and ``ground_truth.json`` to ``--data-dir``. Ctrl-C (or SIGTERM) stops it with
+exit status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from txkit.sandbox.faults import Faults
+from txkit.sandbox.ledger import generate_ledger
+from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
+
+__all__ = ["add_parser", "run"]
+
+
+def _faults(text: str) -> Faults:
+    try:
+        return Faults.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``sandbox`` subcommand.
+
+    Args:
+        subparsers: the object returned by ``ArgumentParser.add_subparsers()``.
+
+    Returns:
+        The subcommand's parser (its ``func`` default is :func:`run`).
+    """
+    parser = subparsers.add_parser(
+        "sandbox",
+        help="run the local sandbox transaction service",
+        description=(
+            "Serve a deterministic synthetic ledger over the documented transaction export "
+            f"interface on loopback (newest first, default limit {DEFAULT_LIMIT}, pages capped "
+            f"at {MAX_LIMIT}). Prints TXKIT_BASE_URL and TXKIT_SECRET_KEY; Ctrl-C stops it."
+        ),
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
+    )
+    parser.add_argument("--port", type=int, default=0, help="port (default: a free port)")
+    parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
+    parser.add_argument(
+        "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--start-month",
+        default="2025-11",
+        metavar="YYYY-MM",
+        help="first month of the ledger's calendar (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--months", type=int, default=12, help="calendar length in months (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--anomaly-rate",
+        type=float,
+        default=0.01,
+        help="planted anomalies per record (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--faults",
+        type=_faults,
+        default=None,
+        metavar="SPEC",
+        help=f"faults to inject, e.g. 'rate_limit=0.2,cap=100'; accepted: {Faults.ACCEPTED}",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default="data/sandbox",
+        help="where orders.csv and ground_truth.json are written (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (the key then travels unencrypted)",
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sandbox until Ctrl-C or SIGTERM.
+
+    Args:
+        args: the parsed ``txkit sandbox`` arguments.
+
+    Returns:
+        The exit status: 0 after Ctrl-C/SIGTERM, 2 for bad arguments, 1 if the port cannot
+        be bound.
+    """
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if threading.current_thread() is threading.main_thread():
+        # A process started in the background inherits SIGINT as ignored: Ctrl-C must work.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
+    sandbox: Sandbox | None = None
+    try:
+        print(
+            f"txkit sandbox: generating {args.records:,} records (seed {args.seed}) ...",
+            file=sys.stderr,
+            flush=True,
+        )
+        started = time.perf_counter()
+        try:
+            ledger = generate_ledger(
+                seed=args.seed,
+                records=args.records,
+                start_month=args.start_month,
+                months=args.months,
+                anomaly_rate=args.anomaly_rate,
+            )
+            sandbox = Sandbox(
+                ledger=ledger,
+                faults=args.faults,
+                host=args.host,
+                port=args.port,
+                data_dir=args.data_dir,
+                allow_remote=args.allow_remote,
+            )
+        except ValueError as exc:
+            print(f"txkit sandbox: error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            sandbox.start()
+        except OSError as exc:
+            print(
+                f"txkit sandbox: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
+            )
+            return 1
+        print(
+            f"txkit sandbox: ready in {time.perf_counter() - started:.1f} s; "
+            f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "
+            f"anomalies; orders.csv and ground_truth.json in {args.data_dir}; "
+            f"faults: {sandbox.faults}. Press Ctrl-C to stop.",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(f"TXKIT_BASE_URL={sandbox.base_url}", flush=True)
+        print(f"TXKIT_SECRET_KEY={sandbox.secret_key}", flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("txkit sandbox: stopped", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        if sandbox is not None:
+            sandbox.stop()

@@ -1,0 +1,878 @@
+"""The sandbox HTTP service: ``GET /transaction`` over a generated ledger, on loopback.
+
+It speaks the documented interface (``transaction-export-interface.md``) and fills in what the
+document leaves open with these choices:
+
+* ``GET /transaction`` filters: ``transType``, ``status``, ``currency`` (on ``toCurrency``),
+  ``startDate``/``endDate`` (``YYYY-MM-DD``, UTC days on ``createdAt``, both inclusive);
+  ``skip`` (default 0) and ``limit`` (default :data:`DEFAULT_LIMIT`, silently capped at
+  :data:`MAX_LIMIT`). Unknown parameters are ignored.
+* Sort: ``createdAt`` descending (newest first), ties by ``id`` ascending.
+* Envelope ``{"success": true, "message": "Transactions retrieved", "data": {"transactions":
+  [...], "total": N}}``; ``total`` counts every matching record.
+* Authentication: ``Authorization: Bearer <key>``; a missing or wrong key gets 401.
+* Bad parameters: 400 when malformed (not an integer, not ``YYYY-MM-DD``, not a real date, a
+  parameter repeated), 422 when well-formed but not accepted (a value outside the documented
+  lists, a negative ``skip``, ``limit`` 0, ``startDate`` after ``endDate``); the message names
+  the parameter and the accepted values.
+* Unknown path 404; another method than GET on ``/transaction`` 405. Every response carries
+  ``X-Request-Id``; every body is a JSON envelope (except the injected HTML faults), never a
+  stack trace.
+
+Pages are served from pre-rendered record bytes: a filter is resolved once into row positions
+(contiguous for date ranges, via a polars frame for the other filters), cached until the data
+changes, and a page is the join of its records' bytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import hmac
+import ipaddress
+import itertools
+import logging
+import random
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from email.utils import formatdate
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+import polars as pl
+
+from txkit.sandbox._render import iso_ms
+from txkit.sandbox.faults import Faults, drift_body
+from txkit.sandbox.ledger import DAY_MS, HOUR_MS, Arrival, Ledger, generate_ledger, parse_record
+from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
+
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Query", "Sandbox"]
+
+log = logging.getLogger(__name__)
+
+#: Page size when ``limit`` is not given.
+DEFAULT_LIMIT: Final = 50
+#: Largest page; a larger ``limit`` is silently capped to it.
+MAX_LIMIT: Final = 1000
+
+_EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
+_DATE_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INT_RE: Final = re.compile(r"^-?\d+$")
+_PATH: Final = "/transaction"
+_MAX_BODY: Final = 1 << 20
+_HTML_ERROR: Final = (
+    "<!DOCTYPE html>\n<html><head><title>{code} {reason}</title></head>\n"
+    "<body><center><h1>{code} {reason}</h1></center><hr><center>nginx</center></body></html>\n"
+)
+_HTML_PAGE: Final = (
+    b"<!DOCTYPE html>\n<html><head><title>Maintenance</title></head>\n"
+    b"<body><h1>We'll be right back</h1><p>The service is under maintenance.</p></body></html>\n"
+)
+_IN_FLIGHT_NEXT: Final = {
+    "verified": "successful",
+    "processing": "failed",
+    "pending": "abandoned",
+    "initiated": "abandoned",
+    "ongoing": "abandoned",
+}
+
+
+class _BadParameter(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A validated ``/transaction`` query."""
+
+    trans_type: str | None = None
+    status: str | None = None
+    currency: str | None = None
+    start_date: date | None = None
+    end_date: date | None = None
+    skip: int = 0
+    limit: int = DEFAULT_LIMIT
+
+    @classmethod
+    def parse(cls, query_string: str) -> Query:
+        """Validate a query string.
+
+        Args:
+            query_string: the URL's query, e.g. ``status=successful&limit=100``.
+
+        Returns:
+            The :class:`Query` (``limit`` already capped at :data:`MAX_LIMIT`).
+
+        Raises:
+            _BadParameter: with the HTTP status (400 or 422) and a message naming the
+                parameter and the accepted values.
+        """
+        params = parse_qs(query_string, keep_blank_values=True)
+        values: dict[str, str] = {}
+        for name in ("transType", "status", "currency", "startDate", "endDate", "skip", "limit"):
+            given = params.get(name)
+            if given is None:
+                continue
+            if len(given) > 1:
+                raise _BadParameter(
+                    400, f"Parameter '{name}' was given {len(given)} times; give it at most once"
+                )
+            values[name] = given[0]
+        trans_type = _choice(values, "transType", TRANS_TYPES)
+        status = _choice(values, "status", STATUSES)
+        currency = _choice(values, "currency", CURRENCIES)
+        start = _day(values, "startDate")
+        end = _day(values, "endDate")
+        if start is not None and end is not None and start > end:
+            raise _BadParameter(
+                422,
+                f"Invalid date range: startDate {start.isoformat()} is after endDate "
+                f"{end.isoformat()}; startDate must be on or before endDate",
+            )
+        skip = _integer(values, "skip", 0, minimum=0)
+        limit = min(_integer(values, "limit", DEFAULT_LIMIT, minimum=1), MAX_LIMIT)
+        return cls(trans_type, status, currency, start, end, skip, limit)
+
+    def window(
+        self, date_shift: int = 0, bounds: str = "inclusive"
+    ) -> tuple[int | None, int | None]:
+        """The ``createdAt`` range ``[low, high)`` in epoch ms selected by the dates.
+
+        Args:
+            date_shift: apply the days in UTC+``date_shift`` hours (a fault; 0 normally).
+            bounds: which of the two days are included (a fault; ``inclusive`` normally).
+
+        Returns:
+            ``(low, high)``; ``None`` where no bound was given.
+        """
+        shift = date_shift * HOUR_MS
+        low = high = None
+        if self.start_date is not None:
+            low = (self.start_date.toordinal() - _EPOCH_ORDINAL) * DAY_MS - shift
+            if bounds in ("exclusive", "start_exclusive"):
+                low += DAY_MS
+        if self.end_date is not None:
+            high = (self.end_date.toordinal() - _EPOCH_ORDINAL + 1) * DAY_MS - shift
+            if bounds in ("exclusive", "end_exclusive"):
+                high -= DAY_MS
+        return low, high
+
+
+def _choice(values: dict[str, str], name: str, accepted: Sequence[str]) -> str | None:
+    value = values.get(name)
+    if value is None:
+        return None
+    if value not in accepted:
+        raise _BadParameter(
+            422, f"Invalid {name} {value!r}: {name} must be one of {', '.join(accepted)}"
+        )
+    return value
+
+
+def _day(values: dict[str, str], name: str) -> date | None:
+    value = values.get(name)
+    if value is None:
+        return None
+    if not _DATE_RE.match(value):
+        raise _BadParameter(
+            400, f"Invalid {name} {value!r}: {name} must be a date in the format YYYY-MM-DD"
+        )
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise _BadParameter(
+            400, f"Invalid {name} {value!r}: not a real calendar date (format YYYY-MM-DD)"
+        ) from None
+
+
+def _integer(values: dict[str, str], name: str, default: int, *, minimum: int) -> int:
+    value = values.get(name)
+    if value is None:
+        return default
+    what = "a non-negative integer" if minimum == 0 else "a positive integer"
+    extra = f" (values above {MAX_LIMIT} are capped at {MAX_LIMIT})" if name == "limit" else ""
+    if not _INT_RE.match(value):
+        raise _BadParameter(400, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
+    # Huge numbers are beyond any page or count: no need to parse them exactly.
+    number = int(value) if len(value) <= 18 else (-1 if value.startswith("-") else 10**18)
+    if number < minimum:
+        raise _BadParameter(422, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
+    return number
+
+
+class _Store:
+    """The served records in export order, their filter index, and data changes (faults)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.lock = threading.RLock()
+        self._load()
+
+    def _load(self) -> None:
+        ledger = self.ledger
+        rows = ledger.export_rows()
+        self.bodies: list[bytes] = ledger.export_bodies()
+        index = ledger.index[rows] if rows else ledger.index.clear()
+        self.ids: list[str] = index.get_column("id").to_list()
+        self.created: list[int] = index.get_column("createdAt").to_list()
+        self.frame = pl.DataFrame(
+            {
+                "transType": index.get_column("transType").cast(pl.Enum(TRANS_TYPES)),
+                "status": index.get_column("status").cast(pl.Enum(STATUSES)),
+                "toCurrency": index.get_column("toCurrency").cast(pl.Enum(CURRENCIES)),
+            }
+        )
+        self.version = 0
+        self.cache: dict[tuple[Any, ...], pl.Series] = {}
+        self.arrivals_done = 0
+        self.changes_done = 0
+        self.changed: list[str] = []
+        self._arrivals: tuple[int, list[Arrival]] | None = None
+        self._change_order: tuple[int, list[str]] | None = None
+        self._drift: dict[str, tuple[bytes, bytes]] = {}
+
+    def reset(self) -> None:
+        """Forget arrivals and status changes: serve the ledger as generated."""
+        with self.lock:
+            self._load()
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    # -- selection -------------------------------------------------------------------------
+
+    def select(self, query: Query, faults: Faults) -> range | pl.Series:
+        """Positions (in export order) of the records matching ``query``."""
+        low, high = query.window(faults.date_shift, faults.bounds)
+        created = self.created
+        start = 0 if high is None else bisect.bisect_right(created, -high, key=_neg)
+        stop = len(created) if low is None else bisect.bisect_right(created, -low, key=_neg)
+        stop = max(start, stop)
+        conditions = []
+        if query.trans_type is not None:
+            conditions.append(pl.col("transType") == query.trans_type)
+        if query.status is not None:
+            conditions.append(pl.col("status") == query.status)
+        if query.currency is not None:
+            conditions.append(pl.col("toCurrency") == query.currency)
+        if not conditions:
+            return range(start, stop)
+        key = (self.version, start, stop, query.trans_type, query.status, query.currency)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = (
+                self.frame.slice(start, stop - start)
+                .with_row_index("position", offset=start)
+                .filter(*conditions)
+                .get_column("position")
+            )
+            if len(self.cache) > 256:
+                self.cache.clear()
+            self.cache[key] = hit
+        return hit
+
+    def page(self, query: Query, faults: Faults, seq: int) -> bytes:
+        """The JSON body of one page (envelope included)."""
+        with self.lock:
+            selection = self.select(query, faults)
+            total = len(selection)
+            limit = query.limit if faults.cap is None else min(query.limit, faults.cap)
+            skip = min(query.skip, total)
+            if faults.shuffle_ties:
+                positions = self._shuffled(selection, skip, limit, faults.fault_seed, seq)
+                chunk = [self.bodies[p] for p in positions]
+            elif isinstance(selection, range):
+                first = selection.start + skip
+                chunk = self.bodies[first : min(selection.stop, first + limit)]
+            else:
+                bodies = self.bodies
+                chunk = [bodies[p] for p in selection.slice(skip, limit).to_list()]
+            if faults.drift > 0:
+                chunk = [self._drifted(b, faults) for b in chunk]
+        return b"".join(
+            (
+                b'{"success":true,"message":"Transactions retrieved","data":{"transactions":[',
+                b",".join(chunk),
+                b'],"total":%d}}' % total,
+            )
+        )
+
+    def _shuffled(
+        self, selection: range | pl.Series, skip: int, limit: int, fault_seed: int, seq: int
+    ) -> list[int]:
+        """The page's positions, with every tie group shuffled anew for this request.
+
+        Tie groups that straddle the page's edges are shuffled whole, so that records move
+        across page boundaries between requests, as with an unstable sort on a real server.
+        """
+        listed = selection if isinstance(selection, range) else selection.to_list()
+        total = len(listed)
+        stop = min(total, skip + limit)
+        if skip >= stop:
+            return []
+        created = self.created
+        low, high = skip, stop
+        while low > 0 and created[listed[low - 1]] == created[listed[skip]]:
+            low -= 1
+        while high < total and created[listed[high]] == created[listed[stop - 1]]:
+            high += 1
+        rng = random.Random(f"txkit-ties:{fault_seed}:{seq}")
+        out: list[int] = []
+        group: list[int] = []
+        for k in range(low, high):
+            p = listed[k]
+            if group and created[p] != created[group[0]]:
+                rng.shuffle(group)
+                out.extend(group)
+                group = []
+            group.append(p)
+        rng.shuffle(group)
+        out.extend(group)
+        return out[skip - low : stop - low]
+
+    def _drifted(self, body: bytes, faults: Faults) -> bytes:
+        record_id = body[8:32].decode()  # bodies start with {"_id":"<24 hex>"
+        if not faults.drifted(record_id):
+            return body
+        cached = self._drift.get(record_id)
+        if cached is not None and cached[0] is body:
+            return cached[1]
+        drifted = drift_body(body, record_id, faults.fault_seed)
+        self._drift[record_id] = (body, drifted)
+        return drifted
+
+    # -- data changes during an export -----------------------------------------------------
+
+    def after_page(self, faults: Faults) -> None:
+        """Apply one arrival and one status change, if the faults ask for more."""
+        with self.lock:
+            if faults.arrivals > self.arrivals_done:
+                self._arrive(faults)
+            if faults.status_changes > self.changes_done:
+                self._change_status(faults)
+
+    def _arrive(self, faults: Faults) -> None:
+        cached = self._arrivals
+        if cached is None or cached[0] != faults.fault_seed or len(cached[1]) <= self.arrivals_done:
+            # Grow by doubling: the work follows the arrivals served, not the number asked for.
+            have = 0 if cached is None or cached[0] != faults.fault_seed else len(cached[1])
+            count = min(faults.arrivals, max(64, 2 * have, self.arrivals_done + 1))
+            self._arrivals = (faults.fault_seed, self.ledger.arrivals(count, faults.fault_seed))
+        assert self._arrivals is not None
+        arrival = self._arrivals[1][self.arrivals_done]
+        self.arrivals_done += 1
+        self.bodies.insert(0, arrival.body)
+        self.ids.insert(0, arrival.id)
+        self.created.insert(0, arrival.created_ms)
+        row = pl.DataFrame(
+            {
+                "transType": pl.Series([arrival.trans_type], dtype=pl.Enum(TRANS_TYPES)),
+                "status": pl.Series([arrival.status], dtype=pl.Enum(STATUSES)),
+                "toCurrency": pl.Series([arrival.currency], dtype=pl.Enum(CURRENCIES)),
+            }
+        )
+        self.frame = pl.concat([row, self.frame], rechunk=False)
+        if self.frame.n_chunks() > 16:
+            self.frame = self.frame.rechunk()
+        self._changed_data()
+
+    def _change_status(self, faults: Faults) -> None:
+        if self._change_order is None or self._change_order[0] != faults.fault_seed:
+            statuses = self.frame.get_column("status").cast(pl.String).to_list()
+            candidates = [self.ids[p] for p, s in enumerate(statuses) if s in _IN_FLIGHT_NEXT]
+            random.Random(f"txkit-status:{faults.fault_seed}").shuffle(candidates)
+            self._change_order = (faults.fault_seed, candidates)
+        order = self._change_order[1]
+        if self.changes_done >= len(order):
+            self.changes_done += 1
+            return
+        record_id = order[self.changes_done]
+        self.changes_done += 1
+        position = self.ids.index(record_id)
+        body = self.bodies[position]
+        old = self.frame.get_column("status")[position]
+        new = _IN_FLIGHT_NEXT[old]
+        stamp = self.created[0] + 60_000 * self.changes_done
+        body = body.replace(b'"status":"%s"' % old.encode(), b'"status":"%s"' % new.encode(), 1)
+        body = re.sub(
+            rb'"updatedAt":"[^"]*"', b'"updatedAt":"%s"' % iso_ms(stamp).encode(), body, count=1
+        )
+        self.bodies[position] = body
+        status = self.frame.get_column("status").clone().scatter(position, new)
+        self.frame = self.frame.with_columns(status)
+        self.changed.append(record_id)
+        self._changed_data()
+
+    def _changed_data(self) -> None:
+        self.version += 1
+        self.cache.clear()
+
+
+def _neg(value: int) -> int:
+    return -value
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Do not wait for handler threads on close: they may idle on keep-alive connections;
+    # close_connections() ends them instead.
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, address: tuple[str, int], sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, _Handler)
+
+    def close_connections(self) -> None:
+        """Shut down every open client connection (their handler threads then end)."""
+        with self.connections_lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Client disconnects mid-response are normal for a test server: log, never print.
+        log.debug("error while serving %s", client_address, exc_info=True)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "txkit-sandbox/1"
+    sys_version = ""
+    timeout = 120
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        with contextlib.suppress(OSError):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.server.connections_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.connections_lock:
+            self.server.connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s - %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:
+        self._handle("GET")
+
+    def do_HEAD(self) -> None:
+        self._handle("HEAD")
+
+    def do_POST(self) -> None:
+        self._handle("POST")
+
+    def do_PUT(self) -> None:
+        self._handle("PUT")
+
+    def do_PATCH(self) -> None:
+        self._handle("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._handle("DELETE")
+
+    def do_OPTIONS(self) -> None:
+        self._handle("OPTIONS")
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """Errors found by the stdlib parser (bad request line, long headers): JSON too."""
+        self.close_connection = True
+        try:
+            reason = HTTPStatus(code).phrase
+        except ValueError:
+            reason = "Error"
+        self._json(code, message or reason, request_id=_request_id())
+
+    def _handle(self, method: str) -> None:
+        sandbox = self.server.sandbox
+        sandbox._count_request()
+        request_id = _request_id()
+        try:
+            self._discard_body()
+            url = urlsplit(self.path)
+            if url.path.rstrip("/") != _PATH:
+                self._json(404, f"Route {method} {url.path} not found", request_id=request_id)
+                return
+            if method != "GET":
+                self._json(
+                    405,
+                    f"Method {method} not allowed on {_PATH}; use GET",
+                    request_id=request_id,
+                    headers={"Allow": "GET"},
+                )
+                return
+            if not self._authorized(sandbox.secret_key):
+                if self.headers.get("Authorization") is None:
+                    message = (
+                        "Authorization header missing: send 'Authorization: Bearer <secret key>'"
+                    )
+                else:
+                    message = "Invalid or expired secret key"
+                self._json(401, message, request_id=request_id)
+                return
+            try:
+                query = Query.parse(url.query)
+            except _BadParameter as bad:
+                self._json(bad.status, bad.message, request_id=request_id)
+                return
+            self._serve(sandbox, query, request_id)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception:
+            log.exception("sandbox error on %s", self.path)
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._json(500, "Internal sandbox error", request_id=request_id)
+
+    def _serve(self, sandbox: Sandbox, query: Query, request_id: str) -> None:
+        faults = sandbox.faults
+        seq = sandbox._next_seq()
+        decision = faults.decide(seq)
+        if decision.delay:
+            time.sleep(decision.delay)
+        if decision.drop:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if decision.status == 429:
+            self._json(
+                429,
+                "Rate limit exceeded; retry later",
+                request_id=request_id,
+                headers={"Retry-After": str(faults.retry_after)},
+            )
+            return
+        if decision.status is not None:
+            reason = HTTPStatus(decision.status).phrase
+            html = _HTML_ERROR.format(code=decision.status, reason=reason).encode()
+            self._send(decision.status, html, "text/html", request_id=request_id)
+            return
+        if decision.not_json:
+            self._send(200, _HTML_PAGE, "text/html; charset=utf-8", request_id=request_id)
+            return
+        body = sandbox._store.page(query, faults, seq)
+        # Data changes (faults) happen after this page was computed, but before the client
+        # can see it: its next request, on any connection, sees the change.
+        sandbox._store.after_page(faults)
+        self._send(200, body, "application/json; charset=utf-8", request_id=request_id)
+
+    def _authorized(self, key: str) -> bool:
+        header = self.headers.get("Authorization")
+        if not header:
+            return False
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(token.strip().encode(), key.encode())
+
+    def _discard_body(self) -> None:
+        length = self.headers.get("Content-Length")
+        if length is None:
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+            return
+        try:
+            size = int(length)
+        except ValueError:
+            self.close_connection = True
+            return
+        if 0 < size <= _MAX_BODY:
+            self.rfile.read(size)
+        elif size > _MAX_BODY:
+            self.close_connection = True
+
+    def _json(
+        self,
+        status: int,
+        message: str,
+        *,
+        request_id: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        body = orjson.dumps({"success": False, "message": message, "data": {}})
+        self._send(
+            status, body, "application/json; charset=utf-8", request_id=request_id, headers=headers
+        )
+
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        *,
+        request_id: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        try:
+            reason = HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        lines = [
+            f"HTTP/1.1 {status} {reason}",
+            f"Server: {self.server_version}",
+            f"Date: {formatdate(usegmt=True)}",
+            f"Content-Type: {content_type}",
+            f"Content-Length: {len(body)}",
+            f"X-Request-Id: {request_id}",
+        ]
+        for name, value in (headers or {}).items():
+            lines.append(f"{name}: {value}")
+        if self.close_connection:
+            lines.append("Connection: close")
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        payload = head if self.command == "HEAD" else head + body
+        self.wfile.write(payload)
+        self.log_request(status, len(body))
+
+
+def _request_id() -> str:
+    return "req_" + secrets.token_hex(8)
+
+
+class Sandbox:
+    """A running sandbox service: a context manager that serves a ledger on loopback.
+
+    Example::
+
+        with Sandbox(records=5_000) as sb:
+            httpx.get(f"{sb.base_url}/transaction",
+                      headers={"Authorization": f"Bearer {sb.secret_key}"})
+
+    Args:
+        seed, records, start_month, months, anomaly_rate: passed to
+            :func:`~txkit.sandbox.ledger.generate_ledger` (ignored when ``ledger`` is given).
+        faults: a :class:`Faults`, a spec string, or None.
+        secret_key: the key to accept; by default a random ``sk_sandbox_...`` per instance.
+        host: address to bind; loopback only unless ``allow_remote``.
+        port: port to bind; 0 picks a free one.
+        data_dir: if given, ``orders.csv`` and ``ground_truth.json`` are written there on start.
+        ledger: a pre-generated ledger to serve (tests share one).
+        allow_remote: allow binding a non-loopback address (the key then travels in clear
+            text over plain HTTP: avoid).
+
+    Raises:
+        ValueError: for a non-loopback host without ``allow_remote``, or bad faults.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int = 7,
+        records: int = 20_000,
+        faults: Faults | str | None = None,
+        secret_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        data_dir: str | Path | None = None,
+        ledger: Ledger | None = None,
+        start_month: str = "2025-11",
+        months: int = 12,
+        anomaly_rate: float = 0.01,
+        allow_remote: bool = False,
+    ) -> None:
+        if not allow_remote and not _is_loopback(host):
+            raise ValueError(
+                f"refusing to serve on non-loopback host {host!r}: the sandbox is for local use "
+                "(pass allow_remote=True, or --allow-remote, to override)"
+            )
+        self.host = host
+        self.port = port
+        self._faults = _as_faults(faults)
+        self._secret_key = secret_key or "sk_sandbox_" + secrets.token_hex(16)
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._ledger = ledger
+        self._ledger_args = {
+            "seed": seed,
+            "records": records,
+            "start_month": start_month,
+            "months": months,
+            "anomaly_rate": anomaly_rate,
+        }
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._store: _Store
+        self._counter_lock = threading.Lock()
+        self._requests = 0
+        self._seq = itertools.count(1)
+
+    def __repr__(self) -> str:
+        state = self.base_url if self._server is not None else "stopped"
+        return f"Sandbox({state}, ledger={self._ledger!r}, faults={str(self._faults)!r})"
+
+    # -- public state ----------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` of the running service."""
+        if self._server is None:
+            raise RuntimeError("the sandbox is not running; use it as a context manager")
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def secret_key(self) -> str:
+        """The key the service accepts (``Authorization: Bearer <key>``)."""
+        return self._secret_key
+
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger being served (generated on start if none was given)."""
+        if self._ledger is None:
+            raise RuntimeError("the ledger is generated when the sandbox starts")
+        return self._ledger
+
+    @property
+    def faults(self) -> Faults:
+        """The active faults; mutable, read on every request."""
+        return self._faults
+
+    @faults.setter
+    def faults(self, value: Faults | str | None) -> None:
+        self._faults = _as_faults(value)
+
+    @property
+    def request_count(self) -> int:
+        """How many HTTP requests the service has received (every path and outcome)."""
+        return self._requests
+
+    def served_records(self) -> list[dict[str, Any]]:
+        """The records currently served, in export order (arrivals and status changes
+        included), parsed like :meth:`Ledger.exported_records`.
+
+        Raises:
+            RuntimeError: if the sandbox has not been started.
+        """
+        if not hasattr(self, "_store"):
+            raise RuntimeError("the sandbox is not running; use it as a context manager")
+        with self._store.lock:
+            bodies = list(self._store.bodies)
+        return [parse_record(b) for b in bodies]
+
+    def reset(self) -> None:
+        """Undo arrivals and status changes and restart the fault sequence.
+
+        Raises:
+            RuntimeError: if the sandbox has not been started.
+        """
+        if not hasattr(self, "_store"):
+            raise RuntimeError("the sandbox is not running; use it as a context manager")
+        self._store.reset()
+        with self._counter_lock:
+            self._seq = itertools.count(1)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> Sandbox:
+        """Generate the ledger (if needed), bind the port and serve in a background thread.
+
+        Returns:
+            ``self``.
+        """
+        self._prepare()
+        assert self._server is not None
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name=f"txkit-sandbox:{self.port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def _prepare(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("the sandbox is already running")
+        if self._ledger is None:
+            self._ledger = generate_ledger(**self._ledger_args)  # type: ignore[arg-type]
+        self._store = _Store(self._ledger)
+        if self._data_dir is not None:
+            self._ledger.write_files(self._data_dir)
+        self._server = _Server((self.host, self.port), self)
+        self.port = self._server.server_address[1]
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until :meth:`stop` or ``KeyboardInterrupt``."""
+        if self._server is None:
+            self._prepare()
+        assert self._server is not None
+        try:
+            self._server.serve_forever(poll_interval=0.1)
+        finally:
+            self._close()
+
+    def stop(self) -> None:
+        """Stop serving and close the port (idempotent)."""
+        server = self._server
+        if server is None:
+            return
+        if self._thread is not None:
+            server.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._close()
+
+    def _close(self) -> None:
+        if self._server is not None:
+            self._server.server_close()
+            self._server.close_connections()
+            self._server = None
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- used by the handler ---------------------------------------------------------------
+
+    def _count_request(self) -> None:
+        with self._counter_lock:
+            self._requests += 1
+
+    def _next_seq(self) -> int:
+        with self._counter_lock:
+            return next(self._seq)
+
+
+def _as_faults(value: Faults | str | None) -> Faults:
+    if value is None:
+        return Faults()
+    if isinstance(value, Faults):
+        return value
+    if isinstance(value, str):
+        return Faults.parse(value)
+    raise TypeError(f"faults must be a Faults, a spec string or None, not {type(value).__name__}")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
