@@ -282,27 +282,28 @@ class Client:
         """Map a response to (error or None, Retry-After seconds when rate limited)."""
         status = response.status_code
         body = response.content
+        if status == 200 and body[:64].lstrip()[:1] == b"{":
+            return None, None  # the hot path: the body is decoded once, by txkit.frame
         request_id = next(
             (response.headers[h] for h in _REQUEST_ID_HEADERS if h in response.headers), None
         )
         context: dict[str, Any] = {
             "status_code": status,
-            "server_message": self._server_message(body),
+            "server_message": None,
             "request_id": request_id,
             "request": request,
         }
         if status == 200:
-            if body.lstrip()[:1] != b"{":
-                kind = response.headers.get("content-type", "no content type")
-                return (
-                    ResponseFormatError(
-                        f"the service returned a non-JSON body ({kind}); "
-                        f"it starts: {excerpt(scrub(body.decode('utf-8', 'replace')))!r}",
-                        **(context | {"server_message": None}),
-                    ),
-                    None,
-                )
-            return None, None
+            kind = response.headers.get("content-type", "no content type")
+            return (
+                ResponseFormatError(
+                    f"the service returned a non-JSON body ({kind}); "
+                    f"it starts: {excerpt(scrub(body.decode('utf-8', 'replace')))!r}",
+                    **context,
+                ),
+                None,
+            )
+        context["server_message"] = self._server_message(body)
         if status == 429:
             return (
                 RateLimitedError("rate limited by the service (429)", **context),
