@@ -1,0 +1,85 @@
+"""Helpers for the analysis tests: sandbox ledgers loaded into frames, small frame builders.
+
+The frames come from the ledger's served record bytes, decoded by ``txkit.frame`` (no HTTP
+server), so the analysis functions see the same columns and types as after an export. Ledgers
+are cached for the whole session (generating and decoding is the slow part of these tests).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import polars as pl
+
+import txkit.frame
+from txkit.sandbox.ledger import Ledger, generate_ledger
+from txkit.schema import COLUMNS
+
+SEEDS = (1, 2, 3)
+RATES = (0.0, 0.01, 0.03)
+RECORDS = 10_000
+PAGE = 5_000
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated ledger and its served records as a loaded frame."""
+
+    ledger: Ledger
+    frame: pl.DataFrame
+
+    def truth(self, *kinds: str) -> list[dict[str, Any]]:
+        return [e for e in self.ledger.ground_truth if e["kind"] in kinds]
+
+
+def frame_from_bodies(bodies: list[bytes]) -> pl.DataFrame:
+    """Decode record bodies into a finalized frame, in pages of PAGE records."""
+    frames = []
+    for start in range(0, len(bodies), PAGE):
+        chunk = bodies[start : start + PAGE]
+        body = (
+            b'{"success":true,"message":"ok","data":{"total":%d,"transactions":[' % len(bodies)
+            + b",".join(chunk)
+            + b"]}}"
+        )
+        frames.append(txkit.frame.decode_page(body).frame)
+    return txkit.frame.finalize(txkit.frame.combine(frames))
+
+
+@cache
+def load_case(seed: int, rate: float, records: int = RECORDS) -> Case:
+    ledger = generate_ledger(seed=seed, records=records, anomaly_rate=rate)
+    return Case(ledger, frame_from_bodies(ledger.export_bodies()))
+
+
+def ms(text: str) -> datetime:
+    """A UTC timestamp from ``2026-01-01T00:00:00.000Z`` style text."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def dec(text: str | None) -> Decimal | None:
+    return None if text is None else Decimal(text)
+
+
+def tx_frame(rows: list[dict[str, Any]], money_scale: int = 2) -> pl.DataFrame:
+    """A frame with every schema column from a few hand-written records.
+
+    Money may be given as text (``"10.50"``) and timestamps as ISO text; absent fields are null.
+    """
+    schema = {
+        name: pl.Decimal(38, money_scale) if isinstance(dtype, pl.Decimal) else dtype
+        for name, dtype in COLUMNS.items()
+    }
+    data: dict[str, list[Any]] = {}
+    for name, dtype in schema.items():
+        values = [row.get(name) for row in rows]
+        if isinstance(dtype, pl.Decimal):
+            values = [dec(v) if isinstance(v, str) else v for v in values]
+        elif isinstance(dtype, pl.Datetime):
+            values = [ms(v) if isinstance(v, str) else v for v in values]
+        data[name] = values
+    return pl.DataFrame(data, schema=schema)

@@ -1,0 +1,172 @@
+"""Input checks and exact money helpers shared by the analysis modules (private)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Final, Literal
+
+import polars as pl
+
+from txkit.schema import MONEY_SCALE
+
+Frame = pl.DataFrame | pl.LazyFrame
+
+#: What a column must hold. ``money`` is exact: a decimal or an integer, never a float.
+Kind = Literal["money", "string", "datetime", "bool", "int", "number", "date"]
+
+_INTEGERS: Final = (
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.Int128,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.UInt64,
+)
+_ACCEPTED: Final[dict[str, str]] = {
+    "money": "Decimal or integer",
+    "string": "String",
+    "datetime": "Datetime",
+    "bool": "Boolean",
+    "int": "integer",
+    "number": "integer or float",
+    "date": "Date or Datetime",
+}
+
+
+def _is_integer(dtype: pl.DataType) -> bool:
+    return isinstance(dtype, _INTEGERS)
+
+
+def _accepts(kind: Kind, dtype: pl.DataType) -> bool:
+    if isinstance(dtype, pl.Null):
+        return True  # an all-null column (e.g. a field no record carries)
+    if kind == "money":
+        return isinstance(dtype, pl.Decimal) or _is_integer(dtype)
+    if kind == "string":
+        return isinstance(dtype, pl.String | pl.Categorical | pl.Enum)
+    if kind == "datetime":
+        return isinstance(dtype, pl.Datetime)
+    if kind == "bool":
+        return isinstance(dtype, pl.Boolean)
+    if kind == "int":
+        return _is_integer(dtype)
+    if kind == "number":
+        return _is_integer(dtype) or isinstance(dtype, pl.Float32 | pl.Float64)
+    if kind == "date":
+        return isinstance(dtype, pl.Date | pl.Datetime)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def lazy(frame: object, what: str, caller: str) -> pl.LazyFrame:
+    """Return ``frame`` as a LazyFrame, or raise ValueError for anything else."""
+    if isinstance(frame, pl.LazyFrame):
+        return frame
+    if isinstance(frame, pl.DataFrame):
+        return frame.lazy()
+    raise ValueError(
+        f"{caller}: {what} must be a polars DataFrame or LazyFrame, got {type(frame).__name__}"
+    )
+
+
+def check_columns(
+    schema: pl.Schema,
+    required: Mapping[str, Kind],
+    what: str,
+    caller: str,
+    optional: Mapping[str, Kind] | None = None,
+) -> None:
+    """Raise ValueError naming every missing required column and every column of a wrong type.
+
+    Args:
+        schema: the frame's schema.
+        required: columns that must be present, with what they must hold.
+        what: how the frame is called in messages (``transactions``, ``orders``).
+        caller: the public function, for messages.
+        optional: columns that may be absent but, when present, must hold the given kind.
+    """
+    missing = [name for name in required if name not in schema]
+    wrong = [
+        f"{name!r} is {schema[name]}, expected {_ACCEPTED[kind]}"
+        + (" (floats are not exact money)" if schema[name].is_float() and kind == "money" else "")
+        for name, kind in {**required, **(optional or {})}.items()
+        if name in schema and not _accepts(kind, schema[name])
+    ]
+    problems = []
+    if missing:
+        problems.append(
+            "missing column" + ("s " if len(missing) > 1 else " ") + ", ".join(map(repr, missing))
+        )
+    if wrong:
+        problems.append("wrong type: " + "; ".join(wrong))
+    if problems:
+        accepted = ", ".join(f"{n} ({_ACCEPTED[k]})" for n, k in required.items())
+        hint = ""
+        if what == "transactions":
+            hint = " A frame from txkit.load_transactions has them all."
+        raise ValueError(
+            f"{caller}: {what} has "
+            + " and ".join(problems)
+            + f". Required columns: {accepted}.{hint}"
+        )
+
+
+def column_or_null(schema: pl.Schema, name: str, dtype: pl.DataType) -> pl.Expr:
+    """The column cast to ``dtype``, or a typed null literal when the frame lacks it."""
+    if name in schema:
+        return pl.col(name).cast(dtype)
+    return pl.lit(None, dtype=dtype).alias(name)
+
+
+def money_scale(schema: pl.Schema, names: Iterable[str]) -> int:
+    """The common scale of the money columns ``names``: their widest, at least MONEY_SCALE."""
+    scales = [MONEY_SCALE]
+    for name in names:
+        dtype = schema.get(name)
+        if isinstance(dtype, pl.Decimal):
+            scales.append(dtype.scale or 0)
+    return max(scales)
+
+
+def to_minor(expr: pl.Expr, scale: int) -> pl.Expr:
+    """Exact integer minor units (``Int128``) of a decimal or integer money expression.
+
+    ``scale`` must be at least the expression's own scale (see :func:`money_scale`), so the
+    cast to ``Decimal(38, scale)`` only appends zeros.
+    """
+    return (expr.cast(pl.Decimal(38, scale)) * (10**scale)).cast(pl.Int128)
+
+
+def from_minor(expr: pl.Expr, scale: int) -> pl.Expr:
+    """Back from integer minor units to ``Decimal(38, scale)``, exactly."""
+    unit = pl.lit(Decimal(1).scaleb(-scale), dtype=pl.Decimal(38, scale))
+    return (expr.cast(pl.Decimal(38, 0)) * unit).cast(pl.Decimal(38, scale))
+
+
+def money(name: str, scale: int) -> pl.Expr:
+    """A money column at ``scale`` as ``Decimal(38, scale)``."""
+    return pl.col(name).cast(pl.Decimal(38, scale))
+
+
+def to_minor_map(values: Mapping[str, object], scale: int, what: str) -> dict[str, int]:
+    """Convert a currency -> amount mapping (Decimal, int or str) to minor units, exactly."""
+    out: dict[str, int] = {}
+    for currency, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
+            raise ValueError(
+                f"{what}[{currency!r}] must be a Decimal, int or str amount, got {value!r}"
+            )
+        try:
+            amount = Decimal(value)
+        except ArithmeticError as exc:
+            raise ValueError(f"{what}[{currency!r}] is not a number: {value!r}") from exc
+        minor = amount.scaleb(scale)
+        if not amount.is_finite() or minor != minor.to_integral_value():
+            raise ValueError(
+                f"{what}[{currency!r}] = {value!r} has more than {scale} decimals or is not finite"
+            )
+        out[currency] = int(minor)
+    return out

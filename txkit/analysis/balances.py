@@ -1,0 +1,560 @@
+"""Verify the balance-after fields against the balance model, exactly and vectorised.
+
+The model (the sandbox implements exactly this):
+
+* one wallet per currency; entries ordered by ``createdAt``, then ``id``; only ``successful``
+  records move balances;
+* a collection adds ``toAmount - feeAmount - taxAmount`` to the ``toCurrency`` wallet, reported
+  in ``toBalanceAfterLedger``/``toBalanceAfterAvailable``;
+* a transfer or settlement takes ``toAmount + feeAmount + taxAmount`` from the ``toCurrency``
+  wallet, reported in ``fromBalanceAfterLedger``/``fromBalanceAfterAvailable``;
+* a conversion takes ``fromAmount`` from the ``fromCurrency`` wallet (from-side fields) and adds
+  ``toAmount - feeAmount - taxAmount`` to the ``toCurrency`` wallet (to-side fields);
+* available = ledger minus the rolling reserves still held: a successful collection with
+  ``hasRollingReserve`` holds ``rollingReserve.amount`` of its currency from its ``createdAt``
+  until ``rollingReserve.reserveReleaseDate`` (exclusive).
+
+How a ledger break is found (all in integer minor units): per wallet, ``S`` is the running
+sum of the deltas and ``k = reported - S`` is the wallet's implied opening balance. On a clean
+chain ``k`` is constant, so each entry's residual ``r = k - k_prev`` (against the previous entry
+with a reported ledger) is zero. A non-zero ``r`` followed by ``-r`` is one wrong value
+(``bad_value``; the next entry resumes the chain and is not a break); followed by zero it is a
+jump that a record missing from the export would explain (``chain_gap``, ``difference`` = that
+record's delta); anything else is ``other``. An entry whose delta cannot be computed restarts
+the chain (its successor is compared with it, not with what came before).
+
+Where the chain alone cannot tell, the available value is the second witness, through its
+offset ``available - ledger + held``: a record missing from the export moves ledger and
+available alike (the offset stays), a wrong ledger value leaves available with the chain (the
+offset moves by ``-r``). This classifies a break on a chain's last entry, which has no
+successor, and finds a wrong first value (the chain's anchor) from its successor.
+
+Available values are checked per wallet through ``kA = available - (ledger - known held)``,
+which is 0 when every reserve is known. In an export that starts mid-history, reserves from
+before it make ``kA`` equal to minus what they still hold: never above 0 and only rising as
+they are released; a value breaking that pattern while its neighbours keep it is a
+``reserve_mismatch``. Once an entry shows ``kA == 0`` (confirmed by its successor), no earlier
+reserve is left and every later value must match exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Final
+
+import polars as pl
+
+from txkit.analysis._common import (
+    Frame,
+    Kind,
+    check_columns,
+    column_or_null,
+    from_minor,
+    lazy,
+    money_scale,
+    to_minor,
+    to_minor_map,
+)
+
+__all__ = ["BREAK_KINDS", "balance_breaks", "balance_summary"]
+
+#: The ``kind`` values of :func:`balance_breaks`.
+BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
+
+_REQUIRED: Final[dict[str, Kind]] = {
+    "id": "string",
+    "createdAt": "datetime",
+    "transType": "string",
+    "status": "string",
+    "toAmount": "money",
+    "toCurrency": "string",
+    "feeAmount": "money",
+    "taxAmount": "money",
+    "toBalanceAfterLedger": "money",
+    "toBalanceAfterAvailable": "money",
+    "fromBalanceAfterLedger": "money",
+    "fromBalanceAfterAvailable": "money",
+    "hasRollingReserve": "bool",
+    "rollingReserve.amount": "money",
+    "rollingReserve.reserveReleaseDate": "datetime",
+}
+# Absent on exports without conversions; then a conversion's from-side is unverifiable.
+_OPTIONAL: Final[dict[str, Kind]] = {"fromAmount": "money", "fromCurrency": "string"}
+_MONEY: Final = (
+    "toAmount",
+    "fromAmount",
+    "feeAmount",
+    "taxAmount",
+    "toBalanceAfterLedger",
+    "toBalanceAfterAvailable",
+    "fromBalanceAfterLedger",
+    "fromBalanceAfterAvailable",
+    "rollingReserve.amount",
+)
+_BALANCES: Final = _MONEY[4:8]
+_SIDE_RANK: Final = {"from": 0, "to": 1}
+_W = "currency"
+_TS = pl.Datetime("ms", "UTC")
+_ZERO = pl.lit(0, dtype=pl.Int128)  # Int128 has no unary minus in polars 2.1
+
+
+def balance_breaks(
+    transactions: Frame, *, opening: Mapping[str, Decimal | int | str] | None = None
+) -> pl.DataFrame:
+    """Check every balance-after value against the balance model; one row per break.
+
+    Without ``opening``, the export may start anywhere in the wallets' history: each wallet's
+    first reported ledger value anchors its chain (it cannot be checked itself), and reserves
+    held from before the export are unknown. Available values are then checked against what
+    the data can prove: available never exceeds ledger minus the known reserves, and the
+    unknown earlier reserves can only be released, never grow; once an entry shows none are
+    left, every later value must match exactly. With ``opening`` (each wallet's ledger balance
+    before its first record, for an export that starts at the beginning of the wallets'
+    history, so no reserve was held before it), every value of those wallets is checked
+    exactly, the first included.
+
+    Entries lacking what they need are unverifiable, never breaks: a successful record without
+    its balance-after value, or with all four balance-after fields ``0`` (as the provider
+    documents for one KES transfer); an entry whose delta is unknown (missing amount, fee or
+    tax, or an unknown ``transType``) restarts its wallet's chain; an available value while a
+    reserve of unknown amount or release date is held. Records without ``createdAt``, and the
+    debit of a conversion without ``fromCurrency``, cannot be placed in a chain and are left
+    out (the wallet they moved then shows a ``chain_gap``).
+
+    What no export can show: a missing record just before the export's first entry on a
+    wallet (the first value anchors the chain), and, without ``opening``, whether a wallet's
+    first available values are right while reserves from before the export may be held.
+
+    Args:
+        transactions: the export (eager or lazy), e.g. from :func:`txkit.load_transactions`,
+            in any row order.
+        opening: optional ledger balance per wallet currency before the first record
+            (``Decimal``, ``int`` or exact ``str``); see above.
+
+    Returns:
+        One row per break, by ``createdAt``, ``id`` then ``field``: ``currency`` (the wallet),
+        ``side`` (``ledger`` or ``available``), ``field`` (e.g. ``toBalanceAfterLedger``),
+        ``id``, ``createdAt``, ``expected`` (what the chain gives), ``reported``, ``difference``
+        (reported minus expected; for a ``chain_gap`` the delta of the record that would close
+        the gap) and ``kind``: ``chain_gap``, ``bad_value`` or ``other`` on the ledger side,
+        ``reserve_mismatch`` on the available side. Money is exact, at the widest scale of the
+        input's money columns.
+
+    Raises:
+        ValueError: a required column is missing or of the wrong type, or ``opening`` holds a
+            value that is not an exact amount at the frame's scale.
+
+    Example:
+        >>> breaks = balance_breaks(df)
+        >>> breaks.group_by("currency", "kind").len()
+    """
+    checked, scale = _check(transactions, opening, "balance_breaks")
+    ledger = checked.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).select(
+        pl.col(_W),
+        pl.lit("ledger").alias("side"),
+        (pl.col("pos") + "BalanceAfterLedger").alias("field"),
+        "id",
+        "createdAt",
+        pl.col("chain").alias("expected"),
+        pl.col("L").alias("reported"),
+        pl.col("ledger_kind").alias("kind"),
+    )
+    available = checked.filter(pl.col("avail_kind") == "reserve_mismatch").select(
+        pl.col(_W),
+        pl.lit("available").alias("side"),
+        (pl.col("pos") + "BalanceAfterAvailable").alias("field"),
+        "id",
+        "createdAt",
+        pl.col("avail_expected").alias("expected"),
+        pl.col("A").alias("reported"),
+        pl.col("avail_kind").alias("kind"),
+    )
+    return (
+        pl.concat([ledger, available])
+        .sort(["createdAt", "id", "field"])
+        .select(
+            _W,
+            "side",
+            "field",
+            "id",
+            "createdAt",
+            from_minor(pl.col("expected"), scale).alias("expected"),
+            from_minor(pl.col("reported"), scale).alias("reported"),
+            from_minor(pl.col("reported") - pl.col("expected"), scale).alias("difference"),
+            "kind",
+        )
+    )
+
+
+def balance_summary(
+    transactions: Frame, *, opening: Mapping[str, Decimal | int | str] | None = None
+) -> pl.DataFrame:
+    """Per wallet and side: how many entries were checked, unverifiable, and broken by kind.
+
+    Args:
+        transactions: the export (eager or lazy).
+        opening: as for :func:`balance_breaks`.
+
+    Returns:
+        One row per wallet ``currency`` and ``side`` (``ledger``, ``available``), sorted:
+        ``entries`` (successful records moving that wallet), ``checked``, ``unverifiable``
+        (``checked + unverifiable == entries``; a chain's first entry without ``opening`` is
+        unverifiable), ``breaks`` and one count per kind of :data:`BREAK_KINDS`.
+
+    Raises:
+        ValueError: as for :func:`balance_breaks`.
+    """
+    checked, _ = _check(transactions, opening, "balance_summary")
+    rows = []
+    for side, kind_col in (("ledger", "ledger_kind"), ("available", "avail_kind")):
+        kind = pl.col(kind_col)
+        rows.append(
+            checked.group_by(_W).agg(
+                pl.lit(side).alias("side"),
+                pl.len().cast(pl.UInt32).alias("entries"),
+                (kind != "unverifiable").sum().cast(pl.UInt32).alias("checked"),
+                (kind == "unverifiable").sum().cast(pl.UInt32).alias("unverifiable"),
+                kind.is_in(BREAK_KINDS).sum().cast(pl.UInt32).alias("breaks"),
+                *((kind == k).sum().cast(pl.UInt32).alias(k) for k in BREAK_KINDS),
+            )
+        )
+    return pl.concat(rows).sort(_W, pl.col("side") != "ledger")
+
+
+# ---------------------------------------------------------------------------------------------
+# The check, shared by both public functions: one row per entry (a record's effect on one
+# wallet) with ``ledger_kind`` and ``avail_kind`` in ok / unverifiable / a break kind.
+
+
+def _check(
+    transactions: Frame, opening: Mapping[str, Decimal | int | str] | None, caller: str
+) -> tuple[pl.DataFrame, int]:
+    lf = lazy(transactions, "transactions", caller)
+    schema = lf.collect_schema()
+    check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
+    if opening is not None and not isinstance(opening, Mapping):
+        raise ValueError(f"{caller}: opening must be a mapping of currency to amount")
+    scale = max([money_scale(schema, _MONEY), *map(_decimals, (opening or {}).values())])
+    opening_minor = to_minor_map(opening or {}, scale, "opening")
+    records = _successful(lf, schema, scale)
+    entries = _entries(records).collect()
+    reserves = _reserves(records).collect()
+    entries = _held(entries, reserves)
+    entries = _ledger_chain(entries, opening_minor)
+    entries = _available(entries, set(opening_minor))
+    return entries, scale
+
+
+def _decimals(value: object) -> int:
+    """Decimal places of an opening amount (0 for what to_minor_map will reject)."""
+    if isinstance(value, bool) or not isinstance(value, Decimal | str):
+        return 0
+    try:
+        exponent = Decimal(value).as_tuple().exponent
+    except ArithmeticError:
+        return 0
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _successful(lf: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.LazyFrame:
+    """Successful records with money in minor units; all-zero balance fields made null."""
+    minor = {name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale)
+             for name in _MONEY}  # fmt: skip
+    all_zero = pl.all_horizontal(minor[name].fill_null(1) == 0 for name in _BALANCES)
+    balances = {
+        name: pl.when(all_zero).then(None).otherwise(minor[name]).alias(name) for name in _BALANCES
+    }
+    return lf.filter((pl.col("status") == "successful") & pl.col("createdAt").is_not_null()).select(
+        pl.col("id").cast(pl.String),
+        pl.col("createdAt").cast(_TS),
+        pl.col("transType").cast(pl.String),
+        pl.col("toCurrency").cast(pl.String),
+        column_or_null(schema, "fromCurrency", pl.String()),
+        *(minor[name].alias(name) for name in _MONEY if name not in _BALANCES),
+        *balances.values(),
+        pl.col("hasRollingReserve"),
+        pl.col("rollingReserve.reserveReleaseDate").cast(_TS).alias("release"),
+    )
+
+
+def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per (record, wallet): ``pos`` (to/from), ``delta``, reported ``L`` and ``A``."""
+    ttype = pl.col("transType")
+    credit = pl.col("toAmount") - pl.col("feeAmount") - pl.col("taxAmount")
+    debit = _ZERO - (pl.col("toAmount") + pl.col("feeAmount") + pl.col("taxAmount"))
+    known = ttype.is_in(["collection", "transfer", "settlement", "conversion"])
+    # A record of an unknown type still reports a balance: it becomes an entry of unknown
+    # delta on its toCurrency wallet, on the side it reports.
+    unknown_pos = (
+        pl.when(
+            pl.col("toBalanceAfterLedger").is_not_null()
+            | pl.col("toBalanceAfterAvailable").is_not_null()
+        )
+        .then(pl.lit("to"))
+        .otherwise(pl.lit("from"))
+    )
+    to_side = records.filter(
+        ttype.is_in(["collection", "conversion"]) | (~known & (unknown_pos == "to"))
+    ).select(
+        "id",
+        "createdAt",
+        pl.col("toCurrency").alias(_W),
+        pl.lit("to").alias("pos"),
+        pl.when(known).then(credit).alias("delta"),
+        pl.col("toBalanceAfterLedger").alias("L"),
+        pl.col("toBalanceAfterAvailable").alias("A"),
+    )
+    from_side = records.filter(
+        ttype.is_in(["transfer", "settlement", "conversion"]) | (~known & (unknown_pos == "from"))
+    ).select(
+        "id",
+        "createdAt",
+        pl.when(ttype == "conversion")
+        .then(pl.col("fromCurrency"))
+        .otherwise(pl.col("toCurrency"))
+        .alias(_W),
+        pl.lit("from").alias("pos"),
+        pl.when(ttype == "conversion")
+        .then(_ZERO - pl.col("fromAmount"))
+        .when(known)
+        .then(debit)
+        .alias("delta"),
+        pl.col("fromBalanceAfterLedger").alias("L"),
+        pl.col("fromBalanceAfterAvailable").alias("A"),
+    )
+    holds = _holds()
+    known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
+    reserve = records.filter(pl.col("transType") == "collection").select(
+        "id",
+        pl.lit("to").alias("pos"),
+        # Known reserves add their amount; unknown ones (amount or release missing) count.
+        pl.when(holds & known_reserve)
+        .then(pl.col("rollingReserve.amount"))
+        .otherwise(0)
+        .cast(pl.Int128)
+        .alias("reserve_add"),
+        (holds & ~known_reserve).cast(pl.Int64).alias("unknown_add"),
+    )
+    return (
+        pl.concat([to_side, from_side])
+        .filter(pl.col(_W).is_not_null())
+        .join(reserve, on=["id", "pos"], how="left")
+        .with_columns(
+            pl.col("reserve_add").fill_null(0),
+            pl.col("unknown_add").fill_null(0),
+            pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8).alias("_rank"),
+        )
+        .sort(["createdAt", "id", "_rank"], nulls_last=True)
+        .with_row_index("row")
+    )
+
+
+def _holds() -> pl.Expr:
+    """Does a successful collection hold a reserve (one not over before it starts)?"""
+    amount = pl.col("rollingReserve.amount")
+    flagged = pl.col("hasRollingReserve").fill_null(amount.is_not_null())
+    over_at_once = pl.col("release").is_not_null() & (pl.col("release") <= pl.col("createdAt"))
+    return flagged & ~over_at_once
+
+
+def _reserves(records: pl.LazyFrame) -> pl.LazyFrame:
+    """Releases per wallet: ``release`` time, ``amount`` (known) or ``unknown`` (count)."""
+    amount = pl.col("rollingReserve.amount")
+    return records.filter(
+        (pl.col("transType") == "collection")
+        & _holds()
+        & pl.col("release").is_not_null()
+        & pl.col("toCurrency").is_not_null()
+    ).select(
+        pl.col("toCurrency").alias(_W),
+        "release",
+        amount.fill_null(0).cast(pl.Int128).alias("amount"),
+        amount.is_null().cast(pl.Int64).alias("unknown"),
+    )
+
+
+def _runs_alternate(candidate: pl.Expr, group: list[str]) -> pl.Expr:
+    """In a run of consecutive candidates (x, -x, x ...), only every other one is a break."""
+    run = (candidate != candidate.shift(1)).fill_null(True).cum_sum().over(group)
+    position = pl.int_range(pl.len()).over([*group, run])
+    return candidate & (position % 2 == 0)
+
+
+def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
+    """Add ``chain`` (the model's ledger), ``ledger_kind`` and ``expL`` to every entry."""
+    seg = [_W, "seg"]
+    opened = pl.col(_W).is_in(list(opening)) & (pl.col("seg") == 0)
+    open_k = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+    e = (
+        entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("seg"))
+        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(seg).alias("S"))
+        .with_columns((pl.col("L") - pl.col("S")).alias("k"))
+        .with_columns(
+            pl.when(opened)
+            .then(pl.col("k").shift(1).forward_fill().over(seg).fill_null(open_k))
+            .otherwise(pl.col("k").shift(1).forward_fill().over(seg))
+            .alias("k_prev")
+        )
+        .with_columns((pl.col("k") - pl.col("k_prev")).alias("r"))
+    )
+    # Where no later entry tells a wrong value from a jump, the available value can: it keeps
+    # its offset ``A - L + held`` through a jump, and stays with the chain past a wrong ledger.
+    offset = pl.when(pl.col("u_held") == 0).then(pl.col("A") - pl.col("L") + pl.col("held"))
+    prev_offset = offset.shift(1).forward_fill().over(_W)
+    opened_wallet = pl.col(_W).is_in(list(opening))
+    e = e.with_columns(
+        offset.alias("off"),
+        pl.when(opened_wallet).then(prev_offset.fill_null(0)).otherwise(prev_offset).alias("off_p"),
+        pl.col("k").is_not_null().cum_sum().over(seg).alias("nth"),
+    )
+    r, r_next = pl.col("r"), pl.col("r").shift(-1).over(seg)
+    off, off_p = pl.col("off"), pl.col("off_p")
+    # A chain's anchor (its first value, unchecked without an opening balance) was the wrong
+    # one when its successor jumps by r while the available offset moves by -r.
+    jumps_back = (r != 0) & (off - off_p + r == 0) & (r_next + r).ne_missing(0)
+    anchor_wrong = ((pl.col("nth") == 2) & ~opened & jumps_back).fill_null(False)
+    checked = (
+        e.filter(r.is_not_null())
+        .select("row", _W, "seg", "nth", "r", "off", "off_p")
+        .with_columns(r_next.alias("r_next"))
+        .with_columns(anchor_wrong.alias("anchor_wrong"))
+        .with_columns(
+            _runs_alternate(((r != 0) & (pl.col("r_next") + r == 0)).fill_null(False), seg).alias(
+                "bad"
+            )
+        )
+        .with_columns(pl.col("bad").shift(1).over(seg).fill_null(False).alias("resumes"))
+        .select(
+            "row",
+            pl.when((r == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
+            .then(pl.lit("ok"))
+            .when(pl.col("bad"))
+            .then(pl.lit("bad_value"))
+            .when(pl.col("r_next") == 0)
+            .then(pl.lit("chain_gap"))
+            .when(pl.col("r_next").is_null() & (off + r == off_p) & (off != off_p))
+            .then(pl.lit("bad_value"))
+            .when(pl.col("r_next").is_null() & (off == off_p))
+            .then(pl.lit("chain_gap"))
+            .otherwise(pl.lit("other"))
+            .alias("ledger_kind"),
+            "anchor_wrong",
+        )
+    )
+    # The chain's value skips bad values: the entry after one is measured from before it.
+    good_k = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(pl.col("k"))
+    good_prev = good_k.shift(1).forward_fill().over(seg)
+    is_anchor = (pl.col("nth") == 1) & pl.col("k").is_not_null()
+    next_k = pl.col("k").shift(-1).backward_fill().over(seg)
+    return (
+        e.join(checked, on="row", how="left")
+        .with_columns(pl.col("anchor_wrong").fill_null(False).any().over(seg).alias("anchor_wrong"))
+        .with_columns(
+            pl.when(is_anchor & pl.col("anchor_wrong"))
+            .then(pl.lit("bad_value"))
+            .otherwise(pl.col("ledger_kind").fill_null("unverifiable"))
+            .alias("ledger_kind"),
+        )
+        .with_columns(
+            pl.when(opened)
+            .then(good_prev.fill_null(open_k))
+            .when(is_anchor & pl.col("anchor_wrong"))
+            .then(next_k)
+            .otherwise(good_prev)
+            .alias("kp"),
+        )
+        .with_columns((pl.col("S") + pl.col("kp")).alias("chain"))
+        .with_columns(
+            # The ledger value the available check starts from: the reported one unless it
+            # is the wrong one (or missing).
+            pl.when((pl.col("ledger_kind") == "bad_value") | pl.col("L").is_null())
+            .then(pl.col("chain"))
+            .otherwise(pl.col("L"))
+            .alias("expL")
+        )
+        .drop("kp", "off", "off_p", "nth", "anchor_wrong")
+    )
+
+
+def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
+    """Add ``held`` (known reserves held at each entry) and ``u_held`` (unknown ones held)."""
+    released = reserves.sort("release").with_columns(
+        pl.col("amount").cum_sum().over(_W).alias("released"),
+        pl.col("unknown").cum_sum().over(_W).alias("released_unknown"),
+    )
+    return (
+        entries.with_columns(
+            pl.col("reserve_add").cum_sum().over(_W).alias("added"),
+            pl.col("unknown_add").cum_sum().over(_W).alias("added_unknown"),
+        )
+        .join_asof(
+            released.select(_W, "release", "released", "released_unknown"),
+            left_on="createdAt",
+            right_on="release",
+            by=_W,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .with_columns(
+            (pl.col("added") - pl.col("released").fill_null(0)).alias("held"),
+            (pl.col("added_unknown") - pl.col("released_unknown").fill_null(0)).alias("u_held"),
+        )
+        .drop("added", "added_unknown", "release", "released", "released_unknown")
+    )
+
+
+def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
+    """Add ``avail_kind`` and ``avail_expected`` to every entry."""
+    e = entries.with_columns(
+        pl.when(pl.col("u_held") == 0)
+        .then(pl.col("A") - (pl.col("expL") - pl.col("held")))
+        .alias("kA")
+    )
+    k, prev, nxt = pl.col("kA"), pl.col("kp"), pl.col("kn")
+    # kA is available minus (ledger - known reserves held). With every reserve known it is 0.
+    # Reserves held from before a partial export make it -(what they still hold): never above
+    # 0, and only rising as they are released. A value that breaks this while its neighbours
+    # keep it is the odd one out; a lasting change cannot be attributed to one entry.
+    odd = ((k > 0) | ((k > nxt) & (prev <= nxt)) | ((k < prev) & (nxt >= prev))).fill_null(False)
+    # Once an entry (confirmed by its successor) shows 0, no earlier reserve is left: from
+    # then on every value must match exactly.
+    settles = (k == 0) & ~odd & (nxt.is_null() | (nxt >= 0))
+    complete_wallet = pl.col(_W).is_in(list(complete)) if complete else pl.lit(False)
+    rows = (
+        e.filter(k.is_not_null())
+        .select("row", _W, "kA")
+        .with_columns(k.shift(1).over(_W).alias("kp"), k.shift(-1).over(_W).alias("kn"))
+        .with_columns(
+            odd.alias("odd"),
+            (complete_wallet | settles.cum_max().shift(1).over(_W).fill_null(False)).alias(
+                "settled"
+            ),
+        )
+        .select(
+            "row",
+            pl.when(pl.col("settled"))
+            .then(pl.when(k != 0).then(pl.lit("reserve_mismatch")).otherwise(pl.lit("ok")))
+            .when(pl.col("odd"))
+            .then(pl.lit("reserve_mismatch"))
+            .when(k == 0)
+            .then(pl.lit("ok"))
+            .otherwise(pl.lit("unverifiable"))
+            .alias("avail_kind"),
+            # The model's value; while unsettled, with the previous entry's earlier reserves.
+            pl.when(pl.col("settled"))
+            .then(pl.lit(0, dtype=pl.Int128))
+            .otherwise(pl.min_horizontal(prev.fill_null(0), pl.lit(0)).cast(pl.Int128))
+            .alias("_offset"),
+        )
+    )
+    return (
+        e.join(rows, on="row", how="left")
+        .with_columns(
+            pl.col("avail_kind").fill_null("unverifiable"),
+            (pl.col("expL") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(
+                "avail_expected"
+            ),
+        )
+        .drop("_offset")
+    )

@@ -1,0 +1,418 @@
+"""Reconcile the export's collections with the merchant's own record of expected payments.
+
+The export side is every record with ``transType == "collection"``, keyed by
+``transactionReference``; the merchant side is an orders frame (see :func:`read_orders`) keyed
+by ``reference``. Amounts are compared exactly, as decimals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+
+__all__ = [
+    "CATEGORIES",
+    "duplicate_references",
+    "read_orders",
+    "reconcile",
+    "reconcile_summary",
+]
+
+#: Reconciliation categories, in the order summaries list them.
+CATEGORIES: Final[tuple[str, ...]] = (
+    "matched",
+    "missing_in_export",
+    "missing_in_orders",
+    "duplicate_reference",
+    "currency_mismatch",
+    "amount_mismatch",
+    "status_mismatch",
+)
+_CATEGORY = pl.Enum(CATEGORIES)
+
+_TX_REQUIRED: Final[dict[str, Kind]] = {
+    "id": "string",
+    "createdAt": "datetime",
+    "transType": "string",
+    "status": "string",
+    "transactionReference": "string",
+    "toAmount": "money",
+    "toCurrency": "string",
+}
+_ORDERS_REQUIRED: Final[dict[str, Kind]] = {
+    "reference": "string",
+    "amount": "money",
+    "currency": "string",
+}
+_ORDERS_OPTIONAL: Final[dict[str, Kind]] = {"status": "string", "date": "date"}
+# A plain decimal: optional sign, digits, optional fraction. No exponent, no separators.
+_AMOUNT_RE: Final = r"^[+-]?[0-9]+(\.[0-9]+)?$"
+_DATE_RE: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_MAX_LISTED: Final = 10
+
+
+def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
+    """Match the export's collections against the merchant's orders, one row per reference.
+
+    Each reference found on either side gets one ``category``, the first that applies in this
+    order: ``duplicate_reference`` (more than once on either side; ``export_count`` and
+    ``order_count`` tell how often on each, 0 included), ``missing_in_export`` (only in the
+    orders), ``missing_in_orders`` (only in the export), ``currency_mismatch``,
+    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``), else
+    ``matched``. The order date is reported, never compared (the export's ``createdAt`` and a
+    merchant's order date need not be the same day).
+
+    Collections without a ``transactionReference`` and orders without a ``reference`` cannot be
+    matched and are left out.
+
+    Args:
+        transactions: the export (eager or lazy), e.g. from :func:`txkit.load_transactions`;
+            needs ``id``, ``createdAt``, ``transType``, ``status``, ``transactionReference``,
+            ``toAmount`` and ``toCurrency``.
+        orders: the merchant's orders (eager or lazy), e.g. from :func:`read_orders`: columns
+            ``reference``, ``amount`` (decimal or integer) and ``currency``; ``status`` and
+            ``date`` optional.
+
+    Returns:
+        One row per reference, sorted by reference: ``reference``, ``category`` (an Enum in the
+        order of :data:`CATEGORIES`), ``export_count`` and ``order_count`` (occurrences on each
+        side), ``export_id``, ``export_amount``, ``export_currency``, ``export_status``,
+        ``export_date`` (UTC date of ``createdAt``), ``order_amount``, ``order_currency``,
+        ``order_status``, ``order_date`` and ``difference`` (export amount minus order amount,
+        when both exist and the currencies agree). Money columns share one decimal scale.
+        Where a reference occurs more than once, the values shown are those of its earliest
+        collection (by ``createdAt``, ``id``) and its first order row.
+
+    Raises:
+        ValueError: a frame misses a required column or has one of the wrong type.
+
+    Example:
+        >>> result = reconcile(df, read_orders("orders.csv"))
+        >>> result.filter(pl.col("category") != "matched")
+    """
+    tx = lazy(transactions, "transactions", "reconcile")
+    od = lazy(orders, "orders", "reconcile")
+    tx_schema = tx.collect_schema()
+    od_schema = od.collect_schema()
+    check_columns(tx_schema, _TX_REQUIRED, "transactions", "reconcile")
+    check_columns(od_schema, _ORDERS_REQUIRED, "orders", "reconcile", optional=_ORDERS_OPTIONAL)
+    scale = max(money_scale(tx_schema, ["toAmount"]), money_scale(od_schema, ["amount"]))
+
+    export = (
+        tx.filter(
+            (pl.col("transType") == "collection") & pl.col("transactionReference").is_not_null()
+        )
+        .sort(["createdAt", "id"], nulls_last=True)
+        .group_by(pl.col("transactionReference").cast(pl.String).alias("reference"))
+        .agg(
+            pl.len().alias("export_count"),
+            pl.col("id").first().cast(pl.String).alias("export_id"),
+            money("toAmount", scale).first().alias("export_amount"),
+            pl.col("toCurrency").first().cast(pl.String).alias("export_currency"),
+            pl.col("status").first().cast(pl.String).alias("export_status"),
+            pl.col("createdAt").first().dt.date().alias("export_date"),
+        )
+    )
+    order_status = (
+        pl.col("status").cast(pl.String) if "status" in od_schema else pl.lit(None, dtype=pl.String)
+    )
+    order_date = _date_expr(od_schema) if "date" in od_schema else pl.lit(None, dtype=pl.Date)
+    merchant = (
+        od.filter(pl.col("reference").is_not_null())
+        .group_by(pl.col("reference").cast(pl.String))
+        .agg(
+            pl.len().alias("order_count"),
+            money("amount", scale).first().alias("order_amount"),
+            pl.col("currency").first().cast(pl.String).alias("order_currency"),
+            order_status.first().alias("order_status"),
+            order_date.first().alias("order_date"),
+        )
+    )
+    joined = export.join(merchant, on="reference", how="full", coalesce=True).with_columns(
+        pl.col("export_count").fill_null(0).cast(pl.UInt32),
+        pl.col("order_count").fill_null(0).cast(pl.UInt32),
+    )
+    same_currency = pl.col("export_currency").eq_missing(pl.col("order_currency"))
+    has_order_status = pl.col("order_status").is_not_null()
+    category = (
+        pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
+        .then(pl.lit("duplicate_reference"))
+        .when(pl.col("export_count") == 0)
+        .then(pl.lit("missing_in_export"))
+        .when(pl.col("order_count") == 0)
+        .then(pl.lit("missing_in_orders"))
+        .when(~same_currency)
+        .then(pl.lit("currency_mismatch"))
+        .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
+        .then(pl.lit("amount_mismatch"))
+        .when(has_order_status & pl.col("export_status").ne_missing(pl.col("order_status")))
+        .then(pl.lit("status_mismatch"))
+        .otherwise(pl.lit("matched"))
+    )
+    difference = (
+        pl.when(same_currency & pl.col("export_currency").is_not_null())
+        .then(pl.col("export_amount") - pl.col("order_amount"))
+        .cast(pl.Decimal(38, scale))
+    )
+    return (
+        joined.select(
+            "reference",
+            category.cast(_CATEGORY).alias("category"),
+            "export_count",
+            "order_count",
+            "export_id",
+            "export_amount",
+            "export_currency",
+            "export_status",
+            "export_date",
+            "order_amount",
+            "order_currency",
+            "order_status",
+            "order_date",
+            difference.alias("difference"),
+        )
+        .sort("reference")
+        .collect()
+    )
+
+
+def reconcile_summary(result: Frame) -> pl.DataFrame:
+    """Summarise a :func:`reconcile` result by category and currency.
+
+    The currency of a row is the export's, or the order's when the export has none.
+
+    Args:
+        result: the frame :func:`reconcile` returned (eager or lazy).
+
+    Returns:
+        One row per category and currency present, in the order of :data:`CATEGORIES` then
+        currency: ``category``, ``currency``, ``references`` (count), ``export_amount`` and
+        ``order_amount`` (sums over the rows that have one) and ``difference`` (sum of the
+        differences).
+
+    Raises:
+        ValueError: ``result`` lacks the columns :func:`reconcile` produces.
+    """
+    lf = lazy(result, "result", "reconcile_summary")
+    schema = lf.collect_schema()
+    check_columns(
+        schema,
+        {
+            "reference": "string",
+            "category": "string",
+            "export_currency": "string",
+            "order_currency": "string",
+            "export_amount": "money",
+            "order_amount": "money",
+            "difference": "money",
+        },
+        "result",
+        "reconcile_summary",
+    )
+    scale = money_scale(schema, ["export_amount", "order_amount", "difference"])
+    return (
+        lf.group_by(
+            pl.col("category").cast(pl.String).cast(_CATEGORY),
+            pl.coalesce("export_currency", "order_currency").cast(pl.String).alias("currency"),
+        )
+        .agg(
+            pl.len().alias("references"),
+            money("export_amount", scale).sum().alias("export_amount"),
+            money("order_amount", scale).sum().alias("order_amount"),
+            money("difference", scale).sum().alias("difference"),
+        )
+        .sort(["category", "currency"], nulls_last=True)
+        .collect()
+    )
+
+
+def duplicate_references(transactions: Frame) -> pl.DataFrame:
+    """Every record whose ``transactionReference`` is shared with another record, any type.
+
+    :func:`reconcile` only sees collections; a reference reused by, say, a transfer and a
+    collection shows up here.
+
+    Args:
+        transactions: the export (eager or lazy); needs ``id``, ``createdAt``, ``transType``,
+            ``status`` and ``transactionReference``.
+
+    Returns:
+        ``transactionReference``, ``id``, ``createdAt``, ``transType``, ``status``,
+        ``occurrence`` (1 for the earliest record with the reference, by ``createdAt`` then
+        ``id``) and ``count`` (records sharing the reference), sorted by reference and
+        occurrence.
+
+    Raises:
+        ValueError: a required column is missing or of the wrong type.
+    """
+    lf = lazy(transactions, "transactions", "duplicate_references")
+    required: dict[str, Kind] = {
+        "id": "string",
+        "createdAt": "datetime",
+        "transType": "string",
+        "status": "string",
+        "transactionReference": "string",
+    }
+    check_columns(lf.collect_schema(), required, "transactions", "duplicate_references")
+    ref = "transactionReference"
+    return (
+        lf.filter(pl.col(ref).is_not_null())
+        .select(
+            pl.col(ref).cast(pl.String),
+            pl.col("id").cast(pl.String),
+            "createdAt",
+            pl.col("transType").cast(pl.String),
+            pl.col("status").cast(pl.String),
+        )
+        .filter(pl.len().over(ref) > 1)
+        .sort([ref, "createdAt", "id"], nulls_last=True)
+        .with_columns(
+            pl.int_range(1, pl.len() + 1, dtype=pl.UInt32).over(ref).alias("occurrence"),
+            pl.len().over(ref).cast(pl.UInt32).alias("count"),
+        )
+        .collect()
+    )
+
+
+def read_orders(path: str | Path) -> pl.DataFrame:
+    """Read the merchant's orders from CSV or Parquet, with exact decimal amounts.
+
+    CSV is read as text and each amount is converted from its digits (never through a float);
+    an amount must be a plain decimal number (``1500``, ``-12.5``, ``0.10``; no exponent, no
+    thousands separator). A ``date`` must start with ``YYYY-MM-DD`` (the date part of an ISO
+    timestamp is taken as written). Other columns are kept as read.
+
+    Args:
+        path: a ``.csv`` file, or a ``.parquet``/``.pq`` file (amounts stored as decimal,
+            integer or text; floating-point amounts are refused as inexact).
+
+    Returns:
+        The orders: ``reference`` (String), ``amount`` (``Decimal(38, s)`` where ``s`` is the
+        largest number of decimals in the file, at least 2), ``currency`` (String), and when
+        present ``status`` (String) and ``date`` (Date), followed by any other columns.
+
+    Raises:
+        ValueError: unsupported file type; missing required columns (all named); empty
+            references, currencies or amounts, or amounts that are not plain decimal numbers
+            (with their row numbers, 1 = the first row after the header); unreadable dates.
+        FileNotFoundError: ``path`` does not exist.
+
+    Example:
+        >>> orders = read_orders("orders.csv")
+        >>> reconcile(df, orders)
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if not path.exists():
+        raise FileNotFoundError(f"read_orders: no such file: {path}")
+    if suffix == ".csv":
+        frame = pl.read_csv(path, infer_schema=False)
+        frame = frame.rename({c: c.strip() for c in frame.columns})
+    elif suffix in (".parquet", ".pq"):
+        frame = pl.read_parquet(path)
+    else:
+        raise ValueError(
+            f"read_orders: {path.name}: unsupported file type {suffix or '(none)'!r}; "
+            "accepted: .csv, .parquet, .pq"
+        )
+    missing = [c for c in _ORDERS_REQUIRED if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"read_orders: {path.name} is missing column{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(repr, missing))}; required: reference, amount, currency "
+            f"(optional: status, date); found: {', '.join(map(repr, frame.columns))}"
+        )
+    frame = frame.with_columns(
+        _text("reference", frame), _text("currency", frame), _amount(frame, path.name)
+    )
+    if "status" in frame.columns:
+        frame = frame.with_columns(_text("status", frame))
+    if "date" in frame.columns:
+        frame = frame.with_columns(_read_date(frame, path.name))
+    for name in ("reference", "currency"):
+        _fail_rows(frame, pl.col(name).is_null() | (pl.col(name) == ""), path.name, f"no {name}")
+    optional = [c for c in _ORDERS_OPTIONAL if c in frame.columns]
+    first = [*_ORDERS_REQUIRED, *optional]
+    return frame.select([*first, *(c for c in frame.columns if c not in first)])
+
+
+def _text(name: str, frame: pl.DataFrame) -> pl.Expr:
+    dtype = frame.schema[name]
+    if isinstance(dtype, pl.String | pl.Categorical | pl.Enum | pl.Null):
+        return pl.col(name).cast(pl.String).str.strip_chars()
+    return pl.col(name).cast(pl.String)
+
+
+def _amount(frame: pl.DataFrame, source: str) -> pl.Expr:
+    dtype = frame.schema["amount"]
+    if isinstance(dtype, pl.Decimal):
+        return pl.col("amount").cast(pl.Decimal(38, max(2, dtype.scale or 0)))
+    if dtype.is_integer():
+        return pl.col("amount").cast(pl.Decimal(38, 2))
+    if not isinstance(dtype, pl.String | pl.Null):
+        raise ValueError(
+            f"read_orders: {source}: 'amount' is stored as {dtype}, which is not an exact "
+            "amount; store amounts as decimal, integer or text"
+        )
+    text = pl.col("amount").cast(pl.String).str.strip_chars()
+    values = frame.select(text.alias("a"))["a"]
+    bad = ~values.str.contains(_AMOUNT_RE).fill_null(False)
+    if bad.any():
+        rows = (bad.arg_true() + 1).to_list()
+        raise ValueError(
+            f"read_orders: {source}: amount is missing or not a plain decimal number in "
+            f"{len(rows)} row{'s' if len(rows) > 1 else ''} (counted from 1 after the header): "
+            f"rows {_list(rows)}; values {_list(values.filter(bad).to_list())}"
+        )
+    decimals = values.str.extract(r"\.([0-9]+)$", 1).str.len_chars().fill_null(0)
+    scale = max(2, int(decimals.max() or 0))
+    if scale > 30:
+        raise ValueError(f"read_orders: {source}: amounts have more than 30 decimals")
+    return text.cast(pl.Decimal(38, scale)).alias("amount")
+
+
+def _read_date(frame: pl.DataFrame, source: str) -> pl.Expr:
+    dtype = frame.schema["date"]
+    if isinstance(dtype, pl.Date):
+        return pl.col("date")
+    if isinstance(dtype, pl.Datetime):
+        return pl.col("date").dt.date()
+    text = pl.col("date").cast(pl.String).str.strip_chars()
+    values = frame.select(text.alias("d"))["d"]
+    parsed = values.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+    unreadable = parsed.is_null() | ~values.str.contains(_DATE_RE)
+    bad = values.is_not_null() & (values != "") & unreadable
+    if bad.any():
+        rows = (bad.arg_true() + 1).to_list()
+        raise ValueError(
+            f"read_orders: {source}: date is not YYYY-MM-DD in rows {_list(rows)} (rows "
+            f"counted from 1 after the header); values {_list(values.filter(bad).to_list())}"
+        )
+    return text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False).alias("date")
+
+
+def _date_expr(schema: pl.Schema) -> pl.Expr:
+    if isinstance(schema["date"], pl.Datetime):
+        return pl.col("date").dt.date()
+    return pl.col("date").cast(pl.Date)
+
+
+def _fail_rows(frame: pl.DataFrame, condition: pl.Expr, source: str, what: str) -> None:
+    bad = frame.select(condition.fill_null(True).alias("b"))["b"]
+    if bad.any():
+        rows = (bad.arg_true() + 1).to_list()
+        raise ValueError(
+            f"read_orders: {source}: {what} in rows {_list(rows)} (rows counted from 1 after "
+            "the header)"
+        )
+
+
+def _list(values: Sequence[object]) -> str:
+    items = list(values)
+    shown = ", ".join(str(v) if not isinstance(v, str) else repr(v) for v in items[:_MAX_LISTED])
+    return shown + (f" ... ({len(items)} in all)" if len(items) > _MAX_LISTED else "")
