@@ -7,6 +7,7 @@ Example:
     ...                                  end="2026-10-31")
 """
 
+from txkit.analysis.reconcile import read_orders
 from txkit.client import Client, RetryPolicy
 from txkit.errors import (
     ApiError,
@@ -24,6 +25,8 @@ from txkit.errors import (
 from txkit.frame import activity_history
 from txkit.load import IncompleteExportWarning, load_transactions
 from txkit.pages import ExportStats
+from txkit.privacy import mask_pii
+from txkit.store import scan_store, sync
 
 __all__ = [
     "ApiError",
@@ -43,4 +46,8 @@ __all__ = [
     "TxkitError",
     "activity_history",
     "load_transactions",
+    "mask_pii",
+    "read_orders",
+    "scan_store",
+    "sync",
 ]

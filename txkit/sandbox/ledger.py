@@ -836,13 +836,10 @@ class _Generator:
             f"{c // 1000:08x}{procs[int(rand() * 3)]:010x}{(counter + i) & 0xFFFFFF:06x}"
             for i, c in enumerate(created)
         ]
-        # Records are ordered by createdAt, then id: sort the ids inside each tie group.
+        # Records are ordered by createdAt, then id: sort the ids inside each group of equal
+        # timestamps, planted ties and chance collisions alike (balances chain in this order).
         i = 0
-        tie = self.tie
         while i < n:
-            if not tie[i]:
-                i += 1
-                continue
             j = i + 1
             while j < n and created[j] == created[i]:
                 j += 1
