@@ -200,35 +200,10 @@ def _byte_accounting(body: bytes, env_keys: int) -> int | None:
     return body.count(b'"') // 2 - body.count(b":null") - env_keys
 
 
-def _convert_exprs() -> list[pl.Expr]:
-    """Flatten and convert to final types; ``__bad`` marks rows with a value that could not
-    be proven exact; ``__p.*`` (parents), ``__lists`` and ``__hist`` feed the key accounting."""
-    exprs: list[pl.Expr] = []
-    checks: list[pl.Expr] = []
-    for name, parts, _ in _WIRE_LEAVES:
-        raw = _field_expr(parts, pl.col("tx"))
-        final = COLUMNS[name]
-        if isinstance(final, pl.Decimal):
-            converted = raw.cast(final)
-            checks.append(
-                raw.is_not_null()
-                & ((converted.cast(pl.Float64) != raw) | (raw.abs() >= _MAX_EXACT_MONEY))
-            )
-        elif isinstance(final, pl.Int64) or name in EPOCH_MS_COLUMNS:
-            converted = raw.cast(pl.Int64, strict=False)
-            checks.append(
-                raw.is_not_null() & ((raw.floor() != raw) | (raw.abs() >= _MAX_EXACT_INT))
-            )
-            if name in EPOCH_MS_COLUMNS:
-                converted = converted.cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")
-        elif name in ISO_TIMESTAMP_COLUMNS:
-            converted = raw.str.to_datetime(
-                _ISO_FORMAT, time_unit="ms", time_zone="UTC", strict=False
-            )
-            checks.append(raw.is_not_null() & converted.is_null())
-        else:
-            converted = raw
-        exprs.append(converted.alias(name))
+def _flatten_exprs() -> list[pl.Expr]:
+    """Flatten to wire-typed columns; ``__p.*`` (parents), ``__lists`` and ``__hist`` feed the
+    key accounting."""
+    leaves = [_field_expr(parts, pl.col("tx")).alias(name) for name, parts, _ in _WIRE_LEAVES]
     parents = [_field_expr(p.split("."), pl.col("tx")).alias(f"{_AUX}p.{p}") for p in _PARENTS]
     lists = pl.sum_horizontal(
         _field_expr(c.split("."), pl.col("tx")).list.len() for c in _LIST_COLS
@@ -246,15 +221,57 @@ def _convert_exprs() -> list[pl.Expr]:
     )
     return [
         pl.col(f"{_AUX}page"),
-        *exprs,
+        *leaves,
         *parents,
-        pl.any_horizontal(checks).alias(f"{_AUX}bad"),
         lists.alias(f"{_AUX}lists"),
         members.alias(f"{_AUX}hist"),
     ]
 
 
-_CONVERT = _convert_exprs()
+def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
+    """(conversions into ``__c.*`` columns, checks that are True where a value could not be
+    proven exact, the converted names). Conversions and checks run as two steps so that each
+    conversion is computed once."""
+    conversions: list[pl.Expr] = []
+    checks: list[pl.Expr] = []
+    names: list[str] = []
+    for name, _, _ in _WIRE_LEAVES:
+        raw, done = pl.col(name), pl.col(f"{_AUX}c.{name}")
+        final = COLUMNS[name]
+        if isinstance(final, pl.Decimal):
+            converted = raw.cast(final)
+            check = raw.is_not_null() & (
+                (done.cast(pl.Float64) != raw) | (raw.abs() >= _MAX_EXACT_MONEY)
+            )
+        elif isinstance(final, pl.Int64) or name in EPOCH_MS_COLUMNS:
+            converted = raw.cast(pl.Int64, strict=False)
+            if name in EPOCH_MS_COLUMNS:
+                converted = converted.cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")
+            check = raw.is_not_null() & ((raw.floor() != raw) | (raw.abs() >= _MAX_EXACT_INT))
+        elif name in ISO_TIMESTAMP_COLUMNS:
+            converted = raw.str.to_datetime(
+                _ISO_FORMAT, time_unit="ms", time_zone="UTC", strict=False
+            )
+            check = raw.is_not_null() & done.is_null()
+        else:
+            continue
+        conversions.append(converted.alias(f"{_AUX}c.{name}"))
+        checks.append(check)
+        names.append(name)
+    return conversions, checks, names
+
+
+_FLATTEN = _flatten_exprs()
+_CONVERSIONS, _CHECKS, _CONVERTED = _convert_exprs()
+_FINAL = [
+    pl.col(f"{_AUX}c.{n}").alias(n) if n in set(_CONVERTED) else pl.col(n) for n in _LEAF_NAMES
+]
+
+
+def _convert(data: pl.DataFrame) -> pl.DataFrame:
+    """Flatten, convert and check: the final columns plus the ``__`` helper columns."""
+    flat = data.select(_FLATTEN).with_columns(_CONVERSIONS)
+    return flat.with_columns(pl.any_horizontal(_CHECKS).alias(f"{_AUX}bad"))
 
 
 def read_page(body: bytes, *, request: Any = None) -> RawPage:
@@ -358,7 +375,7 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
         ],
         how="vertical",
     ).explode("tx", empty_as_null=False)
-    converted = data.select(_CONVERT)
+    converted = _convert(data)
     counts = [p.count for p in fast]
     accounted = _accounted(converted, counts)
     bad_pages = set(converted.filter(pl.col(f"{_AUX}bad"))[f"{_AUX}page"].unique().to_list()) | set(
@@ -368,7 +385,7 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
         i for i, p in enumerate(fast) if i in bad_pages or (p.count and accounted[i] != p._expected)
     }
     keep = converted.filter(~pl.col(f"{_AUX}page").is_in(sorted(redo))) if redo else converted
-    out.append(keep.select(_LEAF_NAMES))
+    out.append(keep.select(_FINAL))
     offset = 0
     for i, page in enumerate(fast):
         if i in redo:
