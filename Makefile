@@ -42,7 +42,10 @@ notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/[0-9]*.ipynb
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_export.py
+	$(BIN)/python benchmarks/bench_analysis.py
+	$(BIN)/python benchmarks/bench_report.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

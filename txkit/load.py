@@ -198,8 +198,11 @@ def load_transactions(
         results = {_key(q): fetch(q) for q in queries}
         # Each query was verified when it ran; records may have moved since (a status change
         # takes a record out of one query and into another). Check every total once more and
-        # fetch again the queries whose total moved, until all hold still.
+        # fetch again the queries whose total moved, until all hold still. A single query was
+        # verified as a whole already: no other query ran after it.
         for _ in range(max_passes):
+            if len(queries) == 1:
+                break
             moved = [q for q in queries if _current_total(client, q) != results[_key(q)].total]
             if not moved:
                 break
