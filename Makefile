@@ -23,12 +23,12 @@ report: $(STAMP)
 	$(BIN)/txkit report --month $(MONTH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check txkit tests benchmarks
-	$(BIN)/ruff format --check txkit tests benchmarks
+	$(BIN)/ruff check txkit tests benchmarks tools
+	$(BIN)/ruff format --check txkit tests benchmarks tools
 
 format: $(STAMP)
-	$(BIN)/ruff format txkit tests benchmarks
-	$(BIN)/ruff check --fix txkit tests benchmarks
+	$(BIN)/ruff format txkit tests benchmarks tools
+	$(BIN)/ruff check --fix txkit tests benchmarks tools
 
 test: lint
 	$(SANDBOX_ENV) $(BIN)/python -m pytest --nbval tests notebooks \
@@ -39,6 +39,7 @@ test: lint
 notebooks: $(STAMP)
 	$(BIN)/jupytext --sync notebooks/[0-9]*.py
 	$(SANDBOX_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/[0-9]*.ipynb
+	$(BIN)/python tools/clean_notebooks.py notebooks/[0-9]*.ipynb
 	$(BIN)/jupytext --sync notebooks/[0-9]*.ipynb
 
 bench: $(STAMP)
