@@ -103,7 +103,7 @@ def _bare(pages: list[bytes]) -> Any:
 
 
 def _txkit(pages: list[bytes]) -> Any:
-    from txkit.frame import build_frames, combine, finalize, read_page
+    from txkit.frame import assemble, build_frames, read_page
 
     frames = []
     batch = []
@@ -113,7 +113,7 @@ def _txkit(pages: list[bytes]) -> Any:
             frames += build_frames(batch)
             batch = []
     frames += build_frames(batch)
-    return finalize(combine(frames))
+    return assemble(frames)
 
 
 DECODERS = {"naive": _naive, "polars-bare": _bare, "txkit": _txkit}

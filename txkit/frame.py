@@ -52,6 +52,7 @@ __all__ = [
     "DecodedPage",
     "RawPage",
     "activity_history",
+    "assemble",
     "build_frames",
     "combine",
     "decode_page",
@@ -871,6 +872,54 @@ def finalize(frame: pl.DataFrame) -> pl.DataFrame:
     """Order columns (documented first, then undocumented by name) and rows (createdAt, id)."""
     extra = sorted(c for c in frame.columns if c not in COLUMNS)
     return frame.select([*COLUMNS, *extra]).sort(["createdAt", "id"], nulls_last=True)
+
+
+def assemble(frames: list[pl.DataFrame], keep: pl.Expr | None = None) -> pl.DataFrame:
+    """Build the final frame from page frames, **consuming** ``frames`` to bound memory.
+
+    Keeps the rows matching ``keep`` (filtered piece by piece, never as a full copy), aligns
+    the pieces (:func:`combine`), keeps one row per ``id`` (the newest ``updatedAt``), and
+    sorts by ``createdAt`` then ``id`` one column at a time, releasing each unsorted column as
+    soon as its sorted copy exists. The peak is then about one frame plus one column, instead
+    of the two or three whole frames that filter-then-sort would hold (measured at 200,000
+    records).
+
+    Args:
+        frames: the page frames; the list is emptied.
+        keep: an optional row predicate (the local date range).
+
+    Returns:
+        The final frame, as :func:`finalize` orders it.
+
+    Raises:
+        SchemaError: a record without ``id``, or types :func:`combine` cannot reconcile.
+    """
+    if keep is not None:
+        for i, piece in enumerate(frames):
+            frames[i] = piece.filter(keep)
+    frame = combine(frames)
+    frames.clear()
+    missing = frame.filter(pl.col("id").is_null())
+    if missing.height:
+        row = missing.row(0, named=True)
+        raise SchemaError(
+            "a record has no id, so it cannot be deduplicated or verified",
+            record_id=None,
+            field="id",
+            value={k: row[k] for k in ("_id", "transactionReference", "createdAt") if k in row},
+        )
+    if frame.height != frame["id"].n_unique():
+        # Seen more than once (passes, queries, moving records): the newest version wins.
+        frame = frame.sort("updatedAt", nulls_last=False, maintain_order=True).unique(
+            subset="id", keep="last", maintain_order=False
+        )
+    order = frame.select(
+        pl.arg_sort_by(["createdAt", "id"], nulls_last=True).alias("order")
+    ).to_series()
+    extra = sorted(c for c in frame.columns if c not in COLUMNS)
+    columns = {name: frame.get_column(name) for name in [*COLUMNS, *extra]}
+    del frame
+    return pl.DataFrame([columns.pop(name).gather(order) for name in list(columns)])
 
 
 def activity_history(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:

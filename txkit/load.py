@@ -15,8 +15,8 @@ from typing import Any
 import polars as pl
 
 from txkit.client import Client
-from txkit.errors import IncompleteExportError, SchemaError
-from txkit.frame import combine, finalize, read_page
+from txkit.errors import IncompleteExportError
+from txkit.frame import assemble, read_page
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
@@ -225,11 +225,10 @@ def load_transactions(
         stats.retries += client.retries - retries_before
         if own_client:
             client.close()
-    frame = _dedupe(combine(frames))
-    if first or last:
-        frame = frame.filter(_day_range(first, last))
+    results.clear()
+    frame = assemble(frames, _day_range(first, last) if first or last else None)
     stats.seconds += elapsed()
-    return finalize(frame)
+    return frame
 
 
 def _params(
@@ -299,24 +298,6 @@ def _day_range(first: date | None, last: date | None) -> pl.Expr:
     if last:
         expr &= pl.col("createdAt") < datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
     return expr
-
-
-def _dedupe(frame: pl.DataFrame) -> pl.DataFrame:
-    """One row per id: the version with the newest ``updatedAt`` (status changes move on)."""
-    missing = frame.filter(pl.col("id").is_null())
-    if missing.height:
-        row = missing.row(0, named=True)
-        raise SchemaError(
-            "a record has no id, so it cannot be deduplicated or verified",
-            record_id=None,
-            field="id",
-            value={k: row[k] for k in ("_id", "transactionReference", "createdAt") if k in row},
-        )
-    if frame.height == frame["id"].n_unique():
-        return frame
-    return frame.sort("updatedAt", nulls_last=False, maintain_order=True).unique(
-        subset="id", keep="last", maintain_order=False
-    )
 
 
 def _progress_bar(progress: bool | None) -> Any:
