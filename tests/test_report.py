@@ -101,4 +101,4 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir:
 def test_bad_month_is_a_clear_error(workdir: Path) -> None:
     done = run("report", "--month", "2026-13", cwd=workdir)
     assert done.returncode == 2
-    assert "--month must be YYYY-MM" in done.stderr
+    assert "must be YYYY-MM" in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import itertools
 import logging
 import os
@@ -27,7 +28,13 @@ from txkit.pages import (
 )
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
-__all__ = ["IncompleteExportWarning", "load_transactions", "parse_day", "validate_filters"]
+__all__ = [
+    "IncompleteExportWarning",
+    "load_transactions",
+    "month_bounds",
+    "parse_day",
+    "validate_filters",
+]
 
 log = logging.getLogger("txkit")
 
@@ -35,6 +42,7 @@ DateLike = date | datetime | str
 Choice = str | Sequence[str] | None
 
 _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 
 
 class IncompleteExportWarning(UserWarning):
@@ -77,6 +85,19 @@ def parse_day(value: DateLike | None, name: str) -> date | None:
         except ValueError:
             raise ValueError(f"{name} {value!r} is not a real calendar date") from None
     raise ValueError(f"{name} must be a date, a datetime or a 'YYYY-MM-DD' string, got {value!r}")
+
+
+def month_bounds(month: str) -> tuple[date, date]:
+    """First and last day of ``'YYYY-MM'``.
+
+    Raises:
+        ValueError: not a ``YYYY-MM`` month.
+    """
+    match = _MONTH_RE.match(month.strip())
+    if not match or not 1 <= int(match.group(2)) <= 12:
+        raise ValueError(f"a month must be YYYY-MM (e.g. 2026-10), got {month!r}")
+    year, mon = int(match.group(1)), int(match.group(2))
+    return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
 
 
 def validate_filters(

@@ -12,10 +12,9 @@ from datetime import date
 
 import polars as pl
 
-from txkit.load import load_transactions
+from txkit.load import load_transactions, month_bounds
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
-from txkit.report import month_bounds
 from txkit.source import connect
 
 __all__ = ["LoadInfo", "display_table", "load_month", "load_orders", "what_to_look_at"]

@@ -14,7 +14,6 @@ that month is then left untouched (the new one is built aside and swapped in at 
 from __future__ import annotations
 
 import argparse
-import calendar
 import html
 import json
 import os
@@ -23,32 +22,17 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from txkit.errors import TxkitError
+from txkit.load import month_bounds
 
 __all__ = ["NotebookFailedError", "ReportResult", "add_parser", "month_bounds", "run_report"]
-
-_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 
 
 class NotebookFailedError(TxkitError):
     """A report notebook raised an error."""
-
-
-def month_bounds(month: str) -> tuple[date, date]:
-    """First and last day of ``'YYYY-MM'``.
-
-    Raises:
-        ValueError: not a ``YYYY-MM`` month.
-    """
-    match = _MONTH_RE.match(month.strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
-        raise ValueError(f"--month must be YYYY-MM (e.g. 2026-10), got {month!r}")
-    year, mon = int(match.group(1)), int(match.group(2))
-    return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
 
 
 @dataclass

@@ -23,14 +23,12 @@ own copy (mask it for display with :func:`txkit.mask_pii`). It never holds the s
 
 from __future__ import annotations
 
-import calendar
 import contextlib
 import errno
 import fcntl
 import json
 import logging
 import os
-import re
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -43,7 +41,7 @@ import polars as pl
 from txkit.client import Client
 from txkit.errors import TxkitError
 from txkit.frame import combine, finalize
-from txkit.load import load_transactions, parse_day
+from txkit.load import load_transactions, month_bounds, parse_day
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 
@@ -62,7 +60,6 @@ log = logging.getLogger("txkit")
 
 DEFAULT_STORE = Path("data/store")
 DEFAULT_LOOKBACK_DAYS = 7
-_MONTH_RE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _KEEP_GENERATIONS = 2
 
 
@@ -286,14 +283,8 @@ def _months(first: date, last: date) -> list[str]:
     return out
 
 
-def _month_range(month: str) -> tuple[date, date]:
-    year, mon = int(month[:4]), int(month[5:])
-    return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
-
-
 def _check_month(value: str) -> str:
-    if not _MONTH_RE.match(value):
-        raise ValueError(f"a month must be YYYY-MM (e.g. 2026-10), got {value!r}")
+    month_bounds(value)
     return value
 
 
@@ -409,7 +400,7 @@ def _range(
 ) -> tuple[list[str], date]:
     today = today or datetime.now(UTC).date()
     last = parse_day(end, "end") or today
-    first = parse_day(start, "start") or _month_range(_months_back(last, 11))[0]
+    first = parse_day(start, "start") or month_bounds(_months_back(last, 11))[0]
     if first > last:
         raise ValueError(f"start {first} is after end {last}")
     return _months(first, last), last
@@ -439,7 +430,7 @@ def _plan(
     window_start = (newest - timedelta(days=lookback_days)).date() if newest else None
     plan: dict[str, tuple[str, date, date]] = {}
     for month in months:
-        m_first, m_last = _month_range(month)
+        m_first, m_last = month_bounds(month)
         m_last = min(m_last, last)
         if month in refresh or month not in manifests:
             plan[month] = ("refresh" if month in manifests else "full", m_first, m_last)
