@@ -917,9 +917,17 @@ def assemble(frames: list[pl.DataFrame], keep: pl.Expr | None = None) -> pl.Data
         pl.arg_sort_by(["createdAt", "id"], nulls_last=True).alias("order")
     ).to_series()
     extra = sorted(c for c in frame.columns if c not in COLUMNS)
-    columns = {name: frame.get_column(name) for name in [*COLUMNS, *extra]}
+    names = [*COLUMNS, *extra]
+    columns = {name: frame.get_column(name) for name in names}
     del frame
-    return pl.DataFrame([columns.pop(name).gather(order) for name in list(columns)])
+    out: list[pl.Series] = []
+    for start in range(0, len(names), 8):
+        # 8 columns at a time, released as they go. Rechunked first: a gather from many
+        # chunks is ten times slower (measured: 0.27 s vs 0.03 s for 200,000 rows).
+        group = pl.DataFrame([columns.pop(name) for name in names[start : start + 8]]).rechunk()
+        out.extend(group[order].get_columns())
+        del group
+    return pl.DataFrame(out)
 
 
 def activity_history(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
