@@ -127,7 +127,12 @@ def _run_sync(args: argparse.Namespace) -> int:
         return 0
     with connect() as source:
         print(f"source: {source.description}")
-        result = sync(source.client, **kwargs, progress=False if args.no_progress else None)
+        result = sync(
+            source.client,
+            **kwargs,
+            progress=False if args.no_progress else None,
+            source=source.label,
+        )
     for month, kind in result.fetched.items():
         print(f"  {month}: {kind} fetch, {result.rows[month]:,} rows stored")
     print(

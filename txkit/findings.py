@@ -36,13 +36,14 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         if rows.height == 0:
             continue
         count = int(rows["references"].sum())
-        amounts = []
-        for row in rows.iter_rows(named=True):
-            amount = (
-                row["order_amount"] if row["order_amount"] is not None else row["export_amount"]
-            )
-            if amount is not None:
-                amounts.append(_money(amount, row["currency"]))
+        # What is at stake: the export's amount when the orders lack the reference, else the
+        # amount the merchant expected.
+        side = "export_amount" if category == "missing_in_orders" else "order_amount"
+        amounts = [
+            _money(row[side], row["currency"])
+            for row in rows.iter_rows(named=True)
+            if row[side] is not None
+        ]
         at_stake = f" ({', '.join(amounts)})" if amounts else ""
         out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
     biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))

@@ -79,6 +79,16 @@ def _summary_of(notebook: dict) -> list[str]:
     return []
 
 
+def _title_of(notebook: dict, fallback: str) -> str:
+    """The notebook's first Markdown heading (``# 01 · What is in ...``), else its name."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return fallback.replace("_", " ")
+
+
 def _to_html(notebook_path: Path) -> str:
     from nbconvert import HTMLExporter
 
@@ -178,6 +188,7 @@ def run_report(
                 store=store,
                 lookback_days=lookback_days,
                 progress=progress,
+                source=source.label,
             )
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
     manifest = read_manifests(store).get(month)
@@ -233,8 +244,7 @@ def run_report(
             page = target.with_suffix(".html")
             page.write_text(_to_html(target), encoding="utf-8")
             executed = json.loads(target.read_text(encoding="utf-8"))
-            title = source_nb.stem.replace("_", " ", 1)
-            entries.append((title, page.name, _summary_of(executed)))
+            entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
         (staging / "index.html").write_text(
             _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
         )

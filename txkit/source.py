@@ -38,11 +38,13 @@ class Source:
         client: the connected :class:`~txkit.client.Client`.
         sandbox: the running sandbox, or None for the configured service.
         description: one line saying which source this is (no secret in it).
+        label: a short name of the source for manifests and reports.
     """
 
     client: Client
     sandbox: object | None
     description: str
+    label: str = ""
 
 
 def _configured(name: str, env_file: str = ".env") -> bool:
@@ -82,7 +84,9 @@ def connect(
         sandbox = not key_configured()
     if not sandbox:
         with Client() as client:
-            yield Source(client, None, f"the configured service at {client.base_url}")
+            yield Source(
+                client, None, f"the configured service at {client.base_url}", client.base_url
+            )
         return
     from txkit.sandbox import Sandbox
 
@@ -102,4 +106,5 @@ def connect(
             f"{settings.records:,} records, {settings.months} months from "
             f"{settings.start_month}) - set {BASE_URL_VAR} and {SECRET_KEY_VAR} for the real "
             "service",
+            f"the embedded sandbox (seed {settings.seed}, {settings.records:,} records)",
         )

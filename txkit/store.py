@@ -310,6 +310,7 @@ def sync(
     refresh: Sequence[str] = (),
     today: date | None = None,
     progress: bool | None = None,
+    source: str | None = None,
 ) -> SyncResult:
     """Bring the store up to date for the months from ``start`` to ``end``.
 
@@ -327,6 +328,7 @@ def sync(
         refresh: months (``YYYY-MM``) to fetch whole again.
         today: "today" for the defaults (tests pin it).
         progress: show progress bars (default: when interactive).
+        source: how manifests name the source (default: the client's base URL).
 
     Returns:
         A :class:`SyncResult`.
@@ -376,7 +378,7 @@ def sync(
                     rows=merged.height,
                     service_total=sum(month_stats.totals.values()),
                     query={"queries": sorted(month_stats.totals)},
-                    source=client.base_url,
+                    source=source or client.base_url,
                     complete=True,
                     newest_created_at=_newest(merged),
                     extra={"kind": kind, "lookback_days": lookback_days},
