@@ -34,15 +34,19 @@ class LoadInfo:
     queries: dict[str, int]
     pages: int
     passes: int
+    verified: str | None = None
 
     def _lines(self) -> list[str]:
         totals = ", ".join(f"{q}: {t:,}" for q, t in self.queries.items())
+        verified = self.verified or (
+            f"Verified: the service's total for the query (a day of margin each side) was "
+            f"{totals}; every record was fetched ({self.pages:,} pages, {self.passes} pass(es))"
+        )
         return [
             f"Month {self.month} ({self.first} to {self.last}, UTC days on createdAt)",
             f"Source: {self.source}",
             f"Rows: {self.rows:,} transactions in the month",
-            f"Verified: the service's total for the query (a day of margin each side) was "
-            f"{totals}; every record was fetched ({self.pages:,} pages, {self.passes} pass(es))",
+            verified,
         ]
 
     def __repr__(self) -> str:
@@ -116,6 +120,12 @@ def _from_store(
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
+        verified=(
+            f"Verified when fetched: the month was fetched whole at {manifest.full_fetch_at} and "
+            f"last refreshed at {manifest.fetched_at} ({' to '.join(manifest.windows[-1])}); "
+            f"that fetch matched the service's total of {manifest.service_total:,} records for "
+            "its query (a day of margin each side)"
+        ),
     )
     return df, info
 
