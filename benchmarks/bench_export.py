@@ -9,8 +9,9 @@ Measures, on pages served by the sandbox (same bytes for every decoder):
   ``txkit.load_transactions``;
 * 100 ms of added latency per page: txkit with one page at a time vs the default concurrency.
 
-Each measurement runs in its own subprocess; peak memory is that process's peak resident set
-above what it held before the measured step (``/proc/self/clear_refs`` resets the peak).
+Each measurement runs in its own subprocess, with every library imported before the clock
+starts; peak memory is that process's peak resident set above what it held before the
+measured step (``/proc/self/clear_refs`` resets the peak).
 
     python benchmarks/bench_export.py                 # 200,000 records (about 2 minutes)
     python benchmarks/bench_export.py --records 20000 # quick look
@@ -125,8 +126,18 @@ def _frame_mb(frame: Any) -> float:
     return frame.memory_usage(deep=True).sum() / 2**20
 
 
+def _import_libraries() -> None:
+    """Import every library before the clock starts: imports are not throughput."""
+    import pandas  # noqa: F401
+    import polars  # noqa: F401
+
+    import txkit
+    import txkit.frame  # noqa: F401
+
+
 def _run_decode(name: str, pages_file: str) -> dict:
     pages = pickle.loads(Path(pages_file).read_bytes())
+    _import_libraries()
     before = _rss_mb("VmRSS")
     _reset_peak()
     start = time.perf_counter()
@@ -143,6 +154,7 @@ def _run_decode(name: str, pages_file: str) -> dict:
 
 
 def _run_export(name: str, base_url: str, key: str, concurrency: int) -> dict:
+    _import_libraries()
     before = _rss_mb("VmRSS")
     _reset_peak()
     start = time.perf_counter()
