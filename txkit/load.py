@@ -221,10 +221,12 @@ def load_transactions(
         # takes a record out of one query and into another). Check every total once more and
         # fetch again the queries whose total moved, until all hold still. A single query was
         # verified as a whole already: no other query ran after it.
+        now: dict[str, int] = {}
         for _ in range(max_passes):
             if len(queries) == 1:
                 break
-            moved = [q for q in queries if _current_total(client, q) != results[_key(q)].total]
+            now = {_key(q): _current_total(client, q) for q in queries}
+            moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
             log.warning("totals moved during the export of %s; fetching again", moved)
@@ -232,7 +234,12 @@ def load_transactions(
                 results[_key(q)] = fetch(q)
         else:
             _incomplete(
-                QueryResult(frames=[], total=-1, unique=-1, complete=False),
+                QueryResult(
+                    frames=[],
+                    total=sum(now.values()),
+                    unique=sum(r.unique for r in results.values()),
+                    complete=False,
+                ),
                 {"queries": ", ".join(_key(q) for q in queries)},
                 max_passes,
                 allow_incomplete,
