@@ -101,7 +101,8 @@ def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
     return values
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1), bracketed or not."""
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -163,7 +164,7 @@ class Client:
                 f"{BASE_URL_VAR} must be an http(s) URL such as https://api.example.com, "
                 f"got {scrub(base_url, secret_key)!r}"
             )
-        if url.scheme == "http" and not _is_loopback(url.host):
+        if url.scheme == "http" and not is_loopback(url.host):
             raise ConfigError(
                 f"refusing to send the secret key over plain http:// to {url.host}: anyone on "
                 "the network could read it. Use https://, or http:// only to this machine "

@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import hmac
-import ipaddress
 import itertools
 import logging
 import random
@@ -51,6 +50,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import polars as pl
 
+from txkit.client import is_loopback
 from txkit.sandbox._render import iso_ms
 from txkit.sandbox.faults import Faults, drift_body
 from txkit.sandbox.ledger import DAY_MS, HOUR_MS, Arrival, Ledger, generate_ledger, parse_record
@@ -695,7 +695,7 @@ class Sandbox:
         anomaly_rate: float = 0.01,
         allow_remote: bool = False,
     ) -> None:
-        if not allow_remote and not _is_loopback(host):
+        if not allow_remote and not is_loopback(host):
             raise ValueError(
                 f"refusing to serve on non-loopback host {host!r}: the sandbox is for local use "
                 "(pass allow_remote=True, or --allow-remote, to override)"
@@ -867,12 +867,3 @@ def _as_faults(value: Faults | str | None) -> Faults:
     if isinstance(value, str):
         return Faults.parse(value)
     raise TypeError(f"faults must be a Faults, a spec string or None, not {type(value).__name__}")
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
