@@ -226,3 +226,42 @@ def test_activity_history_long_table(lazy: bool) -> None:
 
 def test_base_record_is_documented_shape() -> None:
     assert set(BASE_RECORD) <= {c.split(".")[0] for c in COLUMNS}
+
+
+def _pages_for_decode() -> list[bytes]:
+    records = [record(i, createdAt=f"2026-01-02T03:04:{i % 60:02d}.000Z") for i in range(300)]
+    bodies = [page(records[i : i + 7], total=300) for i in range(0, 300, 7)]
+    # The same record on two pages (an overlap between passes) and an exact-path page.
+    bodies.append(page([record(5, createdAt="2026-01-02T03:04:05.000Z")], total=300))
+    big = page([record(400)], total=300)
+    bodies.append(big.replace(b'"toAmount":125000.5', b'"toAmount":9007199254740993.01'))
+    return bodies
+
+
+@pytest.mark.parametrize("threads", [1, 2, 5])
+def test_decode_pages_equals_page_by_page(threads: int) -> None:
+    bodies = _pages_for_decode()
+    expected = F.assemble([F.decode_page(b).frame for b in bodies])
+    df = F.decode_pages(iter(bodies), threads=threads)
+    assert_frame_equal(df, expected)
+    assert df.height == 301 and df["id"].is_unique().all()
+    assert df.filter(pl.col("id") == record(400)["id"])["toAmount"][0] == Decimal(
+        "9007199254740993.01"
+    )
+
+
+def test_decode_pages_of_nothing_has_every_column() -> None:
+    df = F.decode_pages([])
+    assert df.height == 0 and df.schema == pl.Schema(COLUMNS)
+
+
+def test_decode_pages_reports_the_bad_page() -> None:
+    bodies = _pages_for_decode()
+    bodies[40] = b"<html>Bad gateway</html>"
+    with pytest.raises(ResponseFormatError, match="did not return JSON.*Bad gateway"):
+        F.decode_pages(bodies, threads=2)
+
+
+def test_decode_pages_rejects_zero_threads() -> None:
+    with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
+        F.decode_pages([], threads=0)

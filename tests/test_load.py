@@ -109,6 +109,44 @@ def test_filters_match_brute_force(box: Sandbox, filters: dict) -> None:
     assert df["id"].to_list() == expected_ids(box, **filters)
 
 
+@pytest.mark.parametrize("concurrency", [1, 3, 8])
+def test_pages_in_flight_are_bounded_when_decoding_is_slow(
+    box: Sandbox, monkeypatch: pytest.MonkeyPatch, concurrency: int
+) -> None:
+    """A service faster than the decoder must not pile its bodies up in memory."""
+    import threading
+    import time
+
+    import txkit.pages
+
+    lock = threading.Lock()
+    in_flight = [0, 0]  # now, most
+    real_get, real_read = Client.get_transactions, txkit.pages.read_page
+
+    def get(self: Client, params: Any) -> Any:
+        result = real_get(self, params)
+        with lock:
+            in_flight[0] += 1
+            in_flight[1] = max(in_flight[1], in_flight[0])
+        return result
+
+    def slow_read(body: bytes, *, request: Any = None) -> Any:
+        time.sleep(0.01)
+        try:
+            return real_read(body, request=request)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    monkeypatch.setattr(Client, "get_transactions", get)
+    monkeypatch.setattr(txkit.pages, "read_page", slow_read)
+    with connect(box) as client:
+        df = txkit.load_transactions(client, page_size=100, concurrency=concurrency)
+    readers = min(concurrency, pl.thread_pool_size())
+    assert in_flight[1] <= concurrency + readers
+    assert df["id"].to_list() == expected_ids(box)
+
+
 def test_frame_shape_types_and_exact_money(box: Sandbox) -> None:
     stats = txkit.ExportStats()
     with connect(box) as client:
