@@ -56,9 +56,15 @@ def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
         for line in lines:
             escaped = line.replace("'", "&#x27;").replace('"', "&quot;")
             assert escaped in page or line in page
-        assert 'src="http' not in html.read_text()  # self-contained
+        text = html.read_text()
+        assert 'src="http' not in text  # self-contained
+        assert "No description has been provided" not in text
+        assert text.count('alt="Chart: ') == text.count("<img ")  # every chart described
     manifest = json.loads((workdir / "data/store/current/manifests/2026-10.json").read_text())
     assert manifest["complete"] and manifest["rows"] > 0
+    # Kernels ran over Unix sockets in a private directory: no TCP warning, nothing left over.
+    assert "without encryption" not in done.stderr
+    assert "Alternative text is missing" not in done.stderr
 
 
 def test_rerun_of_a_closed_month_sends_no_request(workdir: Path) -> None:

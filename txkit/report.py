@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import logging
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ from typing import Any
 
 from txkit.errors import TxkitError
 from txkit.load import month_bounds
+
+log = logging.getLogger("txkit")
 
 __all__ = ["NotebookFailedError", "ReportResult", "add_parser", "month_bounds", "run_report"]
 
@@ -89,13 +92,41 @@ def _title_of(notebook: dict, fallback: str) -> str:
     return fallback.replace("_", " ")
 
 
+_NO_ALT = "No description has been provided for this image"
+
+
+def _figure_descriptions(notebook: dict) -> list[str]:
+    """Alt text for each image output, in order: the section heading above its cell."""
+    heading = ""
+    out = []
+    for cell in notebook.get("cells", []):
+        source = "".join(cell.get("source", []))
+        if cell.get("cell_type") == "markdown":
+            lines = [ln.lstrip("#").strip() for ln in source.splitlines() if ln.startswith("#")]
+            heading = lines[-1] if lines else heading
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                out.append(f"Chart: {heading}" if heading else "Chart")
+    return out
+
+
 def _to_html(notebook_path: Path) -> str:
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", embed_images=True)
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
+    # nbconvert marks images without alt text with a placeholder and warns; each chart gets
+    # the heading of its section instead (the placeholders are in output order).
+    exporter.log = logging.getLogger("txkit.nbconvert")
+    exporter.log.setLevel(logging.ERROR)
     body, _ = exporter.from_filename(str(notebook_path))
+    alts = _figure_descriptions(json.loads(notebook_path.read_text(encoding="utf-8")))
+    if body.count(_NO_ALT) == len(alts):
+        for alt in alts:
+            body = body.replace(_NO_ALT, html.escape(alt, quote=True), 1)
+    else:
+        log.warning("%s: %d image(s) without alternative text", notebook_path.name, len(alts))
     # Self-contained: no script from the network (MathJax is not needed by these reports).
     return re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
 
@@ -161,6 +192,7 @@ def run_report(
     """
     import papermill
     from tqdm.auto import tqdm
+    from traitlets.config import Config
 
     from txkit.source import connect, key_configured
     from txkit.store import read_manifests, sync, sync_needed
@@ -207,6 +239,10 @@ def run_report(
     staging.chmod(0o755)
     timings: dict[str, float] = {}
     entries = []
+    # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
+    # TCP, which any local user could reach (ipykernel warns about it on every start).
+    sockets = Path(tempfile.mkdtemp(prefix="txkit-kernel-"))
+    kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
     try:
         bar = tqdm(
             sources,
@@ -234,6 +270,7 @@ def run_report(
                     progress_bar=False,
                     cwd=str(notebooks),
                     kernel_name="python3",
+                    config=kernel_config,
                 )
             except papermill.PapermillExecutionError as exc:
                 raise NotebookFailedError(
@@ -258,6 +295,8 @@ def run_report(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,
