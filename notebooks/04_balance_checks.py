@@ -33,31 +33,37 @@
 # * available = ledger − reserves held (a collection's `rollingReserve.amount` from its
 #   `createdAt` until `reserveReleaseDate`).
 #
-# The month is checked on its own: each wallet's first value anchors its chain and reserves
-# held from earlier months are unknown, so those values are counted as unverifiable, not as
-# breaks. Arithmetic is exact (integer minor units).
+# The month before is loaded as **history** (`history_months`): its records anchor each
+# wallet's chain and show which rolling reserves are still held when the month starts, so the
+# month's first values are checked too; breaks are reported for the month only. Without
+# history (`history_months = 0`, or a store that lacks the month before), each wallet's first
+# value anchors its chain and reserves from earlier months are unknown: those values are
+# counted as unverifiable, never as breaks. Arithmetic is exact (integer minor units).
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
 store = "data/store"  # the local Parquet store, read when source is store
 currency = "NGN"  # the wallet to plot
+history_months = 1  # months before `month` loaded to anchor the chains (0: the month alone)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
 from txkit.analysis import balance_breaks, balance_summary
 from txkit.findings import balance_findings
-from txkit.notebook import display_table, load_month, what_to_look_at
+from txkit.notebook import display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store)
+history, history_note = load_history(month, months=history_months, source=source, store=store)
+print(history_note)
 info
 
 # %% [markdown]
 # ## Checked, unverifiable and broken values per wallet
 
 # %%
-summary = balance_summary(df)
+summary = balance_summary(df, history=history)
 display_table(summary, show_pii=show_pii)
 
 # %% [markdown]
@@ -67,7 +73,7 @@ display_table(summary, show_pii=show_pii)
 # `reserve_mismatch`: available ≠ ledger − reserves held.
 
 # %%
-breaks = balance_breaks(df)
+breaks = balance_breaks(df, history=history)
 display_table(breaks, show_pii=show_pii, rows=60)
 
 # %% tags=["nbval-ignore-output"]

@@ -62,6 +62,11 @@ def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
         assert text.count('alt="Chart: ') == text.count("<img ")  # every chart described
     manifest = json.loads((workdir / "data/store/current/manifests/2026-10.json").read_text())
     assert manifest["complete"] and manifest["rows"] > 0
+    # The month before was synced too: the balance checks use it as history, so every
+    # balance-after value of the month is checked.
+    assert (workdir / "data/store/current/manifests/2026-09.json").exists()
+    balances = summary_lines(workdir / "reports/2026-10/04_balance_checks.ipynb")
+    assert " 0 unverifiable" in balances[0], balances
     # Kernels ran over Unix sockets in a private directory: no TCP warning, nothing left over.
     assert "without encryption" not in done.stderr
     assert "Alternative text is missing" not in done.stderr

@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import polars as pl
@@ -191,3 +191,27 @@ def test_a_sync_killed_mid_write_leaves_the_store_as_it_was(box: Sandbox, tmp_pa
         sync(c, start="2026-05-01", end="2026-10-31", store=store, today=TODAY)
     assert not list((store / "generations").glob("*.tmp"))
     assert json.loads((store / "current/manifests/2026-10.json").read_text())["complete"]
+
+
+def test_history_from_the_store_is_the_contiguous_months_before(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    from txkit.notebook import load_history
+
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-06-01", end="2026-06-30", store=store, today=TODAY)
+        sync(c, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
+    df, note = load_history("2026-10", months=2, source="store", store=str(store))
+    assert df is not None
+    assert sorted(df["id"]) == sorted(served_months(box, {"2026-08", "2026-09"}))
+    assert note.startswith(f"History: {df.height:,} transactions of 2026-08 to 2026-09")
+    # 2026-07 is missing: only the months right before 2026-10 are used, never across a gap.
+    df, note = load_history("2026-10", months=4, source="store", store=str(store))
+    assert df is not None and "2026-08 to 2026-09" in note
+    assert df["createdAt"].min() >= datetime(2026, 8, 1, tzinfo=UTC)
+    df, note = load_history("2026-08", months=1, source="store", store=str(store))
+    assert df is None and "does not hold 2026-07" in note and "checked alone" in note
+    assert load_history("2026-10", months=0, source="store", store=str(store))[0] is None
+    with pytest.raises(ValueError, match="months must be 0 or more, got -1"):
+        load_history("2026-10", months=-1, source="store", store=str(store))

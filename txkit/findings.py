@@ -98,7 +98,8 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
     unverifiable = int(summary["unverifiable"].sum()) if summary.height else 0
     out = [
         f"{checked:,} balance-after values checked, {unverifiable:,} unverifiable "
-        f"(no earlier value in the export, or fields missing), {breaks.height:,} break(s)."
+        f"(no earlier value, reserves held from before the data, or fields missing), "
+        f"{breaks.height:,} break(s)."
     ]
     if breaks.height == 0:
         out.append("Every checked balance follows the balance model exactly.")

@@ -33,6 +33,7 @@ __all__ = [
     "load_transactions",
     "month_bounds",
     "parse_day",
+    "previous_months",
     "validate_filters",
 ]
 
@@ -98,6 +99,17 @@ def month_bounds(month: str) -> tuple[date, date]:
         raise ValueError(f"a month must be YYYY-MM (e.g. 2026-10), got {month!r}")
     year, mon = int(match.group(1)), int(match.group(2))
     return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
+
+
+def previous_months(month: str, count: int) -> list[str]:
+    """The ``count`` calendar months before ``month``, oldest first.
+
+    >>> previous_months("2026-01", 2)
+    ['2025-11', '2025-12']
+    """
+    first, _ = month_bounds(month)
+    index = first.year * 12 + first.month - 1
+    return [f"{i // 12:04d}-{i % 12 + 1:02d}" for i in range(index - count, index)]
 
 
 def validate_filters(

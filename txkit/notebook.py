@@ -12,12 +12,20 @@ from datetime import date
 
 import polars as pl
 
-from txkit.load import load_transactions, month_bounds
+from txkit.load import load_transactions, month_bounds, previous_months
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
 from txkit.source import connect
 
-__all__ = ["LoadInfo", "display_table", "load_month", "load_orders", "what_to_look_at"]
+__all__ = [
+    "LoadInfo",
+    "display_table",
+    "load_history",
+    "load_month",
+    "load_orders",
+    "previous_months",
+    "what_to_look_at",
+]
 
 _SOURCES = ("auto", "sandbox", "service", "store")
 
@@ -128,6 +136,65 @@ def _from_store(
         ),
     )
     return df, info
+
+
+def load_history(
+    month: str, *, months: int = 1, source: str = "auto", store: str = "data/store"
+) -> tuple[pl.DataFrame | None, str]:
+    """Load the months just before ``month``, for checks that need history (balance chains).
+
+    From the store, only the months it holds right up to ``month`` are used (a gap would
+    break the chains); from the service or the sandbox, the months are fetched, verified.
+
+    Args:
+        month: ``YYYY-MM``, the month being checked.
+        months: how many months before it (0: none).
+        source: as for :func:`load_month`.
+        store: as for :func:`load_month`.
+
+    Returns:
+        The records (None when there is no history) and a line saying what was loaded.
+
+    Raises:
+        ValueError: a bad month, source or count.
+    """
+    if source not in _SOURCES:
+        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+    if months < 0:
+        raise ValueError(f"months must be 0 or more, got {months}")
+    wanted = previous_months(month, months)
+    if source == "store":
+        from txkit.frame import finalize
+        from txkit.store import read_manifests, scan_store
+
+        stored = read_manifests(store)
+        usable: list[str] = []
+        for name in reversed(wanted):  # contiguous back from the month
+            if name not in stored:
+                break
+            usable.insert(0, name)
+        if not usable:
+            return None, (
+                f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
+                "checked alone"
+                if wanted
+                else f"History: none; {month} is checked alone"
+            )
+        lf = scan_store(store).filter(pl.col("month").is_in(usable)).drop("month")
+        df = finalize(lf.collect())
+        origin = f"the local store {store}"
+    elif not wanted:
+        return None, f"History: none; {month} is checked alone"
+    else:
+        usable = wanted
+        sandbox = None if source == "auto" else source == "sandbox"
+        with connect(sandbox=sandbox) as src:
+            start, _ = month_bounds(usable[0])
+            _, end = month_bounds(usable[-1])
+            df = load_transactions(src.client, start=start, end=end)
+            origin = src.label
+    span = usable[0] if len(usable) == 1 else f"{usable[0]} to {usable[-1]}"
+    return df, f"History: {df.height:,} transactions of {span} from {origin}"
 
 
 def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from txkit.errors import TxkitError
-from txkit.load import month_bounds
+from txkit.load import month_bounds, previous_months
 
 log = logging.getLogger("txkit")
 
@@ -197,7 +197,7 @@ def run_report(
     from txkit.source import connect, key_configured
     from txkit.store import read_manifests, sync, sync_needed
 
-    first, last = month_bounds(month)
+    _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     if orders is None:
         orders = "data/orders.csv" if key_configured() else "sandbox"
@@ -208,14 +208,17 @@ def run_report(
                 "or Parquet file with reference, amount, currency and optionally status, date)"
             )
         orders = str(Path(orders).resolve())
+    # The month before is synced too: the balance checks use it as history (it anchors the
+    # chains and shows the reserves held when the month starts).
+    since, _ = month_bounds(previous_months(month, 1)[0])
     started = time.perf_counter()
     sync_result = None
-    if sync_needed(store=store, start=first, end=last, lookback_days=lookback_days):
+    if sync_needed(store=store, start=since, end=last, lookback_days=lookback_days):
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
                 source.client,
-                start=first,
+                start=since,
                 end=last,
                 store=store,
                 lookback_days=lookback_days,

@@ -11,6 +11,7 @@ import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from itertools import pairwise
 from typing import Any
 
 import polars as pl
@@ -546,3 +547,45 @@ def test_integer_money_is_accepted() -> None:
 def test_not_a_frame_is_refused() -> None:
     with pytest.raises(ValueError, match="must be a polars DataFrame or LazyFrame, got list"):
         balance_breaks([{"id": "x"}])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_month_with_the_previous_month_as_history_is_checked_whole(
+    seed: int, as_input: Callable[[pl.DataFrame], Any]
+) -> None:
+    """With the month before as history, a month's breaks are the full ledger's, first
+    entries included, and only reserves from before the history stay unverifiable."""
+    case = load_case(seed, 0.03)
+    full = balance_breaks(case.frame)
+    months = _months(case.frame)
+    for before, month in pairwise(months):
+        breaks = balance_breaks(as_input(month), history=as_input(before))
+        inside = full.filter(pl.col("id").is_in(month["id"].implode()))
+        assert_frame_equal(breaks, inside)
+        summary = balance_summary(month, history=before)
+        ledger = summary.filter(pl.col("side") == "ledger")
+        assert ledger["unverifiable"].sum() == 0
+        alone = balance_summary(month).filter(pl.col("side") == "available")
+        available = summary.filter(pl.col("side") == "available")
+        assert available["unverifiable"].sum() <= alone["unverifiable"].sum()
+        if before["createdAt"].min() <= month["createdAt"].min() - timedelta(days=30):  # type: ignore[operator]
+            assert available["unverifiable"].sum() == 0, month["createdAt"].min()
+
+
+def test_history_overlapping_the_period_counts_each_record_once() -> None:
+    case = load_case(1, 0.03)
+    months = _months(case.frame)
+    before, month = months[3], months[4]
+    overlap = pl.concat([before, month.head(200)])
+    assert_frame_equal(
+        balance_breaks(month, history=overlap), balance_breaks(month, history=before)
+    )
+    assert_frame_equal(
+        balance_summary(month, history=overlap), balance_summary(month, history=before)
+    )
+
+
+def test_history_with_missing_columns_is_named() -> None:
+    case = load_case(1, 0.0)
+    with pytest.raises(ValueError, match="history.*toBalanceAfterLedger"):
+        balance_breaks(case.frame, history=case.frame.drop("toBalanceAfterLedger"))

@@ -95,12 +95,16 @@ _MONEY: Final = (
 _BALANCES: Final = _MONEY[4:8]
 _SIDE_RANK: Final = {"from": 0, "to": 1}
 _W = "currency"
+_PERIOD = "_period"
 _TS = pl.Datetime("ms", "UTC")
 _ZERO = pl.lit(0, dtype=pl.Int128)  # Int128 has no unary minus in polars 2.1
 
 
 def balance_breaks(
-    transactions: Frame, *, opening: Mapping[str, Decimal | int | str] | None = None
+    transactions: Frame,
+    *,
+    opening: Mapping[str, Decimal | int | str] | None = None,
+    history: Frame | None = None,
 ) -> pl.DataFrame:
     """Check every balance-after value against the balance model; one row per break.
 
@@ -125,12 +129,21 @@ def balance_breaks(
     What no export can show: a missing record just before the export's first entry on a
     wallet (the first value anchors the chain), and, without ``opening``, whether a wallet's
     first available values are right while reserves from before the export may be held.
+    ``history`` closes that gap for a period (a month): the records just before it anchor the
+    chains and show the reserves still held, so the period's first values are checked too.
 
     Args:
         transactions: the export (eager or lazy), e.g. from :func:`txkit.load_transactions`,
             in any row order.
         opening: optional ledger balance per wallet currency before the first record
-            (``Decimal``, ``int`` or exact ``str``); see above.
+            (``Decimal``, ``int`` or exact ``str``); see above. With ``history``: before the
+            history's first record.
+        history: optional records from before ``transactions`` (eager or lazy), all of them
+            from some day up to the start of ``transactions``: a gap between the two would
+            show as a ``chain_gap``. They are checked with ``transactions`` but only breaks
+            in ``transactions`` are returned. A record in both counts once, as
+            ``transactions`` has it. Reserves are held for a fixed time (30 days in the
+            sandbox): history at least that long makes every available value checkable.
 
     Returns:
         One row per break, by ``createdAt``, ``id`` then ``field``: ``currency`` (the wallet),
@@ -149,7 +162,7 @@ def balance_breaks(
         >>> breaks = balance_breaks(df)
         >>> breaks.group_by("currency", "kind").len()
     """
-    checked, scale = _check(transactions, opening, "balance_breaks")
+    checked, scale = _check(transactions, opening, "balance_breaks", history)
     ledger = checked.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).select(
         pl.col(_W),
         pl.lit("ledger").alias("side"),
@@ -188,13 +201,17 @@ def balance_breaks(
 
 
 def balance_summary(
-    transactions: Frame, *, opening: Mapping[str, Decimal | int | str] | None = None
+    transactions: Frame,
+    *,
+    opening: Mapping[str, Decimal | int | str] | None = None,
+    history: Frame | None = None,
 ) -> pl.DataFrame:
     """Per wallet and side: how many entries were checked, unverifiable, and broken by kind.
 
     Args:
         transactions: the export (eager or lazy).
         opening: as for :func:`balance_breaks`.
+        history: as for :func:`balance_breaks`; only entries of ``transactions`` are counted.
 
     Returns:
         One row per wallet ``currency`` and ``side`` (``ledger``, ``available``), sorted:
@@ -205,7 +222,7 @@ def balance_summary(
     Raises:
         ValueError: as for :func:`balance_breaks`.
     """
-    checked, _ = _check(transactions, opening, "balance_summary")
+    checked, _ = _check(transactions, opening, "balance_summary", history)
     rows = []
     for side, kind_col in (("ledger", "ledger_kind"), ("available", "avail_kind")):
         kind = pl.col(kind_col)
@@ -228,21 +245,38 @@ def balance_summary(
 
 
 def _check(
-    transactions: Frame, opening: Mapping[str, Decimal | int | str] | None, caller: str
+    transactions: Frame,
+    opening: Mapping[str, Decimal | int | str] | None,
+    caller: str,
+    history: Frame | None = None,
 ) -> tuple[pl.DataFrame, int]:
     lf = lazy(transactions, "transactions", caller)
     schema = lf.collect_schema()
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
     if opening is not None and not isinstance(opening, Mapping):
         raise ValueError(f"{caller}: opening must be a mapping of currency to amount")
-    scale = max([money_scale(schema, _MONEY), *map(_decimals, (opening or {}).values())])
+    scales = [money_scale(schema, _MONEY), *map(_decimals, (opening or {}).values())]
+    if history is not None:
+        hlf = lazy(history, "history", caller)
+        hschema = hlf.collect_schema()
+        check_columns(hschema, _REQUIRED, "history", caller, optional=_OPTIONAL)
+        scales.append(money_scale(hschema, _MONEY))
+    scale = max(scales)
     opening_minor = to_minor_map(opening or {}, scale, "opening")
-    records = _successful(lf, schema, scale)
+    records = _successful(lf, schema, scale, period=True)
+    if history is not None:
+        earlier = _successful(hlf, hschema, scale, period=False)
+        # A record in both (an overlap, or a status change seen later) counts once, as the
+        # period has it.
+        earlier = earlier.join(records.select("id"), on="id", how="anti")
+        records = pl.concat([earlier, records], how="vertical")
     entries = _entries(records).collect()
     reserves = _reserves(records).collect()
     entries = _held(entries, reserves)
     entries = _ledger_chain(entries, opening_minor)
     entries = _available(entries, set(opening_minor))
+    if history is not None:
+        entries = entries.filter(pl.col(_PERIOD))
     return entries, scale
 
 
@@ -257,8 +291,11 @@ def _decimals(value: object) -> int:
     return max(0, -exponent) if isinstance(exponent, int) else 0
 
 
-def _successful(lf: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.LazyFrame:
-    """Successful records with money in minor units; all-zero balance fields made null."""
+def _successful(
+    lf: pl.LazyFrame, schema: pl.Schema, scale: int, *, period: bool = True
+) -> pl.LazyFrame:
+    """Successful records with money in minor units; all-zero balance fields made null;
+    ``_period`` says whether they are the period checked (False for history)."""
     minor = {name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale)
              for name in _MONEY}  # fmt: skip
     all_zero = pl.all_horizontal(minor[name].fill_null(1) == 0 for name in _BALANCES)
@@ -275,6 +312,7 @@ def _successful(lf: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.LazyFrame
         *balances.values(),
         pl.col("hasRollingReserve"),
         pl.col("rollingReserve.reserveReleaseDate").cast(_TS).alias("release"),
+        pl.lit(period).alias(_PERIOD),
     )
 
 
@@ -304,6 +342,7 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         pl.when(known).then(credit).alias("delta"),
         pl.col("toBalanceAfterLedger").alias("L"),
         pl.col("toBalanceAfterAvailable").alias("A"),
+        _PERIOD,
     )
     from_side = records.filter(
         ttype.is_in(["transfer", "settlement", "conversion"]) | (~known & (unknown_pos == "from"))
@@ -322,6 +361,7 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .alias("delta"),
         pl.col("fromBalanceAfterLedger").alias("L"),
         pl.col("fromBalanceAfterAvailable").alias("A"),
+        _PERIOD,
     )
     holds = _holds()
     known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
