@@ -41,7 +41,7 @@ import polars as pl
 from txkit.client import Client
 from txkit.errors import TxkitError
 from txkit.frame import combine, finalize
-from txkit.load import load_transactions, month_bounds, parse_day
+from txkit.load import load_transactions, month_bounds, parse_day, previous_months
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 
@@ -402,7 +402,7 @@ def _range(
 ) -> tuple[list[str], date]:
     today = today or datetime.now(UTC).date()
     last = parse_day(end, "end") or today
-    first = parse_day(start, "start") or month_bounds(_months_back(last, 11))[0]
+    first = parse_day(start, "start") or month_bounds(previous_months(f"{last:%Y-%m}", 11)[0])[0]
     if first > last:
         raise ValueError(f"start {first} is after end {last}")
     return _months(first, last), last
@@ -463,13 +463,6 @@ def _add_stats(total: ExportStats, part: ExportStats) -> None:
     total.exact_pages += part.exact_pages
     total.seconds += part.seconds
     total.totals.update(part.totals)
-
-
-def _months_back(day: date, count: int) -> str:
-    year, month = day.year, day.month - count
-    while month < 1:
-        year, month = year - 1, month + 12
-    return f"{year:04d}-{month:02d}"
 
 
 def _newest(frame: pl.DataFrame) -> str | None:
