@@ -106,19 +106,26 @@ def load_month(
     return df, info
 
 
+def _read_store(store: str, months: list[str], currency: str | None = None) -> pl.DataFrame:
+    """The stored records of ``months``, in the loader's column and row order."""
+    from txkit.frame import finalize
+    from txkit.store import scan_store
+
+    lf = scan_store(store).filter(pl.col("month").is_in(months)).drop("month")
+    if currency is not None:
+        lf = lf.filter(pl.col("toCurrency") == currency)
+    return finalize(lf.collect())
+
+
 def _from_store(
     month: str, first: date, last: date, store: str, currency: str | None
 ) -> tuple[pl.DataFrame, LoadInfo]:
-    from txkit.frame import finalize
-    from txkit.store import read_manifests, scan_store
+    from txkit.store import read_manifests
 
     manifest = read_manifests(store).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
-    lf = scan_store(store).filter(pl.col("month") == month).drop("month")
-    if currency is not None:
-        lf = lf.filter(pl.col("toCurrency") == currency)
-    df = finalize(lf.collect())
+    df = _read_store(store, [month], currency)
     info = LoadInfo(
         month=month,
         first=first,
@@ -163,9 +170,10 @@ def load_history(
     if months < 0:
         raise ValueError(f"months must be 0 or more, got {months}")
     wanted = previous_months(month, months)
+    if not wanted:
+        return None, f"History: none; {month} is checked alone"
     if source == "store":
-        from txkit.frame import finalize
-        from txkit.store import read_manifests, scan_store
+        from txkit.store import read_manifests
 
         stored = read_manifests(store)
         usable: list[str] = []
@@ -177,14 +185,9 @@ def load_history(
             return None, (
                 f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
                 "checked alone"
-                if wanted
-                else f"History: none; {month} is checked alone"
             )
-        lf = scan_store(store).filter(pl.col("month").is_in(usable)).drop("month")
-        df = finalize(lf.collect())
+        df = _read_store(store, usable)
         origin = f"the local store {store}"
-    elif not wanted:
-        return None, f"History: none; {month} is checked alone"
     else:
         usable = wanted
         sandbox = None if source == "auto" else source == "sandbox"
