@@ -110,7 +110,7 @@ def _figure_descriptions(notebook: dict) -> list[str]:
     return out
 
 
-def _to_html(notebook_path: Path) -> str:
+def _to_html(notebook_path: Path, notebook: dict) -> str:
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab", embed_images=True)
@@ -121,7 +121,7 @@ def _to_html(notebook_path: Path) -> str:
     exporter.log = logging.getLogger("txkit.nbconvert")
     exporter.log.setLevel(logging.ERROR)
     body, _ = exporter.from_filename(str(notebook_path))
-    alts = _figure_descriptions(json.loads(notebook_path.read_text(encoding="utf-8")))
+    alts = _figure_descriptions(notebook)
     if body.count(_NO_ALT) == len(alts):
         for alt in alts:
             body = body.replace(_NO_ALT, html.escape(alt, quote=True), 1)
@@ -281,9 +281,9 @@ def run_report(
                     f": {exc.ename}: {exc.evalue}"
                 ) from None
             timings[source_nb.stem] = time.perf_counter() - began
-            page = target.with_suffix(".html")
-            page.write_text(_to_html(target), encoding="utf-8")
             executed = json.loads(target.read_text(encoding="utf-8"))
+            page = target.with_suffix(".html")
+            page.write_text(_to_html(target, executed), encoding="utf-8")
             entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
         (staging / "index.html").write_text(
             _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
