@@ -39,8 +39,8 @@ from typing import Any
 import polars as pl
 
 from txkit.client import Client
+from txkit.decode import dedupe_latest, finalize
 from txkit.errors import TxkitError
-from txkit.frame import combine, finalize
 from txkit.load import load_transactions, month_bounds, parse_day, previous_months
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
@@ -289,15 +289,13 @@ def _check_month(value: str) -> str:
 
 
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
-    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one)."""
+    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one).
+
+    See :func:`txkit.decode.dedupe_latest`.
+    """
     if old is None or old.height == 0:
         return new
-    both = combine([old.drop("month", strict=False), new])
-    keyed = both.with_row_index("__order").with_columns(
-        pl.col("updatedAt").fill_null(datetime(1970, 1, 1, tzinfo=UTC)).alias("__updated")
-    )
-    latest = keyed.sort(["__updated", "__order"]).unique(subset="id", keep="last")
-    return finalize(latest.drop("__order", "__updated"))
+    return finalize(dedupe_latest([old.drop("month", strict=False), new]))
 
 
 def sync(

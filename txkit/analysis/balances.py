@@ -56,31 +56,32 @@ from txkit.analysis._common import (
     to_minor,
     to_minor_map,
 )
+from txkit.schema import require
 
 __all__ = ["BREAK_KINDS", "balance_breaks", "balance_summary"]
 
 #: The ``kind`` values of :func:`balance_breaks`.
 BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
 
-_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-    "feeAmount": "money",
-    "taxAmount": "money",
-    "toBalanceAfterLedger": "money",
-    "toBalanceAfterAvailable": "money",
-    "fromBalanceAfterLedger": "money",
-    "fromBalanceAfterAvailable": "money",
-    "hasRollingReserve": "bool",
-    "rollingReserve.amount": "money",
-    "rollingReserve.reserveReleaseDate": "datetime",
-}
+_REQUIRED: Final[dict[str, Kind]] = require(
+    "id",
+    "createdAt",
+    "transType",
+    "status",
+    "toAmount",
+    "toCurrency",
+    "feeAmount",
+    "taxAmount",
+    "toBalanceAfterLedger",
+    "toBalanceAfterAvailable",
+    "fromBalanceAfterLedger",
+    "fromBalanceAfterAvailable",
+    "hasRollingReserve",
+    "rollingReserve.amount",
+    "rollingReserve.reserveReleaseDate",
+)
 # Absent on exports without conversions; then a conversion's from-side is unverifiable.
-_OPTIONAL: Final[dict[str, Kind]] = {"fromAmount": "money", "fromCurrency": "string"}
+_OPTIONAL: Final[dict[str, Kind]] = require("fromAmount", "fromCurrency")
 _MONEY: Final = (
     "toAmount",
     "fromAmount",
