@@ -13,6 +13,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit._windows import WindowedExport
 from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
 from txkit.decode import assemble
@@ -22,7 +23,6 @@ from txkit.pages import (
     ExportStats,
     QueryResult,
     current_total,
-    fetch_query,
     require_complete,
     timed,
 )
@@ -103,15 +103,18 @@ def load_transactions(
     allow_incomplete: bool = False,
     progress: bool | None = None,
     stats: ExportStats | None = None,
+    confirm: bool = True,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
     ``status``, ``trans_type`` and ``currency`` take one value or a list (one query per
     value, combined). ``start``/``end`` are UTC days, both included: the result is exactly the
     records whose ``createdAt`` is in ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the
-    server's own bounds do (txkit asks for ``margin_days`` more on each side and filters
-    locally). Every query is verified against the service's ``total`` (see
-    :mod:`txkit.pages`).
+    server's own bounds do: txkit asks for ``margin_days`` more on each side, proves that the
+    records it got reach past each edge (or that the service holds nothing beyond), widens
+    the window until one holds, and filters locally. Every query is verified against the
+    service's ``total`` per date window, split by dates past an offset cap or when offset
+    pages do not converge, and read once more to prove the set (see :mod:`txkit._windows`).
 
     Args:
         client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
@@ -124,11 +127,14 @@ def load_transactions(
         page_size: records asked per page.
         concurrency: pages fetched at once.
         max_passes: passes per query before the export is declared incomplete.
-        margin_days: extra days asked for on each side of the range.
+        margin_days: extra days asked for on each side of the range at first (widened until
+            each edge is proven).
         allow_incomplete: return an export that does not add up, with an
             :class:`IncompleteExportWarning`, instead of raising.
         progress: show a progress bar; default: only on a terminal or in Jupyter.
         stats: an :class:`~txkit.pages.ExportStats` to fill in.
+        confirm: read every window once more at the end, proving the set of records and not
+            only their count (one request per page; see the README).
 
     Returns:
         One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
@@ -158,23 +164,42 @@ def load_transactions(
     bar = _progress_bar(progress)
     try:
         queries = [
-            _params(t, s, c, first, last, margin_days)
+            _params(t, s, c, first, last, 0)
             for t, s, c in itertools.product(types, statuses, currencies)
         ]
+        # What each query's proven windows add up to, with the server window that holds them
+        # (re-checked below when several queries ran).
+        outer: dict[str, dict[str, str | int]] = {}
 
         def fetch(params: dict[str, str | int]) -> QueryResult:
-            result = fetch_query(
+            export = WindowedExport(
                 client,
-                params,
+                {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
+                first,
+                last,
                 page_size=page_size,
                 concurrency=concurrency,
                 max_passes=max_passes,
+                confirm=confirm,
                 stats=stats,
-                progress=bar,
+                on_page=_on_page(bar),
+                margin=margin_days,
             )
+            try:
+                result = export.run()
+            except IncompleteExportError as exc:
+                if not allow_incomplete:
+                    raise
+                _incomplete(
+                    QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+                    params,
+                    max_passes,
+                    allow_incomplete,
+                    what=str(exc),
+                )
+                result = export.partial()
             stats.totals[_key(params)] = result.total
-            if not result.complete:
-                _incomplete(result, params, max_passes, allow_incomplete)
+            outer[_key(params)] = export.outer_params()
             return result
 
         results = {_key(q): fetch(q) for q in queries}
@@ -186,7 +211,8 @@ def load_transactions(
         for _ in range(max_passes):
             if len(queries) == 1:
                 break
-            now = {_key(q): current_total(client, q) for q in queries}
+            now = {_key(q): current_total(client, outer[_key(q)]) for q in queries}
+            stats.proof("totals", len(queries))
             moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
@@ -242,6 +268,18 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
+
+
+def _on_page(bar: Any) -> Any:
+    def on_page(done: int, more: int) -> None:
+        if bar is not None:
+            if more:
+                bar.total = (bar.total or 0) + more
+                bar.refresh()
+            if done:
+                bar.update(done)
+
+    return on_page
 
 
 def _incomplete(

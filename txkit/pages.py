@@ -18,6 +18,7 @@ next pass.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import hashlib
 import logging
 import math
 import time
@@ -30,9 +31,16 @@ import polars as pl
 
 from txkit.client import Client
 from txkit.decode import PageSink, RawPage, read_page
-from txkit.errors import IncompleteExportError
+from txkit.errors import BadRequestError, IncompleteExportError
 
-__all__ = ["DEFAULT_CONCURRENCY", "ExportStats", "QueryResult", "current_total", "fetch_query"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "ExportStats",
+    "OffsetCapped",
+    "QueryResult",
+    "current_total",
+    "fetch_query",
+]
 
 log = logging.getLogger("txkit")
 
@@ -52,6 +60,12 @@ class ExportStats:
         exact_pages: pages that needed the exact (slow) decoder.
         seconds: wall time.
         totals: the service's ``total`` per query.
+        max_skip: the largest ``skip`` the service honours, when a cap was found (else None).
+        windows: server-side date windows fetched (1 per query when nothing had to be split).
+        proof_requests: requests spent on each completeness proof beyond the plain pages:
+            ``edges`` (date edges), ``split`` (windows planned by their totals), ``confirm``
+            (the re-read that proves the set), ``totals`` (totals re-checked across queries).
+        notes: what the export had to do differently (shown in the one-line summary).
     """
 
     pages: int = 0
@@ -61,6 +75,32 @@ class ExportStats:
     exact_pages: int = 0
     seconds: float = 0.0
     totals: dict[str, int] = field(default_factory=dict)
+    max_skip: int | None = None
+    windows: int = 0
+    proof_requests: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        """Add ``text`` to :attr:`notes` once."""
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def proof(self, name: str, requests: int = 1) -> None:
+        """Count ``requests`` spent on the proof ``name``."""
+        self.proof_requests[name] = self.proof_requests.get(name, 0) + requests
+
+    def summary(self) -> str:
+        """What the export did beyond plain pages, for the one-line summary (may be empty).
+
+        Example: ``"; max skip 10,000: 24 date windows"``.
+        """
+        parts = []
+        if self.max_skip is not None:
+            parts.append(f"max skip {self.max_skip:,}")
+        if self.windows > len(self.totals):
+            parts.append(f"{self.windows:,} date windows")
+        parts.extend(self.notes)
+        return "; " + "; ".join(parts) if parts else ""
 
 
 @dataclass
@@ -73,12 +113,39 @@ class QueryResult:
         total: the service's total for the query.
         unique: the unique ids fetched.
         complete: ``unique == total`` and the total was stable.
+        ids: the unique ids fetched.
+        slots: the ``(skip, limit)`` of every page of the last pass, with a digest of its body
+            (for the confirming re-read, :mod:`txkit._windows`).
+        stride: the page size the service honoured.
     """
 
     frames: list[pl.DataFrame]
     total: int
     unique: int
     complete: bool
+    ids: set[str] = field(default_factory=set)
+    slots: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    stride: int = 0
+
+
+class OffsetCapped(Exception):
+    """The service refuses (422) or empties pages past a maximum ``skip`` (internal signal).
+
+    Attributes:
+        ok: the largest ``skip`` that returned records.
+        bad: the smallest ``skip`` that was refused or came back empty below the total.
+        total: the query's total.
+        stride: the page size the service honoured.
+    """
+
+    def __init__(self, ok: int, bad: int, total: int, stride: int) -> None:
+        self.ok, self.bad, self.total, self.stride = ok, bad, total, stride
+        super().__init__(f"skip {bad} refused or empty (skip {ok} worked, total {total})")
+
+
+def digest(body: bytes) -> bytes:
+    """A short digest of a response body (hashlib releases the GIL on large inputs)."""
+    return hashlib.blake2b(body, digest_size=16).digest()
 
 
 def _pages_needed(total: int, stride: int) -> int:
@@ -118,6 +185,10 @@ class _Pass:
         self.stats = stats
         self.on_page = on_page
         self.sink = PageSink()
+        self.slots: dict[tuple[int, int], bytes] = {}
+        self.stride = page_size
+        self._refused: list[int] = []
+        self._worked: list[int] = [0]
 
     @property
     def frames(self) -> list[pl.DataFrame]:
@@ -131,8 +202,16 @@ class _Pass:
     def totals(self) -> set[int]:
         return self.sink.totals
 
-    def _fetch(self, skip: int, limit: int) -> tuple[int, int, bytes, Any]:
-        body, request = self.client.get_transactions({**self.params, "skip": skip, "limit": limit})
+    def _fetch(self, skip: int, limit: int) -> tuple[int, int, bytes | None, Any]:
+        try:
+            body, request = self.client.get_transactions(
+                {**self.params, "skip": skip, "limit": limit}
+            )
+        except BadRequestError as exc:
+            if skip > 0 and exc.status_code == 422:
+                return skip, limit, None, exc.request  # past a maximum skip (checked at the end)
+            raise
+        self.slots[(skip, limit)] = digest(body)
         return skip, limit, body, request
 
     @staticmethod
@@ -146,12 +225,14 @@ class _Pass:
     def run(self) -> int:
         """Fetch every page once; returns the total reported by the first page."""
         _, _, body, request = self._fetch(0, self.page_size)
+        assert body is not None
         first = read_page(body, request=request)
         del body
         self._accept(first)
         total = first.total
         # A first page shorter than both the limit and the total reveals a silent cap.
         stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
+        self.stride = stride
         self.on_page(1, _pages_needed(total, stride))
         guard = 2 * _pages_needed(total, stride) + 16
         slots = deque((skip, stride) for skip in range(first.count, total, stride))
@@ -160,17 +241,32 @@ class _Pass:
         reading: set[cf.Future[tuple[int, int, RawPage]]] = set()
         while slots or fetching or reading:
             while slots and len(fetching) + len(reading) < self.window:
-                fetching.add(self.fetchers.submit(self._fetch, *slots.popleft()))
+                skip, limit = slots.popleft()
+                if self._refused and skip >= min(self._refused):
+                    self.on_page(1, 0)  # past a cap already seen: not asked
+                    continue
+                fetching.add(self.fetchers.submit(self._fetch, skip, limit))
+            if not fetching and not reading:
+                continue
             done, _ = cf.wait(fetching | reading, return_when=cf.FIRST_COMPLETED)
             for future in done:
                 if future in fetching:
                     fetching.discard(future)
-                    reading.add(self.readers.submit(self._read, *future.result()))
+                    skip, limit, fetched, request = future.result()
+                    if fetched is None:
+                        self._refused.append(skip)
+                        self.on_page(1, 0)
+                        continue
+                    reading.add(self.readers.submit(self._read, skip, limit, fetched, request))
                     continue
                 reading.discard(future)
                 skip, limit, page = future.result()
                 self._accept(page)
                 self.on_page(1, 0)
+                if page.count:
+                    self._worked.append(skip)
+                elif skip < min(total, page.total):
+                    self._refused.append(skip)  # empty below the total: maybe a silent cap
                 wanted = min(limit, max(0, total - skip))
                 if 0 < page.count < wanted and sent < guard:
                     # Short page (a cap lower than the first page's, or data that moved): ask
@@ -180,6 +276,10 @@ class _Pass:
                     sent += 1
         self.sink.flush()
         self.stats.exact_pages += self.sink.exact_pages
+        if self._refused and min(self._refused) > max(self._worked):
+            # Every page from some skip on was refused or empty, every page before it was not:
+            # the service stops at a maximum offset.
+            raise OffsetCapped(max(self._worked), min(self._refused), total, stride)
         return total
 
 
@@ -208,6 +308,10 @@ def fetch_query(
     Returns:
         A :class:`QueryResult`; ``complete`` is False only when every pass disagreed with the
         total (the caller decides whether that is an error).
+
+    Raises:
+        OffsetCapped: pages past some ``skip`` were refused (422) or empty below the total;
+            the caller splits the query (:mod:`txkit._windows`).
     """
     stats = stats if stats is not None else ExportStats()
 
@@ -245,7 +349,15 @@ def fetch_query(
             if stable and len(union) == total:
                 # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
                 frames = (previous.frames if previous is not None else []) + current.frames
-                return QueryResult(frames=frames, total=total, unique=total, complete=True)
+                return QueryResult(
+                    frames=frames,
+                    total=total,
+                    unique=total,
+                    complete=True,
+                    ids=union,
+                    slots=current.slots,
+                    stride=current.stride,
+                )
             log.warning(
                 "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
                 attempt,
@@ -263,6 +375,9 @@ def fetch_query(
         total=last_total,
         unique=len(union),
         complete=False,
+        ids=union,
+        slots=current.slots,
+        stride=current.stride,
     )
 
 
