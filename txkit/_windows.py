@@ -172,6 +172,7 @@ class WindowedExport:
         self.outer = self._initial_span()
         self.pieces = self._fetch_span(self.outer)
         lo_margin, hi_margin = self.margin, self.margin
+        lower = upper = False
         rounds = 0
         while True:
             rounds += 1
@@ -181,6 +182,7 @@ class WindowedExport:
                 self._note_open()
                 self.outer = Span(None, None)
                 self.pieces = self._fetch_span(self.outer)
+                lower = upper = True
                 continue
             total = self._outer_total(outer, pieces)
             ids = set().union(*(p.ids for p in pieces))
@@ -203,7 +205,9 @@ class WindowedExport:
                 self.pieces = self._fetch_span(outer)
                 continue
             extensions = []
-            if not self._lower_proven(outer, pieces, total):
+            # A proven edge stays proven: the other side's widening does not move it.
+            lower = lower or self._lower_proven(outer, pieces, total)
+            if not lower:
                 lo_margin *= 2
                 if lo_margin > MAX_MARGIN_DAYS:
                     raise self._edge_error("first", outer)
@@ -214,7 +218,8 @@ class WindowedExport:
                     end = min(end, outer.end)
                 extensions.append(Span(start, end))
                 outer = Span(start, outer.end)
-            if not self._upper_proven(outer, pieces, total):
+            upper = upper or self._upper_proven(outer, pieces, total)
+            if not upper:
                 hi_margin *= 2
                 if hi_margin > MAX_MARGIN_DAYS:
                     raise self._edge_error("last", outer)

@@ -1,0 +1,88 @@
+"""The loader's completeness proofs over real HTTP against the sandbox (issue 11 items 1-4).
+
+Date edges under every bound semantics and day offset, offset caps in both modes, records
+swapping in and out of a filter, and unstable tie order with capped pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+
+import pytest
+
+import txkit
+from tests.test_load import connect, expected_ids
+from txkit.sandbox import Sandbox, generate_ledger
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    # Small: the bound matrix alone runs 60 exports.
+    with Sandbox(ledger=generate_ledger(seed=11, records=2_500)) as box:
+        yield box
+
+
+@pytest.fixture
+def box(sandbox: Sandbox) -> Iterator[Sandbox]:
+    sandbox.faults = None
+    sandbox.reset()
+    yield sandbox
+    sandbox.faults = None
+    sandbox.reset()
+
+
+BOUNDS = ["inclusive", "exclusive", "start_exclusive", "end_exclusive"]
+OFFSETS = [-12, -5, 0, 1, 14]
+RANGES = [
+    (date(2026, 4, 1), date(2026, 4, 30)),  # the middle of the ledger
+    (date(2026, 2, 14), date(2026, 2, 14)),  # one day
+    (date(2025, 11, 1), date(2025, 11, 3)),  # nothing before: the edge is proven by a count
+    (date(2026, 10, 30), date(2026, 10, 31)),  # nothing after
+]
+
+
+@pytest.mark.parametrize("offset", OFFSETS)
+@pytest.mark.parametrize("bounds", BOUNDS)
+def test_the_export_is_identical_whatever_the_bounds(
+    box: Sandbox, bounds: str, offset: int
+) -> None:
+    box.faults = f"bounds={bounds},date_shift={offset}"
+    with connect(box) as client:
+        for first, last in RANGES:
+            stats = txkit.ExportStats()
+            df = txkit.load_transactions(client, start=first, end=last, stats=stats)
+            assert df["id"].to_list() == expected_ids(box, start=first, end=last), (first, last)
+            if df.height:
+                assert df["createdAt"].min() >= datetime(
+                    first.year, first.month, first.day, tzinfo=UTC
+                )
+            # Each edge costs at most a widening and a count or two, never a fixed scan.
+            assert stats.proof_requests.get("edges", 0) <= 4
+
+
+def test_edges_are_free_on_a_clean_service(box: Sandbox) -> None:
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(
+            client, start="2026-04-01", end="2026-04-30", stats=stats, confirm=False
+        )
+    assert df["id"].to_list() == expected_ids(box, start=date(2026, 4, 1), end=date(2026, 4, 30))
+    assert stats.proof_requests == {} and stats.windows == 1 and stats.requests == stats.pages
+
+
+def test_the_issue_example_utc_plus_one_with_an_exclusive_end(box: Sandbox) -> None:
+    """West Africa Time and an exclusive endDate lost the month's last hour before."""
+    box.faults = "date_shift=1,bounds=end_exclusive"
+    # The last day: the latest one of the ledger with a record in its last hour (23:00Z-24:00Z).
+    late_days = sorted(
+        r["createdAt"][:10] for r in box.served_records() if r["createdAt"][11:13] == "23"
+    )
+    first, last = date(2026, 9, 15), date.fromisoformat(late_days[-1])
+    assert last >= first
+    with connect(box) as client:
+        df = txkit.load_transactions(client, start=first, end=last)
+    expected = expected_ids(box, start=first, end=last)
+    assert df["id"].to_list() == expected
+    late = [r["id"] for r in box.served_records() if r["createdAt"].startswith(f"{last}T23:")]
+    assert late and set(late) <= set(df["id"])
