@@ -86,3 +86,19 @@ def test_the_issue_example_utc_plus_one_with_an_exclusive_end(box: Sandbox) -> N
     assert df["id"].to_list() == expected
     late = [r["id"] for r in box.served_records() if r["createdAt"].startswith(f"{last}T23:")]
     assert late and set(late) <= set(df["id"])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_capped_pages_with_shuffled_ties_converge_by_windows(box: Sandbox, seed: int) -> None:
+    """Offset pages that never agree are replaced by date windows of one page each."""
+    box.faults = f"cap=37,shuffle_ties,fault_seed={seed}"
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, stats=stats)
+        assert df["id"].to_list() == expected_ids(box)
+        ranged = txkit.load_transactions(client, start="2026-03-01", end="2026-05-31")
+    assert ranged["id"].to_list() == expected_ids(
+        box, start=date(2026, 3, 1), end=date(2026, 5, 31)
+    )
+    assert "unstable order: windows of one page" in stats.summary()
+    assert stats.windows > df.height // 37

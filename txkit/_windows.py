@@ -554,10 +554,16 @@ class WindowedExport:
         pending = list(pieces)
         done: list[Piece] = []
         for _ in range(self.max_passes + 1):
-            changed = [p for p in pending if not self._same_set(p)]
-            done += [p for p in pending if p not in changed]
+            verdicts = [(p, self._same_set(p)) for p in pending]
+            changed = [p for p, verdict in verdicts if verdict != "same"]
+            done += [p for p, verdict in verdicts if verdict == "same"]
             if not changed:
                 break
+            if any(v == "lost" for _, v in verdicts) and not self._page_mode:
+                # A re-read that lost records without finding new ones: the order is not
+                # stable between requests, so offset pages cannot be confirmed.
+                self._page_mode = True
+                self.stats.note("unstable order: windows of one page")
             log.warning(
                 "%d window(s) of %s changed while exported; fetching them again",
                 len(changed),
@@ -584,8 +590,13 @@ class WindowedExport:
             )
         return done
 
-    def _same_set(self, piece: Piece) -> bool:
-        """Re-read the piece's pages: identical bodies, or (order changed) the same ids."""
+    def _same_set(self, piece: Piece) -> str:
+        """Re-read the piece's pages: identical bodies, or (order changed) the same ids.
+
+        Returns:
+            ``"same"``; ``"moved"`` (another total, or ids not fetched before: the set
+            changed); ``"lost"`` (fewer of the same ids: the order moved under the pages).
+        """
         slots = list(piece.slots)
         params = piece.span.params(self.filters)
 
@@ -600,17 +611,21 @@ class WindowedExport:
         with cf.ThreadPoolExecutor(workers, thread_name_prefix="txkit-confirm") as pool:
             digests = list(pool.map(lambda s: digest(get(s)), slots))
         if digests == [piece.slots[s] for s in slots]:
-            return True
+            return "same"
         self.stats.proof("confirm", len(slots))
         with cf.ThreadPoolExecutor(workers, thread_name_prefix="txkit-confirm") as pool:
             pages = list(pool.map(lambda s: _ids_of(get(s)), slots))
-        ids = set().union(*(page[1] for page in pages))
-        return {page[0] for page in pages} == {piece.total} and ids == piece.ids
+        return _verdict(piece, pages)
 
-    def _ids_match(self, piece: Piece, bodies: list[bytes]) -> bool:
-        pages = [_ids_of(body) for body in bodies]
-        ids = set().union(*(page[1] for page in pages))
-        return {page[0] for page in pages} == {piece.total} and ids == piece.ids
+    def _ids_match(self, piece: Piece, bodies: list[bytes]) -> str:
+        return _verdict(piece, [_ids_of(body) for body in bodies])
+
+
+def _verdict(piece: Piece, pages: list[tuple[int, set[str]]]) -> str:
+    ids = set().union(*(page[1] for page in pages))
+    if {page[0] for page in pages} != {piece.total} or not ids <= piece.ids:
+        return "moved"
+    return "same" if ids == piece.ids else "lost"
 
 
 def _ids_of(body: bytes) -> tuple[int, set[str]]:
