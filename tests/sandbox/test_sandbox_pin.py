@@ -5,8 +5,10 @@ change to any of them changes the data every notebook, test and benchmark sees: 
 deliberate, and the commit that changes a digest says why. History: ``orders`` and
 ``ground_truth.json`` changed once, on purpose, when orders got their own order dates (a
 little before the payment) and planted late payments, and the ground truth got the
-``late_payments``/``zero_balances`` keys; the records, the index, the planted anomalies
-(``anomalies``) and the arrivals kept the digests taken before the split.
+``late_payments``/``zero_balances`` keys; the records (``served``, ``all``) changed once,
+on purpose, when reversed records got their ``updatedAt`` 1 to 14 days after payment (only
+those records' ``updatedAt`` moved). The index, the planted anomalies (``anomalies``) and the
+arrivals keep the digests taken before the split.
 """
 
 from __future__ import annotations
@@ -46,8 +48,8 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
     (
         {"seed": 11, "records": 6_000, "anomaly_rate": 0.03},
         {
-            "served": "4cfc70a1fda88af4ea998d9150e2d9867f328ecf5fe2130d8f393dc48961cb3b",
-            "all": "eca0c03ce31483ebc61c409e2ad3b922fa9ccdc2db95bab2df6565569ef98879",
+            "served": "516bc290cb4ca3fe8415c1bb2b9c1e952b7c52a67fd224034890e762375dffa4",
+            "all": "3968f71216d44f2402278ac6921102b6e889e38de158709f9b83a82021cd1fc3",
             "index": "ab35c1a8d2dd855cd5fd145688f1497c8f2f7222dfaaad4cfc3ee3117a0a452f",
             "orders": "b426039e5db2d692d24e1d4d191fadc8db84c76742b6b72b38980915166b3e59",
             "anomalies": "a120a64a7042bbe54b2d1eb3b13e68c2568a75481b0d839f7d0cee79d5cb31c2",
@@ -59,8 +61,8 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
         # The default seed and size: notebooks' pinned outputs are computed from it.
         {"seed": 7, "records": 20_000},
         {
-            "served": "6732d18dfc7bb53159cdb0efde1a4821b335cbe70328538a3bdb4db6b4739f40",
-            "all": "da60e6edffbdbc90a027232d6c00df8392c61da7a340b6daa0124944d712e991",
+            "served": "2a946ab1f5f1cec245b9a721bcb683238a19fd9e7d0b8d595ae51dcd18a5f7e0",
+            "all": "81ad96b945cdc3b2dc1994e158eb5b17d52d771fb7611a2595bb4339545c53c7",
             "index": "6683a73e6631d05c6affff3e31d169f049371261b6e1d45b120f067e681bd6ea",
             "orders": "1291889a309cfac3d2ae7821cdf16ff00ee07f402dc92b592ca6872d34b5f41f",
             "anomalies": "d61363681f095ff2fa676729b3f46f1e889008aa9e51860266cea42c32f8a3fa",
@@ -101,8 +103,8 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "zero_balance_rate": 0.2,
         },
         {
-            "served": "ebd092f77096c5d5bb7537bbd56bc8b5c57fceb42235fd871b834ede97eabab5",
-            "all": "a37f7623b264fabbd84b5a1edc95d7b2d6b15b70a9fc38950b1db4d6019cbfb8",
+            "served": "a121a9babe70ded31f36450bc2d7705cbb8a46d30366563ec229d38ebd24a4b1",
+            "all": "4279da7e0855f05d3bca63e53353f7c73d35980e9a522ae2eb06868bc9f09aff",
             "index": "39ef0f9b89c62e14cfa2825fcebf8015fc34cb46cd66e36cc001cfa7599d1c06",
             "orders": "b426039e5db2d692d24e1d4d191fadc8db84c76742b6b72b38980915166b3e59",
             "anomalies": "1ad87dee9406169baf6451fab32c197f9c8e604a456689c52431b7f7c31a1660",

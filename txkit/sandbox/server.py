@@ -319,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, sandbox: Sandbox, query: Query, request_id: str) -> None:
         # Every fault's effect is decided by the fault layer; the handler only sends.
-        reply = sandbox._effects.reply(query, sandbox.faults, sandbox._next_seq())
+        reply = sandbox._effects.reply(query, sandbox.faults, sandbox._next_seq(), request_id)
         if reply.drop:
             self.close_connection = True
             with contextlib.suppress(OSError):

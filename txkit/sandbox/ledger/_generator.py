@@ -95,6 +95,7 @@ class _Generator:
         _balances.pick_zero_balances(self)
         bodies = render_rows(self.cols, self.ctx, rng)
         _balances.zero_bodies(self, bodies)
+        _timeline.late_updates(self, bodies)
         orders = _orders.orders(self)
         return _orders.assemble(self, bodies, orders)
 
