@@ -7,9 +7,17 @@ integer minor units in between; never a float.
 * :mod:`txkit.analysis.reconcile`: the export's collections against the merchant's orders.
 * :mod:`txkit.analysis.underpayments`: payments below or above the expected amount.
 * :mod:`txkit.analysis.balances`: the balance-after fields against the balance model.
+* :mod:`txkit.analysis.balance_models`: the candidate balance models and the choice of one
+  per wallet.
 """
 
-from txkit.analysis.balances import BREAK_KINDS, balance_breaks, balance_summary
+from txkit.analysis.balance_models import BALANCE_MODELS, NO_MODEL_FITS, balance_model_choice
+from txkit.analysis.balances import (
+    BREAK_KINDS,
+    balance_breaks,
+    balance_model_fit,
+    balance_summary,
+)
 from txkit.analysis.reconcile import (
     CATEGORIES,
     duplicate_references,
@@ -25,10 +33,14 @@ from txkit.analysis.underpayments import (
 )
 
 __all__ = [
+    "BALANCE_MODELS",
     "BREAK_KINDS",
     "CATEGORIES",
+    "NO_MODEL_FITS",
     "activity_comparison",
     "balance_breaks",
+    "balance_model_choice",
+    "balance_model_fit",
     "balance_summary",
     "duplicate_references",
     "read_orders",

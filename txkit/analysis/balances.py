@@ -58,8 +58,16 @@ from txkit.analysis._common import (
     to_minor,
     to_minor_map,
 )
+from txkit.analysis.balance_models import (
+    BALANCE_MODELS,
+    balance_model_choice,
+    credits_and_debits,
+    delta_column,
+    fit_table,
+    resolve_models,
+)
 
-__all__ = ["BREAK_KINDS", "balance_breaks", "balance_summary"]
+__all__ = ["BREAK_KINDS", "balance_breaks", "balance_model_fit", "balance_summary"]
 
 #: The ``kind`` values of :func:`balance_breaks`.
 BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
@@ -95,6 +103,11 @@ _MONEY: Final = (
     "rollingReserve.amount",
 )
 _BALANCES: Final = _MONEY[4:8]
+_UNCHECKED: Final = ("unverifiable", "not_reported")
+#: What the ``model`` argument of the checks accepts: ``"auto"``, a model's name, a mapping
+#: of wallet currency to model name (or None: that wallet is not checked), or the frame
+#: :func:`~txkit.analysis.balance_model_choice` returns.
+BalanceModel = str | Mapping[str, str | None] | pl.DataFrame
 _SIDE_RANK: Final = {"from": 0, "to": 1}
 _W = "currency"
 _PERIOD = "_period"
@@ -107,6 +120,7 @@ def balance_breaks(
     *,
     opening: Mapping[str, Decimal | int | str] | None = None,
     history: Frame | None = None,
+    model: BalanceModel = "auto",
 ) -> pl.DataFrame:
     """Check every balance-after value against the balance model; one row per break.
 
@@ -164,9 +178,10 @@ def balance_breaks(
         >>> breaks = balance_breaks(df)
         >>> breaks.group_by("currency", "kind").len()
     """
-    checked, scale = _check(transactions, opening, "balance_breaks", history)
+    checked, scale = _check(transactions, opening, "balance_breaks", history, model)
     ledger = checked.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).select(
         pl.col(_W),
+        "model",
         pl.lit("ledger").alias("side"),
         (pl.col("pos") + "BalanceAfterLedger").alias("field"),
         "id",
@@ -177,6 +192,7 @@ def balance_breaks(
     )
     available = checked.filter(pl.col("avail_kind") == "reserve_mismatch").select(
         pl.col(_W),
+        "model",
         pl.lit("available").alias("side"),
         (pl.col("pos") + "BalanceAfterAvailable").alias("field"),
         "id",
@@ -190,6 +206,7 @@ def balance_breaks(
         .sort(["createdAt", "id", "field"])
         .select(
             _W,
+            "model",
             "side",
             "field",
             "id",
@@ -207,6 +224,7 @@ def balance_summary(
     *,
     opening: Mapping[str, Decimal | int | str] | None = None,
     history: Frame | None = None,
+    model: BalanceModel = "auto",
 ) -> pl.DataFrame:
     """Per wallet and side: how many entries were checked, unverifiable, and broken by kind.
 
@@ -224,21 +242,65 @@ def balance_summary(
     Raises:
         ValueError: as for :func:`balance_breaks`.
     """
-    checked, _ = _check(transactions, opening, "balance_summary", history)
+    checked, _ = _check(transactions, opening, "balance_summary", history, model)
     rows = []
     for side, kind_col in (("ledger", "ledger_kind"), ("available", "avail_kind")):
         kind = pl.col(kind_col)
         rows.append(
             checked.group_by(_W).agg(
                 pl.lit(side).alias("side"),
+                pl.col("model").first(),
                 pl.len().cast(pl.UInt32).alias("entries"),
-                (kind != "unverifiable").sum().cast(pl.UInt32).alias("checked"),
-                (kind == "unverifiable").sum().cast(pl.UInt32).alias("unverifiable"),
+                (~kind.is_in(_UNCHECKED)).sum().cast(pl.UInt32).alias("checked"),
+                kind.is_in(_UNCHECKED).sum().cast(pl.UInt32).alias("unverifiable"),
+                (kind == "not_reported").sum().cast(pl.UInt32).alias("not_reported"),
                 kind.is_in(BREAK_KINDS).sum().cast(pl.UInt32).alias("breaks"),
                 *((kind == k).sum().cast(pl.UInt32).alias(k) for k in BREAK_KINDS),
             )
         )
-    return pl.concat(rows).sort(_W, pl.col("side") != "ledger")
+    return (
+        pl.concat(rows)
+        .sort(_W, pl.col("side") != "ledger")
+        .select(_W, "side", "model", pl.exclude(_W, "side", "model"))
+    )
+
+
+def balance_model_fit(
+    transactions: Frame,
+    *,
+    opening: Mapping[str, Decimal | int | str] | None = None,
+    history: Frame | None = None,
+) -> pl.DataFrame:
+    """How well each candidate balance model explains each wallet's reported ledger values.
+
+    A pair is two consecutive reported ledger values of a wallet (records whose balance is not
+    reported are passed through by their own amounts; an entry whose delta a model cannot
+    compute restarts that model's chain). A model fits the pair when the later value equals
+    the earlier one plus the model's deltas in between. The candidates are
+    :data:`~txkit.analysis.BALANCE_MODELS`: ``net`` (fee and tax deducted on top of each
+    other), ``fee-only`` (tax included in the fee) and ``gross`` (fees outside the wallet).
+    :func:`~txkit.analysis.balance_model_choice` turns the table into one model per wallet,
+    as :func:`balance_breaks` does with ``model="auto"``.
+
+    Args:
+        transactions: the export (eager or lazy).
+        opening: as for :func:`balance_breaks`; pairs each wallet's first value with it.
+        history: as for :func:`balance_breaks`; its pairs are tested too (more evidence).
+
+    Returns:
+        One row per wallet and candidate, by currency then candidate order: ``currency``,
+        ``model``, ``checked`` (pairs tested), ``fitting`` (pairs the model explains
+        exactly) and ``fit_rate`` (``fitting / checked``; null without pairs).
+
+    Raises:
+        ValueError: as for :func:`balance_breaks`.
+
+    Example:
+        >>> fit = balance_model_fit(df)
+        >>> balance_model_choice(fit)  # one model per wallet, or none
+    """
+    entries, _, _, opening_minor = _prepare(transactions, opening, "balance_model_fit", history)
+    return fit_table(entries, opening_minor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,12 +308,13 @@ def balance_summary(
 # wallet) with ``ledger_kind`` and ``avail_kind`` in ok / unverifiable / a break kind.
 
 
-def _check(
+def _prepare(
     transactions: Frame,
     opening: Mapping[str, Decimal | int | str] | None,
     caller: str,
-    history: Frame | None = None,
-) -> tuple[pl.DataFrame, int]:
+    history: Frame | None,
+) -> tuple[pl.DataFrame, pl.DataFrame, int, dict[str, int]]:
+    """Validated input as entries in chain order (one delta column per model) and reserves."""
     lf = lazy(transactions, "transactions", caller)
     schema = lf.collect_schema()
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
@@ -272,11 +335,47 @@ def _check(
         # period has it.
         earlier = earlier.join(records.select("id"), on="id", how="anti")
         records = pl.concat([earlier, records], how="vertical")
-    entries = _entries(records).collect()
-    reserves = _reserves(records).collect()
+    entries, reserves = pl.collect_all([_entries(records), _reserves(records)])
+    return entries, reserves, scale, opening_minor
+
+
+def _check(
+    transactions: Frame,
+    opening: Mapping[str, Decimal | int | str] | None,
+    caller: str,
+    history: Frame | None = None,
+    model: object = "auto",
+) -> tuple[pl.DataFrame, int]:
+    """Every entry of the period with its ``model``, ``ledger_kind`` and ``avail_kind``."""
+    chosen = resolve_models(model, caller)
+    entries, reserves, scale, opening_minor = _prepare(transactions, opening, caller, history)
+    wallets: list[str] = entries[_W].unique().sort().to_list()
+    if isinstance(chosen, str):
+        per_wallet: dict[str, str | None] = dict.fromkeys(wallets, chosen)
+    else:
+        given = chosen or {}
+        per_wallet = {w: given[w] for w in wallets if w in given}
+        if len(per_wallet) < len(wallets):
+            auto = balance_model_choice(fit_table(entries, opening_minor))
+            per_wallet = {**dict(auto.select(_W, "model").iter_rows()), **per_wallet}
+    model_of = pl.col(_W).replace_strict(per_wallet, default=None, return_dtype=pl.String)
+    delta = pl.lit(None, dtype=pl.Int128)
+    for name in BALANCE_MODELS:
+        delta = pl.when(pl.col("model") == name).then(pl.col(delta_column(name))).otherwise(delta)
+    entries = entries.with_columns(model_of.alias("model")).with_columns(delta.alias("delta"))
     entries = _held(entries, reserves)
     entries = _ledger_chain(entries, opening_minor)
     entries = _available(entries, set(opening_minor))
+    unchecked = pl.col("model").is_null()  # no model fits the wallet: nothing is checked
+    entries = entries.with_columns(
+        pl.when(pl.col("not_reported"))
+        .then(pl.lit("not_reported"))
+        .when(unchecked)
+        .then(pl.lit("unverifiable"))
+        .otherwise(pl.col(kind))
+        .alias(kind)
+        for kind in ("ledger_kind", "avail_kind")
+    )
     if history is not None:
         entries = entries.filter(pl.col(_PERIOD))
     return entries, scale
@@ -296,13 +395,18 @@ def _decimals(value: object) -> int:
 def _successful(
     lf: pl.LazyFrame, schema: pl.Schema, scale: int, *, period: bool = True
 ) -> pl.LazyFrame:
-    """Successful records with money in minor units; all-zero balance fields made null;
-    ``_period`` says whether they are the period checked (False for history)."""
+    """Successful records with money in minor units; ``_period`` says whether they are the
+    period checked (False for history).
+
+    ``not_reported``: every balance-after field is 0 or absent (as the provider documents for
+    one KES transfer). Such a record states no balance; its fields are made null.
+    """
     minor = {name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale)
              for name in _MONEY}  # fmt: skip
-    all_zero = pl.all_horizontal(minor[name].fill_null(1) == 0 for name in _BALANCES)
+    not_reported = pl.all_horizontal(minor[name].fill_null(0) == 0 for name in _BALANCES)
     balances = {
-        name: pl.when(all_zero).then(None).otherwise(minor[name]).alias(name) for name in _BALANCES
+        name: pl.when(not_reported).then(None).otherwise(minor[name]).alias(name)
+        for name in _BALANCES
     }
     return lf.filter((pl.col("status") == "successful") & pl.col("createdAt").is_not_null()).select(
         pl.col("id").cast(pl.String),
@@ -315,15 +419,15 @@ def _successful(
         pl.col("hasRollingReserve"),
         pl.col("rollingReserve.reserveReleaseDate").cast(_TS).alias("release"),
         pl.lit(period).alias(_PERIOD),
+        not_reported.alias("not_reported"),
     )
 
 
 def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (record, wallet): ``pos`` (to/from), ``delta``, ``reported_ledger`` and
-    ``reported_available``."""
+    """One row per (record, wallet): ``pos`` (to/from), one delta column per balance model,
+    ``reported_ledger``, ``reported_available`` and ``not_reported``."""
     ttype = pl.col("transType")
-    credit = pl.col("toAmount") - pl.col("feeAmount") - pl.col("taxAmount")
-    debit = _ZERO - (pl.col("toAmount") + pl.col("feeAmount") + pl.col("taxAmount"))
+    models = credits_and_debits()
     known = ttype.is_in(["collection", "transfer", "settlement", "conversion"])
     # A record of an unknown type still reports a balance: it becomes an entry of unknown
     # delta on its toCurrency wallet, on the side it reports.
@@ -342,10 +446,11 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         "createdAt",
         pl.col("toCurrency").alias(_W),
         pl.lit("to").alias("pos"),
-        pl.when(known).then(credit).alias("delta"),
+        *(pl.when(known).then(credit).alias(delta_column(m)) for m, (credit, _) in models.items()),
         pl.col("toBalanceAfterLedger").alias("reported_ledger"),
         pl.col("toBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
+        "not_reported",
     )
     from_side = records.filter(
         ttype.is_in(["transfer", "settlement", "conversion"]) | (~known & (unknown_pos == "from"))
@@ -357,14 +462,18 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .otherwise(pl.col("toCurrency"))
         .alias(_W),
         pl.lit("from").alias("pos"),
-        pl.when(ttype == "conversion")
-        .then(_ZERO - pl.col("fromAmount"))
-        .when(known)
-        .then(debit)
-        .alias("delta"),
+        *(
+            pl.when(ttype == "conversion")
+            .then(_ZERO - pl.col("fromAmount"))
+            .when(known)
+            .then(debit)
+            .alias(delta_column(m))
+            for m, (_, debit) in models.items()
+        ),
         pl.col("fromBalanceAfterLedger").alias("reported_ledger"),
         pl.col("fromBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
+        "not_reported",
     )
     holds = _holds()
     known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
