@@ -238,9 +238,13 @@ def test_not_reported_values_carry_the_chain_and_a_break_right_after_is_found(
     clean = tx_frame(rows)
     assert balance_breaks(clean).is_empty()
     ledger = balance_summary(clean).filter(pl.col("side") == "ledger")
-    assert ledger.select("model", "entries", "not_reported", "unverifiable", "checked").row(
-        0
-    ) == (model, 60, 5, 6, 54)
+    assert ledger.select("model", "entries", "not_reported", "unverifiable", "checked").row(0) == (
+        model,
+        60,
+        5,
+        6,
+        54,
+    )
     # The value right after a not-reported one is wrong: found as a bad value.
     expected = rows[31][f"{_side(rows[31])}BalanceAfterLedger"]
     _set_ledger(rows[31], _cents(int(Decimal(expected) * 100) - 500))
