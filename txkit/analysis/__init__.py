@@ -20,12 +20,14 @@ from txkit.analysis.balances import (
 )
 from txkit.analysis.reconcile import (
     CATEGORIES,
+    DEFAULT_DATE_TOLERANCE,
     duplicate_references,
     read_orders,
     reconcile,
     reconcile_summary,
 )
 from txkit.analysis.underpayments import (
+    COUNTED_STATUSES,
     activity_comparison,
     repeat_shortfalls,
     underpayment_summary,
@@ -36,6 +38,8 @@ __all__ = [
     "BALANCE_MODELS",
     "BREAK_KINDS",
     "CATEGORIES",
+    "COUNTED_STATUSES",
+    "DEFAULT_DATE_TOLERANCE",
     "NO_MODEL_FITS",
     "activity_comparison",
     "balance_breaks",
