@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 import polars as pl
 
@@ -21,6 +21,7 @@ __all__ = [
     "LoadInfo",
     "display_table",
     "load_history",
+    "load_margin",
     "load_month",
     "load_orders",
     "previous_months",
@@ -200,7 +201,58 @@ def load_history(
     return df, f"History: {df.height:,} transactions of {span} from {origin}"
 
 
-def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
+def load_margin(
+    month: str, *, days: int, source: str = "auto", store: str = "data/store"
+) -> tuple[pl.DataFrame | None, str]:
+    """Load the ``days`` UTC days just before and just after ``month`` (matching across the
+    month's ends: an order of the 31st paid after midnight).
+
+    From the store, only the neighbouring months it holds are read; from the service or the
+    sandbox, the two windows are fetched, verified.
+
+    Args:
+        month: ``YYYY-MM``.
+        days: how many days on each side (0: none).
+        source: as for :func:`load_month`.
+        store: as for :func:`load_month`.
+
+    Returns:
+        The records (None when ``days`` is 0) and a line saying what was loaded.
+
+    Raises:
+        ValueError: a bad month, source or number of days.
+    """
+    if source not in _SOURCES:
+        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+    if days == 0:
+        return None, f"Days around {month}: none"
+    first, last = month_bounds(month)
+    windows = [(first - timedelta(days=days), first - timedelta(days=1))]
+    windows.append((last + timedelta(days=1), last + timedelta(days=days)))
+    if source == "store":
+        from txkit.store import read_manifests
+
+        stored = read_manifests(store)
+        wanted = {d.strftime("%Y-%m") for window in windows for d in window}
+        df = _read_store(store, sorted(m for m in wanted if m in stored))
+        day = pl.col("createdAt").dt.date()
+        df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
+        origin = f"the local store {store}"
+    else:
+        sandbox = None if source == "auto" else source == "sandbox"
+        with connect(sandbox=sandbox) as src:
+            frames = [load_transactions(src.client, start=a, end=b) for a, b in windows]
+            origin = src.label
+        df = pl.concat(frames, how="diagonal_relaxed")
+    return df, (
+        f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
+    )
+
+
+def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, str]:
     """The merchant's expected payments for ``month``.
 
     Args:
@@ -208,6 +260,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
             orders), ``sandbox`` (the embedded sandbox's merchant-side record), or a CSV or
             Parquet path (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
+        margin_days: also keep the orders dated this many days before and after the month.
 
     Returns:
         The orders and a line saying where they came from.
@@ -216,6 +269,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
     from txkit.source import DEFAULT_SANDBOX, key_configured
 
     first, last = month_bounds(month)
+    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":
         orders = "data/orders.csv" if key_configured() else "sandbox"
     if orders == "sandbox":
@@ -232,7 +286,8 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
         frame, origin = read_orders(orders), f"orders file {orders}"
     if "date" in frame.columns:
         frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
-    return frame, f"{origin}: {frame.height:,} orders in {month}"
+    around = f" and the {margin_days} day(s) around it" if margin_days else ""
+    return frame, f"{origin}: {frame.height:,} orders in {month}{around}"
 
 
 def display_table(df: pl.DataFrame, *, show_pii: bool = False, rows: int = 30) -> None:

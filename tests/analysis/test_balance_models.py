@@ -24,6 +24,7 @@ from txkit.analysis import (
     balance_model_choice,
     balance_model_fit,
     balance_summary,
+    describe_balance_models,
 )
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -276,3 +277,25 @@ def test_partly_zero_balances_are_still_reported() -> None:
     assert summary["not_reported"].sum() == 0
     breaks = balance_breaks(tx_frame(rows))
     assert breaks.select("id", "side").rows() == [("NGN0010", "available")]
+
+
+def test_the_chosen_models_in_one_sentence() -> None:
+    rng = random.Random(5)
+    noise = chain("net", currency="GHS", start=500)
+    for row in noise:
+        _set_ledger(row, _cents(rng.randint(1, 10**7)))
+    rows = (
+        chain("fee-only", currency="KES")
+        + chain("net", currency="NGN", start=100)
+        + chain("net", currency="USD", start=200)
+        + chain("gross", n=5, currency="USDT", start=300)
+        + noise
+    )
+    choice = balance_model_choice(balance_model_fit(tx_frame(rows)))
+    text = describe_balance_models(choice)
+    assert text.startswith("Balance model, chosen from the data: ")
+    assert "fee-only for KES (100.00% of pairs fit)" in text
+    assert "net for NGN, USD (100.00% of pairs fit)" in text
+    assert "net by default for USDT (only 4 pairs, too few to choose)" in text
+    assert f"{NO_MODEL_FITS}: GHS (best fit " in text
+    assert describe_balance_models(choice.clear()).startswith("Balance model: no wallet")

@@ -11,7 +11,12 @@ integer minor units in between; never a float.
   per wallet.
 """
 
-from txkit.analysis.balance_models import BALANCE_MODELS, NO_MODEL_FITS, balance_model_choice
+from txkit.analysis.balance_models import (
+    BALANCE_MODELS,
+    NO_MODEL_FITS,
+    balance_model_choice,
+    describe_balance_models,
+)
 from txkit.analysis.balances import (
     BREAK_KINDS,
     balance_breaks,
@@ -21,6 +26,7 @@ from txkit.analysis.balances import (
 from txkit.analysis.reconcile import (
     CATEGORIES,
     DEFAULT_DATE_TOLERANCE,
+    describe_matching,
     duplicate_references,
     read_orders,
     reconcile,
@@ -46,6 +52,8 @@ __all__ = [
     "balance_model_choice",
     "balance_model_fit",
     "balance_summary",
+    "describe_balance_models",
+    "describe_matching",
     "duplicate_references",
     "read_orders",
     "reconcile",

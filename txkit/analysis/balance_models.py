@@ -38,6 +38,7 @@ __all__ = [
     "MIN_PAIRS",
     "NO_MODEL_FITS",
     "balance_model_choice",
+    "describe_balance_models",
 ]
 
 #: The candidate models, in order of preference when two fit equally well.
@@ -268,3 +269,35 @@ def resolve_models(model: object, caller: str) -> str | dict[str, str | None] | 
         f"{caller}: model must be 'auto', one of {', '.join(BALANCE_MODELS)}, a mapping of "
         f"currency to model, or a balance_model_choice table; got {type(model).__name__}"
     )
+
+
+def describe_balance_models(choice: pl.DataFrame) -> str:
+    """One sentence naming each wallet's balance model, from a
+    :func:`balance_model_choice` table (for a notebook's assumptions and its index line).
+
+    Example:
+        >>> describe_balance_models(balance_model_choice(balance_model_fit(df)))
+        'Balance model, chosen from the data: net for KES, NGN (99.79% to 99.89% of pairs fit).'
+    """
+    if choice.height == 0:
+        return "Balance model: no wallet has balance-after values to choose one from."
+    parts = []
+    chosen = choice.filter(pl.col("model").is_not_null() & pl.col("note").is_null())
+    for (model,), group in chosen.group_by("model", maintain_order=True):
+        rates = group["fit_rate"]
+        low, high = f"{rates.min():.2%}", f"{rates.max():.2%}"
+        span = low if low == high else f"{low} to {high}"
+        parts.append(f"{model} for {', '.join(sorted(group[_W]))} ({span} of pairs fit)")
+    for row in choice.filter(pl.col("note").is_not_null()).sort(_W).iter_rows(named=True):
+        if row["model"] is None:
+            best = "no pairs" if row["fit_rate"] is None else f"best fit {row['fit_rate']:.2%}"
+            parts.append(
+                f"{NO_MODEL_FITS}: {row[_W]} ({best} of {row['checked']:,} pairs; "
+                "none of its values is checked)"
+            )
+        else:
+            parts.append(
+                f"{row['model']} by default for {row[_W]} (only {row['checked']:,} pairs, "
+                "too few to choose)"
+            )
+    return "Balance model, chosen from the data: " + "; ".join(parts) + "."

@@ -21,6 +21,7 @@ from txkit.load import month_bounds
 __all__ = [
     "CATEGORIES",
     "DEFAULT_DATE_TOLERANCE",
+    "describe_matching",
     "duplicate_references",
     "read_orders",
     "reconcile",
@@ -43,6 +44,7 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "status_mismatch",
 )
 _CATEGORY = pl.Enum(CATEGORIES)
+_MONTH_END: Final = CATEGORIES[1:5]
 _SIDE_COLUMNS: Final = {
     "export": (
         "export_id",
@@ -357,6 +359,51 @@ def _within(gap: pl.Expr, tolerance: dict[str, Decimal] | Decimal | None, scale:
             tolerance, default=None, return_dtype=pl.Decimal(38, scale)
         )
     return (gap.abs() <= limit).fill_null(False)
+
+
+def describe_matching(
+    result: pl.DataFrame,
+    *,
+    month: str | None,
+    date_tolerance: int | timedelta = DEFAULT_DATE_TOLERANCE,
+    amount_tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+) -> list[str]:
+    """The date and amount rules a :func:`reconcile` result was made with, as sentences
+    with what they changed in it (for a notebook's assumptions).
+
+    Args:
+        result: the frame :func:`reconcile` returned.
+        month, date_tolerance, amount_tolerance: as given to :func:`reconcile`.
+
+    Returns:
+        Two sentences: the date rule and the amount rule.
+    """
+    counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
+    days = _days(date_tolerance).days
+    if month is None:
+        dates = "Order dates are shown, not compared: every record and order given is matched."
+    else:
+        crossing = {c: counts[c] for c in _MONTH_END if counts.get(c)}
+        found = ", ".join(f"{n:,} {c}" for c, n in crossing.items()) or "none"
+        dates = (
+            f"{month} is reconciled with {days} day(s) of margin: a payment or order up to "
+            f"{days} day(s) beyond the month on either side still matches its counterpart "
+            f"(found: {found})."
+        )
+    if amount_tolerance is None:
+        amounts = "Amounts are compared exactly: every difference is an amount_mismatch."
+    else:
+        given = (
+            ", ".join(f"{v} {c}" for c, v in amount_tolerance.items())
+            if isinstance(amount_tolerance, Mapping)
+            else f"{amount_tolerance}"
+        )
+        amounts = (
+            f"Differences up to {given} are amount_within_tolerance "
+            f"({counts.get('amount_within_tolerance', 0):,} reference(s)); larger ones are "
+            "amount_mismatch."
+        )
+    return [dates, amounts]
 
 
 def reconcile_summary(result: Frame) -> pl.DataFrame:
