@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 from analysis_cases import tx_frame
 
-from txkit.analysis import CATEGORIES, reconcile, reconcile_summary
+from txkit.analysis import CATEGORIES, describe_matching, reconcile, reconcile_summary
 
 MISSING = ("missing_in_export", "missing_in_orders")
 
@@ -276,3 +276,20 @@ def test_bad_amount_tolerances_are_refused(bad: Any, message: str) -> None:
 def test_categories_keep_their_documented_order() -> None:
     assert CATEGORIES[0] == "matched"
     assert CATEGORIES.index("amount_within_tolerance") < CATEGORIES.index("missing_in_export")
+
+
+def test_the_settings_are_described_with_what_they_changed() -> None:
+    result = reconcile(tx_frame(TX), ORDERS, month="2026-10", amount_tolerance={"NGN": "0.5"})
+    dates, amounts = describe_matching(
+        result, month="2026-10", date_tolerance=3, amount_tolerance={"NGN": "0.5"}
+    )
+    assert dates == (
+        "2026-10 is reconciled with 3 day(s) of margin: a payment or order up to 3 day(s) "
+        "beyond the month on either side still matches its counterpart (found: 2 "
+        "paid_next_month, 1 ordered_next_month)."
+    )
+    assert amounts == (
+        "Differences up to 0.5 NGN are amount_within_tolerance (0 reference(s)); larger ones "
+        "are amount_mismatch."
+    )
+    assert describe_matching(result, month=None)[0].startswith("Order dates are shown, not")
