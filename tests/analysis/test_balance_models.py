@@ -184,7 +184,19 @@ def test_too_few_pairs_keep_the_default_model() -> None:
     rows = chain("fee-only", n=10)
     choice = balance_model_choice(balance_model_fit(tx_frame(rows)))
     assert choice["model"].to_list() == ["net"]
-    assert "too few" in choice["note"][0]
+    assert choice["note"][0] == "only 9 pair(s), too few to choose: the default model"
+
+
+def test_a_small_wallet_takes_the_model_of_the_wallets_together() -> None:
+    rows = chain("fee-only", n=10, currency="USDT") + chain("fee-only", currency="NGN", start=100)
+    choice = balance_model_choice(balance_model_fit(tx_frame(rows)))
+    usdt = choice.row(by_predicate=pl.col("currency") == "USDT", named=True)
+    assert usdt["model"] == "fee-only" and usdt["fit_rate"] == 1.0
+    assert (
+        usdt["note"]
+        == "only 9 pair(s), too few to choose: the model that fits the wallets together"
+    )
+    assert balance_breaks(tx_frame(rows)).is_empty()
 
 
 def test_opening_pairs_the_first_value() -> None:
@@ -296,6 +308,6 @@ def test_the_chosen_models_in_one_sentence() -> None:
     assert text.startswith("Balance model, chosen from the data: ")
     assert "fee-only for KES (100.00% of pairs fit)" in text
     assert "net for NGN, USD (100.00% of pairs fit)" in text
-    assert "net by default for USDT (only 4 pairs, too few to choose)" in text
+    assert "net for USDT (only 4 pair(s), too few to choose: the default model)" in text
     assert f"{NO_MODEL_FITS}: GHS (best fit " in text
     assert describe_balance_models(choice.clear()).startswith("Balance model: no wallet")

@@ -157,8 +157,9 @@ def balance_model_choice(fit: Frame) -> pl.DataFrame:
     :data:`BALANCE_MODELS` on a tie, provided it fits at least 95 % of them; a wallet where
     none does gets no model (``model`` null, ``note`` "no balance model fits this wallet"),
     and its values are then neither checked nor reported as breaks. A wallet with fewer than
-    :data:`MIN_PAIRS` (20) tested pairs cannot tell the models apart by their rates: it keeps
-    the default model (``net``) and the note says so.
+    :data:`MIN_PAIRS` (20) tested pairs cannot tell the models apart by its own rates: it
+    takes the model chosen, by the same rule, for all wallets' pairs together, or the default
+    model (``net``) when that is unclear too; the note says which.
 
     Args:
         fit: the fit table (eager or lazy): ``currency``, ``model``, ``checked`` and
@@ -191,13 +192,19 @@ def balance_model_choice(fit: Frame) -> pl.DataFrame:
             f"balance_model_choice: unknown model(s) {', '.join(map(repr, unknown))}; "
             f"accepted: {', '.join(BALANCE_MODELS)}"
         )
-    rows: list[tuple[str, str | None, int, float | None, str | None]] = []
-    for currency in sorted(set(table[_W].drop_nulls())):
-        candidates = {
-            r["model"]: (int(r["checked"]), int(r["fitting"]))
-            for r in table.filter(pl.col(_W) == currency).iter_rows(named=True)
-        }
-        rows.append(_choose(currency, candidates))
+    per_wallet: dict[str, dict[str, tuple[int, int]]] = {}
+    for r in table.filter(pl.col(_W).is_not_null()).iter_rows(named=True):
+        per_wallet.setdefault(r[_W], {})[r["model"]] = (int(r["checked"]), int(r["fitting"]))
+    # The model is most likely the provider's, not a wallet's: a wallet too small to choose
+    # takes the one that fits all wallets together, when that one is clear.
+    pooled: dict[str, tuple[int, int]] = {}
+    for candidates in per_wallet.values():
+        for model, (checked, fitting) in candidates.items():
+            total = pooled.get(model, (0, 0))
+            pooled[model] = (total[0] + checked, total[1] + fitting)
+    _, overall, _, _, overall_note = _choose("", pooled, None)
+    fallback = overall if overall_note is None else None
+    rows = [_choose(c, per_wallet[c], fallback) for c in sorted(per_wallet)]
     return pl.DataFrame(
         rows,
         schema={
@@ -212,19 +219,22 @@ def balance_model_choice(fit: Frame) -> pl.DataFrame:
 
 
 def _choose(
-    currency: str, candidates: Mapping[str, tuple[int, int]]
+    currency: str, candidates: Mapping[str, tuple[int, int]], fallback: str | None
 ) -> tuple[str, str | None, int, float | None, str | None]:
-    """One wallet's row of :func:`balance_model_choice`; comparisons in integers."""
+    """One wallet's row of :func:`balance_model_choice`; comparisons in integers.
+
+    ``fallback``: the model of all wallets together (None when unclear), for a wallet with
+    too few pairs; without one, the default model.
+    """
     ordered = [(m, *candidates[m]) for m in BALANCE_MODELS if m in candidates]
     most_pairs = max((checked for _, checked, _ in ordered), default=0)
     if most_pairs < MIN_PAIRS:
-        checked, fitting = candidates.get(DEFAULT_MODEL, (0, 0))
+        model = fallback or DEFAULT_MODEL
+        checked, fitting = candidates.get(model, (0, 0))
         rate = fitting / checked if checked else None
-        note = (
-            f"only {most_pairs} pair(s) of reported values to test: too few to choose a model; "
-            f"the default model {DEFAULT_MODEL} is used"
-        )
-        return currency, DEFAULT_MODEL, checked, rate, note
+        source = "the model that fits the wallets together" if fallback else "the default model"
+        note = f"only {most_pairs} pair(s), too few to choose: {source}"
+        return currency, model, checked, rate, note
     best, best_checked, best_fitting = ordered[0]
     for model, checked, fitting in ordered[1:]:
         # fitting / checked > best_fitting / best_checked, exactly
@@ -296,8 +306,5 @@ def describe_balance_models(choice: pl.DataFrame) -> str:
                 "none of its values is checked)"
             )
         else:
-            parts.append(
-                f"{row['model']} by default for {row[_W]} (only {row['checked']:,} pairs, "
-                "too few to choose)"
-            )
+            parts.append(f"{row['model']} for {row[_W]} ({row['note']})")
     return "Balance model, chosen from the data: " + "; ".join(parts) + "."
