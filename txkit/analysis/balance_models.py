@@ -84,56 +84,70 @@ def fit_table(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame
     chain. With ``opening``, a wallet's first value is paired with its opening balance.
     """
     wallets = entries.select(pl.col(_W).unique().sort())
-    frames = []
     opened_wallet = pl.col(_W).is_in(list(opening))
     opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
-    for model in BALANCE_MODELS:
-        chain = [_W, "_chain"]
-        implied = pl.col("_implied")
-        opened = opened_wallet & (pl.col("_chain") == 0)
-        before = implied.shift(1).over(chain)
-        two_before = implied.shift(2).over(chain)
-        # Only entries with a reported value are paired; an opening balance stands before a
-        # wallet's first chain.
-        pairs = (
-            entries.select(_W, "reported_ledger", pl.col(delta_column(model)).alias("_delta"))
-            .with_columns(pl.col("_delta").is_null().cum_sum().over(_W).alias("_chain"))
-            .with_columns(
-                (
-                    pl.col("reported_ledger") - pl.col("_delta").fill_null(0).cum_sum().over(chain)
-                ).alias("_implied")
-            )
-            .filter(implied.is_not_null())
-            .with_columns(
-                pl.when(opened)
-                .then(before.fill_null(opening_balance))
-                .otherwise(before)
-                .alias("_implied_before"),
-                pl.when(opened)
-                .then(two_before.fill_null(opening_balance))
-                .otherwise(two_before)
-                .alias("_two_before"),
-            )
+    ids = range(len(BALANCE_MODELS))
+    # All candidates in one pass: per model, its chain number, implied opening and the two
+    # implied openings before (only entries with a reported value are paired; an opening
+    # balance stands before a wallet's first chain).
+    chained = (
+        entries.select(
+            _W,
+            "reported_ledger",
+            *(pl.col(delta_column(m)).alias(f"_d{i}") for i, m in enumerate(BALANCE_MODELS)),
         )
-        stats = (
-            pairs.filter(pl.col("_implied_before").is_not_null())
-            .group_by(_W)
-            .agg(
-                pl.len().cast(pl.UInt32).alias("checked"),
-                ((implied == pl.col("_implied_before")) | (implied == pl.col("_two_before")))
+        .with_columns(pl.col(f"_d{i}").is_null().cum_sum().over(_W).alias(f"_c{i}") for i in ids)
+        .with_columns(
+            (
+                pl.col("reported_ledger")
+                - pl.col(f"_d{i}").fill_null(0).cum_sum().over(_W, f"_c{i}")
+            ).alias(f"_k{i}")
+            for i in ids
+        )
+        .filter(pl.col("reported_ledger").is_not_null())
+    )
+    shifted = []
+    for i in ids:
+        opened = opened_wallet & (pl.col(f"_c{i}") == 0)
+        for lag in (1, 2):
+            earlier = pl.col(f"_k{i}").shift(lag).over(_W, f"_c{i}")
+            shifted.append(
+                pl.when(opened)
+                .then(earlier.fill_null(opening_balance))
+                .otherwise(earlier)
+                .alias(f"_k{i}_{lag}")
+            )
+    stats = (
+        chained.with_columns(shifted)
+        .group_by(_W)
+        .agg(
+            agg
+            for i in ids
+            for agg in (
+                pl.col(f"_k{i}_1").is_not_null().sum().cast(pl.UInt32).alias(f"checked{i}"),
+                (
+                    pl.col(f"_k{i}_1").is_not_null()
+                    & (
+                        (pl.col(f"_k{i}") == pl.col(f"_k{i}_1"))
+                        | (pl.col(f"_k{i}") == pl.col(f"_k{i}_2"))
+                    ).fill_null(False)
+                )
                 .sum()
                 .cast(pl.UInt32)
-                .alias("fitting"),
+                .alias(f"fitting{i}"),
             )
         )
-        frames.append(
-            wallets.join(stats, on=_W, how="left").select(
-                _W,
-                pl.lit(model).alias("model"),
-                pl.col("checked").fill_null(0),
-                pl.col("fitting").fill_null(0),
-            )
+    )
+    by_wallet = wallets.join(stats, on=_W, how="left")
+    frames = [
+        by_wallet.select(
+            _W,
+            pl.lit(model).alias("model"),
+            pl.col(f"checked{i}").fill_null(0).alias("checked"),
+            pl.col(f"fitting{i}").fill_null(0).alias("fitting"),
         )
+        for i, model in enumerate(BALANCE_MODELS)
+    ]
     order = pl.col("model").replace_strict(
         {m: i for i, m in enumerate(BALANCE_MODELS)}, return_dtype=pl.Int8
     )
