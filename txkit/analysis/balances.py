@@ -299,7 +299,9 @@ def balance_model_fit(
         >>> fit = balance_model_fit(df)
         >>> balance_model_choice(fit)  # one model per wallet, or none
     """
-    entries, _, _, opening_minor = _prepare(transactions, opening, "balance_model_fit", history)
+    entries, _, _, opening_minor = _prepare(
+        transactions, opening, "balance_model_fit", history, reserves=False
+    )
     return fit_table(entries, opening_minor)
 
 
@@ -313,8 +315,11 @@ def _prepare(
     opening: Mapping[str, Decimal | int | str] | None,
     caller: str,
     history: Frame | None,
-) -> tuple[pl.DataFrame, pl.DataFrame, int, dict[str, int]]:
-    """Validated input as entries in chain order (one delta column per model) and reserves."""
+    *,
+    reserves: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame | None, int, dict[str, int]]:
+    """Validated input as entries in chain order (one delta column per model) and, when
+    ``reserves``, the reserves (the model fit needs neither them nor their columns)."""
     lf = lazy(transactions, "transactions", caller)
     schema = lf.collect_schema()
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
@@ -335,8 +340,10 @@ def _prepare(
         # period has it.
         earlier = earlier.join(records.select("id"), on="id", how="anti")
         records = pl.concat([earlier, records], how="vertical")
-    entries, reserves = pl.collect_all([_entries(records), _reserves(records)])
-    return entries, reserves, scale, opening_minor
+    if not reserves:
+        return _entries(records, reserves=False).collect(), None, scale, opening_minor
+    entries, held = pl.collect_all([_entries(records), _reserves(records)])
+    return entries, held, scale, opening_minor
 
 
 def _check(
@@ -349,6 +356,7 @@ def _check(
     """Every entry of the period with its ``model``, ``ledger_kind`` and ``avail_kind``."""
     chosen = resolve_models(model, caller)
     entries, reserves, scale, opening_minor = _prepare(transactions, opening, caller, history)
+    assert reserves is not None
     wallets: list[str] = entries[_W].unique().sort().to_list()
     if isinstance(chosen, str):
         per_wallet: dict[str, str | None] = dict.fromkeys(wallets, chosen)
@@ -423,7 +431,7 @@ def _successful(
     )
 
 
-def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
+def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
     """One row per (record, wallet): ``pos`` (to/from), one delta column per balance model,
     ``reported_ledger``, ``reported_available`` and ``not_reported``."""
     ttype = pl.col("transType")
@@ -488,14 +496,18 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .alias("reserve_add"),
         (holds & ~known_reserve).cast(pl.Int64).alias("unknown_add"),
     )
+    both = pl.concat([to_side, from_side]).filter(pl.col(_W).is_not_null())
+    rank = pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8)
+    if not reserves:
+        return both.sort(["createdAt", "id", rank], nulls_last=True).select(
+            _W, "reported_ledger", *map(delta_column, BALANCE_MODELS)
+        )
     return (
-        pl.concat([to_side, from_side])
-        .filter(pl.col(_W).is_not_null())
-        .join(reserve, on=["id", "pos"], how="left")
+        both.join(reserve, on=["id", "pos"], how="left")
         .with_columns(
             pl.col("reserve_add").fill_null(0),
             pl.col("unknown_add").fill_null(0),
-            pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8).alias("_rank"),
+            rank.alias("_rank"),
         )
         .sort(["createdAt", "id", "_rank"], nulls_last=True)
         .with_row_index("row")
