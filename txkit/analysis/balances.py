@@ -1,6 +1,10 @@
 """Verify the balance-after fields against the balance model, exactly and vectorised.
 
-The model (the sandbox implements exactly this):
+How fees and tax move a wallet is one of the candidates of
+:mod:`txkit.analysis.balance_models`, chosen per wallet from the data (or given); the model
+below is written for ``net``, the sandbox's default.
+
+The model:
 
 * one wallet per currency; entries ordered by ``createdAt``, then ``id``; only ``successful``
   records move balances;
@@ -52,6 +56,7 @@ from txkit.analysis._common import (
     Kind,
     check_columns,
     column_or_null,
+    decimals_of,
     from_minor,
     lazy,
     money_scale,
@@ -124,6 +129,11 @@ def balance_breaks(
 ) -> pl.DataFrame:
     """Check every balance-after value against the balance model; one row per break.
 
+    The model (how fees and tax move a wallet) is chosen per wallet from the data by default
+    (``model="auto"``, see :func:`balance_model_fit` and
+    :func:`~txkit.analysis.balance_model_choice`); a wallet no candidate fits is not checked
+    and has no breaks, so a wrong model never floods the result.
+
     Without ``opening``, the export may start anywhere in the wallets' history: each wallet's
     first reported ledger value anchors its chain (it cannot be checked itself), and reserves
     held from before the export are unknown. Available values are then checked against what
@@ -134,9 +144,10 @@ def balance_breaks(
     history, so no reserve was held before it), every value of those wallets is checked
     exactly, the first included.
 
-    Entries lacking what they need are unverifiable, never breaks: a successful record without
-    its balance-after value, or with all four balance-after fields ``0`` (as the provider
-    documents for one KES transfer); an entry whose delta is unknown (missing amount, fee or
+    Entries lacking what they need are unverifiable, never breaks: a successful record whose
+    balance-after fields are all ``0`` or absent is *not reported* (as the provider documents
+    for one KES transfer): the chain carries on through it by its own amounts, so a break
+    right after it is still found; an entry whose delta is unknown (missing amount, fee or
     tax, or an unknown ``transType``) restarts its wallet's chain; an available value while a
     reserve of unknown amount or release date is held. Records without ``createdAt``, and the
     debit of a conversion without ``fromCurrency``, cannot be placed in a chain and are left
@@ -160,19 +171,25 @@ def balance_breaks(
             in ``transactions`` are returned. A record in both counts once, as
             ``transactions`` has it. Reserves are held for a fixed time (30 days in the
             sandbox): history at least that long makes every available value checkable.
+        model: ``"auto"`` (default: per wallet, the candidate that fits at least 95 % of its
+            pairs of values, with ``history``'s pairs too), one of
+            :data:`~txkit.analysis.BALANCE_MODELS` for every wallet, a mapping of currency to
+            a model (or None: that wallet is not checked; wallets it lacks are chosen as by
+            ``auto``), or the frame :func:`~txkit.analysis.balance_model_choice` returned.
 
     Returns:
         One row per break, by ``createdAt``, ``id`` then ``field``: ``currency`` (the wallet),
-        ``side`` (``ledger`` or ``available``), ``field`` (e.g. ``toBalanceAfterLedger``),
-        ``id``, ``createdAt``, ``expected`` (what the chain gives), ``reported``, ``difference``
-        (reported minus expected; for a ``chain_gap`` the delta of the record that would close
-        the gap) and ``kind``: ``chain_gap``, ``bad_value`` or ``other`` on the ledger side,
-        ``reserve_mismatch`` on the available side. Money is exact, at the widest scale of the
-        input's money columns.
+        ``model`` (the wallet's balance model), ``side`` (``ledger`` or ``available``),
+        ``field`` (e.g. ``toBalanceAfterLedger``), ``id``, ``createdAt``, ``expected`` (what
+        the chain gives), ``reported``, ``difference`` (reported minus expected; for a
+        ``chain_gap`` the delta of the record that would close the gap) and ``kind``:
+        ``chain_gap``, ``bad_value`` or ``other`` on the ledger side, ``reserve_mismatch`` on
+        the available side. Money is exact, at the widest scale of the input's money columns.
 
     Raises:
-        ValueError: a required column is missing or of the wrong type, or ``opening`` holds a
-            value that is not an exact amount at the frame's scale.
+        ValueError: a required column is missing or of the wrong type, ``opening`` holds a
+            value that is not an exact amount at the frame's scale, or ``model`` is not one of
+            the accepted values.
 
     Example:
         >>> breaks = balance_breaks(df)
@@ -232,12 +249,16 @@ def balance_summary(
         transactions: the export (eager or lazy).
         opening: as for :func:`balance_breaks`.
         history: as for :func:`balance_breaks`; only entries of ``transactions`` are counted.
+        model: as for :func:`balance_breaks`.
 
     Returns:
         One row per wallet ``currency`` and ``side`` (``ledger``, ``available``), sorted:
-        ``entries`` (successful records moving that wallet), ``checked``, ``unverifiable``
-        (``checked + unverifiable == entries``; a chain's first entry without ``opening`` is
-        unverifiable), ``breaks`` and one count per kind of :data:`BREAK_KINDS`.
+        ``model`` (the wallet's balance model; null when none fits, and then nothing is
+        checked), ``entries`` (successful records moving that wallet), ``checked``,
+        ``unverifiable`` (``checked + unverifiable == entries``; a chain's first entry without
+        ``opening`` is unverifiable), ``not_reported`` (of the unverifiable, the records whose
+        balance-after fields are all 0 or absent), ``breaks`` and one count per kind of
+        :data:`BREAK_KINDS`.
 
     Raises:
         ValueError: as for :func:`balance_breaks`.
@@ -325,7 +346,7 @@ def _prepare(
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
     if opening is not None and not isinstance(opening, Mapping):
         raise ValueError(f"{caller}: opening must be a mapping of currency to amount")
-    scales = [money_scale(schema, _MONEY), *map(_decimals, (opening or {}).values())]
+    scales = [money_scale(schema, _MONEY), *map(decimals_of, (opening or {}).values())]
     if history is not None:
         hlf = lazy(history, "history", caller)
         hschema = hlf.collect_schema()
@@ -387,17 +408,6 @@ def _check(
     if history is not None:
         entries = entries.filter(pl.col(_PERIOD))
     return entries, scale
-
-
-def _decimals(value: object) -> int:
-    """Decimal places of an opening amount (0 for what to_minor_map will reject)."""
-    if isinstance(value, bool) or not isinstance(value, Decimal | str):
-        return 0
-    try:
-        exponent = Decimal(value).as_tuple().exponent
-    except ArithmeticError:
-        return 0
-    return max(0, -exponent) if isinstance(exponent, int) else 0
 
 
 def _successful(

@@ -15,7 +15,15 @@ from typing import Final
 
 import polars as pl
 
-from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+from txkit.analysis._common import (
+    Frame,
+    Kind,
+    check_columns,
+    decimals_of,
+    lazy,
+    money,
+    money_scale,
+)
 from txkit.load import month_bounds
 
 __all__ = [
@@ -307,16 +315,7 @@ def _days(tolerance: object) -> timedelta:
 def _tolerance_scales(tolerance: object) -> list[int]:
     """Decimal places of the amount tolerance(s), so the common scale holds them exactly."""
     values = tolerance.values() if isinstance(tolerance, Mapping) else [tolerance]
-    scales = []
-    for value in values:
-        if isinstance(value, Decimal | str) and not isinstance(value, bool):
-            try:
-                exponent = Decimal(value).as_tuple().exponent
-            except ArithmeticError:
-                continue
-            if isinstance(exponent, int):
-                scales.append(max(0, -exponent))
-    return scales
+    return [decimals_of(value) for value in values]
 
 
 def _tolerances(tolerance: object, scale: int) -> dict[str, Decimal] | Decimal | None:
