@@ -2,7 +2,7 @@
 
 Hand-built chains whose balances move by a known model pin down the fit table, the choice
 (including "no model fits" and too few pairs) and not-reported values; the sandbox tests in
-test_balances_sandbox_models.py check the same against planted ground truth.
+test_analysis_ledger_options.py check the same against planted ground truth.
 """
 
 from __future__ import annotations

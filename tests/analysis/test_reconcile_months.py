@@ -3,7 +3,7 @@
 Hand-written frames pin down which references belong to a month, the four month-end
 categories and the amount tolerance; two consecutive months together never report one
 reference missing in both. The sandbox's planted late payments are checked in
-test_analysis_sandbox_options.py.
+test_analysis_ledger_options.py.
 """
 
 from __future__ import annotations
