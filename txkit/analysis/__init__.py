@@ -13,7 +13,6 @@ integer minor units in between; never a float.
 """
 
 from txkit.analysis import overview
-
 from txkit.analysis.balance_models import (
     BALANCE_MODELS,
     NO_MODEL_FITS,
