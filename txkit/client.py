@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from txkit._scrub import register_secret
 from txkit.errors import (
     ApiError,
     AuthError,
@@ -47,6 +48,7 @@ log = logging.getLogger("txkit")
 
 BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
+MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
 
 
@@ -70,6 +72,22 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_cap: float = 20.0
     max_retry_after: float = 120.0
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        """The default policy, with ``max_retries`` from ``TXKIT_MAX_RETRIES`` when set.
+
+        Raises:
+            ConfigError: the variable is not a whole number from 0 to 100.
+        """
+        raw = os.environ.get(MAX_RETRIES_VAR)
+        if raw is None or not raw.strip():
+            return cls()
+        if not raw.strip().isdigit() or int(raw) > 100:
+            raise ConfigError(
+                f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}"
+            )
+        return cls(max_retries=int(raw))
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
@@ -120,7 +138,7 @@ class Client:
         secret_key: the merchant's secret key; default ``TXKIT_SECRET_KEY`` (environment, then
             ``.env``). Never pass it on a command line.
         timeout: seconds for connect and for each read.
-        retry: the :class:`RetryPolicy`.
+        retry: the :class:`RetryPolicy`; default :meth:`RetryPolicy.from_env`.
         transport: an httpx transport (e.g. :class:`httpx.MockTransport` in tests).
         env_file: the ``.env`` file consulted for missing settings.
         seed: seed of the backoff jitter (for reproducible tests).
@@ -158,6 +176,7 @@ class Client:
                 f"no secret key: set {SECRET_KEY_VAR} in the environment or in a .env file "
                 "in the working directory (never on a command line)"
             )
+        register_secret(secret_key)
         url = httpx.URL(base_url.rstrip("/"))
         if url.scheme not in ("http", "https") or not url.host:
             raise ConfigError(
@@ -173,7 +192,7 @@ class Client:
         self._base_url = url
         self._secret_key = secret_key
         self._timeout = timeout
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RetryPolicy.from_env()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._http = httpx.Client(
