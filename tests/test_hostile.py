@@ -7,11 +7,14 @@ written files) for the key in each form it can travel in.
 from __future__ import annotations
 
 import base64
+import gzip
 import logging
 import os
 import pickle
 import subprocess
 import sys
+import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,11 +24,19 @@ import httpx
 import pytest
 
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, json_reply, ok_page
+from tests.hostile import (
+    HostileServer,
+    Reply,
+    deflate_bomb,
+    gzip_bomb,
+    json_reply,
+    ok_page,
+)
 from txkit import Client, RetryPolicy
 from txkit._scrub import scrub, scrub_bytes
 from txkit.errors import (
     ApiError,
+    LimitExceededError,
     ResponseFormatError,
     SchemaError,
     ServerError,
@@ -223,3 +234,115 @@ def test_log_filter_scrubs_records_of_txkit_loggers(caplog) -> None:
         logging.getLogger("txkit").warning("echo %s", echo_everywhere())
         logging.getLogger("txkit").error("boom", exc_info=RuntimeError(KEY))
     assert_clean(caplog.text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds: decompressed size and a deadline for the whole response.
+
+
+def test_gzip_bomb_stops_at_the_maximum_body_size(server: HostileServer) -> None:
+    server.script = lambda seen: Reply(200, gzip_bomb(10 << 30), {"Content-Encoding": "gzip"})
+    started = time.monotonic()
+    with client(server, max_body_bytes=8 << 20) as c, pytest.raises(LimitExceededError) as info:
+        c.get_transactions({})
+    assert time.monotonic() - started < 10
+    assert len(server.seen) == 1, "a breach is not retried"
+    message = str(info.value)
+    assert "max_body_bytes" in message and "TXKIT_MAX_BODY_MB" in message and "\n" not in message
+    assert info.value.bound == "max_body_bytes"
+    check_error(info.value)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, deflate_bomb(1 << 30), {"Content-Encoding": "deflate"}),
+        Reply(200, deflate_bomb(1 << 30)[2:], {"Content-Encoding": "deflate"}),  # raw deflate
+        Reply(200, gzip.compress(b"0" * (4 << 20)) * 8, {"Content-Encoding": "gzip"}),  # members
+        Reply(200, b"x" * (9 << 20)),  # plain and declared too large
+    ],
+    ids=["deflate", "raw-deflate", "gzip-members", "identity"],
+)
+def test_every_coding_is_bounded(server: HostileServer, reply: Reply) -> None:
+    server.script = lambda seen: reply
+    with client(server, max_body_bytes=8 << 20) as c, pytest.raises(LimitExceededError):
+        c.get_transactions({})
+
+
+def test_compressed_pages_are_read_and_odd_codings_refused(server: HostileServer) -> None:
+    body = page([record(i) for i in range(3)])
+    members = gzip.compress(body[:100]) + gzip.compress(body[100:])
+    server.script = lambda seen: Reply(200, members, {"Content-Encoding": "gzip"})
+    with client(server) as c:
+        assert c.get_transactions({})[0] == body
+        assert server.seen[-1].headers["accept-encoding"] == "gzip, deflate"
+        server.script = lambda seen: Reply(
+            200, zlib.compress(body), {"Content-Encoding": "deflate"}
+        )
+        assert c.get_transactions({})[0] == body
+        server.script = lambda seen: Reply(200, body, {"Content-Encoding": "br"})
+        with pytest.raises(ResponseFormatError, match="unsupported content coding 'br'"):
+            c.get_transactions({})
+        server.script = lambda seen: Reply(
+            200, b"\x1f\x8b" + b"junk" * 10, {"Content-Encoding": "gzip"}
+        )
+        with pytest.raises(ResponseFormatError, match="corrupt"):
+            c.get_transactions({})
+
+
+def test_trickling_server_fails_within_the_deadline(server: HostileServer) -> None:
+    server.script = lambda seen: Reply(200, page([record(0)]), trickle=1.0)
+    started = time.monotonic()
+    with client(server, response_deadline=2.0) as c, pytest.raises(LimitExceededError) as info:
+        c.get_transactions({})
+    elapsed = time.monotonic() - started
+    assert 2.0 <= elapsed < 4.0, elapsed
+    assert len(server.seen) == 1
+    message = str(info.value)
+    assert "deadline of 2 s" in message and "TXKIT_RESPONSE_DEADLINE" in message
+
+
+def measured_cli(base_url: str, tmp_path: Path, **env: str) -> tuple[int, str, float, float]:
+    """Run ``txkit export`` in a fresh process; returns (exit code, stderr, seconds, peak MB)."""
+    code = (
+        "import resource, sys, time\n"
+        "from txkit.cli import main\n"
+        "start = time.monotonic()\n"
+        "code = main(['export', '-o', 'out.parquet'])\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "print(f'MEASURED {time.monotonic() - start:.2f} {peak:.0f}', file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=base
+        | {"PYTHONPATH": str(ROOT), "TXKIT_BASE_URL": base_url, "TXKIT_SECRET_KEY": KEY}
+        | env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = done.stderr.strip().splitlines()
+    _, seconds, peak = lines[-1].split()
+    print(f"{base_url}: {seconds} s, peak {peak} MB: {lines[0]}")
+    return done.returncode, "\n".join(lines[:-1]), float(seconds), float(peak)
+
+
+def test_cli_bomb_and_trickle_bounded_in_memory_and_time(tmp_path: Path) -> None:
+    """The default 256 MB bound against a 10 GB gzip bomb: peak well under 1 GB; a server that
+    trickles a byte a second fails at the deadline. One line each, exit 1."""
+    bomb = gzip_bomb(10 << 30)
+    with HostileServer(lambda seen: Reply(200, bomb, {"Content-Encoding": "gzip"})) as running:
+        code, err, seconds, peak = measured_cli(running.base_url, tmp_path)
+    assert code == 1 and len(err.splitlines()) == 1 and "max_body_bytes" in err, err
+    assert peak < 1024 and seconds < 120
+    trickle = Reply(200, page([record(0)]), trickle=1.0)
+    with HostileServer(lambda seen: trickle) as running:
+        code, err, seconds, peak = measured_cli(
+            running.base_url, tmp_path, TXKIT_RESPONSE_DEADLINE="3"
+        )
+    assert code == 1 and len(err.splitlines()) == 1 and "deadline of 3 s" in err, err
+    assert 3 <= seconds < 10 and peak < 1024
+    assert not (tmp_path / "out.parquet").exists()

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from txkit._body import ACCEPT_ENCODING, Bounds, read_body
 from txkit._scrub import register_secret
 from txkit.errors import (
     ApiError,
@@ -137,15 +138,20 @@ class Client:
             ``.env``).
         secret_key: the merchant's secret key; default ``TXKIT_SECRET_KEY`` (environment, then
             ``.env``). Never pass it on a command line.
-        timeout: seconds for connect and for each read.
+        timeout: seconds for connect and for each read (at most ``response_deadline``).
         retry: the :class:`RetryPolicy`; default :meth:`RetryPolicy.from_env`.
         transport: an httpx transport (e.g. :class:`httpx.MockTransport` in tests).
         env_file: the ``.env`` file consulted for missing settings.
         seed: seed of the backoff jitter (for reproducible tests).
+        max_body_bytes: the largest response body accepted, counted after decompression;
+            default ``TXKIT_MAX_BODY_MB`` (in MiB) or 256 MiB. A gzip bomb stops there.
+        response_deadline: seconds for a whole response, from sending the request to the last
+            byte of the body (not per read: a server that trickles bytes stops here); default
+            ``TXKIT_RESPONSE_DEADLINE`` or 120.
 
     Raises:
-        ConfigError: no base URL or no key, or a key about to go over plain ``http://`` to a
-            host that is not on this machine.
+        ConfigError: no base URL or no key, a key about to go over plain ``http://`` to a
+            host that is not on this machine, or a bound that is not a positive number.
 
     Example:
         >>> with txkit.Client() as client:  # reads TXKIT_BASE_URL / TXKIT_SECRET_KEY
@@ -162,6 +168,8 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         env_file: str | os.PathLike[str] | None = ".env",
         seed: int | None = None,
+        max_body_bytes: int | None = None,
+        response_deadline: float | None = None,
     ) -> None:
         dotenv = load_dotenv_values(env_file) if env_file is not None else {}
         base_url = base_url or os.environ.get(BASE_URL_VAR) or dotenv.get(BASE_URL_VAR)
@@ -191,7 +199,8 @@ class Client:
             )
         self._base_url = url
         self._secret_key = secret_key
-        self._timeout = timeout
+        self.bounds = Bounds.resolve(max_body_bytes, response_deadline)
+        self._timeout = min(timeout, self.bounds.response_deadline)
         self.retry = retry or RetryPolicy.from_env()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -201,9 +210,10 @@ class Client:
                 "Authorization": f"Bearer {secret_key}",
                 "Content-Type": "application/json",
                 "Accept": "application/json",
+                "Accept-Encoding": ACCEPT_ENCODING,
                 "User-Agent": "txkit",
             },
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(self._timeout, connect=timeout),
             transport=transport,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         )
@@ -258,7 +268,7 @@ class Client:
             with self._lock:
                 self.requests_sent += 1
             try:
-                response = self._http.send(request)
+                status, headers, body = self._send(request)
             except httpx.TimeoutException as exc:
                 failure: Exception = NetworkError(
                     f"timed out after {self._timeout:g}s ({type(exc).__name__})", request=request
@@ -272,9 +282,9 @@ class Client:
                 )
                 wait = None
             else:
-                failure, wait = self._classify(response, request)
+                failure, wait = self._classify(status, headers, body, request)
                 if failure is None:
-                    return response.content, request
+                    return body, request
             if attempt >= self.retry.max_retries:
                 raise failure
             delay = self._delay(attempt, wait)
@@ -285,6 +295,19 @@ class Client:
                 self.retries += 1
             time.sleep(delay)
             attempt += 1
+
+    def _send(self, request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
+        """Send ``request`` and read its whole body within :attr:`bounds`."""
+        started = time.monotonic()
+        response = self._http.send(request, stream=True)
+        try:
+            return (
+                response.status_code,
+                response.headers,
+                read_body(response, request, self.bounds, started),
+            )
+        finally:
+            response.close()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before the next attempt; None when the server asks for too long."""
@@ -297,16 +320,12 @@ class Client:
             return retry_after * self._rng.uniform(1.0, 1.1)
 
     def _classify(
-        self, response: httpx.Response, request: httpx.Request
+        self, status: int, headers: httpx.Headers, body: bytes, request: httpx.Request
     ) -> tuple[Exception | None, float | None]:
         """Map a response to (error or None, Retry-After seconds when rate limited)."""
-        status = response.status_code
-        body = response.content
         if status == 200 and body[:64].lstrip()[:1] == b"{":
             return None, None  # the hot path: the body is decoded once, by txkit.frame
-        request_id = next(
-            (response.headers[h] for h in _REQUEST_ID_HEADERS if h in response.headers), None
-        )
+        request_id = next((headers[h] for h in _REQUEST_ID_HEADERS if h in headers), None)
         context: dict[str, Any] = {
             "status_code": status,
             "server_message": None,
@@ -314,7 +333,7 @@ class Client:
             "request": request,
         }
         if status == 200:
-            kind = response.headers.get("content-type", "no content type")
+            kind = headers.get("content-type", "no content type")
             return (
                 ResponseFormatError(
                     f"the service returned a non-JSON body ({kind}); "
@@ -327,7 +346,7 @@ class Client:
         if status == 429:
             return (
                 RateLimitedError("rate limited by the service (429)", **context),
-                self._retry_after(response),
+                self._retry_after(headers),
             )
         if status >= 500:
             return ServerError(f"the service failed ({status})", **context), None
@@ -359,8 +378,8 @@ class Client:
         return None
 
     @staticmethod
-    def _retry_after(response: httpx.Response) -> float | None:
-        value = response.headers.get("retry-after")
+    def _retry_after(headers: httpx.Headers) -> float | None:
+        value = headers.get("retry-after")
         if value is None:
             return None
         try:
