@@ -167,11 +167,15 @@ class _Handler(BaseHTTPRequestHandler):
         )
         with self.server.lock:
             self.server.seen.append(seen)
-        reply = self.server.script(seen)
+            self.server.active += 1
+            self.server.peak = max(self.server.peak, self.server.active)
         try:
-            self._answer(reply)
+            self._answer(self.server.script(seen))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+        finally:
+            with self.server.lock:
+                self.server.active -= 1
 
     def _answer(self, reply: Reply) -> None:
         if reply.drop:
@@ -213,6 +217,8 @@ class _Server(ThreadingHTTPServer):
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
+        self.active = 0
+        self.peak = 0  # most requests handled at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hangs up mid-body (as txkit does at a bound) is expected here
@@ -246,6 +252,11 @@ class HostileServer:
     @property
     def seen(self) -> list[Seen]:
         return self._server.seen
+
+    @property
+    def peak_concurrency(self) -> int:
+        """The most requests that were being handled at once."""
+        return self._server.peak
 
     def __enter__(self) -> HostileServer:
         self._thread.start()

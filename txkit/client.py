@@ -12,7 +12,6 @@ a repr, an error message or a log line.
 
 from __future__ import annotations
 
-import email.utils
 import ipaddress
 import json
 import logging
@@ -42,8 +41,9 @@ from txkit.errors import (
     excerpt,
     scrub,
 )
+from txkit.ratelimit import SharedLimiter, parse_retry_after
 
-__all__ = ["Client", "RetryPolicy", "load_dotenv_values"]
+__all__ = ["Client", "RetryPolicy", "describe_retries", "load_dotenv_values"]
 
 log = logging.getLogger("txkit")
 
@@ -148,6 +148,9 @@ class Client:
         response_deadline: seconds for a whole response, from sending the request to the last
             byte of the body (not per read: a server that trickles bytes stops here); default
             ``TXKIT_RESPONSE_DEADLINE`` or 120.
+        shared_rate_limit: one :class:`~txkit.ratelimit.SharedLimiter` for every request of
+            this client, so a 429 slows all workers down (False: each request only waits its
+            own ``Retry-After``, as before; kept for benchmarks).
 
     Raises:
         ConfigError: no base URL or no key, a key about to go over plain ``http://`` to a
@@ -170,6 +173,7 @@ class Client:
         seed: int | None = None,
         max_body_bytes: int | None = None,
         response_deadline: float | None = None,
+        shared_rate_limit: bool = True,
     ) -> None:
         dotenv = load_dotenv_values(env_file) if env_file is not None else {}
         base_url = base_url or os.environ.get(BASE_URL_VAR) or dotenv.get(BASE_URL_VAR)
@@ -217,9 +221,13 @@ class Client:
             transport=transport,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         )
+        #: The shared request rate (None when disabled).
+        self.limiter = SharedLimiter() if shared_rate_limit else None
         #: Requests sent and retries made, for the export summary.
         self.requests_sent = 0
         self.retries = 0
+        #: Retries by cause: ``429``, ``5xx``, ``timeout``, ``dropped``, ``not JSON``.
+        self.retry_causes: dict[str, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -265,6 +273,7 @@ class Client:
         attempt = 0
         while True:
             request = self._http.build_request("GET", "/transaction", params=dict(params))
+            sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
             try:
@@ -273,26 +282,30 @@ class Client:
                 failure: Exception = NetworkError(
                     f"timed out after {self._timeout:g}s ({type(exc).__name__})", request=request
                 )
-                wait = None
+                wait, cause = None, "timeout"
             except httpx.TransportError as exc:
                 failure = NetworkError(
                     f"connection failed or was dropped ({type(exc).__name__}: "
                     f"{scrub(str(exc), self._secret_key)})",
                     request=request,
                 )
-                wait = None
+                wait, cause = None, "dropped"
             else:
                 failure, wait = self._classify(status, headers, body, request)
                 if failure is None:
                     return body, request
+                cause = _cause(status)
+                if status == 429 and self.limiter is not None:
+                    self.limiter.throttled(sent_at, wait)
             if attempt >= self.retry.max_retries:
                 raise failure
             delay = self._delay(attempt, wait)
             if delay is None:
                 raise failure
-            log.warning("retrying in %.2fs after: %s", delay, failure)
+            log.debug("retrying in %.2fs after: %s", delay, failure)
             with self._lock:
                 self.retries += 1
+                self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
             time.sleep(delay)
             attempt += 1
 
@@ -379,13 +392,26 @@ class Client:
 
     @staticmethod
     def _retry_after(headers: httpx.Headers) -> float | None:
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is None:
-                return None
-            return max(0.0, parsed.timestamp() - time.time())
+        return parse_retry_after(headers.get("retry-after"))
+
+
+#: Retry causes, in the order the summary line names them.
+RETRY_CAUSES = ("429", "5xx", "timeout", "dropped", "not JSON")
+
+
+def _cause(status: int) -> str:
+    if status == 429:
+        return "429"
+    if status >= 500:
+        return "5xx"
+    return "not JSON"
+
+
+def describe_retries(causes: Mapping[str, int]) -> str:
+    """``"3 retries (2 × 429, 1 timeout)"`` for the summary line; ``"0 retries"`` if none."""
+    total = sum(causes.values())
+    if not total:
+        return "0 retries"
+    parts = [f"{causes[c]:,} {c}" for c in RETRY_CAUSES if causes.get(c)]
+    parts += [f"{n:,} {c}" for c, n in causes.items() if c not in RETRY_CAUSES and n]
+    return f"{total:,} {'retry' if total == 1 else 'retries'} ({', '.join(parts)})"
