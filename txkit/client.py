@@ -43,7 +43,13 @@ from txkit.errors import (
 )
 from txkit.ratelimit import SharedLimiter, parse_retry_after
 
-__all__ = ["Client", "RetryPolicy", "describe_retries", "load_dotenv_values"]
+__all__ = [
+    "Client",
+    "RetryPolicy",
+    "describe_retries",
+    "load_dotenv_values",
+    "requests_started",
+]
 
 log = logging.getLogger("txkit")
 
@@ -51,6 +57,13 @@ BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
 MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
+_started = threading.Event()
+
+
+def requests_started() -> bool:
+    """Whether any :class:`Client` of this process has sent a request (the CLI uses it to tell
+    the user's bad arguments, found before, from bad answers, found after)."""
+    return _started.is_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +289,7 @@ class Client:
             sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
+            _started.set()
             try:
                 status, headers, body = self._send(request)
             except httpx.TimeoutException as exc:
