@@ -249,8 +249,15 @@ class DateModel:
 
     # -- conclusions -----------------------------------------------------------------------
 
-    def findings(self, why_none: str | None = None) -> dict[str, Finding]:
-        """``date_field``, ``start_inclusive``, ``end_inclusive`` and ``utc_offset_hours``."""
+    def findings(
+        self, why_none: str | None = None, cut_short: str | None = None
+    ) -> dict[str, Finding]:
+        """``date_field``, ``start_inclusive``, ``end_inclusive`` and ``utc_offset_hours``.
+
+        Args:
+            why_none: the reason no window was listed (when none was).
+            cut_short: why no more windows were listed (added to ambiguous findings).
+        """
         names = ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
         listed = len(self.observations)
         if why_none is not None and not listed:
@@ -280,10 +287,13 @@ class DateModel:
                     f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
                 )
                 continue
+            why = (
+                cut_short
+                or "no sampled record lies between the boundaries these readings put at midnight"
+            )
             out[name] = unknown(
                 f"the listings of {days} fit {', '.join(_show(v) for v in values[:6])}"
-                f"{' ...' if len(values) > 6 else ''} equally: no sampled record lies between "
-                "the boundaries these readings put at midnight"
+                f"{' ...' if len(values) > 6 else ''} equally: {why}"
             )
         return out
 

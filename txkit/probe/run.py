@@ -20,12 +20,14 @@ about 14 requests are kept for step 6.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from txkit.errors import scrub
 from txkit.probe.dates import DAY_MS, DateModel, parse_ms, timestamp_fields
 from txkit.probe.profile import Finding, ServiceProfile, unknown
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
@@ -69,6 +71,8 @@ class _Probe:
         self.reference_pages: list[tuple[dict[str, str | int], list[str]]] = []
         self.seen: dict[str, dict[str, Any]] = {}
         self.windows: list[dict[str, Any]] = []
+        # Requests kept for the last step (max_skip); a quarter of a small budget.
+        self.reserve = min(_SKIP_RESERVE, session.max_requests // 4)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -195,7 +199,7 @@ class _Probe:
     def step_reference(self) -> None:
         self.say("newest records")
         budget_pages = max(1, self.s.max_requests // 5)
-        while len(self.reference_pages) < budget_pages and self.s.remaining > _SKIP_RESERVE:
+        while len(self.reference_pages) < budget_pages and self.s.remaining > self.reserve:
             times = [t for r in self.reference if (t := parse_ms(r.get("createdAt")))]
             if times and max(times) - min(times) >= _REFERENCE_DAYS * DAY_MS:
                 break
@@ -219,10 +223,12 @@ class _Probe:
         pages.sort(key=lambda item: -item[0])
         compared = differed = 0
         refetched = 0
+        short = False
         for count, params, ids in pages:
             if count == 0 or compared >= _TIE_GROUPS_ENOUGH or differed:
                 break
-            if self.s.remaining <= _SKIP_RESERVE + 6:
+            if self.s.remaining <= self.reserve + 6:
+                short = True
                 break
             page = self.get(params)
             refetched += 1
@@ -252,6 +258,10 @@ class _Probe:
                 f"only {compared} tie group(s) compared over {refetched} re-ask(s), all in the "
                 "same order",
             )
+        elif short:
+            self.findings["ties_stable"] = unknown(
+                "the request budget left no room to ask a page with ties again"
+            )
         else:
             self.findings["ties_stable"] = unknown(
                 f"no two of the {len(self.reference):,} newest records share a createdAt"
@@ -264,10 +274,13 @@ class _Probe:
         totals_ok: list[str] = []
         totals_bad: list[str] = []
         why_none: str | None = None
+        cut: str | None = None
+        short = False
         try:
             while len(model.observations) < _MAX_WINDOWS:
-                if self.s.remaining <= _SKIP_RESERVE:
+                if self.s.remaining <= self.reserve:
                     why_none = why_none or "the request budget left no room for date windows"
+                    short = True
                     break
                 decided = (
                     all(f.certainty == "measured" for f in model.findings().values())
@@ -277,11 +290,16 @@ class _Probe:
                     break
                 window = model.next_window(max_records=4 * self.page_size)
                 if window is None:
+                    span = _span_hours(self.reference)
                     if not model.observations:
-                        span = _span_hours(self.reference)
                         why_none = (
                             f"the {len(self.reference):,} newest records span {span:.0f} h: too "
                             "few days to compare date windows within the budget"
+                        )
+                    else:
+                        cut = (
+                            f"no other window within the {len(self.reference):,} newest records "
+                            f"({span:.0f} h) tells them apart"
                         )
                     break
                 start, end = window
@@ -319,7 +337,12 @@ class _Probe:
             why_none = f"not measured: {exc}"
             raise
         finally:
-            self.findings.update(model.findings(why_none))
+            if short or why_none:
+                cut = (
+                    f"the request budget ({self.s.max_requests}) allowed "
+                    f"{len(model.observations)} window(s)"
+                )
+            self.findings.update(model.findings(why_none, cut))
             self.findings["total_counts_all_matching"] = _totals(totals_ok, totals_bad)
 
     def step_max_skip(self) -> None:
@@ -552,7 +575,7 @@ def probe_service(
     ) as session:
         probe = _Probe(session, progress or (lambda _: None))
         probe.run()
-        return ServiceProfile(
+        profile = ServiceProfile(
             base_url=session.base_url,
             measured_at=measured_at,
             findings=probe.findings,
@@ -562,3 +585,6 @@ def probe_service(
             records_sampled=len(probe.seen),
             windows=probe.windows,
         )
+        # Server text (messages in details) never carries the key out of the probe.
+        clean = scrub(json.dumps(profile.to_json()), session.secret)
+        return ServiceProfile.from_json(json.loads(clean))

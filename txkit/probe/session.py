@@ -21,7 +21,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from txkit.client import Client, RetryPolicy
+from txkit.client import SECRET_KEY_VAR, Client, RetryPolicy, load_dotenv_values
 from txkit.errors import (
     BadRequestError,
     NetworkError,
@@ -106,6 +106,12 @@ class ProbeSession:
         sleep: Any = time.sleep,
     ) -> None:
         self._transport = _CountingTransport(httpx.HTTPTransport())
+        # Kept only to scrub it from anything the probe writes or prints.
+        self.secret = (
+            secret_key
+            or os.environ.get(SECRET_KEY_VAR)
+            or (load_dotenv_values(env_file).get(SECRET_KEY_VAR) if env_file else None)
+        )
         self.client = Client(
             base_url,
             secret_key,
