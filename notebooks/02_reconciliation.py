@@ -43,8 +43,8 @@ from txkit.notebook import display_table, load_month, load_orders, what_to_look_
 from txkit.plots import plot_reconciliation
 
 df, info = load_month(month, source=source, store=store)
-expected, origin = load_orders(orders, month)
-print(origin)
+expected, orders_info = load_orders(orders, month)
+print(orders_info)
 info
 
 # %% [markdown]

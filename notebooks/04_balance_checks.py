@@ -55,8 +55,8 @@ from txkit.notebook import display_table, load_history, load_month, what_to_look
 from txkit.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store)
-history, history_note = load_history(month, months=history_months, source=source, store=store)
-print(history_note)
+history, history_info = load_history(month, months=history_months, source=source, store=store)
+print(history_info)
 info
 
 # %% [markdown]

@@ -202,15 +202,21 @@ def test_history_from_the_store_is_the_contiguous_months_before(
     with client(box) as c:
         sync(c, start="2026-06-01", end="2026-06-30", store=store, today=TODAY)
         sync(c, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
-    df, note = load_history("2026-10", months=2, source="store", store=str(store))
+    df, info = load_history("2026-10", months=2, source="store", store=str(store))
+    note = str(info)
+    assert info.kind == "history" and info.rows == (df.height if df is not None else -1)
+    assert info.first == date(2026, 8, 1) and info.last == date(2026, 9, 30)
     assert df is not None
     assert sorted(df["id"]) == sorted(served_months(box, {"2026-08", "2026-09"}))
     assert note.startswith(f"History: {df.height:,} transactions of 2026-08 to 2026-09")
     # 2026-07 is missing: only the months right before 2026-10 are used, never across a gap.
-    df, note = load_history("2026-10", months=4, source="store", store=str(store))
+    df, info = load_history("2026-10", months=4, source="store", store=str(store))
+    note = str(info)
     assert df is not None and "2026-08 to 2026-09" in note
     assert df["createdAt"].min() >= datetime(2026, 8, 1, tzinfo=UTC)
-    df, note = load_history("2026-08", months=1, source="store", store=str(store))
+    df, info = load_history("2026-08", months=1, source="store", store=str(store))
+    note = str(info)
+    assert info.rows == 0 and info.first is None
     assert df is None and "does not hold 2026-07" in note and "checked alone" in note
     assert load_history("2026-10", months=0, source="store", store=str(store))[0] is None
     with pytest.raises(ValueError, match="months must be 0 or more, got -1"):

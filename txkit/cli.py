@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from txkit import defaults
 from txkit.errors import TxkitError
 
 __all__ = ["build_parser", "main"]
@@ -103,8 +104,8 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (default: 11 months back)")
     p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
-    p.add_argument("--store", default="data/store", metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
     p.add_argument("--refresh", action="append", default=[], metavar="YYYY-MM",
                    help="fetch this month whole again (repeatable)")  # fmt: skip
     p.add_argument("--no-progress", action="store_true")
@@ -128,7 +129,7 @@ def _run_sync(args: argparse.Namespace) -> int:
     with connect() as source:
         print(f"source: {source.description}")
         result = sync(
-            source.client,
+            client=source.client,
             **kwargs,
             progress=False if args.no_progress else None,
             source=source.label,

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from txkit import defaults
+from txkit.calendar import month_bounds, previous_months
 from txkit.errors import TxkitError
-from txkit.load import month_bounds, previous_months
 
 log = logging.getLogger("txkit")
 
-__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "month_bounds", "run_report"]
+__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "run_report"]
 
 
 class NotebookFailedError(TxkitError):
@@ -164,7 +165,7 @@ def run_report(
     out: Path,
     notebooks: Path,
     show_pii: bool = False,
-    lookback_days: int = 7,
+    lookback_days: int = defaults.LOOKBACK_DAYS,
     orders: str | None = None,
     progress: bool | None = None,
 ) -> ReportResult:
@@ -200,7 +201,7 @@ def run_report(
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     if orders is None:
-        orders = "data/orders.csv" if key_configured() else "sandbox"
+        orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
     if orders != "sandbox":
         if not Path(orders).is_file():
             raise ValueError(
@@ -217,7 +218,7 @@ def run_report(
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
-                source.client,
+                client=source.client,
                 start=since,
                 end=last,
                 store=store,
@@ -320,10 +321,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--month", required=True, metavar="YYYY-MM")
-    p.add_argument("--store", default="data/store", metavar="DIR")
-    p.add_argument("--out", default="reports", metavar="DIR")
-    p.add_argument("--notebooks", default="notebooks", metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR")
+    p.add_argument("--out", default=str(defaults.REPORTS_DIR), metavar="DIR")
+    p.add_argument("--notebooks", default=str(defaults.NOTEBOOKS_DIR), metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
     p.add_argument(
         "--orders",
         metavar="FILE",

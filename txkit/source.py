@@ -8,26 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from txkit.client import BASE_URL_VAR, SECRET_KEY_VAR, Client, load_dotenv_values
+from txkit.defaults import SANDBOX, SandboxSettings, sandbox_cache_dir
 from txkit.errors import ConfigError
 
-__all__ = ["DEFAULT_SANDBOX", "Source", "connect", "key_configured"]
+__all__ = ["DEFAULT_SANDBOX", "Source", "connect", "key_configured", "sandbox_files"]
 
-
-@dataclass(frozen=True, slots=True)
-class SandboxSettings:
-    """The embedded sandbox used when no key is configured (fixed, so outputs reproduce)."""
-
-    seed: int = 7
-    records: int = 60_000
-    start_month: str = "2025-11"
-    months: int = 12
-
-
-DEFAULT_SANDBOX = SandboxSettings()
+#: The sandbox's settings when no key is configured (see :data:`txkit.defaults.SANDBOX`).
+DEFAULT_SANDBOX = SANDBOX
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +91,13 @@ def connect(
             records=settings.records,
             start_month=settings.start_month,
             months=settings.months,
+            anomaly_rate=settings.anomaly_rate,
         ) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
+        # Its files are written once per settings, so later readers of the orders (the
+        # reconciliation) need not generate the ledger again.
+        sandbox_files(settings, ledger=box.ledger)
         yield Source(
             client,
             box,
@@ -108,3 +107,46 @@ def connect(
             "service",
             f"the embedded sandbox (seed {settings.seed}, {settings.records:,} records)",
         )
+
+
+def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) -> Path:
+    """The folder of the sandbox's written files (``orders.csv``, ``ground_truth.json``).
+
+    The files of each ``settings`` are written once, with :meth:`Ledger.write_files`, into
+    :func:`txkit.defaults.sandbox_cache_dir` (``data/sandbox/cache/<seed, records, ...>/``);
+    later calls only return the folder. The folder appears whole or not at all (it is written
+    aside and renamed), so a reader never sees half a file.
+
+    Args:
+        settings: the sandbox's seed, size and calendar.
+        ledger: the ledger generated with ``settings``, when the caller has it already;
+            otherwise it is generated (about a second per 50,000 records).
+
+    Returns:
+        The folder.
+    """
+    folder = sandbox_cache_dir(settings)
+    if (folder / "orders.csv").is_file():
+        return folder
+    if ledger is None:
+        from txkit.sandbox import generate_ledger
+
+        ledger = generate_ledger(
+            seed=settings.seed,
+            records=settings.records,
+            start_month=settings.start_month,
+            months=settings.months,
+            anomaly_rate=settings.anomaly_rate,
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        ledger.write_files(staging)
+        staging.chmod(0o755)
+        os.rename(staging, folder)
+    except OSError:
+        if not (folder / "orders.csv").is_file():  # not merely another writer that won
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder

@@ -38,10 +38,12 @@ from typing import Any
 
 import polars as pl
 
+from txkit import defaults
+from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
+from txkit.decode import dedupe_latest, finalize
 from txkit.errors import TxkitError
-from txkit.frame import combine, finalize
-from txkit.load import load_transactions, month_bounds, parse_day, previous_months
+from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 
@@ -51,6 +53,7 @@ __all__ = [
     "StoreLockedError",
     "SyncResult",
     "read_manifests",
+    "read_months",
     "scan_store",
     "sync",
     "sync_needed",
@@ -58,8 +61,8 @@ __all__ = [
 
 log = logging.getLogger("txkit")
 
-DEFAULT_STORE = Path("data/store")
-DEFAULT_LOOKBACK_DAYS = 7
+DEFAULT_STORE = defaults.STORE_DIR
+DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
 _KEEP_GENERATIONS = 2
 
 
@@ -130,7 +133,11 @@ def _current(store: Path) -> Path | None:
 
 
 def read_manifests(store: str | os.PathLike[str] = DEFAULT_STORE) -> dict[str, MonthManifest]:
-    """The manifests of the stored months, by month."""
+    """The manifests of the stored months, by month.
+
+    Args:
+        store: the store directory.
+    """
     gen = _current(Path(store))
     if gen is None:
         return {}
@@ -141,13 +148,13 @@ def read_manifests(store: str | os.PathLike[str] = DEFAULT_STORE) -> dict[str, M
     return out
 
 
-def scan_store(path: str | os.PathLike[str] = DEFAULT_STORE) -> pl.LazyFrame:
+def scan_store(store: str | os.PathLike[str] = DEFAULT_STORE) -> pl.LazyFrame:
     """Scan the store as one LazyFrame (documented columns first, plus ``month``).
 
     Months may differ in undocumented columns; they are aligned (missing ones are null).
 
     Args:
-        path: the store directory.
+        store: the store directory.
 
     Returns:
         A :class:`polars.LazyFrame`; empty (with every documented column) if nothing is stored.
@@ -155,7 +162,7 @@ def scan_store(path: str | os.PathLike[str] = DEFAULT_STORE) -> pl.LazyFrame:
     Example:
         >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
     """
-    gen = _current(Path(path))
+    gen = _current(Path(store))
     files = sorted(gen.glob("transactions/month=*/*.parquet")) if gen else []
     if not files:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
@@ -164,6 +171,33 @@ def scan_store(path: str | os.PathLike[str] = DEFAULT_STORE) -> pl.LazyFrame:
         for f in files
     ]
     return pl.concat(frames, how="diagonal_relaxed")
+
+
+def read_months(
+    months: Sequence[str],
+    *,
+    store: str | os.PathLike[str] = DEFAULT_STORE,
+    currency: str | None = None,
+) -> pl.DataFrame:
+    """The stored records of ``months``, as :func:`txkit.load_transactions` would return them.
+
+    Args:
+        months: ``YYYY-MM`` months.
+        store: the store directory.
+        currency: optionally one ``toCurrency``.
+
+    Returns:
+        One row per transaction, documented columns first, sorted by ``createdAt`` then ``id``
+        (no ``month`` column).
+
+    Raises:
+        ValueError: a malformed month.
+    """
+    wanted = [parse_month(m) for m in months]
+    lf = scan_store(store).filter(pl.col("month").is_in(wanted)).drop("month")
+    if currency is not None:
+        lf = lf.filter(pl.col("toCurrency") == currency)
+    return finalize(lf.collect())
 
 
 def _read_month(gen: Path, month: str) -> pl.DataFrame | None:
@@ -274,34 +308,18 @@ def _publish(store: Path, tmp_gen: Path) -> Path:
 # Sync.
 
 
-def _months(first: date, last: date) -> list[str]:
-    out = []
-    year, month = first.year, first.month
-    while (year, month) <= (last.year, last.month):
-        out.append(f"{year:04d}-{month:02d}")
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return out
-
-
-def _check_month(value: str) -> str:
-    month_bounds(value)
-    return value
-
-
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
-    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one)."""
+    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one).
+
+    See :func:`txkit.decode.dedupe_latest`.
+    """
     if old is None or old.height == 0:
         return new
-    both = combine([old.drop("month", strict=False), new])
-    keyed = both.with_row_index("__order").with_columns(
-        pl.col("updatedAt").fill_null(datetime(1970, 1, 1, tzinfo=UTC)).alias("__updated")
-    )
-    latest = keyed.sort(["__updated", "__order"]).unique(subset="id", keep="last")
-    return finalize(latest.drop("__order", "__updated"))
+    return finalize(dedupe_latest([old.drop("month", strict=False), new]))
 
 
 def sync(
-    client: Client,
+    client: Client | None = None,
     *,
     start: date | str | None = None,
     end: date | str | None = None,
@@ -320,7 +338,8 @@ def sync(
     older versions (by id, newest ``updatedAt`` wins). ``refresh`` forces whole months.
 
     Args:
-        client: the :class:`~txkit.client.Client`.
+        client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
+            ``TXKIT_SECRET_KEY`` (closed afterwards), as for :func:`txkit.load_transactions`.
         start: first day (default: the first day of the month 11 months before ``end``).
         end: last day (default: ``today``, UTC).
         store: the store directory.
@@ -339,10 +358,14 @@ def sync(
         TxkitError: the export failed (the store is then left as it was).
     """
     store = Path(store)
-    refresh_set = {_check_month(m) for m in refresh}
+    refresh_set = {parse_month(m, "refresh month") for m in refresh}
     months, _ = _range(start, end, today)
     stats = ExportStats()
-    with _locked(store):
+    own_client = client is None
+    client = client or Client()
+    with contextlib.ExitStack() as stack, _locked(store):
+        if own_client:
+            stack.callback(client.close)
         _cleanup(store)
         current = _current(store)
         manifests = read_manifests(store)
@@ -405,7 +428,7 @@ def _range(
     first = parse_day(start, "start") or month_bounds(previous_months(f"{last:%Y-%m}", 11)[0])[0]
     if first > last:
         raise ValueError(f"start {first} is after end {last}")
-    return _months(first, last), last
+    return months_between(first, last), last
 
 
 def _plan(
@@ -451,7 +474,7 @@ def sync_needed(
     today: date | None = None,
 ) -> bool:
     """True when :func:`sync` with these arguments would send any request."""
-    refresh_set = {_check_month(m) for m in refresh}
+    refresh_set = {parse_month(m, "refresh month") for m in refresh}
     return bool(_plan(Path(store), start, end, today, lookback_days, refresh_set))
 
 

@@ -7,8 +7,10 @@ integer minor units in between; never a float.
 * :mod:`txkit.analysis.reconcile`: the export's collections against the merchant's orders.
 * :mod:`txkit.analysis.underpayments`: payments below or above the expected amount.
 * :mod:`txkit.analysis.balances`: the balance-after fields against the balance model.
+* :mod:`txkit.analysis.overview`: what is in an export (volumes, statuses, fees), as a module.
 """
 
+from txkit.analysis import overview
 from txkit.analysis.balances import BREAK_KINDS, balance_breaks, balance_summary
 from txkit.analysis.reconcile import (
     CATEGORIES,
@@ -31,6 +33,7 @@ __all__ = [
     "balance_breaks",
     "balance_summary",
     "duplicate_references",
+    "overview",
     "read_orders",
     "reconcile",
     "reconcile_summary",

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from txkit.defaults import SANDBOX_DATA_DIR
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
@@ -84,7 +85,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir",
-        default="data/sandbox",
+        default=str(SANDBOX_DATA_DIR),
         help="where orders.csv and ground_truth.json are written (default: %(default)s)",
     )
     parser.add_argument(
