@@ -256,6 +256,7 @@ def test_cli_probe_writes_profile_and_never_the_key(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TXKIT_DATA_DIR", raising=False)
     monkeypatch.setenv("TXKIT_BASE_URL", sandbox.base_url)
     monkeypatch.setenv("TXKIT_SECRET_KEY", KEY)
     sandbox.faults = "bounds=end_exclusive,date_shift=1"

@@ -24,6 +24,7 @@ from txkit.probe.profile import (
     Finding,
     ProfileWarning,
     ServiceProfile,
+    default_path,
     load_profile,
 )
 from txkit.probe.run import DEFAULT_MAX_REQUESTS, probe_service
@@ -35,6 +36,7 @@ __all__ = [
     "Finding",
     "ProfileWarning",
     "ServiceProfile",
+    "default_path",
     "load_profile",
     "probe_service",
 ]

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from txkit.probe.profile import DEFAULT_PATH
+from txkit.probe.profile import default_path
 from txkit.probe.run import DEFAULT_MAX_REQUESTS
 
 __all__ = ["add_parser"]
@@ -27,7 +27,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "--out", default=str(DEFAULT_PATH), metavar="FILE", help=f"default {DEFAULT_PATH}"
+        "--out",
+        metavar="FILE",
+        help="where to write the profile (default data/service-profile.json, or under "
+        "TXKIT_DATA_DIR)",
     )
     p.add_argument(
         "--max-requests",
@@ -45,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.max_requests < 2:
         raise ValueError(f"--max-requests must be at least 2, got {args.max_requests}")
-    out = Path(args.out)
+    out = Path(args.out) if args.out else default_path()
     if out.suffix.lower() != ".json":
         raise ValueError(f"--out must end in .json, got {out.name!r}")
     profile = probe_service(

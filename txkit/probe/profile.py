@@ -27,6 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from txkit.defaults import DATA_DIR, data_dir
 from txkit.errors import scrub
 from txkit.output import atomic_path
 
@@ -38,12 +39,21 @@ __all__ = [
     "Finding",
     "ProfileWarning",
     "ServiceProfile",
+    "default_path",
     "load_profile",
 ]
 
 FORMAT: Final = "txkit-service-profile/1"
-#: Where ``txkit probe`` writes and :func:`load_profile` looks by default.
-DEFAULT_PATH: Final = Path("data/service-profile.json")
+#: Where ``txkit probe`` writes and :func:`load_profile` looks by default (as of import; see
+#: :func:`default_path`).
+DEFAULT_PATH: Final = DATA_DIR / "service-profile.json"
+
+
+def default_path() -> Path:
+    """``service-profile.json`` in the data folder (``TXKIT_DATA_DIR``, else ``data/``)."""
+    return data_dir() / "service-profile.json"
+
+
 CERTAINTIES: Final = ("measured", "inferred", "unknown")
 Certainty = Literal["measured", "inferred", "unknown"]
 
@@ -270,12 +280,12 @@ class ServiceProfile:
             ) from None
 
     def save(
-        self, path: str | os.PathLike[str] = DEFAULT_PATH, *, secret: str | None = None
+        self, path: str | os.PathLike[str] | None = None, *, secret: str | None = None
     ) -> Path:
         """Write the profile as JSON, atomically (a reader never sees half a file).
 
         Args:
-            path: the file.
+            path: the file; default :func:`default_path`.
             secret: a key to make sure is not in the file (scrubbed if it were).
 
         Returns:
@@ -283,7 +293,7 @@ class ServiceProfile:
         """
         text = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
         text = scrub(text, secret)
-        path = Path(path)
+        path = Path(path) if path is not None else default_path()
         with atomic_path(path) as tmp:
             tmp.write_text(text, encoding="utf-8")
         return path
@@ -341,8 +351,8 @@ def load_profile(
 
     Args:
         base_url: the base address of the service about to be queried (``Client.base_url``).
-        path: the profile file; default ``data/service-profile.json`` (relative to the
-            working directory).
+        path: the profile file; default :func:`default_path` (``data/service-profile.json``,
+            or under ``TXKIT_DATA_DIR``).
 
     Returns:
         The :class:`ServiceProfile`, or None when there is no file, or (with a
@@ -353,7 +363,7 @@ def load_profile(
         >>> profile = load_profile(client.base_url)
         >>> page_size = profile.page_size() if profile else 1000
     """
-    file = Path(path) if path is not None else DEFAULT_PATH
+    file = Path(path) if path is not None else default_path()
     if not file.is_file():
         return None
     try:
