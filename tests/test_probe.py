@@ -4,11 +4,14 @@ profile file, ``load_profile`` and the command line."""
 from __future__ import annotations
 
 import json
+import threading
 import warnings
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -298,3 +301,76 @@ def test_cli_probe_rejected_key(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatc
     err = capsys.readouterr().err
     assert "401" in err and "wrong_key" not in err
     assert not (tmp_path / "data").exists()
+
+
+# -- a hostile service: a real HTTP server in front of the sandbox --------------------------
+
+
+class _Front(ThreadingHTTPServer):
+    """Forwards to the sandbox; refuses ``limit`` above ``max_limit`` with 422 (naming it)
+    and adds envelope keys."""
+
+    daemon_threads = True
+    max_limit = 300
+    served = 0
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__(("127.0.0.1", 0), _FrontHandler)
+        self.upstream = httpx.Client(base_url=upstream, timeout=30)
+
+
+class _FrontHandler(BaseHTTPRequestHandler):
+    server: _Front
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.served += 1
+        query = parse_qs(urlsplit(self.path).query)
+        if int(query.get("limit", ["50"])[0]) > self.server.max_limit:
+            status = 422
+            body = json.dumps(
+                {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
+            ).encode()
+        else:
+            headers = {"Authorization": self.headers["Authorization"]}
+            upstream = self.server.upstream.get(self.path, headers=headers)
+            status = upstream.status_code
+            doc = upstream.json()
+            if status == 200:
+                doc["requestId"] = "req_1"
+                doc["data"]["page"] = 1
+            body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def front(sandbox: Sandbox) -> Iterator[_Front]:
+    server = _Front(sandbox.base_url)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        server.upstream.close()
+        thread.join(timeout=5)
+
+
+def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox) -> None:
+    sandbox.faults = "bounds=end_exclusive"
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None, max_requests=50)
+    assert front.served == profile.requests <= 50
+    max_limit = profile.findings["max_limit"]
+    assert max_limit.value == 300 and max_limit.certainty == "inferred"
+    assert "limit=5,000 refused (HTTP 422: limit must be at most 300)" in max_limit.detail
+    assert profile.findings["envelope_extras"].value == ["data.page", "requestId"]
+    assert profile.value("end_inclusive") is False and profile.value("start_inclusive") is True
+    assert profile.base_url == url

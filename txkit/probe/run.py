@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -167,10 +168,19 @@ class _Probe:
         refused = ""
         if not page.ok:
             refused = f"limit={ASK_LIMIT:,} refused (HTTP {page.status}: {page.message}); "
-            asked = 1000
-            page = self.get({"limit": asked})
-            if not page.ok:
-                raise ProbeStopped(f"limit={asked} refused too (HTTP {page.status})")
+            # A number the refusal names (e.g. "at most 500") first, then round sizes.
+            named = sorted(
+                {int(n) for n in re.findall(r"\d+", page.message or "") if 0 < int(n) < asked},
+                reverse=True,
+            )
+            tries = [*named[:1], *(n for n in (1000, 500, 200, 100, 50) if n not in named[:1])]
+            for asked in tries:
+                page = self.get({"limit": asked})
+                if page.ok:
+                    break
+                refused += f"limit={asked:,} refused; "
+            else:
+                raise ProbeStopped(f"every limit asked was refused (last: HTTP {page.status})")
         n = len(page.records)
         expected = min(asked, page.total or 0)
         if n < expected:
