@@ -203,6 +203,8 @@ def test_profile_round_trip_and_base_url_match(sandbox: Sandbox, tmp_path: Path)
     assert loaded is not None
     assert loaded.findings == profile.findings
     assert loaded.page_size() == 37
+    assert loaded.describe().startswith("profile of ") and "pages of 37" in loaded.describe()
+    assert "dates on createdAt (incl/incl, UTC+0)" in loaded.describe()
     with pytest.warns(ProfileWarning, match="measured for"):
         assert load_profile("https://api.example.com", path) is None
     assert load_profile(sandbox.base_url, tmp_path / "missing.json") is None

@@ -153,6 +153,21 @@ class ServiceProfile:
         value = self.value("max_limit")
         return int(value) if isinstance(value, int) and value > 0 else default
 
+    def describe(self) -> str:
+        """One line for a loader's summary: what of the profile is known and used."""
+        parts = [f"profile of {self.measured_at:%Y-%m-%d}", f"pages of {self.page_size()}"]
+        if self.dates_known:
+            bounds = "/".join(
+                "incl" if self.value(n) else "excl" for n in ("start_inclusive", "end_inclusive")
+            )
+            offset = self.value("utc_offset_hours")
+            parts.append(f"dates on {self.value('date_field')} ({bounds}, UTC{offset:+g})")
+        else:
+            parts.append("date semantics unknown")
+        if self.value("max_skip") is not None:
+            parts.append(f"max skip {self.value('max_skip'):,} ({self.value('max_skip_mode')})")
+        return ", ".join(parts)
+
     @property
     def dates_known(self) -> bool:
         """True when the date field, both bounds and the offset are all known."""
