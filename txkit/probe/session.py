@@ -1,12 +1,13 @@
 """The probe's HTTP session: read-only GETs under a hard request budget.
 
 Every attempt counts against the budget, retries included: the :class:`~txkit.client.Client`
-is built with no retries of its own and a transport that counts each request and remembers the
-status and ``Retry-After`` of the last response. A 429 stops sending: the session waits what
-``Retry-After`` asks (or backs off when it says nothing usable), slows down for the rest of
-the probe, and gives up with :class:`ProbeStopped` when the wait is too long or the 429s do not
-end. 5xx, timeouts and dropped connections are retried twice; 400/404/409/422 come back as a
-:class:`Page` with their status (the probe learns from them); 401/403 raise.
+is built with no retries of its own and a transport that counts each request, refuses to send
+one past the budget (whatever the client does), and remembers the last ``Retry-After``.
+A 429 stops sending: the session waits what ``Retry-After`` asks (or backs off when it says
+nothing usable), slows down for the rest of the probe, and gives up with
+:class:`ProbeStopped` when the wait is too long or the 429s do not end. 5xx, timeouts and
+dropped connections are retried twice; 400/404/409/422 come back as a :class:`Page` with
+their status (the probe learns from them); 401/403 raise.
 """
 
 from __future__ import annotations
@@ -62,17 +63,25 @@ class Page:
         return self.status == 200
 
 
-class _CountingTransport(httpx.BaseTransport):
-    """Counts every request and keeps the last response's status and Retry-After."""
+class _BudgetSpent(Exception):
+    """Raised by the transport itself: not an httpx error, so no client retries it."""
 
-    def __init__(self, inner: httpx.BaseTransport) -> None:
+
+class _CountingTransport(httpx.BaseTransport):
+    """Counts every request, refuses to send past the budget, and keeps the last response's
+    Retry-After."""
+
+    def __init__(self, inner: httpx.BaseTransport, budget: int) -> None:
         self.inner = inner
+        self.budget = budget
         self.count = 0
         self.last_retry_after: str | None = None
         self._lock = threading.Lock()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         with self._lock:
+            if self.count >= self.budget:
+                raise _BudgetSpent
             self.count += 1
             self.last_retry_after = None
         response = self.inner.handle_request(request)
@@ -105,7 +114,7 @@ class ProbeSession:
         timeout: float = 30.0,
         sleep: Any = time.sleep,
     ) -> None:
-        self._transport = _CountingTransport(httpx.HTTPTransport())
+        self._transport = _CountingTransport(httpx.HTTPTransport(), max_requests)
         # Kept only to scrub it from anything the probe writes or prints.
         self.secret = (
             secret_key
@@ -175,6 +184,8 @@ class ProbeSession:
             self._last_sent = time.monotonic()
             try:
                 body, _ = self.client.get_transactions(params)
+            except _BudgetSpent:
+                raise ProbeStopped(f"the request budget ({self.max_requests}) was spent") from None
             except RateLimitedError:
                 limited += 1
                 self.rate_limited += 1
