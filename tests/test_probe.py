@@ -314,6 +314,8 @@ class _Front(ThreadingHTTPServer):
 
     daemon_threads = True
     max_limit = 300
+    max_skip: int | None = None
+    skip_mode = "error"
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -330,11 +332,17 @@ class _FrontHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.served += 1
         query = parse_qs(urlsplit(self.path).query)
+        cap = self.server.max_skip
+        skip = int(query.get("skip", ["0"])[0])
+        beyond = cap is not None and skip > cap
         if int(query.get("limit", ["50"])[0]) > self.server.max_limit:
             status = 422
             body = json.dumps(
                 {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
             ).encode()
+        elif beyond and self.server.skip_mode == "error":
+            status = 422
+            body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
         else:
             headers = {"Authorization": self.headers["Authorization"]}
             upstream = self.server.upstream.get(self.path, headers=headers)
@@ -343,6 +351,8 @@ class _FrontHandler(BaseHTTPRequestHandler):
             if status == 200:
                 doc["requestId"] = "req_1"
                 doc["data"]["page"] = 1
+                if beyond:
+                    doc["data"]["transactions"] = []
             body = json.dumps(doc).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -376,3 +386,20 @@ def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox
     assert profile.findings["envelope_extras"].value == ["data.page", "requestId"]
     assert profile.value("end_inclusive") is False and profile.value("start_inclusive") is True
     assert profile.base_url == url
+
+
+@pytest.mark.parametrize("mode", ["error", "empty"])
+@pytest.mark.parametrize("cap", [3000, 12_345])
+def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: int) -> None:
+    sandbox.faults = None
+    front.max_limit, front.max_skip, front.skip_mode = 10_000, cap, mode
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None)
+    assert front.served == profile.requests <= 60
+    assert profile.findings["max_skip"] == Finding(
+        cap, "measured", f"skip={cap:,} served one record, skip={cap + 1:,} did not"
+    )
+    assert profile.value("max_skip_mode") == mode
+    if mode == "error":
+        assert f"skip above {cap}" in profile.findings["max_skip_mode"].detail
+    assert profile.value("max_limit") == 1000 and profile.value("date_field") == "createdAt"

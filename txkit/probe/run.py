@@ -361,12 +361,13 @@ class _Probe:
         steps = [s for s in _SKIP_STEPS if s < last] + [last]
         good, bad = 0, None
         mode = message = None
+        status = 200
         for skip in steps:
-            verdict, mode_, message_ = self._skip_verdict(skip)
+            verdict, mode, status, message = self._skip_verdict(skip)
             if verdict:
                 good = skip
             else:
-                bad, mode, message = skip, mode_, message_
+                bad = skip
                 break
         if bad is None:
             self.findings["max_skip"] = Finding(
@@ -375,12 +376,20 @@ class _Probe:
             self.findings["max_skip_mode"] = Finding(None, "measured", "no skip limit found")
             return
         how = (
-            f"refused with HTTP {message}"
+            f"refused with HTTP {status} ({message})"
             if mode == "error"
             else "answered with an empty page and the real total"
         )
         self.findings["max_skip_mode"] = Finding(mode, "measured", f"skip={bad:,} was {how}")
         try:
+            # A number the refusal names (e.g. "skip must be at most 10000") is tried first.
+            for named in sorted({int(n) for n in re.findall(r"\d+", message or "")}):
+                for guess in (named, named - 1):
+                    if good < guess < bad:
+                        if self._skip_verdict(guess)[0]:
+                            good = guess
+                        else:
+                            bad = guess
             while bad - good > 1:
                 middle = (good + bad) // 2
                 if self._skip_verdict(middle)[0]:
@@ -399,13 +408,14 @@ class _Probe:
             good, "measured", f"skip={good:,} served one record, skip={bad:,} did not"
         )
 
-    def _skip_verdict(self, skip: int) -> tuple[bool, str | None, str | None]:
+    def _skip_verdict(self, skip: int) -> tuple[bool, str | None, int, str | None]:
+        """(served?, how it failed: error/empty, HTTP status, the service's message)."""
         page = self.get({"skip": skip, "limit": 1})
         if not page.ok:
-            return False, "error", f"{page.status} ({page.message})"
+            return False, "error", page.status, page.message
         if not page.records and (page.total or 0) > skip:
-            return False, "empty", None
-        return True, None, None
+            return False, "empty", page.status, None
+        return True, None, page.status, None
 
     def step_sample(self) -> None:
         records = list(self.seen.values())
