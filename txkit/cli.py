@@ -1,4 +1,4 @@
-"""The ``txkit`` command line: ``sandbox``, ``export`` and ``report``.
+"""The ``txkit`` command line: ``sandbox``, ``export``, ``sync``, ``report`` and ``probe``.
 
 The secret key is never a flag: it comes from ``TXKIT_SECRET_KEY`` or a ``.env`` file.
 Errors are printed as one scrubbed line (``txkit: error: ...``), never as a traceback, by one
@@ -161,6 +161,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
+    from txkit.probe import cli as probe_cli
     from txkit.sandbox import cli as sandbox_cli
 
     parser = _Parser(
@@ -175,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(sub)
     _add_sync(sub)
     report.add_parser(sub)
+    probe_cli.add_parser(sub)
     return parser
 
 
