@@ -157,21 +157,29 @@ def _from_store(
     manifest = read_manifests(store).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
-    df = read_months([month], store=store, currency=currency)
+    df = read_months([month], store=store, currency=currency, version=manifest.table_version)
+    whole = (
+        "its windows cover it whole"
+        if manifest.complete
+        else "it is NOT complete (run `txkit sync` to complete it)"
+    )
     info = LoadInfo(
         month=month,
         first=first,
         last=last,
-        source=f"the local store {store} (fetched {manifest.fetched_at} from {manifest.source})",
+        source=(
+            f"the store {store} at table version {manifest.table_version} (data from "
+            f"{manifest.source}, last fetched {manifest.fetched_at})"
+        ),
         rows=df.height,
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
         verified=(
-            f"Verified when fetched: the month was fetched whole at {manifest.full_fetch_at} and "
-            f"last refreshed at {manifest.fetched_at} ({' to '.join(manifest.windows[-1])}); "
-            f"that fetch matched the service's total of {manifest.service_total:,} records for "
-            "its query (a day of margin each side)"
+            f"Verified when fetched: {whole} "
+            f"({manifest.coverage.describe_windows() if manifest.coverage else 'no windows'}); "
+            f"each fetch matched the service's total for its query (the last: "
+            f"{manifest.service_total:,} records, a day of margin each side)"
         ),
     )
     return df, info
@@ -230,7 +238,8 @@ def load_history(
                 f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
                 "checked alone"
             )
-        df = read_months(usable, store=store)
+        version = stored[usable[-1]].table_version  # one version for every month read
+        df = read_months(usable, store=store, version=version)
         origin = f"the local store {store}"
     else:
         usable = wanted

@@ -161,7 +161,7 @@ def _index_html(
 def run_report(
     month: str,
     *,
-    store: Path,
+    store: str | Path | None = None,
     out: Path,
     notebooks: Path,
     show_pii: bool = False,
@@ -173,7 +173,8 @@ def run_report(
 
     Args:
         month: ``YYYY-MM``.
-        store: the Parquet store.
+        store: the store folder or URI (default: the source's, see
+            :func:`txkit.source.default_store`).
         out: the reports folder (``out/YYYY-MM/``).
         notebooks: the folder of curated notebooks.
         show_pii: render customer data unmasked (the pages say so).
@@ -195,11 +196,12 @@ def run_report(
     from tqdm.auto import tqdm
     from traitlets.config import Config
 
-    from txkit.source import connect, key_configured
+    from txkit.source import connect, default_store, key_configured
     from txkit.store import read_manifests, sync, sync_needed
 
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
+    store = store or default_store()
     if orders is None:
         orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
     if orders != "sandbox":
@@ -225,18 +227,13 @@ def run_report(
                 lookback_days=lookback_days,
                 progress=progress,
                 source=source.label,
+                source_url=source.url,
             )
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
     manifest = read_manifests(store).get(month)
     if manifest is None:
         raise TxkitError(f"the store {store} has no data for {month} after the sync")
-    window = " to ".join(manifest.windows[-1]) if manifest.windows else month
-    freshness = (
-        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}; whole month "
-        f"fetched {manifest.full_fetch_at}, last refreshed {manifest.fetched_at} ({window}); "
-        f"every fetch was verified against the service's total for its query "
-        f"(last: {manifest.service_total:,} records, with a day of margin on each side)."
-    )
+    freshness = _freshness(month, store, manifest)
 
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
@@ -261,7 +258,7 @@ def run_report(
             offered = {
                 "month": month,
                 "source": "store",
-                "store": str(store.resolve()),
+                "store": _absolute(store),
                 "orders": orders,
                 "show_pii": show_pii,
             }
@@ -309,6 +306,22 @@ def run_report(
     )
 
 
+def _absolute(store: str | Path) -> str:
+    return str(store) if "://" in str(store) else str(Path(store).resolve())
+
+
+def _freshness(month: str, store: str | Path, manifest: Any) -> str:
+    """The index page's line on what was read: source, version, coverage, verification."""
+    state = "complete" if manifest.complete else "NOT complete"
+    return (
+        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}, read from the "
+        f"store {store} at table version {manifest.table_version}; the month is {state} "
+        f"(windows {manifest.coverage.describe_windows()}); every fetch was verified against "
+        f"the service's total for its query (last: {manifest.service_total:,} records, with a "
+        "day of margin on each side)."
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit report``."""
     p = sub.add_parser(
@@ -321,7 +334,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--month", required=True, metavar="YYYY-MM")
-    p.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR")
+    p.add_argument(
+        "--store",
+        metavar="DIR|URI",
+        help="default: data/store/sandbox without a key, data/store/<host> with one",
+    )
     p.add_argument("--out", default=str(defaults.REPORTS_DIR), metavar="DIR")
     p.add_argument("--notebooks", default=str(defaults.NOTEBOOKS_DIR), metavar="DIR")
     p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
@@ -344,7 +361,7 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = run_report(
         args.month,
-        store=Path(args.store),
+        store=args.store,
         out=Path(args.out),
         notebooks=Path(args.notebooks),
         show_pii=args.show_pii,
