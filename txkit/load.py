@@ -15,12 +15,13 @@ import polars as pl
 
 from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
+from txkit.decode import assemble
 from txkit.errors import IncompleteExportError
-from txkit.frame import assemble, read_page
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
     QueryResult,
+    current_total,
     fetch_query,
     require_complete,
     timed,
@@ -185,12 +186,14 @@ def load_transactions(
         for _ in range(max_passes):
             if len(queries) == 1:
                 break
-            now = {_key(q): _current_total(client, q) for q in queries}
+            now = {_key(q): current_total(client, q) for q in queries}
             moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
             log.warning("totals moved during the export of %s; fetching again", moved)
             for q in moved:
+                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
+                del results[_key(q)]
                 results[_key(q)] = fetch(q)
         else:
             _incomplete(
@@ -239,11 +242,6 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
-
-
-def _current_total(client: Client, params: dict[str, str | int]) -> int:
-    body, request = client.get_transactions({**params, "skip": 0, "limit": 1})
-    return read_page(body, request=request).total
 
 
 def _incomplete(

@@ -46,8 +46,8 @@ from txkit import defaults
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
+from txkit.decode import combine, dedupe_latest, finalize
 from txkit.errors import TxkitError
-from txkit.frame import combine, finalize
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
@@ -484,15 +484,12 @@ def _os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
 
 
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
-    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one)."""
+    """Stored and re-fetched records, merged on ``id`` by the one rule of
+    :func:`txkit.decode.dedupe_latest`: the newest ``updatedAt`` wins; on a tie, the re-fetched
+    copy."""
     if old is None or old.height == 0:
         return new
-    both = combine([old.drop("month", strict=False), new])
-    keyed = both.with_row_index("__order").with_columns(
-        pl.col("updatedAt").fill_null(datetime(1970, 1, 1, tzinfo=UTC)).alias("__updated")
-    )
-    latest = keyed.sort(["__updated", "__order"]).unique(subset="id", keep="last")
-    return finalize(latest.drop("__order", "__updated"))
+    return finalize(dedupe_latest([old.drop("month", strict=False), new]))
 
 
 def _clock(today: date | None) -> datetime:

@@ -14,10 +14,11 @@ The model (the sandbox implements exactly this):
   ``hasRollingReserve`` holds ``rollingReserve.amount`` of its currency from its ``createdAt``
   until ``rollingReserve.reserveReleaseDate`` (exclusive).
 
-How a ledger break is found (all in integer minor units): per wallet, ``S`` is the running
-sum of the deltas and ``k = reported - S`` is the wallet's implied opening balance. On a clean
-chain ``k`` is constant, so each entry's residual ``r = k - k_prev`` (against the previous entry
-with a reported ledger) is zero. A non-zero ``r`` followed by ``-r`` is one wrong value
+How a ledger break is found (all in integer minor units): per wallet, ``delta_sum`` is the
+running sum of the deltas and ``implied_opening = reported - delta_sum`` is the wallet's
+opening balance as each entry implies it. On a clean chain it is constant, so each entry's
+``residual`` (its implied opening minus the previous entry's, against the previous entry with
+a reported ledger) is zero. A non-zero residual ``r`` followed by ``-r`` is one wrong value
 (``bad_value``; the next entry resumes the chain and is not a break); followed by zero it is a
 jump that a record missing from the export would explain (``chain_gap``, ``difference`` = that
 record's delta); anything else is ``other``. An entry whose delta cannot be computed restarts
@@ -29,12 +30,13 @@ available alike (the offset stays), a wrong ledger value leaves available with t
 offset moves by ``-r``). This classifies a break on a chain's last entry, which has no
 successor, and finds a wrong first value (the chain's anchor) from its successor.
 
-Available values are checked per wallet through ``kA = available - (ledger - known held)``,
-which is 0 when every reserve is known. In an export that starts mid-history, reserves from
-before it make ``kA`` equal to minus what they still hold: never above 0 and only rising as
-they are released; a value breaking that pattern while its neighbours keep it is a
-``reserve_mismatch``. Once an entry shows ``kA == 0`` (confirmed by its successor), no earlier
-reserve is left and every later value must match exactly.
+Available values are checked per wallet through their ``available_offset``: available minus
+(ledger minus the known reserves held), which is 0 when every reserve is known. In an export
+that starts mid-history, reserves from before it make the offset equal to minus what they
+still hold: never above 0 and only rising as they are released; a value breaking that pattern
+while its neighbours keep it is a ``reserve_mismatch``. Once an entry shows an offset of 0
+(confirmed by its successor), no earlier reserve is left and every later value must match
+exactly.
 """
 
 from __future__ import annotations
@@ -56,31 +58,32 @@ from txkit.analysis._common import (
     to_minor,
     to_minor_map,
 )
+from txkit.schema import require
 
 __all__ = ["BREAK_KINDS", "balance_breaks", "balance_summary"]
 
 #: The ``kind`` values of :func:`balance_breaks`.
 BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
 
-_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-    "feeAmount": "money",
-    "taxAmount": "money",
-    "toBalanceAfterLedger": "money",
-    "toBalanceAfterAvailable": "money",
-    "fromBalanceAfterLedger": "money",
-    "fromBalanceAfterAvailable": "money",
-    "hasRollingReserve": "bool",
-    "rollingReserve.amount": "money",
-    "rollingReserve.reserveReleaseDate": "datetime",
-}
+_REQUIRED: Final[dict[str, Kind]] = require(
+    "id",
+    "createdAt",
+    "transType",
+    "status",
+    "toAmount",
+    "toCurrency",
+    "feeAmount",
+    "taxAmount",
+    "toBalanceAfterLedger",
+    "toBalanceAfterAvailable",
+    "fromBalanceAfterLedger",
+    "fromBalanceAfterAvailable",
+    "hasRollingReserve",
+    "rollingReserve.amount",
+    "rollingReserve.reserveReleaseDate",
+)
 # Absent on exports without conversions; then a conversion's from-side is unverifiable.
-_OPTIONAL: Final[dict[str, Kind]] = {"fromAmount": "money", "fromCurrency": "string"}
+_OPTIONAL: Final[dict[str, Kind]] = require("fromAmount", "fromCurrency")
 _MONEY: Final = (
     "toAmount",
     "fromAmount",
@@ -169,8 +172,8 @@ def balance_breaks(
         (pl.col("pos") + "BalanceAfterLedger").alias("field"),
         "id",
         "createdAt",
-        pl.col("chain").alias("expected"),
-        pl.col("L").alias("reported"),
+        pl.col("expected_ledger").alias("expected"),
+        pl.col("reported_ledger").alias("reported"),
         pl.col("ledger_kind").alias("kind"),
     )
     available = checked.filter(pl.col("avail_kind") == "reserve_mismatch").select(
@@ -180,7 +183,7 @@ def balance_breaks(
         "id",
         "createdAt",
         pl.col("avail_expected").alias("expected"),
-        pl.col("A").alias("reported"),
+        pl.col("reported_available").alias("reported"),
         pl.col("avail_kind").alias("kind"),
     )
     return (
@@ -317,7 +320,8 @@ def _successful(
 
 
 def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (record, wallet): ``pos`` (to/from), ``delta``, reported ``L`` and ``A``."""
+    """One row per (record, wallet): ``pos`` (to/from), ``delta``, ``reported_ledger`` and
+    ``reported_available``."""
     ttype = pl.col("transType")
     credit = pl.col("toAmount") - pl.col("feeAmount") - pl.col("taxAmount")
     debit = _ZERO - (pl.col("toAmount") + pl.col("feeAmount") + pl.col("taxAmount"))
@@ -340,8 +344,8 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("toCurrency").alias(_W),
         pl.lit("to").alias("pos"),
         pl.when(known).then(credit).alias("delta"),
-        pl.col("toBalanceAfterLedger").alias("L"),
-        pl.col("toBalanceAfterAvailable").alias("A"),
+        pl.col("toBalanceAfterLedger").alias("reported_ledger"),
+        pl.col("toBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
     )
     from_side = records.filter(
@@ -359,8 +363,8 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .when(known)
         .then(debit)
         .alias("delta"),
-        pl.col("fromBalanceAfterLedger").alias("L"),
-        pl.col("fromBalanceAfterAvailable").alias("A"),
+        pl.col("fromBalanceAfterLedger").alias("reported_ledger"),
+        pl.col("fromBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
     )
     holds = _holds()
@@ -422,60 +426,89 @@ def _runs_alternate(candidate: pl.Expr, group: list[str]) -> pl.Expr:
 
 
 def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
-    """Add ``chain`` (the model's ledger), ``ledger_kind`` and ``expL`` to every entry."""
-    seg = [_W, "seg"]
-    opened = pl.col(_W).is_in(list(opening)) & (pl.col("seg") == 0)
-    open_k = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+    """Add ``expected_ledger`` (the model's ledger), ``ledger_kind`` and ``ledger_basis``.
+
+    Columns added on the way: ``chain_id`` (per wallet, the number of entries of unknown delta
+    so far: a new chain starts after each), ``delta_sum`` (running sum of the deltas within the
+    chain), ``implied_opening`` (reported ledger minus ``delta_sum``: the wallet's opening
+    balance as this entry implies it), ``prev_opening`` (the previous entry's) and
+    ``residual`` (the difference of the two; zero on a clean chain).
+    """
+    chain = [_W, "chain_id"]
+    opened = pl.col(_W).is_in(list(opening)) & (pl.col("chain_id") == 0)
+    opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+    implied = pl.col("implied_opening")
+    previous_implied = implied.shift(1).forward_fill().over(chain)
     e = (
-        entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("seg"))
-        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(seg).alias("S"))
-        .with_columns((pl.col("L") - pl.col("S")).alias("k"))
+        entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("chain_id"))
+        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(chain).alias("delta_sum"))
+        .with_columns((pl.col("reported_ledger") - pl.col("delta_sum")).alias("implied_opening"))
         .with_columns(
             pl.when(opened)
-            .then(pl.col("k").shift(1).forward_fill().over(seg).fill_null(open_k))
-            .otherwise(pl.col("k").shift(1).forward_fill().over(seg))
-            .alias("k_prev")
+            .then(previous_implied.fill_null(opening_balance))
+            .otherwise(previous_implied)
+            .alias("prev_opening")
         )
-        .with_columns((pl.col("k") - pl.col("k_prev")).alias("r"))
+        .with_columns((implied - pl.col("prev_opening")).alias("residual"))
     )
     # Where no later entry tells a wrong value from a jump, the available value can: it keeps
-    # its offset ``A - L + held`` through a jump, and stays with the chain past a wrong ledger.
-    offset = pl.when(pl.col("u_held") == 0).then(pl.col("A") - pl.col("L") + pl.col("held"))
-    prev_offset = offset.shift(1).forward_fill().over(_W)
+    # its offset ``available - ledger + held`` through a jump, and stays with the chain past
+    # a wrong ledger.
+    offset = pl.when(pl.col("unknown_held") == 0).then(
+        pl.col("reported_available") - pl.col("reported_ledger") + pl.col("held")
+    )
+    previous_offset = offset.shift(1).forward_fill().over(_W)
     opened_wallet = pl.col(_W).is_in(list(opening))
     e = e.with_columns(
-        offset.alias("off"),
-        pl.when(opened_wallet).then(prev_offset.fill_null(0)).otherwise(prev_offset).alias("off_p"),
-        pl.col("k").is_not_null().cum_sum().over(seg).alias("nth"),
+        offset.alias("reported_offset"),
+        pl.when(opened_wallet)
+        .then(previous_offset.fill_null(0))
+        .otherwise(previous_offset)
+        .alias("prev_reported_offset"),
+        implied.is_not_null().cum_sum().over(chain).alias("chain_position"),
     )
-    r, r_next = pl.col("r"), pl.col("r").shift(-1).over(seg)
-    off, off_p = pl.col("off"), pl.col("off_p")
+    residual = pl.col("residual")
+    next_residual = pl.col("next_residual")
+    offset_now, offset_before = pl.col("reported_offset"), pl.col("prev_reported_offset")
     # A chain's anchor (its first value, unchecked without an opening balance) was the wrong
     # one when its successor jumps by r while the available offset moves by -r.
-    jumps_back = (r != 0) & (off - off_p + r == 0) & (r_next + r).ne_missing(0)
-    anchor_wrong = ((pl.col("nth") == 2) & ~opened & jumps_back).fill_null(False)
+    jumps_back = (
+        (residual != 0)
+        & (offset_now - offset_before + residual == 0)
+        & (next_residual + residual).ne_missing(0)
+    )
+    anchor_wrong = ((pl.col("chain_position") == 2) & ~opened & jumps_back).fill_null(False)
+    reverted = ((residual != 0) & (next_residual + residual == 0)).fill_null(False)
     checked = (
-        e.filter(r.is_not_null())
-        .select("row", _W, "seg", "nth", "r", "off", "off_p")
-        .with_columns(r_next.alias("r_next"))
-        .with_columns(anchor_wrong.alias("anchor_wrong"))
-        .with_columns(
-            _runs_alternate(((r != 0) & (pl.col("r_next") + r == 0)).fill_null(False), seg).alias(
-                "bad"
-            )
-        )
-        .with_columns(pl.col("bad").shift(1).over(seg).fill_null(False).alias("resumes"))
+        e.filter(residual.is_not_null())
         .select(
             "row",
-            pl.when((r == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
+            _W,
+            "chain_id",
+            "chain_position",
+            "residual",
+            "reported_offset",
+            "prev_reported_offset",
+        )
+        .with_columns(residual.shift(-1).over(chain).alias("next_residual"))
+        .with_columns(anchor_wrong.alias("anchor_wrong"))
+        .with_columns(_runs_alternate(reverted, chain).alias("bad"))
+        .with_columns(pl.col("bad").shift(1).over(chain).fill_null(False).alias("resumes"))
+        .select(
+            "row",
+            pl.when((residual == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
             .then(pl.lit("ok"))
             .when(pl.col("bad"))
             .then(pl.lit("bad_value"))
-            .when(pl.col("r_next") == 0)
+            .when(next_residual == 0)
             .then(pl.lit("chain_gap"))
-            .when(pl.col("r_next").is_null() & (off + r == off_p) & (off != off_p))
+            .when(
+                next_residual.is_null()
+                & (offset_now + residual == offset_before)
+                & (offset_now != offset_before)
+            )
             .then(pl.lit("bad_value"))
-            .when(pl.col("r_next").is_null() & (off == off_p))
+            .when(next_residual.is_null() & (offset_now == offset_before))
             .then(pl.lit("chain_gap"))
             .otherwise(pl.lit("other"))
             .alias("ledger_kind"),
@@ -483,13 +516,15 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
         )
     )
     # The chain's value skips bad values: the entry after one is measured from before it.
-    good_k = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(pl.col("k"))
-    good_prev = good_k.shift(1).forward_fill().over(seg)
-    is_anchor = (pl.col("nth") == 1) & pl.col("k").is_not_null()
-    next_k = pl.col("k").shift(-1).backward_fill().over(seg)
+    good_implied = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(implied)
+    last_good_implied = good_implied.shift(1).forward_fill().over(chain)
+    is_anchor = (pl.col("chain_position") == 1) & implied.is_not_null()
+    next_implied = implied.shift(-1).backward_fill().over(chain)
     return (
         e.join(checked, on="row", how="left")
-        .with_columns(pl.col("anchor_wrong").fill_null(False).any().over(seg).alias("anchor_wrong"))
+        .with_columns(
+            pl.col("anchor_wrong").fill_null(False).any().over(chain).alias("anchor_wrong")
+        )
         .with_columns(
             pl.when(is_anchor & pl.col("anchor_wrong"))
             .then(pl.lit("bad_value"))
@@ -497,28 +532,36 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
             .alias("ledger_kind"),
         )
         .with_columns(
+            # The opening balance the model's ledger is measured from at this entry.
             pl.when(opened)
-            .then(good_prev.fill_null(open_k))
+            .then(last_good_implied.fill_null(opening_balance))
             .when(is_anchor & pl.col("anchor_wrong"))
-            .then(next_k)
-            .otherwise(good_prev)
-            .alias("kp"),
+            .then(next_implied)
+            .otherwise(last_good_implied)
+            .alias("chain_opening"),
         )
-        .with_columns((pl.col("S") + pl.col("kp")).alias("chain"))
+        .with_columns((pl.col("delta_sum") + pl.col("chain_opening")).alias("expected_ledger"))
         .with_columns(
             # The ledger value the available check starts from: the reported one unless it
             # is the wrong one (or missing).
-            pl.when((pl.col("ledger_kind") == "bad_value") | pl.col("L").is_null())
-            .then(pl.col("chain"))
-            .otherwise(pl.col("L"))
-            .alias("expL")
+            pl.when((pl.col("ledger_kind") == "bad_value") | pl.col("reported_ledger").is_null())
+            .then(pl.col("expected_ledger"))
+            .otherwise(pl.col("reported_ledger"))
+            .alias("ledger_basis")
         )
-        .drop("kp", "off", "off_p", "nth", "anchor_wrong")
+        .drop(
+            "chain_opening",
+            "reported_offset",
+            "prev_reported_offset",
+            "chain_position",
+            "anchor_wrong",
+        )
     )
 
 
 def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
-    """Add ``held`` (known reserves held at each entry) and ``u_held`` (unknown ones held)."""
+    """Add ``held`` (known reserves held at each entry) and ``unknown_held`` (how many
+    reserves of unknown amount or release are held)."""
     released = reserves.sort("release").with_columns(
         pl.col("amount").cum_sum().over(_W).alias("released"),
         pl.col("unknown").cum_sum().over(_W).alias("released_unknown"),
@@ -538,33 +581,44 @@ def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             (pl.col("added") - pl.col("released").fill_null(0)).alias("held"),
-            (pl.col("added_unknown") - pl.col("released_unknown").fill_null(0)).alias("u_held"),
+            (pl.col("added_unknown") - pl.col("released_unknown").fill_null(0)).alias(
+                "unknown_held"
+            ),
         )
         .drop("added", "added_unknown", "release", "released", "released_unknown")
     )
 
 
 def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
-    """Add ``avail_kind`` and ``avail_expected`` to every entry."""
+    """Add ``available_offset``, ``avail_kind`` and ``avail_expected`` to every entry.
+
+    ``available_offset`` is reported available minus (ledger minus the known reserves held).
+    """
     e = entries.with_columns(
-        pl.when(pl.col("u_held") == 0)
-        .then(pl.col("A") - (pl.col("expL") - pl.col("held")))
-        .alias("kA")
+        pl.when(pl.col("unknown_held") == 0)
+        .then(pl.col("reported_available") - (pl.col("ledger_basis") - pl.col("held")))
+        .alias("available_offset")
     )
-    k, prev, nxt = pl.col("kA"), pl.col("kp"), pl.col("kn")
-    # kA is available minus (ledger - known reserves held). With every reserve known it is 0.
+    offset = pl.col("available_offset")
+    prev, nxt = pl.col("prev_available_offset"), pl.col("next_available_offset")
+    # The offset is available minus (ledger - known reserves held); 0 with every reserve known.
     # Reserves held from before a partial export make it -(what they still hold): never above
     # 0, and only rising as they are released. A value that breaks this while its neighbours
     # keep it is the odd one out; a lasting change cannot be attributed to one entry.
-    odd = ((k > 0) | ((k > nxt) & (prev <= nxt)) | ((k < prev) & (nxt >= prev))).fill_null(False)
+    odd = (
+        (offset > 0) | ((offset > nxt) & (prev <= nxt)) | ((offset < prev) & (nxt >= prev))
+    ).fill_null(False)
     # Once an entry (confirmed by its successor) shows 0, no earlier reserve is left: from
     # then on every value must match exactly.
-    settles = (k == 0) & ~odd & (nxt.is_null() | (nxt >= 0))
+    settles = (offset == 0) & ~odd & (nxt.is_null() | (nxt >= 0))
     complete_wallet = pl.col(_W).is_in(list(complete)) if complete else pl.lit(False)
     rows = (
-        e.filter(k.is_not_null())
-        .select("row", _W, "kA")
-        .with_columns(k.shift(1).over(_W).alias("kp"), k.shift(-1).over(_W).alias("kn"))
+        e.filter(offset.is_not_null())
+        .select("row", _W, "available_offset")
+        .with_columns(
+            offset.shift(1).over(_W).alias("prev_available_offset"),
+            offset.shift(-1).over(_W).alias("next_available_offset"),
+        )
         .with_columns(
             odd.alias("odd"),
             (complete_wallet | settles.cum_max().shift(1).over(_W).fill_null(False)).alias(
@@ -574,10 +628,10 @@ def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
         .select(
             "row",
             pl.when(pl.col("settled"))
-            .then(pl.when(k != 0).then(pl.lit("reserve_mismatch")).otherwise(pl.lit("ok")))
+            .then(pl.when(offset != 0).then(pl.lit("reserve_mismatch")).otherwise(pl.lit("ok")))
             .when(pl.col("odd"))
             .then(pl.lit("reserve_mismatch"))
-            .when(k == 0)
+            .when(offset == 0)
             .then(pl.lit("ok"))
             .otherwise(pl.lit("unverifiable"))
             .alias("avail_kind"),
@@ -592,7 +646,7 @@ def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
         e.join(rows, on="row", how="left")
         .with_columns(
             pl.col("avail_kind").fill_null("unverifiable"),
-            (pl.col("expL") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(
+            (pl.col("ledger_basis") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(
                 "avail_expected"
             ),
         )

@@ -14,6 +14,7 @@ from typing import Final
 import polars as pl
 
 from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+from txkit.schema import require
 
 __all__ = [
     "CATEGORIES",
@@ -35,15 +36,9 @@ CATEGORIES: Final[tuple[str, ...]] = (
 )
 _CATEGORY = pl.Enum(CATEGORIES)
 
-_TX_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "transactionReference": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-}
+_TX_REQUIRED: Final[dict[str, Kind]] = require(
+    "id", "createdAt", "transType", "status", "transactionReference", "toAmount", "toCurrency"
+)
 _ORDERS_REQUIRED: Final[dict[str, Kind]] = {
     "reference": "string",
     "amount": "money",
@@ -251,13 +246,7 @@ def duplicate_references(transactions: Frame) -> pl.DataFrame:
         ValueError: a required column is missing or of the wrong type.
     """
     lf = lazy(transactions, "transactions", "duplicate_references")
-    required: dict[str, Kind] = {
-        "id": "string",
-        "createdAt": "datetime",
-        "transType": "string",
-        "status": "string",
-        "transactionReference": "string",
-    }
+    required = require("id", "createdAt", "transType", "status", "transactionReference")
     check_columns(lf.collect_schema(), required, "transactions", "duplicate_references")
     ref = "transactionReference"
     return (

@@ -15,6 +15,7 @@ from typing import Final
 import polars as pl
 
 from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+from txkit.schema import require
 
 __all__ = [
     "activity_comparison",
@@ -29,31 +30,31 @@ _ORIGINAL = "meta.existingTransaction.reference"
 _ACTIVITY = "meta.customerActivity."
 _FLAGS: Final = ("UNDERPAYMENT", "OVERPAYMENT")
 
-_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "transactionReference": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-    "customerEmail": "string",
-    _TYPE: "string",
-    _EXPECTED: "money",
-    _ORIGINAL: "string",
-    "meta.bankName": "string",
-    "meta.paymentChannel": "string",
-}
-_ACTIVITY_REQUIRED: Final[dict[str, Kind]] = {
-    "transType": "string",
-    "status": "string",
-    _TYPE: "string",
-    "meta.paymentChannel": "string",
-    f"{_ACTIVITY}attempts": "int",
-    f"{_ACTIVITY}errors": "int",
-    f"{_ACTIVITY}time_spent": "number",
-    f"{_ACTIVITY}mobile": "bool",
-}
+_REQUIRED: Final[dict[str, Kind]] = require(
+    "id",
+    "createdAt",
+    "transType",
+    "status",
+    "transactionReference",
+    "toAmount",
+    "toCurrency",
+    "customerEmail",
+    _TYPE,
+    _EXPECTED,
+    _ORIGINAL,
+    "meta.bankName",
+    "meta.paymentChannel",
+)
+_ACTIVITY_REQUIRED: Final[dict[str, Kind]] = require(
+    "transType",
+    "status",
+    _TYPE,
+    "meta.paymentChannel",
+    f"{_ACTIVITY}attempts",
+    f"{_ACTIVITY}errors",
+    f"{_ACTIVITY}time_spent",
+    f"{_ACTIVITY}mobile",
+)
 
 #: Dimensions :func:`underpayment_summary` can group by, and the column each comes from.
 SUMMARY_DIMENSIONS: Final[dict[str, pl.Expr]] = {
