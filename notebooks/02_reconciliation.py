@@ -32,7 +32,8 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
@@ -42,7 +43,7 @@ from txkit.findings import reconcile_findings
 from txkit.notebook import display_table, load_month, load_orders, what_to_look_at
 from txkit.plots import plot_reconciliation
 
-df, info = load_month(month, source=source, store=store)
+df, info = load_month(month, source=source, store=store, version=version)
 expected, orders_info = load_orders(orders, month)
 print(orders_info)
 info

@@ -16,7 +16,7 @@ import polars as pl
 
 from txkit.calendar import month_bounds, previous_months
 from txkit.client import Client
-from txkit.defaults import ORDERS_PATH, STORE_DIR
+from txkit.defaults import ORDERS_PATH
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
@@ -98,9 +98,10 @@ def load_month(
     month: str,
     *,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     currency: str | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     """Load one UTC month, verified, from the service, the embedded sandbox or the store.
 
@@ -109,9 +110,11 @@ def load_month(
         source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
-        store: the store folder, for ``source="store"``.
+        store: the store folder or URI, for ``source="store"`` (default: the one of the
+            source a sync would use, see :func:`txkit.source.default_store`).
         currency: optionally one currency.
         client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        version: the store's table version to read (default: the newest).
 
     Returns:
         The frame and a :class:`LoadInfo` to display.
@@ -122,7 +125,7 @@ def load_month(
     _check_source(source)
     first, last = month_bounds(month)
     if source == "store" and client is None:
-        return _from_store(month, first, last, store, currency)
+        return _from_store(month, first, last, _store(store), currency, version)
     stats = ExportStats()
     with _connected(source, client) as (conn, description, _):
         df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
@@ -149,12 +152,23 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
         yield src.client, src.description, src.label
 
 
+def _store(store: str | Path | None) -> str | Path:
+    from txkit.source import default_store
+
+    return store or default_store()
+
+
 def _from_store(
-    month: str, first: date, last: date, store: str | Path, currency: str | None
+    month: str,
+    first: date,
+    last: date,
+    store: str | Path,
+    currency: str | None,
+    version: int | None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     from txkit.store import read_manifests, read_months
 
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
     df = read_months([month], store=store, currency=currency, version=manifest.table_version)
@@ -190,8 +204,9 @@ def load_history(
     *,
     months: int = 1,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame | None, LoadInfo]:
     """Load the months just before ``month``, for checks that need history (balance chains).
 
@@ -204,6 +219,7 @@ def load_history(
         source: as for :func:`load_month`.
         store: as for :func:`load_month`.
         client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
 
     Returns:
         The records (None when there is no history) and a :class:`LoadInfo` whose line says
@@ -227,7 +243,8 @@ def load_history(
     if source == "store" and client is None:
         from txkit.store import read_manifests, read_months
 
-        stored = read_manifests(store)
+        store = _store(store)
+        stored = read_manifests(store, version=version)
         usable: list[str] = []
         for name in reversed(wanted):  # contiguous back from the month
             if name not in stored:

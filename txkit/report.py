@@ -168,6 +168,7 @@ def run_report(
     lookback_days: int = defaults.LOOKBACK_DAYS,
     orders: str | None = None,
     progress: bool | None = None,
+    as_of: int | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -182,6 +183,8 @@ def run_report(
         orders: the merchant's expected payments for the reconciliation (CSV or Parquet);
             default: ``data/orders.csv`` when a key is configured, else the sandbox's.
         progress: progress bars (default: when interactive).
+        as_of: re-render from this table version of the store (no sync): the same data, so
+            the same findings, as the report that read it first.
 
     Returns:
         A :class:`ReportResult`.
@@ -216,7 +219,9 @@ def run_report(
     since, _ = month_bounds(previous_months(month, 1)[0])
     started = time.perf_counter()
     sync_result = None
-    if sync_needed(store=store, start=since, end=last, lookback_days=lookback_days):
+    if as_of is None and sync_needed(
+        store=store, start=since, end=last, lookback_days=lookback_days
+    ):
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
@@ -230,9 +235,10 @@ def run_report(
                 source_url=source.url,
             )
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=as_of).get(month)
     if manifest is None:
-        raise TxkitError(f"the store {store} has no data for {month} after the sync")
+        at = f" at version {as_of}" if as_of is not None else " after the sync"
+        raise TxkitError(f"the store {store} has no data for {month}{at}")
     freshness = _freshness(month, store, manifest)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -259,6 +265,8 @@ def run_report(
                 "month": month,
                 "source": "store",
                 "store": _absolute(store),
+                # Every notebook reads the version the index names, whatever syncs run later.
+                "version": manifest.table_version,
                 "orders": orders,
                 "show_pii": show_pii,
             }
@@ -283,6 +291,7 @@ def run_report(
             page = target.with_suffix(".html")
             page.write_text(_to_html(target, executed), encoding="utf-8")
             entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
+        _write_manifest(staging / "report.json", month, store, manifest, as_of, show_pii, timings)
         (staging / "index.html").write_text(
             _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
         )
@@ -304,6 +313,33 @@ def run_report(
         sync=sync_result,
         sync_seconds=sync_seconds,
     )
+
+
+def _write_manifest(
+    path: Path,
+    month: str,
+    store: str | Path,
+    manifest: Any,
+    as_of: int | None,
+    show_pii: bool,
+    timings: dict[str, float],
+) -> None:
+    """``report.json``: what the report read (store, table version, source) and rendered."""
+    doc = {
+        "month": month,
+        "store": _absolute(store),
+        "table_version": manifest.table_version,
+        "as_of": as_of,
+        "source": manifest.source,
+        "rows": manifest.rows,
+        "complete": manifest.complete,
+        "show_pii": show_pii,
+        "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "notebooks": sorted(timings),
+        "reproduce": f"txkit report --month {month} --store {store} "
+        f"--as-of {manifest.table_version}",
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _absolute(store: str | Path) -> str:
@@ -353,6 +389,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="render customer e-mails and account numbers unmasked (the report says so)",
     )
+    p.add_argument(
+        "--as-of",
+        type=int,
+        metavar="VERSION",
+        help="re-render from this table version of the store (no sync; see report.json)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)
 
@@ -368,6 +410,7 @@ def _run(args: argparse.Namespace) -> int:
         lookback_days=args.lookback_days,
         orders=args.orders,
         progress=False if args.no_progress else None,
+        as_of=args.as_of,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
