@@ -38,7 +38,8 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
 date_tolerance = 3  # days beyond the month in which a payment (or an order) is looked for
 amount_tolerance = None  # None: exact; or e.g. "0.05" (or {"NGN": "1", "USD": "0.01"})
@@ -53,11 +54,13 @@ from txkit.findings import reconcile_findings
 from txkit.notebook import display_table, load_margin, load_month, load_orders, what_to_look_at
 from txkit.plots import plot_reconciliation
 
-df, info = load_month(month, source=source, store=store)
-around, around_note = load_margin(month, days=date_tolerance, source=source, store=store)
-expected, origin = load_orders(orders, month, margin_days=date_tolerance)
-print(around_note)
-print(origin)
+df, info = load_month(month, source=source, store=store, version=version)
+around, around_info = load_margin(
+    month, days=date_tolerance, source=source, store=store, version=version
+)
+expected, orders_info = load_orders(orders, month, margin_days=date_tolerance)
+print(around_info)
+print(orders_info)
 info
 
 # %%

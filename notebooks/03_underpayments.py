@@ -35,7 +35,8 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 currency = "NGN"  # the currency of the per-bank plot
 history_months = 3  # earlier months in which original references are looked up (0: none)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
@@ -54,14 +55,17 @@ from txkit.findings import underpayment_findings
 from txkit.notebook import display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_shortfall_by
 
-df, info = load_month(month, source=source, store=store)
-history, history_note = load_history(month, months=history_months, source=source, store=store)
-print(history_note)
+df, info = load_month(month, source=source, store=store, version=version)
+history, history_info = load_history(
+    month, months=history_months, source=source, store=store, version=version
+)
+print(history_info)
 display(
     Markdown(
         f"**As run.** Counted: flagged collections with status "
         f"{', '.join(f'`{s}`' for s in COUNTED_STATUSES)}, in every table. Original references "
-        f"are looked up in {month} and in the history: {history_note.removeprefix('History: ')}."
+        f"are looked up in {month} and in the history: "
+        f"{history_info.note.removeprefix('History: ')}."
     )
 )
 info

@@ -50,7 +50,8 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 currency = "NGN"  # the wallet to plot
 history_months = 1  # months before `month` loaded to anchor the chains (0: the month alone)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
@@ -69,8 +70,10 @@ from txkit.findings import balance_findings
 from txkit.notebook import display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_balance
 
-df, info = load_month(month, source=source, store=store)
-history, history_info = load_history(month, months=history_months, source=source, store=store)
+df, info = load_month(month, source=source, store=store, version=version)
+history, history_info = load_history(
+    month, months=history_months, source=source, store=store, version=version
+)
 print(history_info)
 info
 

@@ -102,37 +102,48 @@ def _run_export(args: argparse.Namespace) -> int:
 def _add_sync(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sync",
-        help="update the local Parquet store (incremental)",
+        help="update the local store (a Delta table; incremental)",
         description=(
-            "Fetch what the local store is missing: months not yet stored, plus a look-back "
-            "window before the newest stored record (statuses change after a record is first "
-            "seen). Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, or the embedded sandbox when no key "
-            "is configured."
+            "Fetch what the store is missing: months not yet stored, days of a month never "
+            "fetched, and days fetched before their look-back ended (statuses change after a "
+            "record is first seen); all in one commit. Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, "
+            "or the embedded sandbox when no key is configured."
         ),
     )
     p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (default: 11 months back)")
     p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
-    p.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR")
+    p.add_argument("--store", metavar="DIR|URI",
+                   help="a folder or s3://bucket/prefix (default: data/store/sandbox without a "
+                   "key, data/store/<host> with one)")  # fmt: skip
     p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
     p.add_argument("--refresh", action="append", default=[], metavar="YYYY-MM",
                    help="fetch this month whole again (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--status",
+        action="store_true",
+        help="print each month's coverage, rows, totals and last fetch; fetch nothing",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run_sync)
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from txkit.source import connect
-    from txkit.store import sync, sync_needed
+    from txkit.source import connect, default_store
+    from txkit.store import format_status, sync, sync_needed
 
+    store = args.store or str(default_store())
+    if args.status:
+        print(format_status(store))
+        return 0
     kwargs = {
         "start": args.start,
         "end": args.end,
-        "store": args.store,
+        "store": store,
         "lookback_days": args.lookback_days,
         "refresh": args.refresh,
     }
     if not sync_needed(**kwargs):
-        print(f"store {args.store} is up to date: no request sent")
+        print(f"store {store} is up to date: no request sent")
         return 0
     with connect() as source:
         print(f"source: {source.description}")
@@ -141,12 +152,14 @@ def _run_sync(args: argparse.Namespace) -> int:
             **kwargs,
             progress=False if args.no_progress else None,
             source=source.label,
+            source_url=source.url,
         )
     for month, kind in result.fetched.items():
         print(f"  {month}: {kind} fetch, {result.rows[month]:,} rows stored")
     print(
         f"synced {len(result.fetched)} month(s), skipped {len(result.skipped)} "
-        f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {args.store}"
+        f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {store} "
+        f"(table version {result.version})"
     )
     return 0
 

@@ -12,6 +12,7 @@ a repr, an error message or a log line.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import logging
@@ -246,6 +247,15 @@ class Client:
     def base_url(self) -> str:
         """The service's base address (no secret in it)."""
         return str(self._base_url)
+
+    def key_fingerprint(self, salt: bytes) -> str:
+        """A salted, slow hash of the key (PBKDF2-SHA256), to recognise it without keeping it.
+
+        The store records it to refuse data from another key; it reveals nothing usable of
+        the key (never the key, nor a prefix of it).
+        """
+        digest = hashlib.pbkdf2_hmac("sha256", self._secret_key.encode(), salt, 100_000)
+        return digest.hex()
 
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r}, secret_key='***')"

@@ -16,7 +16,7 @@ import polars as pl
 
 from txkit.calendar import month_bounds, previous_months
 from txkit.client import Client
-from txkit.defaults import ORDERS_PATH, STORE_DIR
+from txkit.defaults import ORDERS_PATH
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
@@ -99,9 +99,10 @@ def load_month(
     month: str,
     *,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     currency: str | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     """Load one UTC month, verified, from the service, the embedded sandbox or the store.
 
@@ -110,9 +111,11 @@ def load_month(
         source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
-        store: the store folder, for ``source="store"``.
+        store: the store folder or URI, for ``source="store"`` (default: the one of the
+            source a sync would use, see :func:`txkit.source.default_store`).
         currency: optionally one currency.
         client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        version: the store's table version to read (default: the newest).
 
     Returns:
         The frame and a :class:`LoadInfo` to display.
@@ -123,7 +126,7 @@ def load_month(
     _check_source(source)
     first, last = month_bounds(month)
     if source == "store" and client is None:
-        return _from_store(month, first, last, store, currency)
+        return _from_store(month, first, last, _store(store), currency, version)
     stats = ExportStats()
     with _connected(source, client) as (conn, description, _):
         df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
@@ -150,29 +153,48 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
         yield src.client, src.description, src.label
 
 
+def _store(store: str | Path | None) -> str | Path:
+    from txkit.source import default_store
+
+    return store or default_store()
+
+
 def _from_store(
-    month: str, first: date, last: date, store: str | Path, currency: str | None
+    month: str,
+    first: date,
+    last: date,
+    store: str | Path,
+    currency: str | None,
+    version: int | None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     from txkit.store import read_manifests, read_months
 
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
-    df = read_months([month], store=store, currency=currency)
+    df = read_months([month], store=store, currency=currency, version=manifest.table_version)
+    whole = (
+        "its windows cover it whole"
+        if manifest.complete
+        else "it is NOT complete (run `txkit sync` to complete it)"
+    )
     info = LoadInfo(
         month=month,
         first=first,
         last=last,
-        source=f"the local store {store} (fetched {manifest.fetched_at} from {manifest.source})",
+        source=(
+            f"the store {store} at table version {manifest.table_version} (data from "
+            f"{manifest.source}, last fetched {manifest.fetched_at})"
+        ),
         rows=df.height,
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
         verified=(
-            f"Verified when fetched: the month was fetched whole at {manifest.full_fetch_at} and "
-            f"last refreshed at {manifest.fetched_at} ({' to '.join(manifest.windows[-1])}); "
-            f"that fetch matched the service's total of {manifest.service_total:,} records for "
-            "its query (a day of margin each side)"
+            f"Verified when fetched: {whole} "
+            f"({manifest.coverage.describe_windows() if manifest.coverage else 'no windows'}); "
+            f"each fetch matched the service's total for its query (the last: "
+            f"{manifest.service_total:,} records, a day of margin each side)"
         ),
     )
     return df, info
@@ -183,8 +205,9 @@ def load_history(
     *,
     months: int = 1,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame | None, LoadInfo]:
     """Load the months just before ``month``, for checks that need history (balance chains).
 
@@ -197,6 +220,7 @@ def load_history(
         source: as for :func:`load_month`.
         store: as for :func:`load_month`.
         client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
 
     Returns:
         The records (None when there is no history) and a :class:`LoadInfo` whose line says
@@ -220,7 +244,8 @@ def load_history(
     if source == "store" and client is None:
         from txkit.store import read_manifests, read_months
 
-        stored = read_manifests(store)
+        store = _store(store)
+        stored = read_manifests(store, version=version)
         usable: list[str] = []
         for name in reversed(wanted):  # contiguous back from the month
             if name not in stored:
@@ -231,7 +256,8 @@ def load_history(
                 f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
                 "checked alone"
             )
-        df = read_months(usable, store=store)
+        version = stored[usable[-1]].table_version  # one version for every month read
+        df = read_months(usable, store=store, version=version)
         origin = f"the local store {store}"
     else:
         usable = wanted
@@ -254,8 +280,9 @@ def load_margin(
     *,
     days: int,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame | None, LoadInfo]:
     """Load the ``days`` UTC days just before and just after ``month`` (matching across the
     month's ends: an order of the 31st paid after midnight).
@@ -269,6 +296,7 @@ def load_margin(
         source: as for :func:`load_month`.
         store: as for :func:`load_month`.
         client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
 
     Returns:
         The records (None when ``days`` is 0) and a :class:`LoadInfo` whose line says what
@@ -291,9 +319,10 @@ def load_margin(
     if source == "store" and client is None:
         from txkit.store import read_manifests, read_months
 
-        stored = read_manifests(store)
+        store = _store(store)
+        stored = read_manifests(store, version=version)
         wanted = {d.strftime("%Y-%m") for window in windows for d in window}
-        df = read_months(sorted(m for m in wanted if m in stored), store=store)
+        df = read_months(sorted(m for m in wanted if m in stored), store=store, version=version)
         day = pl.col("createdAt").dt.date()
         df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
         origin = f"the local store {store}"
