@@ -100,5 +100,10 @@ def test_capped_pages_with_shuffled_ties_converge_by_windows(box: Sandbox, seed:
     assert ranged["id"].to_list() == expected_ids(
         box, start=date(2026, 3, 1), end=date(2026, 5, 31)
     )
-    assert "unstable order: windows of one page" in stats.summary()
-    assert stats.windows > df.height // 37
+    # With a single offset pass allowed, the windows of one page must carry the export alone.
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, stats=stats, max_passes=1)
+    assert df["id"].to_list() == expected_ids(box)
+    if stats.windows > 1:  # unless the one pass and its re-read happened to agree
+        assert "unstable order: windows of one page" in stats.summary()

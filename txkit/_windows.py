@@ -466,9 +466,8 @@ class WindowedExport:
     def _first_page(self, span: Span) -> _First:
         params = span.params(self.filters)
         body, request = self.client.get_transactions({**params, "skip": 0, "limit": self.page_size})
-        self.on_page(0, 1)
-        self.on_page(1, 0)
         page = read_page(body, request=request)
+        self.on_page(page.count, page.count)
         sink = PageSink()
         self.stats.pages += 1
         sink.add(page)

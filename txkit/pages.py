@@ -233,7 +233,7 @@ class _Pass:
         # A first page shorter than both the limit and the total reveals a silent cap.
         stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
         self.stride = stride
-        self.on_page(1, _pages_needed(total, stride))
+        self.on_page(first.count, total)
         guard = 2 * _pages_needed(total, stride) + 16
         slots = deque((skip, stride) for skip in range(first.count, total, stride))
         sent = 1 + len(slots)
@@ -243,8 +243,7 @@ class _Pass:
             while slots and len(fetching) + len(reading) < self.window:
                 skip, limit = slots.popleft()
                 if self._refused and skip >= min(self._refused):
-                    self.on_page(1, 0)  # past a cap already seen: not asked
-                    continue
+                    continue  # past a cap already seen: not asked
                 fetching.add(self.fetchers.submit(self._fetch, skip, limit))
             if not fetching and not reading:
                 continue
@@ -255,14 +254,13 @@ class _Pass:
                     skip, limit, fetched, request = future.result()
                     if fetched is None:
                         self._refused.append(skip)
-                        self.on_page(1, 0)
                         continue
                     reading.add(self.readers.submit(self._read, skip, limit, fetched, request))
                     continue
                 reading.discard(future)
                 skip, limit, page = future.result()
                 self._accept(page)
-                self.on_page(1, 0)
+                self.on_page(page.count, 0)
                 if page.count:
                     self._worked.append(skip)
                 elif skip < min(total, page.total):
@@ -272,7 +270,6 @@ class _Pass:
                     # Short page (a cap lower than the first page's, or data that moved): ask
                     # for the rest of its slot instead of assuming the export ended.
                     slots.append((skip + page.count, wanted - page.count))
-                    self.on_page(0, 1)
                     sent += 1
         self.sink.flush()
         self.stats.exact_pages += self.sink.exact_pages
@@ -303,7 +300,7 @@ def fetch_query(
         concurrency: pages fetched at once after the first.
         max_passes: full passes before giving up.
         stats: an :class:`ExportStats` to add to.
-        progress: a tqdm-like bar (``update``, ``total``) or None.
+        progress: a tqdm-like bar (``update``, ``total``) counting records, or None.
 
     Returns:
         A :class:`QueryResult`; ``complete`` is False only when every pass disagreed with the
