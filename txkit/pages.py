@@ -187,8 +187,13 @@ class _Pass:
         self.sink = PageSink()
         self.slots: dict[tuple[int, int], bytes] = {}
         self.stride = page_size
-        self._refused: list[int] = []
+        self._refused: list[int] = []  # 422 past the first page
+        self._empty: list[int] = []  # empty pages below the total
         self._worked: list[int] = [0]
+        #: The skip from which every page of this pass came back empty below the total, if
+        #: any (a silent offset cap, or records that moved: two passes must agree).
+        self.empty_from: int | None = None
+        self.worked = 0
 
     @property
     def frames(self) -> list[pl.DataFrame]:
@@ -264,7 +269,7 @@ class _Pass:
                 if page.count:
                     self._worked.append(skip)
                 elif skip < min(total, page.total):
-                    self._refused.append(skip)  # empty below the total: maybe a silent cap
+                    self._empty.append(skip)
                 wanted = min(limit, max(0, total - skip))
                 if 0 < page.count < wanted and sent < guard:
                     # Short page (a cap lower than the first page's, or data that moved): ask
@@ -273,10 +278,13 @@ class _Pass:
                     sent += 1
         self.sink.flush()
         self.stats.exact_pages += self.sink.exact_pages
-        if self._refused and min(self._refused) > max(self._worked):
-            # Every page from some skip on was refused or empty, every page before it was not:
-            # the service stops at a maximum offset.
-            raise OffsetCapped(max(self._worked), min(self._refused), total, stride)
+        self.worked = max(self._worked)
+        if self._refused and min(self._refused) > self.worked:
+            # Every page from some skip on was refused, every page before it was not: the
+            # service stops at a maximum offset.
+            raise OffsetCapped(self.worked, min(self._refused), total, stride)
+        if self._empty and min(self._empty) > self.worked:
+            self.empty_from = min(self._empty)
         return total
 
 
@@ -354,6 +362,18 @@ def fetch_query(
                     ids=union,
                     slots=current.slots,
                     stride=current.stride,
+                )
+            if (
+                current.empty_from is not None
+                and previous is not None
+                and previous.empty_from is not None
+            ):
+                # Two passes both empty from (about) the same skip on, below the total.
+                raise OffsetCapped(
+                    min(current.worked, previous.worked),
+                    min(current.empty_from, previous.empty_from),
+                    total,
+                    current.stride,
                 )
             log.warning(
                 "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
