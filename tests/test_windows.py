@@ -107,3 +107,40 @@ def test_capped_pages_with_shuffled_ties_converge_by_windows(box: Sandbox, seed:
     assert df["id"].to_list() == expected_ids(box)
     if stats.windows > 1:  # unless the one pass and its re-read happened to agree
         assert "unstable order: windows of one page" in stats.summary()
+
+
+@pytest.mark.parametrize(
+    "spec", ["bounds=exclusive,date_shift=-5", "bounds=end_exclusive,date_shift=1"]
+)
+def test_a_measured_profile_sets_the_windows_and_the_edges_are_still_proven(
+    box: Sandbox, spec: str, tmp_path
+) -> None:
+    from txkit.probe import probe_service
+
+    box.faults = spec
+    profile = probe_service(box.base_url, box.secret_key, env_file=None)
+    assert profile.dates_known, profile.table()
+    file = profile.save(tmp_path / "service-profile.json")
+    first, last = date(2026, 4, 1), date(2026, 4, 30)
+    with connect(box) as client:
+        stats = txkit.ExportStats()
+        df = txkit.load_transactions(client, start=first, end=last, stats=stats, profile=file)
+        without = txkit.ExportStats()
+        plain = txkit.load_transactions(client, start=first, end=last, stats=without, profile=False)
+    assert df["id"].to_list() == plain["id"].to_list() == expected_ids(box, start=first, end=last)
+    assert any(note.startswith("profile: ") for note in stats.notes)
+    # The measured window reaches past both edges at once: no widening, no count.
+    assert stats.proof_requests.get("edges", 0) == 0 and stats.windows == 1
+
+
+def test_a_profile_for_another_service_is_ignored_with_a_warning(box: Sandbox, tmp_path) -> None:
+    from txkit.probe import ProfileWarning, probe_service
+
+    profile = probe_service(box.base_url, box.secret_key, env_file=None, max_requests=30)
+    profile.base_url = "http://127.0.0.1:9"
+    file = profile.save(tmp_path / "other.json")
+    with connect(box) as client, pytest.warns(ProfileWarning, match="measured for"):
+        stats = txkit.ExportStats()
+        df = txkit.load_transactions(client, currency="KES", stats=stats, profile=file)
+    assert df["id"].to_list() == expected_ids(box, currency=["KES"])
+    assert not stats.notes

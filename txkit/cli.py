@@ -94,7 +94,8 @@ def _run_export(args: argparse.Namespace) -> int:
     write_frame(df, output)
     print(
         f"exported {df.height:,} rows ({stats.pages:,} pages, {stats.requests:,} requests, "
-        f"{retries}, {stats.passes} pass(es)) in {stats.seconds:.1f} s -> {output}"
+        f"{retries}, {stats.passes} pass(es){stats.summary()}) in {stats.seconds:.1f} s "
+        f"-> {output}"
     )
     return 0
 

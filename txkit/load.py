@@ -95,7 +95,7 @@ def load_transactions(
     currency: Choice = None,
     start: DateLike | None = None,
     end: DateLike | None = None,
-    page_size: int = 1000,
+    page_size: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     max_passes: int = 4,
     margin_days: int = 1,
@@ -103,6 +103,7 @@ def load_transactions(
     progress: bool | None = None,
     stats: ExportStats | None = None,
     confirm: bool = True,
+    profile: Any = None,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
@@ -123,7 +124,8 @@ def load_transactions(
         currency: values of :data:`txkit.schema.CURRENCIES`.
         start: first day (``date``, ``datetime`` or ``'YYYY-MM-DD'``).
         end: last day, included.
-        page_size: records asked per page.
+        page_size: records asked per page; default the measured maximum of the service's
+            profile, else 1000.
         concurrency: pages fetched at once.
         max_passes: passes per query before the export is declared incomplete.
         margin_days: extra days asked for on each side of the range at first (widened until
@@ -134,6 +136,13 @@ def load_transactions(
         stats: an :class:`~txkit.pages.ExportStats` to fill in.
         confirm: read every window once more at the end, proving the set of records and not
             only their count (one request per page; see the README).
+        profile: the service profile ``txkit probe`` measured: None reads the default file
+            (:func:`txkit.probe.load_profile`, used only when it is for the client's base
+            URL), a path reads that file, a :class:`~txkit.probe.ServiceProfile` is used as
+            is, False uses none. It sets the page size, the first server window (measured
+            offset and inclusivity; the edges are still proven), the overlap of split windows
+            and a known maximum ``skip``; when the date filters apply to another field than
+            ``createdAt``, windows are open-ended and filtered locally.
 
     Returns:
         One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
@@ -151,13 +160,22 @@ def load_transactions(
     types, statuses, currencies, first, last = validate_filters(
         trans_type=trans_type, status=status, currency=currency, start=start, end=end
     )
-    if page_size < 1 or concurrency < 1 or max_passes < 1 or margin_days < 0:
+    if (
+        (page_size is not None and page_size < 1)
+        or concurrency < 1
+        or max_passes < 1
+        or (margin_days < 0)
+    ):
         raise ValueError(
             "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
         )
     own_client = client is None
     client = client or Client()
     stats = stats if stats is not None else ExportStats()
+    measured = _profile(profile, client)
+    plan = _profile_plan(measured, first, last, stats)
+    if page_size is None:
+        page_size = measured.page_size() if measured is not None else 1000
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
     bar = export_bar(progress, client)
@@ -183,6 +201,7 @@ def load_transactions(
                 stats=stats,
                 on_page=_on_page(bar),
                 margin=margin_days,
+                **plan,
             )
             try:
                 result = export.run()
@@ -267,6 +286,56 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
+
+
+def _profile(profile: Any, client: Client) -> Any:
+    """The :class:`~txkit.probe.ServiceProfile` to use, or None."""
+    if profile is False:
+        return None
+    from txkit.probe import ServiceProfile, load_profile
+
+    if isinstance(profile, ServiceProfile):
+        if profile is not None and _same_url(profile.base_url, client.base_url):
+            return profile
+        warnings.warn(
+            f"service profile ignored: it was measured for {profile.base_url}, not "
+            f"{client.base_url}",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    return load_profile(client.base_url, None if profile in (None, True) else profile)
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _profile_plan(
+    profile: Any, first: date | None, last: date | None, stats: ExportStats
+) -> dict[str, Any]:
+    """What a measured profile changes in the windows (see :class:`WindowedExport`)."""
+    if profile is None:
+        return {}
+    stats.note(f"profile: {profile.describe()}")
+    plan: dict[str, Any] = {}
+    max_skip = profile.value("max_skip")
+    if isinstance(max_skip, int) and max_skip >= 0:
+        plan["max_skip"] = max_skip
+    field = profile.value("date_field")
+    if field is not None and field != "createdAt":
+        plan["open_dates"] = True
+        return plan
+    if profile.dates_known:
+        plan["overlap"] = int(not profile.value("start_inclusive")) + int(
+            not profile.value("end_inclusive")
+        )
+        if first is not None or last is not None:
+            # A day beyond each edge, so that records past it prove the edge for free.
+            low = (first or last) - timedelta(days=1)
+            high = (last or first) + timedelta(days=1)
+            plan["start_end"] = profile.server_window(low, high)
+    return plan
 
 
 def _on_page(bar: Any) -> Any:
