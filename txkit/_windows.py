@@ -63,6 +63,8 @@ log = logging.getLogger("txkit")
 DAY = timedelta(days=1)
 #: The largest offset of a service's days from UTC considered plausible (UTC-14..UTC+14).
 MAX_OFFSET = timedelta(hours=14)
+#: A record updated at least this long after its creation tests which field dates filter.
+LAG_TEST = timedelta(days=4)
 #: The widest margin tried beyond an edge before the export fails.
 MAX_MARGIN_DAYS = 64
 _IDS_SCHEMA = {
@@ -236,6 +238,11 @@ class WindowedExport:
             for span in extensions:
                 log.info("widening %s to prove an edge", span)
                 self.pieces = self.pieces + self._fetch_span(span)
+        if not self.open_dates and self.outer != Span(None, None) and not self._on_created():
+            self.open_dates = True
+            self._note_open()
+            self.outer = Span(None, None)
+            self.pieces = self._fetch_span(self.outer)
         if self.confirm:
             self.pieces = self._confirmed(self.outer, self.pieces)
         return self.partial()
@@ -304,6 +311,51 @@ class WindowedExport:
             ):
                 return True
         return False
+
+    def _on_created(self) -> bool:
+        """Whether a record updated days after its creation is found by its creation day.
+
+        The edge proofs assume the date filters apply to ``createdAt``. Records whose
+        ``updatedAt`` is days later tell the two apart: the one with the longest gap is asked
+        for with dates two days either side of its ``createdAt`` (and its own status, type
+        and currency, so that one page holds the answer). Missing: the dates filter another
+        timestamp. No such record fetched, or a window too full to tell: nothing to test.
+        """
+        best: tuple[Any, ...] | None = None
+        for piece in self.pieces:
+            for frame in piece.frames:
+                if not frame.height or "updatedAt" not in frame.columns:
+                    continue
+                lag = (
+                    frame.select(
+                        "id",
+                        "createdAt",
+                        "status",
+                        "transType",
+                        "toCurrency",
+                        (pl.col("updatedAt") - pl.col("createdAt")).alias("lag"),
+                    )
+                    .filter(pl.col("lag").is_not_null())
+                    .sort("lag")
+                    .tail(1)
+                )
+                if lag.height and (best is None or lag["lag"][0] > best[-1]):
+                    best = lag.row(0)
+        if best is None or best[-1] < LAG_TEST:
+            return True
+        record_id, created, status, trans_type, currency, _ = best
+        day = created.date()
+        params = Span(day - 2 * DAY, day + 2 * DAY).params(self.filters)
+        for name, value in (("status", status), ("transType", trans_type), ("currency", currency)):
+            if value is not None:
+                params[name] = value
+        self.stats.proof("edges")
+        try:
+            body, _ = self.client.get_transactions({**params, "skip": 0, "limit": self.page_size})
+        except BadRequestError:
+            return True  # a value the filter does not take: nothing to test
+        total, ids = _ids_of(body)
+        return record_id in ids or total > len(ids)
 
     def _note_open(self) -> None:
         self.stats.note("date filters not on createdAt: fetched without dates, filtered locally")
@@ -552,7 +604,9 @@ class WindowedExport:
         reads agree."""
         pending = list(pieces)
         done: list[Piece] = []
-        for _ in range(self.max_passes + 1):
+        # Each round re-reads only the windows that changed; a service that changes on every
+        # request (swaps) needs a round per change until it is quiet.
+        for _ in range(3 * self.max_passes):
             verdicts = [(p, self._same_set(p)) for p in pending]
             changed = [p for p, verdict in verdicts if verdict != "same"]
             done += [p for p, verdict in verdicts if verdict == "same"]
