@@ -244,7 +244,7 @@ class WindowedExport:
             self.outer = Span(None, None)
             self.pieces = self._fetch_span(self.outer)
         if self.confirm:
-            self.pieces = self._confirmed(self.outer, self.pieces)
+            self.confirm_all()
         return self.partial()
 
     def partial(self) -> QueryResult:
@@ -599,49 +599,67 @@ class WindowedExport:
 
     # -- the set -----------------------------------------------------------------------------
 
-    def _confirmed(self, outer: Span, pieces: list[Piece]) -> list[Piece]:
-        """Read every window again; a window whose set changed is fetched again, until the
-        reads agree."""
-        pending = list(pieces)
-        done: list[Piece] = []
-        # Each round re-reads only the windows that changed; a service that changes on every
-        # request (swaps) needs a round per change until it is quiet.
+    def confirm_all(self) -> None:
+        """Read every window again until a whole round finds no change (see
+        :meth:`confirm_round`), then check that the windows still add up.
+
+        Raises:
+            IncompleteExportError: the records kept changing, or the windows do not add up.
+        """
         for _ in range(3 * self.max_passes):
-            verdicts = [(p, self._same_set(p)) for p in pending]
-            changed = [p for p, verdict in verdicts if verdict != "same"]
-            done += [p for p, verdict in verdicts if verdict == "same"]
-            if not changed:
+            if self.confirm_round():
                 break
-            if any(v == "lost" for _, v in verdicts) and not self._page_mode:
-                # A re-read that lost records without finding new ones: the order is not
-                # stable between requests, so offset pages cannot be confirmed.
-                self._page_mode = True
-                self.stats.note("unstable order: windows of one page")
-            log.warning(
-                "%d window(s) of %s changed while exported; fetching them again",
-                len(changed),
-                _describe(self.filters, outer),
-            )
-            pending = [q for p in changed for q in self._fetch_span(p.span)]
         else:
-            raise IncompleteExportError(
-                f"the records of {_describe(self.filters, outer)} kept changing: no two reads "
-                "of the same window agreed",
-                expected=sum(p.total for p in pending),
-                got=len(set().union(*(p.ids for p in pending))),
-                attempts=self.stats.passes,
-            )
-        total = self._outer_total(outer, done)
-        ids = set().union(*(p.ids for p in done))
+            raise self.unquiet()
+        self.final_check()
+
+    def confirm_round(self) -> bool:
+        """Re-read every window once; fetch again those whose set changed.
+
+        Returns:
+            True when every window read the same as it was fetched. After False, call again:
+            a change found in one window may have touched windows already re-read.
+        """
+        verdicts = [(p, self._same_set(p)) for p in self.pieces]
+        changed = [p for p, verdict in verdicts if verdict != "same"]
+        if not changed:
+            return True
+        if any(v == "lost" for _, v in verdicts) and not self._page_mode:
+            # A re-read that lost records without finding new ones: the order is not stable
+            # between requests, so offset pages cannot be confirmed.
+            self._page_mode = True
+            self.stats.note("unstable order: windows of one page")
+        log.warning(
+            "%d window(s) of %s changed while exported; fetching them again",
+            len(changed),
+            _describe(self.filters, self.outer),
+        )
+        same = [p for p, verdict in verdicts if verdict == "same"]
+        self.pieces = same + [q for p in changed for q in self._fetch_span(p.span)]
+        return False
+
+    def unquiet(self) -> IncompleteExportError:
+        """The error for records that never held still long enough to be confirmed."""
+        return IncompleteExportError(
+            f"the records of {_describe(self.filters, self.outer)} kept changing: no two reads "
+            "of the same windows agreed",
+            expected=sum(p.total for p in self.pieces),
+            got=len(set().union(*(p.ids for p in self.pieces))),
+            attempts=self.stats.passes,
+        )
+
+    def final_check(self) -> None:
+        """The confirmed windows' unique ids against the query's total (a count when split)."""
+        total = self._outer_total(self.outer, self.pieces)
+        ids = set().union(*(p.ids for p in self.pieces))
         if len(ids) != total:
             raise IncompleteExportError(
-                f"the windows of {_describe(self.filters, outer)} do not add up after "
+                f"the windows of {_describe(self.filters, self.outer)} do not add up after "
                 "confirming them",
                 expected=total,
                 got=len(ids),
                 attempts=self.stats.passes,
             )
-        return done
 
     def _same_set(self, piece: Piece) -> str:
         """Re-read the piece's pages: identical bodies, or (order changed) the same ids.

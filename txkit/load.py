@@ -187,6 +187,7 @@ def load_transactions(
         # What each query's proven windows add up to, with the server window that holds them
         # (re-checked below when several queries ran).
         outer: dict[str, dict[str, str | int]] = {}
+        exports: dict[str, WindowedExport] = {}
 
         def fetch(params: dict[str, str | int]) -> QueryResult:
             export = WindowedExport(
@@ -197,7 +198,7 @@ def load_transactions(
                 page_size=page_size,
                 concurrency=concurrency,
                 max_passes=max_passes,
-                confirm=confirm,
+                confirm=False,  # every query is confirmed after the last one, below
                 stats=stats,
                 on_page=_on_page(bar),
                 margin=margin_days,
@@ -218,16 +219,20 @@ def load_transactions(
                 result = export.partial()
             stats.totals[_key(params)] = result.total
             outer[_key(params)] = export.outer_params()
+            exports[_key(params)] = export
             return result
 
         results = {_key(q): fetch(q) for q in queries}
+        if confirm:
+            results = _confirm(exports, stats, max_passes, allow_incomplete)
         # Each query was verified when it ran; records may have moved since (a status change
         # takes a record out of one query and into another). Check every total once more and
         # fetch again the queries whose total moved, until all hold still. A single query was
-        # verified as a whole already: no other query ran after it.
+        # verified as a whole already: no other query ran after it. (The confirming read
+        # above re-reads every window after the last query: it covers this.)
         now: dict[str, int] = {}
         for _ in range(max_passes):
-            if len(queries) == 1:
+            if len(queries) == 1 or confirm:
                 break
             now = {_key(q): current_total(client, outer[_key(q)]) for q in queries}
             stats.proof("totals", len(queries))
@@ -286,6 +291,39 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
+
+
+def _confirm(
+    exports: dict[str, WindowedExport], stats: ExportStats, max_passes: int, allow: bool
+) -> dict[str, QueryResult]:
+    """Re-read every window of every query until a whole round finds no change.
+
+    After the last query, so that a record that left one query's filter and entered
+    another's while they ran (same totals, different sets) is seen.
+    """
+    try:
+        for _ in range(3 * max_passes):
+            if all([export.confirm_round() for export in exports.values()]):
+                break
+        else:
+            raise next(iter(exports.values())).unquiet()
+        for export in exports.values():
+            export.final_check()
+    except IncompleteExportError as exc:
+        if not allow:
+            raise
+        _incomplete(
+            QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+            {"queries": ", ".join(exports)},
+            max_passes,
+            allow,
+            what=str(exc),
+        )
+    results = {}
+    for key, export in exports.items():
+        results[key] = export.partial()
+        stats.totals[key] = results[key].total
+    return results
 
 
 def _profile(profile: Any, client: Client) -> Any:
