@@ -12,7 +12,10 @@ from datetime import UTC, date, datetime
 import pytest
 
 import txkit
+from tests.factories import page, record
+from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
 from tests.test_load import connect, expected_ids
+from txkit.errors import IncompleteExportError
 from txkit.sandbox import Sandbox, generate_ledger
 
 
@@ -144,3 +147,19 @@ def test_a_profile_for_another_service_is_ignored_with_a_warning(box: Sandbox, t
         df = txkit.load_transactions(client, currency="KES", stats=stats, profile=file)
     assert df["id"].to_list() == expected_ids(box, currency=["KES"])
     assert not stats.notes
+
+
+def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:  # noqa: F811
+    """A service whose every answer holds one record fewer than its total: no window, however
+    small, can add up, and the export says so instead of returning short."""
+    requests = {"n": 0}
+
+    def respond(seen: Seen) -> Reply:
+        requests["n"] += 1
+        records = [record(0, createdAt="2026-03-02T10:00:00.000Z"), record(1)]
+        return Reply(body=page(records, total=3))
+
+    server: HostileServer = hostile_server(respond)
+    with server.client() as client, pytest.raises(IncompleteExportError, match="expected"):
+        txkit.load_transactions(client, start="2026-03-01", end="2026-03-31", progress=False)
+    assert requests["n"] < 200

@@ -473,6 +473,15 @@ class WindowedExport:
             self._learn_cap(span, cap)
             return self._split(span)
         if not result.complete:
+            if self._page_mode:
+                # It fits in one page, yet its own pages disagree with its total.
+                raise IncompleteExportError(
+                    f"the window {_describe(self.filters, span)} fits in one page and still "
+                    "does not add up",
+                    expected=result.total,
+                    got=result.unique,
+                    attempts=self.stats.passes,
+                )
             self._page_mode = True
             self.stats.note("unstable order: windows of one page")
             return self._split(span)
