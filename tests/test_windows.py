@@ -163,3 +163,112 @@ def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:  # no
     with server.client() as client, pytest.raises(IncompleteExportError, match="expected"):
         txkit.load_transactions(client, start="2026-03-01", end="2026-03-31", progress=False)
     assert requests["n"] < 200
+
+
+@pytest.mark.parametrize("mode", ["", ",max_skip_mode=empty"])
+@pytest.mark.parametrize("filters", [{}, {"start": date(2026, 1, 1), "end": date(2026, 6, 30)}])
+def test_an_offset_cap_splits_the_query_into_verified_date_windows(
+    box: Sandbox, mode: str, filters: dict
+) -> None:
+    box.faults = f"max_skip=300{mode}"
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, page_size=100, stats=stats, **filters)
+    assert df["id"].to_list() == expected_ids(box, **filters)
+    assert stats.max_skip == 300
+    assert stats.windows >= df.height // 400
+    assert "max skip 300" in stats.summary() and "date windows" in stats.summary()
+
+
+@pytest.mark.parametrize("mode", ["", ",max_skip_mode=empty"])
+def test_a_day_above_the_offset_cap_fails_naming_the_day_and_the_cap(
+    box: Sandbox, mode: str
+) -> None:
+    box.faults = f"max_skip=2{mode}"
+    with connect(box) as client, pytest.raises(IncompleteExportError) as info:
+        txkit.load_transactions(client, page_size=2)
+    message = str(info.value)
+    assert "one-day window [startDate=20" in message and "past skip 2 " in message
+    assert "a day cannot be split further" in message
+
+
+def test_the_cap_found_is_in_the_cli_summary(box: Sandbox, tmp_path) -> None:
+    from tests.test_load import _cli
+
+    box.faults = "max_skip=1000,max_skip_mode=empty"
+    done = _cli(box, "export", "--page-size", "200", "-o", "all.parquet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "; max skip 1,000; " in done.stdout and "date windows" in done.stdout
+
+
+SWAPS = [
+    ("swaps=pending:verified", {"status": "verified"}),
+    ("swaps=pending:verified,fault_seed=3", {"status": "verified", "page_size": 2}),
+    ("swaps=abandoned:successful,swap_count=20", {"status": "successful", "page_size": 300}),
+    ("swaps=pending:processing,fault_seed=5", {"status": ["processing", "failed"]}),
+    # A record leaves one query (pending) for another (verified), one leaves verified.
+    ("swaps=pending:verified,fault_seed=1", {"status": ["pending", "verified"]}),
+]
+
+
+@pytest.mark.parametrize(("spec", "kw"), SWAPS, ids=[s for s, _ in SWAPS])
+def test_records_swapping_in_and_out_end_as_the_quiet_service_lists_them(
+    box: Sandbox, spec: str, kw: dict
+) -> None:
+    box.faults = spec
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, stats=stats, **kw)
+    status = kw["status"] if isinstance(kw["status"], list) else [kw["status"]]
+    assert box.served_records()  # the service is quiet now: swap_count pages were served
+    assert df["id"].to_list() == expected_ids(box, status=status)
+    assert set(df["status"]) <= set(status)
+    assert stats.proof_requests["confirm"] >= 1
+
+
+def test_without_the_confirming_read_a_swap_goes_unseen(box: Sandbox) -> None:
+    """Why the set is proven: the count agrees while the records are wrong."""
+    box.faults = "swaps=pending:verified"
+    with connect(box) as client:
+        df = txkit.load_transactions(client, status="verified", confirm=False)
+    expected = expected_ids(box, status=["verified"])
+    assert df.height == len(expected) and df["id"].to_list() != expected
+
+
+def test_the_confirming_read_costs_one_request_per_page_on_a_clean_service(box: Sandbox) -> None:
+    with connect(box) as client:
+        plain, confirmed = txkit.ExportStats(), txkit.ExportStats()
+        txkit.load_transactions(client, page_size=200, stats=plain, confirm=False)
+        txkit.load_transactions(client, page_size=200, stats=confirmed)
+    assert confirmed.proof_requests == {"confirm": plain.pages}
+    assert confirmed.requests == plain.requests + plain.pages
+
+
+@pytest.mark.parametrize("spec", ["date_field=updatedAt", "date_field=updatedAt,bounds=exclusive"])
+def test_dates_on_updated_at_without_a_profile_are_exact(box: Sandbox, spec: str) -> None:
+    box.faults = spec
+    with connect(box) as client:
+        for first, last in [
+            (date(2026, 3, 1), date(2026, 3, 31)),
+            (date(2026, 2, 1), date(2026, 8, 31)),
+        ]:
+            stats = txkit.ExportStats()
+            df = txkit.load_transactions(client, start=first, end=last, stats=stats, profile=False)
+            assert df["id"].to_list() == expected_ids(box, start=first, end=last)
+    # Over months, records updated days after creation show where the dates apply.
+    assert "date filters not on createdAt" in stats.summary()
+
+
+def test_dates_on_updated_at_with_a_profile_are_exact(box: Sandbox, tmp_path) -> None:
+    from txkit.probe import probe_service
+
+    box.faults = "date_field=updatedAt"
+    profile = probe_service(box.base_url, box.secret_key, env_file=None)
+    assert profile.value("date_field") == "updatedAt", profile.table()
+    file = profile.save(tmp_path / "service-profile.json")
+    first, last = date(2026, 3, 1), date(2026, 3, 31)
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, start=first, end=last, stats=stats, profile=file)
+    assert df["id"].to_list() == expected_ids(box, start=first, end=last)
+    assert "date filters not on createdAt" in stats.summary()
