@@ -175,9 +175,8 @@ class WindowedExport:
         self.pieces = self._fetch_span(self.outer)
         lo_margin, hi_margin = self.margin, self.margin
         lower = upper = False
-        rounds = 0
+        mismatches = 0
         while True:
-            rounds += 1
             pieces, outer = self.pieces, self.outer
             if not self.open_dates and self._date_field_mismatch(pieces):
                 self.open_dates = True
@@ -189,7 +188,8 @@ class WindowedExport:
             total = self._outer_total(outer, pieces)
             ids = set().union(*(p.ids for p in pieces))
             if len(ids) != total:
-                if rounds > self.max_passes:
+                mismatches += 1
+                if mismatches > self.max_passes:
                     raise IncompleteExportError(
                         f"the date windows of {_describe(self.filters, outer)} do not add up "
                         "(records kept moving)",
@@ -233,16 +233,18 @@ class WindowedExport:
                 extensions.append(Span(start, end))
                 outer = Span(outer.start, end)
             if not extensions:
-                break
+                if self.open_dates or outer == Span(None, None) or self._on_created():
+                    break
+                # The dates filter another timestamp: the edge proofs do not hold.
+                self.open_dates = True
+                self._note_open()
+                self.outer = Span(None, None)
+                self.pieces = self._fetch_span(self.outer)
+                continue
             self.outer = outer
             for span in extensions:
                 log.info("widening %s to prove an edge", span)
                 self.pieces = self.pieces + self._fetch_span(span)
-        if not self.open_dates and self.outer != Span(None, None) and not self._on_created():
-            self.open_dates = True
-            self._note_open()
-            self.outer = Span(None, None)
-            self.pieces = self._fetch_span(self.outer)
         if self.confirm:
             self.confirm_all()
         return self.partial()
