@@ -137,6 +137,8 @@ class WindowedExport:
             no dates and filter locally.
         max_skip: a known maximum ``skip`` (from a profile).
         margin: days asked for beyond each edge at first (widened until each is proven).
+        digests: keep page digests for a confirming read (run here with ``confirm``, or by
+            the caller with :meth:`confirm_all`/:meth:`confirm_round`).
     """
 
     client: Client
@@ -154,6 +156,7 @@ class WindowedExport:
     open_dates: bool = False
     max_skip: int | None = None
     margin: int = 1
+    digests: bool = True
     _page_mode: bool = field(default=False, init=False)
     outer: Span = field(default=Span(None, None), init=False)
     pieces: list[Piece] = field(default_factory=list, init=False)
@@ -381,6 +384,7 @@ class WindowedExport:
                 max_passes=self.max_passes,
                 stats=self.stats,
                 progress=_Hook(self.on_page),
+                digests=self.digests,
             )
         except OffsetCapped as cap:
             self._learn_cap(span, cap)
@@ -470,6 +474,7 @@ class WindowedExport:
                 max_passes=self.max_passes,
                 stats=self.stats,
                 progress=_Hook(self.on_page),
+                digests=self.digests,
             )
         except OffsetCapped as cap:
             self._learn_cap(span, cap)
@@ -510,6 +515,7 @@ class WindowedExport:
             max_passes=self.max_passes,
             stats=self.stats,
             progress=_Hook(self.on_page),
+            digests=self.digests,
         )
         if not result.complete:
             raise IncompleteExportError(

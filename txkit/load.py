@@ -199,6 +199,7 @@ def load_transactions(
                 concurrency=concurrency,
                 max_passes=max_passes,
                 confirm=False,  # every query is confirmed after the last one, below
+                digests=confirm,
                 stats=stats,
                 on_page=_on_page(bar),
                 margin=margin_days,

@@ -144,8 +144,13 @@ class OffsetCapped(Exception):
 
 
 def digest(body: bytes) -> bytes:
-    """A short digest of a response body (hashlib releases the GIL on large inputs)."""
-    return hashlib.blake2b(body, digest_size=16).digest()
+    """A digest of a response body, to tell whether a page changed between two reads.
+
+    SHA-1 (not for security: no one forges these pages) because it is the fastest of
+    hashlib's digests here: 0.14 s for 245 MB, blake2b 0.21 s, md5 0.34 s; hashlib releases
+    the GIL on large inputs.
+    """
+    return hashlib.sha1(body, usedforsecurity=False).digest()
 
 
 def _pages_needed(total: int, stride: int) -> int:
@@ -175,6 +180,7 @@ class _Pass:
         window: int,
         stats: ExportStats,
         on_page: Callable[[int, int], None],
+        digests: bool = True,
     ) -> None:
         self.client = client
         self.params = dict(params)
@@ -186,6 +192,7 @@ class _Pass:
         self.on_page = on_page
         self.sink = PageSink()
         self.slots: dict[tuple[int, int], bytes] = {}
+        self.digests = digests
         self.stride = page_size
         self._refused: list[int] = []  # 422 past the first page
         self._empty: list[int] = []  # empty pages below the total
@@ -216,7 +223,7 @@ class _Pass:
             if skip > 0 and exc.status_code == 422:
                 return skip, limit, None, exc.request  # past a maximum skip (checked at the end)
             raise
-        self.slots[(skip, limit)] = digest(body)
+        self.slots[(skip, limit)] = digest(body) if self.digests else b""
         return skip, limit, body, request
 
     @staticmethod
@@ -297,6 +304,7 @@ def fetch_query(
     max_passes: int = 4,
     stats: ExportStats | None = None,
     progress: Any = None,
+    digests: bool = True,
 ) -> QueryResult:
     """Fetch every record of one query, verified against the service's total.
 
@@ -308,6 +316,7 @@ def fetch_query(
         concurrency: pages fetched at once after the first.
         max_passes: full passes before giving up.
         stats: an :class:`ExportStats` to add to.
+        digests: keep a digest of every page's body (for a confirming re-read).
         progress: a tqdm-like bar (``update``, ``total``) counting records, or None.
 
     Returns:
@@ -346,6 +355,7 @@ def fetch_query(
                 window=fetching + reading,
                 stats=stats,
                 on_page=on_page,
+                digests=digests,
             )
             total = current.run()
             stats.passes += 1
