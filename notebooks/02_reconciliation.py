@@ -35,11 +35,14 @@ source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sand
 store = "data/store"  # the local Parquet store, read when source is store
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
 from txkit.analysis import reconcile, reconcile_summary
 from txkit.findings import reconcile_findings
-from txkit.notebook import display_table, load_month, load_orders, what_to_look_at
+import polars as pl
+
+from txkit.notebook import display_exceptions, display_table, load_month, load_orders, what_to_look_at
 from txkit.plots import plot_reconciliation
 
 df, info = load_month(month, source=source, store=store)
@@ -54,7 +57,7 @@ info
 # %%
 result = reconcile(df, expected)
 summary = reconcile_summary(result)
-display_table(summary, show_pii=show_pii)
+display_table(summary, show_pii=show_pii, key=["category", "currency"])
 
 # %% tags=["nbval-ignore-output"]
 plot_reconciliation(summary);
@@ -63,10 +66,25 @@ plot_reconciliation(summary);
 # ## Every reference that does not match
 
 # %%
-display_table(result.filter(result["category"] != "matched"), show_pii=show_pii, rows=60)
+display_exceptions(
+    result.filter(result["category"] != "matched"),
+    "reconciliation_mismatches",
+    title="Reconciliation mismatches",
+    key=["reference", "category"],
+    sort=["category", pl.col("difference").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="02_reconciliation.html",
+    show_pii=show_pii,
+    rows=60,
+    empty="None this month: every reference matches.",
+    population=result.height,
+    population_label="references",
+)
 
 # %% [markdown]
 # ## What to look at
 
 # %%
-what_to_look_at(reconcile_findings(result, summary))
+what_to_look_at(reconcile_findings(result, summary), show_pii=show_pii)

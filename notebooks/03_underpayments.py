@@ -35,11 +35,14 @@ source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sand
 store = "data/store"  # the local Parquet store, read when source is store
 currency = "NGN"  # the currency of the per-bank plot
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
 from txkit.analysis import activity_comparison, repeat_shortfalls, underpayment_summary, underpayments
 from txkit.findings import underpayment_findings
-from txkit.notebook import display_table, load_month, what_to_look_at
+import polars as pl
+
+from txkit.notebook import display_exceptions, display_table, load_month, what_to_look_at
 from txkit.plots import plot_shortfall_by
 
 df, info = load_month(month, source=source, store=store)
@@ -50,7 +53,22 @@ info
 
 # %%
 flagged = underpayments(df)
-display_table(flagged, show_pii=show_pii, rows=20)
+display_exceptions(
+    flagged,
+    "flagged_payments",
+    title="Flagged under- and overpayments",
+    key=["id", "type"],
+    sort=["type", pl.col("shortfall").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="03_underpayments.html",
+    show_pii=show_pii,
+    rows=20,
+    empty="None this month: no under- or overpayment was recorded.",
+    population=int(underpayment_summary(df, by="currency")["successful_collections"].sum()),
+    population_label="successful collections",
+)
 
 # %% [markdown]
 # ## Totals and rates by currency, bank and payment channel
@@ -61,7 +79,7 @@ display_table(by_currency, show_pii=show_pii)
 
 # %%
 by_bank = underpayment_summary(df, by=["bank", "channel"])
-display_table(by_bank, show_pii=show_pii)
+display_table(by_bank, show_pii=show_pii, sort=["currency", "bank", "channel"])
 
 # %% tags=["nbval-ignore-output"]
 plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currency=currency);
@@ -71,7 +89,7 @@ plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currenc
 
 # %%
 repeats = repeat_shortfalls(df, min_count=2, top=10)
-display_table(repeats, show_pii=show_pii)
+display_table(repeats, show_pii=show_pii, empty="None this month: no customer underpaid more than once.")
 
 # %% [markdown]
 # ## Checkout behaviour: underpaid vs overpaid vs exact (virtual-account payments)
@@ -83,4 +101,4 @@ display_table(activity_comparison(df, channel="VA"), show_pii=show_pii)
 # ## What to look at
 
 # %%
-what_to_look_at(underpayment_findings(flagged, by_currency, repeats))
+what_to_look_at(underpayment_findings(flagged, by_currency, repeats), show_pii=show_pii)

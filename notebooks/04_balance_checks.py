@@ -47,11 +47,14 @@ store = "data/store"  # the local Parquet store, read when source is store
 currency = "NGN"  # the wallet to plot
 history_months = 1  # months before `month` loaded to anchor the chains (0: the month alone)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
 from txkit.analysis import balance_breaks, balance_summary
 from txkit.findings import balance_findings
-from txkit.notebook import display_table, load_history, load_month, what_to_look_at
+import polars as pl
+
+from txkit.notebook import display_exceptions, display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store)
@@ -74,7 +77,22 @@ display_table(summary, show_pii=show_pii)
 
 # %%
 breaks = balance_breaks(df, history=history)
-display_table(breaks, show_pii=show_pii, rows=60)
+display_exceptions(
+    breaks,
+    "balance_breaks",
+    title="Balance breaks",
+    key=["id", "field", "kind"],
+    sort=["kind", pl.col("difference").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="04_balance_checks.html",
+    show_pii=show_pii,
+    rows=60,
+    empty="None this month: every checked balance follows the model.",
+    population=int(summary["checked"].sum()),
+    population_label="balance-after values checked",
+)
 
 # %% tags=["nbval-ignore-output"]
 plot_balance(df, breaks, currency=currency);
@@ -83,4 +101,4 @@ plot_balance(df, breaks, currency=currency);
 # ## What to look at
 
 # %%
-what_to_look_at(balance_findings(breaks, summary))
+what_to_look_at(balance_findings(breaks, summary), show_pii=show_pii)

@@ -14,11 +14,9 @@ that month is then left untouched (the new one is built aside and swapped in at 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -28,6 +26,7 @@ from typing import Any
 
 from txkit.errors import TxkitError
 from txkit.load import month_bounds, previous_months
+from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
 log = logging.getLogger("txkit")
 
@@ -65,96 +64,44 @@ def _notebooks(folder: Path) -> list[Path]:
     return found
 
 
-def _summary_of(notebook: dict) -> list[str]:
-    """The "What to look at" bullet points of an executed notebook."""
-    cells = notebook["cells"]
-    for index, cell in enumerate(cells):
-        if cell["cell_type"] == "markdown" and "what to look at" in "".join(cell["source"]).lower():
-            for later in cells[index + 1 :]:
-                for output in later.get("outputs", []):
-                    text = output.get("data", {}).get("text/markdown")
-                    if text:
-                        return [
-                            line.removeprefix("* ").strip()
-                            for line in "".join(text).splitlines()
-                            if line.strip()
-                        ]
-    return []
+# The page and index rendering lives in txkit.report_html (these names are kept for callers).
+_summary_of = summary_of
+_title_of = title_of
 
 
-def _title_of(notebook: dict, fallback: str) -> str:
-    """The notebook's first Markdown heading (``# 01 · What is in ...``), else its name."""
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "markdown":
-            for line in "".join(cell["source"]).splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return fallback.replace("_", " ")
+def _add_headlines(
+    sections: list[Section], *, month: str, store: Path, staging: Path, out: Path
+) -> None:
+    """Each section's downloads and headline figures (this month against the one before)."""
+    import polars as pl
+
+    from txkit.downloads import read_downloads
+    from txkit.headlines import exception_headlines, explore_headlines, underpayment_headlines
+    from txkit.store import scan_store
+    from txkit.trends import month_over_month, monthly_metrics
+
+    before = previous_months(month, 1)[0]
+    metrics = monthly_metrics(scan_store(store).filter(pl.col("month").is_in([before, month])))
+    mom = month_over_month(metrics, month)
+    published = read_downloads(staging)
+    previous = read_downloads(out / before)
+    by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
+    for section in sections:
+        topic = Path(section.href).stem.split("_", 1)[-1]
+        if topic in by_topic:
+            section.headlines += by_topic[topic](mom)
+        section.downloads = [d for d in published.values() if d.get("page") == section.href]
+        for entry in section.downloads:
+            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
 
 
-_NO_ALT = "No description has been provided for this image"
-
-
-def _figure_descriptions(notebook: dict) -> list[str]:
-    """Alt text for each image output, in order: the section heading above its cell."""
-    heading = ""
-    out = []
-    for cell in notebook.get("cells", []):
-        source = "".join(cell.get("source", []))
-        if cell.get("cell_type") == "markdown":
-            lines = [ln.lstrip("#").strip() for ln in source.splitlines() if ln.startswith("#")]
-            heading = lines[-1] if lines else heading
-        for output in cell.get("outputs", []):
-            if "image/png" in output.get("data", {}):
-                out.append(f"Chart: {heading}" if heading else "Chart")
-    return out
-
-
-def _to_html(notebook_path: Path, notebook: dict) -> str:
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
-    exporter.exclude_input_prompt = True
-    exporter.exclude_output_prompt = True
-    # nbconvert marks images without alt text with a placeholder and warns; each chart gets
-    # the heading of its section instead (the placeholders are in output order).
-    exporter.log = logging.getLogger("txkit.nbconvert")
-    exporter.log.setLevel(logging.ERROR)
-    body, _ = exporter.from_filename(str(notebook_path))
-    alts = _figure_descriptions(notebook)
-    if body.count(_NO_ALT) == len(alts):
-        for alt in alts:
-            body = body.replace(_NO_ALT, html.escape(alt, quote=True), 1)
-    else:
-        log.warning("%s: %d image(s) without alternative text", notebook_path.name, len(alts))
-    # Self-contained: no script from the network (MathJax is not needed by these reports).
-    return re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
-
-
-def _index_html(
-    month: str, entries: list[tuple[str, str, list[str]]], *, show_pii: bool, freshness: str
-) -> str:
-    mode = (
-        "UNMASKED: customer e-mails and account numbers are shown (show_pii)"
-        if show_pii
-        else "masked: customer e-mails, names and account numbers are masked"
-    )
-    items = []
-    for title, href, summary in entries:
-        bullets = "".join(f"<li>{html.escape(s)}</li>" for s in summary)
-        items.append(
-            f'<section><h2><a href="{html.escape(href)}">{html.escape(title)}</a></h2>'
-            f"<ul>{bullets}</ul></section>"
-        )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>txkit report {month}</title>"
-        "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
-        "h2{margin-bottom:.3rem}.mode{padding:.4rem;background:#eef}</style></head><body>"
-        f"<h1>Transactions report {html.escape(month)}</h1>"
-        f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
-        f"<p>{html.escape(freshness)}</p>" + "".join(items) + "</body></html>\n"
-    )
+def _table_version(manifest: Any) -> str | None:
+    """The store's table version the report read, when the store records one."""
+    for name in ("table_version", "version"):
+        value = getattr(manifest, name, None)
+        if value is not None:
+            return str(value)
+    return None
 
 
 def run_report(
@@ -241,11 +188,14 @@ def run_report(
     staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
     staging.chmod(0o755)
     timings: dict[str, float] = {}
-    entries = []
+    entries: list[Section] = []
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
     # TCP, which any local user could reach (ipykernel warns about it on every start).
     sockets = Path(tempfile.mkdtemp(prefix="txkit-kernel-"))
     kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
+    # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
+    progress_env = os.environ.get("TXKIT_PROGRESS")
+    os.environ["TXKIT_PROGRESS"] = "0"
     try:
         bar = tqdm(
             sources,
@@ -263,6 +213,7 @@ def run_report(
                 "store": str(store.resolve()),
                 "orders": orders,
                 "show_pii": show_pii,
+                "downloads": str(staging.resolve()),
             }
             declared = papermill.inspect_notebook(str(source_nb))
             try:
@@ -283,10 +234,21 @@ def run_report(
             timings[source_nb.stem] = time.perf_counter() - began
             executed = json.loads(target.read_text(encoding="utf-8"))
             page = target.with_suffix(".html")
-            page.write_text(_to_html(target, executed), encoding="utf-8")
-            entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
+            title = title_of(executed, source_nb.stem)
+            page.write_text(page_html(target, executed, month=month, title=title), encoding="utf-8")
+            entries.append(Section(title, page.name, summary_of(executed)))
+        _add_headlines(entries, month=month, store=store, staging=staging, out=out)
         (staging / "index.html").write_text(
-            _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
+            index_html(
+                month,
+                entries,
+                show_pii=show_pii,
+                freshness=freshness,
+                source=str(manifest.source),
+                # Filled when the store exposes table versions (the Delta store does).
+                table_version=_table_version(manifest),
+            ),
+            encoding="utf-8",
         )
         final = out / month
         previous = out / f".{month}.previous"
@@ -300,6 +262,10 @@ def run_report(
         raise
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+        if progress_env is None:
+            os.environ.pop("TXKIT_PROGRESS", None)
+        else:
+            os.environ["TXKIT_PROGRESS"] = progress_env
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,
