@@ -71,6 +71,8 @@ display_exceptions(
     "reconciliation_mismatches",
     title="Reconciliation mismatches",
     key=["reference", "category"],
+    first=["difference", "export_amount", "order_amount", "export_currency", "order_currency",
+           "export_status", "order_status"],
     sort=["category", pl.col("difference").abs()],
     descending=[False, True],
     month=month,

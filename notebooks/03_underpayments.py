@@ -58,6 +58,7 @@ display_exceptions(
     "flagged_payments",
     title="Flagged under- and overpayments",
     key=["id", "type"],
+    first=["transactionReference", "currency", "shortfall", "expected", "paid"],
     sort=["type", pl.col("shortfall").abs()],
     descending=[False, True],
     month=month,

@@ -82,6 +82,7 @@ display_exceptions(
     "balance_breaks",
     title="Balance breaks",
     key=["id", "field", "kind"],
+    first=["currency", "difference", "expected", "reported"],
     sort=["kind", pl.col("difference").abs()],
     descending=[False, True],
     month=month,

@@ -296,10 +296,12 @@ def display_exceptions(
     empty: str = "None this month.",
     population: int | None = None,
     population_label: str = "",
+    first: Sequence[str] = (),
 ) -> None:
     """Display an exception list and, in a report, write it as CSV and Excel with links.
 
-    The table is shown as by :func:`display_table` (``key`` columns first). When
+    The table is shown as by :func:`display_table` (``key`` columns first, then ``first``,
+    the ones that matter most, so they are in view without scrolling). When
     ``downloads`` is a folder (``txkit report`` sets it), the whole list is written there by
     :func:`txkit.downloads.publish_exceptions`, marked new / still open / resolved against the
     previous month's report, and a line with the counts and the links follows the table.
@@ -311,7 +313,13 @@ def display_exceptions(
     from txkit.downloads import publish_exceptions
 
     display_table(
-        df, show_pii=show_pii, rows=rows, key=key, sort=sort, descending=descending, empty=empty
+        df,
+        show_pii=show_pii,
+        rows=rows,
+        key=[*key, *[c for c in first if c not in key]],
+        sort=sort,
+        descending=descending,
+        empty=empty,
     )
     written = publish_exceptions(
         df,

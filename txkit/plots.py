@@ -24,10 +24,12 @@ __all__ = [
     "human_amount",
     "plot_balance",
     "plot_daily_volume",
+    "plot_exception_trends",
+    "plot_money_trend",
+    "plot_rate_trends",
     "plot_reconciliation",
     "plot_shortfall_by",
     "plot_status_mix",
-    "plot_trend",
 ]
 
 #: One distinct colour per status: greens for success, blues for in flight, warm for failures.
@@ -227,33 +229,113 @@ def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Fi
     return fig
 
 
-def plot_trend(
-    metrics: pl.DataFrame, column: str, *, title: str, ylabel: str, percent: bool = False
-) -> Figure:
-    """One line per currency over the months (from :func:`txkit.trends.monthly_metrics`).
+def _month_axis(ax: plt.Axes, months: list[str]) -> None:
+    ax.set_xticks(range(len(months)), months, rotation=45, ha="right", fontsize="small")
+    ax.set_xlim(-0.5, len(months) - 0.5)
+    ax.grid(True, alpha=0.3)
 
-    Args:
-        metrics: ``month``, ``currency`` and ``column``.
-        column: the figure to draw.
-        title: the chart's title.
-        ylabel: the axis label (with its unit).
-        percent: ``column`` is a rate (0-1), drawn as a percentage.
-    """
-    fig, ax = _figure(title)
-    months = sorted(metrics["month"].unique().to_list())
-    for currency in sorted(metrics["currency"].drop_nulls().unique().to_list()):
-        part = metrics.filter(pl.col("currency") == currency).sort("month")
+
+def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> None:
+    for currency in sorted(data["currency"].drop_nulls().unique().to_list()):
+        part = data.filter(pl.col("currency") == currency).sort("month")
         values = part[column].cast(pl.Float64).to_list()
         if percent:
             values = [None if v is None else v * 100 for v in values]
         where = [months.index(m) for m in part["month"].to_list()]
-        ax.plot(where, values, marker="o", label=currency)
-    ax.set_xticks(range(len(months)), months, rotation=30, ha="right")
-    ax.set_xlabel("month (UTC)")
-    ax.set_ylabel(ylabel)
-    if percent:
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.1f}%"))
+        ax.plot(where, values, marker="o", ms=3, label=currency)
+
+
+def plot_money_trend(metrics: pl.DataFrame) -> Figure:
+    """Money in (collections, conversions in) and out (transfers, settlements) per month, one
+    panel per currency with its own unit (from :func:`txkit.trends.monthly_metrics`)."""
+    months = sorted(metrics["month"].unique().to_list())
+    currencies = sorted(metrics["currency"].drop_nulls().unique().to_list()) or ["none"]
+    columns = min(3, len(currencies))
+    rows = -(-len(currencies) // columns)
+    fig, axes = plt.subplots(
+        rows, columns, figsize=(10, 3 * rows), layout="constrained", squeeze=False
+    )
+    fig.suptitle("Successful money in and out per month, by currency")
+    for ax in axes.flat[len(currencies) :]:
+        ax.set_visible(False)
+    for ax, currency in zip(axes.flat, currencies, strict=False):
+        part = metrics.filter(pl.col("currency") == currency).sort("month")
+        where = [months.index(m) for m in part["month"].to_list()]
+        for column, label, colour in (
+            ("incoming", "in", "#2ca02c"),
+            ("outgoing", "out", "#d62728"),
+        ):
+            if column in part.columns:
+                values = part[column].cast(pl.Float64).to_list()
+                ax.plot(where, values, marker="o", ms=3, label=label, color=colour)
+        ax.set_title(currency)
+        ax.set_ylabel(f"amount ({currency})")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, u=currency: human_amount(v, u)))
+        _month_axis(ax, months)
+        ax.legend(fontsize="small")
+    return fig
+
+
+def plot_rate_trends(table: pl.DataFrame) -> Figure:
+    """Success, fee, underpayment and match rates per month, in percent (from
+    :func:`txkit.trends.trend_table`); one line per currency (the match rate: all of them)."""
+    months = sorted(table["month"].unique().to_list())
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), layout="constrained")
+    fig.suptitle("Rates per month")
+    panels = (
+        ("success_rate", "Success rate", "successful records (%)"),
+        ("fee_rate", "Fee rate", "fees / volume (%)"),
+        ("underpayment_rate", "Underpayment rate", "of successful collections (%)"),
+    )
+    for ax, (column, title, label) in zip(axes.flat, panels, strict=False):
+        _lines(ax, table.filter(pl.col(column).is_not_null()), column, months, percent=True)
+        ax.set_title(title)
+        ax.set_ylabel(label)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
+        _month_axis(ax, months)
+    axes.flat[0].legend(title="currency", fontsize="small")
+    match = table.select("month", "match_rate").unique("month").sort("month")
+    ax = axes.flat[3]
+    known = match.filter(pl.col("match_rate").is_not_null())
+    ax.set_title("Match rate (each month's report)")
+    ax.set_ylabel("references matched (%)")
+    _month_axis(ax, months)
+    if known.height:
+        where = [months.index(m) for m in known["month"].to_list()]
+        ax.plot(where, [v * 100 for v in known["match_rate"].to_list()], marker="o", ms=3)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
     else:
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_amount(v)))
-    ax.legend(title="currency", fontsize="small")
+        ax.text(0.5, 0.5, "No monthly report yet", ha="center", transform=ax.transAxes)
+    return fig
+
+
+def plot_exception_trends(table: pl.DataFrame) -> Figure:
+    """Underpayment shortfall per currency and balance breaks per month (from
+    :func:`txkit.trends.trend_table`); counts on a linear scale."""
+    months = sorted(table["month"].unique().to_list())
+    fig, (short, breaks) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    flagged = table.filter(pl.col("underpayments") > 0)
+    short.set_title("Underpayment shortfall per month")
+    if flagged.height:
+        for currency in sorted(flagged["currency"].unique().to_list()):
+            part = flagged.filter(pl.col("currency") == currency).sort("month")
+            where = [months.index(m) for m in part["month"].to_list()]
+            short.bar(where, part["shortfall"].cast(pl.Float64).to_list(), label=currency)
+        short.legend(title="currency", fontsize="small")
+    else:
+        short.text(0.5, 0.5, "No underpayment", ha="center", transform=short.transAxes)
+    short.set_ylabel("expected − paid (its currency)")
+    short.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_amount(v)))
+    _month_axis(short, months)
+    counts = table.select("month", "breaks").unique("month").sort("month")
+    known = counts.filter(pl.col("breaks").is_not_null())
+    breaks.set_title("Balance breaks (each month's report)")
+    breaks.set_ylabel("breaks (count)")
+    _month_axis(breaks, months)
+    if known.height:
+        where = [months.index(m) for m in known["month"].to_list()]
+        bars = breaks.bar(where, known["breaks"].to_list(), color="#d62728")
+        breaks.bar_label(bars, labels=[f"{v:,}" for v in known["breaks"].to_list()])
+    else:
+        breaks.text(0.5, 0.5, "No monthly report yet", ha="center", transform=breaks.transAxes)
     return fig

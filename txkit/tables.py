@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -95,6 +96,9 @@ class Table:
                 table_margin_left="0",
             )
         )
+        # Cells stay on one line; a table wider than the page scrolls inside its box.
+        table = table.opt_css(f"#{self._id} .gt_row, #{self._id} .gt_col_heading "
+                              "{ white-space: nowrap; }")  # fmt: skip
         if self.numeric:
             table = table.cols_align("right", columns=self.numeric)
         if self.note:
@@ -123,7 +127,7 @@ def format_value(value: Any, kind: str, currency: str | None = None) -> str | No
     Returns:
         The text, or None for a null.
     """
-    if value is None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if kind == "money":
         text = f"{Decimal(value):,}"

@@ -112,9 +112,13 @@ def monthly_metrics(
         )
         .with_columns(
             success_rate=pl.col("successful") / pl.col("records"),
-            fee_rate=pl.col("fees").cast(pl.Float64)
-            / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64),
-            underpayment_rate=pl.col("underpayments") / pl.col("collections"),
+            fee_rate=pl.when((pl.col("incoming") + pl.col("outgoing")) != 0).then(
+                pl.col("fees").cast(pl.Float64)
+                / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64)
+            ),
+            underpayment_rate=pl.when(pl.col("collections") > 0).then(
+                pl.col("underpayments") / pl.col("collections")
+            ),
             shortfall=pl.col("shortfall").fill_null(zero),
         )
         .select(
