@@ -36,7 +36,8 @@
 month = "2026-10"  # YYYY-MM, UTC: the last month shown
 months = 12  # how many months up to `month`
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: the reports beside it give the match rates and breaks
 
@@ -47,7 +48,9 @@ from txkit.notebook import display_table, what_to_look_at
 from txkit.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
 from txkit.trends import monthly_metrics, report_history, trend_records, trend_table
 
-records, origin = trend_records(month, months=months, source=source, store=store)
+records, origin = trend_records(
+    month, months=months, source=source, store=store, version=version
+)
 metrics = monthly_metrics(records)
 reports = Path(downloads).parent if downloads else Path("reports")
 history = report_history(reports, current=(month, downloads) if downloads else None)

@@ -103,7 +103,7 @@ def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] |
 
 
 def _previous_month(month: str) -> str:
-    from txkit.load import previous_months
+    from txkit.calendar import previous_months
 
     return previous_months(month, 1)[0]
 

@@ -151,7 +151,7 @@ def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
     Every currency of either month is listed (none dropped); a currency absent in one month
     has nulls on that side.
     """
-    from txkit.load import previous_months
+    from txkit.calendar import previous_months
 
     before = previous_months(month, 1)[0]
     now = metrics.filter(pl.col("month") == month).drop("month")
@@ -224,7 +224,12 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
 
 
 def trend_records(
-    month: str, *, months: int = 12, source: str = "store", store: str = "data/store"
+    month: str,
+    *,
+    months: int = 12,
+    source: str = "store",
+    store: str | None = None,
+    version: int | None = None,
 ) -> tuple[pl.LazyFrame, str]:
     """The records of the ``months`` months up to ``month``, for :func:`monthly_metrics`.
 
@@ -232,25 +237,39 @@ def trend_records(
     on the ``month`` partition: nothing is read until the metrics' projected columns are.
     Otherwise the months are fetched from the service or the sandbox, verified.
 
+    Args:
+        month: the last month (``YYYY-MM``).
+        months: how many months up to it.
+        source: as for :func:`txkit.notebook.load_month`.
+        store: the store (folder or URI; None: the source's default store).
+        version: the store's table version (None: the newest).
+
     Returns:
         The records (lazy) and a line saying what they are.
 
     Raises:
         ValueError: a bad month, count or source.
     """
-    from txkit.load import previous_months
+    from txkit.calendar import previous_months
     from txkit.notebook import load_history, load_month
 
     if months < 1:
         raise ValueError(f"months must be 1 or more, got {months}")
     wanted = [*previous_months(month, months - 1), month]
     if source == "store":
+        from txkit.source import default_store
         from txkit.store import scan_store
 
-        lf = scan_store(store).filter(pl.col("month").is_in(wanted))
-        return lf, f"the local store {store}, months {wanted[0]} to {wanted[-1]} (read lazily)"
-    df, info = load_month(month, source=source, store=store)
-    history, _ = load_history(month, months=months - 1, source=source, store=store)
+        store = store or str(default_store())
+        lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
+        at = f" at table version {version}" if version is not None else ""
+        return lf, (
+            f"the store {store}{at}, the months it holds from {wanted[0]} to {wanted[-1]} (read "
+            "lazily, only the "
+            "columns needed)"
+        )
+    df, info = load_month(month, source=source, store=store, version=version)
+    history, _ = load_history(month, months=months - 1, source=source, store=store, version=version)
     frames = [df] if history is None else [history, df]
     lf = pl.concat(frames, how="diagonal_relaxed").lazy()
     return lf, f"{info.source}, months {wanted[0]} to {wanted[-1]} (fetched and verified)"
