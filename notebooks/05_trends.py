@@ -2,6 +2,7 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: txkit
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -11,6 +12,8 @@
 #     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
+#   txkit:
+#     after_others: true
 # ---
 
 # %% [markdown]

@@ -232,9 +232,9 @@ def test_open_items_across_two_months(workdir: Path) -> None:
     assert first.returncode == 0, first.stderr
     october_keys = pl_keys(workdir / "reports/2026-10/reconciliation_mismatches.csv")
     carried = october_keys[0]
-    manifest = out / "2026-09/downloads.json"
+    manifest = out / "2026-09/reconciliation_mismatches.download.json"
     entries = json.loads(manifest.read_text())
-    september = entries["reconciliation_mismatches"]["open"]
+    september = entries["open"]
     assert september and carried not in september
     september[carried] = "2026-08"  # still open in October, first seen in August
     september["TXK-PLANTED-GONE:amount_mismatch"] = "2026-07"  # resolved in October

@@ -9,9 +9,9 @@ each exception list it calls :func:`publish_exceptions`, which
   ``new`` or ``still open`` against the previous month's report and appends the keys
   ``resolved`` since (:mod:`txkit.open_items`);
 * writes ``NAME.csv`` (formula-safe, :func:`txkit.output.csv_safe`) and ``NAME.xlsx``
-  (xlsxwriter through polars) atomically, and records the list in ``downloads.json`` (title,
-  rows, files, open-item counts, and the open keys with their first month, which the next
-  month's report reads);
+  (xlsxwriter through polars) atomically, and records the list in ``NAME.download.json``
+  (title, rows, files, open-item counts, and the open keys with their first month, which the
+  next month's report reads; one file per list, so notebooks may run at the same time);
 * shows the open-item counts and the links under the table.
 
 Outside a report (``downloads`` empty) nothing is written.
@@ -41,8 +41,8 @@ __all__ = [
     "read_downloads",
 ]
 
-#: The list of a report's downloads, beside its HTML pages.
-MANIFEST = "downloads.json"
+#: Each exception list's record, beside its HTML page: ``NAME.download.json``.
+MANIFEST = ".download.json"
 
 
 @dataclass(frozen=True)
@@ -82,18 +82,21 @@ def exception_key(df: pl.DataFrame, columns: Sequence[str]) -> pl.Expr:
 
 
 def read_downloads(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """The downloads recorded in a report folder (``{}`` when there are none).
+    """The exception lists recorded in a report folder, by name (``{}`` when there are none).
 
     Raises:
-        ValueError: the manifest is not valid JSON (names the file).
+        ValueError: a record is not valid JSON (names the file).
     """
-    path = Path(folder) / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc.msg}): delete it and rerun") from None
+    out = {}
+    for path in sorted(Path(folder).glob(f"*{MANIFEST}")):
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path} is not valid JSON ({exc.msg}): delete it and rerun the report"
+            ) from None
+        out[entry["name"]] = entry
+    return out
 
 
 def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] | None:
@@ -187,11 +190,10 @@ def publish_exceptions(
         population=population,
         population_label=population_label,
     )
-    entries = read_downloads(folder)
     still = marked.filter(pl.col("open_status") != RESOLVED)
-    entries[name] = asdict(download) | {
+    entry = asdict(download) | {
         "open": dict(zip(still["key"].to_list(), still["first_seen"].to_list(), strict=True))
     }
-    with atomic_path(folder / MANIFEST) as tmp:
-        tmp.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+    with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
+        tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
     return download

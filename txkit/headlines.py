@@ -121,7 +121,7 @@ def exception_headlines(
     """One exception list: its rows (out of what), the change against last month's report.
 
     Args:
-        entry: the list as recorded in this report's ``downloads.json``.
+        entry: the list as recorded in this report's ``NAME.download.json``.
         previous: the same list in the previous month's report, or None.
     """
     rows = int(entry["rows"])

@@ -20,6 +20,7 @@ import os
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,16 @@ def _add_headlines(
         section.downloads = [d for d in published.values() if d.get("page") == section.href]
         for entry in section.downloads:
             section.headlines += exception_headlines(entry, previous.get(entry["name"]))
+
+
+def _waves(sources: list[Path]) -> list[list[Path]]:
+    """The notebooks in two waves: the others, then those marked ``txkit.after_others``."""
+    late = []
+    for source_nb in sources:
+        metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})
+        if metadata.get("txkit", {}).get("after_others"):
+            late.append(source_nb)
+    return [w for w in ([nb for nb in sources if nb not in late], late) if w]
 
 
 def _table_version(manifest: Any) -> str | None:
@@ -203,41 +214,46 @@ def run_report(
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
     # TCP, which any local user could reach (ipykernel warns about it on every start).
     sockets = Path(tempfile.mkdtemp(prefix="txkit-kernel-"))
-    kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
     # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
     progress_env = os.environ.get("TXKIT_PROGRESS")
     os.environ["TXKIT_PROGRESS"] = "0"
     try:
         bar = tqdm(
-            sources,
+            total=len(sources),
             desc=f"report {month}",
             unit="notebook",
             disable=not progress if progress is not None else None,
         )
-        for source_nb in bar:
-            bar.set_postfix_str(source_nb.stem)
+        offered = {
+            "month": month,
+            "source": "store",
+            "store": _absolute(store),
+            # Every notebook reads the version the index names, whatever syncs run later.
+            "version": manifest.table_version,
+            "orders": orders,
+            "show_pii": show_pii,
+            "downloads": str(staging.resolve()),
+        }
+
+        def execute(source_nb: Path) -> Section:
             target = staging / source_nb.name
             began = time.perf_counter()
-            offered = {
-                "month": month,
-                "source": "store",
-                "store": _absolute(store),
-                # Every notebook reads the version the index names, whatever syncs run later.
-                "version": manifest.table_version,
-                "orders": orders,
-                "show_pii": show_pii,
-                "downloads": str(staging.resolve()),
-            }
             declared = papermill.inspect_notebook(str(source_nb))
+            # Each kernel has its own socket names: two start at once.
+            config = Config(
+                {"KernelManager": {"transport": "ipc", "ip": str(sockets / source_nb.stem)}}
+            )
             try:
                 papermill.execute_notebook(
                     str(source_nb),
                     str(target),
                     parameters={k: v for k, v in offered.items() if k in declared},
                     progress_bar=False,
-                    cwd=str(notebooks),
+                    # The kernel starts in the notebooks' folder; papermill's own ``cwd``
+                    # would chdir this whole process, which two threads cannot share.
+                    resources={"metadata": {"path": str(notebooks.resolve())}},
                     kernel_name="python3",
-                    config=kernel_config,
+                    config=config,
                 )
             except papermill.PapermillExecutionError as exc:
                 raise NotebookFailedError(
@@ -249,7 +265,28 @@ def run_report(
             page = target.with_suffix(".html")
             title = title_of(executed, source_nb.stem)
             page.write_text(page_html(target, executed, month=month, title=title), encoding="utf-8")
-            entries.append(Section(title, page.name, summary_of(executed)))
+            return Section(title, page.name, summary_of(executed))
+
+        # Two notebooks at a time (kernels start mostly on one core); a notebook that reads
+        # the others' downloads (metadata ``txkit.after_others``, the trends) runs after them.
+        done: dict[Path, Section] = {}
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            for wave in _waves(sources):
+                futures = {pool.submit(execute, nb): nb for nb in wave}
+                try:
+                    for future in as_completed(futures):
+                        done[futures[future]] = future.result()
+                        bar.set_postfix_str(futures[future].stem)
+                        bar.update()
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+        bar.close()
+        entries.extend(done[nb] for nb in sources)
+        ordered = {nb.stem: timings[nb.stem] for nb in sources}
+        timings.clear()
+        timings.update(ordered)
         _add_headlines(
             entries,
             month=month,

@@ -5,7 +5,7 @@
 seconds. The report's index uses it for the change against the previous month; the
 ``05_trends`` notebook for the trends. :func:`report_history` adds what only the monthly
 reports know (reconciliation mismatches against the merchant's orders, balance breaks), from
-each report's ``downloads.json``.
+each report's ``NAME.download.json`` records.
 
 Amounts stay exact decimals; rates are floats (ratios, not money). Underpayments count
 ``successful`` records, like the rate's denominator (the month's successful collections).
