@@ -77,6 +77,11 @@ LIST_COLS: Final = [
     n for n, _, d in WIRE_LEAVES if isinstance(d, pl.List) and isinstance(d.inner, pl.String)
 ]
 
+#: Every list leaf (of strings or of objects): each non-null one is a ``[`` in the bytes.
+ALL_LIST_COLS: Final = [n for n, _, d in WIRE_LEAVES if isinstance(d, pl.List)]
+#: Boolean leaves: each non-null one is a ``true`` or ``false`` in the bytes.
+BOOL_COLS: Final = [n for n, _, d in WIRE_LEAVES if isinstance(d, pl.Boolean)]
+
 
 def field_expr(parts: Sequence[str], base: pl.Expr) -> pl.Expr:
     """``base.struct.field(parts[0]).struct.field(parts[1]) ...``."""
