@@ -97,10 +97,11 @@ def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None
     Returns ``(records, total, message, start, end)`` with ``body[start:end]`` the array, or
     None when the envelope cannot be told apart from the records cheaply (the exact path then
     reads the page). The envelope is parsed by :mod:`json` with the array emptied, so every
-    envelope key, known or not, stays out of the records' accounting.
+    envelope key, known or not, stays out of the records' accounting. A bad envelope also gives
+    None: the exact path then raises the error that applies.
 
     Raises:
-        ApiError, ResponseFormatError: as :func:`~txkit.decode._exact.envelope_parts`.
+        ConfigError: ``TXKIT_MAX_TOTAL`` is not a positive whole number.
     """
     key = body.find(_KEY)
     if key < 0 or b"\\" in body[:key]:
