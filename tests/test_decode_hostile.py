@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 import txkit
+import txkit.frame
 from tests.factories import page, record
 from tests.hostile import HostileServer, Reply, Request, hostile_server  # noqa: F401
 from txkit.decode import build_frames, decode_page, read_page
@@ -59,7 +60,20 @@ NUMBER_FIELDS = [
     f"{ACTIVITY}time_spent",
     f"{ACTIVITY}start_time",
 ]
-HOSTILE_VALUES = ["true", "false", '"abc"', '"true"', '""', '{"a":1}', "[1]", '"12"', "1", "0"]
+HOSTILE_VALUES = [
+    "true",
+    "false",
+    '"abc"',
+    '"true"',
+    '""',
+    '{"a":1}',
+    "[1]",
+    '"12"',
+    "1",
+    "0",
+    "-100000000000000",  # epoch ms of the year -1200: outside what both paths accept
+    "253402300800000",  # 10000-01-01
+]
 
 
 @pytest.mark.parametrize("token", HOSTILE_VALUES)
@@ -283,3 +297,14 @@ def test_extra_envelope_keys_over_http_take_no_exact_page(hostile_server) -> Non
     with server.client() as client:
         df = txkit.load_transactions(client, stats=stats, page_size=3, progress=False)
     assert df.height == 9 and stats.pages == 3 and stats.exact_pages == 0
+
+
+def test_a_wider_scale_on_one_page_leaves_room_for_the_others_or_fails_naming_the_record() -> None:
+    odd = _with_token("toAmount", "1.1000000000000001")
+    big = _with_token("toAmount", "1" + "0" * 22, index=2)  # 23 digits: fits at scale 2 or 0
+    with pytest.raises(SchemaError, match="does not fit in 38 digits") as info:
+        txkit.frame.decode_pages([odd, big], threads=1)
+    assert info.value.record_id == record(2)["id"] and info.value.field == "toAmount"
+    fine = _with_token("toAmount", "1" + "0" * 20, index=2)
+    df = txkit.frame.decode_pages([odd, fine], threads=1)
+    assert sorted(df["toAmount"].to_list())[-1] == Decimal("1" + "0" * 20)

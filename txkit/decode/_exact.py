@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from txkit.decode._wire import MAX_EPOCH_MS, MIN_EPOCH_MS
 from txkit.errors import ApiError, ConfigError, ResponseFormatError, SchemaError, excerpt
 from txkit.schema import (
     COLUMNS,
@@ -164,8 +165,6 @@ def envelope_parts(doc: Any, request: Any = None) -> tuple[list[Any], int, str |
 # no spaces inside, no NaN or Infinity.
 _NUMERIC_TEXT: Final = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-# Milliseconds from 1970 to the year 9999 (datetime's range), rounded down.
-_MAX_EPOCH_MS: Final = 253_402_300_799_999
 
 _KNOWN_PARENTS = frozenset(
     ".".join(name.split(".")[:i]) for name in COLUMNS for i in range(1, name.count(".") + 1)
@@ -294,7 +293,7 @@ def _convert_known(name: str, dtype: pl.DataType, value: Any, rid: str | None) -
     if name in EPOCH_MS_COLUMNS:
         number = _to_decimal(value)
         if number is not None and number == number.to_integral_value():
-            if abs(number) >= _MAX_EPOCH_MS:
+            if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
                 raise fail("an epoch-milliseconds timestamp outside the years 1-9999")
             millis = int(number)
             return _EPOCH + timedelta(milliseconds=millis)

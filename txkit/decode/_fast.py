@@ -37,8 +37,10 @@ from txkit.decode._wire import (
     ISO_FORMAT,
     LEAF_NAMES,
     LIST_COLS,
+    MAX_EPOCH_MS,
     MAX_EXACT_INT,
     MAX_EXACT_MONEY,
+    MIN_EPOCH_MS,
     PARENTS,
     STRING_COLS,
     WIRE_LEAVES,
@@ -240,6 +242,8 @@ def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
             if name in EPOCH_MS_COLUMNS:
                 converted = converted.cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")
             check = raw.is_not_null() & ((raw.floor() != raw) | (raw.abs() >= MAX_EXACT_INT))
+            if name in EPOCH_MS_COLUMNS:
+                check = check | (raw < MIN_EPOCH_MS) | (raw > MAX_EPOCH_MS)
         elif name in ISO_TIMESTAMP_COLUMNS:
             converted = raw.str.to_datetime(
                 ISO_FORMAT, time_unit="ms", time_zone="UTC", strict=False, cache=False
