@@ -1,17 +1,21 @@
 """The fast path: polars' JSON reader, then vectorised conversion with proofs of losslessness.
 
-Why the proofs are needed - three facts about ``polars.read_json`` with a schema (polars 2.1):
+Why the proofs are needed - facts about ``polars.read_json`` with a schema (polars 2.1):
 
 1. numbers go through ``float64``, even into ``Decimal`` and ``String`` columns, and a value
    with more decimals than the column's scale is rounded silently;
 2. fields that are not in the schema are dropped silently;
-3. a value it cannot convert raises an error that does not name the record.
+3. ``true`` in a ``Float64`` field becomes ``1.0``, and a bare string in a list field becomes a
+   one-element list;
+4. a value it cannot convert raises an error that does not name the record.
 
 So this path reads money and integers as ``Float64`` and converts them itself, checking that
 every value round-trips (at most :data:`~txkit.schema.MONEY_SCALE` decimals and a magnitude below
-1e13, i.e. at most 15 significant digits, where ``float64`` is exact), and it counts the page's
-keys in the raw bytes against the fields it read (:func:`_byte_accounting`, :func:`_accounted`).
-Any doubt sends the page to the exact path (:mod:`txkit.decode._exact`).
+1e13), refuses number tokens of more than 15 digits or with an exponent (which float64 may
+round), and counts in the raw bytes of the records what the frame must hold: keys and strings,
+booleans, lists (:func:`_byte_accounting`, :func:`_whole_body_counts`, :func:`_accounted`). The
+envelope is parsed apart (:func:`_records_span`), so extra envelope keys cost nothing. Any doubt
+sends the page to the exact path (:mod:`txkit.decode._exact`).
 
 Pages are read one by one (:func:`read_page`, which releases the GIL inside polars), then
 verified and converted in batches (:func:`build_frames`), because polars' per-operation
