@@ -14,7 +14,7 @@ import pytest
 import txkit
 import txkit.frame
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Request, hostile_server  # noqa: F401
+from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
 from txkit.decode import build_frames, decode_page, read_page
 from txkit.decode._exact import decode_exact
 from txkit.errors import ResponseFormatError, SchemaError
@@ -36,6 +36,10 @@ def _with_token(name: str, token: str, index: int = 1) -> bytes:
     marker = "__TOKEN__"
     body = page([record(0), _put(record(index), name, marker)])
     return body.replace(f'"{marker}"'.encode(), token.encode())
+
+
+def _json(body: bytes) -> Reply:
+    return Reply(200, body, {"Content-Type": "application/json"})
 
 
 def _fast(body: bytes) -> tuple[bool, pl.DataFrame]:
@@ -111,7 +115,7 @@ def test_a_bare_string_is_not_wrapped_into_a_list() -> None:
 
 def test_to_amount_true_fails_over_http(hostile_server) -> None:  # noqa: F811
     body = _with_token("toAmount", "true")
-    server: HostileServer = hostile_server(lambda r: Reply(body=body))
+    server: HostileServer = hostile_server(lambda r: _json(body))
     with server.client() as client, pytest.raises(SchemaError) as info:
         txkit.load_transactions(client, progress=False)
     assert info.value.record_id == record(1)["id"] and info.value.field == "toAmount"
@@ -143,10 +147,10 @@ def test_an_implausible_total_fails_before_anything_is_sized_from_it(
     with pytest.raises(ResponseFormatError, match=r"10,000,000,000,000.*TXKIT_MAX_TOTAL") as info:
         read_page(huge)
     assert "100,000,000" in str(info.value)
-    server: HostileServer = hostile_server(lambda r: Reply(body=huge))
+    server: HostileServer = hostile_server(lambda r: _json(huge))
     with server.client() as client, pytest.raises(ResponseFormatError, match="TXKIT_MAX_TOTAL"):
         txkit.load_transactions(client, progress=False)
-    assert len(server.requests) == 1  # refused on the first page, no further request
+    assert len(server.seen) == 1  # refused on the first page, no further request
     # The bound is configurable; both paths apply it.
     monkeypatch.setenv("TXKIT_MAX_TOTAL", "1")
     two = page([record(0), record(1)])
@@ -199,11 +203,11 @@ ODD_TOKENS = [
 def _serve_pages(bodies: list[bytes]) -> Any:
     """A responder serving ``bodies`` as consecutive pages of ``limit`` records each."""
 
-    def respond(request: Request) -> Reply:
-        skip = int(request.params.get("skip", 0))
-        limit = int(request.params.get("limit", 1000))
+    def respond(seen: Seen) -> Reply:
+        skip = int(seen.query.get("skip", 0))
+        limit = int(seen.query.get("limit", 1000))
         index = skip // limit if limit else 0
-        return Reply(body=bodies[index] if index < len(bodies) else page([], total=0))
+        return _json(bodies[index] if index < len(bodies) else page([], total=0))
 
     return respond
 
@@ -308,3 +312,19 @@ def test_a_wider_scale_on_one_page_leaves_room_for_the_others_or_fails_naming_th
     fine = _with_token("toAmount", "1" + "0" * 20, index=2)
     df = txkit.frame.decode_pages([odd, fine], threads=1)
     assert sorted(df["toAmount"].to_list())[-1] == Decimal("1" + "0" * 20)
+
+
+def test_sandbox_envelope_extras_keep_every_page_on_the_fast_path() -> None:
+    from txkit.sandbox import Sandbox, generate_ledger
+
+    with Sandbox(ledger=generate_ledger(seed=7, records=3_000)) as box:
+        counted = {}
+        for faults in (None, "envelope_extras"):
+            box.faults = faults
+            stats = txkit.ExportStats()
+            with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
+                df = txkit.load_transactions(client, stats=stats, page_size=500, progress=False)
+            counted[faults] = (df.height, stats.pages, stats.exact_pages)
+    assert counted["envelope_extras"] == counted[None]
+    height, pages, exact = counted["envelope_extras"]
+    assert height > 2_900 and pages >= 6 and exact == 0
