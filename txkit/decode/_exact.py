@@ -22,7 +22,14 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.decode._wire import MAX_EPOCH_MS, MIN_EPOCH_MS
-from txkit.errors import ApiError, ConfigError, ResponseFormatError, SchemaError, excerpt
+from txkit.errors import (
+    ApiError,
+    ConfigError,
+    LimitExceededError,
+    ResponseFormatError,
+    SchemaError,
+    excerpt,
+)
 from txkit.schema import (
     COLUMNS,
     EPOCH_MS_COLUMNS,
@@ -86,14 +93,20 @@ def max_total() -> int:
 
 
 def check_total(total: int, request: Any = None) -> int:
-    """Refuse a ``data.total`` above :func:`max_total` (before anything is sized from it)."""
+    """Refuse a ``data.total`` above :func:`max_total` (before anything is sized from it).
+
+    Raises:
+        LimitExceededError: the total is above the bound (``bound="max_total"``).
+    """
     bound = max_total()
     if total > bound:
         shown = f"{total:,}" if total < 10**40 else f"a {len(str(total))}-digit number"
-        raise ResponseFormatError(
+        raise LimitExceededError(
             f"the service reports data.total = {shown}, above the plausible maximum of "
-            f"{bound:,} records; if the export really is that large, raise the bound with "
+            f"{bound:,} records (max_total); if the export really is that large, raise it with "
             f"{MAX_TOTAL_VAR}=<records>",
+            bound="max_total",
+            limit=bound,
             request=request,
         )
     return total
@@ -123,7 +136,8 @@ def envelope_parts(doc: Any, request: Any = None) -> tuple[list[Any], int, str |
     """Check the envelope: ``(data.transactions, data.total, message)``; extra keys are ignored.
 
     Raises:
-        ResponseFormatError: not the documented envelope, or an implausible total.
+        ResponseFormatError: not the documented envelope.
+        LimitExceededError: a total above :func:`max_total`.
         ApiError: the envelope says ``success: false``.
     """
     if not isinstance(doc, dict):

@@ -50,7 +50,7 @@ from txkit.decode._wire import (
     WIRE_LEAVES,
     field_expr,
 )
-from txkit.errors import ApiError, ResponseFormatError
+from txkit.errors import ApiError, LimitExceededError, ResponseFormatError
 from txkit.schema import COLUMNS, EPOCH_MS_COLUMNS, ISO_TIMESTAMP_COLUMNS, OBJECT_LIST_COLUMNS
 
 
@@ -131,7 +131,7 @@ def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None
             continue
         try:
             records, total, message = envelope_parts(doc, request)
-        except (ApiError, ResponseFormatError):
+        except (ApiError, ResponseFormatError, LimitExceededError):
             # A bracket of an extra key taken for the array's end (try the one before), or a
             # bad envelope (after the tries, the exact path raises the error that applies).
             continue
