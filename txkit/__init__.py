@@ -7,6 +7,7 @@ Example:
     ...                                  end="2026-10-31")
 """
 
+from txkit.analysis.activity import activity_history
 from txkit.analysis.reconcile import read_orders
 from txkit.client import Client, RetryPolicy
 from txkit.errors import (
@@ -15,6 +16,7 @@ from txkit.errors import (
     BadRequestError,
     ConfigError,
     IncompleteExportError,
+    LimitExceededError,
     NetworkError,
     RateLimitedError,
     ResponseFormatError,
@@ -22,7 +24,6 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-from txkit.frame import activity_history
 from txkit.load import IncompleteExportWarning, load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
@@ -37,6 +38,7 @@ __all__ = [
     "ExportStats",
     "IncompleteExportError",
     "IncompleteExportWarning",
+    "LimitExceededError",
     "NetworkError",
     "RateLimitedError",
     "ResponseFormatError",

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import calendar
 import itertools
 import logging
-import os
-import re
-import sys
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -15,35 +11,31 @@ from typing import Any
 
 import polars as pl
 
+from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
+from txkit.decode import assemble
 from txkit.errors import IncompleteExportError
-from txkit.frame import assemble, read_page
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
     QueryResult,
+    current_total,
     fetch_query,
     require_complete,
     timed,
 )
+from txkit.progress import export_bar
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = [
     "IncompleteExportWarning",
     "load_transactions",
-    "month_bounds",
-    "parse_day",
-    "previous_months",
     "validate_filters",
 ]
 
 log = logging.getLogger("txkit")
 
-DateLike = date | datetime | str
 Choice = str | Sequence[str] | None
-
-_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 
 
 class IncompleteExportWarning(UserWarning):
@@ -66,50 +58,6 @@ def _choices(name: str, value: Choice, accepted: Sequence[str], *, upper: bool) 
         if norm not in out:
             out.append(norm)
     return out
-
-
-def parse_day(value: DateLike | None, name: str) -> date | None:
-    """Read a day given as ``date``, ``datetime`` (its UTC date) or ``'YYYY-MM-DD'``.
-
-    Raises:
-        ValueError: anything else, or an impossible date such as ``2026-02-30``.
-    """
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return (value.astimezone(UTC) if value.tzinfo else value).date()
-    if isinstance(value, date):
-        return value
-    if isinstance(value, str) and _DAY_RE.match(value.strip()):
-        try:
-            return date.fromisoformat(value.strip())
-        except ValueError:
-            raise ValueError(f"{name} {value!r} is not a real calendar date") from None
-    raise ValueError(f"{name} must be a date, a datetime or a 'YYYY-MM-DD' string, got {value!r}")
-
-
-def month_bounds(month: str) -> tuple[date, date]:
-    """First and last day of ``'YYYY-MM'``.
-
-    Raises:
-        ValueError: not a ``YYYY-MM`` month.
-    """
-    match = _MONTH_RE.match(month.strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
-        raise ValueError(f"a month must be YYYY-MM (e.g. 2026-10), got {month!r}")
-    year, mon = int(match.group(1)), int(match.group(2))
-    return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
-
-
-def previous_months(month: str, count: int) -> list[str]:
-    """The ``count`` calendar months before ``month``, oldest first.
-
-    >>> previous_months("2026-01", 2)
-    ['2025-11', '2025-12']
-    """
-    first, _ = month_bounds(month)
-    index = first.year * 12 + first.month - 1
-    return [f"{i // 12:04d}-{i % 12 + 1:02d}" for i in range(index - count, index)]
 
 
 def validate_filters(
@@ -206,7 +154,7 @@ def load_transactions(
     stats = stats if stats is not None else ExportStats()
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
-    bar = _progress_bar(progress)
+    bar = export_bar(progress, client)
     try:
         queries = [
             _params(t, s, c, first, last, margin_days)
@@ -237,12 +185,14 @@ def load_transactions(
         for _ in range(max_passes):
             if len(queries) == 1:
                 break
-            now = {_key(q): _current_total(client, q) for q in queries}
+            now = {_key(q): current_total(client, q) for q in queries}
             moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
             log.warning("totals moved during the export of %s; fetching again", moved)
             for q in moved:
+                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
+                del results[_key(q)]
                 results[_key(q)] = fetch(q)
         else:
             _incomplete(
@@ -293,11 +243,6 @@ def _params(
     return params
 
 
-def _current_total(client: Client, params: dict[str, str | int]) -> int:
-    body, request = client.get_transactions({**params, "skip": 0, "limit": 1})
-    return read_page(body, request=request).total
-
-
 def _incomplete(
     result: QueryResult,
     params: dict[str, Any],
@@ -338,29 +283,3 @@ def _day_range(first: date | None, last: date | None) -> pl.Expr:
     if last:
         expr &= pl.col("createdAt") < datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
     return expr
-
-
-def _progress_bar(progress: bool | None) -> Any:
-    """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter).
-
-    ``TXKIT_PROGRESS=0`` in the environment turns the default off (CI runs of notebooks),
-    ``TXKIT_PROGRESS=1`` on.
-    """
-    if progress is None:
-        forced = os.environ.get("TXKIT_PROGRESS")
-        progress = forced == "1" if forced in ("0", "1") else _interactive()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=0, unit="page", desc="txkit export", leave=False)
-
-
-def _interactive() -> bool:
-    """A terminal on stderr, or a Jupyter kernel (not merely an imported ipykernel)."""
-    shell = sys.modules.get("IPython")
-    if shell is not None:
-        ip = shell.get_ipython()
-        if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
-            return True
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from txkit.defaults import SANDBOX_DATA_DIR
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
@@ -32,6 +33,18 @@ def _faults(text: str) -> Faults:
         return Faults.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"a port is a whole number from 0 to 65535 (0: a free one), got {text!r}"
+        )
+    return port
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -55,7 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free port)")
+    parser.add_argument(
+        "--port", type=_port, default=0, help="port 0-65535 (default 0: a free port)"
+    )
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
@@ -115,7 +130,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir",
-        default="data/sandbox",
+        default=str(SANDBOX_DATA_DIR),
         help="where orders.csv and ground_truth.json are written (default: %(default)s)",
     )
     parser.add_argument(
