@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from txkit.sandbox.faults import Faults
-from txkit.sandbox.ledger import generate_ledger
+from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
 
 __all__ = ["add_parser", "run"]
@@ -90,6 +90,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="planted anomalies per record (default: %(default)s)",
     )
     parser.add_argument(
+        "--balance-model",
+        choices=BALANCE_MODELS,
+        default="net",
+        help="how balances move: 'net' of fee and tax, or 'fee-only' (tax included in the "
+        "fee) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--zero-balance-rate",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share of successful transfers reporting all four balance-after fields as 0 "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--late-payments",
+        type=int,
+        default=3,
+        metavar="N",
+        help="late payments planted at each month start: ordered on the last evening of a "
+        "month, paid after midnight (default: %(default)s)",
+    )
+    parser.add_argument(
         "--faults",
         type=_faults,
         default=None,
@@ -144,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
                 start_month=args.start_month,
                 months=args.months,
                 anomaly_rate=args.anomaly_rate,
+                balance_model=args.balance_model,
+                zero_balance_rate=args.zero_balance_rate,
+                late_payments_per_month=args.late_payments,
             )
             sandbox = Sandbox(
                 ledger=ledger,
@@ -166,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"txkit sandbox: ready in {time.perf_counter() - started:.1f} s; "
             f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "
-            f"anomalies; orders.csv and ground_truth.json in {args.data_dir}; "
+            f"anomalies, {len(ledger.late_payments)} late payments, "
+            f"{len(ledger.zero_balances)} zero-balance records (balance model "
+            f"{ledger.balance_model}); orders.csv and ground_truth.json in {args.data_dir}; "
             f"faults: {sandbox.faults}. Press Ctrl-C to stop.",
             file=sys.stderr,
             flush=True,

@@ -19,24 +19,22 @@ document leaves open with these choices:
   ``X-Request-Id``; every body is a JSON envelope (except the injected HTML faults), never a
   stack trace.
 
-Pages are served from pre-rendered record bytes: a filter is resolved once into row positions
-(contiguous for date ranges, via a polars frame for the other filters), cached until the data
-changes, and a page is the join of its records' bytes.
+This module owns the HTTP side (parsing, validation, authentication, sending) and the
+:class:`Sandbox` lifecycle. The served data lives in :mod:`txkit.sandbox._store`; every
+fault's effect on a request or on the data lives in :mod:`txkit.sandbox._effects`: the handler
+validates, asks the fault layer for the reply and sends it.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hmac
 import itertools
 import logging
-import random
 import re
 import secrets
 import socket
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -47,13 +45,11 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-import orjson
-import polars as pl
-
 from txkit.client import is_loopback
-from txkit.sandbox._render import iso_ms
-from txkit.sandbox.faults import Faults, drift_body
-from txkit.sandbox.ledger import DAY_MS, HOUR_MS, Arrival, Ledger, generate_ledger, parse_record
+from txkit.sandbox._effects import FaultEffects, error_body
+from txkit.sandbox._store import Store
+from txkit.sandbox.faults import Faults
+from txkit.sandbox.ledger import DAY_MS, HOUR_MS, Ledger, generate_ledger, parse_record
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Query", "Sandbox"]
@@ -70,21 +66,6 @@ _DATE_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT_RE: Final = re.compile(r"^-?\d+$")
 _PATH: Final = "/transaction"
 _MAX_BODY: Final = 1 << 20
-_HTML_ERROR: Final = (
-    "<!DOCTYPE html>\n<html><head><title>{code} {reason}</title></head>\n"
-    "<body><center><h1>{code} {reason}</h1></center><hr><center>nginx</center></body></html>\n"
-)
-_HTML_PAGE: Final = (
-    b"<!DOCTYPE html>\n<html><head><title>Maintenance</title></head>\n"
-    b"<body><h1>We'll be right back</h1><p>The service is under maintenance.</p></body></html>\n"
-)
-_IN_FLIGHT_NEXT: Final = {
-    "verified": "successful",
-    "processing": "failed",
-    "pending": "abandoned",
-    "initiated": "abandoned",
-    "ongoing": "abandoned",
-}
 
 
 class _BadParameter(Exception):
@@ -213,218 +194,6 @@ def _integer(values: dict[str, str], name: str, default: int, *, minimum: int) -
     return number
 
 
-class _Store:
-    """The served records in export order, their filter index, and data changes (faults)."""
-
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
-        self.lock = threading.RLock()
-        self._load()
-
-    def _load(self) -> None:
-        ledger = self.ledger
-        rows = ledger.export_rows()
-        self.bodies: list[bytes] = ledger.export_bodies()
-        index = ledger.index[rows] if rows else ledger.index.clear()
-        self.ids: list[str] = index.get_column("id").to_list()
-        self.created: list[int] = index.get_column("createdAt").to_list()
-        self.frame = pl.DataFrame(
-            {
-                "transType": index.get_column("transType").cast(pl.Enum(TRANS_TYPES)),
-                "status": index.get_column("status").cast(pl.Enum(STATUSES)),
-                "toCurrency": index.get_column("toCurrency").cast(pl.Enum(CURRENCIES)),
-            }
-        )
-        self.version = 0
-        self.cache: dict[tuple[Any, ...], pl.Series] = {}
-        self.arrivals_done = 0
-        self.changes_done = 0
-        self.changed: list[str] = []
-        self._arrivals: tuple[int, list[Arrival]] | None = None
-        self._change_order: tuple[int, list[str]] | None = None
-        self._drift: dict[str, tuple[bytes, bytes]] = {}
-
-    def reset(self) -> None:
-        """Forget arrivals and status changes: serve the ledger as generated."""
-        with self.lock:
-            self._load()
-
-    def __len__(self) -> int:
-        return len(self.bodies)
-
-    # -- selection -------------------------------------------------------------------------
-
-    def select(self, query: Query, faults: Faults) -> range | pl.Series:
-        """Positions (in export order) of the records matching ``query``."""
-        low, high = query.window(faults.date_shift, faults.bounds)
-        created = self.created
-        start = 0 if high is None else bisect.bisect_right(created, -high, key=_neg)
-        stop = len(created) if low is None else bisect.bisect_right(created, -low, key=_neg)
-        stop = max(start, stop)
-        conditions = []
-        if query.trans_type is not None:
-            conditions.append(pl.col("transType") == query.trans_type)
-        if query.status is not None:
-            conditions.append(pl.col("status") == query.status)
-        if query.currency is not None:
-            conditions.append(pl.col("toCurrency") == query.currency)
-        if not conditions:
-            return range(start, stop)
-        key = (self.version, start, stop, query.trans_type, query.status, query.currency)
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = (
-                self.frame.slice(start, stop - start)
-                .with_row_index("position", offset=start)
-                .filter(*conditions)
-                .get_column("position")
-            )
-            if len(self.cache) > 256:
-                self.cache.clear()
-            self.cache[key] = hit
-        return hit
-
-    def page(self, query: Query, faults: Faults, seq: int) -> bytes:
-        """The JSON body of one page (envelope included)."""
-        with self.lock:
-            selection = self.select(query, faults)
-            total = len(selection)
-            limit = query.limit if faults.cap is None else min(query.limit, faults.cap)
-            skip = min(query.skip, total)
-            if faults.shuffle_ties:
-                positions = self._shuffled(selection, skip, limit, faults.fault_seed, seq)
-                chunk = [self.bodies[p] for p in positions]
-            elif isinstance(selection, range):
-                first = selection.start + skip
-                chunk = self.bodies[first : min(selection.stop, first + limit)]
-            else:
-                bodies = self.bodies
-                chunk = [bodies[p] for p in selection.slice(skip, limit).to_list()]
-            if faults.drift > 0:
-                chunk = [self._drifted(b, faults) for b in chunk]
-        return b"".join(
-            (
-                b'{"success":true,"message":"Transactions retrieved","data":{"transactions":[',
-                b",".join(chunk),
-                b'],"total":%d}}' % total,
-            )
-        )
-
-    def _shuffled(
-        self, selection: range | pl.Series, skip: int, limit: int, fault_seed: int, seq: int
-    ) -> list[int]:
-        """The page's positions, with every tie group shuffled anew for this request.
-
-        Tie groups that straddle the page's edges are shuffled whole, so that records move
-        across page boundaries between requests, as with an unstable sort on a real server.
-        """
-        listed = selection if isinstance(selection, range) else selection.to_list()
-        total = len(listed)
-        stop = min(total, skip + limit)
-        if skip >= stop:
-            return []
-        created = self.created
-        low, high = skip, stop
-        while low > 0 and created[listed[low - 1]] == created[listed[skip]]:
-            low -= 1
-        while high < total and created[listed[high]] == created[listed[stop - 1]]:
-            high += 1
-        rng = random.Random(f"txkit-ties:{fault_seed}:{seq}")
-        out: list[int] = []
-        group: list[int] = []
-        for k in range(low, high):
-            p = listed[k]
-            if group and created[p] != created[group[0]]:
-                rng.shuffle(group)
-                out.extend(group)
-                group = []
-            group.append(p)
-        rng.shuffle(group)
-        out.extend(group)
-        return out[skip - low : stop - low]
-
-    def _drifted(self, body: bytes, faults: Faults) -> bytes:
-        record_id = body[8:32].decode()  # bodies start with {"_id":"<24 hex>"
-        if not faults.drifted(record_id):
-            return body
-        cached = self._drift.get(record_id)
-        if cached is not None and cached[0] is body:
-            return cached[1]
-        drifted = drift_body(body, record_id, faults.fault_seed)
-        self._drift[record_id] = (body, drifted)
-        return drifted
-
-    # -- data changes during an export -----------------------------------------------------
-
-    def after_page(self, faults: Faults) -> None:
-        """Apply one arrival and one status change, if the faults ask for more."""
-        with self.lock:
-            if faults.arrivals > self.arrivals_done:
-                self._arrive(faults)
-            if faults.status_changes > self.changes_done:
-                self._change_status(faults)
-
-    def _arrive(self, faults: Faults) -> None:
-        cached = self._arrivals
-        if cached is None or cached[0] != faults.fault_seed or len(cached[1]) <= self.arrivals_done:
-            # Grow by doubling: the work follows the arrivals served, not the number asked for.
-            have = 0 if cached is None or cached[0] != faults.fault_seed else len(cached[1])
-            count = min(faults.arrivals, max(64, 2 * have, self.arrivals_done + 1))
-            self._arrivals = (faults.fault_seed, self.ledger.arrivals(count, faults.fault_seed))
-        assert self._arrivals is not None
-        arrival = self._arrivals[1][self.arrivals_done]
-        self.arrivals_done += 1
-        self.bodies.insert(0, arrival.body)
-        self.ids.insert(0, arrival.id)
-        self.created.insert(0, arrival.created_ms)
-        row = pl.DataFrame(
-            {
-                "transType": pl.Series([arrival.trans_type], dtype=pl.Enum(TRANS_TYPES)),
-                "status": pl.Series([arrival.status], dtype=pl.Enum(STATUSES)),
-                "toCurrency": pl.Series([arrival.currency], dtype=pl.Enum(CURRENCIES)),
-            }
-        )
-        self.frame = pl.concat([row, self.frame], rechunk=False)
-        if self.frame.n_chunks() > 16:
-            self.frame = self.frame.rechunk()
-        self._changed_data()
-
-    def _change_status(self, faults: Faults) -> None:
-        if self._change_order is None or self._change_order[0] != faults.fault_seed:
-            statuses = self.frame.get_column("status").cast(pl.String).to_list()
-            candidates = [self.ids[p] for p, s in enumerate(statuses) if s in _IN_FLIGHT_NEXT]
-            random.Random(f"txkit-status:{faults.fault_seed}").shuffle(candidates)
-            self._change_order = (faults.fault_seed, candidates)
-        order = self._change_order[1]
-        if self.changes_done >= len(order):
-            self.changes_done += 1
-            return
-        record_id = order[self.changes_done]
-        self.changes_done += 1
-        position = self.ids.index(record_id)
-        body = self.bodies[position]
-        old = self.frame.get_column("status")[position]
-        new = _IN_FLIGHT_NEXT[old]
-        stamp = self.created[0] + 60_000 * self.changes_done
-        body = body.replace(b'"status":"%s"' % old.encode(), b'"status":"%s"' % new.encode(), 1)
-        body = re.sub(
-            rb'"updatedAt":"[^"]*"', b'"updatedAt":"%s"' % iso_ms(stamp).encode(), body, count=1
-        )
-        self.bodies[position] = body
-        status = self.frame.get_column("status").clone().scatter(position, new)
-        self.frame = self.frame.with_columns(status)
-        self.changed.append(record_id)
-        self._changed_data()
-
-    def _changed_data(self) -> None:
-        self.version += 1
-        self.cache.clear()
-
-
-def _neg(value: int) -> int:
-    return -value
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     # Do not wait for handler threads on close: they may idle on keep-alive connections;
@@ -549,37 +318,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self._json(500, "Internal sandbox error", request_id=request_id)
 
     def _serve(self, sandbox: Sandbox, query: Query, request_id: str) -> None:
-        faults = sandbox.faults
-        seq = sandbox._next_seq()
-        decision = faults.decide(seq)
-        if decision.delay:
-            time.sleep(decision.delay)
-        if decision.drop:
+        # Every fault's effect is decided by the fault layer; the handler only sends.
+        reply = sandbox._effects.reply(query, sandbox.faults, sandbox._next_seq(), request_id)
+        if reply.drop:
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
-        if decision.status == 429:
-            self._json(
-                429,
-                "Rate limit exceeded; retry later",
-                request_id=request_id,
-                headers={"Retry-After": str(faults.retry_after)},
-            )
-            return
-        if decision.status is not None:
-            reason = HTTPStatus(decision.status).phrase
-            html = _HTML_ERROR.format(code=decision.status, reason=reason).encode()
-            self._send(decision.status, html, "text/html", request_id=request_id)
-            return
-        if decision.not_json:
-            self._send(200, _HTML_PAGE, "text/html; charset=utf-8", request_id=request_id)
-            return
-        body = sandbox._store.page(query, faults, seq)
-        # Data changes (faults) happen after this page was computed, but before the client
-        # can see it: its next request, on any connection, sees the change.
-        sandbox._store.after_page(faults)
-        self._send(200, body, "application/json; charset=utf-8", request_id=request_id)
+        self._send(
+            reply.status,
+            reply.body,
+            reply.content_type,
+            request_id=request_id,
+            headers=reply.headers,
+        )
 
     def _authorized(self, key: str) -> bool:
         header = self.headers.get("Authorization")
@@ -614,9 +366,12 @@ class _Handler(BaseHTTPRequestHandler):
         request_id: str,
         headers: dict[str, str] | None = None,
     ) -> None:
-        body = orjson.dumps({"success": False, "message": message, "data": {}})
         self._send(
-            status, body, "application/json; charset=utf-8", request_id=request_id, headers=headers
+            status,
+            error_body(message),
+            "application/json; charset=utf-8",
+            request_id=request_id,
+            headers=headers,
         )
 
     def _send(
@@ -664,8 +419,9 @@ class Sandbox:
                       headers={"Authorization": f"Bearer {sb.secret_key}"})
 
     Args:
-        seed, records, start_month, months, anomaly_rate: passed to
-            :func:`~txkit.sandbox.ledger.generate_ledger` (ignored when ``ledger`` is given).
+        seed, records, start_month, months, anomaly_rate, balance_model, zero_balance_rate,
+            late_payments_per_month: passed to :func:`~txkit.sandbox.ledger.generate_ledger`
+            (ignored when ``ledger`` is given).
         faults: a :class:`Faults`, a spec string, or None.
         secret_key: the key to accept; by default a random ``sk_sandbox_...`` per instance.
         host: address to bind; loopback only unless ``allow_remote``.
@@ -694,6 +450,9 @@ class Sandbox:
         months: int = 12,
         anomaly_rate: float = 0.01,
         allow_remote: bool = False,
+        balance_model: str = "net",
+        zero_balance_rate: float = 0.0,
+        late_payments_per_month: int = 3,
     ) -> None:
         if not allow_remote and not is_loopback(host):
             raise ValueError(
@@ -712,10 +471,14 @@ class Sandbox:
             "start_month": start_month,
             "months": months,
             "anomaly_rate": anomaly_rate,
+            "balance_model": balance_model,
+            "zero_balance_rate": zero_balance_rate,
+            "late_payments_per_month": late_payments_per_month,
         }
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
-        self._store: _Store
+        self._store: Store
+        self._effects: FaultEffects
         self._counter_lock = threading.Lock()
         self._requests = 0
         self._seq = itertools.count(1)
@@ -781,7 +544,7 @@ class Sandbox:
         """
         if not hasattr(self, "_store"):
             raise RuntimeError("the sandbox is not running; use it as a context manager")
-        self._store.reset()
+        self._effects.reset()
         with self._counter_lock:
             self._seq = itertools.count(1)
 
@@ -809,7 +572,8 @@ class Sandbox:
             raise RuntimeError("the sandbox is already running")
         if self._ledger is None:
             self._ledger = generate_ledger(**self._ledger_args)  # type: ignore[arg-type]
-        self._store = _Store(self._ledger)
+        self._store = Store(self._ledger)
+        self._effects = FaultEffects(self._store)
         if self._data_dir is not None:
             self._ledger.write_files(self._data_dir)
         self._server = _Server((self.host, self.port), self)

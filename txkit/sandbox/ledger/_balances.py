@@ -1,0 +1,200 @@
+"""Balance phase: walk the records in order, moving each wallet's balances.
+
+:func:`balances` applies the balance model of the package docstring (``net`` or ``fee-only``;
+successful records only, rolling reserves held for :data:`RESERVE_DAYS` days), turns debits
+that cannot be met into ``failed`` records, and draws each record's fee and tax in record
+order. :func:`pick_zero_balances` chooses the successful transfers that report their balances
+as ``0`` (after the balance anomalies are planted, away from them) and :func:`zero_bodies`
+rewrites their rendered bytes; the true chain is unchanged.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+import re
+from functools import partial
+from typing import TYPE_CHECKING
+
+from txkit.sandbox._render import iso_ms, money
+from txkit.sandbox.ledger._fees import (
+    fee_tax,
+)
+from txkit.sandbox.ledger._model import (
+    _MIN_DEBIT,
+    _RESERVE_SHARE,
+    _SPACING,
+    DAY_MS,
+    RESERVE_BP,
+    RESERVE_DAYS,
+    WALLET_CURRENCIES,
+    _convert,
+)
+
+if TYPE_CHECKING:
+    from txkit.sandbox.ledger._generator import _Generator
+
+
+def balances(g: _Generator) -> None:
+    """Walk the records in order, moving balances and failing debits that cannot be met."""
+    cols, rand, n = g.cols, g.rng.random, g.n
+    ledger = dict.fromkeys(WALLET_CURRENCIES, 0)
+    held = dict.fromkeys(WALLET_CURRENCIES, 0)
+    heaps: dict[str, list[tuple[int, int]]] = {c: [] for c in WALLET_CURRENCIES}
+    reserve_ms = RESERVE_DAYS * DAY_MS
+    charge = partial(fee_tax, g)
+    # Under "net" the tax moves the balance on top of the fee; under "fee-only" it is part of
+    # the fee and does not move the balance by itself.
+    tax_moves = g.balance_model == "net"
+    seq = g.seq
+    to_l: list[int | None] = [None] * n
+    to_a: list[int | None] = [None] * n
+    from_l: list[int | None] = [None] * n
+    from_a: list[int | None] = [None] * n
+    fees = [0] * n
+    taxes = [0] * n
+    reserves = [0] * n
+
+    def release(currency: str, now: int) -> None:
+        heap = heaps[currency]
+        while heap and heap[0][0] <= now:
+            held[currency] -= heapq.heappop(heap)[1]
+
+    for i in range(n):
+        ttype = cols.ttype[i]
+        cur = cols.cur[i]
+        now = cols.created[i]
+        if cols.status[i] != "successful":
+            fees[i], taxes[i] = charge(i, ttype, cur, cols.amt[i])
+            continue
+        if ttype == "collection":
+            amount = cols.amt[i]
+            fee, tax = charge(i, ttype, cur, amount)
+            release(cur, now)
+            if (
+                cols.chan[i] == "CARD"
+                and cur in ("NGN", "USD")
+                and not g.tie[i]
+                and rand() < _RESERVE_SHARE
+            ):
+                r = (amount * RESERVE_BP + 5_000) // 10_000
+                heapq.heappush(heaps[cur], (now + reserve_ms, r))
+                held[cur] += r
+                reserves[i] = r
+            ledger[cur] += amount - fee - (tax if tax_moves else 0)
+            to_l[i] = ledger[cur]
+            to_a[i] = ledger[cur] - held[cur]
+            seq[cur].append(i)
+        elif ttype != "conversion":
+            release(cur, now)
+            fee, tax = charge(i, ttype, cur, cols.amt[i])
+            room = ledger[cur] - held[cur] - fee - (tax if tax_moves else 0)
+            amount = _debit_amount(g, ttype, cur, cols.amt[i], room)
+            if amount is None:
+                cols.status[i] = "failed"
+                fees[i], taxes[i] = fee, tax
+                continue
+            cols.amt[i] = amount
+            ledger[cur] -= amount + fee + (tax if tax_moves else 0)
+            from_l[i] = ledger[cur]
+            from_a[i] = ledger[cur] - held[cur]
+            seq[cur].append(i)
+        else:
+            fcur = cols.fcur[i]
+            assert fcur is not None
+            release(fcur, now)
+            release(cur, now)
+            famount = _debit_amount(g, ttype, fcur, cols.famt[i], ledger[fcur] - held[fcur])
+            amount = cols.amt[i] if famount is None else _convert(famount, (fcur, cur))
+            fee, tax = charge(i, ttype, cur, amount)
+            if famount is None or amount - fee - (tax if tax_moves else 0) <= 0:
+                cols.status[i] = "failed"
+                fees[i], taxes[i] = fee, tax
+                continue
+            cols.famt[i] = famount
+            cols.amt[i] = amount
+            ledger[fcur] -= famount
+            from_l[i] = ledger[fcur]
+            from_a[i] = ledger[fcur] - held[fcur]
+            ledger[cur] += amount - fee - (tax if tax_moves else 0)
+            to_l[i] = ledger[cur]
+            to_a[i] = ledger[cur] - held[cur]
+            seq[fcur].append(i)
+            seq[cur].append(i)
+        fees[i], taxes[i] = fee, tax
+    cols.to_l, cols.to_a, cols.from_l, cols.from_a = to_l, to_a, from_l, from_a
+    cols.fee, cols.tax, cols.reserve = fees, taxes, reserves
+    g.final_ledger = ledger
+    g.open_reserves = {c: sorted(h) for c, h in heaps.items()}
+
+
+def _debit_amount(g: _Generator, ttype: str, cur: str, desired: int, room: int) -> int | None:
+    """How much a debit takes out of ``room`` (available minus fees), or None to fail it."""
+    rand = g.rng.random
+    minimum = _MIN_DEBIT[cur]
+    if ttype == "settlement":
+        amount = room * (30 + int(rand() * 60)) // 100
+    elif desired * 2 <= room:
+        return desired
+    else:
+        amount = room * (5 + int(rand() * 45)) // 100
+    amount -= amount % 100
+    return amount if amount >= minimum else None
+
+
+_FROM_BALANCES = re.compile(
+    rb'"fromBalanceAfterAvailable":-?[0-9.]+,"fromBalanceAfterLedger":-?[0-9.]+,'
+)
+_ZEROS = (
+    b'"toBalanceAfterAvailable":0,"toBalanceAfterLedger":0,'
+    b'"fromBalanceAfterAvailable":0,"fromBalanceAfterLedger":0,'
+)
+
+
+def pick_zero_balances(g: _Generator) -> None:
+    """Choose the successful transfers that report all four balance-after fields as ``0``.
+
+    Each eligible transfer (successful, served, no planted anomaly, at least
+    :data:`_SPACING` + 1 records on its wallet away from a planted balance anomaly, so that
+    every anomaly stays identifiable) is chosen with probability ``zero_balance_rate``, from a
+    random source of its own: the rest of the ledger is the same whatever the rate.
+    """
+    g.zero_rows = []
+    if g.zero_balance_rate <= 0:
+        return
+    rand = random.Random(f"txkit-zero-balances:{g.seed}").random
+    cols = g.cols
+    planted = g.balance_planted
+    for cur, seq in g.seq.items():
+        near = set()
+        for q in planted[cur]:
+            near.update(range(q - _SPACING - 1, q + _SPACING + 2))
+        for p, i in enumerate(seq):
+            if cols.ttype[i] != "transfer" or p in near:
+                continue
+            if i in g.taken or i in g.protected or g.hidden[i]:
+                continue
+            if rand() < g.zero_balance_rate:
+                g.zero_rows.append(i)
+    g.zero_rows.sort()
+    for i in g.zero_rows:
+        g.zero_truth.append(
+            {
+                "kind": "zero_balance",
+                "id": cols.oid[i],
+                "reference": cols.ref[i],
+                "currency": cols.cur[i],
+                "createdAt": iso_ms(cols.created[i]),
+                "transType": cols.ttype[i],
+                "fromBalanceAfterLedger": money(cols.from_l[i] or 0),
+                "fromBalanceAfterAvailable": money(cols.from_a[i] or 0),
+            }
+        )
+
+
+def zero_bodies(g: _Generator, bodies: list[bytes]) -> None:
+    """Rewrite the rendered bytes of the chosen transfers: four balance-after fields of ``0``."""
+    for i in g.zero_rows:
+        body, count = _FROM_BALANCES.subn(_ZEROS, bodies[i], count=1)
+        assert count == 1, "a successful transfer renders its from-balances"
+        bodies[i] = body
