@@ -303,13 +303,17 @@ def test_trickling_server_fails_within_the_deadline(server: HostileServer) -> No
 
 
 def measured_cli(base_url: str, tmp_path: Path, **env: str) -> tuple[int, str, float, float]:
-    """Run ``txkit export`` in a fresh process; returns (exit code, stderr, seconds, peak MB)."""
+    """Run ``txkit export`` in a fresh process; returns (exit code, stderr, seconds, peak MB,
+    the process's resident high-water mark)."""
     code = (
-        "import resource, sys, time\n"
+        "import sys, time\n"
         "from txkit.cli import main\n"
         "start = time.monotonic()\n"
         "code = main(['export', '-o', 'out.parquet'])\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        # VmHWM, the peak of this process's own memory (ru_maxrss would include the parent's
+        # resident set at fork: Linux carries it across exec).
+        "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+        "peak = int(status.split()[0]) / 1024\n"
         "print(f'MEASURED {time.monotonic() - start:.2f} {peak:.0f}', file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
@@ -346,3 +350,22 @@ def test_cli_bomb_and_trickle_bounded_in_memory_and_time(tmp_path: Path) -> None
     assert code == 1 and len(err.splitlines()) == 1 and "deadline of 3 s" in err, err
     assert 3 <= seconds < 10 and peak < 1024
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_concurrent_bombs_share_one_bound(tmp_path: Path) -> None:
+    """A good first page (total 9000), then a bomb for each of the 8 pages fetched at once:
+    the bodies read at once share ``max_body_bytes``, so the peak stays far under 1 GB."""
+    bomb = gzip_bomb(2 << 30)
+    first = page([record(i) for i in range(1000)], total=9000)
+
+    def script(seen) -> Reply:
+        if seen.query.get("skip") == "0":
+            return Reply(200, first, {"Content-Type": "application/json"})
+        return Reply(200, bomb, {"Content-Encoding": "gzip"})
+
+    with HostileServer(script) as running:
+        code, err, seconds, peak = measured_cli(running.base_url, tmp_path)
+        fetched = len(running.seen)
+    assert code == 1 and "max_body_bytes" in err and len(err.splitlines()) == 1, err
+    assert fetched >= 3, "the bombs were fetched concurrently"
+    assert peak < 1024 and seconds < 120
