@@ -228,6 +228,37 @@ def test_cli_output_never_holds_the_key(script: Any, tmp_path: Path) -> None:
             assert_clean(file.read_bytes())
 
 
+def test_cli_log_handlers_scrub_other_libraries(tmp_path: Path) -> None:
+    """With -v, httpx logs each request URL: a key in the base URL's user info is scrubbed."""
+    with HostileServer(lambda seen: ok_page(2)) as running:
+        url = running.base_url.replace("http://", f"http://user:{quote(KEY, safe='')}@")
+        env = {"TXKIT_BASE_URL": url, "TXKIT_SECRET_KEY": KEY, "TXKIT_PROGRESS": "1"}
+        done = cli("-v", "export", "-o", "out.parquet", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "HTTP Request" in done.stderr
+    assert_clean(done.stdout, done.stderr)
+
+
+def test_log_lines_routed_above_the_bar_are_scrubbed(capsys) -> None:
+    """The CLI's handler scrubs records of any library, also while redirected through tqdm."""
+    from txkit._scrub import install_log_filter, register_secret
+    from txkit.progress import quiet_logging
+
+    register_secret(KEY)  # as the CLI's Client does
+    handler = logging.StreamHandler(sys.stderr)
+    install_log_filter(handler)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with quiet_logging():
+            logging.getLogger("some.library").warning("token %s", echo_everywhere())
+    finally:
+        root.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "token merchant key *** is not active" in err
+    assert_clean(err)
+
+
 def test_log_filter_scrubs_records_of_txkit_loggers(caplog) -> None:
     with caplog.at_level(logging.DEBUG):
         Client("http://127.0.0.1:9", KEY, env_file=None).close()
