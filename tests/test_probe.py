@@ -97,6 +97,29 @@ MATRIX: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
         {"rate_limit": "seen"},
         ("rate_limit", "max_limit", *DATES),
     ),
+    (
+        "max_skip=3000,envelope_extras",
+        {
+            "max_skip": 3000,
+            "max_skip_mode": "reject",
+            "envelope_extras": ["data.limit", "data.page", "requestId"],
+        },
+        ("max_skip", "max_skip_mode", "envelope_extras", *DATES),
+    ),
+    (
+        "max_skip=2500,max_skip_mode=empty,date_field=updatedAt,bounds=exclusive,date_shift=-5",
+        {
+            "max_skip": 2500,
+            "max_skip_mode": "empty",
+            "date_field": "updatedAt",
+            "start_inclusive": False,
+            "end_inclusive": False,
+            "utc_offset_hours": -5,
+        },
+        ("max_skip", "max_skip_mode", *DATES),
+    ),
+    ("date_field=updatedAt", {"date_field": "updatedAt"}, DATES),
+    ("rate=10", {"rate_limit": "seen"}, ("rate_limit", "max_limit", "ties_stable", *DATES)),
 ]
 
 
@@ -168,11 +191,20 @@ def test_budget_never_exceeded(sandbox: Sandbox, budget: int) -> None:
         assert any("budget" in f.detail for f in unknown)
 
 
-def test_budget_counts_429_retries(sandbox: Sandbox) -> None:
-    profile, served = run_probe(sandbox, "rate_limit=0.5,retry_after=0,fault_seed=4",
-                                max_requests=12)  # fmt: skip
+@pytest.mark.parametrize(
+    ("faults", "retry_after"),
+    [
+        ("rate_limit=0.5,retry_after=0,fault_seed=4", "0"),
+        ("rate=4,burst=2", None),
+        ("rate_limit=0.3,retry_after_form=garbage,fault_seed=1", "soon"),
+    ],
+)
+def test_budget_counts_429_retries(sandbox: Sandbox, faults: str, retry_after: str | None) -> None:
+    profile, served = run_probe(sandbox, faults, max_requests=12)
     assert served == profile.requests <= 12
-    assert profile.findings["rate_limit"].value["responses_429"] >= 2
+    seen = profile.findings["rate_limit"].value
+    assert seen["responses_429"] >= 2
+    assert retry_after is None or seen["retry_after"] == [retry_after]
 
 
 def test_too_few_records_near_midnight_is_unknown_with_reason() -> None:
@@ -315,7 +347,7 @@ class _Front(ThreadingHTTPServer):
     daemon_threads = True
     max_limit = 300
     max_skip: int | None = None
-    skip_mode = "error"
+    skip_mode = "reject"
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -340,7 +372,7 @@ class _FrontHandler(BaseHTTPRequestHandler):
             body = json.dumps(
                 {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
             ).encode()
-        elif beyond and self.server.skip_mode == "error":
+        elif beyond and self.server.skip_mode == "reject":
             status = 422
             body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
         else:
@@ -388,7 +420,7 @@ def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox
     assert profile.base_url == url
 
 
-@pytest.mark.parametrize("mode", ["error", "empty"])
+@pytest.mark.parametrize("mode", ["reject", "empty"])
 @pytest.mark.parametrize("cap", [3000, 12_345])
 def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: int) -> None:
     sandbox.faults = None
@@ -400,6 +432,6 @@ def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: in
         cap, "measured", f"skip={cap:,} served one record, skip={cap + 1:,} did not"
     )
     assert profile.value("max_skip_mode") == mode
-    if mode == "error":
+    if mode == "reject":
         assert f"skip above {cap}" in profile.findings["max_skip_mode"].detail
     assert profile.value("max_limit") == 1000 and profile.value("date_field") == "createdAt"

@@ -62,7 +62,7 @@ FINDINGS: Final[dict[str, str]] = {
     "default_limit": "records in a page when no limit is sent",
     "max_limit": "largest page the service serves (a larger limit is capped or refused)",
     "max_skip": "largest skip still served (null: none found); max_skip_mode says how it fails",
-    "max_skip_mode": "past max_skip: 'error' (4xx) or 'empty' (empty pages, real total)",
+    "max_skip_mode": "past max_skip: 'reject' (4xx) or 'empty' (empty pages, real total)",
     "order": "sort order of the listing, e.g. 'createdAt desc'",
     "ties_stable": "records with equal createdAt come back in the same order every time",
     "total_counts_all_matching": "data.total equals the records a full listing returns",

@@ -377,7 +377,7 @@ class _Probe:
             return
         how = (
             f"refused with HTTP {status} ({message})"
-            if mode == "error"
+            if mode == "reject"
             else "answered with an empty page and the real total"
         )
         self.findings["max_skip_mode"] = Finding(mode, "measured", f"skip={bad:,} was {how}")
@@ -412,7 +412,7 @@ class _Probe:
         """(served?, how it failed: error/empty, HTTP status, the service's message)."""
         page = self.get({"skip": skip, "limit": 1})
         if not page.ok:
-            return False, "error", page.status, page.message
+            return False, "reject", page.status, page.message
         if not page.records and (page.total or 0) > skip:
             return False, "empty", page.status, None
         return True, None, page.status, None

@@ -75,6 +75,7 @@ class _CountingTransport(httpx.BaseTransport):
         self.inner = inner
         self.budget = budget
         self.count = 0
+        self.last_status: int | None = None
         self.last_retry_after: str | None = None
         self._lock = threading.Lock()
 
@@ -85,6 +86,7 @@ class _CountingTransport(httpx.BaseTransport):
             self.count += 1
             self.last_retry_after = None
         response = self.inner.handle_request(request)
+        self.last_status = response.status_code
         self.last_retry_after = response.headers.get("retry-after")
         return response
 
@@ -183,7 +185,14 @@ class ProbeSession:
                 self._sleep(pause)
             self._last_sent = time.monotonic()
             try:
-                body, _ = self.client.get_transactions(params)
+                try:
+                    body, _ = self.client.get_transactions(params)
+                except ValueError:
+                    # A client that cannot read a garbage Retry-After ("soon") raises a bare
+                    # ValueError on the 429: it is still a 429, with no usable wait.
+                    if self._transport.last_status != 429:
+                        raise
+                    raise RateLimitedError("rate limited by the service (429)") from None
             except _BudgetSpent:
                 raise ProbeStopped(f"the request budget ({self.max_requests}) was spent") from None
             except RateLimitedError:
@@ -193,7 +202,7 @@ class ProbeSession:
                 self.retry_after_values.append(header)
                 wait = _retry_after(header)
                 if wait is None:
-                    wait = min(MAX_WAIT, 2.0 * 2 ** (limited - 1))
+                    wait = min(MAX_WAIT, 2.0 ** (limited - 1))
                 if wait > MAX_WAIT:
                     raise ProbeStopped(
                         f"rate limited (429) with Retry-After {header!r}, longer than the "
