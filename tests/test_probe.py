@@ -435,3 +435,30 @@ def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: in
     if mode == "reject":
         assert f"skip above {cap}" in profile.findings["max_skip_mode"].detail
     assert profile.value("max_limit") == 1000 and profile.value("date_field") == "createdAt"
+
+
+def test_query_window_for_updated_at_returns_every_created_record(
+    sandbox: Sandbox, ledger: Ledger
+) -> None:
+    """Against a service filtering on updatedAt, the window query_window() gives, filtered
+    on createdAt locally, holds exactly the records created in the UTC days asked."""
+    profile, _ = run_probe(sandbox, "date_field=updatedAt,bounds=end_exclusive,date_shift=1")
+    assert profile.value("date_field") == "updatedAt" and not profile.filters_created
+    first, last = date(2026, 10, 20), date(2026, 10, 24)
+    start, end = profile.query_window(first, last)
+    assert end is None and start is not None
+    headers = {"Authorization": f"Bearer {KEY}"}
+    got: dict[str, int] = {}
+    skip = 0
+    while True:
+        params: dict[str, str | int] = {"startDate": str(start), "skip": skip, "limit": 1000}
+        body = httpx.get(f"{sandbox.base_url}/transaction", params=params, headers=headers)
+        page = body.json()["data"]["transactions"]
+        got.update((r["id"], _ms(r["createdAt"])) for r in page)
+        skip += len(page)
+        if not page:
+            break
+    low, high = _day_ms(first), _day_ms(last + timedelta(days=1))
+    mine = {i for i, t in got.items() if low <= t < high}
+    truth = {r["id"] for r in ledger.exported_records() if low <= _ms(r["createdAt"]) < high}
+    assert mine == truth and len(truth) > 100

@@ -232,6 +232,34 @@ class ServiceProfile:
             end += timedelta(days=1)
         return start, end
 
+    def query_window(self, first: date, last: date) -> tuple[date | None, date | None]:
+        """The ``startDate``/``endDate`` to send for the records *created* on the UTC days
+        ``first``..``last`` (None: do not send that bound); filter ``createdAt`` locally
+        whenever :attr:`filters_created` is False.
+
+        * ``date_field`` is ``createdAt``: :meth:`server_window`.
+        * ``updatedAt``: a record is updated at or after it is created, so the window's start
+          on ``updatedAt`` is safe and its end is not: ``(start, None)``.
+        * any other field: ``(None, None)``, the whole listing.
+
+        Raises:
+            ValueError: when the date semantics are not all known, or ``first > last``.
+        """
+        start, end = self.server_window(first, last)
+        field = self.value("date_field")
+        if field == "createdAt":
+            return start, end
+        if field == "updatedAt":
+            return start, None
+        return None, None
+
+    @property
+    def filters_created(self) -> bool:
+        """True when the service's date filters apply to ``createdAt`` (known, measured or
+        inferred): a window of :meth:`server_window` then needs no local filter beyond the
+        edges."""
+        return self.value("date_field") == "createdAt"
+
     def _require_dates(self) -> None:
         if not self.dates_known:
             missing = [
