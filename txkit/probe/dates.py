@@ -189,17 +189,20 @@ class DateModel:
         i_hi = max(i_lo, bisect.bisect_left(axis.values, hi))
         return axis.prefix[i_hi] ^ axis.prefix[i_lo], i_hi - i_lo
 
-    def next_window(self, max_records: int) -> tuple[date, date] | None:
+    def next_window(
+        self, max_records: int, skip: set[tuple[date, date]] | None = None
+    ) -> tuple[date, date] | None:
         """The window that splits the surviving candidates the most (None if none does).
 
         Only windows inside the reference (at least 14 h above its oldest record) whose
-        predicted listing holds at most ``max_records`` records are considered.
+        predicted listing holds at most ``max_records`` records, and not in ``skip`` (already
+        tried), are considered.
         """
         if self.oldest is None or self.newest is None or not self.candidates:
             return None
         first = _day(self.oldest + 15 * HOUR_MS) + timedelta(days=1)
         last = _day(self.newest)
-        done = {(o.start, o.end) for o in self.observations}
+        done = {(o.start, o.end) for o in self.observations} | (skip or set())
         if len(self.candidates) == 1:
             return self._confirming_window(first, last, done, max_records)
         best: tuple[tuple[int, int, int], tuple[date, date]] | None = None
