@@ -9,14 +9,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
 
 from txkit.calendar import month_bounds, previous_months
 from txkit.client import Client
-from txkit.defaults import ORDERS_PATH, STORE_DIR
+from txkit.defaults import ORDERS_PATH
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
@@ -26,6 +26,7 @@ __all__ = [
     "LoadInfo",
     "display_table",
     "load_history",
+    "load_margin",
     "load_month",
     "load_orders",
     "what_to_look_at",
@@ -42,7 +43,7 @@ class LoadInfo:
     one of these; displayed (or printed), it says what the frame holds.
 
     Attributes:
-        kind: ``"month"``, ``"history"`` or ``"orders"``.
+        kind: ``"month"``, ``"history"``, ``"margin"`` or ``"orders"``.
         month: the month the notebook is about (``YYYY-MM``).
         first: the first UTC day loaded (None when nothing was loaded).
         last: the last UTC day loaded (None when nothing was loaded).
@@ -98,9 +99,10 @@ def load_month(
     month: str,
     *,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     currency: str | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     """Load one UTC month, verified, from the service, the embedded sandbox or the store.
 
@@ -109,9 +111,11 @@ def load_month(
         source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
-        store: the store folder, for ``source="store"``.
+        store: the store folder or URI, for ``source="store"`` (default: the one of the
+            source a sync would use, see :func:`txkit.source.default_store`).
         currency: optionally one currency.
         client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        version: the store's table version to read (default: the newest).
 
     Returns:
         The frame and a :class:`LoadInfo` to display.
@@ -122,7 +126,7 @@ def load_month(
     _check_source(source)
     first, last = month_bounds(month)
     if source == "store" and client is None:
-        return _from_store(month, first, last, store, currency)
+        return _from_store(month, first, last, _store(store), currency, version)
     stats = ExportStats()
     with _connected(source, client) as (conn, description, _):
         df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
@@ -149,29 +153,48 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
         yield src.client, src.description, src.label
 
 
+def _store(store: str | Path | None) -> str | Path:
+    from txkit.source import default_store
+
+    return store or default_store()
+
+
 def _from_store(
-    month: str, first: date, last: date, store: str | Path, currency: str | None
+    month: str,
+    first: date,
+    last: date,
+    store: str | Path,
+    currency: str | None,
+    version: int | None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     from txkit.store import read_manifests, read_months
 
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
-    df = read_months([month], store=store, currency=currency)
+    df = read_months([month], store=store, currency=currency, version=manifest.table_version)
+    whole = (
+        "its windows cover it whole"
+        if manifest.complete
+        else "it is NOT complete (run `txkit sync` to complete it)"
+    )
     info = LoadInfo(
         month=month,
         first=first,
         last=last,
-        source=f"the local store {store} (fetched {manifest.fetched_at} from {manifest.source})",
+        source=(
+            f"the store {store} at table version {manifest.table_version} (data from "
+            f"{manifest.source}, last fetched {manifest.fetched_at})"
+        ),
         rows=df.height,
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
         verified=(
-            f"Verified when fetched: the month was fetched whole at {manifest.full_fetch_at} and "
-            f"last refreshed at {manifest.fetched_at} ({' to '.join(manifest.windows[-1])}); "
-            f"that fetch matched the service's total of {manifest.service_total:,} records for "
-            "its query (a day of margin each side)"
+            f"Verified when fetched: {whole} "
+            f"({manifest.coverage.describe_windows() if manifest.coverage else 'no windows'}); "
+            f"each fetch matched the service's total for its query (the last: "
+            f"{manifest.service_total:,} records, a day of margin each side)"
         ),
     )
     return df, info
@@ -182,8 +205,9 @@ def load_history(
     *,
     months: int = 1,
     source: str = "auto",
-    store: str | Path = STORE_DIR,
+    store: str | Path | None = None,
     client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame | None, LoadInfo]:
     """Load the months just before ``month``, for checks that need history (balance chains).
 
@@ -196,6 +220,7 @@ def load_history(
         source: as for :func:`load_month`.
         store: as for :func:`load_month`.
         client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
 
     Returns:
         The records (None when there is no history) and a :class:`LoadInfo` whose line says
@@ -219,7 +244,8 @@ def load_history(
     if source == "store" and client is None:
         from txkit.store import read_manifests, read_months
 
-        stored = read_manifests(store)
+        store = _store(store)
+        stored = read_manifests(store, version=version)
         usable: list[str] = []
         for name in reversed(wanted):  # contiguous back from the month
             if name not in stored:
@@ -230,7 +256,8 @@ def load_history(
                 f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
                 "checked alone"
             )
-        df = read_months(usable, store=store)
+        version = stored[usable[-1]].table_version  # one version for every month read
+        df = read_months(usable, store=store, version=version)
         origin = f"the local store {store}"
     else:
         usable = wanted
@@ -248,7 +275,72 @@ def load_history(
     )  # fmt: skip
 
 
-def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
+def load_margin(
+    month: str,
+    *,
+    days: int,
+    source: str = "auto",
+    store: str | Path | None = None,
+    client: Client | None = None,
+    version: int | None = None,
+) -> tuple[pl.DataFrame | None, LoadInfo]:
+    """Load the ``days`` UTC days just before and just after ``month`` (matching across the
+    month's ends: an order of the 31st paid after midnight).
+
+    From the store, only the neighbouring months it holds are read; from the service or the
+    sandbox, the two windows are fetched, verified.
+
+    Args:
+        month: ``YYYY-MM``.
+        days: how many days on each side (0: none).
+        source: as for :func:`load_month`.
+        store: as for :func:`load_month`.
+        client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
+
+    Returns:
+        The records (None when ``days`` is 0) and a :class:`LoadInfo` whose line says what
+        was loaded.
+
+    Raises:
+        ValueError: a bad month, source or number of days.
+    """
+    _check_source(source)
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+    if days == 0:
+        note = f"Days around {month}: none"
+        return None, LoadInfo(
+            month=month, first=None, last=None, source="", rows=0, kind="margin", note=note
+        )
+    first, last = month_bounds(month)
+    windows = [(first - timedelta(days=days), first - timedelta(days=1))]
+    windows.append((last + timedelta(days=1), last + timedelta(days=days)))
+    if source == "store" and client is None:
+        from txkit.store import read_manifests, read_months
+
+        store = _store(store)
+        stored = read_manifests(store, version=version)
+        wanted = {d.strftime("%Y-%m") for window in windows for d in window}
+        df = read_months(sorted(m for m in wanted if m in stored), store=store, version=version)
+        day = pl.col("createdAt").dt.date()
+        df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
+        origin = f"the local store {store}"
+    else:
+        with _connected(source, client) as (conn, _, origin):
+            frames = [load_transactions(conn, start=a, end=b) for a, b in windows]
+        df = pl.concat(frames, how="diagonal_relaxed")
+    note = (
+        f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
+    )
+    return df, LoadInfo(
+        month=month, first=windows[0][0], last=windows[1][1], source=origin, rows=df.height,
+        kind="margin", note=note,
+    )  # fmt: skip
+
+
+def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, LoadInfo]:
     """The merchant's expected payments for ``month``.
 
     Args:
@@ -257,6 +349,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
             written files: see :func:`txkit.source.sandbox_files`), or a CSV or Parquet path
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
+        margin_days: also keep the orders dated this many days before and after the month.
 
     Returns:
         The orders and a :class:`LoadInfo` whose line says where they came from.
@@ -265,6 +358,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
     from txkit.source import key_configured, sandbox_files
 
     first, last = month_bounds(month)
+    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":
         orders = str(ORDERS_PATH) if key_configured() else "sandbox"
     if orders == "sandbox":
@@ -274,7 +368,8 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
         frame, origin = read_orders(orders), f"orders file {orders}"
     if "date" in frame.columns:
         frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
-    note = f"{origin}: {frame.height:,} orders in {month}"
+    around = f" and the {margin_days} day(s) around it" if margin_days else ""
+    note = f"{origin}: {frame.height:,} orders in {month}{around}"
     return frame, LoadInfo(
         month=month, first=first, last=last, source=origin, rows=frame.height, kind="orders",
         note=note,

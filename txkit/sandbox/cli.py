@@ -35,6 +35,18 @@ def _faults(text: str) -> Faults:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"a port is a whole number from 0 to 65535 (0: a free one), got {text!r}"
+        )
+    return port
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``sandbox`` subcommand.
 
@@ -56,7 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free port)")
+    parser.add_argument(
+        "--port", type=_port, default=0, help="port 0-65535 (default 0: a free port)"
+    )
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
