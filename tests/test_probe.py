@@ -4,6 +4,9 @@ profile file, ``load_profile`` and the command line."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -325,14 +328,20 @@ def test_cli_probe_writes_profile_and_never_the_key(
     ("argv", "message"),
     [(["--max-requests", "1"], "at least 2"), (["--out", "p.txt"], "must end in .json")],
 )
-def test_cli_probe_bad_arguments(
-    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    monkeypatch.setenv("TXKIT_BASE_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("TXKIT_SECRET_KEY", KEY)
-    assert main(["probe", *argv]) == 2
-    err = capsys.readouterr().err
-    assert message in err and len(err.strip().splitlines()) == 1
+def test_cli_probe_bad_arguments(argv: list[str], message: str, tmp_path: Path) -> None:
+    # A fresh process: the CLI tells bad arguments (exit 2) by no request having been sent.
+    env = {**os.environ, "TXKIT_BASE_URL": "http://127.0.0.1:1", "TXKIT_SECRET_KEY": KEY}
+    done = subprocess.run(
+        [sys.executable, "-m", "txkit.cli", "probe", *argv],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert KEY not in done.stderr + done.stdout and not (tmp_path / "data").exists()
 
 
 def test_cli_probe_rejected_key(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,
