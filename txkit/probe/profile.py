@@ -110,6 +110,7 @@ class Finding:
         return self.certainty != "unknown"
 
     def to_json(self) -> dict[str, Any]:
+        """``{"value": ..., "certainty": ..., "detail": ...}``."""
         return {"value": self.value, "certainty": self.certainty, "detail": self.detail}
 
 

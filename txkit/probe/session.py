@@ -16,6 +16,7 @@ import email.utils
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -60,6 +61,7 @@ class Page:
 
     @property
     def ok(self) -> bool:
+        """True for a 200."""
         return self.status == 200
 
 
@@ -114,7 +116,7 @@ class ProbeSession:
         max_requests: int = 60,
         env_file: str | os.PathLike[str] | None = ".env",
         timeout: float = 30.0,
-        sleep: Any = time.sleep,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._transport = _CountingTransport(httpx.HTTPTransport(), max_requests)
         # Kept only to scrub it from anything the probe writes or prints.
@@ -143,6 +145,7 @@ class ProbeSession:
 
     @property
     def base_url(self) -> str:
+        """The service's base address (no key)."""
         return self.client.base_url
 
     @property
@@ -152,9 +155,11 @@ class ProbeSession:
 
     @property
     def remaining(self) -> int:
+        """Requests the budget still allows."""
         return self.max_requests - self._transport.count
 
     def close(self) -> None:
+        """Close the client's connections."""
         self.client.close()
 
     def __enter__(self) -> ProbeSession:
