@@ -22,7 +22,14 @@ from typing import Any, Final
 
 from txkit.probe.profile import Finding, unknown
 
-__all__ = ["Candidate", "DateModel", "all_candidates", "parse_ms", "timestamp_fields"]
+__all__ = [
+    "Candidate",
+    "DateModel",
+    "all_candidates",
+    "parse_ms",
+    "record_id",
+    "timestamp_fields",
+]
 
 DAY_MS: Final = 86_400_000
 HOUR_MS: Final = 3_600_000
@@ -32,6 +39,14 @@ FRACTIONAL_OFFSETS: Final = (-9.5, -3.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10
 _EPOCH: Final = date(1970, 1, 1).toordinal()
 
 Candidate = tuple[str, bool, bool, float]  # (field, start_inclusive, end_inclusive, offset h)
+
+
+def record_id(record: dict[str, Any]) -> str:
+    """The record's identifier: ``id``, else ``_id`` (the document says they are the same)."""
+    value = record.get("id")
+    if value is None:
+        value = record.get("_id")
+    return str(value)
 
 
 def parse_ms(value: Any) -> int | None:
@@ -119,12 +134,10 @@ class DateModel:
     def __post_init__(self) -> None:
         self.candidates = all_candidates(self.fields)
         rng = random.Random(0)
-        self._hash = {str(r.get("id")): rng.getrandbits(64) for r in self.reference}
+        self._hash = {record_id(r): rng.getrandbits(64) for r in self.reference}
         self._axes: dict[str, _Axis] = {}
         for f in self.fields:
-            pairs = sorted(
-                (ms, str(r.get("id"))) for r in self.reference if (ms := parse_ms(r.get(f)))
-            )
+            pairs = sorted((ms, record_id(r)) for r in self.reference if (ms := parse_ms(r.get(f))))
             prefix = [0]
             for _, rid in pairs:
                 prefix.append(prefix[-1] ^ self._hash[rid])
@@ -155,7 +168,7 @@ class DateModel:
             low[f] = min(present) if present else None
             high[f] = max(present) if present else None
             members[f] = sorted(
-                axis.position[rid] for r in listed if (rid := str(r.get("id"))) in axis.position
+                axis.position[rid] for r in listed if (rid := record_id(r)) in axis.position
             )
         obs = _Observation(start, end, members, low, high, missing, len(listed))
         self.observations.append(obs)

@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from txkit.errors import scrub
-from txkit.probe.dates import DateModel, parse_ms, timestamp_fields
+from txkit.probe.dates import DateModel, parse_ms, record_id, timestamp_fields
 from txkit.probe.profile import Finding, ServiceProfile, unknown
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
 from txkit.schema import COLUMNS, CURRENCIES, TRANS_TYPES
@@ -89,7 +89,7 @@ class _Probe:
     def get(self, params: dict[str, str | int]) -> Page:
         page = self.s.get(params)
         for record in page.records:
-            self.seen[str(record.get("id"))] = record
+            self.seen[record_id(record)] = record
         return page
 
     def list_all(self, params: dict[str, str | int], max_pages: int) -> _Listing:
@@ -107,7 +107,7 @@ class _Probe:
                     return listing
                 listing.total = page.total
                 for record in page.records:
-                    listing.records[str(record.get("id"))] = record
+                    listing.records[record_id(record)] = record
                 skip += len(page.records)
                 if not page.records or skip >= (page.total or 0):
                     break
@@ -213,9 +213,9 @@ class _Probe:
 
     def _add_reference(self, params: dict[str, str | int], page: Page) -> None:
         if not self.reference_pages and not self.filter:
-            self.first_page = (params, [str(r.get("id")) for r in page.records])
+            self.first_page = (params, [record_id(r) for r in page.records])
         self.reference.extend(page.records)
-        self.reference_pages.append((params, [str(r.get("id")) for r in page.records]))
+        self.reference_pages.append((params, [record_id(r) for r in page.records]))
 
     def step_reference(self) -> None:
         self.say("newest records")
@@ -323,9 +323,9 @@ class _Probe:
             page = self.get(params)
             if not page.ok or not page.records:
                 break
-            plain.append((params, [str(r.get("id")) for r in page.records]))
+            plain.append((params, [record_id(r) for r in page.records]))
             counts.append(len(_tie_groups(page.records)))
-            by_id.update((str(r.get("id")), r) for r in page.records)
+            by_id.update((record_id(r), r) for r in page.records)
         with_ties = sorted(
             ((n, params, ids) for n, (params, ids) in zip(counts, plain, strict=True) if n),
             key=lambda item: -item[0],
@@ -597,7 +597,7 @@ def _order(records: Sequence[dict[str, Any]]) -> Finding:
 def _tie_groups(records: Sequence[dict[str, Any]], name: str = "createdAt") -> dict[str, list[str]]:
     groups: dict[str, list[str]] = {}
     for record in records:
-        groups.setdefault(str(record.get(name)), []).append(str(record.get("id")))
+        groups.setdefault(str(record.get(name)), []).append(record_id(record))
     return {k: v for k, v in groups.items() if len(v) > 1}
 
 
