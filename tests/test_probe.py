@@ -480,3 +480,18 @@ def test_query_window_for_updated_at_returns_every_created_record(
     mine = {i for i, t in got.items() if low <= t < high}
     truth = {r["id"] for r in ledger.exported_records() if low <= _ms(r["createdAt"]) < high}
     assert mine == truth and len(truth) > 100
+
+
+def test_readings_that_agree_on_every_window_are_inferred(sandbox: Sandbox) -> None:
+    """An exclusive start at UTC+12 and an inclusive one at UTC-12 (with the other end the
+    other way) select the same records for every query: one is reported, inferred, and
+    computes the service's windows exactly."""
+    profile, served = run_probe(sandbox, "bounds=start_exclusive,date_shift=12")
+    assert served <= 60
+    for name in ("start_inclusive", "end_inclusive", "utc_offset_hours"):
+        finding = profile.findings[name]
+        assert finding.certainty == "inferred" and "same window for every query" in finding.detail
+    start, end = date(2026, 10, 10), date(2026, 10, 12)
+    hour = 3_600_000
+    truth = (_day_ms(start) + 24 * hour - 12 * hour, _day_ms(end) + 24 * hour - 12 * hour)
+    assert profile.served_range(start, end) == truth

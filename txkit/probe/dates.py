@@ -148,6 +148,11 @@ class DateModel:
         self.oldest = min(created) if created else None
         self.newest = max(created) if created else None
 
+    @property
+    def settled(self) -> bool:
+        """True when the surviving readings all give the same window for every query."""
+        return len({(c[0], *_shifts(c)) for c in self.candidates}) == 1
+
     # -- evidence --------------------------------------------------------------------------
 
     def observe(self, start: date, end: date, listed: Sequence[dict[str, Any]]) -> int:
@@ -216,7 +221,8 @@ class DateModel:
         first = _day(self.oldest + 15 * HOUR_MS) + timedelta(days=1)
         last = _day(self.newest)
         done = {(o.start, o.end) for o in self.observations} | (skip or set())
-        if len(self.candidates) == 1:
+        if len({(c[0], *_shifts(c)) for c in self.candidates}) == 1:
+            # One reading, or readings that agree on every window: confirm, do not split.
             return self._confirming_window(first, last, done, max_records)
         best: tuple[tuple[int, int, int], tuple[date, date]] | None = None
         day = first
@@ -243,9 +249,10 @@ class DateModel:
     def _confirming_window(
         self, first: date, last: date, done: set[tuple[date, date]], max_records: int
     ) -> tuple[date, date] | None:
-        """For one surviving candidate: the 3-day window with the most reference records
-        within an hour of the boundaries it predicts (the sharpest test of it)."""
-        (c,) = self.candidates
+        """For one surviving reading (or several that agree on every window): the 3-day window
+        with the most reference records within an hour of the boundaries it predicts (the
+        sharpest test of it)."""
+        c = self.candidates[0]
         axis = self._axes[c[0]]
         best: tuple[int, tuple[date, date]] | None = None
         day = first
@@ -288,6 +295,12 @@ class DateModel:
             )
             return {n: unknown(reason) for n in names}
         whole = [c for c in self.candidates if c[3] == int(c[3])]
+        pool = whole or self.candidates
+        # Readings that give the same window for every query (e.g. an exclusive start at
+        # UTC+12 and an inclusive one at UTC-12) cannot be told apart, and need not be: any
+        # of them computes the service's windows exactly.
+        same = len({(c[0], *_shifts(c)) for c in pool}) == 1
+        canonical = min(pool, key=lambda c: (not c[1], not c[2], abs(c[3]), c[3]))
         out: dict[str, Finding] = {}
         for k, name in enumerate(names):
             values = sorted({c[k] for c in self.candidates}, key=str)
@@ -303,6 +316,16 @@ class DateModel:
                     f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
                 )
                 continue
+            if same:
+                readings = "; ".join(_reading(c) for c in sorted(pool, key=str)[:4])
+                out[name] = Finding(
+                    _jsonable(canonical[k]),
+                    "inferred",
+                    f"listings of {days}: the readings {readings} give the same window for "
+                    "every query, so either computes it exactly; this one is "
+                    f"{_reading(canonical)}",
+                )
+                continue
             why = (
                 cut_short
                 or "no sampled record lies between the boundaries these readings put at midnight"
@@ -312,6 +335,16 @@ class DateModel:
                 f"{' ...' if len(values) > 6 else ''} equally: {why}"
             )
         return out
+
+
+def _shifts(c: Candidate) -> tuple[float, float]:
+    """Where a reading puts the window's ends, in hours after startDate/endDate 00:00 UTC."""
+    _, si, ei, h = c
+    return (0 if si else 24) - h, (24 if ei else 0) - h
+
+
+def _reading(c: Candidate) -> str:
+    return f"{_show(c[1])} start/{_show(c[2])} end at {_show(c[3])}"
 
 
 def _jsonable(value: Any) -> Any:

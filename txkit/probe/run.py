@@ -391,11 +391,7 @@ class _Probe:
                     why_none = why_none or "the request budget left no room for date windows"
                     short = True
                     break
-                decided = (
-                    all(f.certainty == "measured" for f in model.findings().values())
-                    and len(model.observations) >= 2
-                )
-                if decided:
+                if model.settled and len(model.observations) >= 2:
                     break
                 window = model.next_window(max_records=4 * self.page_size, skip=tried)
                 if window is None and len(model.candidates) > 1 and self._grow_reference():
