@@ -28,16 +28,13 @@ a salted hash of it that tells which key wrote it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -47,10 +44,23 @@ from txkit.calendar import month_bounds, months_between, parse_day, parse_month,
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
 from txkit.decode import combine, dedupe_latest, finalize
-from txkit.errors import TxkitError
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
+from txkit.storage import (
+    StoreError,
+    StoreLockedError,
+    is_io_error,
+    locked,
+    open_table,
+    os_problem,
+    refuse_old_layout,
+    storage_options,
+    table_uri,
+    write_problem,
+)
+
+_locked = locked  # the lock, for tests that hold it
 
 __all__ = [
     "DEFAULT_STORE",
@@ -75,15 +85,6 @@ DEFAULT_STORE = defaults.STORE_DIR
 DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
 _META_KEY = "txkit.store"
 _FORMAT = 1
-_LOCK_NAME = "_txkit.lock"
-
-
-class StoreError(TxkitError):
-    """The store cannot be used as asked (another source, an old format, damaged files)."""
-
-
-class StoreLockedError(StoreError):
-    """Another sync holds the store's lock, or committed to it meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -186,81 +187,6 @@ class SyncResult:
 
 
 # --------------------------------------------------------------------------------------------
-# Locations.
-
-
-def _is_remote(store: str | os.PathLike[str]) -> bool:
-    return "://" in str(store)
-
-
-def _uri(store: str | os.PathLike[str]) -> str:
-    return str(store).rstrip("/") if _is_remote(store) else str(Path(store).absolute())
-
-
-def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
-    """delta-rs storage options for ``store``: None for a folder; for ``s3://``, the standard
-    AWS variables are read by delta-rs itself, plus plain-http endpoints allowed when
-    ``AWS_ENDPOINT_URL`` is ``http://`` (a local S3 such as MinIO or moto)."""
-    if not str(store).startswith("s3://"):
-        return None
-    options: dict[str, str] = {}
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        options["AWS_ENDPOINT_URL"] = endpoint
-        if endpoint.startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
-    # S3 has no atomic rename: commits rely on conditional writes (If-None-Match).
-    options.setdefault("conditional_put", "etag")
-    return options
-
-
-def _old_layout(store: str | os.PathLike[str]) -> bool:
-    if _is_remote(store):
-        return False
-    path = Path(store)
-    return (path / "generations").is_dir() or (path / "current").is_symlink()
-
-
-def _refuse_old(store: str | os.PathLike[str]) -> None:
-    if _old_layout(store):
-        raise StoreError(
-            f"{store} is a store of the previous format (Parquet generations): run "
-            f"`txkit store migrate --store {store}` to convert it to a Delta table"
-        )
-
-
-def _table(store: str | os.PathLike[str], version: int | None = None) -> Any:
-    """The DeltaTable, or None when there is none yet."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    _refuse_old(store)
-    uri, options = _uri(store), storage_options(store)
-    try:
-        if not DeltaTable.is_deltatable(uri, storage_options=options):
-            if version is not None:
-                raise StoreError(f"the store {store} has no table yet, so no version {version}")
-            return None
-        return DeltaTable(uri, version=version, storage_options=options)
-    except TableNotFoundError:
-        return None
-    except StoreError:
-        raise
-    except Exception as exc:  # delta-rs raises several types for a damaged or absent log
-        raise StoreError(_store_problem(store, exc, version)) from None
-
-
-def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int | None) -> str:
-    text = " ".join(str(exc).split())[:300]
-    if version is not None and "version" in text.lower():
-        return f"the store {store} has no version {version} ({text})"
-    return (
-        f"the store {store} cannot be read: {text}; if a file of it was damaged, restore it, "
-        "or move the store aside and run `txkit sync` again"
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # State (the metadata of the newest txkit commit at or before a version).
 
 
@@ -272,7 +198,7 @@ def read_state(
     Raises:
         StoreError: a store of the previous format, or one that cannot be read.
     """
-    table = _table(store, version)
+    table = open_table(store, version)
     if table is None:
         return StoreState(version=None)
     return _state_of(table, store)
@@ -375,11 +301,11 @@ def scan_store(
     Example:
         >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
     """
-    table = _table(store, version)
+    table = open_table(store, version)
     if table is None:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
     options = storage_options(store)
-    lf = pl.scan_delta(_uri(store), version=table.version(), storage_options=options)
+    lf = pl.scan_delta(table_uri(store), version=table.version(), storage_options=options)
     names = lf.collect_schema().names()
     extra = sorted(c for c in names if c not in COLUMNS and c != "month")
     return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
@@ -425,58 +351,6 @@ def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str])
             f"a data file of the store {store} cannot be read ({text}); run `txkit sync "
             f"--store {store} {refresh}` to fetch the month(s) again"
         ) from None
-
-
-# --------------------------------------------------------------------------------------------
-# Locking.
-
-
-@contextlib.contextmanager
-def _locked(store: str | os.PathLike[str]) -> Iterator[None]:
-    """Exclusive use of a local store for one sync (object stores: Delta's conflict check)."""
-    if _is_remote(store):
-        yield
-        return
-    path = Path(store)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        handle = open(path / _LOCK_NAME, "a+")  # noqa: SIM115 - held for the whole sync
-    except OSError as exc:
-        raise StoreError(_os_problem(store, exc)) from None
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise StoreLockedError(
-                f"another sync is running on {store} ({holder}); wait for it to finish, "
-                "then run this one again"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
-        handle.flush()
-        yield
-    finally:
-        handle.close()
-
-
-def _os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
-    reasons = {
-        errno.ENOSPC: "the disk is full",
-        errno.EROFS: "the file system is read-only",
-        errno.EACCES: "permission denied",
-        errno.EDQUOT: "the disk quota is exceeded",
-    }
-    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return (
-        f"cannot write to the store {store}: {reason}{where}; the store is left at its previous "
-        "version: free space or fix permissions, then run the sync again"
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -614,11 +488,11 @@ def sync(
     """
     refresh_set = {parse_month(m, "refresh month") for m in refresh}
     months, _ = _range(start, end, today)
-    _refuse_old(store)
+    refuse_old_layout(store)
     stats = ExportStats()
     own_client = client is None
     client = client or Client()
-    with contextlib.ExitStack() as stack, _locked(store):
+    with contextlib.ExitStack() as stack, locked(store):
         if own_client:
             stack.callback(client.close)
         state = read_state(store)
@@ -699,42 +573,21 @@ def _commit(
     else:
         kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
     try:
-        write_deltalake(_uri(store), data, **kwargs)
+        write_deltalake(table_uri(store), data, **kwargs)
     except CommitFailedError as exc:
         raise StoreLockedError(
             f"another writer committed to the store {store} while this sync ran ({exc}); "
             "nothing of this sync was kept: run it again"
         ) from None
     except OSError as exc:
-        raise StoreError(_os_problem(store, exc)) from None
+        raise StoreError(os_problem(store, exc)) from None
     except Exception as exc:
-        if _is_io_error(exc):
-            raise StoreError(_write_problem(store, exc)) from None
+        if is_io_error(exc):
+            raise StoreError(write_problem(store, exc)) from None
         raise
-    table = _table(store)
+    table = open_table(store)
     assert table is not None
     return int(table.version())
-
-
-def _is_io_error(exc: Exception) -> bool:
-    from deltalake.exceptions import DeltaError
-
-    return isinstance(exc, DeltaError) or type(exc).__name__ in ("DeltaError", "GenericError")
-
-
-def _write_problem(store: str | os.PathLike[str], exc: Exception) -> str:
-    text = " ".join(str(exc).split())[:300]
-    lowered = text.lower()
-    if "no space" in lowered:
-        reason = "the disk is full"
-    elif "read-only" in lowered or "permission denied" in lowered:
-        reason = "the store cannot be written (read-only or permission denied)"
-    else:
-        reason = text
-    return (
-        f"cannot write to the store {store}: {reason}; the store is left at its previous "
-        "version: fix that, then run the sync again"
-    )
 
 
 def sync_needed(
