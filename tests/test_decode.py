@@ -9,7 +9,7 @@ import pytest
 
 import txkit
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Request, hostile_server  # noqa: F401
+from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
 from txkit.decode import decode_page, decode_pages, dedupe_latest
 from txkit.store import _merge
 
@@ -65,8 +65,8 @@ def test_loader_keeps_successful_over_an_earlier_pending_copy_with_the_same_upda
     pending to successful without a new updatedAt. The later copy must win."""
     passes = {"n": 0}
 
-    def respond(request: Request) -> Reply:
-        skip = int(request.params.get("skip", 0))
+    def respond(seen: Seen) -> Reply:
+        skip = int(seen.query.get("skip", 0))
         if skip == 0:
             passes["n"] += 1
         if passes["n"] == 1:

@@ -1,22 +1,30 @@
-"""The ``txkit`` command line: ``sandbox``, ``export`` and ``report``.
+"""The ``txkit`` command line: ``sandbox``, ``export``, ``sync``, ``report`` and ``probe``.
 
 The secret key is never a flag: it comes from ``TXKIT_SECRET_KEY`` or a ``.env`` file.
-Errors are printed as one line (``txkit: error: ...``), never as a traceback; exit codes:
-0 success, 1 a txkit error (HTTP, format, incomplete export), 2 bad arguments.
+Errors are printed as one scrubbed line (``txkit: error: ...``), never as a traceback, by one
+top-level handler (:func:`describe_failure`); exit codes: 0 success, 1 any failure (HTTP,
+format, incomplete export, file system), 2 only the user's own bad arguments. Output paths are
+checked (a probe file is written) before any request is sent.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from txkit import defaults
+from txkit._scrub import install_log_filter, scrub
 from txkit.errors import TxkitError
+from txkit.progress import quiet_logging
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "check_writable", "describe_failure", "main"]
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -55,7 +63,7 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from txkit.client import Client
+    from txkit.client import Client, describe_retries
     from txkit.load import load_transactions, validate_filters
     from txkit.output import write_frame
     from txkit.pages import ExportStats
@@ -82,11 +90,11 @@ def _run_export(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             stats=stats,
         )
+        retries = describe_retries(client.retry_causes)
     write_frame(df, output)
     print(
         f"exported {df.height:,} rows ({stats.pages:,} pages, {stats.requests:,} requests, "
-        f"{stats.retries:,} retries, {stats.passes} pass(es)) in {stats.seconds:.1f} s "
-        f"-> {output}"
+        f"{retries}, {stats.passes} pass(es)) in {stats.seconds:.1f} s -> {output}"
     )
     return 0
 
@@ -156,43 +164,163 @@ def _run_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (no usage block), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {scrub(message)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
+    from txkit.probe import cli as probe_cli
     from txkit.sandbox import cli as sandbox_cli
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="txkit",
         description="Exact, complete transaction exports into polars; sandbox included.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log retries and passes")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log every retry (DEBUG) and pass"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sandbox_cli.add_parser(sub)
     _add_export(sub)
     _add_sync(sub)
     report.add_parser(sub)
+    probe_cli.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``txkit`` command line; returns the process exit code."""
+    """Run the ``txkit`` command line; returns the process exit code.
+
+    Every failure is one scrubbed line on stderr (``txkit: error: ...``) naming what went wrong
+    and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
+    validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="txkit: %(levelname)s: %(message)s",
-    )
+    _configure_logging(args.verbose)
     try:
-        return int(args.func(args) or 0)
-    except ValueError as exc:
-        print(f"txkit: error: {exc}", file=sys.stderr)
-        return 2
-    except TxkitError as exc:
-        print(f"txkit: error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        _check_paths(args)
+        with quiet_logging():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("txkit: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # the one place every failure is reported
+        code, message = describe_failure(exc)
+        print(f"txkit: error: {scrub(message)}", file=sys.stderr)
+        return code
+
+
+def _configure_logging(verbose: bool) -> None:
+    """``txkit: LEVEL: message`` on stderr, scrubbed; ``-v`` shows txkit's DEBUG records (one
+    line per retry) and httpx's requests."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="txkit: %(levelname)s: %(message)s",
+    )
+    for handler in logging.getLogger().handlers:
+        install_log_filter(handler)
+    if verbose:
+        logging.getLogger("txkit").setLevel(logging.DEBUG)
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """Check every path the command will write before any request is sent."""
+    if getattr(args, "command", None) == "export" and getattr(args, "output", None):
+        check_writable(Path(args.output), is_file=True, flag="-o/--output")
+    if getattr(args, "command", None) in ("sync", "report") and getattr(args, "store", None):
+        check_writable(Path(args.store), is_file=False, flag="--store")
+    if getattr(args, "command", None) == "report" and getattr(args, "out", None):
+        check_writable(Path(args.out), is_file=False, flag="--out")
+
+
+def check_writable(path: Path, *, is_file: bool, flag: str) -> None:
+    """Raise ``OSError`` (with the file name) unless ``path`` can be written: a file whose
+    folder accepts a new file with some data in it, or a folder that does; ``ValueError`` (a bad
+    argument) for a folder given as a file or the other way round.
+
+    Args:
+        path: the output file or folder (it or its parents may not exist yet).
+        is_file: ``path`` is a file (else a folder).
+        flag: the option that named it, for the message.
+    """
+    if is_file and path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a folder: give a file name")
+    if not is_file and path.exists() and not path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a file: give a folder")
+    folder = path.parent if is_file else path
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a folder", str(path))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".txkit-probe-", dir=existing)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        block = memoryview(b"\0" * 65536)  # a full disk fails here, before the export starts
+        while block:
+            block = block[os.write(fd, block) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+
+
+_OS_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space or write elsewhere",
+    errno.EFBIG: "the file may not grow (a full disk or a file-size limit): write elsewhere",
+    errno.EDQUOT: "the disk quota is exhausted: free some space or write elsewhere",
+    errno.EROFS: "the file system is read-only: choose another location",
+    errno.EACCES: "permission denied: choose another location or fix its permissions",
+    errno.EPERM: "not permitted: choose another location or fix its permissions",
+    errno.ENOENT: "it does not exist (or cannot be created there): check the path",
+    errno.EISDIR: "it is a folder: give a file name",
+    errno.ENOTDIR: "a part of the path is not a folder: check the path",
+}
+
+
+def describe_failure(exc: BaseException) -> tuple[int, str]:
+    """The exit code and the one-line message for an exception that ended a command.
+
+    Args:
+        exc: the exception.
+
+    Returns:
+        ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
+        (the user's arguments); 1 for anything else.
+    """
+    from txkit.client import requests_started
+
+    text = " ".join(str(exc).split())
+    if isinstance(exc, TxkitError):
+        return 1, f"{type(exc).__name__}: {text}"
+    if isinstance(exc, ValueError) and not requests_started():
+        return 2, text
+    if isinstance(exc, OSError):
+        advice = _OS_ADVICE.get(exc.errno or -1, "check the path and try again")
+        where = f" {exc.filename}" if exc.filename else ""
+        what = exc.strerror or text or type(exc).__name__
+        return 1, f"cannot write or read{where}: {what}; {advice}"
+    if isinstance(exc, MemoryError):
+        return 1, "out of memory: export a smaller date range or fewer filters at a time"
+    if isinstance(exc, ValueError | ArithmeticError | RecursionError | LookupError | TypeError):
+        return 1, (
+            f"the service's answer could not be read ({type(exc).__name__}: {text}); "
+            "this is not a problem with your arguments: retry, and report it with `txkit -v` "
+            "output if it persists"
+        )
+    return 1, (f"unexpected {type(exc).__name__}: {text}; rerun with -v for details and report it")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ a repr, an error message or a log line.
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import ipaddress
 import json
@@ -29,6 +28,8 @@ from typing import Any
 
 import httpx
 
+from txkit._body import ACCEPT_ENCODING, Bounds, read_body
+from txkit._scrub import register_secret
 from txkit.errors import (
     ApiError,
     AuthError,
@@ -41,14 +42,29 @@ from txkit.errors import (
     excerpt,
     scrub,
 )
+from txkit.ratelimit import SharedLimiter, parse_retry_after
 
-__all__ = ["Client", "RetryPolicy", "load_dotenv_values"]
+__all__ = [
+    "Client",
+    "RetryPolicy",
+    "describe_retries",
+    "load_dotenv_values",
+    "requests_started",
+]
 
 log = logging.getLogger("txkit")
 
 BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
+MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
+_started = threading.Event()
+
+
+def requests_started() -> bool:
+    """Whether any :class:`Client` of this process has sent a request (the CLI uses it to tell
+    the user's bad arguments, found before, from bad answers, found after)."""
+    return _started.is_set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +87,22 @@ class RetryPolicy:
     backoff_base: float = 0.5
     backoff_cap: float = 20.0
     max_retry_after: float = 120.0
+
+    @classmethod
+    def from_env(cls) -> RetryPolicy:
+        """The default policy, with ``max_retries`` from ``TXKIT_MAX_RETRIES`` when set.
+
+        Raises:
+            ConfigError: the variable is not a whole number from 0 to 100.
+        """
+        raw = os.environ.get(MAX_RETRIES_VAR)
+        if raw is None or not raw.strip():
+            return cls()
+        if not raw.strip().isdigit() or int(raw) > 100:
+            raise ConfigError(
+                f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}"
+            )
+        return cls(max_retries=int(raw))
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
@@ -120,15 +152,23 @@ class Client:
             ``.env``).
         secret_key: the merchant's secret key; default ``TXKIT_SECRET_KEY`` (environment, then
             ``.env``). Never pass it on a command line.
-        timeout: seconds for connect and for each read.
-        retry: the :class:`RetryPolicy`.
+        timeout: seconds for connect and for each read (at most ``response_deadline``).
+        retry: the :class:`RetryPolicy`; default :meth:`RetryPolicy.from_env`.
         transport: an httpx transport (e.g. :class:`httpx.MockTransport` in tests).
         env_file: the ``.env`` file consulted for missing settings.
         seed: seed of the backoff jitter (for reproducible tests).
+        max_body_bytes: the largest response body accepted, counted after decompression;
+            default ``TXKIT_MAX_BODY_MB`` (in MiB) or 256 MiB. A gzip bomb stops there.
+        response_deadline: seconds for a whole response, from sending the request to the last
+            byte of the body (not per read: a server that trickles bytes stops here); default
+            ``TXKIT_RESPONSE_DEADLINE`` or 120.
+        shared_rate_limit: one :class:`~txkit.ratelimit.SharedLimiter` for every request of
+            this client, so a 429 slows all workers down (False: each request only waits its
+            own ``Retry-After``, as before; kept for benchmarks).
 
     Raises:
-        ConfigError: no base URL or no key, or a key about to go over plain ``http://`` to a
-            host that is not on this machine.
+        ConfigError: no base URL or no key, a key about to go over plain ``http://`` to a
+            host that is not on this machine, or a bound that is not a positive number.
 
     Example:
         >>> with txkit.Client() as client:  # reads TXKIT_BASE_URL / TXKIT_SECRET_KEY
@@ -145,6 +185,9 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         env_file: str | os.PathLike[str] | None = ".env",
         seed: int | None = None,
+        max_body_bytes: int | None = None,
+        response_deadline: float | None = None,
+        shared_rate_limit: bool = True,
     ) -> None:
         dotenv = load_dotenv_values(env_file) if env_file is not None else {}
         base_url = base_url or os.environ.get(BASE_URL_VAR) or dotenv.get(BASE_URL_VAR)
@@ -159,6 +202,7 @@ class Client:
                 f"no secret key: set {SECRET_KEY_VAR} in the environment or in a .env file "
                 "in the working directory (never on a command line)"
             )
+        register_secret(secret_key)
         url = httpx.URL(base_url.rstrip("/"))
         if url.scheme not in ("http", "https") or not url.host:
             raise ConfigError(
@@ -173,8 +217,9 @@ class Client:
             )
         self._base_url = url
         self._secret_key = secret_key
-        self._timeout = timeout
-        self.retry = retry or RetryPolicy()
+        self.bounds = Bounds.resolve(max_body_bytes, response_deadline)
+        self._timeout = min(timeout, self.bounds.response_deadline)
+        self.retry = retry or RetryPolicy.from_env()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._http = httpx.Client(
@@ -183,15 +228,20 @@ class Client:
                 "Authorization": f"Bearer {secret_key}",
                 "Content-Type": "application/json",
                 "Accept": "application/json",
+                "Accept-Encoding": ACCEPT_ENCODING,
                 "User-Agent": "txkit",
             },
-            timeout=httpx.Timeout(timeout),
+            timeout=httpx.Timeout(self._timeout, connect=timeout),
             transport=transport,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         )
+        #: The shared request rate (None when disabled).
+        self.limiter = SharedLimiter() if shared_rate_limit else None
         #: Requests sent and retries made, for the export summary.
         self.requests_sent = 0
         self.retries = 0
+        #: Retries by cause: ``429``, ``5xx``, ``timeout``, ``dropped``, ``not JSON``.
+        self.retry_causes: dict[str, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -246,36 +296,55 @@ class Client:
         attempt = 0
         while True:
             request = self._http.build_request("GET", "/transaction", params=dict(params))
+            sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
+            _started.set()
             try:
-                response = self._http.send(request)
+                status, headers, body = self._send(request)
             except httpx.TimeoutException as exc:
                 failure: Exception = NetworkError(
                     f"timed out after {self._timeout:g}s ({type(exc).__name__})", request=request
                 )
-                wait = None
+                wait, cause = None, "timeout"
             except httpx.TransportError as exc:
                 failure = NetworkError(
                     f"connection failed or was dropped ({type(exc).__name__}: "
                     f"{scrub(str(exc), self._secret_key)})",
                     request=request,
                 )
-                wait = None
+                wait, cause = None, "dropped"
             else:
-                failure, wait = self._classify(response, request)
+                failure, wait = self._classify(status, headers, body, request)
                 if failure is None:
-                    return response.content, request
+                    return body, request
+                cause = _cause(status)
+                if status == 429 and self.limiter is not None:
+                    self.limiter.throttled(sent_at, wait)
             if attempt >= self.retry.max_retries:
                 raise failure
             delay = self._delay(attempt, wait)
             if delay is None:
                 raise failure
-            log.warning("retrying in %.2fs after: %s", delay, failure)
+            log.debug("retrying in %.2fs after: %s", delay, failure)
             with self._lock:
                 self.retries += 1
+                self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
             time.sleep(delay)
             attempt += 1
+
+    def _send(self, request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
+        """Send ``request`` and read its whole body within :attr:`bounds`."""
+        started = time.monotonic()
+        response = self._http.send(request, stream=True)
+        try:
+            return (
+                response.status_code,
+                response.headers,
+                read_body(response, request, self.bounds, started),
+            )
+        finally:
+            response.close()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float | None:
         """Seconds to wait before the next attempt; None when the server asks for too long."""
@@ -288,16 +357,12 @@ class Client:
             return retry_after * self._rng.uniform(1.0, 1.1)
 
     def _classify(
-        self, response: httpx.Response, request: httpx.Request
+        self, status: int, headers: httpx.Headers, body: bytes, request: httpx.Request
     ) -> tuple[Exception | None, float | None]:
         """Map a response to (error or None, Retry-After seconds when rate limited)."""
-        status = response.status_code
-        body = response.content
         if status == 200 and body[:64].lstrip()[:1] == b"{":
             return None, None  # the hot path: the body is decoded once, by txkit.frame
-        request_id = next(
-            (response.headers[h] for h in _REQUEST_ID_HEADERS if h in response.headers), None
-        )
+        request_id = next((headers[h] for h in _REQUEST_ID_HEADERS if h in headers), None)
         context: dict[str, Any] = {
             "status_code": status,
             "server_message": None,
@@ -305,7 +370,7 @@ class Client:
             "request": request,
         }
         if status == 200:
-            kind = response.headers.get("content-type", "no content type")
+            kind = headers.get("content-type", "no content type")
             return (
                 ResponseFormatError(
                     f"the service returned a non-JSON body ({kind}); "
@@ -318,7 +383,7 @@ class Client:
         if status == 429:
             return (
                 RateLimitedError("rate limited by the service (429)", **context),
-                self._retry_after(response),
+                self._retry_after(headers),
             )
         if status >= 500:
             return ServerError(f"the service failed ({status})", **context), None
@@ -350,14 +415,27 @@ class Client:
         return None
 
     @staticmethod
-    def _retry_after(response: httpx.Response) -> float | None:
-        value = response.headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is None:
-                return None
-            return max(0.0, parsed.timestamp() - time.time())
+    def _retry_after(headers: httpx.Headers) -> float | None:
+        return parse_retry_after(headers.get("retry-after"))
+
+
+#: Retry causes, in the order the summary line names them.
+RETRY_CAUSES = ("429", "5xx", "timeout", "dropped", "not JSON")
+
+
+def _cause(status: int) -> str:
+    if status == 429:
+        return "429"
+    if status >= 500:
+        return "5xx"
+    return "not JSON"
+
+
+def describe_retries(causes: Mapping[str, int]) -> str:
+    """``"3 retries (2 × 429, 1 timeout)"`` for the summary line; ``"0 retries"`` if none."""
+    total = sum(causes.values())
+    if not total:
+        return "0 retries"
+    parts = [f"{causes[c]:,} {c}" for c in RETRY_CAUSES if causes.get(c)]
+    parts += [f"{n:,} {c}" for c, n in causes.items() if c not in RETRY_CAUSES and n]
+    return f"{total:,} {'retry' if total == 1 else 'retries'} ({', '.join(parts)})"

@@ -12,50 +12,127 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │   └── ResponseFormatError   a body that is not JSON, or not the documented envelope
     ├── NetworkError              timeouts and dropped connections after every retry was spent
     ├── SchemaError               a field whose value cannot be converted without loss
+    ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     └── IncompleteExportError     the records fetched do not add up to the service's total
 
 Caller mistakes (an unknown status, a malformed date, start after end) raise ``ValueError``
 before any request is sent.
 
-Messages never contain the secret key: requests are described by method, path and query only,
-and server text is shortened and scrubbed of anything that looks like a bearer token.
+Messages never contain the secret key: every message, attribute text, ``repr`` and pickle of
+a txkit error goes through :func:`txkit._scrub.scrub` (the configured key in any encoding, and
+anything key-shaped). Requests are kept as :class:`RequestInfo` (method and URL, no headers):
+an error never holds the ``Authorization`` header, so a caller that pickles or logs it cannot
+leak the key.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
+from typing import Any
 
-import httpx
+from txkit._scrub import scrub
 
-_TOKEN_RE = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+|\b(sk|pk)_[A-Za-z0-9_\-]{8,}")
-
-
-def scrub(text: str, *secrets: str | None) -> str:
-    """Remove secrets and anything shaped like a bearer token from ``text``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return _TOKEN_RE.sub(lambda m: (m.group(1) or "") + "***", text)
+__all__ = [
+    "ApiError",
+    "AuthError",
+    "BadRequestError",
+    "ConfigError",
+    "IncompleteExportError",
+    "LimitExceededError",
+    "NetworkError",
+    "RateLimitedError",
+    "RequestInfo",
+    "ResponseFormatError",
+    "SchemaError",
+    "ServerError",
+    "TxkitError",
+    "describe_request",
+    "excerpt",
+    "scrub",
+]
 
 
 def excerpt(body: bytes | str, limit: int = 200) -> str:
-    """A short, printable excerpt of a response body for error messages."""
+    """A short, printable, scrubbed excerpt of a response body for error messages.
+
+    The text is scrubbed *before* it is shortened, so a key cut in half by the limit cannot
+    leave its first half behind.
+    """
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")
-    body = " ".join(body.split())
+    body = scrub(" ".join(body.split()))
     return body if len(body) <= limit else body[:limit] + f"... ({len(body)} characters)"
 
 
-def describe_request(request: httpx.Request | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What an error keeps of a request: its method and URL (scrubbed), never its headers.
+
+    Attributes:
+        method: ``GET``.
+        url: the full URL without user info, e.g. ``https://api.example.com/transaction?skip=0``.
+    """
+
+    method: str
+    url: str
+
+    @classmethod
+    def of(cls, request: Any) -> RequestInfo | None:
+        """A :class:`RequestInfo` from an :class:`httpx.Request` (or one already made)."""
+        if request is None or isinstance(request, RequestInfo):
+            return request
+        url = request.url.copy_with(username=None, password=None)
+        return cls(str(request.method), scrub(str(url)))
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.url}"
+
+
+def describe_request(request: Any) -> str | None:
     """``GET /transaction?status=successful`` - never headers, so never the key."""
-    if request is None:
-        return None
-    url = request.url.copy_with(username=None, password=None)
-    return f"{request.method} {scrub(str(url))}"
+    info = RequestInfo.of(request)
+    return None if info is None else str(info)
+
+
+def _clean(value: Any) -> Any:
+    """A value safe to keep on an error: text scrubbed, anything else unchanged unless its repr
+    holds a secret (then its scrubbed repr)."""
+    if value is None or isinstance(value, bool | int | float | RequestInfo):
+        return value
+    if isinstance(value, str):
+        return scrub(value)
+    shown = repr(value)
+    cleaned = scrub(shown)
+    return value if cleaned == shown else cleaned
+
+
+def _restore(cls: type[TxkitError], args: tuple[Any, ...], state: dict[str, Any]) -> TxkitError:
+    """Unpickle a txkit error without calling its ``__init__`` (whose arguments differ)."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class TxkitError(Exception):
-    """Root of every error txkit raises on purpose."""
+    """Root of every error txkit raises on purpose.
+
+    Its message (``args``), its attributes, ``str``, ``repr`` and pickle are scrubbed of the
+    secret key (see :mod:`txkit._scrub`).
+    """
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*(_clean(arg) for arg in args))
+
+    def __str__(self) -> str:
+        return scrub(super().__str__())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {name: _clean(value) for name, value in self.__dict__.items()}
+        return _restore, (type(self), tuple(_clean(arg) for arg in self.args), state)
 
 
 class ConfigError(TxkitError):
@@ -69,7 +146,7 @@ class ApiError(TxkitError):
         status_code: the HTTP status (200 when the body said ``success: false``).
         server_message: the ``message`` of the service's JSON envelope, if any.
         request_id: the service's request id header, if it sent one.
-        request: the :class:`httpx.Request` (its headers hold the key: never print them).
+        request: the request's method and URL (:class:`RequestInfo`; no headers).
     """
 
     def __init__(
@@ -79,20 +156,20 @@ class ApiError(TxkitError):
         status_code: int | None = None,
         server_message: str | None = None,
         request_id: str | None = None,
-        request: httpx.Request | None = None,
+        request: Any = None,
     ) -> None:
         self.status_code = status_code
-        self.server_message = server_message
-        self.request_id = request_id
-        self.request = request
+        self.server_message = None if server_message is None else scrub(server_message)
+        self.request_id = None if request_id is None else scrub(request_id)
+        self.request = RequestInfo.of(request)
         parts = [message]
         if status_code is not None:
             parts.append(f"HTTP {status_code}")
-        if server_message:
-            parts.append(f"server said: {server_message!r}")
-        if request_id:
-            parts.append(f"request id {request_id}")
-        described = describe_request(request)
+        if self.server_message:
+            parts.append(f"server said: {self.server_message!r}")
+        if self.request_id:
+            parts.append(f"request id {self.request_id}")
+        described = describe_request(self.request)
         if described:
             parts.append(f"request: {described}")
         super().__init__(" | ".join(parts))
@@ -117,9 +194,9 @@ class ServerError(ApiError):
 class NetworkError(TxkitError):
     """A timeout or dropped connection, still failing after every retry."""
 
-    def __init__(self, message: str, *, request: httpx.Request | None = None) -> None:
-        self.request = request
-        described = describe_request(request)
+    def __init__(self, message: str, *, request: Any = None) -> None:
+        self.request = RequestInfo.of(request)
+        described = describe_request(self.request)
         super().__init__(f"{message} | request: {described}" if described else message)
 
 
@@ -133,15 +210,32 @@ class SchemaError(TxkitError):
     Attributes:
         record_id: the ``id`` of the offending record.
         field: the flattened column name.
-        value: the offending value (as received).
+        value: the offending value as received, or its scrubbed ``repr`` when it held the key.
     """
 
     def __init__(self, message: str, *, record_id: str | None, field: str, value: object) -> None:
-        self.record_id = record_id
-        self.field = field
-        self.value = value
-        shown = excerpt(repr(value), 120)
+        self.record_id = _clean(record_id)
+        self.field = _clean(field)
+        self.value = _clean(value)
+        shown = excerpt(scrub(repr(value)), 120)
         super().__init__(f"{message}: record {record_id!r}, field {field!r}, value {shown}")
+
+
+class LimitExceededError(TxkitError):
+    """A bound that protects time or memory was hit (e.g. a decompressed body over the maximum
+    size, a response slower than its deadline). Not retried.
+
+    Attributes:
+        bound: the bound's name, e.g. ``max_body_bytes``.
+        limit: its value.
+    """
+
+    def __init__(self, message: str, *, bound: str, limit: float, request: Any = None) -> None:
+        self.bound = bound
+        self.limit = limit
+        self.request = RequestInfo.of(request)
+        described = describe_request(self.request)
+        super().__init__(f"{message} | request: {described}" if described else message)
 
 
 class IncompleteExportError(TxkitError):

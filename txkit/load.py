@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
-import sys
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -26,6 +24,7 @@ from txkit.pages import (
     require_complete,
     timed,
 )
+from txkit.progress import export_bar
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = [
@@ -155,7 +154,7 @@ def load_transactions(
     stats = stats if stats is not None else ExportStats()
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
-    bar = _progress_bar(progress)
+    bar = export_bar(progress, client)
     try:
         queries = [
             _params(t, s, c, first, last, margin_days)
@@ -284,29 +283,3 @@ def _day_range(first: date | None, last: date | None) -> pl.Expr:
     if last:
         expr &= pl.col("createdAt") < datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
     return expr
-
-
-def _progress_bar(progress: bool | None) -> Any:
-    """A tqdm.auto bar when asked, or by default when interactive (terminal or Jupyter).
-
-    ``TXKIT_PROGRESS=0`` in the environment turns the default off (CI runs of notebooks),
-    ``TXKIT_PROGRESS=1`` on.
-    """
-    if progress is None:
-        forced = os.environ.get("TXKIT_PROGRESS")
-        progress = forced == "1" if forced in ("0", "1") else _interactive()
-    if not progress:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=0, unit="page", desc="txkit export", leave=False)
-
-
-def _interactive() -> bool:
-    """A terminal on stderr, or a Jupyter kernel (not merely an imported ipykernel)."""
-    shell = sys.modules.get("IPython")
-    if shell is not None:
-        ip = shell.get_ipython()
-        if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
-            return True
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -26,6 +26,7 @@ __all__ = [
     "LoadInfo",
     "display_table",
     "load_history",
+    "load_margin",
     "load_month",
     "load_orders",
     "what_to_look_at",
@@ -42,7 +43,7 @@ class LoadInfo:
     one of these; displayed (or printed), it says what the frame holds.
 
     Attributes:
-        kind: ``"month"``, ``"history"`` or ``"orders"``.
+        kind: ``"month"``, ``"history"``, ``"margin"`` or ``"orders"``.
         month: the month the notebook is about (``YYYY-MM``).
         first: the first UTC day loaded (None when nothing was loaded).
         last: the last UTC day loaded (None when nothing was loaded).
@@ -274,7 +275,72 @@ def load_history(
     )  # fmt: skip
 
 
-def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
+def load_margin(
+    month: str,
+    *,
+    days: int,
+    source: str = "auto",
+    store: str | Path | None = None,
+    client: Client | None = None,
+    version: int | None = None,
+) -> tuple[pl.DataFrame | None, LoadInfo]:
+    """Load the ``days`` UTC days just before and just after ``month`` (matching across the
+    month's ends: an order of the 31st paid after midnight).
+
+    From the store, only the neighbouring months it holds are read; from the service or the
+    sandbox, the two windows are fetched, verified.
+
+    Args:
+        month: ``YYYY-MM``.
+        days: how many days on each side (0: none).
+        source: as for :func:`load_month`.
+        store: as for :func:`load_month`.
+        client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
+
+    Returns:
+        The records (None when ``days`` is 0) and a :class:`LoadInfo` whose line says what
+        was loaded.
+
+    Raises:
+        ValueError: a bad month, source or number of days.
+    """
+    _check_source(source)
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+    if days == 0:
+        note = f"Days around {month}: none"
+        return None, LoadInfo(
+            month=month, first=None, last=None, source="", rows=0, kind="margin", note=note
+        )
+    first, last = month_bounds(month)
+    windows = [(first - timedelta(days=days), first - timedelta(days=1))]
+    windows.append((last + timedelta(days=1), last + timedelta(days=days)))
+    if source == "store" and client is None:
+        from txkit.store import read_manifests, read_months
+
+        store = _store(store)
+        stored = read_manifests(store, version=version)
+        wanted = {d.strftime("%Y-%m") for window in windows for d in window}
+        df = read_months(sorted(m for m in wanted if m in stored), store=store, version=version)
+        day = pl.col("createdAt").dt.date()
+        df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
+        origin = f"the local store {store}"
+    else:
+        with _connected(source, client) as (conn, _, origin):
+            frames = [load_transactions(conn, start=a, end=b) for a, b in windows]
+        df = pl.concat(frames, how="diagonal_relaxed")
+    note = (
+        f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
+    )
+    return df, LoadInfo(
+        month=month, first=windows[0][0], last=windows[1][1], source=origin, rows=df.height,
+        kind="margin", note=note,
+    )  # fmt: skip
+
+
+def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, LoadInfo]:
     """The merchant's expected payments for ``month``.
 
     Args:
@@ -283,6 +349,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
             written files: see :func:`txkit.source.sandbox_files`), or a CSV or Parquet path
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
+        margin_days: also keep the orders dated this many days before and after the month.
 
     Returns:
         The orders and a :class:`LoadInfo` whose line says where they came from.
@@ -291,6 +358,7 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
     from txkit.source import key_configured, sandbox_files
 
     first, last = month_bounds(month)
+    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":
         orders = str(ORDERS_PATH) if key_configured() else "sandbox"
     if orders == "sandbox":
@@ -300,7 +368,8 @@ def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, LoadInfo]:
         frame, origin = read_orders(orders), f"orders file {orders}"
     if "date" in frame.columns:
         frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
-    note = f"{origin}: {frame.height:,} orders in {month}"
+    around = f" and the {margin_days} day(s) around it" if margin_days else ""
+    note = f"{origin}: {frame.height:,} orders in {month}{around}"
     return frame, LoadInfo(
         month=month, first=first, last=last, source=origin, rows=frame.height, kind="orders",
         note=note,

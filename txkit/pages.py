@@ -152,7 +152,7 @@ class _Pass:
         total = first.total
         # A first page shorter than both the limit and the total reveals a silent cap.
         stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
-        self.on_page(1, _pages_needed(total, stride))
+        self.on_page(first.count, total)
         guard = 2 * _pages_needed(total, stride) + 16
         slots = deque((skip, stride) for skip in range(first.count, total, stride))
         sent = 1 + len(slots)
@@ -170,13 +170,12 @@ class _Pass:
                 reading.discard(future)
                 skip, limit, page = future.result()
                 self._accept(page)
-                self.on_page(1, 0)
+                self.on_page(page.count, 0)
                 wanted = min(limit, max(0, total - skip))
                 if 0 < page.count < wanted and sent < guard:
                     # Short page (a cap lower than the first page's, or data that moved): ask
                     # for the rest of its slot instead of assuming the export ended.
                     slots.append((skip + page.count, wanted - page.count))
-                    self.on_page(0, 1)
                     sent += 1
         self.sink.flush()
         self.stats.exact_pages += self.sink.exact_pages
@@ -203,7 +202,7 @@ def fetch_query(
         concurrency: pages fetched at once after the first.
         max_passes: full passes before giving up.
         stats: an :class:`ExportStats` to add to.
-        progress: a tqdm-like bar (``update``, ``total``) or None.
+        progress: a tqdm-like bar (``update``, ``total``) counting records, or None.
 
     Returns:
         A :class:`QueryResult`; ``complete`` is False only when every pass disagreed with the

@@ -51,8 +51,21 @@ def frame_from_bodies(bodies: list[bytes]) -> pl.DataFrame:
 
 
 @cache
-def load_case(seed: int, rate: float, records: int = RECORDS) -> Case:
-    ledger = generate_ledger(seed=seed, records=records, anomaly_rate=rate)
+def load_case(
+    seed: int,
+    rate: float,
+    records: int = RECORDS,
+    balance_model: str = "net",
+    zero_balance_rate: float = 0.0,
+) -> Case:
+    """A generated ledger (see :func:`generate_ledger` for the options) and its frame."""
+    ledger = generate_ledger(
+        seed=seed,
+        records=records,
+        anomaly_rate=rate,
+        balance_model=balance_model,
+        zero_balance_rate=zero_balance_rate,
+    )
     return Case(ledger, frame_from_bodies(ledger.export_bodies()))
 
 

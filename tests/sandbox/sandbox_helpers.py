@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from txkit.sandbox import Sandbox
+from txkit.sandbox.ledger import Ledger
 
 
 def client_for(sb: Sandbox) -> httpx.Client:
@@ -68,3 +69,47 @@ def brute_force(
             continue
         out.append(r["id"])
     return out
+
+
+def chronological(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every record (hidden ones too), oldest first (``createdAt``, then ``id``)."""
+    return sorted(ledger.all_records(), key=lambda r: (r["createdAt"], r["id"]))
+
+
+def wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(currency, ledger field) of each balance side a successful record touches."""
+    if record["transType"] == "collection":
+        return [(record["toCurrency"], "toBalanceAfterLedger")]
+    if record["transType"] == "conversion":
+        return [
+            (record["fromCurrency"], "fromBalanceAfterLedger"),
+            (record["toCurrency"], "toBalanceAfterLedger"),
+        ]
+    return [(record["toCurrency"], "fromBalanceAfterLedger")]
+
+
+def expected_violations(ledger: Ledger) -> set[tuple[str, str, str]]:
+    """(id, field, kind) that check_balance_model must report on the served records.
+
+    Zero-balance records are skipped when looking for the next record of a wallet: they
+    report no balances (the generator keeps them away from planted balance anomalies).
+    """
+    zero = {e["id"] for e in ledger.zero_balances}
+    ordered = chronological(ledger)
+    position = {r["id"]: k for k, r in enumerate(ordered)}
+    expected = set()
+    for entry in ledger.ground_truth:
+        if entry["kind"] == "bad_balance":
+            expected.add((entry["id"], entry["field"], "ledger"))
+        elif entry["kind"] == "reserve_mismatch":
+            expected.add((entry["id"], entry["field"], "available"))
+        elif entry["kind"] == "missing_from_export":
+            # The chain jumps at the wallet's next successful record.
+            for later in ordered[position[entry["id"]] + 1 :]:
+                if later["status"] != "successful" or later["id"] in zero:
+                    continue
+                hit = [f for c, f in wallets(later) if c == entry["currency"]]
+                if hit:
+                    expected.add((later["id"], hit[0], "jump"))
+                    break
+    return expected

@@ -8,13 +8,17 @@ import io
 import itertools
 import json
 import re
+from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sandbox_helpers import chronological as _chronological
 from sandbox_helpers import client_for
+from sandbox_helpers import expected_violations as _expected_violations
+from sandbox_helpers import wallets as _wallets
 
 from txkit.sandbox import Sandbox, check_balance_model, check_fees, generate_ledger
 from txkit.sandbox.ledger import (
@@ -37,44 +41,6 @@ def _ms(iso: str) -> int:
     from datetime import datetime
 
     return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
-
-
-def _chronological(ledger: Ledger) -> list[dict[str, Any]]:
-    return sorted(ledger.all_records(), key=lambda r: (r["createdAt"], r["id"]))
-
-
-def _wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
-    """(currency, ledger field) of each balance side a successful record touches."""
-    if record["transType"] == "collection":
-        return [(record["toCurrency"], "toBalanceAfterLedger")]
-    if record["transType"] == "conversion":
-        return [
-            (record["fromCurrency"], "fromBalanceAfterLedger"),
-            (record["toCurrency"], "toBalanceAfterLedger"),
-        ]
-    return [(record["toCurrency"], "fromBalanceAfterLedger")]
-
-
-def _expected_violations(ledger: Ledger) -> set[tuple[str, str, str]]:
-    """(id, field, kind) that check_balance_model must report on the served records."""
-    chronological = _chronological(ledger)
-    position = {r["id"]: k for k, r in enumerate(chronological)}
-    expected = set()
-    for entry in ledger.ground_truth:
-        if entry["kind"] == "bad_balance":
-            expected.add((entry["id"], entry["field"], "ledger"))
-        elif entry["kind"] == "reserve_mismatch":
-            expected.add((entry["id"], entry["field"], "available"))
-        elif entry["kind"] == "missing_from_export":
-            # The chain jumps at the wallet's next successful record.
-            for later in chronological[position[entry["id"]] + 1 :]:
-                if later["status"] != "successful":
-                    continue
-                hit = [f for c, f in _wallets(later) if c == entry["currency"]]
-                if hit:
-                    expected.add((later["id"], hit[0], "jump"))
-                    break
-    return expected
 
 
 # -- determinism --------------------------------------------------------------------------------
@@ -365,6 +331,11 @@ def test_orders_are_the_collections_with_planted_discrepancies(
         truth[e["kind"]][e["reference"]] = e
     hidden = {e["id"] for e in ledger.ground_truth if e["kind"] == "missing_from_export"}
     collections_ = [r for r in ledger.all_records() if r["transType"] == "collection"]
+    late = {e["reference"]: e for e in ledger.late_payments}
+    # Order rows by everything but the date (a duplicated reference can have two rows).
+    dates_of = collections.defaultdict(list)
+    for r in rows:
+        dates_of[(r["reference"], r["amount"], r["currency"], r["status"])].append(r["date"])
     expected = {}
     for r in collections_:
         ref = r["transactionReference"]
@@ -375,7 +346,6 @@ def test_orders_are_the_collections_with_planted_discrepancies(
             "amount": f"{r['toAmount']:.2f}",
             "currency": r["toCurrency"],
             "status": r["status"],
-            "date": r["createdAt"][:10],
         }
         for kind, column in (
             ("order_amount", "amount"),
@@ -385,6 +355,26 @@ def test_orders_are_the_collections_with_planted_discrepancies(
             if ref in truth[kind]:
                 assert row[column] == truth[kind][ref]["expected"]
                 row[column] = truth[kind][ref]["reported"]
+        # An order is placed before it is paid: up to three days before, in the payment's
+        # month, except a planted late payment (ordered on the last evening of the month
+        # before).
+        paid = date.fromisoformat(r["createdAt"][:10])
+        candidates = dates_of[tuple(row.values())]
+        assert candidates, f"no order row for {row}"
+        if ref in late:
+            assert late[ref]["id"] == r["id"]
+            wanted = paid - timedelta(days=1)
+            assert paid.day == 1 and late[ref]["order_date"] == wanted.isoformat()
+            assert late[ref]["ordered_at"] < r["createdAt"]
+            assert late[ref]["ordered_at"][11:13] in ("20", "21", "22", "23")
+        else:
+            wanted = next(
+                d
+                for d in map(date.fromisoformat, candidates)
+                if paid - timedelta(days=3) <= d <= paid and d.month == paid.month
+            )
+        candidates.remove(wanted.isoformat())
+        row["date"] = wanted.isoformat()
         expected[(ref, r["id"])] = row
     for ref, e in truth["order_extra"].items():
         expected[(ref, None)] = {

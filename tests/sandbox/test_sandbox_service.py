@@ -204,6 +204,9 @@ def test_cli_prints_two_lines_serves_and_stops_cleanly(
         (["--start-month", "2025-13"], "start_month must be YYYY-MM"),
         (["--host", "8.8.8.8"], "refusing to serve on non-loopback host"),
         (["--records", "-5"], "records must be an integer"),
+        (["--balance-model", "gross"], "--balance-model: invalid choice: 'gross'"),
+        (["--zero-balance-rate", "2"], "zero_balance_rate must be a number from 0 to 1"),
+        (["--late-payments", "-1"], "late_payments_per_month must be an integer from 0 to 100"),
     ],
 )
 def test_cli_rejects_bad_arguments(tmp_path: Path, args: list[str], match: str) -> None:

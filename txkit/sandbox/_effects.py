@@ -4,16 +4,20 @@ The HTTP handler validates a request and then asks :class:`FaultEffects` for the
 fault's effect lives here, so a new fault is added in :mod:`txkit.sandbox.faults` (its
 parameter) and here (its effect), never in the handler:
 
-* before the page: delays (``latency``, ``slow``), dropped connections, 429, 5xx, HTML;
-* on the page: ``cap``, ``shuffle_ties``, ``drift``, ``date_shift``/``bounds``;
+* before the page: the ``rate`` token bucket, delays (``latency``, ``slow``), dropped
+  connections, 429 (``Retry-After`` written per ``retry_after_form``), 5xx, HTML, and the
+  ``max_skip`` refusal;
+* on the page: ``date_shift``/``bounds``/``date_field`` (which records match), ``cap``,
+  ``max_skip`` in ``empty`` mode, ``shuffle_ties``, ``drift``, ``envelope_extras``;
 * after the page, before the client can see it: the data changes of an export in progress
-  (``arrivals``, ``status_changes``), through the :class:`~txkit.sandbox._store.Store`'s edit
-  primitives.
+  (``arrivals``, ``status_changes``, ``swaps``), through the
+  :class:`~txkit.sandbox._store.Store`'s edit primitives.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -23,7 +27,7 @@ import orjson
 import polars as pl
 
 from txkit.sandbox._store import Store
-from txkit.sandbox.faults import Faults, drift_body
+from txkit.sandbox.faults import NEXT_STATUS, Faults, drift_body, retry_after_value
 from txkit.sandbox.ledger import Arrival
 
 if TYPE_CHECKING:
@@ -66,16 +70,52 @@ def error_body(message: str) -> bytes:
     return orjson.dumps({"success": False, "message": message, "data": {}})
 
 
+class TokenBucket:
+    """A token bucket: ``rate`` tokens per second, at most ``burst`` saved (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._params: tuple[float, int] | None = None
+        self._tokens = 0.0
+        self._last = 0.0
+
+    def take(self, rate: float, burst: int, now: float | None = None) -> float:
+        """Take a token if one is there.
+
+        Args:
+            rate: tokens added per second.
+            burst: the bucket's size (it starts full, and again when rate or burst change).
+            now: the clock (``time.monotonic()`` by default).
+
+        Returns:
+            0.0 when a token was taken, else the seconds until the next token.
+        """
+        moment = time.monotonic() if now is None else now
+        with self._lock:
+            if self._params != (rate, burst):
+                self._params = (rate, burst)
+                self._tokens = float(burst)
+                self._last = moment
+            self._tokens = min(float(burst), self._tokens + (moment - self._last) * rate)
+            self._last = moment
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return 0.0
+            return (1.0 - self._tokens) / rate
+
+
 class FaultEffects:
     """Applies the faults to requests and to the :class:`Store` (one per running sandbox)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.bucket = TokenBucket()
         self._reset_state()
 
     def _reset_state(self) -> None:
         self.arrivals_done = 0
         self.changes_done = 0
+        self.swaps_done = 0
         self._arrivals: tuple[int, list[Arrival]] | None = None
         self._change_order: tuple[int, list[str]] | None = None
         self._drift: dict[str, tuple[bytes, bytes]] = {}
@@ -88,55 +128,96 @@ class FaultEffects:
 
     # -- one request -----------------------------------------------------------------------
 
-    def reply(self, query: Query, faults: Faults, seq: int) -> Reply:
+    def reply(self, query: Query, faults: Faults, seq: int, request_id: str = "") -> Reply:
         """The reply to the ``seq``-th valid ``/transaction`` request (may sleep first).
 
         Args:
             query: the validated query.
             faults: the sandbox's faults as they are now.
             seq: the request's sequence number (1 for the first).
+            request_id: the response's ``X-Request-Id`` (``envelope_extras`` repeats it).
 
         Returns:
             The :class:`Reply`; for a served page, the data changes the faults ask for have
             been applied after the page was computed (the client's next request sees them).
         """
+        if faults.rate > 0:
+            wait = self.bucket.take(faults.rate, faults.burst)
+            if wait > 0:
+                return self._too_many(faults, wait)
         decision = faults.decide(seq)
         if decision.delay:
             time.sleep(decision.delay)
         if decision.drop:
             return Reply(drop=True)
         if decision.status == 429:
-            return Reply(
-                429,
-                error_body("Rate limit exceeded; retry later"),
-                headers={"Retry-After": str(faults.retry_after)},
-            )
+            return self._too_many(faults, float(faults.retry_after))
         if decision.status is not None:
             reason = HTTPStatus(decision.status).phrase
             html = HTML_ERROR.format(code=decision.status, reason=reason).encode()
             return Reply(decision.status, html, "text/html")
         if decision.not_json:
             return Reply(200, HTML_PAGE, "text/html; charset=utf-8")
-        body = self.page(query, faults, seq)
-        self.after_page(faults)
+        if (
+            faults.max_skip is not None
+            and query.skip > faults.max_skip
+            and faults.max_skip_mode == "reject"
+        ):
+            return Reply(
+                422,
+                error_body(
+                    f"Invalid skip {query.skip}: skip must be at most {faults.max_skip}; "
+                    "narrow the query (for example by date) to reach further records"
+                ),
+            )
+        body = self.page(query, faults, seq, request_id)
+        self.after_page(faults, query)
         return Reply(200, body)
 
-    def page(self, query: Query, faults: Faults, seq: int) -> bytes:
+    @staticmethod
+    def _too_many(faults: Faults, wait: float) -> Reply:
+        value = retry_after_value(faults.retry_after_form, wait)
+        return Reply(
+            429,
+            error_body("Rate limit exceeded; retry later"),
+            headers={} if value is None else {"Retry-After": value},
+        )
+
+    def select(self, query: Query, faults: Faults) -> range | pl.Series:
+        """Positions of the records ``query`` matches under the date faults."""
+        low, high = query.window(faults.date_shift, faults.bounds)
+        return self.store.select(
+            low, high, query.trans_type, query.status, query.currency, field=faults.date_field
+        )
+
+    def page(self, query: Query, faults: Faults, seq: int, request_id: str = "") -> bytes:
         """The JSON body of one page (envelope included)."""
         store = self.store
         with store.lock:
-            low, high = query.window(faults.date_shift, faults.bounds)
-            selection = store.select(low, high, query.trans_type, query.status, query.currency)
+            selection = self.select(query, faults)
             total = len(selection)
             limit = query.limit if faults.cap is None else min(query.limit, faults.cap)
             skip = min(query.skip, total)
-            if faults.shuffle_ties:
+            if faults.max_skip is not None and query.skip > faults.max_skip:
+                chunk = []  # max_skip_mode=empty: nothing past the limit, the real total
+            elif faults.shuffle_ties:
                 positions = self._shuffled(selection, skip, limit, faults.fault_seed, seq)
                 chunk = [store.bodies[p] for p in positions]
             else:
                 chunk = store.chunk(selection, skip, limit)
             if faults.drift > 0:
                 chunk = [self._drifted(b, faults) for b in chunk]
+        if faults.envelope_extras:
+            page_number = query.skip // query.limit + 1
+            return b"".join(
+                (
+                    b'{"success":true,"message":"Transactions retrieved","requestId":"%s",'
+                    % request_id.encode(),
+                    b'"data":{"transactions":[',
+                    b",".join(chunk),
+                    b'],"total":%d,"page":%d,"limit":%d}}' % (total, page_number, query.limit),
+                )
+            )
         return b"".join(
             (
                 b'{"success":true,"message":"Transactions retrieved","data":{"transactions":[',
@@ -191,13 +272,15 @@ class FaultEffects:
 
     # -- data changes during an export -----------------------------------------------------
 
-    def after_page(self, faults: Faults) -> None:
-        """Apply one arrival and one status change, if the faults ask for more."""
+    def after_page(self, faults: Faults, query: Query) -> None:
+        """Apply one arrival, one status change and one swap, if the faults ask for more."""
         with self.store.lock:
             if faults.arrivals > self.arrivals_done:
                 self._arrive(faults)
             if faults.status_changes > self.changes_done:
                 self._change_status(faults)
+            if faults.swaps is not None and faults.swap_count > self.swaps_done:
+                self._swap(faults, query)
 
     def _arrive(self, faults: Faults) -> None:
         cached = self._arrivals
@@ -237,3 +320,31 @@ class FaultEffects:
         store.set_status(
             position, IN_FLIGHT_NEXT[old], store.created[0] + 60_000 * self.changes_done
         )
+
+    def _swap(self, faults: Faults, query: Query) -> None:
+        """One record enters a ``status=TO`` filter and one leaves it (see ``swaps``)."""
+        statuses = faults.swap_statuses
+        assert statuses is not None
+        source, target = statuses
+        store = self.store
+        rng = random.Random(f"txkit-swaps:{faults.fault_seed}:{self.swaps_done}")
+        self.swaps_done += 1
+        stamp = (store.created[0] if store.created else 0) + 60_000 * self.swaps_done
+        entering = self._matching(query, faults, source)
+        leaving = self._matching(query, faults, target)
+        # Both are picked before either changes: the record that enters cannot also leave.
+        enter = entering[int(rng.random() * len(entering))] if entering else None
+        leave = leaving[int(rng.random() * len(leaving))] if leaving else None
+        if enter is not None:
+            store.set_status(enter, target, stamp)
+        if leave is not None:
+            store.set_status(leave, NEXT_STATUS[target], stamp)
+
+    def _matching(self, query: Query, faults: Faults, status: str) -> list[int]:
+        """Positions of the records matching ``query`` with its status filter set to
+        ``status``."""
+        low, high = query.window(faults.date_shift, faults.bounds)
+        selection = self.store.select(
+            low, high, query.trans_type, status, query.currency, field=faults.date_field
+        )
+        return list(selection) if isinstance(selection, range) else selection.to_list()

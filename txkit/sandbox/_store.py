@@ -24,6 +24,7 @@ from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 __all__ = ["Store"]
 
 _UPDATED_RE = re.compile(rb'"updatedAt":"[^"]*"')
+_UPDATED_VALUE = re.compile(rb'"updatedAt":"([^"]*)"')
 
 
 class Store:
@@ -48,6 +49,7 @@ class Store:
                 "toCurrency": index.get_column("toCurrency").cast(pl.Enum(CURRENCIES)),
             }
         )
+        self._updated: list[int] | None = None  # updatedAt (epoch ms), parsed when needed
         self.version = 0
         self.cache: dict[tuple[Any, ...], pl.Series] = {}
         #: Ids of the records whose status changed since the last reset, in order.
@@ -63,6 +65,18 @@ class Store:
 
     # -- selection -------------------------------------------------------------------------
 
+    def updated(self) -> list[int]:
+        """Every record's ``updatedAt`` in epoch ms, in export order (parsed once)."""
+        if self._updated is None:
+            texts = [m.group(1).decode() for m in map(_UPDATED_VALUE.search, self.bodies)]
+            self._updated = (
+                pl.Series(texts, dtype=pl.String)
+                .str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_unit="ms", time_zone="UTC")
+                .dt.epoch("ms")
+                .to_list()
+            )
+        return self._updated
+
     def select(
         self,
         low: int | None,
@@ -70,16 +84,22 @@ class Store:
         trans_type: str | None = None,
         status: str | None = None,
         currency: str | None = None,
+        *,
+        field: str = "createdAt",
     ) -> range | pl.Series:
         """Positions (in export order) of the records matching the filters.
 
         Args:
-            low, high: the ``createdAt`` range ``[low, high)`` in epoch ms (None: open).
+            low, high: the date range ``[low, high)`` in epoch ms (None: open).
             trans_type, status, currency: equality filters (None: any).
+            field: the timestamp the date range applies to, ``createdAt`` or ``updatedAt``.
 
         Returns:
-            A ``range`` when only dates filter, else a series of positions (ascending).
+            A ``range`` when only ``createdAt`` dates filter, else a series of positions
+            (ascending).
         """
+        if field == "updatedAt":
+            return self._select_updated(low, high, trans_type, status, currency)
         created = self.created
         start = 0 if high is None else bisect.bisect_right(created, -high, key=_neg)
         stop = len(created) if low is None else bisect.bisect_right(created, -low, key=_neg)
@@ -107,6 +127,42 @@ class Store:
             self.cache[key] = hit
         return hit
 
+    def _select_updated(
+        self,
+        low: int | None,
+        high: int | None,
+        trans_type: str | None,
+        status: str | None,
+        currency: str | None,
+    ) -> pl.Series:
+        key = ("updatedAt", self.version, low, high, trans_type, status, currency)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit
+        updated = pl.col("updated")
+        conditions = [pl.lit(True)]
+        if low is not None:
+            conditions.append(updated >= low)
+        if high is not None:
+            conditions.append(updated < high)
+        for name, value in (
+            ("transType", trans_type),
+            ("status", status),
+            ("toCurrency", currency),
+        ):
+            if value is not None:
+                conditions.append(pl.col(name) == value)
+        hit = (
+            self.frame.with_columns(updated=pl.Series(self.updated(), dtype=pl.Int64))
+            .with_row_index("position")
+            .filter(*conditions)
+            .get_column("position")
+        )
+        if len(self.cache) > 256:
+            self.cache.clear()
+        self.cache[key] = hit
+        return hit
+
     def chunk(self, selection: range | pl.Series, skip: int, limit: int) -> list[bytes]:
         """The bodies of ``selection[skip:skip + limit]``."""
         if isinstance(selection, range):
@@ -128,6 +184,7 @@ class Store:
         self.bodies.insert(0, body)
         self.ids.insert(0, record_id)
         self.created.insert(0, created)
+        self._updated = None  # parsed again when needed
         row = pl.DataFrame(
             {
                 "transType": pl.Series([trans_type], dtype=pl.Enum(TRANS_TYPES)),
@@ -147,6 +204,8 @@ class Store:
         body = body.replace(b'"status":"%s"' % old.encode(), b'"status":"%s"' % new.encode(), 1)
         body = _UPDATED_RE.sub(b'"updatedAt":"%s"' % iso_ms(updated_ms).encode(), body, count=1)
         self.bodies[position] = body
+        if self._updated is not None:
+            self._updated[position] = updated_ms
         status = self.frame.get_column("status").clone().scatter(position, new)
         self.frame = self.frame.with_columns(status)
         self.changed.append(self.ids[position])

@@ -22,7 +22,7 @@ from typing import Any
 
 from txkit.defaults import SANDBOX_DATA_DIR
 from txkit.sandbox.faults import Faults
-from txkit.sandbox.ledger import generate_ledger
+from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
 
 __all__ = ["add_parser", "run"]
@@ -33,6 +33,18 @@ def _faults(text: str) -> Faults:
         return Faults.parse(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"a port is a whole number from 0 to 65535 (0: a free one), got {text!r}"
+        )
+    return port
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -56,7 +68,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: %(default)s)"
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free port)")
+    parser.add_argument(
+        "--port", type=_port, default=0, help="port 0-65535 (default 0: a free port)"
+    )
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
@@ -75,6 +89,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=float,
         default=0.01,
         help="planted anomalies per record (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--balance-model",
+        choices=BALANCE_MODELS,
+        default="net",
+        help="how balances move: 'net' of fee and tax, or 'fee-only' (tax included in the "
+        "fee) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--zero-balance-rate",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share of successful transfers reporting all four balance-after fields as 0 "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--late-payments",
+        type=int,
+        default=3,
+        metavar="N",
+        help="late payments planted at each month start: ordered on the last evening of a "
+        "month, paid after midnight (default: %(default)s)",
     )
     parser.add_argument(
         "--faults",
@@ -131,6 +168,9 @@ def run(args: argparse.Namespace) -> int:
                 start_month=args.start_month,
                 months=args.months,
                 anomaly_rate=args.anomaly_rate,
+                balance_model=args.balance_model,
+                zero_balance_rate=args.zero_balance_rate,
+                late_payments_per_month=args.late_payments,
             )
             sandbox = Sandbox(
                 ledger=ledger,
@@ -153,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"txkit sandbox: ready in {time.perf_counter() - started:.1f} s; "
             f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "
-            f"anomalies; orders.csv and ground_truth.json in {args.data_dir}; "
+            f"anomalies, {len(ledger.late_payments)} late payments, "
+            f"{len(ledger.zero_balances)} zero-balance records (balance model "
+            f"{ledger.balance_model}); orders.csv and ground_truth.json in {args.data_dir}; "
             f"faults: {sandbox.faults}. Press Ctrl-C to stop.",
             file=sys.stderr,
             flush=True,

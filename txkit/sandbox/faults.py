@@ -7,28 +7,52 @@ faults are decided by a random source seeded with the seed and the request's seq
 (the n-th ``/transaction`` request that passed authentication and validation), and ``drift``
 is decided per record id. Faults never apply to authentication or validation errors.
 
-===================  =========================================================================
-``rate_limit=P``     429 with ``Retry-After: N`` (``retry_after=N`` seconds, default 1, 0 allowed)
-``server_error=P``   500, 502 or 503 with an HTML body
-``slow=P``           the response waits ``slow_seconds=S`` (default 3) before being sent
-``latency=MS``       every ``/transaction`` response waits MS milliseconds (benchmarks)
-``drop=P``           the connection is closed without a response
-``not_json=P``       200 with an HTML body
-``cap=N``            at most N records per page, silently (``total`` is unaffected)
-``arrivals=N``       N new records (newer than all others) arrive, one after each served page
-``status_changes=N`` N in-flight records change status (and ``updatedAt``), one after each
-                     served page: verified -> successful, processing -> failed, others ->
-                     abandoned (a record made successful so carries no balance-after fields)
-``shuffle_ties``     records with equal ``createdAt`` come in a new order on every request
-``date_shift=H``     ``startDate``/``endDate`` are applied as days in UTC+H (-14 to 14)
-``bounds=B``         ``inclusive`` (default), ``exclusive``, ``start_exclusive``, ``end_exclusive``
-``drift=P``          per record: money as numeric strings (``"1500.00"``), whole amounts as
-                     integers, unknown fields ``riskScore`` and ``device``
-``fault_seed=N``     seed of all fault decisions (default 0)
-===================  =========================================================================
+========================  ====================================================================
+``rate_limit=P``          429 with ``Retry-After`` (``retry_after=N`` seconds, default 1, 0 allowed)
+``rate=R``                a token bucket of R requests per second (burst ``burst=N``, default 5)
+                          in front of the service: past it, 429 with ``Retry-After`` = the time
+                          until the next token
+``retry_after_form=F``    how ``Retry-After`` is written: ``seconds`` (default; an integer, the
+                          wait rounded up), ``decimal`` (``0.05``), ``date`` (an HTTP date),
+                          ``negative`` (``-1``), ``garbage`` (``soon``) or ``none`` (no header)
+``server_error=P``        500, 502 or 503 with an HTML body
+``slow=P``                the response waits ``slow_seconds=S`` (default 3) before being sent
+``latency=MS``            every ``/transaction`` response waits MS milliseconds (benchmarks)
+``drop=P``                the connection is closed without a response
+``not_json=P``            200 with an HTML body
+``cap=N``                 at most N records per page, silently (``total`` is unaffected)
+``max_skip=N``            a ``skip`` above N is refused: 422 naming the limit
+                          (``max_skip_mode=reject``, default) or answered with an empty page
+                          and the real ``total`` (``max_skip_mode=empty``)
+``arrivals=N``            N new records (newer than all others) arrive, one after each served
+                          page
+``status_changes=N``      N in-flight records change status (and ``updatedAt``), one after each
+                          served page: verified -> successful, processing -> failed, others ->
+                          abandoned (a record made successful so carries no balance-after
+                          fields)
+``swaps=FROM:TO``         after each of the first ``swap_count=N`` (default 10) served pages,
+                          one record enters a ``status=TO`` filter and one leaves it: among the
+                          records matching the page's other filters (dates, type, currency),
+                          one ``FROM`` record becomes ``TO`` and then one other ``TO`` record
+                          becomes the status after ``TO`` (:data:`NEXT_STATUS`), each with a
+                          new ``updatedAt``; ``total`` of a ``status=TO`` query is unchanged
+``shuffle_ties``          records with equal ``createdAt`` come in a new order on every request
+``date_shift=H``          ``startDate``/``endDate`` are applied as days in UTC+H (-14 to 14)
+``bounds=B``              ``inclusive`` (default), ``exclusive``, ``start_exclusive``,
+                          ``end_exclusive``: which of the two days are included
+``date_field=F``          the timestamp the date filters apply to: ``createdAt`` (default) or
+                          ``updatedAt`` (the sort stays ``createdAt`` descending)
+``envelope_extras``       the envelope gains ``requestId`` and ``data`` gains ``page`` (from 1)
+                          and ``limit`` (the page size asked for, at most 1000)
+``drift=P``               per record: money as numeric strings (``"1500.00"``), whole amounts
+                          as integers, unknown fields ``riskScore`` and ``device``
+``fault_seed=N``          seed of all fault decisions (default 0)
+========================  ====================================================================
 
-The probability faults are decided in the order drop, rate_limit, server_error, not_json: a
-request gets at most one of them; ``slow`` and ``latency`` add to any response.
+The ``rate`` bucket is checked first (a 429 there takes no token). Then the probability faults
+are decided in the order drop, rate_limit, server_error, not_json: a request gets at most one
+of them; ``slow`` and ``latency`` add to any response. ``max_skip`` applies after them. What
+each fault does to a request or to the data is in :mod:`txkit.sandbox._effects`.
 """
 
 from __future__ import annotations
@@ -36,22 +60,77 @@ from __future__ import annotations
 import math
 import random
 import re
+import time
 import zlib
 from dataclasses import dataclass, fields
+from email.utils import formatdate
 from typing import Any, ClassVar, Final
 
-__all__ = ["BOUNDS", "Decision", "Faults", "drift_body"]
+from txkit.schema import STATUSES
+
+__all__ = [
+    "BOUNDS",
+    "DATE_FIELDS",
+    "MAX_SKIP_MODES",
+    "NEXT_STATUS",
+    "RETRY_AFTER_FORMS",
+    "Decision",
+    "Faults",
+    "drift_body",
+    "retry_after_value",
+]
 
 #: Accepted values of ``bounds``.
 BOUNDS: Final[tuple[str, ...]] = ("inclusive", "exclusive", "start_exclusive", "end_exclusive")
+#: Accepted values of ``max_skip_mode``.
+MAX_SKIP_MODES: Final[tuple[str, ...]] = ("reject", "empty")
+#: Accepted values of ``retry_after_form``.
+RETRY_AFTER_FORMS: Final[tuple[str, ...]] = (
+    "seconds",
+    "decimal",
+    "date",
+    "negative",
+    "garbage",
+    "none",
+)
+#: Accepted values of ``date_field``.
+DATE_FIELDS: Final[tuple[str, ...]] = ("createdAt", "updatedAt")
+#: What a ``swaps=FROM:TO`` record of status ``TO`` becomes when it leaves the filter.
+NEXT_STATUS: Final[dict[str, str]] = {
+    "initiated": "pending",
+    "ongoing": "pending",
+    "pending": "processing",
+    "processing": "verified",
+    "verified": "successful",
+    "successful": "reversed",
+}
 
 _PROBABILITIES: Final = ("rate_limit", "server_error", "slow", "drop", "not_json", "drift")
-_COUNTS: Final = {"retry_after": 0, "cap": 1, "arrivals": 0, "status_changes": 0}
+_COUNTS: Final = {
+    "retry_after": 0,
+    "cap": 1,
+    "arrivals": 0,
+    "status_changes": 0,
+    "max_skip": 0,
+    "swap_count": 0,
+    "burst": 1,
+}
+_FLAGS: Final = ("shuffle_ties", "envelope_extras")
+_CHOICES: Final = {
+    "bounds": BOUNDS,
+    "max_skip_mode": MAX_SKIP_MODES,
+    "retry_after_form": RETRY_AFTER_FORMS,
+    "date_field": DATE_FIELDS,
+}
 _USAGE: Final = (
-    "rate_limit=P, retry_after=N, server_error=P, slow=P, slow_seconds=S, latency=MS, drop=P, "
-    "not_json=P, cap=N, arrivals=N, status_changes=N, shuffle_ties, date_shift=H (-14..14), "
-    "bounds=inclusive|exclusive|start_exclusive|end_exclusive, drift=P, fault_seed=N "
-    "(P is a probability from 0 to 1)"
+    "rate_limit=P, retry_after=N, rate=R, burst=N, "
+    "retry_after_form=seconds|decimal|date|negative|garbage|none, server_error=P, slow=P, "
+    "slow_seconds=S, latency=MS, drop=P, not_json=P, cap=N, max_skip=N, "
+    "max_skip_mode=reject|empty, arrivals=N, status_changes=N, swaps=FROM:TO, swap_count=N, "
+    "shuffle_ties, date_shift=H (-14..14), "
+    "bounds=inclusive|exclusive|start_exclusive|end_exclusive, date_field=createdAt|updatedAt, "
+    "envelope_extras, drift=P, fault_seed=N (P is a probability from 0 to 1, R requests per "
+    "second)"
 )
 
 
@@ -94,6 +173,15 @@ class Faults:
     date_shift: int = 0
     bounds: str = "inclusive"
     drift: float = 0.0
+    rate: float = 0.0
+    burst: int = 5
+    retry_after_form: str = "seconds"
+    max_skip: int | None = None
+    max_skip_mode: str = "reject"
+    swaps: str | None = None
+    swap_count: int = 10
+    date_field: str = "createdAt"
+    envelope_extras: bool = False
     fault_seed: int = 0
 
     ACCEPTED: ClassVar[str] = _USAGE
@@ -106,7 +194,8 @@ class Faults:
         """Parse a spec such as ``"rate_limit=0.2,cap=100,shuffle_ties,fault_seed=3"``.
 
         Args:
-            spec: comma-separated ``name=value`` items (``shuffle_ties`` may stand alone);
+            spec: comma-separated ``name=value`` items (``shuffle_ties`` and
+                ``envelope_extras`` may stand alone);
                 ``None``, ``""`` or ``"none"`` means no faults.
 
         Returns:
@@ -131,7 +220,7 @@ class Faults:
                 raise ValueError(f"fault {name!r} given more than once")
             seen.add(name)
             if not sep:
-                if name != "shuffle_ties":
+                if name not in _FLAGS:
                     raise ValueError(f"fault {name!r} needs a value; accepted: {_USAGE}")
                 raw = "true"
             setattr(faults, name, _convert(name, raw.strip()))
@@ -165,6 +254,14 @@ class Faults:
             return Decision(not_json=True, delay=delay)
         return Decision(delay=delay)
 
+    @property
+    def swap_statuses(self) -> tuple[str, str] | None:
+        """``(FROM, TO)`` of the ``swaps`` fault, or None when it is off."""
+        if self.swaps is None:
+            return None
+        source, _, target = self.swaps.partition(":")
+        return source, target
+
     def drifted(self, record_id: str) -> bool:
         """Whether ``drift`` alters the record with this id (deterministic per id and seed)."""
         if self.drift <= 0:
@@ -178,8 +275,8 @@ class Faults:
             value = getattr(self, f.name)
             if value == f.default:
                 continue
-            if f.name == "shuffle_ties":
-                items.append("shuffle_ties")
+            if f.name in _FLAGS:
+                items.append(f.name)
             else:
                 items.append(f"{f.name}={value}")
         return ",".join(items) or "none"
@@ -191,16 +288,16 @@ _FIELD_NAMES: Final = frozenset(f.name for f in fields(Faults))
 def _convert(name: str, raw: str) -> Any:
     """Convert the text of a parsed value to the field's type (validated by :func:`_validate`)."""
     try:
-        if name in _PROBABILITIES or name in ("slow_seconds", "latency"):
+        if name in _PROBABILITIES or name in ("slow_seconds", "latency", "rate"):
             return float(raw)
-        if name == "shuffle_ties":
+        if name in _FLAGS:
             lowered = raw.lower()
             if lowered in ("1", "true", "yes", "on"):
                 return True
             if lowered in ("0", "false", "no", "off"):
                 return False
             raise ValueError
-        if name == "bounds":
+        if name in _CHOICES or name == "swaps":
             return raw
         return int(raw)
     except ValueError:
@@ -212,10 +309,14 @@ def _bad(name: str, value: Any) -> str:
         "slow_seconds": "a number of seconds from 0 to 600",
         "latency": "a number of milliseconds from 0 to 600000",
         "shuffle_ties": "true or false",
+        "envelope_extras": "true or false",
         "date_shift": "an integer number of hours from -14 to 14",
-        "bounds": "one of " + ", ".join(BOUNDS),
         "fault_seed": "an integer",
         "cap": "an integer of at least 1",
+        "burst": "an integer of at least 1",
+        "rate": "a number of requests per second from 0 (off) to 100000",
+        "swaps": ("FROM:TO, two different statuses with TO one of " + ", ".join(NEXT_STATUS)),
+        **{k: "one of " + ", ".join(v) for k, v in _CHOICES.items()},
     }
     if name in _PROBABILITIES:
         what = "a probability from 0 to 1"
@@ -230,24 +331,26 @@ def _validate(name: str, value: Any) -> Any:
     """Check a field value; return it normalised, or raise ValueError."""
     if name not in _FIELD_NAMES:
         raise AttributeError(f"unknown fault {name!r}; accepted: {_USAGE}")
-    if name == "shuffle_ties":
+    if name in _FLAGS:
         if not isinstance(value, bool):
             raise ValueError(_bad(name, value))
         return value
-    if name == "bounds":
-        if value not in BOUNDS:
+    if name in _CHOICES:
+        if value not in _CHOICES[name]:
             raise ValueError(_bad(name, value))
         return value
+    if name == "swaps":
+        return _validate_swaps(value)
     if isinstance(value, bool):
         raise ValueError(_bad(name, value))
-    if name in _PROBABILITIES or name in ("slow_seconds", "latency"):
+    if name in _PROBABILITIES or name in ("slow_seconds", "latency", "rate"):
         if not isinstance(value, int | float) or math.isnan(value):
             raise ValueError(_bad(name, value))
-        high = {"slow_seconds": 600.0, "latency": 600_000.0}.get(name, 1.0)
+        high = {"slow_seconds": 600.0, "latency": 600_000.0, "rate": 100_000.0}.get(name, 1.0)
         if not 0 <= value <= high:
             raise ValueError(_bad(name, value))
         return float(value)
-    if name == "cap" and value is None:
+    if name in ("cap", "max_skip") and value is None:
         return None
     if not isinstance(value, int):
         raise ValueError(_bad(name, value))
@@ -256,6 +359,49 @@ def _validate(name: str, value: Any) -> Any:
     if name in _COUNTS and value < _COUNTS[name]:
         raise ValueError(_bad(name, value))
     return value
+
+
+def _validate_swaps(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(_bad("swaps", value))
+    source, sep, target = value.partition(":")
+    if not sep or source not in STATUSES or target not in NEXT_STATUS or source == target:
+        raise ValueError(_bad("swaps", value))
+    return value
+
+
+def retry_after_value(form: str, seconds: float, now: float | None = None) -> str | None:
+    """The ``Retry-After`` header for a wait of ``seconds``, written in ``form``.
+
+    Args:
+        form: one of :data:`RETRY_AFTER_FORMS`.
+        seconds: how long the client should wait (0 or more).
+        now: the current time (epoch seconds) for the ``date`` form; default: the clock.
+
+    Returns:
+        The header's value, or None for ``none`` (send no header).
+
+    Example:
+        >>> retry_after_value("seconds", 0.2), retry_after_value("decimal", 0.25)
+        ('1', '0.25')
+    """
+    if form == "seconds":
+        return str(math.ceil(seconds))
+    if form == "decimal":
+        text = f"{seconds:.3f}".rstrip("0").rstrip(".")
+        return text or "0"
+    if form == "date":
+        moment = (time.time() if now is None else now) + seconds
+        return formatdate(math.ceil(moment), usegmt=True)
+    if form == "negative":
+        return "-1"
+    if form == "garbage":
+        return "soon"
+    if form == "none":
+        return None
+    raise ValueError(f"retry_after_form must be one of {', '.join(RETRY_AFTER_FORMS)}")
 
 
 def _unit(text: str) -> float:

@@ -319,7 +319,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, sandbox: Sandbox, query: Query, request_id: str) -> None:
         # Every fault's effect is decided by the fault layer; the handler only sends.
-        reply = sandbox._effects.reply(query, sandbox.faults, sandbox._next_seq())
+        reply = sandbox._effects.reply(query, sandbox.faults, sandbox._next_seq(), request_id)
         if reply.drop:
             self.close_connection = True
             with contextlib.suppress(OSError):
@@ -419,8 +419,9 @@ class Sandbox:
                       headers={"Authorization": f"Bearer {sb.secret_key}"})
 
     Args:
-        seed, records, start_month, months, anomaly_rate: passed to
-            :func:`~txkit.sandbox.ledger.generate_ledger` (ignored when ``ledger`` is given).
+        seed, records, start_month, months, anomaly_rate, balance_model, zero_balance_rate,
+            late_payments_per_month: passed to :func:`~txkit.sandbox.ledger.generate_ledger`
+            (ignored when ``ledger`` is given).
         faults: a :class:`Faults`, a spec string, or None.
         secret_key: the key to accept; by default a random ``sk_sandbox_...`` per instance.
         host: address to bind; loopback only unless ``allow_remote``.
@@ -449,6 +450,9 @@ class Sandbox:
         months: int = 12,
         anomaly_rate: float = 0.01,
         allow_remote: bool = False,
+        balance_model: str = "net",
+        zero_balance_rate: float = 0.0,
+        late_payments_per_month: int = 3,
     ) -> None:
         if not allow_remote and not is_loopback(host):
             raise ValueError(
@@ -467,6 +471,9 @@ class Sandbox:
             "start_month": start_month,
             "months": months,
             "anomaly_rate": anomaly_rate,
+            "balance_model": balance_model,
+            "zero_balance_rate": zero_balance_rate,
+            "late_payments_per_month": late_payments_per_month,
         }
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None

@@ -29,16 +29,20 @@ Fee schedule (:data:`FEE_SCHEDULE`, :data:`TAX_RATE_BP`)
     Percentages apply to ``toAmount`` and are rounded half up to the minor unit, as is the tax.
     KES records render whole fees and taxes as integers (``30``), as the provider does.
 
-Balance model (checked by :func:`check_balance_model`)
+Balance model (``balance_model``; checked by :func:`check_balance_model`)
     Wallets are per currency and start at zero at the start of the calendar. Records are
-    ordered by ``createdAt`` then ``id``; only ``successful`` records move balances.
+    ordered by ``createdAt`` then ``id``; only ``successful`` records move balances. The
+    interface document does not say whether the tax is deducted on top of the fee; the
+    generator plays either answer. Write ``charge`` for ``feeAmount + taxAmount`` under
+    ``net`` (the default) and for ``feeAmount`` alone under ``fee-only`` (the tax is included
+    in the fee; ``feeAmount`` and ``taxAmount`` are the same numbers under both models).
 
-    * collection: ``toBalanceAfterLedger`` = previous + ``toAmount - feeAmount - taxAmount``;
+    * collection: ``toBalanceAfterLedger`` = previous + ``toAmount - charge``;
     * transfer and settlement: ``fromBalanceAfterLedger`` = previous -
-      (``toAmount + feeAmount + taxAmount``), in the ``toCurrency`` wallet;
+      (``toAmount + charge``), in the ``toCurrency`` wallet;
     * conversion: ``fromBalanceAfterLedger`` = previous (``fromCurrency`` wallet) -
       ``fromAmount``; ``toBalanceAfterLedger`` = previous (``toCurrency`` wallet) +
-      ``toAmount - feeAmount - taxAmount``;
+      ``toAmount - charge``;
     * on every side, ``...BalanceAfterAvailable`` = that ledger value minus the rolling
       reserves of the same currency still held at that moment. A successful collection's
       reserve (10 % of ``toAmount``, on some NGN/USD card payments) is held from its own
@@ -47,6 +51,12 @@ Balance model (checked by :func:`check_balance_model`)
     Non-successful records carry no balance fields. Debits never exceed the available balance
     (a debit that would is recorded as ``failed``).
 
+    Zero balances (``zero_balance_rate``, default 0): that share of eligible successful
+    transfers report all four balance-after fields as ``0`` (like the provider's documented
+    KES transfer), while the true chain carries on through them; such a record is never
+    within 6 records of a planted balance anomaly on its wallet. They are drawn from a random
+    source of their own: the rest of the ledger is the same for every rate.
+
 Planted anomalies (:data:`ANOMALY_KINDS`)
     ``round(records * anomaly_rate)`` anomalies, split evenly over the thirteen kinds (at
     most one per record; no two balance anomalies within 5 successful records of each other
@@ -54,6 +64,27 @@ Planted anomalies (:data:`ANOMALY_KINDS`)
     orders (:attr:`Ledger.orders`) hold one row per exported collection except where an
     ``order_*`` anomaly was planted; collections hidden by ``missing_from_export`` stay in
     the orders.
+
+Order dates and late payments (``late_payments_per_month``, default 3)
+    An order is placed before it is paid: its ``date`` is the UTC day of a moment a minute to
+    three days before the record's ``createdAt`` (most within two hours), never before the
+    start of the payment's month. The exception is planted: at each month start after the
+    first, up to ``late_payments_per_month`` successful collections without another anomaly
+    paid within six hours after midnight have an order placed on the previous evening
+    (20:00-23:59 UTC), so the order is dated on the last day of the month before. The order
+    and the record agree in everything else. Order times come from a random source of their
+    own: records and anomalies do not depend on them.
+
+Ground truth (:attr:`Ledger.ground_truth`, ``ground_truth.json``)
+    ``ground_truth.json`` holds ``generator`` (every generation argument), ``anomaly_kinds``,
+    ``anomalies`` (one entry per planted anomaly: ``kind``, ``id``, ``reference``,
+    ``currency``, ``createdAt``, ``transType`` and kind-specific details, money as strings),
+    ``late_payments`` (``kind`` ``late_payment``, ``id``, ``reference``, ``currency``,
+    ``createdAt``, ``transType``, ``amount``, ``order_date``, ``ordered_at``) and
+    ``zero_balances`` (``kind`` ``zero_balance``, ``id``, ``reference``, ``currency``,
+    ``createdAt``, ``transType`` and the true ``fromBalanceAfterLedger`` and
+    ``fromBalanceAfterAvailable``). Late payments and zero balances are not anomalies: a
+    check should match or skip them, never report them.
 """
 
 from __future__ import annotations
@@ -78,6 +109,7 @@ from txkit.sandbox.ledger._generator import _Generator
 from txkit.sandbox.ledger._model import (
     _MONTH_RE,
     ANOMALY_KINDS,
+    BALANCE_MODELS,
     DAY_MS,
     FX_RATES,
     HOUR_MS,
@@ -91,6 +123,7 @@ from txkit.sandbox.ledger._records import Arrival, Ledger, decimal_money, parse_
 
 __all__ = [
     "ANOMALY_KINDS",
+    "BALANCE_MODELS",
     "DAY_MS",
     "FEE_SCHEDULE",
     "FX_RATES",
@@ -124,6 +157,9 @@ def generate_ledger(
     start_month: str = "2025-11",
     months: int = 12,
     anomaly_rate: float = 0.01,
+    balance_model: str = "net",
+    zero_balance_rate: float = 0.0,
+    late_payments_per_month: int = 3,
 ) -> Ledger:
     """Generate the sandbox's synthetic ledger (see the module docstring for the model).
 
@@ -133,6 +169,12 @@ def generate_ledger(
         start_month: first month of the calendar, ``YYYY-MM``.
         months: length of the calendar in months (1 to 120).
         anomaly_rate: planted anomalies per record (0 to 0.2).
+        balance_model: ``net`` (balances move by amounts net of fee and tax) or ``fee-only``
+            (the tax is included in the fee: balances move by amounts net of the fee only).
+        zero_balance_rate: share (0 to 1) of eligible successful transfers that report all
+            four balance-after fields as ``0`` (:attr:`Ledger.zero_balances`).
+        late_payments_per_month: at most this many late payments planted at each month start
+            (0 to 100; :attr:`Ledger.late_payments`).
 
     Returns:
         The :class:`Ledger`.
@@ -148,8 +190,39 @@ def generate_ledger(
         raise ValueError(f"months must be an integer from 1 to 120, got {months!r}")
     if not isinstance(anomaly_rate, int | float) or not 0 <= anomaly_rate <= 0.2:
         raise ValueError(f"anomaly_rate must be a number from 0 to 0.2, got {anomaly_rate!r}")
+    if balance_model not in BALANCE_MODELS:
+        raise ValueError(
+            f"balance_model must be one of {', '.join(BALANCE_MODELS)}, got {balance_model!r}"
+        )
+    if (
+        isinstance(zero_balance_rate, bool)
+        or not isinstance(zero_balance_rate, int | float)
+        or not 0 <= zero_balance_rate <= 1
+    ):
+        raise ValueError(
+            f"zero_balance_rate must be a number from 0 to 1, got {zero_balance_rate!r}"
+        )
+    if (
+        isinstance(late_payments_per_month, bool)
+        or not isinstance(late_payments_per_month, int)
+        or not 0 <= late_payments_per_month <= 100
+    ):
+        raise ValueError(
+            "late_payments_per_month must be an integer from 0 to 100, "
+            f"got {late_payments_per_month!r}"
+        )
     start_ms, end_ms = calendar_bounds(start_month, months)
-    return _Generator(seed, records, start_month, months, float(anomaly_rate)).run(start_ms, end_ms)
+    generator = _Generator(
+        seed,
+        records,
+        start_month,
+        months,
+        float(anomaly_rate),
+        balance_model=balance_model,
+        zero_balance_rate=float(zero_balance_rate),
+        late_payments_per_month=late_payments_per_month,
+    )
+    return generator.run(start_ms, end_ms)
 
 
 def calendar_bounds(start_month: str, months: int) -> tuple[int, int]:

@@ -99,6 +99,7 @@ def _mark(g: _Generator, i: int, planted: dict[str, set[int]]) -> None:
 def plant_balance_anomalies(g: _Generator) -> None:
     cols, rand = g.cols, g.rng.random
     planted: dict[str, set[int]] = {c: set() for c in WALLET_CURRENCIES}
+    g.balance_planted = planted  # wallet -> positions in g.seq (zero balances keep away)
 
     def ok_missing(i: int) -> bool:
         return (

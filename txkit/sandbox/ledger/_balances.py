@@ -1,22 +1,29 @@
 """Balance phase: walk the records in order, moving each wallet's balances.
 
-:func:`balances` applies the balance model of the package docstring (successful records only,
-rolling reserves held for :data:`RESERVE_DAYS` days), turns debits that cannot be met into
-``failed`` records, and draws each record's fee and tax in record order.
+:func:`balances` applies the balance model of the package docstring (``net`` or ``fee-only``;
+successful records only, rolling reserves held for :data:`RESERVE_DAYS` days), turns debits
+that cannot be met into ``failed`` records, and draws each record's fee and tax in record
+order. :func:`pick_zero_balances` chooses the successful transfers that report their balances
+as ``0`` (after the balance anomalies are planted, away from them) and :func:`zero_bodies`
+rewrites their rendered bytes; the true chain is unchanged.
 """
 
 from __future__ import annotations
 
 import heapq
+import random
+import re
 from functools import partial
 from typing import TYPE_CHECKING
 
+from txkit.sandbox._render import iso_ms, money
 from txkit.sandbox.ledger._fees import (
     fee_tax,
 )
 from txkit.sandbox.ledger._model import (
     _MIN_DEBIT,
     _RESERVE_SHARE,
+    _SPACING,
     DAY_MS,
     RESERVE_BP,
     RESERVE_DAYS,
@@ -36,6 +43,9 @@ def balances(g: _Generator) -> None:
     heaps: dict[str, list[tuple[int, int]]] = {c: [] for c in WALLET_CURRENCIES}
     reserve_ms = RESERVE_DAYS * DAY_MS
     charge = partial(fee_tax, g)
+    # Under "net" the tax moves the balance on top of the fee; under "fee-only" it is part of
+    # the fee and does not move the balance by itself.
+    tax_moves = g.balance_model == "net"
     seq = g.seq
     to_l: list[int | None] = [None] * n
     to_a: list[int | None] = [None] * n
@@ -71,21 +81,21 @@ def balances(g: _Generator) -> None:
                 heapq.heappush(heaps[cur], (now + reserve_ms, r))
                 held[cur] += r
                 reserves[i] = r
-            ledger[cur] += amount - fee - tax
+            ledger[cur] += amount - fee - (tax if tax_moves else 0)
             to_l[i] = ledger[cur]
             to_a[i] = ledger[cur] - held[cur]
             seq[cur].append(i)
         elif ttype != "conversion":
             release(cur, now)
             fee, tax = charge(i, ttype, cur, cols.amt[i])
-            room = ledger[cur] - held[cur] - fee - tax
+            room = ledger[cur] - held[cur] - fee - (tax if tax_moves else 0)
             amount = _debit_amount(g, ttype, cur, cols.amt[i], room)
             if amount is None:
                 cols.status[i] = "failed"
                 fees[i], taxes[i] = fee, tax
                 continue
             cols.amt[i] = amount
-            ledger[cur] -= amount + fee + tax
+            ledger[cur] -= amount + fee + (tax if tax_moves else 0)
             from_l[i] = ledger[cur]
             from_a[i] = ledger[cur] - held[cur]
             seq[cur].append(i)
@@ -97,7 +107,7 @@ def balances(g: _Generator) -> None:
             famount = _debit_amount(g, ttype, fcur, cols.famt[i], ledger[fcur] - held[fcur])
             amount = cols.amt[i] if famount is None else _convert(famount, (fcur, cur))
             fee, tax = charge(i, ttype, cur, amount)
-            if famount is None or amount - fee - tax <= 0:
+            if famount is None or amount - fee - (tax if tax_moves else 0) <= 0:
                 cols.status[i] = "failed"
                 fees[i], taxes[i] = fee, tax
                 continue
@@ -106,7 +116,7 @@ def balances(g: _Generator) -> None:
             ledger[fcur] -= famount
             from_l[i] = ledger[fcur]
             from_a[i] = ledger[fcur] - held[fcur]
-            ledger[cur] += amount - fee - tax
+            ledger[cur] += amount - fee - (tax if tax_moves else 0)
             to_l[i] = ledger[cur]
             to_a[i] = ledger[cur] - held[cur]
             seq[fcur].append(i)
@@ -130,3 +140,61 @@ def _debit_amount(g: _Generator, ttype: str, cur: str, desired: int, room: int) 
         amount = room * (5 + int(rand() * 45)) // 100
     amount -= amount % 100
     return amount if amount >= minimum else None
+
+
+_FROM_BALANCES = re.compile(
+    rb'"fromBalanceAfterAvailable":-?[0-9.]+,"fromBalanceAfterLedger":-?[0-9.]+,'
+)
+_ZEROS = (
+    b'"toBalanceAfterAvailable":0,"toBalanceAfterLedger":0,'
+    b'"fromBalanceAfterAvailable":0,"fromBalanceAfterLedger":0,'
+)
+
+
+def pick_zero_balances(g: _Generator) -> None:
+    """Choose the successful transfers that report all four balance-after fields as ``0``.
+
+    Each eligible transfer (successful, served, no planted anomaly, at least
+    :data:`_SPACING` + 1 records on its wallet away from a planted balance anomaly, so that
+    every anomaly stays identifiable) is chosen with probability ``zero_balance_rate``, from a
+    random source of its own: the rest of the ledger is the same whatever the rate.
+    """
+    g.zero_rows = []
+    if g.zero_balance_rate <= 0:
+        return
+    rand = random.Random(f"txkit-zero-balances:{g.seed}").random
+    cols = g.cols
+    planted = g.balance_planted
+    for cur, seq in g.seq.items():
+        near = set()
+        for q in planted[cur]:
+            near.update(range(q - _SPACING - 1, q + _SPACING + 2))
+        for p, i in enumerate(seq):
+            if cols.ttype[i] != "transfer" or p in near:
+                continue
+            if i in g.taken or i in g.protected or g.hidden[i]:
+                continue
+            if rand() < g.zero_balance_rate:
+                g.zero_rows.append(i)
+    g.zero_rows.sort()
+    for i in g.zero_rows:
+        g.zero_truth.append(
+            {
+                "kind": "zero_balance",
+                "id": cols.oid[i],
+                "reference": cols.ref[i],
+                "currency": cols.cur[i],
+                "createdAt": iso_ms(cols.created[i]),
+                "transType": cols.ttype[i],
+                "fromBalanceAfterLedger": money(cols.from_l[i] or 0),
+                "fromBalanceAfterAvailable": money(cols.from_a[i] or 0),
+            }
+        )
+
+
+def zero_bodies(g: _Generator, bodies: list[bytes]) -> None:
+    """Rewrite the rendered bytes of the chosen transfers: four balance-after fields of ``0``."""
+    for i in g.zero_rows:
+        body, count = _FROM_BALANCES.subn(_ZEROS, bodies[i], count=1)
+        assert count == 1, "a successful transfer renders its from-balances"
+        bodies[i] = body

@@ -21,6 +21,7 @@ from txkit.sandbox.ledger._fees import (
 from txkit.sandbox.ledger._model import (
     _FROM,
     _TO,
+    BALANCE_MODELS,
     _epoch_ms,
 )
 
@@ -86,25 +87,37 @@ class _Side(NamedTuple):
 
 
 def check_balance_model(
-    records: Iterable[Mapping[str, Any]], *, opening: Mapping[str, Decimal] | None = None
+    records: Iterable[Mapping[str, Any]],
+    *,
+    opening: Mapping[str, Decimal] | None = None,
+    balance_model: str = "net",
 ) -> list[BalanceViolation]:
-    """Check records against the sandbox's balance model (see the module docstring).
+    """Check records against the sandbox's balance model (see the package docstring).
 
     Wallets are walked in ``createdAt``/``id`` order. A wrong ledger value is classified by
-    looking at the wallet's next record: if that one continues from the reported value, the
-    chain *jumped* (a move not in ``records``, e.g. a record missing from the export, and the
-    walk continues from the reported value); otherwise the value alone is wrong (``ledger``)
-    and the walk continues from the expected value. Available values are checked against the
-    walked ledger value minus the reserves held at that moment.
+    looking at the wallet's next record that reports balances: if that one continues from the
+    reported value, the chain *jumped* (a move not in ``records``, e.g. a record missing from
+    the export, and the walk continues from the reported value); otherwise the value alone is
+    wrong (``ledger``) and the walk continues from the expected value. Available values are
+    checked against the walked ledger value minus the reserves held at that moment. A record
+    whose four balance-after fields are all ``0`` does not report balances: it is not checked,
+    and the walk carries on through it by its own amounts.
 
     Args:
         records: transaction dicts as served (money as ``Decimal``, ``int`` or ``str``), in
             any order.
         opening: each wallet's balance before the first record (default: zero).
+        balance_model: ``net`` (the tax moves balances on top of the fee) or ``fee-only``
+            (the tax is part of the fee).
 
     Returns:
         The violations, in record order.
     """
+    if balance_model not in BALANCE_MODELS:
+        raise ValueError(
+            f"balance_model must be one of {', '.join(BALANCE_MODELS)}, got {balance_model!r}"
+        )
+    tax_moves = balance_model == "net"
     ordered = sorted(records, key=lambda r: (_ms(r["createdAt"]), r["id"]))
     sides: dict[str, list[_Side]] = {}
     reserves: dict[str, list[tuple[int, int, Decimal]]] = {}
@@ -115,7 +128,7 @@ def check_balance_model(
         ttype = rec.get("transType")
         to_amount = _dec(rec.get("toAmount")) or Decimal(0)
         fee = _dec(rec.get("feeAmount")) or Decimal(0)
-        tax = _dec(rec.get("taxAmount")) or Decimal(0)
+        tax = (_dec(rec.get("taxAmount")) or Decimal(0)) if tax_moves else Decimal(0)
         to_cur = rec.get("toCurrency")
         if ttype == "collection":
             sides.setdefault(to_cur, []).append(
@@ -165,15 +178,25 @@ def check_balance_model(
             while heap and heap[0][0] <= side.created:
                 held -= heapq.heappop(heap)[2]
             expected = balance + side.delta
+            if _not_reported(side.record):
+                balance = expected
+                continue
             reported = _dec(side.record.get(side.ledger_field))
 
             if reported is None:
                 flag(side, currency, side.ledger_field, "missing", expected, None)
                 balance = expected
             elif reported != expected:
-                nxt = events[k + 1] if k + 1 < len(events) else None
+                # The next record that reports balances, and the moves of those in between.
+                moved = Decimal(0)
+                nxt = None
+                for later in events[k + 1 :]:
+                    moved += later.delta
+                    if not _not_reported(later.record):
+                        nxt = later
+                        break
                 nxt_reported = None if nxt is None else _dec(nxt.record.get(nxt.ledger_field))
-                jumped = nxt is not None and nxt_reported == reported + nxt.delta
+                jumped = nxt is not None and nxt_reported == reported + moved
                 kind = "jump" if jumped else "ledger"
                 flag(side, currency, side.ledger_field, kind, expected, reported)
                 balance = reported if jumped else expected
@@ -186,6 +209,12 @@ def check_balance_model(
                 flag(side, currency, side.avail_field, kind, avail_expected, avail)
     found.sort(key=lambda item: (item[0], item[1].field))
     return [v for _, v in found]
+
+
+def _not_reported(record: Mapping[str, Any]) -> bool:
+    """Whether a record reports no balances: all four balance-after fields present and 0."""
+    values = [_dec(record.get(name)) for name in (*_TO, *_FROM)]
+    return all(v is not None and v == 0 for v in values)
 
 
 def check_fees(records: Iterable[Mapping[str, Any]]) -> list[FeeViolation]:

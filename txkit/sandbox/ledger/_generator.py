@@ -31,9 +31,25 @@ class _Generator:
     """One run of :func:`generate_ledger`; steps consume the RNG in a fixed order."""
 
     def __init__(
-        self, seed: int, n: int, start_month: str, months: int, anomaly_rate: float
+        self,
+        seed: int,
+        n: int,
+        start_month: str,
+        months: int,
+        anomaly_rate: float,
+        *,
+        balance_model: str = "net",
+        zero_balance_rate: float = 0.0,
+        late_payments_per_month: int = 3,
     ) -> None:
         self.seed = seed
+        self.balance_model = balance_model
+        self.zero_balance_rate = zero_balance_rate
+        self.late_payments_per_month = late_payments_per_month
+        self.zero_rows: list[int] = []
+        self.zero_truth: list[dict[str, Any]] = []
+        self.late_truth: list[dict[str, Any]] = []
+        self.balance_planted: dict[str, set[int]] = {c: set() for c in WALLET_CURRENCIES}
         self.n = n
         self.start_month = start_month
         self.months = months
@@ -76,13 +92,17 @@ class _Generator:
         _balances.balances(self)
         _anomalies.plant_balance_anomalies(self)
         _anomalies.plant_duplicates(self)
+        _balances.pick_zero_balances(self)
         bodies = render_rows(self.cols, self.ctx, rng)
+        _balances.zero_bodies(self, bodies)
+        _timeline.late_updates(self, bodies)
         orders = _orders.orders(self)
         return _orders.assemble(self, bodies, orders)
 
     # -- helpers shared by the phases ------------------------------------------------------
 
     def new_reference(self) -> str:
+        """A ``transactionReference`` not used before in this ledger."""
         ref = f"TXK-{self.rng.getrandbits(48):012X}"
         while ref in self.used_refs:
             ref = f"TXK-{self.rng.getrandbits(48):012X}"
@@ -106,10 +126,12 @@ class _Generator:
         return chosen
 
     def is_ngn_va(self, i: int) -> bool:
+        """Whether record ``i`` is an NGN virtual-account collection."""
         cols = self.cols
         return cols.ttype[i] == "collection" and cols.cur[i] == "NGN" and cols.chan[i] == "VA"
 
     def add_truth(self, i: int, kind: str, **details: Any) -> None:
+        """Record a planted anomaly on record ``i`` in the ground truth."""
         cols = self.cols
         entry: dict[str, Any] = {
             "kind": kind,

@@ -19,6 +19,9 @@ from typing import Any, Final
 DAY_MS: Final = 86_400_000
 HOUR_MS: Final = 3_600_000
 
+#: Balance models the generator can play (see the package docstring).
+BALANCE_MODELS: Final[tuple[str, ...]] = ("net", "fee-only")
+
 #: Currencies the merchant holds wallets in.
 WALLET_CURRENCIES: Final[tuple[str, ...]] = ("NGN", "USD", "GHS", "KES", "USDT")
 

@@ -1,14 +1,19 @@
 """Orders and assembly phase: the merchant's orders, the ground truth, the :class:`Ledger`.
 
-:func:`orders` writes one order per exported collection, planting ``order_*`` anomalies;
-:func:`assemble` builds the ledger's index, orders frame and sorted ground truth.
+:func:`orders` writes one order per exported collection, planting ``order_*`` anomalies, and
+dates each order when it was placed, a little before it was paid (:func:`_order_times`):
+within the payment's own calendar month, except for the planted late payments (an order of
+the last evening of a month paid just after midnight). :func:`assemble` builds the ledger's
+index, orders frame and sorted ground truth.
 """
 
 from __future__ import annotations
 
+import bisect
+import random
 from datetime import date
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 
@@ -19,15 +24,20 @@ from txkit.sandbox._render import (
 from txkit.sandbox.ledger._model import (
     _ORDER_STATUS_SWAP,
     DAY_MS,
+    HOUR_MS,
     _draw_amount,
 )
 from txkit.sandbox.ledger._records import Ledger
+
+#: Planted late payments are paid within this long after midnight on a month's first day.
+_LATE_WINDOW_MS: Final = 6 * HOUR_MS
 
 if TYPE_CHECKING:
     from txkit.sandbox.ledger._generator import _Generator
 
 
 def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
+    """The merchant's orders as ``(reference, amount, currency, status, date)`` rows."""
     cols, rand, n = g.cols, g.rng.random, g.n
     free = [
         i
@@ -46,7 +56,8 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
             order_kind[i] = kind
             count += 1
     rows: list[tuple[str, int, str, str, str]] = []
-    created_days = _iso_days(cols.created)
+    ordered = _order_times(g, order_kind)
+    order_days = _iso_days(ordered)
     for i in range(n):
         if cols.ttype[i] != "collection":
             continue
@@ -71,7 +82,7 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
             reported = others[int(rand() * len(others))]
             g.add_truth(i, kind, field="currency", expected=cur, reported=reported)
             cur = reported
-        rows.append((ref, amount, cur, status, created_days[i]))
+        rows.append((ref, amount, cur, status, order_days[i]))
     days = (g.end_ms - g.start_ms) // DAY_MS
     for _ in range(g.quota["order_extra"]):
         ref = g.new_reference()
@@ -163,6 +174,11 @@ def assemble(
         index=index,
         orders=orders_frame,
         ground_truth=truth,
+        late_payments=sorted(g.late_truth, key=lambda e: (e["createdAt"], e["id"])),
+        zero_balances=g.zero_truth,
+        balance_model=g.balance_model,
+        zero_balance_rate=g.zero_balance_rate,
+        late_payments_per_month=g.late_payments_per_month,
         _bodies=bodies,
         _context=g.ctx,
         _final_ledger=dict(g.final_ledger),
@@ -170,6 +186,83 @@ def assemble(
         _id_proc=g.id_proc,
         _id_counter=g.id_counter,
     )
+
+
+def _order_times(g: _Generator, order_kind: dict[int, str]) -> list[int]:
+    """When each collection's order was placed (epoch ms; other records keep ``createdAt``).
+
+    An order is placed before it is paid: most a few minutes to two hours before, some up to
+    a day, a few up to three days. Orders stay in the payment's calendar month (a lag that
+    would cross the month's start is cut at it), except the planted late payments: up to
+    ``late_payments_per_month`` successful collections without another anomaly, paid in the
+    first six hours of a month, whose order is placed on the last evening of the month
+    before (20:00 to 23:59 UTC). They go to the ground truth as ``late_payment``. The lags
+    come from a random source of their own, so records and anomalies are the same as
+    without them.
+    """
+    cols, n = g.cols, g.n
+    rng = random.Random(f"txkit-order-times:{g.seed}")
+    rand = rng.random
+    starts = _month_starts(g.start_ms, g.end_ms)
+    ordered = list(cols.created)
+    for i in range(n):
+        if cols.ttype[i] != "collection":
+            continue
+        u = rand()
+        if u < 0.7:
+            lag = 60_000 + int(rand() * 2 * HOUR_MS)
+        elif u < 0.95:
+            lag = 2 * HOUR_MS + int(rand() * 22 * HOUR_MS)
+        else:
+            lag = DAY_MS + int(rand() * 2 * DAY_MS)
+        created = cols.created[i]
+        month_start = starts[bisect.bisect_right(starts, created) - 1]
+        ordered[i] = max(created - lag, month_start)
+    if g.late_payments_per_month <= 0:
+        return ordered
+    for month_start in starts[1:]:
+        first = bisect.bisect_left(cols.created, month_start)
+        last = bisect.bisect_left(cols.created, month_start + _LATE_WINDOW_MS)
+        candidates = [
+            i
+            for i in range(first, last)
+            if cols.ttype[i] == "collection"
+            and cols.status[i] == "successful"
+            and i not in g.taken
+            and i not in g.protected
+            and i not in order_kind
+            and not g.hidden[i]
+        ]
+        rng.shuffle(candidates)
+        for i in sorted(candidates[: g.late_payments_per_month]):
+            ordered[i] = month_start - 60_000 - int(rand() * (4 * HOUR_MS - 60_000))
+            g.late_truth.append(
+                {
+                    "kind": "late_payment",
+                    "id": cols.oid[i],
+                    "reference": cols.ref[i],
+                    "currency": cols.cur[i],
+                    "createdAt": iso_ms(cols.created[i]),
+                    "transType": cols.ttype[i],
+                    "amount": money(cols.amt[i]),
+                    "order_date": iso_ms(ordered[i])[:10],
+                    "ordered_at": iso_ms(ordered[i]),
+                }
+            )
+    return ordered
+
+
+def _month_starts(start_ms: int, end_ms: int) -> list[int]:
+    """Epoch ms of the first instant of every calendar month from ``start_ms`` to ``end_ms``."""
+    first = date.fromordinal(date(1970, 1, 1).toordinal() + start_ms // DAY_MS)
+    out = []
+    year, month = first.year, first.month
+    while True:
+        ms = (date(year, month, 1).toordinal() - date(1970, 1, 1).toordinal()) * DAY_MS
+        if ms >= end_ms:
+            return out
+        out.append(ms)
+        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
 
 
 def _iso_days(values: list[int]) -> list[str]:

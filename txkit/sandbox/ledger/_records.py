@@ -54,7 +54,8 @@ class Ledger:
     """A generated ledger: rendered records, merchant orders and the ground truth.
 
     Attributes:
-        seed, records, start_month, months, anomaly_rate: the generation arguments.
+        seed, records, start_month, months, anomaly_rate, balance_model, zero_balance_rate,
+            late_payments_per_month: the generation arguments.
         start_ms, end_ms: the calendar, epoch milliseconds (end exclusive).
         index: one row per record (chronological: ``createdAt`` then ``id``) with ``id``,
             ``createdAt`` (epoch ms), ``transType``, ``status``, ``toCurrency``, ``toAmount``
@@ -63,6 +64,14 @@ class Ledger:
             ``status``, ``date``.
         ground_truth: one dict per planted anomaly (``kind``, ``id``, ``reference``,
             ``currency``, ``createdAt``, plus kind-specific details; money as strings).
+        late_payments: one dict per planted late payment (``kind`` ``late_payment``, ``id``,
+            ``reference``, ``currency``, ``createdAt``, ``transType``, ``amount``,
+            ``order_date``, ``ordered_at``), by ``createdAt``. Not anomalies: the order and
+            the record agree, only their months differ.
+        zero_balances: one dict per successful transfer whose four balance-after fields are
+            reported as ``0`` (``kind`` ``zero_balance``, ``id``, ``reference``, ``currency``,
+            ``createdAt``, ``transType``, and the true ``fromBalanceAfterLedger`` and
+            ``fromBalanceAfterAvailable``), by ``createdAt``. Not anomalies either.
     """
 
     seed: int
@@ -75,6 +84,11 @@ class Ledger:
     index: pl.DataFrame
     orders: pl.DataFrame
     ground_truth: list[dict[str, Any]]
+    late_payments: list[dict[str, Any]]
+    zero_balances: list[dict[str, Any]]
+    balance_model: str
+    zero_balance_rate: float
+    late_payments_per_month: int
     _bodies: list[bytes] = field(repr=False)
     _context: Context = field(repr=False)
     _final_ledger: dict[str, int] = field(repr=False)
@@ -87,8 +101,18 @@ class Ledger:
         return (
             f"Ledger(seed={self.seed}, records={self.records}, start_month={self.start_month!r},"
             f" months={self.months}, anomaly_rate={self.anomaly_rate},"
-            f" anomalies={len(self.ground_truth)})"
+            f"{self._options_repr()} anomalies={len(self.ground_truth)})"
         )
+
+    def _options_repr(self) -> str:
+        options = ""
+        if self.balance_model != "net":
+            options += f" balance_model={self.balance_model!r},"
+        if self.zero_balance_rate:
+            options += f" zero_balance_rate={self.zero_balance_rate},"
+        if self.late_payments_per_month != 3:
+            options += f" late_payments_per_month={self.late_payments_per_month},"
+        return options
 
     @property
     def merchant_name(self) -> str:
@@ -146,7 +170,8 @@ class Ledger:
         return ("\n".join(lines) + "\n").encode()
 
     def ground_truth_json(self) -> bytes:
-        """``ground_truth.json``: the planted anomalies and the generation arguments."""
+        """``ground_truth.json``: the generation arguments, the planted anomalies, the late
+        payments and the zero-balance records (see the package docstring for the keys)."""
         doc = {
             "generator": {
                 "seed": self.seed,
@@ -154,9 +179,14 @@ class Ledger:
                 "start_month": self.start_month,
                 "months": self.months,
                 "anomaly_rate": self.anomaly_rate,
+                "balance_model": self.balance_model,
+                "zero_balance_rate": self.zero_balance_rate,
+                "late_payments_per_month": self.late_payments_per_month,
             },
             "anomaly_kinds": dict(ANOMALY_KINDS),
             "anomalies": self.ground_truth,
+            "late_payments": self.late_payments,
+            "zero_balances": self.zero_balances,
         }
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
@@ -209,7 +239,7 @@ class Ledger:
                 counter = (self._id_counter + k) & 0xFFFFFF
                 to_l = to_a = None
                 if status == "successful":
-                    balance += amount - fee - tax
+                    balance += amount - fee - (tax if self.balance_model == "net" else 0)
                     to_l = balance
                     to_a = balance - sum(a for release, a in reserves if release > created)
                 _append_row(

@@ -1,15 +1,21 @@
-"""Timeline phase: when each record was created, and its id.
+"""Timeline phase: when each record was created, its id, and late updates.
 
 :func:`times` draws ``createdAt`` over the calendar (volume growing over time, quieter
 weekends, busier month ends, a day-shaped hour profile) and plants equal-millisecond ties;
-:func:`ids` makes ObjectId-like ids, sorted within each group of equal timestamps.
+:func:`ids` makes ObjectId-like ids, sorted within each group of equal timestamps;
+:func:`late_updates` moves the ``updatedAt`` of reversed records to days after their payment
+(a reversal comes days later), so that a service filtering dates on ``updatedAt`` answers
+observably differently from one filtering on ``createdAt``.
 """
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+import random
+import re
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from txkit.sandbox._render import iso_ms
 from txkit.sandbox.ledger._model import (
     _HOUR_WEIGHTS,
     _TIE_RATE,
@@ -21,8 +27,11 @@ from txkit.sandbox.ledger._model import (
 if TYPE_CHECKING:
     from txkit.sandbox.ledger._generator import _Generator
 
+_UPDATED = re.compile(rb'"updatedAt":"([^"]*)"')
+
 
 def times(g: _Generator) -> None:
+    """Draw every record's ``createdAt`` (sorted) and plant ties (``g.tie``)."""
     rng, n = g.rng, g.n
     days = (g.end_ms - g.start_ms) // DAY_MS
     first = date.fromordinal(date(1970, 1, 1).toordinal() + g.start_ms // DAY_MS)
@@ -80,3 +89,29 @@ def ids(g: _Generator) -> None:
     g.cols.oid = oid
     g.id_proc = procs[0]
     g.id_counter = counter + n
+
+
+def late_updates(g: _Generator, bodies: list[bytes]) -> None:
+    """Move each reversed record's ``updatedAt`` 1 to 14 days after its payment.
+
+    The renderer dates a reversal a day after the payment; here a random source of its own
+    adds 0 to 13 more days (never past the calendar's end), rewriting the rendered bytes.
+    Only reversed records change.
+    """
+    cols = g.cols
+    rand = random.Random(f"txkit-late-updates:{g.seed}").random
+    last = g.end_ms - 1
+    for i, status in enumerate(cols.status):
+        if status != "reversed":
+            continue
+        extra = int(rand() * 13 * DAY_MS)
+        match = _UPDATED.search(bodies[i])
+        assert match is not None
+        updated = _epoch_ms_of(match.group(1).decode())
+        moved = max(updated, min(updated + extra, last))
+        bodies[i] = bodies[i][: match.start(1)] + iso_ms(moved).encode() + bodies[i][match.end(1) :]
+
+
+def _epoch_ms_of(iso: str) -> int:
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)

@@ -1,0 +1,261 @@
+"""Ledger options: balance model, zero balances, order dates and late payments."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sandbox_helpers import chronological, expected_violations, wallets
+
+from txkit.sandbox import Sandbox, check_balance_model, check_fees, generate_ledger
+from txkit.sandbox.ledger import BALANCE_MODELS, Ledger
+
+_FOUR = (
+    "toBalanceAfterAvailable",
+    "toBalanceAfterLedger",
+    "fromBalanceAfterAvailable",
+    "fromBalanceAfterLedger",
+)
+
+
+@cache
+def _ledger(seed: int, model: str, zero_rate: float, records: int = 8_000) -> Ledger:
+    return generate_ledger(
+        seed=seed,
+        records=records,
+        anomaly_rate=0.03,
+        balance_model=model,
+        zero_balance_rate=zero_rate,
+    )
+
+
+def _violations(ledger: Ledger, records: list[dict[str, Any]], model: str) -> set[tuple]:
+    return {(v.id, v.field, v.kind) for v in check_balance_model(records, balance_model=model)}
+
+
+# -- balance models -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("zero_rate", [0.0, 0.15])
+@pytest.mark.parametrize("model", BALANCE_MODELS)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_planted_balance_anomalies_are_exact_under_each_model(
+    seed: int, model: str, zero_rate: float
+) -> None:
+    ledger = _ledger(seed, model, zero_rate)
+    kinds = collections.Counter(e["kind"] for e in ledger.ground_truth)
+    assert all(kinds[k] > 0 for k in ("missing_from_export", "bad_balance", "reserve_mismatch"))
+    if zero_rate:
+        assert len(ledger.zero_balances) > 10
+    else:
+        assert ledger.zero_balances == []
+    got = _violations(ledger, ledger.exported_records(), model)
+    assert got == expected_violations(ledger)
+    full = _violations(ledger, ledger.all_records(), model)
+    assert full == {k for k in got if k[2] != "jump"}
+    # Fees and taxes follow the schedule under both models (only their effect differs).
+    fee_ids = {
+        e["id"] for e in ledger.ground_truth if e["kind"] in ("fee_mismatch", "tax_mismatch")
+    }
+    assert {v.id for v in check_fees(ledger.all_records())} == fee_ids
+
+
+@pytest.mark.parametrize("model", BALANCE_MODELS)
+def test_the_other_model_breaks_on_most_records(model: str) -> None:
+    """The two models are distinguishable: checking with the wrong one floods."""
+    ledger = _ledger(1, model, 0.0)
+    other = next(m for m in BALANCE_MODELS if m != model)
+    records = ledger.exported_records()
+    successful = sum(r["status"] == "successful" for r in records)
+    wrong = check_balance_model(records, balance_model=other)
+    assert len(wrong) > successful // 2
+
+
+def test_fee_only_balances_move_by_amount_net_of_the_fee_only() -> None:
+    ledger = _ledger(2, "fee-only", 0.0)
+    planted = {e["id"] for e in ledger.ground_truth}
+    last: dict[str, Decimal] = {}
+    checked = collections.Counter()
+    for r in chronological(ledger):
+        if r["status"] != "successful":
+            continue
+        for currency, field in wallets(r):
+            before = last.get(currency)
+            last[currency] = r[field]
+            if before is None or r["id"] in planted or r["transType"] == "conversion":
+                continue
+            if r["transType"] == "collection":
+                move = r["toAmount"] - r["feeAmount"]
+            else:
+                move = -(r["toAmount"] + r["feeAmount"])
+            if r[field] == before + move:
+                checked[r["transType"]] += 1
+            else:
+                checked["other"] += 1
+    # Planted anomalies shift a few neighbours (a jump after a hidden record, a value after a
+    # corrupted one); everything else moves by amount and fee, tax not deducted.
+    assert checked["collection"] > 1_000 and checked["transfer"] > 50
+    assert checked["other"] <= 2 * len(planted)
+
+
+def test_bad_balance_model_is_refused() -> None:
+    with pytest.raises(ValueError, match="balance_model must be one of net, fee-only"):
+        generate_ledger(records=10, balance_model="gross")
+    with pytest.raises(ValueError, match="balance_model must be one of net, fee-only"):
+        check_balance_model([], balance_model="gross")
+    with pytest.raises(ValueError, match="zero_balance_rate must be a number from 0 to 1"):
+        generate_ledger(records=10, zero_balance_rate=1.5)
+    with pytest.raises(ValueError, match="late_payments_per_month must be an integer"):
+        generate_ledger(records=10, late_payments_per_month=-1)
+
+
+# -- zero balances ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", BALANCE_MODELS)
+def test_zero_balance_records_report_four_zeros_while_the_chain_carries_on(model: str) -> None:
+    ledger = _ledger(3, model, 0.15)
+    by_id = {r["id"]: r for r in ledger.all_records()}
+    zero_ids = {e["id"] for e in ledger.zero_balances}
+    anomaly_ids = {e["id"] for e in ledger.ground_truth}
+    assert zero_ids and not zero_ids & anomaly_ids
+    for entry in ledger.zero_balances:
+        record = by_id[entry["id"]]
+        assert record["transType"] == "transfer" and record["status"] == "successful"
+        assert [record[f] for f in _FOUR] == [0, 0, 0, 0]
+        assert entry["reference"] == record["transactionReference"]
+        assert entry["createdAt"] == record["createdAt"]
+        assert Decimal(entry["fromBalanceAfterLedger"]) >= 0
+    # Rendered as the provider's documented KES transfer: integers, not 0.00.
+    body = ledger.export_bodies()[[r["id"] for r in ledger.exported_records()].index(entry["id"])]
+    assert b'"fromBalanceAfterLedger":0,' in body and b'"toBalanceAfterLedger":0,' in body
+    # The true chain carries on: put the true values back and only planted breaks remain.
+    restored = []
+    for r in ledger.exported_records():
+        if r["id"] in zero_ids:
+            entry = next(e for e in ledger.zero_balances if e["id"] == r["id"])
+            r = {k: v for k, v in r.items() if not k.startswith("toBalanceAfter")}
+            r["fromBalanceAfterLedger"] = Decimal(entry["fromBalanceAfterLedger"])
+            r["fromBalanceAfterAvailable"] = Decimal(entry["fromBalanceAfterAvailable"])
+        restored.append(r)
+    got = _violations(ledger, restored, model)
+    assert got == expected_violations(ledger)
+
+
+def test_zero_balances_change_nothing_else() -> None:
+    plain = _ledger(1, "net", 0.0)
+    zeroed = _ledger(1, "net", 0.15)
+    zero_rows = {
+        row
+        for row, rid in enumerate(plain.index.get_column("id").to_list())
+        if rid in {e["id"] for e in zeroed.zero_balances}
+    }
+    assert zero_rows
+    for row in range(len(plain.index)):
+        if row in zero_rows:
+            assert plain.body(row) != zeroed.body(row)
+        else:
+            assert plain.body(row) == zeroed.body(row)
+    assert plain.ground_truth == zeroed.ground_truth
+    assert plain.orders.equals(zeroed.orders)
+
+
+def test_zero_balances_are_in_the_ground_truth_file(tmp_path: Path) -> None:
+    ledger = _ledger(2, "fee-only", 0.15)
+    _, truth = ledger.write_files(tmp_path)
+    doc = json.loads(truth.read_bytes())
+    assert doc["generator"]["balance_model"] == "fee-only"
+    assert doc["generator"]["zero_balance_rate"] == 0.15
+    assert doc["zero_balances"] == ledger.zero_balances
+    assert doc["late_payments"] == ledger.late_payments
+    assert all(e["kind"] == "zero_balance" for e in doc["zero_balances"])
+    assert not {e["id"] for e in doc["zero_balances"]} & {e["id"] for e in doc["anomalies"]}
+
+
+# -- order dates and late payments --------------------------------------------------------------
+
+
+def test_order_dates_precede_payment_within_the_month_except_late_payments() -> None:
+    ledger = generate_ledger(seed=7, records=60_000)
+    late = {e["reference"]: e for e in ledger.late_payments}
+    records = {r["transactionReference"]: r for r in ledger.all_records()}
+    lags = collections.Counter()
+    for reference, _amount, _currency, _status, ordered in ledger.orders.iter_rows():
+        record = records.get(reference)
+        if record is None:
+            continue  # order_extra
+        paid = date.fromisoformat(record["createdAt"][:10])
+        lags[(paid - ordered).days] += 1
+        if reference in late:
+            assert ordered == paid - timedelta(days=1) and paid.day == 1
+            assert ordered.month != paid.month
+        else:
+            assert paid - timedelta(days=3) <= ordered <= paid
+            assert (ordered.year, ordered.month) == (paid.year, paid.month)
+    # Most orders are paid the same day, a real share the next day or later.
+    total = sum(lags.values())
+    assert lags[0] / total > 0.6
+    assert (lags[1] + lags[2] + lags[3]) / total > 0.1
+    # Every month start after the first gets late payments (up to three).
+    months = collections.Counter(e["createdAt"][:7] for e in ledger.late_payments)
+    assert set(months) == {
+        f"{y}-{m:02d}" for y, m in [(2025, 12)] + [(2026, k) for k in range(1, 11)]
+    }
+    assert all(1 <= n <= 3 for n in months.values())
+    # The default report month (2026-10) has some: its first orders are dated in September.
+    assert months["2026-10"] >= 1
+
+
+def test_late_payments_are_clean_collections_paid_after_midnight() -> None:
+    ledger = _ledger(1, "net", 0.0, records=30_000)
+    assert ledger.late_payments
+    anomalies = {e["reference"] for e in ledger.ground_truth}
+    records = {r["id"]: r for r in ledger.exported_records()}
+    orders = {row[0]: row for row in ledger.orders.iter_rows()}
+    for e in ledger.late_payments:
+        record = records[e["id"]]  # served, never hidden
+        assert e["reference"] not in anomalies
+        assert record["transType"] == "collection" and record["status"] == "successful"
+        assert record["createdAt"] == e["createdAt"]
+        assert re.fullmatch(r"\d{4}-\d{2}-01T0[0-5]:.*", e["createdAt"])
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T2[0-3]:\d{2}:\d{2}\.\d{3}Z", e["ordered_at"])
+        assert e["ordered_at"] < e["createdAt"]
+        _, amount, currency, status, ordered = orders[e["reference"]]
+        assert ordered.isoformat() == e["order_date"] == e["ordered_at"][:10]
+        assert (amount, currency, status) == (
+            record["toAmount"],
+            record["toCurrency"],
+            "successful",
+        )
+        assert Decimal(e["amount"]) == amount
+
+
+def test_late_payments_can_be_turned_off() -> None:
+    ledger = generate_ledger(seed=1, records=30_000, late_payments_per_month=0)
+    assert ledger.late_payments == []
+    created = dict(ledger.index.select("transactionReference", "createdAt").iter_rows())
+    for reference, *_, ordered in ledger.orders.iter_rows():
+        if reference in created:
+            paid = datetime.fromtimestamp(created[reference] / 1000, tz=UTC).date()
+            assert (ordered.year, ordered.month) == (paid.year, paid.month)
+
+
+def test_sandbox_passes_the_options_through(tmp_path: Path) -> None:
+    with Sandbox(
+        records=3_000,
+        seed=4,
+        balance_model="fee-only",
+        zero_balance_rate=0.3,
+        data_dir=tmp_path,
+    ) as sb:
+        assert sb.ledger.balance_model == "fee-only"
+        assert sb.ledger.zero_balances
+    doc = json.loads((tmp_path / "ground_truth.json").read_bytes())
+    assert doc["generator"]["balance_model"] == "fee-only"

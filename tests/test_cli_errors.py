@@ -1,0 +1,139 @@
+"""Every CLI failure is one scrubbed line, exit 1 (2 only for the user's own bad arguments),
+and output paths are checked before any request is sent. Over real HTTP, via subprocesses."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.factories import page, record
+from tests.hostile import HostileServer, Reply, ok_page
+from txkit.cli import describe_failure
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "cli-errors-Key/+=odd-0123456789"
+
+
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, **kw: Any):
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "txkit.cli", *args],
+        env=base | {"PYTHONPATH": str(ROOT), "TXKIT_MAX_RETRIES": "1"} | (env or {}),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
+
+
+def one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("txkit"), done.stderr
+    assert "Traceback" not in done.stderr and KEY not in done.stderr + done.stdout
+    return lines[0]
+
+
+@pytest.fixture
+def server():
+    with HostileServer(lambda seen: ok_page(3)) as running:
+        yield running
+
+
+def env_for(server: HostileServer) -> dict[str, str]:
+    return {"TXKIT_BASE_URL": server.base_url, "TXKIT_SECRET_KEY": KEY}
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "http"])
+def test_sandbox_port_out_of_range_is_a_bad_argument(port: str, tmp_path: Path) -> None:
+    line = one_line(cli("sandbox", "--port", port, cwd=tmp_path), 2)
+    assert "0 to 65535" in line
+
+
+@pytest.mark.parametrize(
+    ("output", "words"),
+    [
+        ("/proc/x.parquet", "cannot write"),
+        ("/proc/self/x/y.csv", "cannot write"),
+        (".", "is a folder"),
+        ("x.txt", "must end in .parquet or .csv"),
+    ],
+)
+def test_unwritable_output_fails_before_any_request(
+    server: HostileServer, tmp_path: Path, output: str, words: str
+) -> None:
+    done = cli("export", "-o", output, cwd=tmp_path, env=env_for(server))
+    line = one_line(done, 1 if words == "cannot write" else 2)
+    assert words in line
+    assert server.seen == [], "no request may be sent before the output path is known good"
+
+
+def test_output_folder_given_as_file(server: HostileServer, tmp_path: Path) -> None:
+    (tmp_path / "out.parquet").mkdir()
+    line = one_line(cli("export", "-o", "out.parquet", cwd=tmp_path, env=env_for(server)), 2)
+    assert "is a folder" in line and server.seen == []
+
+
+def _file_size_limit() -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+
+def test_full_disk_fails_before_any_request(server: HostileServer, tmp_path: Path) -> None:
+    """A file-size limit plays the full disk: the probe write fails, nothing is fetched."""
+    done = cli(
+        "export", "-o", "x.parquet", cwd=tmp_path, env=env_for(server), preexec_fn=_file_size_limit
+    )
+    line = one_line(done, 1)
+    assert "cannot write" in line and "write elsewhere" in line
+    assert server.seen == [] and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("store", ["/proc/store", "/sys/store"])
+def test_read_only_store_fails_before_any_request(tmp_path: Path, store: str) -> None:
+    line = one_line(cli("sync", "--store", store, cwd=tmp_path), 1)
+    assert "cannot write" in line and store in line
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        page([record(0)], total="\u00b2"),  # a superscript two: str.isdigit() but not int()
+        page([record(0)], total=10**400),
+        b'{"success": true, "data": {"transactions": [], "total": 1e400}}',
+    ],
+    ids=["superscript", "huge", "1e400"],
+)
+def test_bad_answers_are_exit_1_not_bad_arguments(tmp_path: Path, body: bytes) -> None:
+    with HostileServer(lambda seen: Reply(200, body)) as running:
+        done = cli("export", "-o", "x.parquet", cwd=tmp_path, env=env_for(running))
+    one_line(done, 1)
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_bad_filter_is_exit_2_before_any_request(server: HostileServer, tmp_path: Path) -> None:
+    done = cli("export", "--status", "nope", "-o", "x.parquet", cwd=tmp_path, env=env_for(server))
+    assert "accepted values" in one_line(done, 2)
+    assert server.seen == []
+
+
+def test_describe_failure_one_line_for_anything() -> None:
+    cases = [
+        (OSError(errno.ENOSPC, "No space left on device", "/data/x.parquet"), "disk is full"),
+        (OSError(errno.EROFS, "Read-only file system", "/ro/x"), "read-only"),
+        (MemoryError(), "out of memory"),
+        (RecursionError("maximum recursion depth exceeded"), "could not be read"),
+        (RuntimeError("boom\nsecond line"), "unexpected RuntimeError"),
+    ]
+    for exc, words in cases:
+        code, message = describe_failure(exc)
+        assert code == 1 and words in message and "\n" not in message

@@ -1,0 +1,187 @@
+"""Rate limits as one shared budget, against a real token-bucket server; every Retry-After form."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from email.utils import formatdate
+from pathlib import Path
+
+import pytest
+
+from tests.hostile import HostileServer, Reply, TokenBucket, json_reply, ok_page, paged
+from txkit import Client, RetryPolicy
+from txkit.errors import RateLimitedError
+from txkit.load import load_transactions
+from txkit.pages import ExportStats
+from txkit.ratelimit import SharedLimiter, parse_retry_after
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "rate-limit-test-key-0123456789"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("3", 3.0),
+        ("0", 0.0),
+        (" 1.5 ", 1.5),
+        ("-1", None),
+        ("soon", None),
+        ("", None),
+        ("1e3", None),
+        ("nan", None),
+        ("Wed, 99 Foo 2026 99:99:99 GMT", None),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0.0),  # in the past: now
+        (None, None),
+    ],
+)
+def test_parse_retry_after(text: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(text) == seconds
+
+
+def test_parse_retry_after_http_date() -> None:
+    now = time.time()
+    assert parse_retry_after(formatdate(now + 30, usegmt=True), now=now) == pytest.approx(30, 1)
+    assert parse_retry_after("Sun, 06 Nov 1994 08:49:37", now=now) == 0.0  # no zone: UTC
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_limiter_cuts_once_per_event_and_recovers() -> None:
+    clock = FakeClock()
+    limiter = SharedLimiter(clock=clock, sleep=clock.sleep)
+    sent = []
+    for _ in range(40):  # 40 requests in 1 s: unlimited until the first 429
+        sent.append(limiter.acquire())
+        clock.now += 0.025
+    assert limiter.rate is None and not clock.slept
+    limiter.throttled(sent[-1], 1.0)
+    assert limiter.rate == pytest.approx(0.8 * 40, rel=0.05)
+    first = limiter.rate
+    limiter.throttled(sent[-2], 1.0)  # sent before the cut: the same event
+    assert limiter.rate == first and limiter.cuts == 1
+    # Paced at the new rate: 10 requests take 10 / rate seconds.
+    start = clock.now
+    for _ in range(10):
+        limiter.acquire()
+    assert clock.now - start == pytest.approx(10 / first, rel=0.2)
+    # A 429 of a request sent after the cut cuts again.
+    limiter.throttled(limiter.acquire(), None)
+    assert limiter.cuts == 2 and limiter.rate < first
+    low = limiter.rate
+    clock.now += 30  # requests keep succeeding: the rate grows back past where it was cut
+    limiter.acquire()
+    assert limiter.rate > first > low
+
+
+def test_long_retry_after_pauses_every_worker() -> None:
+    clock = FakeClock()
+    limiter = SharedLimiter(clock=clock, sleep=clock.sleep)
+    limiter.throttled(limiter.acquire(), 20.0)
+    start = clock.now
+    limiter.acquire()
+    assert clock.now - start >= 20.0
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["2", "0", "soon", "-5", "Thu, 01 Jan 1970 00:00:00 GMT", None],
+)
+def test_every_retry_after_form_is_retried(header: str | None) -> None:
+    calls = []
+
+    def script(seen) -> Reply:
+        calls.append(seen)
+        if len(calls) == 1:
+            headers = {} if header is None else {"Retry-After": header}
+            return json_reply({"success": False, "message": "slow down"}, 429, **headers)
+        return ok_page(1)
+
+    policy = RetryPolicy(max_retries=3, backoff_base=0.05, backoff_cap=0.1)
+    with HostileServer(script) as server, Client(server.base_url, KEY, retry=policy) as c:
+        started = time.monotonic()
+        c.get_transactions({})
+        waited = time.monotonic() - started
+    assert len(calls) == 2 and c.retry_causes == {"429": 1}
+    if header == "2":
+        assert waited >= 2.0
+    else:
+        assert waited < 1.5
+
+
+def run_export(server: HostileServer, shared: bool) -> tuple[float, ExportStats, Client]:
+    stats = ExportStats()
+    policy = RetryPolicy(max_retries=30)
+    with Client(server.base_url, KEY, retry=policy, shared_rate_limit=shared) as c:
+        started = time.monotonic()
+        df = load_transactions(c, page_size=50, concurrency=8, progress=False, stats=stats)
+        seconds = time.monotonic() - started
+    assert df.height == 60 * 50 and df["id"].n_unique() == df.height
+    return seconds, stats, c
+
+
+def test_shared_budget_against_a_token_bucket() -> None:
+    """rate 20/s, burst 5, 60 pages (ideal 3 s): the shared limiter sends far fewer 429s than
+    per-worker retries, keeps ``concurrency`` as a maximum, and stays near the ideal time."""
+    shares = {}
+    for shared in (False, True):
+        bucket = TokenBucket(20, 5, paged(60 * 50, 50))
+        with HostileServer(bucket) as server:
+            seconds, stats, c = run_export(server, shared)
+            assert server.peak_concurrency <= 8
+        assert bucket.limited == stats.retries == c.retry_causes.get("429", 0)
+        shares[shared] = bucket.limited / stats.requests
+        print(
+            f"shared={shared}: {seconds:.2f} s, {stats.requests} requests, {shares[shared]:.0%} 429"
+        )
+        if shared:
+            assert seconds < 3 * 2.5  # ideal 3 s; generous for a loaded machine
+            assert c.limiter is not None and c.limiter.rate is not None
+    assert shares[True] <= 0.2 and shares[True] < shares[False] / 2
+
+
+def test_retry_after_garbage_in_the_cli_is_exit_1_not_2(tmp_path: Path) -> None:
+    reply = json_reply({"success": False, "message": "Too many"}, 429, **{"Retry-After": "soon"})
+    with HostileServer(lambda seen: reply) as server:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+        env = {
+            "PYTHONPATH": str(ROOT),
+            "TXKIT_BASE_URL": server.base_url,
+            "TXKIT_SECRET_KEY": KEY,
+            "TXKIT_MAX_RETRIES": "1",
+        }
+        done = subprocess.run(
+            [sys.executable, "-m", "txkit.cli", "export", "-o", "x.parquet"],
+            env=base | env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 1, done.stderr
+    assert "RateLimitedError" in done.stderr and "ValueError" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_retry_after_too_long_fails_with_rate_limited() -> None:
+    reply = json_reply({"success": False, "message": "quota"}, 429, **{"Retry-After": "86400"})
+    with (
+        HostileServer(lambda seen: reply) as server,
+        Client(server.base_url, KEY) as c,
+        pytest.raises(RateLimitedError, match="429"),
+    ):
+        c.get_transactions({})

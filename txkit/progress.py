@@ -1,0 +1,102 @@
+"""The export's progress bar: records so far, retries so far, and nothing printed over it.
+
+:func:`export_bar` gives a tqdm bar (terminal or Jupyter) that counts records against the
+service's totals and shows the retries so far in its postfix (``retries=3``). Per-retry detail
+is logged at DEBUG only (``txkit -v``); while a bar is shown, txkit's log records are written
+through tqdm (:func:`quiet_logging`), so a warning appears above the bar instead of breaking it.
+Every text the bar shows goes through :func:`txkit._scrub.scrub`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from txkit._scrub import scrub
+
+__all__ = ["ExportBar", "export_bar", "interactive", "quiet_logging"]
+
+PROGRESS_VAR = "TXKIT_PROGRESS"
+
+
+def interactive() -> bool:
+    """A terminal on stderr, or a Jupyter kernel (not merely an imported ipykernel)."""
+    shell = sys.modules.get("IPython")
+    if shell is not None:
+        ip = shell.get_ipython()
+        if ip is not None and type(ip).__name__ == "ZMQInteractiveShell":
+            return True
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+
+class ExportBar:
+    """A tqdm bar in records, with the retries of ``client`` in its postfix.
+
+    It has the small tqdm interface :func:`txkit.pages.fetch_query` uses: ``total`` (read and
+    set), ``update(n)``, ``refresh()`` and ``close()``.
+    """
+
+    def __init__(self, client: Any, desc: str = "txkit export") -> None:
+        from tqdm.auto import tqdm
+
+        self._client = client
+        self._retries = -1
+        self._bar = tqdm(total=0, unit="rec", unit_scale=True, desc=scrub(desc), leave=False)
+        self._postfix()
+
+    def _postfix(self) -> None:
+        retries = getattr(self._client, "retries", 0)
+        if retries != self._retries:
+            self._retries = retries
+            self._bar.set_postfix_str(f"retries={retries:,}", refresh=False)
+
+    @property
+    def total(self) -> int:
+        return int(self._bar.total or 0)
+
+    @total.setter
+    def total(self, value: int) -> None:
+        self._bar.total = value
+
+    def update(self, n: int) -> None:
+        self._postfix()
+        self._bar.update(n)
+
+    def refresh(self) -> None:
+        self._postfix()
+        self._bar.refresh()
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def export_bar(progress: bool | None, client: Any) -> ExportBar | None:
+    """An :class:`ExportBar` when asked, or by default when interactive.
+
+    Args:
+        progress: True or False to force; None: on a terminal or in Jupyter, unless
+            ``TXKIT_PROGRESS=0`` (``1`` forces it on).
+        client: the :class:`~txkit.client.Client` whose retries the bar shows.
+
+    Returns:
+        The bar, or None.
+    """
+    if progress is None:
+        forced = os.environ.get(PROGRESS_VAR)
+        progress = forced == "1" if forced in ("0", "1") else interactive()
+    return ExportBar(client) if progress else None
+
+
+@contextlib.contextmanager
+def quiet_logging() -> Iterator[None]:
+    """Write the ``txkit`` logger's records through tqdm while bars may be shown, so that a
+    log line is printed above a bar rather than over it."""
+    import logging
+
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    with logging_redirect_tqdm(loggers=[logging.getLogger()]):
+        yield
