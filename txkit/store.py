@@ -420,6 +420,8 @@ def _check_source(
     same = stored.url == identity.url and stored.fingerprint == identity.fingerprint
     if same:
         return stored
+    if stored.url == identity.url and stored.fingerprint is None and identity.fingerprint:
+        return identity  # a migrated store learns the key's fingerprint from its first sync
     from txkit.source import default_store_for_url
 
     other = default_store_for_url(identity.url)
@@ -522,17 +524,24 @@ def sync(
             result.fetched[month] = kind
             result.rows[month] = merged.height
         if plan:
-            meta = {
-                "format": _FORMAT,
-                "source": ident.__dict__,
-                "lookback_days": lookback_days,
-                "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
-            }
+            meta = commit_metadata(ident, lookback_days, coverage)
             result.version = _commit(store, state, frames, list(plan), meta)
         for month in result.skipped:
             if month in coverage:
                 result.rows[month] = coverage[month].rows
         return result
+
+
+def commit_metadata(
+    source: SourceIdentity, lookback_days: int, coverage: dict[str, MonthCoverage]
+) -> dict[str, Any]:
+    """The txkit metadata every commit carries: the source and the whole coverage."""
+    return {
+        "format": _FORMAT,
+        "source": source.__dict__,
+        "lookback_days": lookback_days,
+        "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
+    }
 
 
 def _prepared(frames: list[pl.DataFrame]) -> pl.DataFrame:
@@ -585,9 +594,9 @@ def _commit(
         if is_io_error(exc):
             raise StoreError(write_problem(store, exc)) from None
         raise
-    table = open_table(store)
-    assert table is not None
-    return int(table.version())
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
 
 
 def sync_needed(
