@@ -108,10 +108,34 @@ def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int |
     text = " ".join(str(exc).split())[:300]
     if version is not None and "version" in text.lower():
         return f"the store {store} has no version {version} ({text})"
+    missing = _log_gap(store)
+    if missing:
+        return (
+            f"the store {store} is missing its commit log entry {missing}: restore that file "
+            f"(a backup, or the bucket's versioning), or move the store aside and run `txkit "
+            f"sync --store {store}` to fetch it again"
+        )
     return (
         f"the store {store} cannot be read: {text}; if a file of it was damaged, restore it, "
-        "or move the store aside and run `txkit sync` again"
+        f"or move the store aside and run `txkit sync --store {store}` to fetch it again"
     )
+
+
+def _log_gap(store: str | os.PathLike[str]) -> str | None:
+    """The first missing commit file of a local table's log, if its numbers have a gap."""
+    if is_remote(store):
+        return None
+    log = Path(store) / "_delta_log"
+    versions = sorted(
+        int(p.name.split(".")[0]) for p in log.glob("*.json") if p.name.split(".")[0].isdigit()
+    )
+    checkpoints = [int(p.name.split(".")[0]) for p in log.glob("*.checkpoint.parquet")]
+    start = max(checkpoints, default=versions[0] if versions else 0)
+    later = [v for v in versions if v >= start]
+    for expected, found in zip(range(start, start + len(later)), later, strict=True):
+        if expected != found:
+            return str(log / f"{expected:020d}.json")
+    return None
 
 
 @contextlib.contextmanager

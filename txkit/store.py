@@ -344,13 +344,28 @@ def read_months(
 def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
     try:
         return lf.collect()
-    except (pl.exceptions.ComputeError, OSError) as exc:
-        text = " ".join(str(exc).split())[:300]
+    except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
+        text = " ".join(str(exc).split())[:200]
+        bad = _damaged_file(store, months)
         refresh = " ".join(f"--refresh {m}" for m in months)
         raise StoreError(
-            f"a data file of the store {store} cannot be read ({text}); run `txkit sync "
+            f"a data file of the store {store} cannot be read: {bad or text}; run `txkit sync "
             f"--store {store} {refresh}` to fetch the month(s) again"
         ) from None
+
+
+def _damaged_file(store: str | os.PathLike[str], months: list[str]) -> str | None:
+    """The first data file of ``months`` that does not read whole (after a failed read)."""
+    table = open_table(store)
+    wanted = {f"month={m}" for m in months}
+    for uri in table.file_uris() if table is not None else []:
+        if not wanted & set(uri.split("/")):
+            continue
+        try:
+            pl.read_parquet(uri, storage_options=storage_options(store))
+        except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
+            return f"{uri} ({' '.join(str(exc).split())[:120]})"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
