@@ -280,11 +280,11 @@ KILLED_SYNC = textwrap.dedent(
     if point == "writing":
         import deltalake
         real = deltalake.write_deltalake
-        def stalled(uri, data, **kwargs):
+        def stalled(table, data, **kwargs):
             # Write this sync's data files into the table, as delta-rs does before its
             # commit, then stall before the commit: the test kills the process here.
             import polars as pl
-            part = os.path.join(uri, "month=2026-10", "part-00000-killed.parquet")
+            part = os.path.join(store, "month=2026-10", "part-00000-killed.parquet")
             pl.DataFrame(data).drop("month").write_parquet(part)
             open(marker, "w").close()
             time.sleep(60)

@@ -579,7 +579,7 @@ def _commit(
     meta: dict[str, Any],
 ) -> int:
     """Replace ``months`` with ``frames`` and record ``meta``, in one Delta commit."""
-    from deltalake import CommitProperties, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
     data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
@@ -592,26 +592,35 @@ def _commit(
             custom_metadata={_META_KEY: json.dumps(meta)}, max_commit_retries=0
         ),
     }
+    # The table as this sync read it: a commit by another writer since then makes this one
+    # fail (no retry) rather than overwrite what it did not read.
     if state.version is None:
-        kwargs |= {"mode": "append"}
+        target: Any = table_uri(store)
+        kwargs |= {"mode": "error"}
     else:
+        target = DeltaTable(table_uri(store), version=state.version,
+                            storage_options=storage_options(store))  # fmt: skip
         kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
     try:
-        write_deltalake(table_uri(store), data, **kwargs)
-    except CommitFailedError as exc:
-        raise StoreLockedError(
-            f"another writer committed to the store {store} while this sync ran ({exc}); "
-            "nothing of this sync was kept: run it again"
-        ) from None
+        write_deltalake(target, data, **kwargs)
+    except CommitFailedError:
+        raise StoreLockedError(_concurrent(store)) from None
     except OSError as exc:
         raise StoreError(os_problem(store, exc)) from None
     except Exception as exc:
+        if state.version is None and "already exists" in str(exc):
+            raise StoreLockedError(_concurrent(store)) from None
         if is_io_error(exc):
             raise StoreError(write_problem(store, exc)) from None
         raise
-    from deltalake import DeltaTable
-
     return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
+
+
+def _concurrent(store: str | os.PathLike[str]) -> str:
+    return (
+        f"another writer committed to the store {store} while this sync ran; nothing of this "
+        "sync was kept: run it again (it fetches only what is still missing)"
+    )
 
 
 def sync_needed(
