@@ -29,7 +29,7 @@ from txkit.analysis import (
     reconcile,
     underpayments,
 )
-from txkit.load import month_bounds
+from txkit.calendar import month_bounds
 from txkit.sandbox.ledger import parse_record
 
 MODELS = ("net", "fee-only")

@@ -15,7 +15,7 @@ import pytest
 from analysis_cases import SEEDS, load_case
 
 from txkit.analysis import describe_matching, reconcile, underpayments
-from txkit.load import month_bounds
+from txkit.calendar import month_bounds
 
 MISSING = ("missing_in_export", "missing_in_orders")
 
