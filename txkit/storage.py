@@ -91,15 +91,13 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
     refuse_old_layout(store)
     uri, options = table_uri(store), storage_options(store)
     try:
-        if not DeltaTable.is_deltatable(uri, storage_options=options):
-            if version is not None:
-                raise StoreError(f"the store {store} has no table yet, so no version {version}")
-            return None
         return DeltaTable(uri, version=version, storage_options=options)
     except TableNotFoundError:
+        if version is not None:
+            raise StoreError(
+                f"the store {store} has no table yet, so no version {version}"
+            ) from None
         return None
-    except StoreError:
-        raise
     except Exception as exc:  # delta-rs raises several types for a damaged or absent log
         raise StoreError(_store_problem(store, exc, version)) from None
 

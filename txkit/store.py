@@ -85,6 +85,11 @@ DEFAULT_STORE = defaults.STORE_DIR
 DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
 _META_KEY = "txkit.store"
 _FORMAT = 1
+# Statistics (for data skipping by DuckDB, Spark, polars) on the columns analysts filter by,
+# not on every nested column: writing them costs more than they save.
+_TABLE_CONFIGURATION = {
+    "delta.dataSkippingStatsColumns": "id,createdAt,updatedAt,status,transType,toCurrency"
+}
 
 
 @dataclass(frozen=True)
@@ -304,8 +309,7 @@ def scan_store(
     table = open_table(store, version)
     if table is None:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
-    options = storage_options(store)
-    lf = pl.scan_delta(table_uri(store), version=table.version(), storage_options=options)
+    lf = pl.scan_delta(table)  # the version opened above, with its storage options
     names = lf.collect_schema().names()
     extra = sorted(c for c in names if c not in COLUMNS and c != "month")
     return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
@@ -579,7 +583,7 @@ def _commit(
     meta: dict[str, Any],
 ) -> int:
     """Replace ``months`` with ``frames`` and record ``meta``, in one Delta commit."""
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
     from deltalake.exceptions import CommitFailedError
 
     data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
@@ -588,6 +592,7 @@ def _commit(
         "partition_by": ["month"],
         "schema_mode": "merge",
         "storage_options": storage_options(store),
+        "writer_properties": WriterProperties(compression="ZSTD"),  # as small as the old store
         "commit_properties": CommitProperties(
             custom_metadata={_META_KEY: json.dumps(meta)}, max_commit_retries=0
         ),
@@ -596,7 +601,7 @@ def _commit(
     # fail (no retry) rather than overwrite what it did not read.
     if state.version is None:
         target: Any = table_uri(store)
-        kwargs |= {"mode": "error"}
+        kwargs |= {"mode": "error", "configuration": _TABLE_CONFIGURATION}
     else:
         target = DeltaTable(table_uri(store), version=state.version,
                             storage_options=storage_options(store))  # fmt: skip

@@ -17,7 +17,8 @@ def test_the_days_around_a_month_and_their_orders() -> None:
     days = around["createdAt"].dt.date().unique().sort().to_list()
     assert days == [date(2026, 8, 30), date(2026, 8, 31), date(2026, 10, 1), date(2026, 10, 2)]
     assert around.join(df, on="id", how="semi").is_empty()
-    assert str(note).startswith(f"Days around the month: {around.height:,} transactions of 2026-08-30")
+    line = f"Days around the month: {around.height:,} transactions of 2026-08-30"
+    assert str(note).startswith(line)
     orders, origin = load_orders("sandbox", "2026-09", margin_days=2)
     dated = orders["date"].drop_nulls()
     assert dated.min() == date(2026, 8, 30) and dated.max() == date(2026, 10, 2)
