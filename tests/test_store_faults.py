@@ -91,7 +91,7 @@ def test_an_injected_enospc_leaves_the_previous_version(
     def full(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(store / "month=2026-10"))
 
-    monkeypatch.setattr(deltalake, "write_deltalake", full)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
     with pytest.raises(StoreError, match=r"the disk is full \(.*month=2026-10\)"):
         sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
@@ -100,7 +100,8 @@ def test_an_injected_enospc_leaves_the_previous_version(
             "Generic LocalFileSystem error: No space left on device (os error 28)"
         )
 
-    monkeypatch.setattr(deltalake, "write_deltalake", rust_full)
+    monkeypatch.undo()
+    monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", rust_full)
     with pytest.raises(StoreError, match="the disk is full; the store is left at its previous"):
         sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     after = snapshot(store)

@@ -43,22 +43,19 @@ from txkit import defaults
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
-from txkit.decode import combine, dedupe_latest, finalize
+from txkit.decode import dedupe_latest, finalize
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 from txkit.storage import (
     StoreError,
     StoreLockedError,
-    is_io_error,
     locked,
     open_table,
-    os_problem,
     refuse_old_layout,
     storage_options,
-    table_uri,
-    write_problem,
 )
+from txkit.store_write import META_KEY, commit
 
 _locked = locked  # the lock, for tests that hold it
 
@@ -83,13 +80,7 @@ log = logging.getLogger("txkit")
 
 DEFAULT_STORE = defaults.STORE_DIR
 DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
-_META_KEY = "txkit.store"
 _FORMAT = 1
-# Statistics (for data skipping by DuckDB, Spark, polars) on the columns analysts filter by,
-# not on every nested column: writing them costs more than they save.
-_TABLE_CONFIGURATION = {
-    "delta.dataSkippingStatsColumns": "id,createdAt,updatedAt,status,transType,toCurrency"
-}
 
 
 @dataclass(frozen=True)
@@ -212,10 +203,10 @@ def read_state(
 def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
     at = table.version()
     for entry in table.history():
-        if entry.get("version", -1) > at or _META_KEY not in entry:
+        if entry.get("version", -1) > at or META_KEY not in entry:
             continue
         try:
-            meta = json.loads(entry[_META_KEY])
+            meta = json.loads(entry[META_KEY])
             source = SourceIdentity(**meta["source"])
             coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
         except (ValueError, KeyError, TypeError) as exc:
@@ -544,7 +535,7 @@ def sync(
             result.rows[month] = merged.height
         if plan:
             meta = commit_metadata(ident, lookback_days, coverage)
-            result.version = _commit(store, state, frames, list(plan), meta)
+            result.version = commit(store, state.version, frames, list(plan), meta)
         for month in result.skipped:
             if month in coverage:
                 result.rows[month] = coverage[month].rows
@@ -561,71 +552,6 @@ def commit_metadata(
         "lookback_days": lookback_days,
         "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
     }
-
-
-def _prepared(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """One frame for Delta: null-typed columns as text, unsigned integers as signed."""
-    frame = combine(frames) if len(frames) > 1 else frames[0]
-    casts = []
-    for name, dtype in frame.schema.items():
-        if dtype == pl.Null:
-            casts.append(pl.col(name).cast(pl.String))
-        elif dtype.is_unsigned_integer():
-            casts.append(pl.col(name).cast(pl.Int64))
-    return frame.with_columns(casts) if casts else frame
-
-
-def _commit(
-    store: str | os.PathLike[str],
-    state: StoreState,
-    frames: list[pl.DataFrame],
-    months: list[str],
-    meta: dict[str, Any],
-) -> int:
-    """Replace ``months`` with ``frames`` and record ``meta``, in one Delta commit."""
-    from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
-    from deltalake.exceptions import CommitFailedError
-
-    data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
-    months_sql = ", ".join(f"'{m}'" for m in months)
-    kwargs: dict[str, Any] = {
-        "partition_by": ["month"],
-        "schema_mode": "merge",
-        "storage_options": storage_options(store),
-        "writer_properties": WriterProperties(compression="ZSTD"),  # as small as the old store
-        "commit_properties": CommitProperties(
-            custom_metadata={_META_KEY: json.dumps(meta)}, max_commit_retries=0
-        ),
-    }
-    # The table as this sync read it: a commit by another writer since then makes this one
-    # fail (no retry) rather than overwrite what it did not read.
-    if state.version is None:
-        target: Any = table_uri(store)
-        kwargs |= {"mode": "error", "configuration": _TABLE_CONFIGURATION}
-    else:
-        target = DeltaTable(table_uri(store), version=state.version,
-                            storage_options=storage_options(store))  # fmt: skip
-        kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
-    try:
-        write_deltalake(target, data, **kwargs)
-    except CommitFailedError:
-        raise StoreLockedError(_concurrent(store)) from None
-    except OSError as exc:
-        raise StoreError(os_problem(store, exc)) from None
-    except Exception as exc:
-        if state.version is None and "already exists" in str(exc):
-            raise StoreLockedError(_concurrent(store)) from None
-        if is_io_error(exc):
-            raise StoreError(write_problem(store, exc)) from None
-        raise
-    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
-
-
-def _concurrent(store: str | os.PathLike[str]) -> str:
-    return (
-        f"another writer committed to the store {store} while this sync ran; nothing of this "
-        "sync was kept: run it again (it fetches only what is still missing)"
-    )
 
 
 def sync_needed(

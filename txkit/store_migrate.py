@@ -30,11 +30,10 @@ from txkit.storage import LOCK_NAME, StoreError, is_remote, locked, os_problem
 from txkit.store import (
     DEFAULT_LOOKBACK_DAYS,
     SourceIdentity,
-    StoreState,
-    _commit,
     commit_metadata,
     read_state,
 )
+from txkit.store_write import commit
 
 __all__ = ["MigrationResult", "migrate_store"]
 
@@ -177,7 +176,7 @@ def migrate_store(
                 or DEFAULT_LOOKBACK_DAYS
             )
             meta = commit_metadata(source, lookback, coverage)
-            version = _commit(target, StoreState(version=None), frames, sorted(coverage), meta)
+            version = commit(target, None, frames, sorted(coverage), meta)
         try:
             (old / "current").unlink()
             shutil.rmtree(old / "generations")
