@@ -69,7 +69,7 @@ def _identity(label: str) -> SourceIdentity:
     match = _SANDBOX_LABEL.match(label)
     if match:
         settings = SandboxSettings(seed=int(match[1]), records=int(match[2].replace(",", "")))
-        return SourceIdentity(f"sandbox:{settings.key}", None, None, label)
+        return SourceIdentity(f"sandbox:{settings.name}", None, None, label)
     return SourceIdentity(label, None, None, label)
 
 
