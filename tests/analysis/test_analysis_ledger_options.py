@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from analysis_cases import SEEDS, Case, load_case
+from analysis_cases import SEEDS, Case, load_case, month_bounds
 from polars.testing import assert_frame_equal
 
 from txkit.analysis import (
@@ -29,7 +29,6 @@ from txkit.analysis import (
     reconcile,
     underpayments,
 )
-from txkit.load import month_bounds
 from txkit.sandbox.ledger import parse_record
 
 MODELS = ("net", "fee-only")

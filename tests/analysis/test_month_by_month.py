@@ -12,10 +12,9 @@ from itertools import pairwise
 
 import polars as pl
 import pytest
-from analysis_cases import SEEDS, load_case
+from analysis_cases import SEEDS, load_case, month_bounds
 
 from txkit.analysis import describe_matching, reconcile, underpayments
-from txkit.load import month_bounds
 
 MISSING = ("missing_in_export", "missing_in_orders")
 
