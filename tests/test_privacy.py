@@ -196,9 +196,12 @@ def test_report_with_repeat_underpayers_shows_no_customer_data(tmp_path: Path) -
     from txkit import Client, load_transactions
     from txkit.analysis import repeat_shortfalls
 
-    ledger = generate_ledger(
-        seed=7, records=4_000, start_month="2026-09", months=2, anomaly_rate=0.2
-    )
+    # The sandbox plants customers with two or three underpayments in its last month, each
+    # with one customer's e-mail, name and bank.
+    ledger = generate_ledger(seed=7, records=4_000, start_month="2026-09", months=2,
+                             repeat_underpayers=2)  # fmt: skip
+    planted = {r["customerEmail"] for r in ledger.repeaters}
+    assert planted, "the month must have a repeat underpayer"
     with Sandbox(ledger=ledger, secret_key=KEY) as box:
         with Client(box.base_url, KEY, env_file=None) as client:
             df = load_transactions(client, progress=False)
@@ -224,6 +227,7 @@ def test_report_with_repeat_underpayers_shows_no_customer_data(tmp_path: Path) -
         raw |= {v for v in df[column].drop_nulls().to_list() if " " in v.strip()}
     raw |= {v for values in df["customNotifyEmails"].drop_nulls().to_list() for v in values}
     assert repeats["customerEmail"][0] in raw
+    assert planted <= set(repeats["customerEmail"].to_list()) and planted <= raw
     files = [f for f in (tmp_path / "reports").rglob("*") if f.is_file()]
     suffixes = {f.suffix for f in files}
     assert {".html", ".ipynb", ".csv", ".xlsx", ".json"} <= suffixes, suffixes
