@@ -17,6 +17,7 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from txkit.findings import AGREED_CATEGORIES
 from txkit.schema import STATUSES
 
 __all__ = [
@@ -50,14 +51,7 @@ assert set(STATUS_COLOURS) == set(STATUSES)
 _OTHER = "#bcbd22"  # a status the interface document does not list
 UNKNOWN = "unknown"
 _INCOMING = ("collection", "conversion")
-_AGREED = (
-    "matched",
-    "paid_next_month",
-    "ordered_previous_month",
-    "paid_previous_month",
-    "ordered_next_month",
-    "amount_within_tolerance",
-)
+_AGREED = AGREED_CATEGORIES
 
 
 def human_amount(value: float, unit: str = "") -> str:
