@@ -1,13 +1,16 @@
 """Analysis benchmark: the analysis functions on a large sandbox ledger, with a correctness check.
 
 Generates a ledger, decodes its served records with txkit's page decoder (no HTTP), then times
-``balance_breaks``, ``balance_summary``, ``reconcile`` and ``underpayments`` (best of
-``--repeat`` runs) and checks the results against the generator's ground truth: on a clean
-ledger (``--rate 0``, the default) every break is a false break, so the expected count is 0.
+``balance_breaks`` under the fixed ``net`` model beside ``balance_model_fit`` plus
+``balance_breaks(model="auto")`` (the notebooks' way), ``balance_summary``, ``reconcile`` and
+``underpayments`` (best of ``--repeat`` runs) and checks the auto results against the
+generator's ground truth: on a clean ledger (``--rate 0``, the default) every break is a false
+break, so the expected count is 0.
 
     python benchmarks/bench_analysis.py                       # 1,000,000 clean records
     python benchmarks/bench_analysis.py --rate 0.001          # with planted anomalies
     python benchmarks/bench_analysis.py --records 100000      # quick look
+    python benchmarks/bench_analysis.py --balance-model fee-only --zero-rate 0.05
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from typing import Any
 import polars as pl
 
 import txkit.frame
-from txkit.analysis import balance_breaks, balance_summary, reconcile, underpayments
+from txkit.analysis import (
+    balance_breaks,
+    balance_model_choice,
+    balance_model_fit,
+    balance_summary,
+    reconcile,
+    underpayments,
+)
 from txkit.sandbox.ledger import Ledger, generate_ledger
 
 PAGE = 5_000
@@ -102,10 +112,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rate", type=float, default=0.0, help="anomaly rate (0: clean)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--balance-model", choices=["net", "fee-only"], default="net")
+    parser.add_argument("--zero-rate", type=float, default=0.0, help="zero-balance transfers")
     args = parser.parse_args()
 
     start = time.perf_counter()
-    ledger = generate_ledger(seed=args.seed, records=args.records, anomaly_rate=args.rate)
+    ledger = generate_ledger(
+        seed=args.seed,
+        records=args.records,
+        anomaly_rate=args.rate,
+        balance_model=args.balance_model,
+        zero_balance_rate=args.zero_rate,
+    )
     print(f"generate  {args.records:>10,} records          {time.perf_counter() - start:7.1f} s")
     start = time.perf_counter()
     df, exact = _decode(ledger)
@@ -114,8 +132,19 @@ def main() -> None:
         f"  ({exact} pages on the exact path)"
     )
 
-    seconds, breaks = _best(args.repeat, lambda: balance_breaks(df))
-    print(f"balance_breaks                        {seconds:7.2f} s  {breaks.height} breaks")
+    fixed, net_breaks = _best(args.repeat, lambda: balance_breaks(df, model="net"))
+    print(f"balance_breaks(model='net')           {fixed:7.2f} s  {net_breaks.height} breaks")
+
+    def fit_and_check() -> tuple[pl.DataFrame, pl.DataFrame]:
+        choice = balance_model_choice(balance_model_fit(df))
+        return choice, balance_breaks(df, model="auto")
+
+    seconds, (choice, breaks) = _best(args.repeat, fit_and_check)
+    models = ", ".join(f"{c}: {m}" for c, m in choice.select("currency", "model").iter_rows())
+    print(
+        f"balance_model_fit + balance_breaks(auto) {seconds:4.2f} s  {breaks.height} breaks "
+        f"({seconds / fixed:.2f}x the fixed model; {models})"
+    )
     seconds, summary = _best(args.repeat, lambda: balance_summary(df))
     entries = summary.filter(pl.col("side") == "ledger")["entries"].sum()
     unverifiable = summary["unverifiable"].sum()

@@ -33,7 +33,8 @@
 month = "2026-10"  # YYYY-MM, UTC
 currency = "NGN"  # the currency of the volume plot
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
@@ -42,7 +43,7 @@ from txkit.analysis import overview
 from txkit.notebook import display_table, load_month, what_to_look_at
 from txkit.plots import plot_daily_volume, plot_status_mix
 
-df, info = load_month(month, source=source, store=store)
+df, info = load_month(month, source=source, store=store, version=version)
 info
 
 # %% [markdown]

@@ -21,38 +21,67 @@
 # status, and is every collection in the export expected?
 #
 # **Assumptions** (the interface document is silent on each):
-# * orders and collections are matched on `transactionReference`; the order date is shown but
-#   not compared (a payment can arrive on another day than the order);
-# * amounts are compared exactly, as decimals, in the record's own currency;
+# * orders and collections are matched on `transactionReference`; inside the month the order
+#   date is shown but not compared (a payment can arrive on another day than the order);
+# * at the month's ends, a payment is looked for a few days beyond the month (`date_tolerance`)
+#   and so is an order: an order of the 31st paid after midnight is `paid_next_month` here and
+#   `ordered_previous_month` in the next month's report, missing in neither;
+# * amounts are compared exactly, as decimals, in the record's own currency, unless
+#   `amount_tolerance` is set (then smaller differences are `amount_within_tolerance`);
 # * a reference that occurs twice on either side is reported as `duplicate_reference`, before
 #   any other difference;
 # * only `collection` records are expected payments; transfers, settlements and conversions are
 #   the merchant's own movements.
+#
+# The values used, and what they changed, are stated below the loading cell.
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
+date_tolerance = 3  # days beyond the month in which a payment (or an order) is looked for
+amount_tolerance = None  # None: exact; or e.g. "0.05" (or {"NGN": "1", "USD": "0.01"})
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
-from txkit.analysis import reconcile, reconcile_summary
+import polars as pl
+from IPython.display import Markdown, display
+
+from txkit.analysis import describe_matching, reconcile, reconcile_summary
 from txkit.findings import reconcile_findings
-from txkit.notebook import display_table, load_month, load_orders, what_to_look_at
+from txkit.notebook import display_table, load_margin, load_month, load_orders, what_to_look_at
 from txkit.plots import plot_reconciliation
 
-df, info = load_month(month, source=source, store=store)
-expected, origin = load_orders(orders, month)
-print(origin)
+df, info = load_month(month, source=source, store=store, version=version)
+around, around_info = load_margin(
+    month, days=date_tolerance, source=source, store=store, version=version
+)
+expected, orders_info = load_orders(orders, month, margin_days=date_tolerance)
+print(around_info)
+print(orders_info)
 info
+
+# %%
+records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
+result = reconcile(
+    records,
+    expected,
+    month=month,
+    date_tolerance=date_tolerance,
+    amount_tolerance=amount_tolerance,
+)
+settings = describe_matching(
+    result, month=month, date_tolerance=date_tolerance, amount_tolerance=amount_tolerance
+)
+display(Markdown("**As run.**\n" + "\n".join(f"* {line}" for line in settings)))
 
 # %% [markdown]
 # ## Summary by category and currency
 # Counts of references, and exact sums of both sides' amounts.
 
 # %%
-result = reconcile(df, expected)
 summary = reconcile_summary(result)
 display_table(summary, show_pii=show_pii)
 
@@ -69,4 +98,4 @@ display_table(result.filter(result["category"] != "matched"), show_pii=show_pii,
 # ## What to look at
 
 # %%
-what_to_look_at(reconcile_findings(result, summary))
+what_to_look_at([*reconcile_findings(result, summary), settings[0]])

@@ -25,31 +25,56 @@
 #   a new `successful` transaction marked `meta.paymentCollectionType` = `UNDERPAYMENT` or
 #   `OVERPAYMENT`, with the expected amount and the original reference in
 #   `meta.existingTransaction` (provider notes; the interface document only names the fields);
+# * every table below counts the same records: flagged collections of the statuses stated
+#   below the loading cell; the rates divide by the successful collections of the same group;
 # * shortfall = expected − paid, exact; negative for an overpayment;
-# * rates divide by the month's successful collections of the same group;
+# * an original reference is looked up in this month and in the months before it
+#   (`history_months`) before it is reported as not found;
 # * the unit of `customerActivity.time_spent` is not stated anywhere: it is shown as given.
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 currency = "NGN"  # the currency of the per-bank plot
+history_months = 3  # earlier months in which original references are looked up (0: none)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
-from txkit.analysis import activity_comparison, repeat_shortfalls, underpayment_summary, underpayments
+from IPython.display import Markdown, display
+
+from txkit.analysis import (
+    COUNTED_STATUSES,
+    activity_comparison,
+    repeat_shortfalls,
+    underpayment_summary,
+    underpayments,
+)
 from txkit.findings import underpayment_findings
-from txkit.notebook import display_table, load_month, what_to_look_at
+from txkit.notebook import display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_shortfall_by
 
-df, info = load_month(month, source=source, store=store)
+df, info = load_month(month, source=source, store=store, version=version)
+history, history_info = load_history(
+    month, months=history_months, source=source, store=store, version=version
+)
+print(history_info)
+display(
+    Markdown(
+        f"**As run.** Counted: flagged collections with status "
+        f"{', '.join(f'`{s}`' for s in COUNTED_STATUSES)}, in every table. Original references "
+        f"are looked up in {month} and in the history: "
+        f"{history_info.note.removeprefix('History: ')}."
+    )
+)
 info
 
 # %% [markdown]
 # ## Every flagged payment
 
 # %%
-flagged = underpayments(df)
+flagged = underpayments(df, history=history)
 display_table(flagged, show_pii=show_pii, rows=20)
 
 # %% [markdown]

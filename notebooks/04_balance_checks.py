@@ -20,18 +20,25 @@
 # value follow from the previous one and the record's own amounts, and does the available
 # balance equal the ledger minus the rolling reserves still held?
 #
-# **The balance model** (the interface document is silent on it; txkit assumes this one, which
-# the sandbox implements):
+# **The balance model** is not in the interface document, so it is tested, not assumed.
+# Common to every candidate:
 # * one wallet per currency; records in `createdAt` order, then `id`; only `successful` records
 #   move balances;
-# * a collection adds `toAmount − feeAmount − taxAmount` to the `toCurrency` wallet
-#   (`toBalanceAfterLedger`);
-# * a transfer or settlement takes `toAmount + feeAmount + taxAmount` from the `toCurrency`
-#   wallet (`fromBalanceAfterLedger`);
-# * a conversion takes `fromAmount` from the `fromCurrency` wallet and adds
-#   `toAmount − feeAmount − taxAmount` to the `toCurrency` wallet;
+# * a collection adds to the `toCurrency` wallet (`toBalanceAfterLedger`); a transfer or
+#   settlement takes from it (`fromBalanceAfterLedger`); a conversion takes `fromAmount` from
+#   the `fromCurrency` wallet and adds to the `toCurrency` wallet;
 # * available = ledger − reserves held (a collection's `rollingReserve.amount` from its
 #   `createdAt` until `reserveReleaseDate`).
+#
+# The candidates differ in what fees and tax do: `net` (in: `toAmount − feeAmount −
+# taxAmount`, out: `toAmount + feeAmount + taxAmount`), `fee-only` (the tax is included in the
+# fee: `toAmount ∓ feeAmount`) and `gross` (fees outside the wallet: `toAmount`). Each wallet
+# is checked under the candidate that explains at least 95 % of its consecutive values; where
+# none does, the wallet is reported as such and none of its values is called a break.
+#
+# A record whose balance-after fields are all 0 or absent states no balance (the provider
+# documents such a KES transfer): it is counted as **not reported**, never as a break, and the
+# chain carries on through it by the record's own amounts.
 #
 # The month before is loaded as **history** (`history_months`): its records anchor each
 # wallet's chain and show which rolling reserves are still held when the month starts, so the
@@ -43,37 +50,63 @@
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
 source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
-store = "data/store"  # the local Parquet store, read when source is store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 currency = "NGN"  # the wallet to plot
 history_months = 1  # months before `month` loaded to anchor the chains (0: the month alone)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 
 # %%
-from txkit.analysis import balance_breaks, balance_summary
+from IPython.display import Markdown, display
+
+from txkit.analysis import (
+    balance_breaks,
+    balance_model_choice,
+    balance_model_fit,
+    balance_summary,
+    describe_balance_models,
+)
 from txkit.findings import balance_findings
 from txkit.notebook import display_table, load_history, load_month, what_to_look_at
 from txkit.plots import plot_balance
 
-df, info = load_month(month, source=source, store=store)
-history, history_note = load_history(month, months=history_months, source=source, store=store)
-print(history_note)
+df, info = load_month(month, source=source, store=store, version=version)
+history, history_info = load_history(
+    month, months=history_months, source=source, store=store, version=version
+)
+print(history_info)
 info
 
 # %% [markdown]
-# ## Checked, unverifiable and broken values per wallet
+# ## Which balance model fits each wallet
+# `checked`: pairs of consecutive reported ledger values tested (with the history); `fitting`:
+# pairs the candidate explains exactly (one wrong value costs one pair, as a missing record
+# does); the chosen model is the best fit if it explains at least 95 % of the pairs.
 
 # %%
-summary = balance_summary(df, history=history)
+fit = balance_model_fit(df, history=history)
+choice = balance_model_choice(fit)
+display_table(fit, show_pii=show_pii)
+display_table(choice, show_pii=show_pii)
+model_line = describe_balance_models(choice)
+display(Markdown(f"**Assumed from the data.** {model_line}"))
+
+# %% [markdown]
+# ## Checked, unverifiable, not reported and broken values per wallet
+# `unverifiable` includes the `not_reported` values (balance-after fields all 0 or absent).
+
+# %%
+summary = balance_summary(df, history=history, model=choice)
 display_table(summary, show_pii=show_pii)
 
 # %% [markdown]
 # ## Every break
 # `chain_gap`: the ledger jumps by what a missing record would explain (look for a record the
 # export lacks just before); `bad_value`: one value is off and the chain resumes after it;
-# `reserve_mismatch`: available ≠ ledger − reserves held.
+# `reserve_mismatch`: available ≠ ledger − reserves held. `model` is the wallet's model.
 
 # %%
-breaks = balance_breaks(df, history=history)
+breaks = balance_breaks(df, history=history, model=choice)
 display_table(breaks, show_pii=show_pii, rows=60)
 
 # %% tags=["nbval-ignore-output"]
@@ -83,4 +116,5 @@ plot_balance(df, breaks, currency=currency);
 # ## What to look at
 
 # %%
-what_to_look_at(balance_findings(breaks, summary))
+findings = balance_findings(breaks, summary)
+what_to_look_at([*findings[:1], model_line, *findings[1:]])

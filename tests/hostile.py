@@ -24,7 +24,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+import pytest
+
 from tests.factories import page, record
+from txkit import Client, RetryPolicy
+
+KEY = "sk_test_hostile_0123456789"
+QUICK = RetryPolicy(max_retries=2, backoff_base=0.01, backoff_cap=0.02)
 
 
 @dataclass(frozen=True)
@@ -253,6 +259,11 @@ class HostileServer:
     def seen(self) -> list[Seen]:
         return self._server.seen
 
+    def client(self, **kw: Any) -> Client:
+        """A :class:`~txkit.Client` for this server (few, quick retries unless ``retry=``)."""
+        kw.setdefault("retry", QUICK)
+        return Client(self.base_url, KEY, env_file=None, **kw)
+
     @property
     def peak_concurrency(self) -> int:
         """The most requests that were being handled at once."""
@@ -267,6 +278,21 @@ class HostileServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+@pytest.fixture
+def hostile_server() -> Iterator[Callable[[Callable[[Seen], Reply]], HostileServer]]:
+    """Start :class:`HostileServer` objects for one test; all are stopped after it."""
+    servers: list[HostileServer] = []
+
+    def start(script: Callable[[Seen], Reply]) -> HostileServer:
+        server = HostileServer(script).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
 
 
 _KINDS: dict[str, Callable[[], Callable[[Seen], Reply]]] = {

@@ -1,4 +1,5 @@
-"""Decoding pages: the fast path equals the exact path, nothing is lost, drift is explained."""
+"""Decoding pages (txkit.decode): the fast path equals the exact path, nothing is lost, drift is
+explained."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from tests.factories import BASE_RECORD, page, record
-from txkit import frame as F
+from txkit import decode as F
+from txkit.analysis.activity import activity_history
+from txkit.decode._exact import decode_exact
 from txkit.errors import ApiError, ResponseFormatError, SchemaError
 from txkit.schema import COLUMNS
 
@@ -38,7 +41,7 @@ def test_fast_path_equals_exact_path() -> None:
     raw = F.read_page(body)
     frames = F.build_frames([raw])
     assert not raw.exact, "a clean page must take the fast path"
-    assert_frame_equal(frames[0], F._decode_exact(body).frame)
+    assert_frame_equal(frames[0], decode_exact(body).frame)
 
 
 def test_every_documented_column_is_present_with_its_type() -> None:
@@ -204,7 +207,7 @@ def test_combine_widens_scales_and_aligns_columns() -> None:
 @pytest.mark.parametrize("lazy", [False, True])
 def test_activity_history_long_table(lazy: bool) -> None:
     df = F.decode_page(page([record(0), record(1, meta={})])).frame
-    hist = F.activity_history(df.lazy() if lazy else df)
+    hist = activity_history(df.lazy() if lazy else df)
     expected = pl.DataFrame(
         {
             "id": [record(0)["id"]] * 2,
@@ -265,3 +268,13 @@ def test_decode_pages_reports_the_bad_page() -> None:
 def test_decode_pages_rejects_zero_threads() -> None:
     with pytest.raises(ValueError, match="threads must be at least 1, got 0"):
         F.decode_pages([], threads=0)
+
+
+def test_frame_facade_keeps_the_public_names() -> None:
+    import txkit
+    from txkit import frame
+    from txkit.frame import activity_history as facade_history
+    from txkit.frame import decode_pages
+
+    assert decode_pages is F.decode_pages and frame.dedupe_latest is F.dedupe_latest
+    assert facade_history is activity_history is txkit.activity_history

@@ -19,7 +19,7 @@ import pytest
 import txkit
 from txkit import Client, RetryPolicy
 from txkit.errors import AuthError, IncompleteExportError, NetworkError
-from txkit.pages import iter_pages
+from txkit.pages import ExportStats, fetch_query
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.schema import COLUMNS, MONEY_COLUMNS
 
@@ -307,12 +307,17 @@ def test_case_and_lists_are_normalised(box: Sandbox) -> None:
     assert df["id"].to_list() == expected_ids(box, status=["successful"], currency=["NGN"])
 
 
-def test_sequential_pager_survives_a_silent_cap(box: Sandbox) -> None:
+def test_verified_pager_survives_a_silent_cap(box: Sandbox) -> None:
     box.faults = "cap=70"
+    stats = ExportStats()
     with connect(box) as client:
-        pages = list(iter_pages(client, {"currency": "KES"}, page_size=500))
-    assert all(p.count <= 70 for p in pages)
-    assert sum(p.count for p in pages) == len(expected_ids(box, currency=["KES"]))
+        result = fetch_query(client, {"currency": "KES"}, page_size=500, concurrency=1, stats=stats)
+    expected = len(expected_ids(box, currency=["KES"]))
+    heights = [f.height for f in result.frames]
+    # Pages of at most 70 records: at least expected / 70 pages for one pass.
+    assert stats.passes == 1 and stats.pages >= -(-expected // 70)
+    assert result.complete and result.unique == result.total == expected
+    assert sum(heights) == expected
 
 
 def test_unreachable_service_is_a_network_error() -> None:

@@ -60,11 +60,16 @@ def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
         assert 'src="http' not in text  # self-contained
         assert "No description has been provided" not in text
         assert text.count('alt="Chart: ') == text.count("<img ")  # every chart described
-    manifest = json.loads((workdir / "data/store/current/manifests/2026-10.json").read_text())
-    assert manifest["complete"] and manifest["rows"] > 0
+    from txkit.store import read_manifests
+
+    manifests = read_manifests(workdir / "data/store/sandbox")  # the sandbox's own store
+    manifest = manifests["2026-10"]
+    assert manifest.complete and manifest.rows > 0
+    assert "the embedded sandbox" in manifest.source
+    assert f"at table version {manifest.table_version}" in page
     # The month before was synced too: the balance checks use it as history, so every
     # balance-after value of the month is checked.
-    assert (workdir / "data/store/current/manifests/2026-09.json").exists()
+    assert "2026-09" in manifests
     balances = summary_lines(workdir / "reports/2026-10/04_balance_checks.ipynb")
     assert " 0 unverifiable" in balances[0], balances
     # Kernels ran over Unix sockets in a private directory: no TCP warning, nothing left over.
@@ -113,3 +118,38 @@ def test_bad_month_is_a_clear_error(workdir: Path) -> None:
     done = run("report", "--month", "2026-13", cwd=workdir)
     assert done.returncode == 2
     assert "must be YYYY-MM" in done.stderr
+
+
+def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path) -> None:
+    """The issue's scenario through the CLI: September 1-10, then October, then the report."""
+    import txkit
+    from txkit.defaults import SANDBOX
+    from txkit.sandbox import Sandbox
+    from txkit.store import read_manifests
+
+    books = tmp_path / "books"
+    books.mkdir()
+    shutil.copy(NOTEBOOKS / "01_explore.ipynb", books)
+    done = run("sync", "--start", "2026-09-01", "--end", "2026-09-10", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "data/store/sandbox" in done.stdout  # the sandbox's own store
+    assert run("sync", "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path).returncode == 0
+    status = run("sync", "--status", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert "2026-09: partial (20 day(s) never fetched)" in status.stdout
+    assert "source the embedded sandbox" in status.stdout
+    report = run("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    assert "2026-09: gap" in report.stdout
+    manifest = read_manifests(tmp_path / "data/store/sandbox")["2026-09"]
+    with (
+        Sandbox(seed=SANDBOX.seed, records=SANDBOX.records) as box,
+        txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        september = txkit.load_transactions(client, start="2026-09-01", end="2026-09-30")
+    assert manifest.complete and manifest.rows == september.height
+    page = (tmp_path / "reports/2026-09/01_explore.html").read_text()
+    assert f"{september.height:,} transactions in the month" in page
+    assert "its windows cover it whole" in page
+    status = run("sync", "--status", cwd=tmp_path)
+    assert f"2026-09: complete; {september.height:,} rows" in status.stdout

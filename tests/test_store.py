@@ -1,9 +1,7 @@
-"""The Parquet store: incremental sync, replacement of changed records, atomicity, the lock."""
+"""The store as a Delta table: incremental sync, coverage-exact planning, atomicity, the lock."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -16,13 +14,26 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from deltalake import DeltaTable
 
 from txkit import Client, RetryPolicy
 from txkit.sandbox import Sandbox, generate_ledger
-from txkit.store import StoreLockedError, _locked, read_manifests, scan_store, sync, sync_needed
+from txkit.store import (
+    StoreError,
+    StoreLockedError,
+    _locked,
+    format_status,
+    read_manifests,
+    read_state,
+    scan_store,
+    sync,
+    sync_needed,
+)
 
-TODAY = date(2026, 11, 21)
+TODAY = date(2026, 11, 21)  # every month of the sandbox's calendar is past its look-back
+OPEN = date(2026, 10, 31)  # October is still open: its last 7 days are within the look-back
 FAST = RetryPolicy(max_retries=5, backoff_base=0.01, backoff_cap=0.05)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -44,63 +55,86 @@ def served_months(box: Sandbox, months: set[str]) -> dict[str, str]:
     return {r["id"]: r["status"] for r in box.served_records() if r["createdAt"][:7] in months}
 
 
-def tree_digest(store: Path) -> dict[str, str]:
-    current = (store / "current").resolve()
-    return {
-        str(p.relative_to(current)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(current.rglob("*"))
-        if p.is_file()
-    }
+def month_files(store: Path) -> dict[str, set[str]]:
+    """The data files of the current version, by month partition."""
+    out: dict[str, set[str]] = {}
+    for uri in DeltaTable(str(store)).file_uris():
+        month = next(p for p in uri.split("/") if p.startswith("month=")).removeprefix("month=")
+        out.setdefault(month, set()).add(uri)
+    return out
 
 
-def test_first_sync_stores_months_as_hive_partitions(box: Sandbox, tmp_path: Path) -> None:
+def test_first_sync_stores_months_as_delta_partitions(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
         result = sync(c, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
     assert result.fetched == {"2026-08": "full", "2026-09": "full", "2026-10": "full"}
+    assert result.version == 0
     expected = served_months(box, {"2026-08", "2026-09", "2026-10"})
     df = scan_store(store).collect()
     assert sorted(df["id"]) == sorted(expected)
     assert df["id"].is_unique().all()
     assert df.schema["toAmount"] == pl.Decimal(38, 2)
-    # Readable as a plain Hive dataset, without txkit.
-    raw = pl.scan_parquet(store / "current/transactions/**/*.parquet", hive_partitioning=True)
+    assert df.schema["createdAt"] == pl.Datetime("ms", "UTC")
+    assert df.schema["meta.customerActivity.history"] == pl.List(
+        pl.Struct({"type": pl.String, "message": pl.String, "time": pl.String})
+    )
+    # Exactly what the loader returns, value for value (money, timestamps, nested lists).
+    with client(box) as c:
+        from txkit import load_transactions
+
+        loaded = load_transactions(c, start="2026-09-01", end="2026-09-30")
+    stored = df.filter(pl.col("month") == "2026-09").drop("month").sort(["createdAt", "id"])
+    assert stored.select(loaded.columns).equals(loaded)
+    # Readable as a plain Delta table, without txkit.
+    raw = pl.scan_delta(str(store))
     assert raw.select(pl.len()).collect().item() == len(expected)
-    assert sorted(raw.select("month").unique().collect()["month"].cast(pl.String)) == [
+    assert sorted(raw.select("month").unique().collect()["month"]) == [
         "2026-08",
         "2026-09",
         "2026-10",
     ]
+    assert DeltaTable(str(store)).metadata().partition_columns == ["month"]
     manifests = read_manifests(store)
     assert manifests["2026-09"].rows == sum(
         1 for r in box.served_records() if r["createdAt"][:7] == "2026-09"
     )
     assert manifests["2026-09"].complete and manifests["2026-09"].source == box.base_url
     assert manifests["2026-09"].service_total >= manifests["2026-09"].rows
+    assert manifests["2026-09"].table_version == 0
 
 
 def test_second_sync_fetches_only_the_look_back_window(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
-        sync(c, start="2026-06-01", end="2026-10-31", store=store, today=TODAY)
-        before = tree_digest(store)
+        sync(c, start="2026-06-01", end="2026-10-31", store=store, today=OPEN)
+        before = month_files(store)
         requests = box.request_count
-        result = sync(c, start="2026-06-01", end="2026-10-31", store=store, today=TODAY)
+        result = sync(c, start="2026-06-01", end="2026-10-31", store=store, today=OPEN)
     assert result.fetched == {"2026-10": "look-back"}
     assert result.skipped == ["2026-06", "2026-07", "2026-08", "2026-09"]
+    assert result.version == 1  # one commit per sync
     assert box.request_count - requests <= 4  # one small window: a page or two, and checks
-    after = tree_digest(store)
-    for name in ("transactions/month=2026-06/part-0.parquet", "manifests/2026-07.json"):
-        assert before[name] == after[name]
+    after = month_files(store)
+    for month in ("2026-06", "2026-07", "2026-08", "2026-09"):
+        assert before[month] == after[month]  # untouched months keep their files
+    assert before["2026-10"] != after["2026-10"]
     window = read_manifests(store)["2026-10"].windows[-1]
     assert window == ["2026-10-24", "2026-10-31"]
-    assert not sync_needed(store=store, start="2026-06-01", end="2026-09-30", today=TODAY)
+    assert not sync_needed(store=store, start="2026-06-01", end="2026-09-30", today=OPEN)
+    # Once the look-back has passed, those days are fetched a last time, then never again.
+    assert not read_manifests(store)["2026-10"].complete
+    with client(box) as c:
+        final = sync(c, start="2026-06-01", end="2026-10-31", store=store, today=TODAY)
+    assert final.fetched == {"2026-10": "look-back"}
+    assert read_manifests(store)["2026-10"].complete
+    assert not sync_needed(store=store, start="2026-06-01", end="2026-10-31", today=TODAY)
 
 
 def test_status_change_upstream_replaces_the_stored_row(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
-        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=OPEN, lookback_days=31)
         stored = dict(scan_store(store).select("id", "status").collect().iter_rows())
         box.faults = "status_changes=6"
         c.get_transactions({"limit": 5})  # each served page changes one in-flight record
@@ -109,21 +143,67 @@ def test_status_change_upstream_replaces_the_stored_row(box: Sandbox, tmp_path: 
         now = served_months(box, {"2026-10"})
         changed = {i for i in now if now[i] != stored[i]}
         assert changed
-        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        result = sync(c, start="2026-10-01", end="2026-10-31", store=store, today=OPEN,
+                      lookback_days=31)  # fmt: skip
+    assert result.fetched == {"2026-10": "look-back"}
     df = scan_store(store).collect()
     assert df["id"].is_unique().all()
     assert dict(df.select("id", "status").iter_rows()) == now
+    # The version before still holds the old statuses (time travel).
+    old = scan_store(store, version=0).collect()
+    assert dict(old.select("id", "status").iter_rows()) == stored
 
 
 def test_refresh_forces_a_whole_month(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
+    march = date(2026, 3, 31)
     with client(box) as c:
-        sync(c, start="2026-01-01", end="2026-03-31", store=store, today=TODAY)
-        result = sync(c, start="2026-01-01", end="2026-03-31", store=store, today=TODAY,
+        sync(c, start="2026-01-01", end="2026-03-31", store=store, today=march)
+        result = sync(c, start="2026-01-01", end="2026-03-31", store=store, today=march,
                       refresh=["2026-02"])  # fmt: skip
-    assert result.fetched == {"2026-02": "refresh", "2026-03": "look-back"}
+        assert result.fetched == {"2026-02": "refresh", "2026-03": "look-back"}
+        result = sync(c, start="2026-01-01", end="2026-03-31", store=store, today=TODAY,
+                      refresh=["2026-01"])  # fmt: skip
+    assert result.fetched == {"2026-01": "refresh", "2026-03": "look-back"}
     with pytest.raises(ValueError, match="YYYY-MM"):
         sync_needed(store=store, refresh=["2026-2"])
+
+
+def test_a_half_fetched_month_is_completed_by_the_next_sync(box: Sandbox, tmp_path: Path) -> None:
+    """The issue's scenario: 1-10 September, then October, then September must be whole."""
+    store = tmp_path / "store"
+    september = served_months(box, {"2026-09"})
+    with client(box) as c:
+        first = sync(c, start="2026-09-01", end="2026-09-10", store=store, today=TODAY)
+        assert first.fetched == {"2026-09": "full"}
+        partial = read_manifests(store)["2026-09"]
+        assert not partial.complete and partial.windows == [["2026-09-01", "2026-09-10"]]
+        assert 0 < partial.rows < len(september)
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        assert not read_manifests(store)["2026-09"].complete  # October does not hide the gap
+        # What `txkit report --month 2026-09` syncs: the month and the one before.
+        assert sync_needed(store=store, start="2026-08-01", end="2026-09-30", today=TODAY)
+        result = sync(c, start="2026-08-01", end="2026-09-30", store=store, today=TODAY)
+    assert result.fetched == {"2026-08": "full", "2026-09": "gap"}
+    manifest = read_manifests(store)["2026-09"]
+    assert manifest.complete and manifest.rows == len(september)
+    assert manifest.windows == [["2026-09-01", "2026-09-10"], ["2026-09-11", "2026-09-30"]]
+    stored = scan_store(store).filter(pl.col("month") == "2026-09").collect()
+    assert dict(stored.select("id", "status").iter_rows()) == september
+    status = format_status(store)
+    assert "2026-09: complete; " + f"{len(september):,} rows" in status
+    assert "2026-09-11..2026-09-30 (gap at" in status and "last fetch" in status
+
+
+def test_a_recent_fetch_is_not_complete_until_the_look_back_has_passed(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=OPEN)
+    assert not read_manifests(store)["2026-10"].complete
+    assert "2026-10: open (within the look-back)" in format_status(store)
+    assert sync_needed(store=store, start="2026-10-01", end="2026-10-31", today=date(2026, 11, 5))
 
 
 def test_a_second_sync_on_the_same_store_is_refused(box: Sandbox, tmp_path: Path) -> None:
@@ -136,45 +216,112 @@ def test_store_files_never_hold_the_key(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
         sync(c, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    key = box.secret_key.encode()
     for file in store.rglob("*"):
         if file.is_file():
-            assert box.secret_key.encode() not in file.read_bytes(), file
+            data = file.read_bytes()
+            assert key not in data, file
+            assert key[:12] not in data and key[-12:] not in data, file  # nor a part of it
+    source = read_state(store).source
+    assert source is not None and source.fingerprint and source.salt
+
+
+def test_another_source_is_refused_naming_the_store_to_use(
+    ledger, box: Sandbox, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+    version = read_state(store).version
+    # The same service with another key.
+    with (
+        Sandbox(ledger=ledger, port=0, secret_key="sk_sandbox_other_key_1234") as other,
+        Client(other.base_url, "sk_sandbox_other_key_1234", env_file=None) as c2,
+    ):
+        with pytest.raises(StoreError, match=r"holds data from .*use --store"):
+            sync(c2, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+        # The embedded sandbox's identity is its settings, not its port and key.
+        with pytest.raises(StoreError, match="use --store .*data/store/sandbox"):
+            sync(c2, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+                 source_url="sandbox:seed7")  # fmt: skip
+    assert read_state(store).version == version
+
+
+def test_old_parquet_store_is_refused_naming_the_migration(tmp_path: Path) -> None:
+    store = tmp_path / "old"
+    (store / "generations/g000001/transactions/month=2026-10").mkdir(parents=True)
+    (store / "current").symlink_to("generations/g000001")
+    for call in (
+        lambda: scan_store(store),
+        lambda: read_manifests(store),
+        lambda: sync_needed(store=store),
+    ):
+        with pytest.raises(StoreError, match=f"txkit store migrate --store {store}"):
+            call()
+
+
+def test_an_earlier_version_that_does_not_exist_is_a_clear_error(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+    with pytest.raises(StoreError, match="version 7"):
+        scan_store(store, version=7)
 
 
 KILLED_SYNC = textwrap.dedent(
     """
-    import sys
+    import os, sys, time
     from datetime import date
     from txkit import Client
-    from txkit.store import sync
-    url, key, store = sys.argv[1:4]
+    import txkit.store
+    url, key, store, point, marker = sys.argv[1:6]
+    if point == "writing":
+        import deltalake
+        real = deltalake.write_deltalake
+        def stalled(uri, data, **kwargs):
+            # Write this sync's data files into the table, as delta-rs does before its
+            # commit, then stall before the commit: the test kills the process here.
+            import polars as pl
+            part = os.path.join(uri, "month=2026-10", "part-00000-killed.parquet")
+            pl.DataFrame(data).drop("month").write_parquet(part)
+            open(marker, "w").close()
+            time.sleep(60)
+        deltalake.write_deltalake = stalled
     months = [f"2025-{m}" for m in (11, 12)] + [f"2026-{m:02d}" for m in range(1, 11)]
     with Client(url, key, env_file=None) as c:
-        sync(c, start="2025-11-01", end="2026-10-31", store=store, today=date(2026, 11, 21),
-             refresh=months)
+        txkit.store.sync(c, start="2025-11-01", end="2026-10-31", store=store,
+                         today=date(2026, 11, 21), refresh=months)
     """
 )
 
 
-def test_a_sync_killed_mid_write_leaves_the_store_as_it_was(box: Sandbox, tmp_path: Path) -> None:
+@pytest.mark.parametrize("point", ["fetching", "writing"])
+def test_a_sync_killed_leaves_the_previous_version(
+    box: Sandbox, tmp_path: Path, point: str
+) -> None:
     store = tmp_path / "store"
     with client(box) as c:
         sync(c, start="2026-05-01", end="2026-10-31", store=store, today=TODAY)
-    before = tree_digest(store)
-    rows_before = scan_store(store).select(pl.len()).collect().item()
-    box.faults = "latency=40"
+    before = scan_store(store).sort("id").collect()
+    state = read_state(store)
+    box.faults = "latency=40" if point == "fetching" else None
     script = tmp_path / "killed.py"
     script.write_text(KILLED_SYNC)
+    marker = tmp_path / "marker"
+    requests = box.request_count
     proc = subprocess.Popen(
-        [sys.executable, str(script), box.base_url, box.secret_key, str(store)],
-        env=os.environ | {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-    )
+        [sys.executable, str(script), box.base_url, box.secret_key, str(store), point,
+         str(marker)],
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        # Wait until it has written part of its new generation, then kill it hard.
-        while time.monotonic() < deadline:
-            partial = list((store / "generations").glob("*.tmp/manifests/*.json"))
-            if len(partial) >= 2 or proc.poll() is not None:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and proc.poll() is None:
+            if point == "fetching" and box.request_count - requests >= 10:
+                break
+            if point == "writing" and marker.exists():
                 break
             time.sleep(0.02)
         assert proc.poll() is None, "the sync finished before it could be killed"
@@ -183,14 +330,18 @@ def test_a_sync_killed_mid_write_leaves_the_store_as_it_was(box: Sandbox, tmp_pa
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert list((store / "generations").glob("*.tmp"))  # it died mid-write
-    assert tree_digest(store) == before
-    assert scan_store(store).select(pl.len()).collect().item() == rows_before
+    if point == "writing":
+        assert list(store.glob("month=2026-10/*killed.parquet"))  # it died mid-write
+    assert read_state(store).version == state.version
+    assert scan_store(store).sort("id").collect().equals(before)
     box.faults = None
-    with client(box) as c:  # the next sync cleans up and works
-        sync(c, start="2026-05-01", end="2026-10-31", store=store, today=TODAY)
-    assert not list((store / "generations").glob("*.tmp"))
-    assert json.loads((store / "current/manifests/2026-10.json").read_text())["complete"]
+    with client(box) as c:  # the next sync works (the lock died with the process)
+        result = sync(c, start="2026-05-01", end="2026-10-31", store=store, today=TODAY,
+                      refresh=["2026-10"])  # fmt: skip
+    assert result.version == state.version + 1
+    df = scan_store(store).collect()
+    assert df["id"].is_unique().all() and df.height == before.height
+    assert read_manifests(store)["2026-10"].complete
 
 
 def test_history_from_the_store_is_the_contiguous_months_before(
@@ -202,15 +353,21 @@ def test_history_from_the_store_is_the_contiguous_months_before(
     with client(box) as c:
         sync(c, start="2026-06-01", end="2026-06-30", store=store, today=TODAY)
         sync(c, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
-    df, note = load_history("2026-10", months=2, source="store", store=str(store))
+    df, info = load_history("2026-10", months=2, source="store", store=str(store))
+    note = str(info)
+    assert info.kind == "history" and info.rows == (df.height if df is not None else -1)
+    assert info.first == date(2026, 8, 1) and info.last == date(2026, 9, 30)
     assert df is not None
     assert sorted(df["id"]) == sorted(served_months(box, {"2026-08", "2026-09"}))
     assert note.startswith(f"History: {df.height:,} transactions of 2026-08 to 2026-09")
     # 2026-07 is missing: only the months right before 2026-10 are used, never across a gap.
-    df, note = load_history("2026-10", months=4, source="store", store=str(store))
+    df, info = load_history("2026-10", months=4, source="store", store=str(store))
+    note = str(info)
     assert df is not None and "2026-08 to 2026-09" in note
     assert df["createdAt"].min() >= datetime(2026, 8, 1, tzinfo=UTC)
-    df, note = load_history("2026-08", months=1, source="store", store=str(store))
+    df, info = load_history("2026-08", months=1, source="store", store=str(store))
+    note = str(info)
+    assert info.rows == 0 and info.first is None
     assert df is None and "does not hold 2026-07" in note and "checked alone" in note
     assert load_history("2026-10", months=0, source="store", store=str(store))[0] is None
     with pytest.raises(ValueError, match="months must be 0 or more, got -1"):

@@ -7,6 +7,7 @@ Example:
     ...                                  end="2026-10-31")
 """
 
+from txkit.analysis.activity import activity_history
 from txkit.analysis.reconcile import read_orders
 from txkit.client import Client, RetryPolicy
 from txkit.errors import (
@@ -23,7 +24,6 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-from txkit.frame import activity_history
 from txkit.load import IncompleteExportWarning, load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii

@@ -1,4 +1,4 @@
-"""The ``txkit`` command line: ``sandbox``, ``export`` and ``report``.
+"""The ``txkit`` command line: ``sandbox``, ``export``, ``sync``, ``report`` and ``probe``.
 
 The secret key is never a flag: it comes from ``TXKIT_SECRET_KEY`` or a ``.env`` file.
 Errors are printed as one scrubbed line (``txkit: error: ...``), never as a traceback, by one
@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from txkit import defaults
 from txkit._scrub import install_log_filter, scrub
 from txkit.errors import TxkitError
 from txkit.progress import quiet_logging
@@ -101,51 +102,64 @@ def _run_export(args: argparse.Namespace) -> int:
 def _add_sync(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sync",
-        help="update the local Parquet store (incremental)",
+        help="update the local store (a Delta table; incremental)",
         description=(
-            "Fetch what the local store is missing: months not yet stored, plus a look-back "
-            "window before the newest stored record (statuses change after a record is first "
-            "seen). Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, or the embedded sandbox when no key "
-            "is configured."
+            "Fetch what the store is missing: months not yet stored, days of a month never "
+            "fetched, and days fetched before their look-back ended (statuses change after a "
+            "record is first seen); all in one commit. Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, "
+            "or the embedded sandbox when no key is configured."
         ),
     )
     p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (default: 11 months back)")
     p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
-    p.add_argument("--store", default="data/store", metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument("--store", metavar="DIR|URI",
+                   help="a folder or s3://bucket/prefix (default: data/store/sandbox without a "
+                   "key, data/store/<host> with one)")  # fmt: skip
+    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
     p.add_argument("--refresh", action="append", default=[], metavar="YYYY-MM",
                    help="fetch this month whole again (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--status",
+        action="store_true",
+        help="print each month's coverage, rows, totals and last fetch; fetch nothing",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run_sync)
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from txkit.source import connect
-    from txkit.store import sync, sync_needed
+    from txkit.source import connect, default_store
+    from txkit.store import format_status, sync, sync_needed
 
+    store = args.store or str(default_store())
+    if args.status:
+        print(format_status(store))
+        return 0
     kwargs = {
         "start": args.start,
         "end": args.end,
-        "store": args.store,
+        "store": store,
         "lookback_days": args.lookback_days,
         "refresh": args.refresh,
     }
     if not sync_needed(**kwargs):
-        print(f"store {args.store} is up to date: no request sent")
+        print(f"store {store} is up to date: no request sent")
         return 0
     with connect() as source:
         print(f"source: {source.description}")
         result = sync(
-            source.client,
+            client=source.client,
             **kwargs,
             progress=False if args.no_progress else None,
             source=source.label,
+            source_url=source.url,
         )
     for month, kind in result.fetched.items():
         print(f"  {month}: {kind} fetch, {result.rows[month]:,} rows stored")
     print(
         f"synced {len(result.fetched)} month(s), skipped {len(result.skipped)} "
-        f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {args.store}"
+        f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {store} "
+        f"(table version {result.version})"
     )
     return 0
 
@@ -160,6 +174,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
+    from txkit.probe import cli as probe_cli
     from txkit.sandbox import cli as sandbox_cli
 
     parser = _Parser(
@@ -174,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_export(sub)
     _add_sync(sub)
     report.add_parser(sub)
+    probe_cli.add_parser(sub)
     return parser
 
 
@@ -184,9 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
     validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
     """
+    from txkit.client import requests_started
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    sent_before = requests_started()
     try:
         _check_paths(args)
         with quiet_logging():
@@ -195,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("txkit: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the one place every failure is reported
-        code, message = describe_failure(exc)
+        code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
         return code
 
@@ -214,12 +233,18 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Check every path the command will write before any request is sent."""
-    if getattr(args, "command", None) == "export" and getattr(args, "output", None):
+    """Check every local path the command will write before any request is sent (an
+    ``s3://`` store is checked by the store itself; ``sync --status`` writes nothing)."""
+    command = getattr(args, "command", None)
+    if command == "export" and getattr(args, "output", None):
         check_writable(Path(args.output), is_file=True, flag="-o/--output")
-    if getattr(args, "command", None) in ("sync", "report") and getattr(args, "store", None):
-        check_writable(Path(args.store), is_file=False, flag="--store")
-    if getattr(args, "command", None) == "report" and getattr(args, "out", None):
+    if command == "probe" and getattr(args, "out", None):
+        check_writable(Path(args.out), is_file=True, flag="--out")
+    store = getattr(args, "store", None)
+    writes = not getattr(args, "status", False)
+    if command in ("sync", "report") and store and "://" not in str(store) and writes:
+        check_writable(Path(store), is_file=False, flag="--store")
+    if command == "report" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=False, flag="--out")
 
 
@@ -274,22 +299,21 @@ _OS_ADVICE = {
 }
 
 
-def describe_failure(exc: BaseException) -> tuple[int, str]:
+def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[int, str]:
     """The exit code and the one-line message for an exception that ended a command.
 
     Args:
         exc: the exception.
+        after_requests: whether the command had sent a request before it failed.
 
     Returns:
         ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
         (the user's arguments); 1 for anything else.
     """
-    from txkit.client import requests_started
-
     text = " ".join(str(exc).split())
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
-    if isinstance(exc, ValueError) and not requests_started():
+    if isinstance(exc, ValueError) and not after_requests:
         return 2, text
     if isinstance(exc, OSError):
         advice = _OS_ADVICE.get(exc.errno or -1, "check the path and try again")

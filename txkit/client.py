@@ -12,6 +12,7 @@ a repr, an error message or a log line.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import json
 import logging
@@ -57,13 +58,14 @@ BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
 MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
-_started = threading.Event()
+_sent_in_process = [0]
 
 
-def requests_started() -> bool:
-    """Whether any :class:`Client` of this process has sent a request (the CLI uses it to tell
-    the user's bad arguments, found before, from bad answers, found after)."""
-    return _started.is_set()
+def requests_started() -> int:
+    """How many requests every :class:`Client` of this process has sent so far (the CLI
+    compares it before and after a command to tell the user's bad arguments, found before any
+    request, from bad answers, found after)."""
+    return _sent_in_process[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +250,15 @@ class Client:
         """The service's base address (no secret in it)."""
         return str(self._base_url)
 
+    def key_fingerprint(self, salt: bytes) -> str:
+        """A salted, slow hash of the key (PBKDF2-SHA256), to recognise it without keeping it.
+
+        The store records it to refuse data from another key; it reveals nothing usable of
+        the key (never the key, nor a prefix of it).
+        """
+        digest = hashlib.pbkdf2_hmac("sha256", self._secret_key.encode(), salt, 100_000)
+        return digest.hex()
+
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r}, secret_key='***')"
 
@@ -290,7 +301,7 @@ class Client:
             sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
-            _started.set()
+                _sent_in_process[0] += 1
             try:
                 status, headers, body = self._send(request)
             except httpx.TimeoutException as exc:

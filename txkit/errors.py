@@ -8,9 +8,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │   ├── AuthError             401 (key rejected) and 403 (forbidden, e.g. IP not whitelisted)
     │   ├── BadRequestError       400, 404, 409, 422: the request itself is wrong; never retried
     │   ├── RateLimitedError      429 after every retry was spent
-    │   └── ServerError           5xx after every retry was spent
+    │   ├── ServerError           5xx after every retry was spent
+    │   └── ResponseFormatError   a body that is not JSON, or not the documented envelope
     ├── NetworkError              timeouts and dropped connections after every retry was spent
-    ├── ResponseFormatError       a body that is not JSON, or not the documented envelope
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     └── IncompleteExportError     the records fetched do not add up to the service's total

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import calendar
 import itertools
 import logging
-import re
 import warnings
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -13,13 +11,15 @@ from typing import Any
 
 import polars as pl
 
+from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
+from txkit.decode import assemble
 from txkit.errors import IncompleteExportError
-from txkit.frame import assemble, read_page
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
     QueryResult,
+    current_total,
     fetch_query,
     require_complete,
     timed,
@@ -30,19 +30,12 @@ from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 __all__ = [
     "IncompleteExportWarning",
     "load_transactions",
-    "month_bounds",
-    "parse_day",
-    "previous_months",
     "validate_filters",
 ]
 
 log = logging.getLogger("txkit")
 
-DateLike = date | datetime | str
 Choice = str | Sequence[str] | None
-
-_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
 
 
 class IncompleteExportWarning(UserWarning):
@@ -65,50 +58,6 @@ def _choices(name: str, value: Choice, accepted: Sequence[str], *, upper: bool) 
         if norm not in out:
             out.append(norm)
     return out
-
-
-def parse_day(value: DateLike | None, name: str) -> date | None:
-    """Read a day given as ``date``, ``datetime`` (its UTC date) or ``'YYYY-MM-DD'``.
-
-    Raises:
-        ValueError: anything else, or an impossible date such as ``2026-02-30``.
-    """
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return (value.astimezone(UTC) if value.tzinfo else value).date()
-    if isinstance(value, date):
-        return value
-    if isinstance(value, str) and _DAY_RE.match(value.strip()):
-        try:
-            return date.fromisoformat(value.strip())
-        except ValueError:
-            raise ValueError(f"{name} {value!r} is not a real calendar date") from None
-    raise ValueError(f"{name} must be a date, a datetime or a 'YYYY-MM-DD' string, got {value!r}")
-
-
-def month_bounds(month: str) -> tuple[date, date]:
-    """First and last day of ``'YYYY-MM'``.
-
-    Raises:
-        ValueError: not a ``YYYY-MM`` month.
-    """
-    match = _MONTH_RE.match(month.strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
-        raise ValueError(f"a month must be YYYY-MM (e.g. 2026-10), got {month!r}")
-    year, mon = int(match.group(1)), int(match.group(2))
-    return date(year, mon, 1), date(year, mon, calendar.monthrange(year, mon)[1])
-
-
-def previous_months(month: str, count: int) -> list[str]:
-    """The ``count`` calendar months before ``month``, oldest first.
-
-    >>> previous_months("2026-01", 2)
-    ['2025-11', '2025-12']
-    """
-    first, _ = month_bounds(month)
-    index = first.year * 12 + first.month - 1
-    return [f"{i // 12:04d}-{i % 12 + 1:02d}" for i in range(index - count, index)]
 
 
 def validate_filters(
@@ -236,12 +185,14 @@ def load_transactions(
         for _ in range(max_passes):
             if len(queries) == 1:
                 break
-            now = {_key(q): _current_total(client, q) for q in queries}
+            now = {_key(q): current_total(client, q) for q in queries}
             moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
             log.warning("totals moved during the export of %s; fetching again", moved)
             for q in moved:
+                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
+                del results[_key(q)]
                 results[_key(q)] = fetch(q)
         else:
             _incomplete(
@@ -290,11 +241,6 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
-
-
-def _current_total(client: Client, params: dict[str, str | int]) -> int:
-    body, request = client.get_transactions({**params, "skip": 0, "limit": 1})
-    return read_page(body, request=request).total
 
 
 def _incomplete(

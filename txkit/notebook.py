@@ -6,13 +6,18 @@ request ids), so the committed notebook outputs can be compared by nbval.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import date
+import contextlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
 
 import polars as pl
 
-from txkit.load import load_transactions, month_bounds, previous_months
+from txkit.calendar import month_bounds, previous_months
+from txkit.client import Client
+from txkit.defaults import ORDERS_PATH
+from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_pii
 from txkit.source import connect
@@ -21,9 +26,9 @@ __all__ = [
     "LoadInfo",
     "display_table",
     "load_history",
+    "load_margin",
     "load_month",
     "load_orders",
-    "previous_months",
     "what_to_look_at",
 ]
 
@@ -32,19 +37,40 @@ _SOURCES = ("auto", "sandbox", "service", "store")
 
 @dataclass(frozen=True)
 class LoadInfo:
-    """What was loaded, from where, and how it was verified."""
+    """What a notebook helper loaded, from where, and how it was verified.
+
+    :func:`load_month`, :func:`load_history` and :func:`load_orders` each return a frame and
+    one of these; displayed (or printed), it says what the frame holds.
+
+    Attributes:
+        kind: ``"month"``, ``"history"``, ``"margin"`` or ``"orders"``.
+        month: the month the notebook is about (``YYYY-MM``).
+        first: the first UTC day loaded (None when nothing was loaded).
+        last: the last UTC day loaded (None when nothing was loaded).
+        source: where the rows came from (no secret in it).
+        rows: rows loaded.
+        queries: the service's total per query (fetched months).
+        pages: pages fetched (0 when read from the store or a file).
+        passes: passes of the verified export.
+        verified: how the rows were verified, when not by the fetch just made.
+        note: the one line that describes a history or orders load.
+    """
 
     month: str
-    first: date
-    last: date
+    first: date | None
+    last: date | None
     source: str
     rows: int
-    queries: dict[str, int]
-    pages: int
-    passes: int
+    queries: dict[str, int] = field(default_factory=dict)
+    pages: int = 0
+    passes: int = 0
     verified: str | None = None
+    kind: str = "month"
+    note: str = ""
 
     def _lines(self) -> list[str]:
+        if self.kind != "month":
+            return [self.note]
         totals = ", ".join(f"{q}: {t:,}" for q, t in self.queries.items())
         verified = self.verified or (
             f"Verified: the service's total for the query (a day of margin each side) was "
@@ -64,35 +90,46 @@ class LoadInfo:
         return "\n".join(f"* {line}" for line in self._lines())
 
 
+def _check_source(source: str) -> None:
+    if source not in _SOURCES:
+        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+
+
 def load_month(
-    month: str, *, source: str = "auto", store: str = "data/store", currency: str | None = None
+    month: str,
+    *,
+    source: str = "auto",
+    store: str | Path | None = None,
+    currency: str | None = None,
+    client: Client | None = None,
+    version: int | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
     """Load one UTC month, verified, from the service, the embedded sandbox or the store.
 
     Args:
         month: ``YYYY-MM``.
         source: ``auto`` (the service when ``TXKIT_SECRET_KEY`` is configured, else the
-            sandbox), ``sandbox``, ``service``, or ``store`` (the local Parquet store that
+            sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
-        store: the store folder, for ``source="store"``.
+        store: the store folder or URI, for ``source="store"`` (default: the one of the
+            source a sync would use, see :func:`txkit.source.default_store`).
         currency: optionally one currency.
+        client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        version: the store's table version to read (default: the newest).
 
     Returns:
         The frame and a :class:`LoadInfo` to display.
 
     Raises:
-        ValueError: a bad month or source.
+        ValueError: a bad month or source, or a store without the month.
     """
-    if source not in _SOURCES:
-        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+    _check_source(source)
     first, last = month_bounds(month)
-    if source == "store":
-        return _from_store(month, first, last, store, currency)
+    if source == "store" and client is None:
+        return _from_store(month, first, last, _store(store), currency, version)
     stats = ExportStats()
-    sandbox = None if source == "auto" else source == "sandbox"
-    with connect(sandbox=sandbox) as src:
-        df = load_transactions(src.client, start=first, end=last, currency=currency, stats=stats)
-        description = src.description
+    with _connected(source, client) as (conn, description, _):
+        df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
     info = LoadInfo(
         month=month,
         first=first,
@@ -106,48 +143,72 @@ def load_month(
     return df, info
 
 
-def _read_store(store: str, months: list[str], currency: str | None = None) -> pl.DataFrame:
-    """The stored records of ``months``, in the loader's column and row order."""
-    from txkit.frame import finalize
-    from txkit.store import scan_store
+@contextlib.contextmanager
+def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str, str]]:
+    """(client, one-line description, short label): the given client, or ``source``'s."""
+    if client is not None:
+        yield client, f"the service at {client.base_url}", client.base_url
+        return
+    with connect(sandbox=None if source in ("auto", "store") else source == "sandbox") as src:
+        yield src.client, src.description, src.label
 
-    lf = scan_store(store).filter(pl.col("month").is_in(months)).drop("month")
-    if currency is not None:
-        lf = lf.filter(pl.col("toCurrency") == currency)
-    return finalize(lf.collect())
+
+def _store(store: str | Path | None) -> str | Path:
+    from txkit.source import default_store
+
+    return store or default_store()
 
 
 def _from_store(
-    month: str, first: date, last: date, store: str, currency: str | None
+    month: str,
+    first: date,
+    last: date,
+    store: str | Path,
+    currency: str | None,
+    version: int | None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
-    from txkit.store import read_manifests
+    from txkit.store import read_manifests, read_months
 
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
-    df = _read_store(store, [month], currency)
+    df = read_months([month], store=store, currency=currency, version=manifest.table_version)
+    whole = (
+        "its windows cover it whole"
+        if manifest.complete
+        else "it is NOT complete (run `txkit sync` to complete it)"
+    )
     info = LoadInfo(
         month=month,
         first=first,
         last=last,
-        source=f"the local store {store} (fetched {manifest.fetched_at} from {manifest.source})",
+        source=(
+            f"the store {store} at table version {manifest.table_version} (data from "
+            f"{manifest.source}, last fetched {manifest.fetched_at})"
+        ),
         rows=df.height,
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
         verified=(
-            f"Verified when fetched: the month was fetched whole at {manifest.full_fetch_at} and "
-            f"last refreshed at {manifest.fetched_at} ({' to '.join(manifest.windows[-1])}); "
-            f"that fetch matched the service's total of {manifest.service_total:,} records for "
-            "its query (a day of margin each side)"
+            f"Verified when fetched: {whole} "
+            f"({manifest.coverage.describe_windows() if manifest.coverage else 'no windows'}); "
+            f"each fetch matched the service's total for its query (the last: "
+            f"{manifest.service_total:,} records, a day of margin each side)"
         ),
     )
     return df, info
 
 
 def load_history(
-    month: str, *, months: int = 1, source: str = "auto", store: str = "data/store"
-) -> tuple[pl.DataFrame | None, str]:
+    month: str,
+    *,
+    months: int = 1,
+    source: str = "auto",
+    store: str | Path | None = None,
+    client: Client | None = None,
+    version: int | None = None,
+) -> tuple[pl.DataFrame | None, LoadInfo]:
     """Load the months just before ``month``, for checks that need history (balance chains).
 
     From the store, only the months it holds right up to ``month`` are used (a gap would
@@ -158,81 +219,161 @@ def load_history(
         months: how many months before it (0: none).
         source: as for :func:`load_month`.
         store: as for :func:`load_month`.
+        client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
 
     Returns:
-        The records (None when there is no history) and a line saying what was loaded.
+        The records (None when there is no history) and a :class:`LoadInfo` whose line says
+        what was loaded.
 
     Raises:
         ValueError: a bad month, source or count.
     """
-    if source not in _SOURCES:
-        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+    _check_source(source)
     if months < 0:
         raise ValueError(f"months must be 0 or more, got {months}")
     wanted = previous_months(month, months)
-    if not wanted:
-        return None, f"History: none; {month} is checked alone"
-    if source == "store":
-        from txkit.store import read_manifests
 
-        stored = read_manifests(store)
+    def none(note: str) -> tuple[None, LoadInfo]:
+        return None, LoadInfo(
+            month=month, first=None, last=None, source="", rows=0, kind="history", note=note
+        )
+
+    if not wanted:
+        return none(f"History: none; {month} is checked alone")
+    if source == "store" and client is None:
+        from txkit.store import read_manifests, read_months
+
+        store = _store(store)
+        stored = read_manifests(store, version=version)
         usable: list[str] = []
         for name in reversed(wanted):  # contiguous back from the month
             if name not in stored:
                 break
             usable.insert(0, name)
         if not usable:
-            return None, (
+            return none(
                 f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
                 "checked alone"
             )
-        df = _read_store(store, usable)
+        version = stored[usable[-1]].table_version  # one version for every month read
+        df = read_months(usable, store=store, version=version)
         origin = f"the local store {store}"
     else:
         usable = wanted
-        sandbox = None if source == "auto" else source == "sandbox"
-        with connect(sandbox=sandbox) as src:
+        with _connected(source, client) as (conn, _, origin):
             start, _ = month_bounds(usable[0])
             _, end = month_bounds(usable[-1])
-            df = load_transactions(src.client, start=start, end=end)
-            origin = src.label
+            df = load_transactions(conn, start=start, end=end)
+    first, _ = month_bounds(usable[0])
+    _, last = month_bounds(usable[-1])
     span = usable[0] if len(usable) == 1 else f"{usable[0]} to {usable[-1]}"
-    return df, f"History: {df.height:,} transactions of {span} from {origin}"
+    note = f"History: {df.height:,} transactions of {span} from {origin}"
+    return df, LoadInfo(
+        month=month, first=first, last=last, source=origin, rows=df.height, kind="history",
+        note=note,
+    )  # fmt: skip
 
 
-def load_orders(orders: str, month: str) -> tuple[pl.DataFrame, str]:
+def load_margin(
+    month: str,
+    *,
+    days: int,
+    source: str = "auto",
+    store: str | Path | None = None,
+    client: Client | None = None,
+    version: int | None = None,
+) -> tuple[pl.DataFrame | None, LoadInfo]:
+    """Load the ``days`` UTC days just before and just after ``month`` (matching across the
+    month's ends: an order of the 31st paid after midnight).
+
+    From the store, only the neighbouring months it holds are read; from the service or the
+    sandbox, the two windows are fetched, verified.
+
+    Args:
+        month: ``YYYY-MM``.
+        days: how many days on each side (0: none).
+        source: as for :func:`load_month`.
+        store: as for :func:`load_month`.
+        client: as for :func:`load_month`.
+        version: as for :func:`load_month`.
+
+    Returns:
+        The records (None when ``days`` is 0) and a :class:`LoadInfo` whose line says what
+        was loaded.
+
+    Raises:
+        ValueError: a bad month, source or number of days.
+    """
+    _check_source(source)
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+    if days == 0:
+        note = f"Days around {month}: none"
+        return None, LoadInfo(
+            month=month, first=None, last=None, source="", rows=0, kind="margin", note=note
+        )
+    first, last = month_bounds(month)
+    windows = [(first - timedelta(days=days), first - timedelta(days=1))]
+    windows.append((last + timedelta(days=1), last + timedelta(days=days)))
+    if source == "store" and client is None:
+        from txkit.store import read_manifests, read_months
+
+        store = _store(store)
+        stored = read_manifests(store, version=version)
+        wanted = {d.strftime("%Y-%m") for window in windows for d in window}
+        df = read_months(sorted(m for m in wanted if m in stored), store=store, version=version)
+        day = pl.col("createdAt").dt.date()
+        df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
+        origin = f"the local store {store}"
+    else:
+        with _connected(source, client) as (conn, _, origin):
+            frames = [load_transactions(conn, start=a, end=b) for a, b in windows]
+        df = pl.concat(frames, how="diagonal_relaxed")
+    note = (
+        f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
+    )
+    return df, LoadInfo(
+        month=month, first=windows[0][0], last=windows[1][1], source=origin, rows=df.height,
+        kind="margin", note=note,
+    )  # fmt: skip
+
+
+def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, LoadInfo]:
     """The merchant's expected payments for ``month``.
 
     Args:
         orders: ``auto`` (``data/orders.csv`` when a key is configured, else the sandbox's
-            orders), ``sandbox`` (the embedded sandbox's merchant-side record), or a CSV or
-            Parquet path (see :func:`txkit.analysis.read_orders`).
+            orders), ``sandbox`` (the embedded sandbox's merchant-side record, read from its
+            written files: see :func:`txkit.source.sandbox_files`), or a CSV or Parquet path
+            (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
+        margin_days: also keep the orders dated this many days before and after the month.
 
     Returns:
-        The orders and a line saying where they came from.
+        The orders and a :class:`LoadInfo` whose line says where they came from.
     """
     from txkit.analysis import read_orders
-    from txkit.source import DEFAULT_SANDBOX, key_configured
+    from txkit.source import key_configured, sandbox_files
 
     first, last = month_bounds(month)
+    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":
-        orders = "data/orders.csv" if key_configured() else "sandbox"
+        orders = str(ORDERS_PATH) if key_configured() else "sandbox"
     if orders == "sandbox":
-        from txkit.sandbox import generate_ledger
-
-        ledger = generate_ledger(
-            seed=DEFAULT_SANDBOX.seed,
-            records=DEFAULT_SANDBOX.records,
-            start_month=DEFAULT_SANDBOX.start_month,
-            months=DEFAULT_SANDBOX.months,
-        )
-        frame, origin = ledger.orders, "the embedded sandbox's merchant orders"
+        frame = read_orders(sandbox_files() / "orders.csv")
+        origin = "the embedded sandbox's merchant orders"
     else:
         frame, origin = read_orders(orders), f"orders file {orders}"
     if "date" in frame.columns:
         frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
-    return frame, f"{origin}: {frame.height:,} orders in {month}"
+    around = f" and the {margin_days} day(s) around it" if margin_days else ""
+    note = f"{origin}: {frame.height:,} orders in {month}{around}"
+    return frame, LoadInfo(
+        month=month, first=first, last=last, source=origin, rows=frame.height, kind="orders",
+        note=note,
+    )  # fmt: skip
 
 
 def display_table(df: pl.DataFrame, *, show_pii: bool = False, rows: int = 30) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import polars as pl
 
+from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
+
 __all__ = ["atomic_path", "write_frame"]
 
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
@@ -34,8 +36,15 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
-    """CSV holds no lists or structs: write those columns as JSON text (lossless)."""
-    nested = [name for name, dtype in df.schema.items() if dtype.is_nested()]
+    """CSV holds no lists or structs: write those columns as JSON text (lossless).
+
+    Known columns as :data:`txkit.schema.CSV_JSON_COLUMNS` says, undocumented ones by type.
+    """
+    nested = [
+        name
+        for name, dtype in df.schema.items()
+        if dtype.is_nested() and (name in CSV_JSON_COLUMNS or name not in COLUMNS)
+    ]
     if not nested:
         return df
     return df.with_columns(

@@ -22,17 +22,17 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
 from txkit.client import Client
+from txkit.decode import PageSink, RawPage, read_page
 from txkit.errors import IncompleteExportError
-from txkit.frame import BATCH_PAGES, RawPage, build_frames, read_page
 
-__all__ = ["DEFAULT_CONCURRENCY", "ExportStats", "QueryResult", "fetch_query", "iter_pages"]
+__all__ = ["DEFAULT_CONCURRENCY", "ExportStats", "QueryResult", "current_total", "fetch_query"]
 
 log = logging.getLogger("txkit")
 
@@ -69,7 +69,7 @@ class QueryResult:
 
     Attributes:
         frames: the records, possibly in several frames with duplicates across them (dedupe by
-            ``id``); see :func:`txkit.frame.combine`.
+            ``id``, in fetch order); see :func:`txkit.decode.assemble`.
         total: the service's total for the query.
         unique: the unique ids fetched.
         complete: ``unique == total`` and the total was stable.
@@ -79,37 +79,6 @@ class QueryResult:
     total: int
     unique: int
     complete: bool
-
-
-def iter_pages(
-    client: Client, params: Mapping[str, str | int], *, page_size: int = 1000
-) -> Iterator[RawPage]:
-    """Yield the pages of one query one after another (no concurrency, no verification).
-
-    The loop steps by the number of records each page actually returned, so a server that
-    caps the page size does not end it early; it stops at ``total``, at an empty page, or after
-    ``2 * total + 16`` requests (a guard against a server that never advances).
-
-    Args:
-        client: the :class:`~txkit.client.Client`.
-        params: the query's filters (no ``skip``/``limit``).
-        page_size: the ``limit`` asked for.
-
-    Yields:
-        :class:`~txkit.frame.RawPage` objects in page order.
-    """
-    skip = 0
-    requests = 0
-    total: int | None = None
-    while total is None or skip < total:
-        body, request = client.get_transactions({**params, "skip": skip, "limit": page_size})
-        page = read_page(body, request=request)
-        requests += 1
-        total = page.total
-        yield page
-        if page.count == 0 or requests > 2 * total + 16:
-            return
-        skip += page.count
 
 
 def _pages_needed(total: int, stride: int) -> int:
@@ -148,10 +117,19 @@ class _Pass:
         self.window = window
         self.stats = stats
         self.on_page = on_page
-        self.frames: list[pl.DataFrame] = []
-        self.ids: set[str] = set()
-        self.totals: set[int] = set()
-        self._batch: list[RawPage] = []
+        self.sink = PageSink()
+
+    @property
+    def frames(self) -> list[pl.DataFrame]:
+        return self.sink.frames
+
+    @property
+    def ids(self) -> set[str]:
+        return self.sink.ids
+
+    @property
+    def totals(self) -> set[int]:
+        return self.sink.totals
 
     def _fetch(self, skip: int, limit: int) -> tuple[int, int, bytes, Any]:
         body, request = self.client.get_transactions({**self.params, "skip": skip, "limit": limit})
@@ -163,19 +141,7 @@ class _Pass:
 
     def _accept(self, page: RawPage) -> None:
         self.stats.pages += 1
-        self.totals.add(page.total)
-        self._batch.append(page)
-        if len(self._batch) >= BATCH_PAGES:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self._batch:
-            self.frames.extend(build_frames(self._batch))
-            for page in self._batch:
-                if page.ids is not None:
-                    self.ids.update(page.ids.drop_nulls().to_list())
-            self.stats.exact_pages += sum(page.exact for page in self._batch)
-            self._batch = []
+        self.sink.add(page)
 
     def run(self) -> int:
         """Fetch every page once; returns the total reported by the first page."""
@@ -211,7 +177,8 @@ class _Pass:
                     # for the rest of its slot instead of assuming the export ended.
                     slots.append((skip + page.count, wanted - page.count))
                     sent += 1
-        self._flush()
+        self.sink.flush()
+        self.stats.exact_pages += self.sink.exact_pages
         return total
 
 
@@ -275,7 +242,8 @@ def fetch_query(
             stable = current.totals == {total}
             union = current.ids | (previous.ids if previous is not None else set())
             if stable and len(union) == total:
-                frames = current.frames + (previous.frames if previous is not None else [])
+                # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
+                frames = (previous.frames if previous is not None else []) + current.frames
                 return QueryResult(frames=frames, total=total, unique=total, complete=True)
             log.warning(
                 "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
@@ -290,11 +258,21 @@ def fetch_query(
     union = current.ids | previous.ids
     last_total = max(current.totals)
     return QueryResult(
-        frames=current.frames + previous.frames,
+        frames=previous.frames + current.frames,
         total=last_total,
         unique=len(union),
         complete=False,
     )
+
+
+def current_total(client: Client, params: Mapping[str, str | int]) -> int:
+    """The service's total for one query now, from a one-record page.
+
+    Raises:
+        TxkitError: the subclasses of :mod:`txkit.errors` for HTTP and format failures.
+    """
+    body, request = client.get_transactions({**params, "skip": 0, "limit": 1})
+    return read_page(body, request=request).total
 
 
 def require_complete(result: QueryResult, params: Mapping[str, Any], passes: int) -> None:

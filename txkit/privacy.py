@@ -1,5 +1,8 @@
 """Masking customers' personal data for display: e-mails, names, account numbers.
 
+This module owns the maskers; which columns hold personal data, and which masker each gets, is
+declared once in :mod:`txkit.schema` (each :class:`~txkit.schema.Field`'s ``pii``).
+
 Reports and notebooks show masked data by default; the local store keeps raw data (it is the
 analyst's own). Masking is for what people see, not a security boundary for the store.
 """
@@ -10,19 +13,13 @@ import re
 
 import polars as pl
 
+from txkit.schema import PII_FIELDS
+
 __all__ = ["PII_COLUMNS", "mask_pii"]
 
-#: Columns holding customer e-mails, names or account numbers, and how each is masked.
-PII_COLUMNS: dict[str, str] = {
-    "customerEmail": "email",
-    "customNotifyEmails": "email_list",
-    "meta.accountName": "name",
-    "recipient.recipientName": "name",
-    "meta.accountNumber": "number",
-    "recipient.institutionNumber": "number",
-    "meta.narration": "text",
-    "narration": "text",
-}
+#: Columns holding customer e-mails, names or account numbers, and how each is masked
+#: (derived from :data:`txkit.schema.FIELDS`: each field's ``pii``).
+PII_COLUMNS: dict[str, str] = dict(PII_FIELDS)
 
 # An e-mail anywhere in text; a run of 6+ digits (account numbers, phone numbers) in text.
 _EMAIL_RE = r"([A-Za-z0-9])[A-Za-z0-9._%+\-]*@([A-Za-z0-9.\-]+\.[A-Za-z]{2,})"

@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from txkit import defaults
+from txkit.calendar import month_bounds, previous_months
 from txkit.errors import TxkitError
-from txkit.load import month_bounds, previous_months
 
 log = logging.getLogger("txkit")
 
-__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "month_bounds", "run_report"]
+__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "run_report"]
 
 
 class NotebookFailedError(TxkitError):
@@ -160,19 +161,21 @@ def _index_html(
 def run_report(
     month: str,
     *,
-    store: Path,
+    store: str | Path | None = None,
     out: Path,
     notebooks: Path,
     show_pii: bool = False,
-    lookback_days: int = 7,
+    lookback_days: int = defaults.LOOKBACK_DAYS,
     orders: str | None = None,
     progress: bool | None = None,
+    as_of: int | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
     Args:
         month: ``YYYY-MM``.
-        store: the Parquet store.
+        store: the store folder or URI (default: the source's, see
+            :func:`txkit.source.default_store`).
         out: the reports folder (``out/YYYY-MM/``).
         notebooks: the folder of curated notebooks.
         show_pii: render customer data unmasked (the pages say so).
@@ -180,6 +183,8 @@ def run_report(
         orders: the merchant's expected payments for the reconciliation (CSV or Parquet);
             default: ``data/orders.csv`` when a key is configured, else the sandbox's.
         progress: progress bars (default: when interactive).
+        as_of: re-render from this table version of the store (no sync): the same data, so
+            the same findings, as the report that read it first.
 
     Returns:
         A :class:`ReportResult`.
@@ -194,13 +199,14 @@ def run_report(
     from tqdm.auto import tqdm
     from traitlets.config import Config
 
-    from txkit.source import connect, key_configured
+    from txkit.source import connect, default_store, key_configured
     from txkit.store import read_manifests, sync, sync_needed
 
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
+    store = store or default_store()
     if orders is None:
-        orders = "data/orders.csv" if key_configured() else "sandbox"
+        orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
     if orders != "sandbox":
         if not Path(orders).is_file():
             raise ValueError(
@@ -213,29 +219,27 @@ def run_report(
     since, _ = month_bounds(previous_months(month, 1)[0])
     started = time.perf_counter()
     sync_result = None
-    if sync_needed(store=store, start=since, end=last, lookback_days=lookback_days):
+    if as_of is None and sync_needed(
+        store=store, start=since, end=last, lookback_days=lookback_days
+    ):
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
-                source.client,
+                client=source.client,
                 start=since,
                 end=last,
                 store=store,
                 lookback_days=lookback_days,
                 progress=progress,
                 source=source.label,
+                source_url=source.url,
             )
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
-    manifest = read_manifests(store).get(month)
+    manifest = read_manifests(store, version=as_of).get(month)
     if manifest is None:
-        raise TxkitError(f"the store {store} has no data for {month} after the sync")
-    window = " to ".join(manifest.windows[-1]) if manifest.windows else month
-    freshness = (
-        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}; whole month "
-        f"fetched {manifest.full_fetch_at}, last refreshed {manifest.fetched_at} ({window}); "
-        f"every fetch was verified against the service's total for its query "
-        f"(last: {manifest.service_total:,} records, with a day of margin on each side)."
-    )
+        at = f" at version {as_of}" if as_of is not None else " after the sync"
+        raise TxkitError(f"the store {store} has no data for {month}{at}")
+    freshness = _freshness(month, store, manifest)
 
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
@@ -260,7 +264,9 @@ def run_report(
             offered = {
                 "month": month,
                 "source": "store",
-                "store": str(store.resolve()),
+                "store": _absolute(store),
+                # Every notebook reads the version the index names, whatever syncs run later.
+                "version": manifest.table_version,
                 "orders": orders,
                 "show_pii": show_pii,
             }
@@ -285,6 +291,7 @@ def run_report(
             page = target.with_suffix(".html")
             page.write_text(_to_html(target, executed), encoding="utf-8")
             entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
+        _write_manifest(staging / "report.json", month, store, manifest, as_of, show_pii, timings)
         (staging / "index.html").write_text(
             _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
         )
@@ -308,6 +315,49 @@ def run_report(
     )
 
 
+def _write_manifest(
+    path: Path,
+    month: str,
+    store: str | Path,
+    manifest: Any,
+    as_of: int | None,
+    show_pii: bool,
+    timings: dict[str, float],
+) -> None:
+    """``report.json``: what the report read (store, table version, source) and rendered."""
+    doc = {
+        "month": month,
+        "store": _absolute(store),
+        "table_version": manifest.table_version,
+        "as_of": as_of,
+        "source": manifest.source,
+        "rows": manifest.rows,
+        "complete": manifest.complete,
+        "show_pii": show_pii,
+        "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "notebooks": sorted(timings),
+        "reproduce": f"txkit report --month {month} --store {store} "
+        f"--as-of {manifest.table_version}",
+    }
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _absolute(store: str | Path) -> str:
+    return str(store) if "://" in str(store) else str(Path(store).resolve())
+
+
+def _freshness(month: str, store: str | Path, manifest: Any) -> str:
+    """The index page's line on what was read: source, version, coverage, verification."""
+    state = "complete" if manifest.complete else "NOT complete"
+    return (
+        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}, read from the "
+        f"store {store} at table version {manifest.table_version}; the month is {state} "
+        f"(windows {manifest.coverage.describe_windows()}); every fetch was verified against "
+        f"the service's total for its query (last: {manifest.service_total:,} records, with a "
+        "day of margin on each side)."
+    )
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit report``."""
     p = sub.add_parser(
@@ -320,10 +370,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("--month", required=True, metavar="YYYY-MM")
-    p.add_argument("--store", default="data/store", metavar="DIR")
-    p.add_argument("--out", default="reports", metavar="DIR")
-    p.add_argument("--notebooks", default="notebooks", metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=7, metavar="N")
+    p.add_argument(
+        "--store",
+        metavar="DIR|URI",
+        help="default: data/store/sandbox without a key, data/store/<host> with one",
+    )
+    p.add_argument("--out", default=str(defaults.REPORTS_DIR), metavar="DIR")
+    p.add_argument("--notebooks", default=str(defaults.NOTEBOOKS_DIR), metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
     p.add_argument(
         "--orders",
         metavar="FILE",
@@ -335,6 +389,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="render customer e-mails and account numbers unmasked (the report says so)",
     )
+    p.add_argument(
+        "--as-of",
+        type=int,
+        metavar="VERSION",
+        help="re-render from this table version of the store (no sync; see report.json)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)
 
@@ -343,13 +403,14 @@ def _run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = run_report(
         args.month,
-        store=Path(args.store),
+        store=args.store,
         out=Path(args.out),
         notebooks=Path(args.notebooks),
         show_pii=args.show_pii,
         lookback_days=args.lookback_days,
         orders=args.orders,
         progress=False if args.no_progress else None,
+        as_of=args.as_of,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"

@@ -1,24 +1,28 @@
-"""A local Parquet copy of the export, one Hive partition per month, synced incrementally.
+"""The local (or object-storage) copy of the export: one Delta Lake table, synced incrementally.
 
-Layout (``DIR`` defaults to ``data/store``)::
+Layout: the store *is* a Delta table (``deltalake``/delta-rs), partitioned by the month of
+``createdAt``::
 
-    DIR/current -> generations/g000007          a symlink, swapped atomically
-    DIR/generations/g000007/transactions/month=2026-10/part-0.parquet
-    DIR/generations/g000007/manifests/2026-10.json
-    DIR/.lock                                   held by the running sync
+    STORE/_delta_log/00000000000000000007.json     one commit per sync
+    STORE/month=2026-10/part-...parquet             data files
+    STORE/_txkit.lock                               held by the running sync (local stores)
 
-Readers use ``DIR/current/transactions`` (``polars.scan_parquet(..., hive_partitioning=True)``,
-DuckDB ``read_parquet('DIR/current/transactions/*/*.parquet', hive_partitioning=true)``,
-Spark) or :func:`scan_store`.
+``STORE`` is a folder (default ``data/store/sandbox`` or ``data/store/<host>``, one per source)
+or a URI such as ``s3://bucket/prefix`` (credentials and endpoint from the standard AWS
+variables). Readers: :func:`scan_store` (``version=`` reads an earlier version), or any Delta
+reader: ``polars.scan_delta``, DuckDB's ``delta_scan``, Spark.
 
-Why generations: a sync may change several months. It builds the next generation beside the
-current one (unchanged months are hard links, so this costs no copy), then swaps the ``current``
-symlink in one ``rename``. A sync that is killed or fails leaves ``current`` exactly as it was;
-its half-built generation is removed by the next sync. Two syncs on one store exclude each
-other with a lock file.
+Every sync is one commit: the months it touched are rewritten (stored records merged with the
+re-fetched ones by ``id``: newest ``updatedAt`` wins, then the later fetch) and, in the same
+commit's metadata, the store's source and each month's coverage (:mod:`txkit.coverage`: the
+windows fetched, when, with which queries and totals). A sync that is killed or fails before
+its commit leaves the table at its previous version (its unreferenced files are ignored by
+every reader). Two syncs on one local store exclude each other with a lock file; on object
+storage, the second commit fails Delta's conflict check and says so.
 
 The store keeps raw data, customer e-mails and account numbers included: it is the analyst's
-own copy (mask it for display with :func:`txkit.mask_pii`). It never holds the secret key.
+own copy (mask it for display with :func:`txkit.mask_pii`). It never holds the secret key, only
+a salted hash of it that tells which key wrote it.
 """
 
 from __future__ import annotations
@@ -29,28 +33,37 @@ import fcntl
 import json
 import logging
 import os
-import shutil
+import secrets
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from txkit import defaults
+from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
+from txkit.coverage import Fetch, MonthCoverage, needed_window
+from txkit.decode import combine, dedupe_latest, finalize
 from txkit.errors import TxkitError
-from txkit.frame import combine, finalize
-from txkit.load import load_transactions, month_bounds, parse_day, previous_months
+from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 
 __all__ = [
     "DEFAULT_STORE",
     "MonthManifest",
+    "SourceIdentity",
+    "StoreError",
     "StoreLockedError",
+    "StoreState",
     "SyncResult",
+    "format_status",
     "read_manifests",
+    "read_months",
+    "read_state",
     "scan_store",
     "sync",
     "sync_needed",
@@ -58,38 +71,88 @@ __all__ = [
 
 log = logging.getLogger("txkit")
 
-DEFAULT_STORE = Path("data/store")
-DEFAULT_LOOKBACK_DAYS = 7
-_KEEP_GENERATIONS = 2
+DEFAULT_STORE = defaults.STORE_DIR
+DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
+_META_KEY = "txkit.store"
+_FORMAT = 1
+_LOCK_NAME = "_txkit.lock"
 
 
-class StoreLockedError(TxkitError):
-    """Another sync holds the store's lock."""
+class StoreError(TxkitError):
+    """The store cannot be used as asked (another source, an old format, damaged files)."""
+
+
+class StoreLockedError(StoreError):
+    """Another sync holds the store's lock, or committed to it meanwhile."""
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """Which source a store holds: its address and a salted hash of its key (never the key).
+
+    Attributes:
+        url: the service's base URL, or ``sandbox:<settings>`` for the embedded sandbox.
+        fingerprint: PBKDF2 hash of the key with ``salt`` (None for the embedded sandbox,
+            whose key is new each run).
+        salt: hex salt of the fingerprint.
+        label: how reports name the source.
+    """
+
+    url: str
+    fingerprint: str | None = None
+    salt: str | None = None
+    label: str = ""
+
+    @classmethod
+    def of_client(cls, client: Client, label: str = "", salt: str | None = None) -> SourceIdentity:
+        """The identity of ``client``'s service and key (a fresh salt unless given)."""
+        salt = salt or secrets.token_hex(16)
+        return cls(client.base_url, client.key_fingerprint(bytes.fromhex(salt)), salt, label or "")
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The store at one table version.
+
+    Attributes:
+        version: the Delta table version (None: no table yet).
+        source: the source that wrote it.
+        coverage: month -> :class:`~txkit.coverage.MonthCoverage`.
+        lookback_days: the look-back of the sync that wrote this version.
+        committed_at: when that version was committed (UTC).
+    """
+
+    version: int | None
+    source: SourceIdentity | None = None
+    coverage: dict[str, MonthCoverage] = field(default_factory=dict)
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS
+    committed_at: datetime | None = None
 
 
 @dataclass
 class MonthManifest:
-    """What a stored month holds and how fresh it is.
+    """What a stored month holds and how fresh it is (a summary of its coverage).
 
     Attributes:
         month: ``YYYY-MM``.
         fetched_at: when the month was last fetched, fully or in part (UTC, ISO 8601).
-        full_fetch_at: when it was last fetched whole.
-        windows: the ``[start, end]`` day ranges fetched at ``fetched_at`` (the look-back
-            window or the whole month).
+        full_fetch_at: when it was last fetched whole in one window (None if never).
+        windows: the ``[first, last]`` day ranges of its fetches, oldest fetch first.
         rows: records stored for the month.
-        service_total: the ``total`` the service reported for the last fetch's query, which
-            asks for a day of margin on each side of ``windows`` (so it counts more than
-            ``rows``); every record of that query was fetched and verified against it.
-        query: the last fetch's query parameters.
-        source: the service's base address (never the key).
-        complete: the last fetch was verified against the service's total.
+        service_total: the service's ``total`` for the last fetch's queries (a day of margin
+            on each side, so it counts more than the window's rows).
+        source: how the store names its source (never the key).
+        complete: the windows cover the month whole and the newest fetch happened after the
+            month ended plus the look-back.
         newest_created_at: the newest ``createdAt`` stored.
+        query: the last fetch's queries (``{"queries": [...]}``).
+        table_version: the store's table version this summary describes.
+        coverage: the full :class:`~txkit.coverage.MonthCoverage`.
     """
 
     month: str
     fetched_at: str
-    full_fetch_at: str
+    full_fetch_at: str | None
     windows: list[list[str]]
     rows: int
     service_total: int
@@ -97,8 +160,8 @@ class MonthManifest:
     complete: bool
     newest_created_at: str | None
     query: dict[str, Any] = field(default_factory=dict)
-    txkit_version: str = "0.1.0"
-    extra: dict[str, Any] = field(default_factory=dict)
+    table_version: int | None = None
+    coverage: MonthCoverage | None = None
 
 
 @dataclass
@@ -106,80 +169,280 @@ class SyncResult:
     """What a sync did.
 
     Attributes:
-        fetched: month -> ``"full"``, ``"look-back"`` or ``"refresh"``.
-        skipped: months already stored and outside the look-back window.
+        fetched: month -> ``"full"``, ``"refresh"``, ``"gap"`` or ``"look-back"``.
+        skipped: months already complete enough (nothing to fetch).
         rows: rows stored per month after the sync.
         stats: the export statistics (requests, pages, passes).
-        store: the store directory.
+        store: the store.
+        version: the table version after the sync.
     """
 
     fetched: dict[str, str]
     skipped: list[str]
     rows: dict[str, int]
     stats: ExportStats
-    store: Path
+    store: str
+    version: int | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Locations.
+
+
+def _is_remote(store: str | os.PathLike[str]) -> bool:
+    return "://" in str(store)
+
+
+def _uri(store: str | os.PathLike[str]) -> str:
+    return str(store).rstrip("/") if _is_remote(store) else str(Path(store).absolute())
+
+
+def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
+    """delta-rs storage options for ``store``: None for a folder; for ``s3://``, the standard
+    AWS variables are read by delta-rs itself, plus plain-http endpoints allowed when
+    ``AWS_ENDPOINT_URL`` is ``http://`` (a local S3 such as MinIO or moto)."""
+    if not str(store).startswith("s3://"):
+        return None
+    options: dict[str, str] = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = endpoint
+        if endpoint.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+    # S3 has no atomic rename: commits rely on conditional writes (If-None-Match).
+    options.setdefault("conditional_put", "etag")
+    return options
+
+
+def _old_layout(store: str | os.PathLike[str]) -> bool:
+    if _is_remote(store):
+        return False
+    path = Path(store)
+    return (path / "generations").is_dir() or (path / "current").is_symlink()
+
+
+def _refuse_old(store: str | os.PathLike[str]) -> None:
+    if _old_layout(store):
+        raise StoreError(
+            f"{store} is a store of the previous format (Parquet generations): run "
+            f"`txkit store migrate --store {store}` to convert it to a Delta table"
+        )
+
+
+def _table(store: str | os.PathLike[str], version: int | None = None) -> Any:
+    """The DeltaTable, or None when there is none yet."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    _refuse_old(store)
+    uri, options = _uri(store), storage_options(store)
+    try:
+        if not DeltaTable.is_deltatable(uri, storage_options=options):
+            if version is not None:
+                raise StoreError(f"the store {store} has no table yet, so no version {version}")
+            return None
+        return DeltaTable(uri, version=version, storage_options=options)
+    except TableNotFoundError:
+        return None
+    except StoreError:
+        raise
+    except Exception as exc:  # delta-rs raises several types for a damaged or absent log
+        raise StoreError(_store_problem(store, exc, version)) from None
+
+
+def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int | None) -> str:
+    text = " ".join(str(exc).split())[:300]
+    if version is not None and "version" in text.lower():
+        return f"the store {store} has no version {version} ({text})"
+    return (
+        f"the store {store} cannot be read: {text}; if a file of it was damaged, restore it, "
+        "or move the store aside and run `txkit sync` again"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# State (the metadata of the newest txkit commit at or before a version).
+
+
+def read_state(
+    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
+) -> StoreState:
+    """The store's source and coverage at ``version`` (default: the newest).
+
+    Raises:
+        StoreError: a store of the previous format, or one that cannot be read.
+    """
+    table = _table(store, version)
+    if table is None:
+        return StoreState(version=None)
+    return _state_of(table, store)
+
+
+def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
+    at = table.version()
+    for entry in table.history():
+        if entry.get("version", -1) > at or _META_KEY not in entry:
+            continue
+        try:
+            meta = json.loads(entry[_META_KEY])
+            source = SourceIdentity(**meta["source"])
+            coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the store {store}'s commit {entry.get('version')} has unreadable txkit "
+                f"metadata ({type(exc).__name__}: {exc})"
+            ) from None
+        return StoreState(
+            version=at,
+            source=source,
+            coverage=coverage,
+            lookback_days=int(meta.get("lookback_days", DEFAULT_LOOKBACK_DAYS)),
+            committed_at=datetime.fromtimestamp(entry["timestamp"] / 1000, UTC),
+        )
+    raise StoreError(
+        f"{store} is a Delta table without txkit's metadata: it was not written by `txkit "
+        "sync`; point --store at another folder"
+    )
+
+
+def read_manifests(
+    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
+) -> dict[str, MonthManifest]:
+    """A summary of each stored month's coverage, by month.
+
+    Args:
+        store: the store folder or URI.
+        version: a table version (default: the newest).
+    """
+    state = read_state(store, version=version)
+    label = (state.source.label or state.source.url) if state.source else ""
+    return {m: _manifest(c, state, label) for m, c in sorted(state.coverage.items())}
+
+
+def _manifest(cov: MonthCoverage, state: StoreState, label: str) -> MonthManifest:
+    last = cov.last_fetch
+    m_first, m_last = month_bounds(cov.month)
+    whole = [f for f in cov.fetches if f.first <= m_first and f.last >= m_last]
+    ordered = sorted(cov.fetches, key=lambda f: f.fetched_at)
+    return MonthManifest(
+        month=cov.month,
+        fetched_at=last.fetched_at.isoformat(timespec="seconds") if last else "",
+        full_fetch_at=max(f.fetched_at for f in whole).isoformat(timespec="seconds")
+        if whole
+        else None,
+        windows=[[f.first.isoformat(), f.last.isoformat()] for f in ordered],
+        rows=cov.rows,
+        service_total=last.service_total if last else 0,
+        source=label,
+        complete=cov.complete(state.lookback_days),
+        newest_created_at=cov.newest_created_at,
+        query={"queries": list(last.queries) if last else []},
+        table_version=state.version,
+        coverage=cov,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Reading.
 
 
-def _current(store: Path) -> Path | None:
-    link = store / "current"
-    return link.resolve() if link.exists() else None
+def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """Delta stores timestamps in microseconds: back to the loader's types."""
+    schema = lf.collect_schema()
+    casts = [
+        pl.col(name).cast(dtype)
+        for name, dtype in COLUMNS.items()
+        if name in schema and schema[name] != dtype and isinstance(dtype, pl.Datetime)
+    ]
+    return lf.with_columns(casts) if casts else lf
 
 
-def read_manifests(store: str | os.PathLike[str] = DEFAULT_STORE) -> dict[str, MonthManifest]:
-    """The manifests of the stored months, by month."""
-    gen = _current(Path(store))
-    if gen is None:
-        return {}
-    out = {}
-    for file in sorted((gen / "manifests").glob("*.json")):
-        data = json.loads(file.read_text())
-        out[data["month"]] = MonthManifest(**data)
-    return out
-
-
-def scan_store(path: str | os.PathLike[str] = DEFAULT_STORE) -> pl.LazyFrame:
+def scan_store(
+    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
+) -> pl.LazyFrame:
     """Scan the store as one LazyFrame (documented columns first, plus ``month``).
 
-    Months may differ in undocumented columns; they are aligned (missing ones are null).
-
     Args:
-        path: the store directory.
+        store: the store folder or URI (``s3://bucket/prefix``).
+        version: read this table version instead of the newest (time travel).
 
     Returns:
         A :class:`polars.LazyFrame`; empty (with every documented column) if nothing is stored.
 
+    Raises:
+        StoreError: an old-format store, a missing version, or a store that cannot be read.
+
     Example:
         >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
     """
-    gen = _current(Path(path))
-    files = sorted(gen.glob("transactions/month=*/*.parquet")) if gen else []
-    if not files:
+    table = _table(store, version)
+    if table is None:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
-    frames = [
-        pl.scan_parquet(f, hive_partitioning=True, hive_schema={"month": pl.String()})
-        for f in files
-    ]
-    return pl.concat(frames, how="diagonal_relaxed")
+    options = storage_options(store)
+    lf = pl.scan_delta(_uri(store), version=table.version(), storage_options=options)
+    names = lf.collect_schema().names()
+    extra = sorted(c for c in names if c not in COLUMNS and c != "month")
+    return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
 
 
-def _read_month(gen: Path, month: str) -> pl.DataFrame | None:
-    file = gen / "transactions" / f"month={month}" / "part-0.parquet"
-    return pl.read_parquet(file) if file.exists() else None
+def read_months(
+    months: Sequence[str],
+    *,
+    store: str | os.PathLike[str] = DEFAULT_STORE,
+    currency: str | None = None,
+    version: int | None = None,
+) -> pl.DataFrame:
+    """The stored records of ``months``, as :func:`txkit.load_transactions` would return them.
+
+    Args:
+        months: ``YYYY-MM`` months.
+        store: the store folder or URI.
+        currency: optionally one ``toCurrency``.
+        version: a table version (default: the newest).
+
+    Returns:
+        One row per transaction, documented columns first, sorted by ``createdAt`` then ``id``
+        (no ``month`` column).
+
+    Raises:
+        ValueError: a malformed month.
+        StoreError: the store cannot be read (the message names the file when it can).
+    """
+    wanted = [parse_month(m) for m in months]
+    lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted)).drop("month")
+    if currency is not None:
+        lf = lf.filter(pl.col("toCurrency") == currency)
+    return finalize(_collect(lf, store, wanted))
+
+
+def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
+    try:
+        return lf.collect()
+    except (pl.exceptions.ComputeError, OSError) as exc:
+        text = " ".join(str(exc).split())[:300]
+        refresh = " ".join(f"--refresh {m}" for m in months)
+        raise StoreError(
+            f"a data file of the store {store} cannot be read ({text}); run `txkit sync "
+            f"--store {store} {refresh}` to fetch the month(s) again"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
-# Locking and generations.
+# Locking.
 
 
 @contextlib.contextmanager
-def _locked(store: Path) -> Iterator[None]:
-    store.mkdir(parents=True, exist_ok=True)
-    lock_path = store / ".lock"
-    handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole sync
+def _locked(store: str | os.PathLike[str]) -> Iterator[None]:
+    """Exclusive use of a local store for one sync (object stores: Delta's conflict check)."""
+    if _is_remote(store):
+        yield
+        return
+    path = Path(store)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        handle = open(path / _LOCK_NAME, "a+")  # noqa: SIM115 - held for the whole sync
+    except OSError as exc:
+        raise StoreError(_os_problem(store, exc)) from None
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -201,200 +464,37 @@ def _locked(store: Path) -> Iterator[None]:
         handle.close()
 
 
-def _generations(store: Path) -> list[Path]:
-    root = store / "generations"
-    return sorted(p for p in root.glob("g[0-9]*") if p.is_dir() and not p.name.endswith(".tmp"))
-
-
-def _cleanup(store: Path) -> None:
-    """Remove half-built generations (of killed syncs) and all but the newest ones."""
-    root = store / "generations"
-    for tmp in root.glob("*.tmp"):
-        shutil.rmtree(tmp, ignore_errors=True)
-    current = _current(store)
-    for old in _generations(store)[:-_KEEP_GENERATIONS]:
-        if old != current:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _new_generation(store: Path) -> Path:
-    existing = _generations(store)
-    number = int(existing[-1].name[1:]) + 1 if existing else 1
-    path = store / "generations" / f"g{number:06d}.tmp"
-    path.mkdir(parents=True)
-    return path
-
-
-def _link_tree(src: Path, dst: Path, skip_months: set[str]) -> None:
-    """Hard-link the unchanged months' files from ``src`` into ``dst``."""
-    for file in src.rglob("*"):
-        if file.is_dir():
-            continue
-        rel = file.relative_to(src)
-        month = _month_of(rel)
-        if month in skip_months:
-            continue
-        target = dst / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(file, target)
-        except OSError:
-            shutil.copy2(file, target)
-
-
-def _month_of(rel: Path) -> str | None:
-    for part in rel.parts:
-        if part.startswith("month="):
-            return part.removeprefix("month=")
-    if rel.parts and rel.parts[0] == "manifests":
-        return rel.stem
-    return None
-
-
-def _fsync_tree(path: Path) -> None:
-    for file in path.rglob("*"):
-        if file.is_file():
-            with open(file, "rb") as handle:
-                os.fsync(handle.fileno())
-
-
-def _publish(store: Path, tmp_gen: Path) -> Path:
-    final = tmp_gen.with_name(tmp_gen.name.removesuffix(".tmp"))
-    _fsync_tree(tmp_gen)
-    os.rename(tmp_gen, final)
-    link_tmp = store / "current.tmp"
-    with contextlib.suppress(FileNotFoundError):
-        link_tmp.unlink()
-    link_tmp.symlink_to(final.relative_to(store))
-    os.replace(link_tmp, store / "current")  # the one atomic step
-    return final
+def _os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EDQUOT: "the disk quota is exceeded",
+    }
+    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    return (
+        f"cannot write to the store {store}: {reason}{where}; the store is left at its previous "
+        "version: free space or fix permissions, then run the sync again"
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Sync.
 
 
-def _months(first: date, last: date) -> list[str]:
-    out = []
-    year, month = first.year, first.month
-    while (year, month) <= (last.year, last.month):
-        out.append(f"{year:04d}-{month:02d}")
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return out
-
-
-def _check_month(value: str) -> str:
-    month_bounds(value)
-    return value
-
-
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
-    """Old and re-fetched records: by id, the newest ``updatedAt`` wins (ties: the new one)."""
+    """Stored and re-fetched records, merged on ``id`` by the one rule of
+    :func:`txkit.decode.dedupe_latest`: the newest ``updatedAt`` wins; on a tie, the re-fetched
+    copy."""
     if old is None or old.height == 0:
         return new
-    both = combine([old.drop("month", strict=False), new])
-    keyed = both.with_row_index("__order").with_columns(
-        pl.col("updatedAt").fill_null(datetime(1970, 1, 1, tzinfo=UTC)).alias("__updated")
-    )
-    latest = keyed.sort(["__updated", "__order"]).unique(subset="id", keep="last")
-    return finalize(latest.drop("__order", "__updated"))
+    return finalize(dedupe_latest([old.drop("month", strict=False), new]))
 
 
-def sync(
-    client: Client,
-    *,
-    start: date | str | None = None,
-    end: date | str | None = None,
-    store: str | os.PathLike[str] = DEFAULT_STORE,
-    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
-    refresh: Sequence[str] = (),
-    today: date | None = None,
-    progress: bool | None = None,
-    source: str | None = None,
-) -> SyncResult:
-    """Bring the store up to date for the months from ``start`` to ``end``.
-
-    A month not yet stored is fetched whole. A stored month is not fetched again, except the
-    look-back window (``lookback_days`` before the newest stored record, up to ``end``),
-    because statuses change after a record is first seen; re-fetched records replace their
-    older versions (by id, newest ``updatedAt`` wins). ``refresh`` forces whole months.
-
-    Args:
-        client: the :class:`~txkit.client.Client`.
-        start: first day (default: the first day of the month 11 months before ``end``).
-        end: last day (default: ``today``, UTC).
-        store: the store directory.
-        lookback_days: days re-fetched before the newest stored record.
-        refresh: months (``YYYY-MM``) to fetch whole again.
-        today: "today" for the defaults (tests pin it).
-        progress: show progress bars (default: when interactive).
-        source: how manifests name the source (default: the client's base URL).
-
-    Returns:
-        A :class:`SyncResult`.
-
-    Raises:
-        StoreLockedError: another sync holds the lock.
-        ValueError: bad dates, months or look-back.
-        TxkitError: the export failed (the store is then left as it was).
-    """
-    store = Path(store)
-    refresh_set = {_check_month(m) for m in refresh}
-    months, _ = _range(start, end, today)
-    stats = ExportStats()
-    with _locked(store):
-        _cleanup(store)
-        current = _current(store)
-        manifests = read_manifests(store)
-        plan = _plan(store, start, end, today, lookback_days, refresh_set)
-        skipped = [m for m in months if m not in plan]
-        result = SyncResult(fetched={}, skipped=skipped, rows={}, stats=stats, store=store)
-        if not plan:
-            result.rows = {m: manifests[m].rows for m in months if m in manifests}
-            return result
-        tmp_gen = _new_generation(store)
-        try:
-            if current is not None:
-                _link_tree(current, tmp_gen, skip_months=set(plan))
-            for month, (kind, f_first, f_last) in plan.items():
-                month_stats = ExportStats()
-                fetched = load_transactions(
-                    client, start=f_first, end=f_last, stats=month_stats, progress=progress
-                )
-                _add_stats(stats, month_stats)
-                # A whole month replaces what was stored; a look-back window merges into it.
-                old = _read_month(current, month) if current and kind == "look-back" else None
-                merged = _merge(old, fetched)
-                _write_month(tmp_gen, month, merged)
-                now = datetime.now(UTC).isoformat(timespec="seconds")
-                previous = manifests.get(month)
-                manifest = MonthManifest(
-                    month=month,
-                    fetched_at=now,
-                    full_fetch_at=now
-                    if kind != "look-back" or previous is None
-                    else previous.full_fetch_at,
-                    windows=[[f_first.isoformat(), f_last.isoformat()]],
-                    rows=merged.height,
-                    service_total=sum(month_stats.totals.values()),
-                    query={"queries": sorted(month_stats.totals)},
-                    source=source or client.base_url,
-                    complete=True,
-                    newest_created_at=_newest(merged),
-                    extra={"kind": kind, "lookback_days": lookback_days},
-                )
-                _write_manifest(tmp_gen, manifest)
-                result.fetched[month] = kind
-                result.rows[month] = merged.height
-            _publish(store, tmp_gen)
-        except BaseException:
-            shutil.rmtree(tmp_gen, ignore_errors=True)
-            raise
-        for month in skipped:
-            if month in manifests:
-                result.rows[month] = manifests[month].rows
-        _cleanup(store)
-        return result
+def _clock(today: date | None) -> datetime:
+    now = datetime.now(UTC)
+    return now if today is None else datetime.combine(today, now.time(), tzinfo=UTC)
 
 
 def _range(
@@ -405,11 +505,11 @@ def _range(
     first = parse_day(start, "start") or month_bounds(previous_months(f"{last:%Y-%m}", 11)[0])[0]
     if first > last:
         raise ValueError(f"start {first} is after end {last}")
-    return _months(first, last), last
+    return months_between(first, last), last
 
 
 def _plan(
-    store: Path,
+    state: StoreState,
     start: date | str | None,
     end: date | str | None,
     today: date | None,
@@ -420,25 +520,221 @@ def _plan(
     if lookback_days < 0:
         raise ValueError(f"lookback_days must be 0 or more, got {lookback_days}")
     months, last = _range(start, end, today)
-    manifests = read_manifests(store)
-    newest = max(
-        (
-            datetime.fromisoformat(m.newest_created_at)
-            for m in manifests.values()
-            if m.newest_created_at
-        ),
-        default=None,
-    )
-    window_start = (newest - timedelta(days=lookback_days)).date() if newest else None
-    plan: dict[str, tuple[str, date, date]] = {}
+    now = _clock(today)
+    plan = {}
     for month in months:
-        m_first, m_last = month_bounds(month)
-        m_last = min(m_last, last)
-        if month in refresh or month not in manifests:
-            plan[month] = ("refresh" if month in manifests else "full", m_first, m_last)
-        elif window_start is not None and window_start <= m_last:
-            plan[month] = ("look-back", max(m_first, window_start), m_last)
+        need = needed_window(
+            month,
+            state.coverage.get(month),
+            last=last,
+            lookback_days=lookback_days,
+            now=now,
+            refresh=month in refresh,
+        )
+        if need is not None:
+            plan[month] = need
     return plan
+
+
+def _check_source(
+    store: str | os.PathLike[str], state: StoreState, identity: SourceIdentity
+) -> SourceIdentity:
+    """The identity to record: the stored one if it is the same source; else refuse."""
+    stored = state.source
+    if stored is None:
+        return identity
+    same = stored.url == identity.url and stored.fingerprint == identity.fingerprint
+    if same:
+        return stored
+    from txkit.source import default_store_for_url
+
+    other = default_store_for_url(identity.url)
+    what = "another key of the same service" if stored.url == identity.url else stored.url
+    raise StoreError(
+        f"the store {store} holds data from {what}, not from {identity.label or identity.url}: "
+        f"use --store {other} (or another folder) for this source"
+    )
+
+
+def _identity(
+    client: Client, source_url: str | None, state: StoreState, label: str | None
+) -> SourceIdentity:
+    label = label or client.base_url
+    if source_url and source_url.startswith("sandbox:"):
+        return SourceIdentity(source_url, None, None, label)
+    salt = state.source.salt if state.source and state.source.salt else None
+    return SourceIdentity.of_client(client, label, salt)
+
+
+def sync(
+    client: Client | None = None,
+    *,
+    start: date | str | None = None,
+    end: date | str | None = None,
+    store: str | os.PathLike[str] = DEFAULT_STORE,
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    refresh: Sequence[str] = (),
+    today: date | None = None,
+    progress: bool | None = None,
+    source: str | None = None,
+    source_url: str | None = None,
+) -> SyncResult:
+    """Bring the store up to date for the months from ``start`` to ``end``, in one commit.
+
+    Each month's coverage decides what is fetched (:mod:`txkit.coverage`): a month not yet
+    stored is fetched whole; a stored month only from its first day that was never fetched,
+    or fetched before its look-back ended (statuses change after a record is first seen);
+    ``refresh`` forces whole months. Re-fetched records replace their older versions (by id,
+    newest ``updatedAt`` wins, then the later fetch).
+
+    Args:
+        client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
+            ``TXKIT_SECRET_KEY`` (closed afterwards), as for :func:`txkit.load_transactions`.
+        start: first day (default: the first day of the month 11 months before ``end``).
+        end: last day (default: ``today``, UTC).
+        store: the store folder or URI (``s3://bucket/prefix``).
+        lookback_days: days after which a stored record's status is taken as final.
+        refresh: months (``YYYY-MM``) to fetch whole again.
+        today: "today" for the defaults and the fetch times recorded (tests pin it).
+        progress: show progress bars (default: when interactive).
+        source: how the store names the source (default: the client's base URL).
+        source_url: the source's identity when it is not the client's URL and key:
+            ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.source.Source.url`),
+            whose port and key change at every start.
+
+    Returns:
+        A :class:`SyncResult`.
+
+    Raises:
+        StoreLockedError: another sync holds the lock, or committed meanwhile.
+        StoreError: the store holds another source, is of the old format, or cannot be
+            written (full disk, read-only); it is then left at its previous version.
+        ValueError: bad dates, months or look-back.
+        TxkitError: the export failed (the store is then left as it was).
+    """
+    refresh_set = {parse_month(m, "refresh month") for m in refresh}
+    months, _ = _range(start, end, today)
+    _refuse_old(store)
+    stats = ExportStats()
+    own_client = client is None
+    client = client or Client()
+    with contextlib.ExitStack() as stack, _locked(store):
+        if own_client:
+            stack.callback(client.close)
+        state = read_state(store)
+        ident = _check_source(store, state, _identity(client, source_url, state, source))
+        plan = _plan(state, start, end, today, lookback_days, refresh_set)
+        result = SyncResult(fetched={}, skipped=[m for m in months if m not in plan], rows={},
+                            stats=stats, store=str(store), version=state.version)  # fmt: skip
+        coverage = dict(state.coverage)
+        frames: list[pl.DataFrame] = []
+        for month, (kind, f_first, f_last) in plan.items():
+            month_stats = ExportStats()
+            fetched = load_transactions(
+                client, start=f_first, end=f_last, stats=month_stats, progress=progress
+            )
+            _add_stats(stats, month_stats)
+            m_first, m_last = month_bounds(month)
+            replace = (f_first <= m_first and f_last >= m_last) or month not in coverage
+            old = None if replace else read_months([month], store=store, version=state.version)
+            merged = _merge(old, fetched)
+            fetch = Fetch(f_first, f_last, _clock(today), kind, sorted(month_stats.totals),
+                          sum(month_stats.totals.values()), fetched.height)  # fmt: skip
+            previous = coverage.get(month) or MonthCoverage(month, (), 0)
+            coverage[month] = previous.with_fetch(
+                fetch, replace=replace, rows=merged.height, newest=_newest(merged)
+            )
+            frames.append(merged.with_columns(pl.lit(month).alias("month")))
+            result.fetched[month] = kind
+            result.rows[month] = merged.height
+        if plan:
+            meta = {
+                "format": _FORMAT,
+                "source": ident.__dict__,
+                "lookback_days": lookback_days,
+                "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
+            }
+            result.version = _commit(store, state, frames, list(plan), meta)
+        for month in result.skipped:
+            if month in coverage:
+                result.rows[month] = coverage[month].rows
+        return result
+
+
+def _prepared(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    """One frame for Delta: null-typed columns as text, unsigned integers as signed."""
+    frame = combine(frames) if len(frames) > 1 else frames[0]
+    casts = []
+    for name, dtype in frame.schema.items():
+        if dtype == pl.Null:
+            casts.append(pl.col(name).cast(pl.String))
+        elif dtype.is_unsigned_integer():
+            casts.append(pl.col(name).cast(pl.Int64))
+    return frame.with_columns(casts) if casts else frame
+
+
+def _commit(
+    store: str | os.PathLike[str],
+    state: StoreState,
+    frames: list[pl.DataFrame],
+    months: list[str],
+    meta: dict[str, Any],
+) -> int:
+    """Replace ``months`` with ``frames`` and record ``meta``, in one Delta commit."""
+    from deltalake import CommitProperties, write_deltalake
+    from deltalake.exceptions import CommitFailedError
+
+    data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
+    months_sql = ", ".join(f"'{m}'" for m in months)
+    kwargs: dict[str, Any] = {
+        "partition_by": ["month"],
+        "schema_mode": "merge",
+        "storage_options": storage_options(store),
+        "commit_properties": CommitProperties(
+            custom_metadata={_META_KEY: json.dumps(meta)}, max_commit_retries=0
+        ),
+    }
+    if state.version is None:
+        kwargs |= {"mode": "append"}
+    else:
+        kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
+    try:
+        write_deltalake(_uri(store), data, **kwargs)
+    except CommitFailedError as exc:
+        raise StoreLockedError(
+            f"another writer committed to the store {store} while this sync ran ({exc}); "
+            "nothing of this sync was kept: run it again"
+        ) from None
+    except OSError as exc:
+        raise StoreError(_os_problem(store, exc)) from None
+    except Exception as exc:
+        if _is_io_error(exc):
+            raise StoreError(_write_problem(store, exc)) from None
+        raise
+    table = _table(store)
+    assert table is not None
+    return int(table.version())
+
+
+def _is_io_error(exc: Exception) -> bool:
+    from deltalake.exceptions import DeltaError
+
+    return isinstance(exc, DeltaError) or type(exc).__name__ in ("DeltaError", "GenericError")
+
+
+def _write_problem(store: str | os.PathLike[str], exc: Exception) -> str:
+    text = " ".join(str(exc).split())[:300]
+    lowered = text.lower()
+    if "no space" in lowered:
+        reason = "the disk is full"
+    elif "read-only" in lowered or "permission denied" in lowered:
+        reason = "the store cannot be written (read-only or permission denied)"
+    else:
+        reason = text
+    return (
+        f"cannot write to the store {store}: {reason}; the store is left at its previous "
+        "version: fix that, then run the sync again"
+    )
 
 
 def sync_needed(
@@ -451,8 +747,8 @@ def sync_needed(
     today: date | None = None,
 ) -> bool:
     """True when :func:`sync` with these arguments would send any request."""
-    refresh_set = {_check_month(m) for m in refresh}
-    return bool(_plan(Path(store), start, end, today, lookback_days, refresh_set))
+    refresh_set = {parse_month(m, "refresh month") for m in refresh}
+    return bool(_plan(read_state(store), start, end, today, lookback_days, refresh_set))
 
 
 def _add_stats(total: ExportStats, part: ExportStats) -> None:
@@ -470,13 +766,40 @@ def _newest(frame: pl.DataFrame) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _write_month(gen: Path, month: str, frame: pl.DataFrame) -> None:
-    folder = gen / "transactions" / f"month={month}"
-    folder.mkdir(parents=True, exist_ok=True)
-    frame.drop("month", strict=False).write_parquet(folder / "part-0.parquet", compression="zstd")
+def format_status(
+    store: str | os.PathLike[str] = DEFAULT_STORE, *, lookback_days: int | None = None
+) -> str:
+    """Each stored month's coverage, rows, totals and last fetch, as printable lines.
 
-
-def _write_manifest(gen: Path, manifest: MonthManifest) -> None:
-    folder = gen / "manifests"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{manifest.month}.json").write_text(json.dumps(asdict(manifest), indent=2) + "\n")
+    Args:
+        store: the store folder or URI.
+        lookback_days: the look-back to judge completeness by (default: the last sync's).
+    """
+    state = read_state(store)
+    if state.version is None:
+        return f"store {store}: empty (no sync yet)"
+    lookback = state.lookback_days if lookback_days is None else lookback_days
+    source = state.source.label or state.source.url if state.source else "?"
+    lines = [
+        f"store {store}: table version {state.version}, source {source}, look-back {lookback} days"
+    ]
+    for month, cov in sorted(state.coverage.items()):
+        last = cov.last_fetch
+        uncovered = cov.uncovered()
+        status = (
+            "complete"
+            if cov.complete(lookback)
+            else f"partial ({len(uncovered)} day(s) never fetched)"
+            if uncovered
+            else "open (within the look-back)"
+        )
+        lines.append(
+            f"  {month}: {status}; {cov.rows:,} rows; windows {cov.describe_windows()}; "
+            + (
+                f"last fetch {last.fetched_at:%Y-%m-%d %H:%M}Z, service total "
+                f"{last.service_total:,} for {', '.join(last.queries) or 'its query'}"
+                if last
+                else "never fetched"
+            )
+        )
+    return "\n".join(lines)

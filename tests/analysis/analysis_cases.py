@@ -7,8 +7,9 @@ are cached for the whole session (generating and decoding is the slow part of th
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from functools import cache
 from typing import Any
@@ -51,8 +52,21 @@ def frame_from_bodies(bodies: list[bytes]) -> pl.DataFrame:
 
 
 @cache
-def load_case(seed: int, rate: float, records: int = RECORDS) -> Case:
-    ledger = generate_ledger(seed=seed, records=records, anomaly_rate=rate)
+def load_case(
+    seed: int,
+    rate: float,
+    records: int = RECORDS,
+    balance_model: str = "net",
+    zero_balance_rate: float = 0.0,
+) -> Case:
+    """A generated ledger (see :func:`generate_ledger` for the options) and its frame."""
+    ledger = generate_ledger(
+        seed=seed,
+        records=records,
+        anomaly_rate=rate,
+        balance_model=balance_model,
+        zero_balance_rate=zero_balance_rate,
+    )
     return Case(ledger, frame_from_bodies(ledger.export_bodies()))
 
 
@@ -83,3 +97,9 @@ def tx_frame(rows: list[dict[str, Any]], money_scale: int = 2) -> pl.DataFrame:
             values = [ms(v) if isinstance(v, str) else v for v in values]
         data[name] = values
     return pl.DataFrame(data, schema=schema)
+
+
+def month_bounds(month: str) -> tuple[date, date]:
+    """First and last day of ``YYYY-MM`` (the tests' own, independent of txkit's calendar)."""
+    year, number = map(int, month.split("-"))
+    return date(year, number, 1), date(year, number, calendar.monthrange(year, number)[1])

@@ -301,9 +301,11 @@ def test_a_clean_chain_has_no_breaks() -> None:
         {
             "currency": ["NGN", "NGN"],
             "side": ["ledger", "available"],
+            "model": ["net", "net"],
             "entries": [5, 5],
             "checked": [4, 5],
             "unverifiable": [1, 0],
+            "not_reported": [0, 0],
             "breaks": [0, 0],
             "chain_gap": [0, 0],
             "bad_value": [0, 0],
@@ -312,7 +314,14 @@ def test_a_clean_chain_has_no_breaks() -> None:
         },
         schema_overrides={
             c: pl.UInt32
-            for c in ("entries", "checked", "unverifiable", "breaks", *BREAK_KINDS_COLUMNS)
+            for c in (
+                "entries",
+                "checked",
+                "unverifiable",
+                "not_reported",
+                "breaks",
+                *BREAK_KINDS_COLUMNS,
+            )
         },
     )
     assert_frame_equal(summary, expected)
@@ -467,6 +476,7 @@ def test_reserves_are_deducted_from_available_until_released() -> None:
     expected = pl.DataFrame(
         {
             "currency": ["NGN"],
+            "model": ["net"],
             "side": ["available"],
             "field": ["toBalanceAfterAvailable"],
             "id": ["r3"],
@@ -476,7 +486,7 @@ def test_reserves_are_deducted_from_available_until_released() -> None:
             "difference": [Decimal("10.00")],
             "kind": ["reserve_mismatch"],
         },
-        schema={**SCHEMA, "createdAt": pl.Datetime("ms", "UTC")},
+        schema={**SCHEMA, "model": pl.String, "createdAt": pl.Datetime("ms", "UTC")},
     )
     assert_frame_equal(breaks, expected.select(breaks.columns))
 

@@ -18,6 +18,7 @@ from analysis_cases import RATES, SEEDS, Case, load_case, tx_frame
 from polars.testing import assert_frame_equal
 
 from txkit.analysis import (
+    COUNTED_STATUSES,
     activity_comparison,
     repeat_shortfalls,
     underpayment_summary,
@@ -283,3 +284,49 @@ def test_missing_columns_are_named() -> None:
         match="missing columns 'meta.existingTransaction.expectedAmount', 'meta.bankName'",
     ):
         underpayments(frame)
+
+
+# ---------------------------------------------------------------------------------------------
+# Statuses: every function counts the same records (COUNTED_STATUSES).
+
+ODD = [
+    _payment("x1", 10, "10.00", "50.00", status="pending", email="a@example.test"),
+    _payment("x2", 11, "70.00", "50.00", status="failed"),
+    _payment("x3", 12, "1.00", "50.00", transType="transfer", email="a@example.test"),
+]
+
+
+def test_only_successful_collections_count_everywhere() -> None:
+    assert COUNTED_STATUSES == ("successful",)
+    frame = tx_frame(ROWS + ODD)
+    flagged = underpayments(frame)
+    assert_frame_equal(flagged, underpayments(tx_frame(ROWS)))
+    every = underpayments(frame, all_statuses=True)
+    assert every.filter(pl.col("id").str.starts_with("x"))["id"].to_list() == ["x1", "x2", "x3"]
+    summary = underpayment_summary(frame, by="currency")
+    assert_frame_equal(summary, underpayment_summary(tx_frame(ROWS), by="currency"))
+    row = summary.row(0, named=True)
+    assert row["underpayments"] + row["overpayments"] == flagged.height  # same records
+    assert row["underpayment_rate"] == row["underpayments"] / row["successful_collections"]
+    assert_frame_equal(repeat_shortfalls(frame), repeat_shortfalls(tx_frame(ROWS)))
+    activity = activity_comparison(
+        frame.with_columns(pl.lit(1).alias("meta.customerActivity.attempts"))
+    )
+    assert activity["collections"].to_list()[:2] == [
+        (flagged["type"] == "UNDERPAYMENT").sum(),
+        (flagged["type"] == "OVERPAYMENT").sum(),
+    ]
+
+
+def test_the_original_reference_is_looked_up_in_history() -> None:
+    earlier = tx_frame([_payment("old", 1, "100.00")]).with_columns(
+        pl.lit("REF-gone").alias("transactionReference"),
+        pl.lit("pending").alias("status"),  # any status is the original's record
+    )
+    alone = underpayments(tx_frame(ROWS))
+    assert alone.filter(pl.col("id") == "u2")["original_in_export"].to_list() == [False]
+    found = underpayments(tx_frame(ROWS), history=earlier.lazy())
+    assert found.filter(pl.col("id") == "u2")["original_in_export"].to_list() == [True]
+    assert found.drop("original_in_export").equals(alone.drop("original_in_export"))
+    with pytest.raises(ValueError, match="history has missing column 'transactionReference'"):
+        underpayments(tx_frame(ROWS), history=earlier.drop("transactionReference"))

@@ -7,17 +7,35 @@ integer minor units in between; never a float.
 * :mod:`txkit.analysis.reconcile`: the export's collections against the merchant's orders.
 * :mod:`txkit.analysis.underpayments`: payments below or above the expected amount.
 * :mod:`txkit.analysis.balances`: the balance-after fields against the balance model.
+* :mod:`txkit.analysis.balance_models`: the candidate balance models and the choice of one
+  per wallet.
+* :mod:`txkit.analysis.overview`: what is in an export (volumes, statuses, fees), as a module.
 """
 
-from txkit.analysis.balances import BREAK_KINDS, balance_breaks, balance_summary
+from txkit.analysis import overview
+from txkit.analysis.balance_models import (
+    BALANCE_MODELS,
+    NO_MODEL_FITS,
+    balance_model_choice,
+    describe_balance_models,
+)
+from txkit.analysis.balances import (
+    BREAK_KINDS,
+    balance_breaks,
+    balance_model_fit,
+    balance_summary,
+)
 from txkit.analysis.reconcile import (
     CATEGORIES,
+    DEFAULT_DATE_TOLERANCE,
+    describe_matching,
     duplicate_references,
     read_orders,
     reconcile,
     reconcile_summary,
 )
 from txkit.analysis.underpayments import (
+    COUNTED_STATUSES,
     activity_comparison,
     repeat_shortfalls,
     underpayment_summary,
@@ -25,12 +43,21 @@ from txkit.analysis.underpayments import (
 )
 
 __all__ = [
+    "BALANCE_MODELS",
     "BREAK_KINDS",
     "CATEGORIES",
+    "COUNTED_STATUSES",
+    "DEFAULT_DATE_TOLERANCE",
+    "NO_MODEL_FITS",
     "activity_comparison",
     "balance_breaks",
+    "balance_model_choice",
+    "balance_model_fit",
     "balance_summary",
+    "describe_balance_models",
+    "describe_matching",
     "duplicate_references",
+    "overview",
     "read_orders",
     "reconcile",
     "reconcile_summary",

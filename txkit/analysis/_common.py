@@ -170,3 +170,15 @@ def to_minor_map(values: Mapping[str, object], scale: int, what: str) -> dict[st
             )
         out[currency] = int(minor)
     return out
+
+
+def decimals_of(value: object) -> int:
+    """Decimal places of an exact amount given as ``Decimal`` or ``str`` (0 for anything
+    else, and for what :func:`to_minor_map` will reject)."""
+    if isinstance(value, bool) or not isinstance(value, Decimal | str):
+        return 0
+    try:
+        exponent = Decimal(value).as_tuple().exponent
+    except ArithmeticError:
+        return 0
+    return max(0, -exponent) if isinstance(exponent, int) else 0

@@ -1,6 +1,10 @@
 """Verify the balance-after fields against the balance model, exactly and vectorised.
 
-The model (the sandbox implements exactly this):
+How fees and tax move a wallet is one of the candidates of
+:mod:`txkit.analysis.balance_models`, chosen per wallet from the data (or given); the model
+below is written for ``net``, the sandbox's default.
+
+The model:
 
 * one wallet per currency; entries ordered by ``createdAt``, then ``id``; only ``successful``
   records move balances;
@@ -14,10 +18,11 @@ The model (the sandbox implements exactly this):
   ``hasRollingReserve`` holds ``rollingReserve.amount`` of its currency from its ``createdAt``
   until ``rollingReserve.reserveReleaseDate`` (exclusive).
 
-How a ledger break is found (all in integer minor units): per wallet, ``S`` is the running
-sum of the deltas and ``k = reported - S`` is the wallet's implied opening balance. On a clean
-chain ``k`` is constant, so each entry's residual ``r = k - k_prev`` (against the previous entry
-with a reported ledger) is zero. A non-zero ``r`` followed by ``-r`` is one wrong value
+How a ledger break is found (all in integer minor units): per wallet, ``delta_sum`` is the
+running sum of the deltas and ``implied_opening = reported - delta_sum`` is the wallet's
+opening balance as each entry implies it. On a clean chain it is constant, so each entry's
+``residual`` (its implied opening minus the previous entry's, against the previous entry with
+a reported ledger) is zero. A non-zero residual ``r`` followed by ``-r`` is one wrong value
 (``bad_value``; the next entry resumes the chain and is not a break); followed by zero it is a
 jump that a record missing from the export would explain (``chain_gap``, ``difference`` = that
 record's delta); anything else is ``other``. An entry whose delta cannot be computed restarts
@@ -29,12 +34,13 @@ available alike (the offset stays), a wrong ledger value leaves available with t
 offset moves by ``-r``). This classifies a break on a chain's last entry, which has no
 successor, and finds a wrong first value (the chain's anchor) from its successor.
 
-Available values are checked per wallet through ``kA = available - (ledger - known held)``,
-which is 0 when every reserve is known. In an export that starts mid-history, reserves from
-before it make ``kA`` equal to minus what they still hold: never above 0 and only rising as
-they are released; a value breaking that pattern while its neighbours keep it is a
-``reserve_mismatch``. Once an entry shows ``kA == 0`` (confirmed by its successor), no earlier
-reserve is left and every later value must match exactly.
+Available values are checked per wallet through their ``available_offset``: available minus
+(ledger minus the known reserves held), which is 0 when every reserve is known. In an export
+that starts mid-history, reserves from before it make the offset equal to minus what they
+still hold: never above 0 and only rising as they are released; a value breaking that pattern
+while its neighbours keep it is a ``reserve_mismatch``. Once an entry shows an offset of 0
+(confirmed by its successor), no earlier reserve is left and every later value must match
+exactly.
 """
 
 from __future__ import annotations
@@ -50,37 +56,47 @@ from txkit.analysis._common import (
     Kind,
     check_columns,
     column_or_null,
+    decimals_of,
     from_minor,
     lazy,
     money_scale,
     to_minor,
     to_minor_map,
 )
+from txkit.analysis.balance_models import (
+    BALANCE_MODELS,
+    balance_model_choice,
+    credits_and_debits,
+    delta_column,
+    fit_table,
+    resolve_models,
+)
+from txkit.schema import require
 
-__all__ = ["BREAK_KINDS", "balance_breaks", "balance_summary"]
+__all__ = ["BREAK_KINDS", "balance_breaks", "balance_model_fit", "balance_summary"]
 
 #: The ``kind`` values of :func:`balance_breaks`.
 BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
 
-_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-    "feeAmount": "money",
-    "taxAmount": "money",
-    "toBalanceAfterLedger": "money",
-    "toBalanceAfterAvailable": "money",
-    "fromBalanceAfterLedger": "money",
-    "fromBalanceAfterAvailable": "money",
-    "hasRollingReserve": "bool",
-    "rollingReserve.amount": "money",
-    "rollingReserve.reserveReleaseDate": "datetime",
-}
+_REQUIRED: Final[dict[str, Kind]] = require(
+    "id",
+    "createdAt",
+    "transType",
+    "status",
+    "toAmount",
+    "toCurrency",
+    "feeAmount",
+    "taxAmount",
+    "toBalanceAfterLedger",
+    "toBalanceAfterAvailable",
+    "fromBalanceAfterLedger",
+    "fromBalanceAfterAvailable",
+    "hasRollingReserve",
+    "rollingReserve.amount",
+    "rollingReserve.reserveReleaseDate",
+)
 # Absent on exports without conversions; then a conversion's from-side is unverifiable.
-_OPTIONAL: Final[dict[str, Kind]] = {"fromAmount": "money", "fromCurrency": "string"}
+_OPTIONAL: Final[dict[str, Kind]] = require("fromAmount", "fromCurrency")
 _MONEY: Final = (
     "toAmount",
     "fromAmount",
@@ -93,6 +109,11 @@ _MONEY: Final = (
     "rollingReserve.amount",
 )
 _BALANCES: Final = _MONEY[4:8]
+_UNCHECKED: Final = ("unverifiable", "not_reported")
+#: What the ``model`` argument of the checks accepts: ``"auto"``, a model's name, a mapping
+#: of wallet currency to model name (or None: that wallet is not checked), or the frame
+#: :func:`~txkit.analysis.balance_model_choice` returns.
+BalanceModel = str | Mapping[str, str | None] | pl.DataFrame
 _SIDE_RANK: Final = {"from": 0, "to": 1}
 _W = "currency"
 _PERIOD = "_period"
@@ -105,8 +126,14 @@ def balance_breaks(
     *,
     opening: Mapping[str, Decimal | int | str] | None = None,
     history: Frame | None = None,
+    model: BalanceModel = "auto",
 ) -> pl.DataFrame:
     """Check every balance-after value against the balance model; one row per break.
+
+    The model (how fees and tax move a wallet) is chosen per wallet from the data by default
+    (``model="auto"``, see :func:`balance_model_fit` and
+    :func:`~txkit.analysis.balance_model_choice`); a wallet no candidate fits is not checked
+    and has no breaks, so a wrong model never floods the result.
 
     Without ``opening``, the export may start anywhere in the wallets' history: each wallet's
     first reported ledger value anchors its chain (it cannot be checked itself), and reserves
@@ -118,9 +145,10 @@ def balance_breaks(
     history, so no reserve was held before it), every value of those wallets is checked
     exactly, the first included.
 
-    Entries lacking what they need are unverifiable, never breaks: a successful record without
-    its balance-after value, or with all four balance-after fields ``0`` (as the provider
-    documents for one KES transfer); an entry whose delta is unknown (missing amount, fee or
+    Entries lacking what they need are unverifiable, never breaks: a successful record whose
+    balance-after fields are all ``0`` or absent is *not reported* (as the provider documents
+    for one KES transfer): the chain carries on through it by its own amounts, so a break
+    right after it is still found; an entry whose delta is unknown (missing amount, fee or
     tax, or an unknown ``transType``) restarts its wallet's chain; an available value while a
     reserve of unknown amount or release date is held. Records without ``createdAt``, and the
     debit of a conversion without ``fromCurrency``, cannot be placed in a chain and are left
@@ -144,43 +172,51 @@ def balance_breaks(
             in ``transactions`` are returned. A record in both counts once, as
             ``transactions`` has it. Reserves are held for a fixed time (30 days in the
             sandbox): history at least that long makes every available value checkable.
+        model: ``"auto"`` (default: per wallet, the candidate that fits at least 95 % of its
+            pairs of values, with ``history``'s pairs too), one of
+            :data:`~txkit.analysis.BALANCE_MODELS` for every wallet, a mapping of currency to
+            a model (or None: that wallet is not checked; wallets it lacks are chosen as by
+            ``auto``), or the frame :func:`~txkit.analysis.balance_model_choice` returned.
 
     Returns:
         One row per break, by ``createdAt``, ``id`` then ``field``: ``currency`` (the wallet),
-        ``side`` (``ledger`` or ``available``), ``field`` (e.g. ``toBalanceAfterLedger``),
-        ``id``, ``createdAt``, ``expected`` (what the chain gives), ``reported``, ``difference``
-        (reported minus expected; for a ``chain_gap`` the delta of the record that would close
-        the gap) and ``kind``: ``chain_gap``, ``bad_value`` or ``other`` on the ledger side,
-        ``reserve_mismatch`` on the available side. Money is exact, at the widest scale of the
-        input's money columns.
+        ``model`` (the wallet's balance model), ``side`` (``ledger`` or ``available``),
+        ``field`` (e.g. ``toBalanceAfterLedger``), ``id``, ``createdAt``, ``expected`` (what
+        the chain gives), ``reported``, ``difference`` (reported minus expected; for a
+        ``chain_gap`` the delta of the record that would close the gap) and ``kind``:
+        ``chain_gap``, ``bad_value`` or ``other`` on the ledger side, ``reserve_mismatch`` on
+        the available side. Money is exact, at the widest scale of the input's money columns.
 
     Raises:
-        ValueError: a required column is missing or of the wrong type, or ``opening`` holds a
-            value that is not an exact amount at the frame's scale.
+        ValueError: a required column is missing or of the wrong type, ``opening`` holds a
+            value that is not an exact amount at the frame's scale, or ``model`` is not one of
+            the accepted values.
 
     Example:
         >>> breaks = balance_breaks(df)
         >>> breaks.group_by("currency", "kind").len()
     """
-    checked, scale = _check(transactions, opening, "balance_breaks", history)
+    checked, scale = _check(transactions, opening, "balance_breaks", history, model)
     ledger = checked.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).select(
         pl.col(_W),
+        "model",
         pl.lit("ledger").alias("side"),
         (pl.col("pos") + "BalanceAfterLedger").alias("field"),
         "id",
         "createdAt",
-        pl.col("chain").alias("expected"),
-        pl.col("L").alias("reported"),
+        pl.col("expected_ledger").alias("expected"),
+        pl.col("reported_ledger").alias("reported"),
         pl.col("ledger_kind").alias("kind"),
     )
     available = checked.filter(pl.col("avail_kind") == "reserve_mismatch").select(
         pl.col(_W),
+        "model",
         pl.lit("available").alias("side"),
         (pl.col("pos") + "BalanceAfterAvailable").alias("field"),
         "id",
         "createdAt",
         pl.col("avail_expected").alias("expected"),
-        pl.col("A").alias("reported"),
+        pl.col("reported_available").alias("reported"),
         pl.col("avail_kind").alias("kind"),
     )
     return (
@@ -188,6 +224,7 @@ def balance_breaks(
         .sort(["createdAt", "id", "field"])
         .select(
             _W,
+            "model",
             "side",
             "field",
             "id",
@@ -205,6 +242,7 @@ def balance_summary(
     *,
     opening: Mapping[str, Decimal | int | str] | None = None,
     history: Frame | None = None,
+    model: BalanceModel = "auto",
 ) -> pl.DataFrame:
     """Per wallet and side: how many entries were checked, unverifiable, and broken by kind.
 
@@ -212,31 +250,81 @@ def balance_summary(
         transactions: the export (eager or lazy).
         opening: as for :func:`balance_breaks`.
         history: as for :func:`balance_breaks`; only entries of ``transactions`` are counted.
+        model: as for :func:`balance_breaks`.
 
     Returns:
         One row per wallet ``currency`` and ``side`` (``ledger``, ``available``), sorted:
-        ``entries`` (successful records moving that wallet), ``checked``, ``unverifiable``
-        (``checked + unverifiable == entries``; a chain's first entry without ``opening`` is
-        unverifiable), ``breaks`` and one count per kind of :data:`BREAK_KINDS`.
+        ``model`` (the wallet's balance model; null when none fits, and then nothing is
+        checked), ``entries`` (successful records moving that wallet), ``checked``,
+        ``unverifiable`` (``checked + unverifiable == entries``; a chain's first entry without
+        ``opening`` is unverifiable), ``not_reported`` (of the unverifiable, the records whose
+        balance-after fields are all 0 or absent), ``breaks`` and one count per kind of
+        :data:`BREAK_KINDS`.
 
     Raises:
         ValueError: as for :func:`balance_breaks`.
     """
-    checked, _ = _check(transactions, opening, "balance_summary", history)
+    checked, _ = _check(transactions, opening, "balance_summary", history, model)
     rows = []
     for side, kind_col in (("ledger", "ledger_kind"), ("available", "avail_kind")):
         kind = pl.col(kind_col)
         rows.append(
             checked.group_by(_W).agg(
                 pl.lit(side).alias("side"),
+                pl.col("model").first(),
                 pl.len().cast(pl.UInt32).alias("entries"),
-                (kind != "unverifiable").sum().cast(pl.UInt32).alias("checked"),
-                (kind == "unverifiable").sum().cast(pl.UInt32).alias("unverifiable"),
+                (~kind.is_in(_UNCHECKED)).sum().cast(pl.UInt32).alias("checked"),
+                kind.is_in(_UNCHECKED).sum().cast(pl.UInt32).alias("unverifiable"),
+                (kind == "not_reported").sum().cast(pl.UInt32).alias("not_reported"),
                 kind.is_in(BREAK_KINDS).sum().cast(pl.UInt32).alias("breaks"),
                 *((kind == k).sum().cast(pl.UInt32).alias(k) for k in BREAK_KINDS),
             )
         )
-    return pl.concat(rows).sort(_W, pl.col("side") != "ledger")
+    return (
+        pl.concat(rows)
+        .sort(_W, pl.col("side") != "ledger")
+        .select(_W, "side", "model", pl.exclude(_W, "side", "model"))
+    )
+
+
+def balance_model_fit(
+    transactions: Frame,
+    *,
+    opening: Mapping[str, Decimal | int | str] | None = None,
+    history: Frame | None = None,
+) -> pl.DataFrame:
+    """How well each candidate balance model explains each wallet's reported ledger values.
+
+    A pair is two consecutive reported ledger values of a wallet (records whose balance is not
+    reported are passed through by their own amounts; an entry whose delta a model cannot
+    compute restarts that model's chain). A model fits the pair when the later value equals
+    the earlier one plus the model's deltas in between. The candidates are
+    :data:`~txkit.analysis.BALANCE_MODELS`: ``net`` (fee and tax deducted on top of each
+    other), ``fee-only`` (tax included in the fee) and ``gross`` (fees outside the wallet).
+    :func:`~txkit.analysis.balance_model_choice` turns the table into one model per wallet,
+    as :func:`balance_breaks` does with ``model="auto"``.
+
+    Args:
+        transactions: the export (eager or lazy).
+        opening: as for :func:`balance_breaks`; pairs each wallet's first value with it.
+        history: as for :func:`balance_breaks`; its pairs are tested too (more evidence).
+
+    Returns:
+        One row per wallet and candidate, by currency then candidate order: ``currency``,
+        ``model``, ``checked`` (pairs tested), ``fitting`` (pairs the model explains
+        exactly) and ``fit_rate`` (``fitting / checked``; null without pairs).
+
+    Raises:
+        ValueError: as for :func:`balance_breaks`.
+
+    Example:
+        >>> fit = balance_model_fit(df)
+        >>> balance_model_choice(fit)  # one model per wallet, or none
+    """
+    entries, _, _, opening_minor = _prepare(
+        transactions, opening, "balance_model_fit", history, reserves=False
+    )
+    return fit_table(entries, opening_minor)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,18 +332,22 @@ def balance_summary(
 # wallet) with ``ledger_kind`` and ``avail_kind`` in ok / unverifiable / a break kind.
 
 
-def _check(
+def _prepare(
     transactions: Frame,
     opening: Mapping[str, Decimal | int | str] | None,
     caller: str,
-    history: Frame | None = None,
-) -> tuple[pl.DataFrame, int]:
+    history: Frame | None,
+    *,
+    reserves: bool = True,
+) -> tuple[pl.DataFrame, pl.DataFrame | None, int, dict[str, int]]:
+    """Validated input as entries in chain order (one delta column per model) and, when
+    ``reserves``, the reserves (the model fit needs neither them nor their columns)."""
     lf = lazy(transactions, "transactions", caller)
     schema = lf.collect_schema()
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
     if opening is not None and not isinstance(opening, Mapping):
         raise ValueError(f"{caller}: opening must be a mapping of currency to amount")
-    scales = [money_scale(schema, _MONEY), *map(_decimals, (opening or {}).values())]
+    scales = [money_scale(schema, _MONEY), *map(decimals_of, (opening or {}).values())]
     if history is not None:
         hlf = lazy(history, "history", caller)
         hschema = hlf.collect_schema()
@@ -270,37 +362,70 @@ def _check(
         # period has it.
         earlier = earlier.join(records.select("id"), on="id", how="anti")
         records = pl.concat([earlier, records], how="vertical")
-    entries = _entries(records).collect()
-    reserves = _reserves(records).collect()
+    if not reserves:
+        return _entries(records, reserves=False).collect(), None, scale, opening_minor
+    entries, held = pl.collect_all([_entries(records), _reserves(records)])
+    return entries, held, scale, opening_minor
+
+
+def _check(
+    transactions: Frame,
+    opening: Mapping[str, Decimal | int | str] | None,
+    caller: str,
+    history: Frame | None = None,
+    model: object = "auto",
+) -> tuple[pl.DataFrame, int]:
+    """Every entry of the period with its ``model``, ``ledger_kind`` and ``avail_kind``."""
+    chosen = resolve_models(model, caller)
+    entries, reserves, scale, opening_minor = _prepare(transactions, opening, caller, history)
+    assert reserves is not None
+    wallets: list[str] = entries[_W].unique().sort().to_list()
+    if isinstance(chosen, str):
+        per_wallet: dict[str, str | None] = dict.fromkeys(wallets, chosen)
+    else:
+        given = chosen or {}
+        per_wallet = {w: given[w] for w in wallets if w in given}
+        if len(per_wallet) < len(wallets):
+            auto = balance_model_choice(fit_table(entries, opening_minor))
+            per_wallet = {**dict(auto.select(_W, "model").iter_rows()), **per_wallet}
+    model_of = pl.col(_W).replace_strict(per_wallet, default=None, return_dtype=pl.String)
+    delta = pl.lit(None, dtype=pl.Int128)
+    for name in BALANCE_MODELS:
+        delta = pl.when(pl.col("model") == name).then(pl.col(delta_column(name))).otherwise(delta)
+    entries = entries.with_columns(model_of.alias("model")).with_columns(delta.alias("delta"))
     entries = _held(entries, reserves)
     entries = _ledger_chain(entries, opening_minor)
     entries = _available(entries, set(opening_minor))
+    unchecked = pl.col("model").is_null()  # no model fits the wallet: nothing is checked
+    entries = entries.with_columns(
+        pl.when(pl.col("not_reported"))
+        .then(pl.lit("not_reported"))
+        .when(unchecked)
+        .then(pl.lit("unverifiable"))
+        .otherwise(pl.col(kind))
+        .alias(kind)
+        for kind in ("ledger_kind", "avail_kind")
+    )
     if history is not None:
         entries = entries.filter(pl.col(_PERIOD))
     return entries, scale
 
 
-def _decimals(value: object) -> int:
-    """Decimal places of an opening amount (0 for what to_minor_map will reject)."""
-    if isinstance(value, bool) or not isinstance(value, Decimal | str):
-        return 0
-    try:
-        exponent = Decimal(value).as_tuple().exponent
-    except ArithmeticError:
-        return 0
-    return max(0, -exponent) if isinstance(exponent, int) else 0
-
-
 def _successful(
     lf: pl.LazyFrame, schema: pl.Schema, scale: int, *, period: bool = True
 ) -> pl.LazyFrame:
-    """Successful records with money in minor units; all-zero balance fields made null;
-    ``_period`` says whether they are the period checked (False for history)."""
+    """Successful records with money in minor units; ``_period`` says whether they are the
+    period checked (False for history).
+
+    ``not_reported``: every balance-after field is 0 or absent (as the provider documents for
+    one KES transfer). Such a record states no balance; its fields are made null.
+    """
     minor = {name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale)
              for name in _MONEY}  # fmt: skip
-    all_zero = pl.all_horizontal(minor[name].fill_null(1) == 0 for name in _BALANCES)
+    not_reported = pl.all_horizontal(minor[name].fill_null(0) == 0 for name in _BALANCES)
     balances = {
-        name: pl.when(all_zero).then(None).otherwise(minor[name]).alias(name) for name in _BALANCES
+        name: pl.when(not_reported).then(None).otherwise(minor[name]).alias(name)
+        for name in _BALANCES
     }
     return lf.filter((pl.col("status") == "successful") & pl.col("createdAt").is_not_null()).select(
         pl.col("id").cast(pl.String),
@@ -313,14 +438,15 @@ def _successful(
         pl.col("hasRollingReserve"),
         pl.col("rollingReserve.reserveReleaseDate").cast(_TS).alias("release"),
         pl.lit(period).alias(_PERIOD),
+        not_reported.alias("not_reported"),
     )
 
 
-def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (record, wallet): ``pos`` (to/from), ``delta``, reported ``L`` and ``A``."""
+def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
+    """One row per (record, wallet): ``pos`` (to/from), one delta column per balance model,
+    ``reported_ledger``, ``reported_available`` and ``not_reported``."""
     ttype = pl.col("transType")
-    credit = pl.col("toAmount") - pl.col("feeAmount") - pl.col("taxAmount")
-    debit = _ZERO - (pl.col("toAmount") + pl.col("feeAmount") + pl.col("taxAmount"))
+    models = credits_and_debits()
     known = ttype.is_in(["collection", "transfer", "settlement", "conversion"])
     # A record of an unknown type still reports a balance: it becomes an entry of unknown
     # delta on its toCurrency wallet, on the side it reports.
@@ -339,10 +465,11 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         "createdAt",
         pl.col("toCurrency").alias(_W),
         pl.lit("to").alias("pos"),
-        pl.when(known).then(credit).alias("delta"),
-        pl.col("toBalanceAfterLedger").alias("L"),
-        pl.col("toBalanceAfterAvailable").alias("A"),
+        *(pl.when(known).then(credit).alias(delta_column(m)) for m, (credit, _) in models.items()),
+        pl.col("toBalanceAfterLedger").alias("reported_ledger"),
+        pl.col("toBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
+        "not_reported",
     )
     from_side = records.filter(
         ttype.is_in(["transfer", "settlement", "conversion"]) | (~known & (unknown_pos == "from"))
@@ -354,14 +481,18 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .otherwise(pl.col("toCurrency"))
         .alias(_W),
         pl.lit("from").alias("pos"),
-        pl.when(ttype == "conversion")
-        .then(_ZERO - pl.col("fromAmount"))
-        .when(known)
-        .then(debit)
-        .alias("delta"),
-        pl.col("fromBalanceAfterLedger").alias("L"),
-        pl.col("fromBalanceAfterAvailable").alias("A"),
+        *(
+            pl.when(ttype == "conversion")
+            .then(_ZERO - pl.col("fromAmount"))
+            .when(known)
+            .then(debit)
+            .alias(delta_column(m))
+            for m, (_, debit) in models.items()
+        ),
+        pl.col("fromBalanceAfterLedger").alias("reported_ledger"),
+        pl.col("fromBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
+        "not_reported",
     )
     holds = _holds()
     known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
@@ -376,14 +507,18 @@ def _entries(records: pl.LazyFrame) -> pl.LazyFrame:
         .alias("reserve_add"),
         (holds & ~known_reserve).cast(pl.Int64).alias("unknown_add"),
     )
+    both = pl.concat([to_side, from_side]).filter(pl.col(_W).is_not_null())
+    rank = pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8)
+    if not reserves:
+        return both.sort(["createdAt", "id", rank], nulls_last=True).select(
+            _W, "reported_ledger", *map(delta_column, BALANCE_MODELS)
+        )
     return (
-        pl.concat([to_side, from_side])
-        .filter(pl.col(_W).is_not_null())
-        .join(reserve, on=["id", "pos"], how="left")
+        both.join(reserve, on=["id", "pos"], how="left")
         .with_columns(
             pl.col("reserve_add").fill_null(0),
             pl.col("unknown_add").fill_null(0),
-            pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8).alias("_rank"),
+            rank.alias("_rank"),
         )
         .sort(["createdAt", "id", "_rank"], nulls_last=True)
         .with_row_index("row")
@@ -422,60 +557,89 @@ def _runs_alternate(candidate: pl.Expr, group: list[str]) -> pl.Expr:
 
 
 def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
-    """Add ``chain`` (the model's ledger), ``ledger_kind`` and ``expL`` to every entry."""
-    seg = [_W, "seg"]
-    opened = pl.col(_W).is_in(list(opening)) & (pl.col("seg") == 0)
-    open_k = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+    """Add ``expected_ledger`` (the model's ledger), ``ledger_kind`` and ``ledger_basis``.
+
+    Columns added on the way: ``chain_id`` (per wallet, the number of entries of unknown delta
+    so far: a new chain starts after each), ``delta_sum`` (running sum of the deltas within the
+    chain), ``implied_opening`` (reported ledger minus ``delta_sum``: the wallet's opening
+    balance as this entry implies it), ``prev_opening`` (the previous entry's) and
+    ``residual`` (the difference of the two; zero on a clean chain).
+    """
+    chain = [_W, "chain_id"]
+    opened = pl.col(_W).is_in(list(opening)) & (pl.col("chain_id") == 0)
+    opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+    implied = pl.col("implied_opening")
+    previous_implied = implied.shift(1).forward_fill().over(chain)
     e = (
-        entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("seg"))
-        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(seg).alias("S"))
-        .with_columns((pl.col("L") - pl.col("S")).alias("k"))
+        entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("chain_id"))
+        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(chain).alias("delta_sum"))
+        .with_columns((pl.col("reported_ledger") - pl.col("delta_sum")).alias("implied_opening"))
         .with_columns(
             pl.when(opened)
-            .then(pl.col("k").shift(1).forward_fill().over(seg).fill_null(open_k))
-            .otherwise(pl.col("k").shift(1).forward_fill().over(seg))
-            .alias("k_prev")
+            .then(previous_implied.fill_null(opening_balance))
+            .otherwise(previous_implied)
+            .alias("prev_opening")
         )
-        .with_columns((pl.col("k") - pl.col("k_prev")).alias("r"))
+        .with_columns((implied - pl.col("prev_opening")).alias("residual"))
     )
     # Where no later entry tells a wrong value from a jump, the available value can: it keeps
-    # its offset ``A - L + held`` through a jump, and stays with the chain past a wrong ledger.
-    offset = pl.when(pl.col("u_held") == 0).then(pl.col("A") - pl.col("L") + pl.col("held"))
-    prev_offset = offset.shift(1).forward_fill().over(_W)
+    # its offset ``available - ledger + held`` through a jump, and stays with the chain past
+    # a wrong ledger.
+    offset = pl.when(pl.col("unknown_held") == 0).then(
+        pl.col("reported_available") - pl.col("reported_ledger") + pl.col("held")
+    )
+    previous_offset = offset.shift(1).forward_fill().over(_W)
     opened_wallet = pl.col(_W).is_in(list(opening))
     e = e.with_columns(
-        offset.alias("off"),
-        pl.when(opened_wallet).then(prev_offset.fill_null(0)).otherwise(prev_offset).alias("off_p"),
-        pl.col("k").is_not_null().cum_sum().over(seg).alias("nth"),
+        offset.alias("reported_offset"),
+        pl.when(opened_wallet)
+        .then(previous_offset.fill_null(0))
+        .otherwise(previous_offset)
+        .alias("prev_reported_offset"),
+        implied.is_not_null().cum_sum().over(chain).alias("chain_position"),
     )
-    r, r_next = pl.col("r"), pl.col("r").shift(-1).over(seg)
-    off, off_p = pl.col("off"), pl.col("off_p")
+    residual = pl.col("residual")
+    next_residual = pl.col("next_residual")
+    offset_now, offset_before = pl.col("reported_offset"), pl.col("prev_reported_offset")
     # A chain's anchor (its first value, unchecked without an opening balance) was the wrong
     # one when its successor jumps by r while the available offset moves by -r.
-    jumps_back = (r != 0) & (off - off_p + r == 0) & (r_next + r).ne_missing(0)
-    anchor_wrong = ((pl.col("nth") == 2) & ~opened & jumps_back).fill_null(False)
+    jumps_back = (
+        (residual != 0)
+        & (offset_now - offset_before + residual == 0)
+        & (next_residual + residual).ne_missing(0)
+    )
+    anchor_wrong = ((pl.col("chain_position") == 2) & ~opened & jumps_back).fill_null(False)
+    reverted = ((residual != 0) & (next_residual + residual == 0)).fill_null(False)
     checked = (
-        e.filter(r.is_not_null())
-        .select("row", _W, "seg", "nth", "r", "off", "off_p")
-        .with_columns(r_next.alias("r_next"))
-        .with_columns(anchor_wrong.alias("anchor_wrong"))
-        .with_columns(
-            _runs_alternate(((r != 0) & (pl.col("r_next") + r == 0)).fill_null(False), seg).alias(
-                "bad"
-            )
-        )
-        .with_columns(pl.col("bad").shift(1).over(seg).fill_null(False).alias("resumes"))
+        e.filter(residual.is_not_null())
         .select(
             "row",
-            pl.when((r == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
+            _W,
+            "chain_id",
+            "chain_position",
+            "residual",
+            "reported_offset",
+            "prev_reported_offset",
+        )
+        .with_columns(residual.shift(-1).over(chain).alias("next_residual"))
+        .with_columns(anchor_wrong.alias("anchor_wrong"))
+        .with_columns(_runs_alternate(reverted, chain).alias("bad"))
+        .with_columns(pl.col("bad").shift(1).over(chain).fill_null(False).alias("resumes"))
+        .select(
+            "row",
+            pl.when((residual == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
             .then(pl.lit("ok"))
             .when(pl.col("bad"))
             .then(pl.lit("bad_value"))
-            .when(pl.col("r_next") == 0)
+            .when(next_residual == 0)
             .then(pl.lit("chain_gap"))
-            .when(pl.col("r_next").is_null() & (off + r == off_p) & (off != off_p))
+            .when(
+                next_residual.is_null()
+                & (offset_now + residual == offset_before)
+                & (offset_now != offset_before)
+            )
             .then(pl.lit("bad_value"))
-            .when(pl.col("r_next").is_null() & (off == off_p))
+            .when(next_residual.is_null() & (offset_now == offset_before))
             .then(pl.lit("chain_gap"))
             .otherwise(pl.lit("other"))
             .alias("ledger_kind"),
@@ -483,13 +647,15 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
         )
     )
     # The chain's value skips bad values: the entry after one is measured from before it.
-    good_k = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(pl.col("k"))
-    good_prev = good_k.shift(1).forward_fill().over(seg)
-    is_anchor = (pl.col("nth") == 1) & pl.col("k").is_not_null()
-    next_k = pl.col("k").shift(-1).backward_fill().over(seg)
+    good_implied = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(implied)
+    last_good_implied = good_implied.shift(1).forward_fill().over(chain)
+    is_anchor = (pl.col("chain_position") == 1) & implied.is_not_null()
+    next_implied = implied.shift(-1).backward_fill().over(chain)
     return (
         e.join(checked, on="row", how="left")
-        .with_columns(pl.col("anchor_wrong").fill_null(False).any().over(seg).alias("anchor_wrong"))
+        .with_columns(
+            pl.col("anchor_wrong").fill_null(False).any().over(chain).alias("anchor_wrong")
+        )
         .with_columns(
             pl.when(is_anchor & pl.col("anchor_wrong"))
             .then(pl.lit("bad_value"))
@@ -497,28 +663,36 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
             .alias("ledger_kind"),
         )
         .with_columns(
+            # The opening balance the model's ledger is measured from at this entry.
             pl.when(opened)
-            .then(good_prev.fill_null(open_k))
+            .then(last_good_implied.fill_null(opening_balance))
             .when(is_anchor & pl.col("anchor_wrong"))
-            .then(next_k)
-            .otherwise(good_prev)
-            .alias("kp"),
+            .then(next_implied)
+            .otherwise(last_good_implied)
+            .alias("chain_opening"),
         )
-        .with_columns((pl.col("S") + pl.col("kp")).alias("chain"))
+        .with_columns((pl.col("delta_sum") + pl.col("chain_opening")).alias("expected_ledger"))
         .with_columns(
             # The ledger value the available check starts from: the reported one unless it
             # is the wrong one (or missing).
-            pl.when((pl.col("ledger_kind") == "bad_value") | pl.col("L").is_null())
-            .then(pl.col("chain"))
-            .otherwise(pl.col("L"))
-            .alias("expL")
+            pl.when((pl.col("ledger_kind") == "bad_value") | pl.col("reported_ledger").is_null())
+            .then(pl.col("expected_ledger"))
+            .otherwise(pl.col("reported_ledger"))
+            .alias("ledger_basis")
         )
-        .drop("kp", "off", "off_p", "nth", "anchor_wrong")
+        .drop(
+            "chain_opening",
+            "reported_offset",
+            "prev_reported_offset",
+            "chain_position",
+            "anchor_wrong",
+        )
     )
 
 
 def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
-    """Add ``held`` (known reserves held at each entry) and ``u_held`` (unknown ones held)."""
+    """Add ``held`` (known reserves held at each entry) and ``unknown_held`` (how many
+    reserves of unknown amount or release are held)."""
     released = reserves.sort("release").with_columns(
         pl.col("amount").cum_sum().over(_W).alias("released"),
         pl.col("unknown").cum_sum().over(_W).alias("released_unknown"),
@@ -538,33 +712,44 @@ def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
         )
         .with_columns(
             (pl.col("added") - pl.col("released").fill_null(0)).alias("held"),
-            (pl.col("added_unknown") - pl.col("released_unknown").fill_null(0)).alias("u_held"),
+            (pl.col("added_unknown") - pl.col("released_unknown").fill_null(0)).alias(
+                "unknown_held"
+            ),
         )
         .drop("added", "added_unknown", "release", "released", "released_unknown")
     )
 
 
 def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
-    """Add ``avail_kind`` and ``avail_expected`` to every entry."""
+    """Add ``available_offset``, ``avail_kind`` and ``avail_expected`` to every entry.
+
+    ``available_offset`` is reported available minus (ledger minus the known reserves held).
+    """
     e = entries.with_columns(
-        pl.when(pl.col("u_held") == 0)
-        .then(pl.col("A") - (pl.col("expL") - pl.col("held")))
-        .alias("kA")
+        pl.when(pl.col("unknown_held") == 0)
+        .then(pl.col("reported_available") - (pl.col("ledger_basis") - pl.col("held")))
+        .alias("available_offset")
     )
-    k, prev, nxt = pl.col("kA"), pl.col("kp"), pl.col("kn")
-    # kA is available minus (ledger - known reserves held). With every reserve known it is 0.
+    offset = pl.col("available_offset")
+    prev, nxt = pl.col("prev_available_offset"), pl.col("next_available_offset")
+    # The offset is available minus (ledger - known reserves held); 0 with every reserve known.
     # Reserves held from before a partial export make it -(what they still hold): never above
     # 0, and only rising as they are released. A value that breaks this while its neighbours
     # keep it is the odd one out; a lasting change cannot be attributed to one entry.
-    odd = ((k > 0) | ((k > nxt) & (prev <= nxt)) | ((k < prev) & (nxt >= prev))).fill_null(False)
+    odd = (
+        (offset > 0) | ((offset > nxt) & (prev <= nxt)) | ((offset < prev) & (nxt >= prev))
+    ).fill_null(False)
     # Once an entry (confirmed by its successor) shows 0, no earlier reserve is left: from
     # then on every value must match exactly.
-    settles = (k == 0) & ~odd & (nxt.is_null() | (nxt >= 0))
+    settles = (offset == 0) & ~odd & (nxt.is_null() | (nxt >= 0))
     complete_wallet = pl.col(_W).is_in(list(complete)) if complete else pl.lit(False)
     rows = (
-        e.filter(k.is_not_null())
-        .select("row", _W, "kA")
-        .with_columns(k.shift(1).over(_W).alias("kp"), k.shift(-1).over(_W).alias("kn"))
+        e.filter(offset.is_not_null())
+        .select("row", _W, "available_offset")
+        .with_columns(
+            offset.shift(1).over(_W).alias("prev_available_offset"),
+            offset.shift(-1).over(_W).alias("next_available_offset"),
+        )
         .with_columns(
             odd.alias("odd"),
             (complete_wallet | settles.cum_max().shift(1).over(_W).fill_null(False)).alias(
@@ -574,10 +759,10 @@ def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
         .select(
             "row",
             pl.when(pl.col("settled"))
-            .then(pl.when(k != 0).then(pl.lit("reserve_mismatch")).otherwise(pl.lit("ok")))
+            .then(pl.when(offset != 0).then(pl.lit("reserve_mismatch")).otherwise(pl.lit("ok")))
             .when(pl.col("odd"))
             .then(pl.lit("reserve_mismatch"))
-            .when(k == 0)
+            .when(offset == 0)
             .then(pl.lit("ok"))
             .otherwise(pl.lit("unverifiable"))
             .alias("avail_kind"),
@@ -592,7 +777,7 @@ def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
         e.join(rows, on="row", how="left")
         .with_columns(
             pl.col("avail_kind").fill_null("unverifiable"),
-            (pl.col("expL") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(
+            (pl.col("ledger_basis") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(
                 "avail_expected"
             ),
         )

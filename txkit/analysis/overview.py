@@ -167,7 +167,9 @@ def explore_findings(df: Frame) -> list[str]:
     )
     still_open = frame.filter(pl.col("status").is_in(_OPEN))
     if still_open.height:
-        counts = still_open.group_by("status").len().sort("len", descending=True)
+        counts = (
+            still_open.group_by("status").len().sort(["len", "status"], descending=[True, False])
+        )
         listed = ", ".join(f"{r['len']:,} {r['status']}" for r in counts.iter_rows(named=True))
         out.append(
             f"{still_open.height:,} records are still open ({listed}): their status can change "

@@ -7,16 +7,30 @@ by ``reference``. Amounts are compared exactly, as decimals.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
-from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+from txkit.analysis._common import (
+    Frame,
+    Kind,
+    check_columns,
+    decimals_of,
+    lazy,
+    money,
+    money_scale,
+)
+from txkit.calendar import month_bounds
+from txkit.schema import require
 
 __all__ = [
     "CATEGORIES",
+    "DEFAULT_DATE_TOLERANCE",
+    "describe_matching",
     "duplicate_references",
     "read_orders",
     "reconcile",
@@ -26,6 +40,11 @@ __all__ = [
 #: Reconciliation categories, in the order summaries list them.
 CATEGORIES: Final[tuple[str, ...]] = (
     "matched",
+    "paid_next_month",
+    "ordered_previous_month",
+    "paid_previous_month",
+    "ordered_next_month",
+    "amount_within_tolerance",
     "missing_in_export",
     "missing_in_orders",
     "duplicate_reference",
@@ -34,16 +53,24 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "status_mismatch",
 )
 _CATEGORY = pl.Enum(CATEGORIES)
-
-_TX_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "transactionReference": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
+_MONTH_END: Final = CATEGORIES[1:5]
+_SIDE_COLUMNS: Final = {
+    "export": (
+        "export_id",
+        "export_amount",
+        "export_currency",
+        "export_status",
+        "export_date",
+        "_export_in_month",
+    ),
+    "order": ("order_amount", "order_currency", "order_status", "order_date", "_order_in_month"),
 }
+#: An amount tolerance: exact, in the record's currency.
+Tolerance = Decimal | int | str
+
+_TX_REQUIRED: Final[dict[str, Kind]] = require(
+    "id", "createdAt", "transType", "status", "transactionReference", "toAmount", "toCurrency"
+)
 _ORDERS_REQUIRED: Final[dict[str, Kind]] = {
     "reference": "string",
     "amount": "money",
@@ -54,18 +81,40 @@ _ORDERS_OPTIONAL: Final[dict[str, Kind]] = {"status": "string", "date": "date"}
 _AMOUNT_RE: Final = r"^[+-]?[0-9]+(\.[0-9]+)?$"
 _DATE_RE: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
 _MAX_LISTED: Final = 10
+#: The default ``date_tolerance`` of :func:`reconcile`: days looked at beyond the month.
+DEFAULT_DATE_TOLERANCE: Final = 3
 
 
-def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
+def reconcile(
+    transactions: Frame,
+    orders: Frame,
+    *,
+    month: str | None = None,
+    date_tolerance: int | timedelta = DEFAULT_DATE_TOLERANCE,
+    amount_tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+) -> pl.DataFrame:
     """Match the export's collections against the merchant's orders, one row per reference.
 
     Each reference found on either side gets one ``category``, the first that applies in this
     order: ``duplicate_reference`` (more than once on either side; ``export_count`` and
     ``order_count`` tell how often on each, 0 included), ``missing_in_export`` (only in the
     orders), ``missing_in_orders`` (only in the export), ``currency_mismatch``,
-    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``), else
-    ``matched``. The order date is reported, never compared (the export's ``createdAt`` and a
-    merchant's order date need not be the same day).
+    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``),
+    ``amount_within_tolerance`` (only with ``amount_tolerance``: the amounts differ by no more
+    than it), then with ``month`` the four month-end categories below, else ``matched``.
+
+    Without ``month`` the order date is reported, never compared (the export's ``createdAt``
+    and a merchant's order date need not be the same day). With ``month``, the
+    reconciliation is the month's: a reference belongs to it when its order is dated in the
+    month (or undated) or its collection was made in the month (UTC date of ``createdAt``).
+    Its counterpart is looked for up to ``date_tolerance`` days beyond the month on either
+    side, so an order of the 31st paid just after midnight is not missing in either month:
+    it is ``paid_next_month`` in its order's month and ``ordered_previous_month`` in its
+    payment's month (and the reverse, an order dated after its payment across the month's
+    start or end, ``paid_previous_month`` or ``ordered_next_month``). Records and orders
+    beyond the tolerance are left out; so are references whose every date is outside the
+    month (they are another month's). Pass the records and orders of those extra days (e.g.
+    :func:`txkit.notebook.load_margin` and ``load_orders(..., margin_days=...)``).
 
     Collections without a ``transactionReference`` and orders without a ``reference`` cannot be
     matched and are left out.
@@ -76,7 +125,16 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
             ``toAmount`` and ``toCurrency``.
         orders: the merchant's orders (eager or lazy), e.g. from :func:`read_orders`: columns
             ``reference``, ``amount`` (decimal or integer) and ``currency``; ``status`` and
-            ``date`` optional.
+            ``date`` optional (``date`` is needed to place orders in ``month``).
+        month: ``YYYY-MM`` (UTC) to reconcile one month with its month ends; None (the
+            default): every record and order given, dates not compared.
+        date_tolerance: with ``month``, how many days beyond the month a counterpart is
+            looked for (an ``int`` of days or a whole-day ``timedelta``, 0 or more; default
+            3).
+        amount_tolerance: optional largest difference (a ``Decimal``, ``int`` or exact
+            ``str``, in the record's currency; or a mapping of currency to one, currencies
+            it lacks having none) that makes ``amount_within_tolerance`` instead of
+            ``amount_mismatch``. Off by default: every difference is a mismatch.
 
     Returns:
         One row per reference, sorted by reference: ``reference``, ``category`` (an Enum in the
@@ -89,10 +147,11 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
         collection (by ``createdAt``, ``id``) and its first order row.
 
     Raises:
-        ValueError: a frame misses a required column or has one of the wrong type.
+        ValueError: a frame misses a required column or has one of the wrong type; a bad
+            ``month``, ``date_tolerance`` or ``amount_tolerance``.
 
     Example:
-        >>> result = reconcile(df, read_orders("orders.csv"))
+        >>> result = reconcile(df, read_orders("orders.csv"), month="2026-10")
         >>> result.filter(pl.col("category") != "matched")
     """
     tx = lazy(transactions, "transactions", "reconcile")
@@ -101,13 +160,34 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
     od_schema = od.collect_schema()
     check_columns(tx_schema, _TX_REQUIRED, "transactions", "reconcile")
     check_columns(od_schema, _ORDERS_REQUIRED, "orders", "reconcile", optional=_ORDERS_OPTIONAL)
-    scale = max(money_scale(tx_schema, ["toAmount"]), money_scale(od_schema, ["amount"]))
+    days = _days(date_tolerance)
+    bounds = None if month is None else month_bounds(month)
+    scale = max(
+        money_scale(tx_schema, ["toAmount"]),
+        money_scale(od_schema, ["amount"]),
+        *_tolerance_scales(amount_tolerance),
+    )
+    tolerance = _tolerances(amount_tolerance, scale)
+    order_status = (
+        pl.col("status").cast(pl.String) if "status" in od_schema else pl.lit(None, dtype=pl.String)
+    )
+    order_date = _date_expr(od_schema) if "date" in od_schema else pl.lit(None, dtype=pl.Date)
+    collections = tx.filter(
+        (pl.col("transType") == "collection") & pl.col("transactionReference").is_not_null()
+    ).with_columns(pl.col("createdAt").dt.date().alias("_day"))
+    merchant_rows = od.filter(pl.col("reference").is_not_null()).with_columns(
+        order_date.alias("_day")
+    )
+    in_month: pl.Expr = pl.lit(True)
+    if bounds is not None:
+        first, last = bounds
+        window = pl.col("_day").is_between(first - days, last + days)
+        collections = collections.filter(window)
+        merchant_rows = merchant_rows.filter(window | pl.col("_day").is_null())
+        in_month = pl.col("_day").is_between(first, last) | pl.col("_day").is_null()
 
     export = (
-        tx.filter(
-            (pl.col("transType") == "collection") & pl.col("transactionReference").is_not_null()
-        )
-        .sort(["createdAt", "id"], nulls_last=True)
+        collections.sort(["createdAt", "id"], nulls_last=True)
         .group_by(pl.col("transactionReference").cast(pl.String).alias("reference"))
         .agg(
             pl.len().alias("export_count"),
@@ -115,30 +195,48 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
             money("toAmount", scale).first().alias("export_amount"),
             pl.col("toCurrency").first().cast(pl.String).alias("export_currency"),
             pl.col("status").first().cast(pl.String).alias("export_status"),
-            pl.col("createdAt").first().dt.date().alias("export_date"),
+            pl.col("_day").first().alias("export_date"),
+            in_month.any().alias("_export_in_month"),
         )
     )
-    order_status = (
-        pl.col("status").cast(pl.String) if "status" in od_schema else pl.lit(None, dtype=pl.String)
-    )
-    order_date = _date_expr(od_schema) if "date" in od_schema else pl.lit(None, dtype=pl.Date)
-    merchant = (
-        od.filter(pl.col("reference").is_not_null())
-        .group_by(pl.col("reference").cast(pl.String))
-        .agg(
-            pl.len().alias("order_count"),
-            money("amount", scale).first().alias("order_amount"),
-            pl.col("currency").first().cast(pl.String).alias("order_currency"),
-            order_status.first().alias("order_status"),
-            order_date.first().alias("order_date"),
-        )
+    merchant = merchant_rows.group_by(pl.col("reference").cast(pl.String)).agg(
+        pl.len().alias("order_count"),
+        money("amount", scale).first().alias("order_amount"),
+        pl.col("currency").first().cast(pl.String).alias("order_currency"),
+        order_status.first().alias("order_status"),
+        pl.col("_day").first().alias("order_date"),
+        in_month.any().alias("_order_in_month"),
     )
     joined = export.join(merchant, on="reference", how="full", coalesce=True).with_columns(
         pl.col("export_count").fill_null(0).cast(pl.UInt32),
         pl.col("order_count").fill_null(0).cast(pl.UInt32),
     )
+    if bounds is not None:
+        # A reference is the month's when its order or its payment is in the month; what
+        # lies only in the days around it is another month's.
+        joined = joined.filter(
+            pl.col("_order_in_month").fill_null(False) | pl.col("_export_in_month").fill_null(False)
+        )
+        # A counterpart outside the month further than the tolerance from the other side is
+        # not this reference's (its own month sees it as missing, and so does this one).
+        far = ((pl.col("export_date") - pl.col("order_date")).abs() > days).fill_null(False)
+        joined = joined.with_columns(
+            (far & ~pl.col(f"_{side}_in_month").fill_null(True)).alias(f"_hide_{side}")
+            for side in _SIDE_COLUMNS
+        )
+        hide = {side: pl.col(f"_hide_{side}") for side in _SIDE_COLUMNS}
+        joined = joined.with_columns(
+            pl.when(hide[side]).then(pl.lit(None)).otherwise(pl.col(name)).alias(name)
+            for side, names in _SIDE_COLUMNS.items()
+            for name in names
+        ).with_columns(
+            pl.when(hide[side]).then(0).otherwise(pl.col(f"{side}_count")).alias(f"{side}_count")
+            for side in _SIDE_COLUMNS
+        )
     same_currency = pl.col("export_currency").eq_missing(pl.col("order_currency"))
     has_order_status = pl.col("order_status").is_not_null()
+    gap = pl.col("export_amount") - pl.col("order_amount")
+    within = _within(gap, tolerance, scale)
     category = (
         pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
         .then(pl.lit("duplicate_reference"))
@@ -148,15 +246,30 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
         .then(pl.lit("missing_in_orders"))
         .when(~same_currency)
         .then(pl.lit("currency_mismatch"))
-        .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
+        .when(pl.col("export_amount").ne_missing(pl.col("order_amount")) & ~within)
         .then(pl.lit("amount_mismatch"))
         .when(has_order_status & pl.col("export_status").ne_missing(pl.col("order_status")))
         .then(pl.lit("status_mismatch"))
-        .otherwise(pl.lit("matched"))
+        .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
+        .then(pl.lit("amount_within_tolerance"))
     )
+    if bounds is not None:
+        first, last = bounds
+        paid, ordered = pl.col("export_date"), pl.col("order_date")
+        category = (
+            category.when(pl.col("_order_in_month") & (paid > last))
+            .then(pl.lit("paid_next_month"))
+            .when(pl.col("_order_in_month") & (paid < first))
+            .then(pl.lit("paid_previous_month"))
+            .when(ordered < first)
+            .then(pl.lit("ordered_previous_month"))
+            .when(ordered > last)
+            .then(pl.lit("ordered_next_month"))
+        )
+    category = category.otherwise(pl.lit("matched"))
     difference = (
         pl.when(same_currency & pl.col("export_currency").is_not_null())
-        .then(pl.col("export_amount") - pl.col("order_amount"))
+        .then(gap)
         .cast(pl.Decimal(38, scale))
     )
     return (
@@ -179,6 +292,112 @@ def reconcile(transactions: Frame, orders: Frame) -> pl.DataFrame:
         .sort("reference")
         .collect()
     )
+
+
+def _days(tolerance: object) -> timedelta:
+    """``date_tolerance`` as a whole number of days, or ValueError."""
+    if isinstance(tolerance, timedelta):
+        if tolerance >= timedelta(0) and tolerance % timedelta(days=1) == timedelta(0):
+            return tolerance
+    elif isinstance(tolerance, int) and not isinstance(tolerance, bool) and tolerance >= 0:
+        return timedelta(days=tolerance)
+    raise ValueError(
+        "reconcile: date_tolerance must be a whole number of days, 0 or more (an int or a "
+        f"timedelta of whole days), got {tolerance!r}"
+    )
+
+
+def _tolerance_scales(tolerance: object) -> list[int]:
+    """Decimal places of the amount tolerance(s), so the common scale holds them exactly."""
+    values = tolerance.values() if isinstance(tolerance, Mapping) else [tolerance]
+    return [decimals_of(value) for value in values]
+
+
+def _tolerances(tolerance: object, scale: int) -> dict[str, Decimal] | Decimal | None:
+    """The amount tolerance as a Decimal, or one per currency; ValueError if not exact."""
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, Mapping):
+        out = {}
+        for currency, value in tolerance.items():
+            out[str(currency)] = _one_tolerance(value, scale, f"amount_tolerance[{currency!r}]")
+        return out
+    return _one_tolerance(tolerance, scale, "amount_tolerance")
+
+
+def _one_tolerance(value: object, scale: int, what: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
+        raise ValueError(
+            f"reconcile: {what} must be a Decimal, int or exact str amount (or a mapping of "
+            f"currency to one), got {value!r}"
+        )
+    try:
+        amount = Decimal(value)
+    except ArithmeticError:
+        raise ValueError(f"reconcile: {what} is not a number: {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise ValueError(f"reconcile: {what} must be a finite amount, 0 or more, got {value!r}")
+    return amount.quantize(Decimal(1).scaleb(-scale))
+
+
+def _within(gap: pl.Expr, tolerance: dict[str, Decimal] | Decimal | None, scale: int) -> pl.Expr:
+    """Is the (same-currency) difference within the tolerance? Exact decimal comparison."""
+    if tolerance is None:
+        return pl.lit(False)
+    if isinstance(tolerance, Decimal):
+        limit = pl.lit(tolerance, dtype=pl.Decimal(38, scale))
+    else:
+        if not tolerance:
+            return pl.lit(False)
+        limit = pl.col("export_currency").replace_strict(
+            tolerance, default=None, return_dtype=pl.Decimal(38, scale)
+        )
+    return (gap.abs() <= limit).fill_null(False)
+
+
+def describe_matching(
+    result: pl.DataFrame,
+    *,
+    month: str | None,
+    date_tolerance: int | timedelta = DEFAULT_DATE_TOLERANCE,
+    amount_tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+) -> list[str]:
+    """The date and amount rules a :func:`reconcile` result was made with, as sentences
+    with what they changed in it (for a notebook's assumptions).
+
+    Args:
+        result: the frame :func:`reconcile` returned.
+        month, date_tolerance, amount_tolerance: as given to :func:`reconcile`.
+
+    Returns:
+        Two sentences: the date rule and the amount rule.
+    """
+    counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
+    days = _days(date_tolerance).days
+    if month is None:
+        dates = "Order dates are shown, not compared: every record and order given is matched."
+    else:
+        crossing = {c: counts[c] for c in _MONTH_END if counts.get(c)}
+        found = ", ".join(f"{n:,} {c}" for c, n in crossing.items()) or "none"
+        dates = (
+            f"{month} is reconciled with {days} day(s) of margin: a payment or order up to "
+            f"{days} day(s) beyond the month on either side still matches its counterpart "
+            f"(found: {found})."
+        )
+    if amount_tolerance is None:
+        amounts = "Amounts are compared exactly: every difference is an amount_mismatch."
+    else:
+        given = (
+            ", ".join(f"{v} {c}" for c, v in amount_tolerance.items())
+            if isinstance(amount_tolerance, Mapping)
+            else f"{amount_tolerance}"
+        )
+        amounts = (
+            f"Differences up to {given} are amount_within_tolerance "
+            f"({counts.get('amount_within_tolerance', 0):,} reference(s)); larger ones are "
+            "amount_mismatch."
+        )
+    return [dates, amounts]
 
 
 def reconcile_summary(result: Frame) -> pl.DataFrame:
@@ -251,13 +470,7 @@ def duplicate_references(transactions: Frame) -> pl.DataFrame:
         ValueError: a required column is missing or of the wrong type.
     """
     lf = lazy(transactions, "transactions", "duplicate_references")
-    required: dict[str, Kind] = {
-        "id": "string",
-        "createdAt": "datetime",
-        "transType": "string",
-        "status": "string",
-        "transactionReference": "string",
-    }
+    required = require("id", "createdAt", "transType", "status", "transactionReference")
     check_columns(lf.collect_schema(), required, "transactions", "duplicate_references")
     ref = "transactionReference"
     return (

@@ -15,8 +15,10 @@ from typing import Final
 import polars as pl
 
 from txkit.analysis._common import Frame, Kind, check_columns, lazy, money, money_scale
+from txkit.schema import require
 
 __all__ = [
+    "COUNTED_STATUSES",
     "activity_comparison",
     "repeat_shortfalls",
     "underpayment_summary",
@@ -28,32 +30,38 @@ _EXPECTED = "meta.existingTransaction.expectedAmount"
 _ORIGINAL = "meta.existingTransaction.reference"
 _ACTIVITY = "meta.customerActivity."
 _FLAGS: Final = ("UNDERPAYMENT", "OVERPAYMENT")
+#: The statuses whose flagged collections every function here counts (lists, counts, rates,
+#: totals, repeat customers and the activity comparison alike): the provider records an
+#: under- or overpayment as a new successful collection, and the rates divide by successful
+#: collections. Flagged records of other statuses are listed only on request
+#: (``underpayments(..., all_statuses=True)``).
+COUNTED_STATUSES: Final[tuple[str, ...]] = ("successful",)
 
-_REQUIRED: Final[dict[str, Kind]] = {
-    "id": "string",
-    "createdAt": "datetime",
-    "transType": "string",
-    "status": "string",
-    "transactionReference": "string",
-    "toAmount": "money",
-    "toCurrency": "string",
-    "customerEmail": "string",
-    _TYPE: "string",
-    _EXPECTED: "money",
-    _ORIGINAL: "string",
-    "meta.bankName": "string",
-    "meta.paymentChannel": "string",
-}
-_ACTIVITY_REQUIRED: Final[dict[str, Kind]] = {
-    "transType": "string",
-    "status": "string",
-    _TYPE: "string",
-    "meta.paymentChannel": "string",
-    f"{_ACTIVITY}attempts": "int",
-    f"{_ACTIVITY}errors": "int",
-    f"{_ACTIVITY}time_spent": "number",
-    f"{_ACTIVITY}mobile": "bool",
-}
+_REQUIRED: Final[dict[str, Kind]] = require(
+    "id",
+    "createdAt",
+    "transType",
+    "status",
+    "transactionReference",
+    "toAmount",
+    "toCurrency",
+    "customerEmail",
+    _TYPE,
+    _EXPECTED,
+    _ORIGINAL,
+    "meta.bankName",
+    "meta.paymentChannel",
+)
+_ACTIVITY_REQUIRED: Final[dict[str, Kind]] = require(
+    "transType",
+    "status",
+    _TYPE,
+    "meta.paymentChannel",
+    f"{_ACTIVITY}attempts",
+    f"{_ACTIVITY}errors",
+    f"{_ACTIVITY}time_spent",
+    f"{_ACTIVITY}mobile",
+)
 
 #: Dimensions :func:`underpayment_summary` can group by, and the column each comes from.
 SUMMARY_DIMENSIONS: Final[dict[str, pl.Expr]] = {
@@ -76,19 +84,27 @@ def _flag() -> pl.Expr:
 
 
 def _successful_collections() -> pl.Expr:
-    return (pl.col("transType") == "collection") & (pl.col("status") == "successful")
+    return (pl.col("transType") == "collection") & pl.col("status").is_in(COUNTED_STATUSES)
 
 
-def _flagged(lf: pl.LazyFrame) -> pl.LazyFrame:
+def _flagged(
+    lf: pl.LazyFrame, history: pl.LazyFrame | None = None, *, all_statuses: bool = False
+) -> pl.LazyFrame:
     scale = money_scale(lf.collect_schema(), ["toAmount", _EXPECTED])
+    known = [lf] if history is None else [lf, history]
     references = (
-        lf.select(pl.col("transactionReference").cast(pl.String).alias("ref"))
+        pl.concat(
+            [f.select(pl.col("transactionReference").cast(pl.String).alias("ref")) for f in known]
+        )
         .drop_nulls()
         .unique()
         .with_columns(pl.lit(True).alias("original_in_export"))
     )
+    counted = _flag().is_in(_FLAGS)
+    if not all_statuses:
+        counted = counted & _successful_collections()
     return (
-        lf.filter(_flag().is_in(_FLAGS))
+        lf.filter(counted)
         .select(
             pl.col("id").cast(pl.String),
             "createdAt",
@@ -128,32 +144,52 @@ def _flagged(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def underpayments(transactions: Frame) -> pl.DataFrame:
-    """Every record marked ``UNDERPAYMENT`` or ``OVERPAYMENT``, with its shortfall.
+def underpayments(
+    transactions: Frame, *, history: Frame | None = None, all_statuses: bool = False
+) -> pl.DataFrame:
+    """Every successful collection marked ``UNDERPAYMENT`` or ``OVERPAYMENT``, with its
+    shortfall.
+
+    Only successful collections count (:data:`COUNTED_STATUSES`), here and in every summary
+    of this module, so that the list, the counts and the rates agree.
 
     Args:
         transactions: the export (eager or lazy), e.g. from :func:`txkit.load_transactions`.
+        history: optional earlier records (eager or lazy), e.g. the store's earlier months:
+            an original reference found there is not reported as missing.
+        all_statuses: also list flagged records of other statuses and types (to investigate
+            them; the summaries never count them).
 
     Returns:
-        One row per flagged record (any status), by ``createdAt`` then ``id``: ``id``,
+        One row per flagged record, by ``createdAt`` then ``id``: ``id``,
         ``createdAt``, ``transactionReference``, ``type`` (``UNDERPAYMENT`` or
         ``OVERPAYMENT``), ``status``, ``currency`` (``toCurrency``), ``expected``
         (``meta.existingTransaction.expectedAmount``), ``paid`` (``toAmount``), ``shortfall``
         (expected minus paid; negative for an overpayment; null when either is missing),
         ``original_reference`` (``meta.existingTransaction.reference``),
         ``original_in_export`` (True when that reference is the ``transactionReference`` of a
-        record in ``transactions``), ``bank`` (``meta.bankName``), ``channel``
-        (``meta.paymentChannel``) and ``customerEmail``. Money columns are exact decimals of
-        one scale.
+        record, of any status, in ``transactions`` or ``history``), ``bank``
+        (``meta.bankName``), ``channel`` (``meta.paymentChannel``) and ``customerEmail``.
+        Money columns are exact decimals of one scale.
 
     Raises:
         ValueError: a required column is missing or of the wrong type.
 
     Example:
-        >>> flagged = underpayments(df)
-        >>> flagged.filter(~pl.col("original_in_export"))  # originals outside this export
+        >>> flagged = underpayments(df, history=earlier_months)
+        >>> flagged.filter(~pl.col("original_in_export"))  # originals found nowhere
     """
-    return _flagged(_prepare(transactions, "underpayments", _REQUIRED)).collect()
+    lf = _prepare(transactions, "underpayments", _REQUIRED)
+    earlier = None
+    if history is not None:
+        earlier = lazy(history, "history", "underpayments")
+        check_columns(
+            earlier.collect_schema(),
+            {"transactionReference": "string"},
+            "history",
+            "underpayments",
+        )
+    return _flagged(lf, earlier, all_statuses=all_statuses).collect()
 
 
 def underpayment_summary(
@@ -161,8 +197,8 @@ def underpayment_summary(
 ) -> pl.DataFrame:
     """Counts, rates and totals of under- and overpayments per group.
 
-    The rate of a group is its flagged records divided by its successful collections (the
-    flagged records are themselves successful collections in the provider's model). Money
+    The rate of a group is its flagged successful collections divided by its successful
+    collections; flagged records of other statuses are not counted (:data:`COUNTED_STATUSES`). Money
     totals of different currencies are never added: ``currency`` is always one of the
     grouping columns.
 
@@ -253,8 +289,9 @@ def repeat_shortfalls(
 ) -> pl.DataFrame:
     """Customers who underpaid repeatedly, largest total shortfall first.
 
-    Only underpayments count (overpayments are not shortfalls); records without a
-    ``customerEmail`` cannot be attributed and are left out. Totals are per currency.
+    Only underpayments count (overpayments are not shortfalls), and only successful ones
+    (:data:`COUNTED_STATUSES`); records without a ``customerEmail`` cannot be attributed and
+    are left out. Totals are per currency.
 
     Args:
         transactions: the export (eager or lazy).

@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from txkit.defaults import SANDBOX_DATA_DIR
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
@@ -113,6 +114,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "month, paid after midnight (default: %(default)s)",
     )
     parser.add_argument(
+        "--repeat-underpayers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="customers given two or three underpayments in the calendar's last month "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--faults",
         type=_faults,
         default=None,
@@ -121,7 +130,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir",
-        default="data/sandbox",
+        default=str(SANDBOX_DATA_DIR),
         help="where orders.csv and ground_truth.json are written (default: %(default)s)",
     )
     parser.add_argument(
@@ -170,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 balance_model=args.balance_model,
                 zero_balance_rate=args.zero_balance_rate,
                 late_payments_per_month=args.late_payments,
+                repeat_underpayers=args.repeat_underpayers,
             )
             sandbox = Sandbox(
                 ledger=ledger,

@@ -1,0 +1,215 @@
+"""What the store holds of each month: the windows fetched, when, with which query and totals.
+
+A :class:`MonthCoverage` is kept per month inside the store's own commits (see
+:mod:`txkit.store`), never in side files, so it always describes exactly the data of the same
+table version. Planning reads it day by day:
+
+* a day is **covered** when some fetched window contains it;
+* a covered day is **settled** when its newest fetch happened at least ``lookback_days`` after
+  the day ended (statuses change for a while after a record is created; after that the stored
+  version is final);
+* a month is **complete** when every day is covered and settled, i.e. its windows cover it
+  whole and its newest fetch happened after the month ended plus the look-back.
+
+A sync fetches, for each month, the span from its first uncovered or unsettled day to its last
+one, whatever other months hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from txkit.calendar import month_bounds
+
+__all__ = ["Fetch", "MonthCoverage", "needed_window"]
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """One verified fetch of a window of days.
+
+    Attributes:
+        first: the first UTC day fetched.
+        last: the last UTC day fetched (included).
+        fetched_at: when (UTC).
+        kind: ``full``, ``refresh``, ``gap``, ``look-back`` or ``migrated``.
+        queries: the queries sent (each with a day of margin on both sides).
+        service_total: the service's ``total`` for those queries, summed; every record of them
+            was fetched and verified against it.
+        rows: records of the window that were fetched.
+    """
+
+    first: date
+    last: date
+    fetched_at: datetime
+    kind: str
+    queries: list[str] = field(default_factory=list)
+    service_total: int = 0
+    rows: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (ISO dates)."""
+        out = asdict(self)
+        out["first"], out["last"] = self.first.isoformat(), self.last.isoformat()
+        out["fetched_at"] = self.fetched_at.isoformat(timespec="seconds")
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Fetch:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            first=date.fromisoformat(data["first"]),
+            last=date.fromisoformat(data["last"]),
+            fetched_at=datetime.fromisoformat(data["fetched_at"]),
+            kind=str(data["kind"]),
+            queries=list(data.get("queries", [])),
+            service_total=int(data.get("service_total", 0)),
+            rows=int(data.get("rows", 0)),
+        )
+
+    def contains(self, other: Fetch) -> bool:
+        """True when this window contains ``other``'s and is not older."""
+        return (
+            self.first <= other.first
+            and other.last <= self.last
+            and self.fetched_at >= other.fetched_at
+        )
+
+
+@dataclass(frozen=True)
+class MonthCoverage:
+    """What the store holds of one month.
+
+    Attributes:
+        month: ``YYYY-MM``.
+        fetches: the fetches that still describe the data, oldest first (a fetch whose window
+            a later one contains is dropped).
+        rows: records stored for the month.
+        newest_created_at: the newest ``createdAt`` stored (ISO 8601), or None.
+    """
+
+    month: str
+    fetches: tuple[Fetch, ...]
+    rows: int
+    newest_created_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "month": self.month,
+            "fetches": [f.to_json() for f in self.fetches],
+            "rows": self.rows,
+            "newest_created_at": self.newest_created_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MonthCoverage:
+        """The inverse of :meth:`to_json`."""
+        return cls(
+            month=str(data["month"]),
+            fetches=tuple(Fetch.from_json(f) for f in data["fetches"]),
+            rows=int(data["rows"]),
+            newest_created_at=data.get("newest_created_at"),
+        )
+
+    def with_fetch(
+        self, fetch: Fetch, *, replace: bool, rows: int, newest: str | None
+    ) -> MonthCoverage:
+        """The coverage after ``fetch`` (``replace``: it replaced the month's data)."""
+        kept = () if replace else tuple(f for f in self.fetches if not fetch.contains(f))
+        return MonthCoverage(self.month, (*kept, fetch), rows, newest)
+
+    @property
+    def last_fetch(self) -> Fetch | None:
+        """The newest fetch."""
+        return max(self.fetches, key=lambda f: f.fetched_at, default=None)
+
+    def newest_fetch_of(self, day: date) -> datetime | None:
+        """When ``day`` was last fetched, or None when no window contains it."""
+        times = [f.fetched_at for f in self.fetches if f.first <= day <= f.last]
+        return max(times, default=None)
+
+    def uncovered(self, first: date | None = None, last: date | None = None) -> list[date]:
+        """The days of the month (or of ``first``..``last``) that no window contains."""
+        return [d for d in _days(self.month, first, last) if self.newest_fetch_of(d) is None]
+
+    def complete(self, lookback_days: int) -> bool:
+        """Covered whole, and newest fetch after the month's end plus the look-back."""
+        return not needed_days(self, lookback_days, now=None)
+
+    def describe_windows(self) -> str:
+        """``2026-09-01..2026-09-10 (fetched ...), ...`` in day order."""
+        parts = sorted(self.fetches, key=lambda f: (f.first, f.fetched_at))
+        return ", ".join(
+            f"{f.first}..{f.last} ({f.kind} at {f.fetched_at:%Y-%m-%d %H:%M}Z)" for f in parts
+        )
+
+
+def _days(month: str, first: date | None, last: date | None) -> list[date]:
+    m_first, m_last = month_bounds(month)
+    a, b = max(m_first, first or m_first), min(m_last, last or m_last)
+    return [a + timedelta(days=i) for i in range((b - a).days + 1)]
+
+
+def settled(day: date, fetched_at: datetime, lookback_days: int) -> bool:
+    """True when a fetch at ``fetched_at`` saw ``day``'s records after their look-back ended."""
+    day_end = datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
+    return fetched_at >= day_end + timedelta(days=lookback_days)
+
+
+def needed_days(
+    coverage: MonthCoverage | None,
+    lookback_days: int,
+    *,
+    now: datetime | None,
+    month: str | None = None,
+    last: date | None = None,
+) -> list[date]:
+    """The days up to ``last`` that are uncovered, or covered but not settled.
+
+    ``now`` is when the caller would fetch: an unsettled day is only worth fetching again when
+    the new fetch could see something the last one did not (always, in practice); None means
+    "judge the stored data alone" (for :meth:`MonthCoverage.complete`).
+    """
+    name = coverage.month if coverage is not None else month
+    assert name is not None
+    days = _days(name, None, last)
+    if coverage is None:
+        return days
+    out = []
+    for day in days:
+        seen = coverage.newest_fetch_of(day)
+        if seen is None or not settled(day, seen, lookback_days):
+            out.append(day)
+    return out
+
+
+def needed_window(
+    month: str,
+    coverage: MonthCoverage | None,
+    *,
+    last: date,
+    lookback_days: int,
+    now: datetime,
+    refresh: bool = False,
+) -> tuple[str, date, date] | None:
+    """What a sync must fetch of ``month`` (days up to ``last``): (kind, first, last) or None.
+
+    Kinds: ``full`` (nothing stored), ``refresh`` (forced), ``gap`` (some day was never
+    fetched), ``look-back`` (every day was fetched, some before its look-back ended).
+    """
+    m_first, m_last = month_bounds(month)
+    end = min(m_last, last)
+    if end < m_first:
+        return None
+    if refresh:
+        return "refresh", m_first, end
+    if coverage is None or not coverage.fetches:
+        return "full", m_first, end
+    days = needed_days(coverage, lookback_days, now=now, last=end)
+    if not days:
+        return None
+    kind = "gap" if coverage.uncovered(days[0], days[-1]) else "look-back"
+    return kind, days[0], days[-1]

@@ -1,0 +1,320 @@
+"""Which timestamp ``startDate``/``endDate`` filter on, whether each bound is inclusive, and
+where the service's days start, found by comparing date-filtered listings record by record.
+
+The model: a query ``startDate=S&endDate=E`` returns the records whose timestamp field ``f``
+lies in ``[L, H)`` with ``L = S 00:00 - h (+1 day if the start is exclusive)`` and
+``H = E 24:00 - h (-1 day if the end is exclusive)``, ``h`` the service's UTC offset. Every
+combination (a :data:`Candidate`) is checked against each listed window: the records of the
+*reference* (the newest records, a complete run of the listing) must be in the window's listing
+exactly when the candidate puts them inside, and every listed record must fall inside.
+Windows are chosen to split the surviving candidates the most, which picks days with records
+near the candidate boundaries (near midnight).
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, Final
+
+from txkit.probe.profile import Finding, unknown
+
+__all__ = ["Candidate", "DateModel", "all_candidates", "parse_ms", "timestamp_fields"]
+
+DAY_MS: Final = 86_400_000
+HOUR_MS: Final = 3_600_000
+#: Whole-hour offsets of the world's time zones, and the fractional ones in use.
+WHOLE_OFFSETS: Final = tuple(float(h) for h in range(-12, 15))
+FRACTIONAL_OFFSETS: Final = (-9.5, -3.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10.5, 12.75, 13.75)
+_EPOCH: Final = date(1970, 1, 1).toordinal()
+
+Candidate = tuple[str, bool, bool, float]  # (field, start_inclusive, end_inclusive, offset h)
+
+
+def parse_ms(value: Any) -> int | None:
+    """Epoch milliseconds of an ISO 8601 timestamp string with a zone, else None."""
+    if not isinstance(value, str) or len(value) < 20 or value[4:5] != "-" or value[10:11] != "T":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return None
+    return round(parsed.timestamp() * 1000)
+
+
+def timestamp_fields(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Top-level fields holding ISO timestamps in most records (``createdAt`` first)."""
+    counts: dict[str, int] = {}
+    for record in records:
+        for key, value in record.items():
+            if isinstance(value, str) and parse_ms(value) is not None:
+                counts[key] = counts.get(key, 0) + 1
+    found = [k for k, n in counts.items() if n >= 0.5 * len(records)]
+    return sorted(found, key=lambda k: (k != "createdAt", k != "updatedAt", k))
+
+
+def all_candidates(fields: Iterable[str]) -> list[Candidate]:
+    """Every (field, start inclusive, end inclusive, offset) combination considered."""
+    return [
+        (f, si, ei, h)
+        for f in fields
+        for si in (True, False)
+        for ei in (True, False)
+        for h in WHOLE_OFFSETS + FRACTIONAL_OFFSETS
+    ]
+
+
+def day_ms(day: date) -> int:
+    return (day.toordinal() - _EPOCH) * DAY_MS
+
+
+def window_range(candidate: Candidate, start: date, end: date) -> tuple[int, int]:
+    """The ``[L, H)`` a candidate gives ``startDate=start&endDate=end``, in epoch ms."""
+    _, si, ei, h = candidate
+    shift = round(h * HOUR_MS)
+    low = day_ms(start) - shift + (0 if si else DAY_MS)
+    high = day_ms(end) + DAY_MS - shift - (0 if ei else DAY_MS)
+    return low, high
+
+
+@dataclass
+class _Axis:
+    """The reference's records sorted by one field."""
+
+    values: list[int]
+    position: dict[str, int]
+    prefix: list[int]  # xor of record hashes, for comparing predicted sets cheaply
+
+
+@dataclass
+class _Observation:
+    start: date
+    end: date
+    members: dict[str, list[int]]  # field -> sorted reference positions of listed records
+    low: dict[str, int | None]  # field -> smallest value among listed records
+    high: dict[str, int | None]
+    missing: dict[str, int]  # field -> listed records without it
+    size: int
+
+
+@dataclass
+class DateModel:
+    """The surviving candidates and the evidence that narrowed them.
+
+    Args:
+        reference: the newest records of the unfiltered listing (a complete run).
+        fields: the timestamp fields to consider.
+    """
+
+    reference: Sequence[dict[str, Any]]
+    fields: Sequence[str]
+    candidates: list[Candidate] = field(default_factory=list)
+    observations: list[_Observation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.candidates = all_candidates(self.fields)
+        rng = random.Random(0)
+        self._hash = {str(r.get("id")): rng.getrandbits(64) for r in self.reference}
+        self._axes: dict[str, _Axis] = {}
+        for f in self.fields:
+            pairs = sorted(
+                (ms, str(r.get("id"))) for r in self.reference if (ms := parse_ms(r.get(f)))
+            )
+            prefix = [0]
+            for _, rid in pairs:
+                prefix.append(prefix[-1] ^ self._hash[rid])
+            self._axes[f] = _Axis(
+                [ms for ms, _ in pairs], {rid: k for k, (_, rid) in enumerate(pairs)}, prefix
+            )
+        created = [ms for r in self.reference if (ms := parse_ms(r.get("createdAt")))]
+        self.oldest = min(created) if created else None
+        self.newest = max(created) if created else None
+
+    # -- evidence --------------------------------------------------------------------------
+
+    def observe(self, start: date, end: date, listed: Sequence[dict[str, Any]]) -> int:
+        """Narrow the candidates with the complete listing of ``startDate=start&endDate=end``.
+
+        Returns:
+            How many candidates were ruled out.
+        """
+        members: dict[str, list[int]] = {}
+        low: dict[str, int | None] = {}
+        high: dict[str, int | None] = {}
+        missing: dict[str, int] = {}
+        for f in self.fields:
+            axis = self._axes[f]
+            values = [parse_ms(r.get(f)) for r in listed]
+            present = [v for v in values if v is not None]
+            missing[f] = len(values) - len(present)
+            low[f] = min(present) if present else None
+            high[f] = max(present) if present else None
+            members[f] = sorted(
+                axis.position[rid] for r in listed if (rid := str(r.get("id"))) in axis.position
+            )
+        obs = _Observation(start, end, members, low, high, missing, len(listed))
+        self.observations.append(obs)
+        before = len(self.candidates)
+        self.candidates = [c for c in self.candidates if self._fits(c, obs)]
+        return before - len(self.candidates)
+
+    def _fits(self, c: Candidate, obs: _Observation) -> bool:
+        f = c[0]
+        if obs.missing[f]:
+            return False
+        lo, hi = window_range(c, obs.start, obs.end)
+        low, high = obs.low[f], obs.high[f]
+        if low is not None and (low < lo or high is None or high >= hi):
+            return False
+        axis = self._axes[f]
+        i_lo = bisect.bisect_left(axis.values, lo)
+        i_hi = max(i_lo, bisect.bisect_left(axis.values, hi))
+        members = obs.members[f]
+        if len(members) != i_hi - i_lo:
+            return False
+        return not members or (members[0] >= i_lo and members[-1] < i_hi)
+
+    # -- choosing the next window ----------------------------------------------------------
+
+    def _predict(self, c: Candidate, start: date, end: date) -> tuple[int, int]:
+        """(hash of the reference records the candidate puts in the window, their count)."""
+        axis = self._axes[c[0]]
+        lo, hi = window_range(c, start, end)
+        i_lo = bisect.bisect_left(axis.values, lo)
+        i_hi = max(i_lo, bisect.bisect_left(axis.values, hi))
+        return axis.prefix[i_hi] ^ axis.prefix[i_lo], i_hi - i_lo
+
+    def next_window(self, max_records: int) -> tuple[date, date] | None:
+        """The window that splits the surviving candidates the most (None if none does).
+
+        Only windows inside the reference (at least 14 h above its oldest record) whose
+        predicted listing holds at most ``max_records`` records are considered.
+        """
+        if self.oldest is None or self.newest is None or not self.candidates:
+            return None
+        first = _day(self.oldest + 15 * HOUR_MS) + timedelta(days=1)
+        last = _day(self.newest)
+        done = {(o.start, o.end) for o in self.observations}
+        if len(self.candidates) == 1:
+            return self._confirming_window(first, last, done, max_records)
+        best: tuple[tuple[int, int, int], tuple[date, date]] | None = None
+        day = first
+        while day <= last:
+            for span in (0, 1, 2):
+                window = (day, day + timedelta(days=span))
+                if window in done:
+                    continue
+                classes: dict[int, int] = {}
+                largest = 0
+                for c in self.candidates:
+                    key, count = self._predict(c, *window)
+                    largest = max(largest, count)
+                    classes[key] = classes.get(key, 0) + 1
+                if largest > max_records or len(classes) < 2:
+                    continue
+                # Fewest candidates left in the worst case; then the cheaper, the newer.
+                score = (max(classes.values()), largest, -day.toordinal())
+                if best is None or score < best[0]:
+                    best = (score, window)
+            day += timedelta(days=1)
+        return None if best is None else best[1]
+
+    def _confirming_window(
+        self, first: date, last: date, done: set[tuple[date, date]], max_records: int
+    ) -> tuple[date, date] | None:
+        """For one surviving candidate: the 3-day window with the most reference records
+        within an hour of the boundaries it predicts (the sharpest test of it)."""
+        (c,) = self.candidates
+        axis = self._axes[c[0]]
+        best: tuple[int, tuple[date, date]] | None = None
+        day = first
+        while day + timedelta(days=2) <= last:
+            window = (day, day + timedelta(days=2))
+            day += timedelta(days=1)
+            if window in done or self._predict(c, *window)[1] > max_records:
+                continue
+            near = 0
+            for edge in window_range(c, *window):
+                near += bisect.bisect_left(axis.values, edge + HOUR_MS) - bisect.bisect_left(
+                    axis.values, edge - HOUR_MS
+                )
+            if best is None or near > best[0]:
+                best = (near, window)
+        return None if best is None else best[1]
+
+    # -- conclusions -----------------------------------------------------------------------
+
+    def findings(
+        self, why_none: str | None = None, cut_short: str | None = None
+    ) -> dict[str, Finding]:
+        """``date_field``, ``start_inclusive``, ``end_inclusive`` and ``utc_offset_hours``.
+
+        Args:
+            why_none: the reason no window was listed (when none was).
+            cut_short: why no more windows were listed (added to ambiguous findings).
+        """
+        names = ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
+        listed = len(self.observations)
+        if why_none is not None and not listed:
+            return {n: unknown(why_none) for n in names}
+        if not listed:
+            return {n: unknown("no date window could be listed") for n in names}
+        days = ", ".join(_describe(o) for o in self.observations)
+        if not self.candidates:
+            reason = (
+                f"no timestamp field ({', '.join(self.fields) or 'none found'}), bound and "
+                f"UTC offset explains the listings of {days}"
+            )
+            return {n: unknown(reason) for n in names}
+        whole = [c for c in self.candidates if c[3] == int(c[3])]
+        out: dict[str, Finding] = {}
+        for k, name in enumerate(names):
+            values = sorted({c[k] for c in self.candidates}, key=str)
+            if len(values) == 1:
+                out[name] = Finding(_jsonable(values[0]), "measured", f"listings of {days}")
+                continue
+            whole_values = sorted({c[k] for c in whole}, key=str)
+            if len(whole_values) == 1:
+                out[name] = Finding(
+                    _jsonable(whole_values[0]),
+                    "inferred",
+                    f"listings of {days}, assuming days start on a whole hour (also fits: "
+                    f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
+                )
+                continue
+            why = (
+                cut_short
+                or "no sampled record lies between the boundaries these readings put at midnight"
+            )
+            out[name] = unknown(
+                f"the listings of {days} fit {', '.join(_show(v) for v in values[:6])}"
+                f"{' ...' if len(values) > 6 else ''} equally: {why}"
+            )
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float) and value == int(value):
+        return int(value)
+    return value
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "inclusive" if value else "exclusive"
+    if isinstance(value, float):
+        return f"UTC{value:+g}"
+    return str(value)
+
+
+def _describe(obs: _Observation) -> str:
+    return f"{obs.start}..{obs.end} ({obs.size})"
+
+
+def _day(ms: int) -> date:
+    return date.fromordinal(_EPOCH + ms // DAY_MS)
