@@ -495,3 +495,27 @@ def test_readings_that_agree_on_every_window_are_inferred(sandbox: Sandbox) -> N
     hour = 3_600_000
     truth = (_day_ms(start) + 24 * hour - 12 * hour, _day_ms(end) + 24 * hour - 12 * hour)
     assert profile.served_range(start, end) == truth
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("createdAt", (date(2026, 10, 1), date(2026, 10, 31))),
+        ("updatedAt", (date(2026, 10, 1), None)),
+        ("paidAt", (None, None)),
+    ],
+)
+def test_query_window_per_date_field(field: str, expected: tuple[date | None, date | None]) -> None:
+    findings = {
+        "date_field": Finding(field, "measured", ""),
+        "start_inclusive": Finding(True, "measured", ""),
+        "end_inclusive": Finding(True, "measured", ""),
+        "utc_offset_hours": Finding(0, "measured", ""),
+        "max_skip": Finding(10_000, "measured", ""),
+        "max_skip_mode": Finding("reject", "measured", ""),
+    }
+    profile = ServiceProfile("http://127.0.0.1:1", datetime(2026, 11, 1), findings)
+    assert profile.query_window(date(2026, 10, 1), date(2026, 10, 31)) == expected
+    assert profile.filters_created is (field == "createdAt")
+    assert f"dates on {field} (incl/incl, UTC+0)" in profile.describe()
+    assert "max skip 10,000 (reject)" in profile.describe()
