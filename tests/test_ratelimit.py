@@ -185,3 +185,35 @@ def test_retry_after_too_long_fails_with_rate_limited() -> None:
         pytest.raises(RateLimitedError, match="429"),
     ):
         c.get_transactions({})
+
+
+@pytest.fixture(scope="module")
+def limited_sandbox():
+    from txkit.sandbox import Sandbox, generate_ledger
+
+    with Sandbox(ledger=generate_ledger(seed=4, records=1_500)) as box:
+        yield box
+
+
+@pytest.mark.parametrize("form", ["seconds", "decimal", "date", "negative", "garbage", "none"])
+def test_sandbox_rate_fault_every_retry_after_form(limited_sandbox, form: str) -> None:
+    """The sandbox's token bucket (rate=20, burst 5) in each Retry-After form: the export is
+    complete, only 429s are retried, and most requests get through the first time."""
+    box = limited_sandbox
+    box.faults = f"rate=20,retry_after_form={form}"
+    time.sleep(0.5)  # let the bucket refill after the previous test
+    stats = ExportStats()
+    policy = RetryPolicy(max_retries=30, backoff_base=0.2, backoff_cap=2.0)
+    try:
+        with Client(box.base_url, box.secret_key, env_file=None, retry=policy) as c:
+            started = time.monotonic()
+            df = load_transactions(c, page_size=50, progress=False, stats=stats)
+            seconds = time.monotonic() - started
+    finally:
+        box.faults = None
+    expected = len(box.ledger.export_rows())
+    assert df.height == expected and df["id"].n_unique() == expected
+    assert set(c.retry_causes) <= {"429"}
+    share = c.retry_causes.get("429", 0) / stats.requests
+    print(f"{form}: {seconds:.2f} s, {stats.requests} requests, {share:.0%} 429")
+    assert share <= 0.4 and seconds < 30 / 20 * 4  # ideal 1.5 s

@@ -171,6 +171,48 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {scrub(message)} (see {self.prog} --help)\n")
 
 
+def _add_store(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "store",
+        help="the local store: status, migrate",
+        description="Look after the store: `status` prints each month's coverage; `migrate` "
+        "converts a store of the previous format (Parquet generations) to a Delta table.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    status = actions.add_parser("status", help="each month's coverage, rows, totals, last fetch")
+    status.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    status.set_defaults(func=_run_store_status)
+    migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
+    migrate.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR",
+                         help="the old store (default: %(default)s)")  # fmt: skip
+    migrate.add_argument("--to", metavar="DIR",
+                         help="where the Delta store goes (default: in place; data/store goes "
+                         "to data/store/sandbox or data/store/<host>)")  # fmt: skip
+    migrate.set_defaults(func=_run_store_migrate)
+
+
+def _run_store_status(args: argparse.Namespace) -> int:
+    from txkit.source import default_store
+    from txkit.store import format_status
+
+    print(format_status(args.store or str(default_store())))
+    return 0
+
+
+def _run_store_migrate(args: argparse.Namespace) -> int:
+    from txkit.store_migrate import migrate_store
+
+    result = migrate_store(args.store, to=args.to)
+    if result.version is None:
+        print(f"{result.source}: already migrated to {result.target}; old files removed")
+    else:
+        print(
+            f"migrated {len(result.months)} month(s), {result.rows:,} rows from {result.source} "
+            f"to the Delta store {result.target} (table version {result.version})"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
@@ -188,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_cli.add_parser(sub)
     _add_export(sub)
     _add_sync(sub)
+    _add_store(sub)
     report.add_parser(sub)
     probe_cli.add_parser(sub)
     return parser
@@ -233,8 +276,10 @@ def _check_paths(args: argparse.Namespace) -> None:
     """Check every path the command will write before any request is sent."""
     if getattr(args, "command", None) == "export" and getattr(args, "output", None):
         check_writable(Path(args.output), is_file=True, flag="-o/--output")
-    if getattr(args, "command", None) in ("sync", "report") and getattr(args, "store", None):
-        check_writable(Path(args.store), is_file=False, flag="--store")
+    store = getattr(args, "store", None)
+    reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
+    if args.command in ("sync", "report") and store and "://" not in store and not reads_only:
+        check_writable(Path(store), is_file=False, flag="--store")
     if getattr(args, "command", None) == "report" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=False, flag="--out")
 

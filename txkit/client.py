@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from txkit._body import ACCEPT_ENCODING, Bounds, read_body
+from txkit._body import ACCEPT_ENCODING, BodyBudget, Bounds, read_body
 from txkit._scrub import register_secret
 from txkit.errors import (
     ApiError,
@@ -218,6 +218,7 @@ class Client:
         self._base_url = url
         self._secret_key = secret_key
         self.bounds = Bounds.resolve(max_body_bytes, response_deadline)
+        self._budget = BodyBudget(self.bounds.max_body_bytes)
         self._timeout = min(timeout, self.bounds.response_deadline)
         self.retry = retry or RetryPolicy.from_env()
         self._rng = random.Random(seed)
@@ -341,7 +342,7 @@ class Client:
             return (
                 response.status_code,
                 response.headers,
-                read_body(response, request, self.bounds, started),
+                read_body(response, request, self.bounds, started, self._budget),
             )
         finally:
             response.close()

@@ -167,7 +167,7 @@ def explore_findings(df: Frame) -> list[str]:
     )
     still_open = frame.filter(pl.col("status").is_in(_OPEN))
     if still_open.height:
-        counts = (
+        counts = (  # ties by name: the same data always reads the same
             still_open.group_by("status").len().sort(["len", "status"], descending=[True, False])
         )
         listed = ", ".join(f"{r['len']:,} {r['status']}" for r in counts.iter_rows(named=True))
