@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -366,6 +366,7 @@ class _Front(ThreadingHTTPServer):
     max_limit = 300
     max_skip: int | None = None
     skip_mode = "reject"
+    ignore_dates = False
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -395,7 +396,11 @@ class _FrontHandler(BaseHTTPRequestHandler):
             body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
         else:
             headers = {"Authorization": self.headers["Authorization"]}
-            upstream = self.server.upstream.get(self.path, headers=headers)
+            path = self.path
+            if self.server.ignore_dates:
+                kept = {k: v for k, v in query.items() if k not in ("startDate", "endDate")}
+                path = "/transaction?" + urlencode(kept, doseq=True)
+            upstream = self.server.upstream.get(path, headers=headers)
             status = upstream.status_code
             doc = upstream.json()
             if status == 200:
@@ -519,3 +524,15 @@ def test_query_window_per_date_field(field: str, expected: tuple[date | None, da
     assert profile.filters_created is (field == "createdAt")
     assert f"dates on {field} (incl/incl, UTC+0)" in profile.describe()
     assert "max skip 10,000 (reject)" in profile.describe()
+
+
+def test_a_service_ignoring_date_filters_is_found_out(front: _Front, sandbox: Sandbox) -> None:
+    sandbox.faults = None
+    front.max_limit, front.ignore_dates = 10_000, True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None)
+    assert front.served == profile.requests <= 60
+    for name in ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours"):
+        finding = profile.findings[name]
+        assert finding.certainty == "unknown" and "ignore startDate/endDate" in finding.detail
+    assert profile.value("max_limit") == 1000 and profile.value("order") == "createdAt desc"

@@ -106,6 +106,9 @@ class _Probe:
                     listing.error = f"HTTP {page.status}: {page.message}"
                     return listing
                 listing.total = page.total
+                if (page.total or 0) > max_pages * self.page_size:
+                    listing.error = f"it holds {page.total:,} records, more than {max_pages} pages"
+                    return listing
                 for record in page.records:
                     listing.records[record_id(record)] = record
                 skip += len(page.records)
@@ -256,6 +259,13 @@ class _Probe:
                 break
             if not first_page_done and len(self.reference_pages) == 1:
                 first_page_done = True
+
+    def _newer_than(self, end: date) -> bool:
+        """Whether a reference record was created after every reading's end of ``endDate``
+        (so no date filter on createdAt, updatedAt or paidAt can hold it)."""
+        latest_end = (end.toordinal() - date(1970, 1, 1).toordinal() + 1) * 86_400_000
+        latest_end += 14 * 3_600_000
+        return any((parse_ms(r.get("createdAt")) or 0) >= latest_end for r in self.reference)
 
     def _grow_reference(self) -> bool:
         """One more (older) page of the reference, if the budget and the listing allow."""
@@ -432,6 +442,12 @@ class _Probe:
                         "pages": listing.pages,
                     }
                 )
+                if listing.total == self.total and not self.filter and self._newer_than(end):
+                    why_none = (
+                        f"the window {label} returned the whole listing ({self.total:,}): the "
+                        "service seems to ignore startDate/endDate"
+                    )
+                    break
                 if listing.error is not None:
                     why_none = f"the window {label} could not be listed ({listing.error})"
                     continue
