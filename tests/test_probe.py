@@ -367,6 +367,7 @@ class _Front(ThreadingHTTPServer):
     max_skip: int | None = None
     skip_mode = "reject"
     ignore_dates = False
+    echo_key = False
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -388,9 +389,10 @@ class _FrontHandler(BaseHTTPRequestHandler):
         beyond = cap is not None and skip > cap
         if int(query.get("limit", ["50"])[0]) > self.server.max_limit:
             status = 422
-            body = json.dumps(
-                {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
-            ).encode()
+            # A careless service that echoes the caller's key in its message.
+            echoed = self.headers["Authorization"] if self.server.echo_key else ""
+            message = f"limit must be at most {self.server.max_limit}{echoed}"
+            body = json.dumps({"success": False, "message": message}).encode()
         elif beyond and self.server.skip_mode == "reject":
             status = 422
             body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
@@ -536,3 +538,16 @@ def test_a_service_ignoring_date_filters_is_found_out(front: _Front, sandbox: Sa
         finding = profile.findings[name]
         assert finding.certainty == "unknown" and "ignore startDate/endDate" in finding.detail
     assert profile.value("max_limit") == 1000 and profile.value("order") == "createdAt desc"
+
+
+def test_a_key_echoed_by_the_service_never_reaches_the_profile(
+    front: _Front, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    sandbox.faults = None
+    front.echo_key = True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None, max_requests=8)
+    assert "limit must be at most 300" in profile.findings["max_limit"].detail
+    saved = profile.save(tmp_path / "p.json").read_text()
+    for text in (profile.table(), saved, repr(profile)):
+        assert KEY not in text and "PROBE_distinctive" not in text
