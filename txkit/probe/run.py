@@ -466,9 +466,10 @@ class _Probe:
                     )
         except ProbeStopped as exc:
             why_none = f"not measured: {exc}"
+            short = True
             raise
         finally:
-            if short or why_none:
+            if short:
                 cut = (
                     f"the request budget ({self.s.max_requests}) allowed "
                     f"{len(model.observations)} window(s)"
