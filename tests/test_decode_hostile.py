@@ -328,3 +328,11 @@ def test_sandbox_envelope_extras_keep_every_page_on_the_fast_path() -> None:
     assert counted["envelope_extras"] == counted[None]
     height, pages, exact = counted["envelope_extras"]
     assert height > 2_900 and pages >= 6 and exact == 0
+
+
+@pytest.mark.parametrize("spacing", [b'"toAmount": ', b'"toAmount" :', b'"toAmount" :\n  '])
+@pytest.mark.parametrize("token", [b"1.1000000000000001", b"1E2"])
+def test_odd_tokens_are_found_whatever_the_whitespace(spacing: bytes, token: bytes) -> None:
+    body = _with_token("toAmount", "7").replace(b'"toAmount":7', spacing + token)
+    exact, frame = _fast(body)
+    assert exact and frame["toAmount"][1] == Decimal(token.decode())

@@ -13,6 +13,7 @@ integer minor units in between; never a float.
 """
 
 from txkit.analysis import overview
+from txkit.analysis.activity import activity_history
 from txkit.analysis.balance_models import (
     BALANCE_MODELS,
     NO_MODEL_FITS,
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_DATE_TOLERANCE",
     "NO_MODEL_FITS",
     "activity_comparison",
+    "activity_history",
     "balance_breaks",
     "balance_model_choice",
     "balance_model_fit",

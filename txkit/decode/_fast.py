@@ -78,9 +78,11 @@ class RawPage:
     _exact: pl.DataFrame | None = None
 
 
-#: Number tokens float64 may not carry exactly: more than 15 digits, or an exponent (a string
-#: that merely looks like one costs only speed: its page takes the exact path).
-_ODD_NUMBER: Final = r"[:\[,]\s*-?(?:[0-9]\.?){16}|[:\[,]\s*-?[0-9][0-9.]*[eE]"
+#: Number tokens float64 may not carry exactly: more than 15 digits, or an exponent, as the
+#: value of a key (a string that merely looks like one costs only speed: its
+#: page takes the exact path). Numbers inside arrays need no check here: in a documented list a
+#: number already fails the quote accounting, and unknown keys send the page to the exact path.
+_ODD_NUMBER: Final = r":\s*-?(?:[0-9]\.?){16}|:\s*-?[0-9][0-9.]*[eE]"
 _BOOLEAN: Final = "true|false"
 _ODD_NUMBER_RE: Final = re.compile(_ODD_NUMBER.encode())
 _BOOLEAN_RE: Final = re.compile(_BOOLEAN.encode())
