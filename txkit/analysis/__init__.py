@@ -26,6 +26,7 @@ from txkit.analysis.balances import (
     balance_model_fit,
     balance_summary,
 )
+from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import (
     CATEGORIES,
     DEFAULT_DATE_TOLERANCE,
@@ -59,6 +60,7 @@ __all__ = [
     "describe_balance_models",
     "describe_matching",
     "duplicate_references",
+    "not_reported_balances",
     "overview",
     "read_orders",
     "reconcile",
