@@ -14,7 +14,7 @@ from datetime import date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -366,6 +366,8 @@ class _Front(ThreadingHTTPServer):
     max_limit = 300
     max_skip: int | None = None
     skip_mode = "reject"
+    ignore_dates = False
+    echo_key = False
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -387,15 +389,20 @@ class _FrontHandler(BaseHTTPRequestHandler):
         beyond = cap is not None and skip > cap
         if int(query.get("limit", ["50"])[0]) > self.server.max_limit:
             status = 422
-            body = json.dumps(
-                {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
-            ).encode()
+            # A careless service that echoes the caller's key in its message.
+            echoed = self.headers["Authorization"] if self.server.echo_key else ""
+            message = f"limit must be at most {self.server.max_limit}{echoed}"
+            body = json.dumps({"success": False, "message": message}).encode()
         elif beyond and self.server.skip_mode == "reject":
             status = 422
             body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
         else:
             headers = {"Authorization": self.headers["Authorization"]}
-            upstream = self.server.upstream.get(self.path, headers=headers)
+            path = self.path
+            if self.server.ignore_dates:
+                kept = {k: v for k, v in query.items() if k not in ("startDate", "endDate")}
+                path = "/transaction?" + urlencode(kept, doseq=True)
+            upstream = self.server.upstream.get(path, headers=headers)
             status = upstream.status_code
             doc = upstream.json()
             if status == 200:
@@ -495,3 +502,52 @@ def test_readings_that_agree_on_every_window_are_inferred(sandbox: Sandbox) -> N
     hour = 3_600_000
     truth = (_day_ms(start) + 24 * hour - 12 * hour, _day_ms(end) + 24 * hour - 12 * hour)
     assert profile.served_range(start, end) == truth
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("createdAt", (date(2026, 10, 1), date(2026, 10, 31))),
+        ("updatedAt", (date(2026, 10, 1), None)),
+        ("paidAt", (None, None)),
+    ],
+)
+def test_query_window_per_date_field(field: str, expected: tuple[date | None, date | None]) -> None:
+    findings = {
+        "date_field": Finding(field, "measured", ""),
+        "start_inclusive": Finding(True, "measured", ""),
+        "end_inclusive": Finding(True, "measured", ""),
+        "utc_offset_hours": Finding(0, "measured", ""),
+        "max_skip": Finding(10_000, "measured", ""),
+        "max_skip_mode": Finding("reject", "measured", ""),
+    }
+    profile = ServiceProfile("http://127.0.0.1:1", datetime(2026, 11, 1), findings)
+    assert profile.query_window(date(2026, 10, 1), date(2026, 10, 31)) == expected
+    assert profile.filters_created is (field == "createdAt")
+    assert f"dates on {field} (incl/incl, UTC+0)" in profile.describe()
+    assert "max skip 10,000 (reject)" in profile.describe()
+
+
+def test_a_service_ignoring_date_filters_is_found_out(front: _Front, sandbox: Sandbox) -> None:
+    sandbox.faults = None
+    front.max_limit, front.ignore_dates = 10_000, True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None)
+    assert front.served == profile.requests <= 60
+    for name in ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours"):
+        finding = profile.findings[name]
+        assert finding.certainty == "unknown" and "ignore startDate/endDate" in finding.detail
+    assert profile.value("max_limit") == 1000 and profile.value("order") == "createdAt desc"
+
+
+def test_a_key_echoed_by_the_service_never_reaches_the_profile(
+    front: _Front, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    sandbox.faults = None
+    front.echo_key = True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None, max_requests=8)
+    assert "limit must be at most 300" in profile.findings["max_limit"].detail
+    saved = profile.save(tmp_path / "p.json").read_text()
+    for text in (profile.table(), saved, repr(profile)):
+        assert KEY not in text and "PROBE_distinctive" not in text

@@ -243,9 +243,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
     validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
     """
+    from txkit.client import requests_started
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    sent_before = requests_started()
     try:
         _check_paths(args)
         with quiet_logging():
@@ -254,7 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("txkit: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the one place every failure is reported
-        code, message = describe_failure(exc)
+        code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
         return code
 
@@ -273,14 +276,18 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Check every path the command will write before any request is sent."""
-    if getattr(args, "command", None) == "export" and getattr(args, "output", None):
+    """Check every local path the command will write before any request is sent (an
+    ``s3://`` store is checked by the store itself; ``sync --status`` writes nothing)."""
+    command = getattr(args, "command", None)
+    if command == "export" and getattr(args, "output", None):
         check_writable(Path(args.output), is_file=True, flag="-o/--output")
+    if command == "probe" and getattr(args, "out", None):
+        check_writable(Path(args.out), is_file=True, flag="--out")
     store = getattr(args, "store", None)
     reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
-    if args.command in ("sync", "report") and store and "://" not in store and not reads_only:
+    if command in ("sync", "report") and store and "://" not in str(store) and not reads_only:
         check_writable(Path(store), is_file=False, flag="--store")
-    if getattr(args, "command", None) == "report" and getattr(args, "out", None):
+    if command == "report" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=False, flag="--out")
 
 
@@ -335,22 +342,21 @@ _OS_ADVICE = {
 }
 
 
-def describe_failure(exc: BaseException) -> tuple[int, str]:
+def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[int, str]:
     """The exit code and the one-line message for an exception that ended a command.
 
     Args:
         exc: the exception.
+        after_requests: whether the command had sent a request before it failed.
 
     Returns:
         ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
         (the user's arguments); 1 for anything else.
     """
-    from txkit.client import requests_started
-
     text = " ".join(str(exc).split())
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
-    if isinstance(exc, ValueError) and not requests_started():
+    if isinstance(exc, ValueError) and not after_requests:
         return 2, text
     if isinstance(exc, OSError):
         advice = _OS_ADVICE.get(exc.errno or -1, "check the path and try again")

@@ -19,7 +19,6 @@ about 14 requests are kept for step 6.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -32,8 +31,9 @@ from typing import Any, Final
 from txkit.errors import scrub
 from txkit.probe.dates import DateModel, parse_ms, record_id, timestamp_fields
 from txkit.probe.profile import Finding, ServiceProfile, unknown
+from txkit.probe.sample import beyond_document, order, tie_groups, totals
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
-from txkit.schema import COLUMNS, CURRENCIES, TRANS_TYPES
+from txkit.schema import CURRENCIES, TRANS_TYPES
 
 __all__ = ["DEFAULT_MAX_REQUESTS", "probe_service"]
 
@@ -106,6 +106,9 @@ class _Probe:
                     listing.error = f"HTTP {page.status}: {page.message}"
                     return listing
                 listing.total = page.total
+                if (page.total or 0) > max_pages * self.page_size:
+                    listing.error = f"it holds {page.total:,} records, more than {max_pages} pages"
+                    return listing
                 for record in page.records:
                     listing.records[record_id(record)] = record
                 skip += len(page.records)
@@ -225,10 +228,10 @@ class _Probe:
         thin = None
         if pages_needed > budget_pages and len(self.reference) < self.total:
             thin = self._thinning_filter(budget_pages)
-        self.findings["order"] = _order(self.reference)
+        self.findings["order"] = order(self.reference)
         if thin is None:
             self._extend_reference({}, budget_pages, first_page_done=True)
-            self.findings["order"] = _order(self.reference)
+            self.findings["order"] = order(self.reference)
             return
         # A busy service: its newest pages span too little time for day windows. Compare
         # within one filter value instead (the service applies it to the reference and to
@@ -256,6 +259,13 @@ class _Probe:
                 break
             if not first_page_done and len(self.reference_pages) == 1:
                 first_page_done = True
+
+    def _newer_than(self, end: date) -> bool:
+        """Whether a reference record was created after every reading's end of ``endDate``
+        (so no date filter on createdAt, updatedAt or paidAt can hold it)."""
+        latest_end = (end.toordinal() - date(1970, 1, 1).toordinal() + 1) * 86_400_000
+        latest_end += 14 * 3_600_000
+        return any((parse_ms(r.get("createdAt")) or 0) >= latest_end for r in self.reference)
 
     def _grow_reference(self) -> bool:
         """One more (older) page of the reference, if the budget and the listing allow."""
@@ -309,7 +319,7 @@ class _Probe:
             self.first_page
         ]
         by_id = dict(self.seen)
-        counts = [len(_tie_groups([by_id[i] for i in ids if i in by_id])) for _, ids in plain]
+        counts = [len(tie_groups([by_id[i] for i in ids if i in by_id])) for _, ids in plain]
         while (
             sum(counts) < _TIE_GROUPS_ENOUGH
             and len(plain) < 4
@@ -324,7 +334,7 @@ class _Probe:
             if not page.ok or not page.records:
                 break
             plain.append((params, [record_id(r) for r in page.records]))
-            counts.append(len(_tie_groups(page.records)))
+            counts.append(len(tie_groups(page.records)))
             by_id.update((record_id(r), r) for r in page.records)
         with_ties = sorted(
             ((n, params, ids) for n, (params, ids) in zip(counts, plain, strict=True) if n),
@@ -343,8 +353,8 @@ class _Probe:
             refetched += 1
             if not page.ok:
                 continue
-            before = _tie_groups([by_id[i] for i in ids if i in by_id])
-            after = _tie_groups(page.records)
+            before = tie_groups([by_id[i] for i in ids if i in by_id])
+            after = tie_groups(page.records)
             for stamp, group in before.items():
                 if stamp in after:
                     compared += 1
@@ -432,6 +442,12 @@ class _Probe:
                         "pages": listing.pages,
                     }
                 )
+                if listing.total == self.total and not self.filter and self._newer_than(end):
+                    why_none = (
+                        f"the window {label} returned the whole listing ({self.total:,}): the "
+                        "service seems to ignore startDate/endDate"
+                    )
+                    break
                 if listing.error is not None:
                     why_none = f"the window {label} could not be listed ({listing.error})"
                     continue
@@ -450,9 +466,10 @@ class _Probe:
                     )
         except ProbeStopped as exc:
             why_none = f"not measured: {exc}"
+            short = True
             raise
         finally:
-            if short or why_none:
+            if short:
                 cut = (
                     f"the request budget ({self.s.max_requests}) allowed "
                     f"{len(model.observations)} window(s)"
@@ -466,7 +483,7 @@ class _Probe:
                     for name, f in found.items()
                 }  # fmt: skip
             self.findings.update(found)
-            self.findings["total_counts_all_matching"] = _totals(totals_ok, totals_bad)
+            self.findings["total_counts_all_matching"] = totals(totals_ok, totals_bad)
 
     def step_max_skip(self) -> None:
         self.say("largest skip")
@@ -534,7 +551,7 @@ class _Probe:
         records = list(self.seen.values())
         self.findings["fields_beyond_document"] = (
             Finding(
-                _beyond_document(records),
+                beyond_document(records),
                 "measured",
                 f"{len(records):,} records sampled; shares are of those records",
             )
@@ -563,52 +580,6 @@ class _Probe:
             )
 
 
-def _order(records: Sequence[dict[str, Any]]) -> Finding:
-    fields = timestamp_fields(records)
-    if len(records) < 2:
-        return unknown(f"only {len(records)} record(s) listed")
-    for name in fields:
-        values = [parse_ms(r.get(name)) for r in records]
-        if any(v is None for v in values) or len(set(values)) < 2:
-            continue
-        pairs = list(itertools.pairwise(values))
-        descending = all(a >= b for a, b in pairs)  # type: ignore[operator]
-        ascending = all(a <= b for a, b in pairs)  # type: ignore[operator]
-        for direction, ok in (("desc", descending), ("asc", ascending)):
-            if ok:
-                ties = _tie_groups(records, name)
-                by_id = sum(ids == sorted(ids) for ids in ties.values())
-                tie_note = f"; {by_id} of {len(ties)} tie groups by id ascending" if ties else ""
-                return Finding(
-                    f"{name} {direction}",
-                    "measured",
-                    f"{len(records):,} consecutive records{tie_note}",
-                )
-    return unknown(
-        f"the {len(records):,} newest records are not sorted by any timestamp "
-        f"({', '.join(fields) or 'none found'})"
-    )
-
-
-def _tie_groups(records: Sequence[dict[str, Any]], name: str = "createdAt") -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for record in records:
-        groups.setdefault(str(record.get(name)), []).append(record_id(record))
-    return {k: v for k, v in groups.items() if len(v) > 1}
-
-
-def _totals(ok: list[str], bad: list[str]) -> Finding:
-    if bad:
-        return Finding(False, "measured", "; ".join(bad))
-    if ok:
-        return Finding(
-            True,
-            "measured",
-            f"total equalled the full listing of {len(ok)} window(s): " + ", ".join(ok),
-        )
-    return unknown("no filtered query was listed in full")
-
-
 def _span_hours(records: Sequence[dict[str, Any]]) -> float:
     times = [t for r in records if (t := parse_ms(r.get("createdAt")))]
     return (max(times) - min(times)) / 3_600_000 if times else 0.0
@@ -621,57 +592,6 @@ _THIN_BY: Final = (
     ("transType", "transType", TRANS_TYPES),
     ("currency", "toCurrency", CURRENCIES),
 )
-_DOCUMENTED: Final = frozenset(COLUMNS)
-_DOCUMENTED_PARENTS: Final = frozenset(
-    ".".join(name.split(".")[:k]) for name in COLUMNS for k in range(1, name.count(".") + 1)
-)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _beyond_document(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Each undocumented field (flattened with ``.``): JSON types and share of records."""
-    seen: dict[str, tuple[set[str], int]] = {}
-
-    def walk(obj: dict[str, Any], prefix: str, found: dict[str, str]) -> None:
-        for key, value in obj.items():
-            path = prefix + key
-            if path in _DOCUMENTED:
-                continue
-            if isinstance(value, dict) and value:
-                walk(value, path + ".", found)
-            elif path not in _DOCUMENTED_PARENTS:
-                found[path] = _json_type(value)
-
-    for record in records:
-        found: dict[str, str] = {}
-        walk(record, "", found)
-        for path, kind in found.items():
-            types, count = seen.get(path, (set(), 0))
-            types.add(kind)
-            seen[path] = (types, count + 1)
-    return {
-        path: {
-            "types": sorted(types),
-            "share": round(count / len(records), 4),
-            "records": count,
-        }
-        for path, (types, count) in sorted(seen.items())
-    }
 
 
 def probe_service(
