@@ -91,4 +91,4 @@ display_table(
 # ## What to look at
 
 # %%
-what_to_look_at(overview.explore_findings(df))
+what_to_look_at(overview.explore_findings(df), show_pii=show_pii)

@@ -44,14 +44,22 @@ orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
 date_tolerance = 3  # days beyond the month in which a payment (or an order) is looked for
 amount_tolerance = None  # None: exact; or e.g. "0.05" (or {"NGN": "1", "USD": "0.01"})
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
 import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
-from txkit.findings import reconcile_findings
-from txkit.notebook import display_table, load_margin, load_month, load_orders, what_to_look_at
+from txkit.findings import AGREED_CATEGORIES, reconcile_findings
+from txkit.notebook import (
+    display_exceptions,
+    display_table,
+    load_margin,
+    load_month,
+    load_orders,
+    what_to_look_at,
+)
 from txkit.plots import plot_reconciliation
 
 df, info = load_month(month, source=source, store=store, version=version)
@@ -83,19 +91,38 @@ display(Markdown("**As run.**\n" + "\n".join(f"* {line}" for line in settings)))
 
 # %%
 summary = reconcile_summary(result)
-display_table(summary, show_pii=show_pii)
+display_table(summary, show_pii=show_pii, key=["category", "currency"])
 
 # %% tags=["nbval-ignore-output"]
 plot_reconciliation(summary);
 
 # %% [markdown]
-# ## Every reference that does not match
+# ## Every reference that does not agree
+# Matched exactly, across the month's end or within the amount tolerance counts as agreeing;
+# every other reference is listed (and in the downloads).
 
 # %%
-display_table(result.filter(result["category"] != "matched"), show_pii=show_pii, rows=60)
+display_exceptions(
+    result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
+    "reconciliation_mismatches",
+    title="Reconciliation mismatches",
+    key=["reference", "category"],
+    first=["difference", "export_amount", "order_amount", "export_currency", "order_currency",
+           "export_status", "order_status"],
+    sort=["category", pl.col("difference").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="02_reconciliation.html",
+    show_pii=show_pii,
+    rows=60,
+    empty="None this month: every reference matches.",
+    population=result.height,
+    population_label="references",
+)
 
 # %% [markdown]
 # ## What to look at
 
 # %%
-what_to_look_at([*reconcile_findings(result, summary), settings[0]])
+what_to_look_at([*reconcile_findings(result, summary), settings[0]], show_pii=show_pii)

@@ -40,8 +40,10 @@ version = None  # the store's table version to read (None: the newest; txkit rep
 currency = "NGN"  # the currency of the per-bank plot
 history_months = 3  # earlier months in which original references are looked up (0: none)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
+import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import (
@@ -52,7 +54,13 @@ from txkit.analysis import (
     underpayments,
 )
 from txkit.findings import underpayment_findings
-from txkit.notebook import display_table, load_history, load_month, what_to_look_at
+from txkit.notebook import (
+    display_exceptions,
+    display_table,
+    load_history,
+    load_month,
+    what_to_look_at,
+)
 from txkit.plots import plot_shortfall_by
 
 df, info = load_month(month, source=source, store=store, version=version)
@@ -75,7 +83,23 @@ info
 
 # %%
 flagged = underpayments(df, history=history)
-display_table(flagged, show_pii=show_pii, rows=20)
+display_exceptions(
+    flagged,
+    "flagged_payments",
+    title="Flagged under- and overpayments",
+    key=["id", "type"],
+    first=["transactionReference", "currency", "shortfall", "expected", "paid"],
+    sort=["type", pl.col("shortfall").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="03_underpayments.html",
+    show_pii=show_pii,
+    rows=20,
+    empty="None this month: no under- or overpayment was recorded.",
+    population=int(underpayment_summary(df, by="currency")["successful_collections"].sum()),
+    population_label="successful collections",
+)
 
 # %% [markdown]
 # ## Totals and rates by currency, bank and payment channel
@@ -86,7 +110,7 @@ display_table(by_currency, show_pii=show_pii)
 
 # %%
 by_bank = underpayment_summary(df, by=["bank", "channel"])
-display_table(by_bank, show_pii=show_pii)
+display_table(by_bank, show_pii=show_pii, sort=["currency", "bank", "channel"])
 
 # %% tags=["nbval-ignore-output"]
 plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currency=currency);
@@ -96,7 +120,7 @@ plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currenc
 
 # %%
 repeats = repeat_shortfalls(df, min_count=2, top=10)
-display_table(repeats, show_pii=show_pii)
+display_table(repeats, show_pii=show_pii, empty="None this month: no customer underpaid more than once.")
 
 # %% [markdown]
 # ## Checkout behaviour: underpaid vs overpaid vs exact (virtual-account payments)
@@ -108,4 +132,4 @@ display_table(activity_comparison(df, channel="VA"), show_pii=show_pii)
 # ## What to look at
 
 # %%
-what_to_look_at(underpayment_findings(flagged, by_currency, repeats))
+what_to_look_at(underpayment_findings(flagged, by_currency, repeats), show_pii=show_pii)

@@ -55,8 +55,10 @@ version = None  # the store's table version to read (None: the newest; txkit rep
 currency = "NGN"  # the wallet to plot
 history_months = 1  # months before `month` loaded to anchor the chains (0: the month alone)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
+import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import (
@@ -65,9 +67,16 @@ from txkit.analysis import (
     balance_model_fit,
     balance_summary,
     describe_balance_models,
+    not_reported_balances,
 )
 from txkit.findings import balance_findings
-from txkit.notebook import display_table, load_history, load_month, what_to_look_at
+from txkit.notebook import (
+    display_exceptions,
+    display_table,
+    load_history,
+    load_month,
+    what_to_look_at,
+)
 from txkit.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store, version=version)
@@ -107,14 +116,51 @@ display_table(summary, show_pii=show_pii)
 
 # %%
 breaks = balance_breaks(df, history=history, model=choice)
-display_table(breaks, show_pii=show_pii, rows=60)
+display_exceptions(
+    breaks,
+    "balance_breaks",
+    title="Balance breaks",
+    key=["id", "field", "kind"],
+    first=["currency", "difference", "expected", "reported"],
+    sort=["kind", pl.col("difference").abs()],
+    descending=[False, True],
+    month=month,
+    downloads=downloads,
+    page="04_balance_checks.html",
+    show_pii=show_pii,
+    rows=60,
+    empty="None this month: every checked balance follows the model.",
+    population=int(summary["checked"].sum()),
+    population_label="balance-after values checked",
+)
 
 # %% tags=["nbval-ignore-output"]
 plot_balance(df, breaks, currency=currency);
+
+# %% [markdown]
+# ## Balance-after values not reported
+# Successful records whose four balance-after fields are all 0 or absent: they state no
+# balance, so they are counted as `not_reported` above, never as breaks.
+
+# %%
+display_exceptions(
+    not_reported_balances(df),
+    "not_reported_balances",
+    title="Balances not reported",
+    key=["id"],
+    first=["currency", "transType", "toAmount"],
+    month=month,
+    downloads=downloads,
+    page="04_balance_checks.html",
+    show_pii=show_pii,
+    empty="None this month: every successful record reports its balances.",
+    population=int(summary.filter(pl.col("side") == "ledger")["entries"].sum()),
+    population_label="successful records",
+)
 
 # %% [markdown]
 # ## What to look at
 
 # %%
 findings = balance_findings(breaks, summary)
-what_to_look_at([*findings[:1], model_line, *findings[1:]])
+what_to_look_at([*findings[:1], model_line, *findings[1:]], show_pii=show_pii)

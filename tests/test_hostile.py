@@ -228,6 +228,37 @@ def test_cli_output_never_holds_the_key(script: Any, tmp_path: Path) -> None:
             assert_clean(file.read_bytes())
 
 
+def test_cli_log_handlers_scrub_other_libraries(tmp_path: Path) -> None:
+    """With -v, httpx logs each request URL: a key in the base URL's user info is scrubbed."""
+    with HostileServer(lambda seen: ok_page(2)) as running:
+        url = running.base_url.replace("http://", f"http://user:{quote(KEY, safe='')}@")
+        env = {"TXKIT_BASE_URL": url, "TXKIT_SECRET_KEY": KEY, "TXKIT_PROGRESS": "1"}
+        done = cli("-v", "export", "-o", "out.parquet", env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "HTTP Request" in done.stderr
+    assert_clean(done.stdout, done.stderr)
+
+
+def test_log_lines_routed_above_the_bar_are_scrubbed(capsys) -> None:
+    """The CLI's handler scrubs records of any library, also while redirected through tqdm."""
+    from txkit._scrub import install_log_filter, register_secret
+    from txkit.progress import quiet_logging
+
+    register_secret(KEY)  # as the CLI's Client does
+    handler = logging.StreamHandler(sys.stderr)
+    install_log_filter(handler)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with quiet_logging():
+            logging.getLogger("some.library").warning("token %s", echo_everywhere())
+    finally:
+        root.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "token merchant key *** is not active" in err
+    assert_clean(err)
+
+
 def test_log_filter_scrubs_records_of_txkit_loggers(caplog) -> None:
     with caplog.at_level(logging.DEBUG):
         Client("http://127.0.0.1:9", KEY, env_file=None).close()
@@ -303,13 +334,17 @@ def test_trickling_server_fails_within_the_deadline(server: HostileServer) -> No
 
 
 def measured_cli(base_url: str, tmp_path: Path, **env: str) -> tuple[int, str, float, float]:
-    """Run ``txkit export`` in a fresh process; returns (exit code, stderr, seconds, peak MB)."""
+    """Run ``txkit export`` in a fresh process; returns (exit code, stderr, seconds, peak MB,
+    the process's resident high-water mark)."""
     code = (
-        "import resource, sys, time\n"
+        "import sys, time\n"
         "from txkit.cli import main\n"
         "start = time.monotonic()\n"
         "code = main(['export', '-o', 'out.parquet'])\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        # VmHWM, the peak of this process's own memory (ru_maxrss would include the parent's
+        # resident set at fork: Linux carries it across exec).
+        "status = open('/proc/self/status').read().split('VmHWM:')[1]\n"
+        "peak = int(status.split()[0]) / 1024\n"
         "print(f'MEASURED {time.monotonic() - start:.2f} {peak:.0f}', file=sys.stderr)\n"
         "sys.exit(code)\n"
     )
@@ -346,3 +381,22 @@ def test_cli_bomb_and_trickle_bounded_in_memory_and_time(tmp_path: Path) -> None
     assert code == 1 and len(err.splitlines()) == 1 and "deadline of 3 s" in err, err
     assert 3 <= seconds < 10 and peak < 1024
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_concurrent_bombs_share_one_bound(tmp_path: Path) -> None:
+    """A good first page (total 9000), then a bomb for each of the 8 pages fetched at once:
+    the bodies read at once share ``max_body_bytes``, so the peak stays far under 1 GB."""
+    bomb = gzip_bomb(2 << 30)
+    first = page([record(i) for i in range(1000)], total=9000)
+
+    def script(seen) -> Reply:
+        if seen.query.get("skip") == "0":
+            return Reply(200, first, {"Content-Type": "application/json"})
+        return Reply(200, bomb, {"Content-Encoding": "gzip"})
+
+    with HostileServer(script) as running:
+        code, err, seconds, peak = measured_cli(running.base_url, tmp_path)
+        fetched = len(running.seen)
+    assert code == 1 and "max_body_bytes" in err and len(err.splitlines()) == 1, err
+    assert fetched >= 3, "the bombs were fetched concurrently"
+    assert peak < 1024 and seconds < 120

@@ -175,3 +175,65 @@ def test_committed_files_hold_no_customer_data_or_keys() -> None:
         assert not looks_unmasked(text), f"{name} shows unmasked customer data"
         assert not re.search(r"\bsk_(live|test|sandbox)_[A-Za-z0-9_]{8,}", text), name
         assert "TXKIT_SECRET_KEY=" not in text, name
+
+
+def _readable_bytes(file: Path) -> Iterator[bytes]:
+    """A file's bytes; for an Excel workbook (a zip), every member's bytes too."""
+    data = file.read_bytes()
+    yield data
+    if file.suffix == ".xlsx":
+        import zipfile
+
+        with zipfile.ZipFile(file) as book:
+            for member in book.namelist():
+                yield book.read(member)
+
+
+def test_report_with_repeat_underpayers_shows_no_customer_data(tmp_path: Path) -> None:
+    """A month with a repeat underpayer (whose e-mail the findings name): every byte of the
+    reports folder, the downloads and the Excel files' contents included, is searched for
+    every customer e-mail, name and account number of the ledger."""
+    from txkit import Client, load_transactions
+    from txkit.analysis import repeat_shortfalls
+
+    # The sandbox plants customers with two or three underpayments in its last month, each
+    # with one customer's e-mail, name and bank.
+    ledger = generate_ledger(seed=7, records=4_000, start_month="2026-09", months=2,
+                             repeat_underpayers=2)  # fmt: skip
+    planted = {r["customerEmail"] for r in ledger.repeaters}
+    assert planted, "the month must have a repeat underpayer"
+    with Sandbox(ledger=ledger, secret_key=KEY) as box:
+        with Client(box.base_url, KEY, env_file=None) as client:
+            df = load_transactions(client, progress=False)
+        (tmp_path / ".env").write_text(f"TXKIT_BASE_URL={box.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
+        (tmp_path / "data").mkdir()
+        (tmp_path / "data/orders.csv").write_bytes(box.ledger.orders_csv())
+        done = run(
+            "report", "--month", "2026-10", "--notebooks", str(ROOT / "notebooks"),
+            cwd=tmp_path, env={"TXKIT_PROGRESS": "0"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    october = df.filter(pl.col("createdAt").dt.strftime("%Y-%m") == "2026-10")
+    repeats = repeat_shortfalls(october, min_count=2)
+    assert repeats.height >= 1, "the month must have a repeat underpayer"
+    index = (tmp_path / "reports/2026-10/index.html").read_text()
+    assert "underpaid more than once" in index
+    masked_email = mask_pii(repeats.select("customerEmail"))["customerEmail"][0]
+    assert masked_email in index  # named, but masked
+    raw: set[str] = set()
+    for column in ("customerEmail", "meta.accountNumber", "recipient.institutionNumber"):
+        raw |= {v for v in df[column].drop_nulls().to_list() if len(v) >= 6}
+    for column in ("meta.accountName", "recipient.recipientName"):
+        raw |= {v for v in df[column].drop_nulls().to_list() if " " in v.strip()}
+    raw |= {v for values in df["customNotifyEmails"].drop_nulls().to_list() for v in values}
+    assert repeats["customerEmail"][0] in raw
+    assert planted <= set(repeats["customerEmail"].to_list()) and planted <= raw
+    files = [f for f in (tmp_path / "reports").rglob("*") if f.is_file()]
+    suffixes = {f.suffix for f in files}
+    assert {".html", ".ipynb", ".csv", ".xlsx", ".json"} <= suffixes, suffixes
+    needles = [(value, value.encode()) for value in raw]
+    for file in files:
+        for data in _readable_bytes(file):
+            for value, needle in needles:
+                assert needle not in data, f"unmasked customer data {value!r} in {file}"
+            assert not looks_unmasked(data.decode(errors="replace")), file

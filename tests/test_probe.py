@@ -4,6 +4,9 @@ profile file, ``load_profile`` and the command line."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -11,7 +14,7 @@ from datetime import date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -97,6 +100,35 @@ MATRIX: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
         {"rate_limit": "seen"},
         ("rate_limit", "max_limit", *DATES),
     ),
+    (
+        "max_skip=3000,envelope_extras",
+        {
+            "max_skip": 3000,
+            "max_skip_mode": "reject",
+            "envelope_extras": ["data.limit", "data.page", "requestId"],
+        },
+        ("max_skip", "max_skip_mode", "envelope_extras", *DATES),
+    ),
+    (
+        "max_skip=2500,max_skip_mode=empty,date_field=updatedAt,bounds=exclusive,date_shift=-5",
+        {
+            "max_skip": 2500,
+            "max_skip_mode": "empty",
+            "date_field": "updatedAt",
+            "start_inclusive": False,
+            "end_inclusive": False,
+            "utc_offset_hours": -5,
+        },
+        ("max_skip", "max_skip_mode", *DATES),
+    ),
+    ("date_field=updatedAt", {"date_field": "updatedAt"}, DATES),
+    (
+        # 20 records a page span hours: the windows are thinned by a transType/currency filter
+        "cap=20,bounds=start_exclusive,date_shift=-10",
+        {"default_limit": 20, "max_limit": 20, "start_inclusive": False, "utc_offset_hours": -10},
+        ("max_limit", *DATES),
+    ),
+    ("rate=10", {"rate_limit": "seen"}, ("rate_limit", "max_limit", "ties_stable", *DATES)),
 ]
 
 
@@ -122,6 +154,9 @@ def test_matrix(
     check(profile, {**CLEAN, **changes}, must_know)
     assert served == profile.requests <= 60
     assert profile.base_url == sandbox.base_url
+    if faults and "cap=20" in faults:
+        assert profile.windows
+        assert all(set(w) & {"transType", "currency"} for w in profile.windows)
     fields = profile.findings["fields_beyond_document"].value
     if faults and "drift" in faults:
         assert set(fields) == {"riskScore", "device.os", "device.appVersion"}
@@ -163,16 +198,25 @@ def test_budget_never_exceeded(sandbox: Sandbox, budget: int) -> None:
     profile, served = run_probe(sandbox, "cap=37,shuffle_ties", max_requests=budget)
     assert served == profile.requests <= budget
     unknown = [f for f in profile.findings.values() if f.certainty == "unknown"]
-    assert unknown and all(f.detail and f.value is None for f in unknown)
+    assert all(f.detail and f.value is None for f in unknown)
     if budget <= 9:
         assert any("budget" in f.detail for f in unknown)
 
 
-def test_budget_counts_429_retries(sandbox: Sandbox) -> None:
-    profile, served = run_probe(sandbox, "rate_limit=0.5,retry_after=0,fault_seed=4",
-                                max_requests=12)  # fmt: skip
+@pytest.mark.parametrize(
+    ("faults", "retry_after"),
+    [
+        ("rate_limit=0.5,retry_after=0,fault_seed=4", "0"),
+        ("rate=4,burst=2", None),
+        ("rate_limit=0.3,retry_after_form=garbage,fault_seed=1", "soon"),
+    ],
+)
+def test_budget_counts_429_retries(sandbox: Sandbox, faults: str, retry_after: str | None) -> None:
+    profile, served = run_probe(sandbox, faults, max_requests=12)
     assert served == profile.requests <= 12
-    assert profile.findings["rate_limit"].value["responses_429"] >= 2
+    seen = profile.findings["rate_limit"].value
+    assert seen["responses_429"] >= 2
+    assert retry_after is None or seen["retry_after"] == [retry_after]
 
 
 def test_too_few_records_near_midnight_is_unknown_with_reason() -> None:
@@ -284,14 +328,20 @@ def test_cli_probe_writes_profile_and_never_the_key(
     ("argv", "message"),
     [(["--max-requests", "1"], "at least 2"), (["--out", "p.txt"], "must end in .json")],
 )
-def test_cli_probe_bad_arguments(
-    argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    monkeypatch.setenv("TXKIT_BASE_URL", "http://127.0.0.1:1")
-    monkeypatch.setenv("TXKIT_SECRET_KEY", KEY)
-    assert main(["probe", *argv]) == 2
-    err = capsys.readouterr().err
-    assert message in err and len(err.strip().splitlines()) == 1
+def test_cli_probe_bad_arguments(argv: list[str], message: str, tmp_path: Path) -> None:
+    # A fresh process: the CLI tells bad arguments (exit 2) by no request having been sent.
+    env = {**os.environ, "TXKIT_BASE_URL": "http://127.0.0.1:1", "TXKIT_SECRET_KEY": KEY}
+    done = subprocess.run(
+        [sys.executable, "-m", "txkit.cli", "probe", *argv],
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert KEY not in done.stderr + done.stdout and not (tmp_path / "data").exists()
 
 
 def test_cli_probe_rejected_key(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch,
@@ -315,7 +365,9 @@ class _Front(ThreadingHTTPServer):
     daemon_threads = True
     max_limit = 300
     max_skip: int | None = None
-    skip_mode = "error"
+    skip_mode = "reject"
+    ignore_dates = False
+    echo_key = False
     served = 0
 
     def __init__(self, upstream: str) -> None:
@@ -337,15 +389,20 @@ class _FrontHandler(BaseHTTPRequestHandler):
         beyond = cap is not None and skip > cap
         if int(query.get("limit", ["50"])[0]) > self.server.max_limit:
             status = 422
-            body = json.dumps(
-                {"success": False, "message": f"limit must be at most {self.server.max_limit}"}
-            ).encode()
-        elif beyond and self.server.skip_mode == "error":
+            # A careless service that echoes the caller's key in its message.
+            echoed = self.headers["Authorization"] if self.server.echo_key else ""
+            message = f"limit must be at most {self.server.max_limit}{echoed}"
+            body = json.dumps({"success": False, "message": message}).encode()
+        elif beyond and self.server.skip_mode == "reject":
             status = 422
             body = json.dumps({"success": False, "message": f"skip above {cap}"}).encode()
         else:
             headers = {"Authorization": self.headers["Authorization"]}
-            upstream = self.server.upstream.get(self.path, headers=headers)
+            path = self.path
+            if self.server.ignore_dates:
+                kept = {k: v for k, v in query.items() if k not in ("startDate", "endDate")}
+                path = "/transaction?" + urlencode(kept, doseq=True)
+            upstream = self.server.upstream.get(path, headers=headers)
             status = upstream.status_code
             doc = upstream.json()
             if status == 200:
@@ -388,7 +445,7 @@ def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox
     assert profile.base_url == url
 
 
-@pytest.mark.parametrize("mode", ["error", "empty"])
+@pytest.mark.parametrize("mode", ["reject", "empty"])
 @pytest.mark.parametrize("cap", [3000, 12_345])
 def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: int) -> None:
     sandbox.faults = None
@@ -400,6 +457,97 @@ def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: in
         cap, "measured", f"skip={cap:,} served one record, skip={cap + 1:,} did not"
     )
     assert profile.value("max_skip_mode") == mode
-    if mode == "error":
+    if mode == "reject":
         assert f"skip above {cap}" in profile.findings["max_skip_mode"].detail
     assert profile.value("max_limit") == 1000 and profile.value("date_field") == "createdAt"
+
+
+def test_query_window_for_updated_at_returns_every_created_record(
+    sandbox: Sandbox, ledger: Ledger
+) -> None:
+    """Against a service filtering on updatedAt, the window query_window() gives, filtered
+    on createdAt locally, holds exactly the records created in the UTC days asked."""
+    profile, _ = run_probe(sandbox, "date_field=updatedAt,bounds=end_exclusive,date_shift=1")
+    assert profile.value("date_field") == "updatedAt" and not profile.filters_created
+    first, last = date(2026, 10, 20), date(2026, 10, 24)
+    start, end = profile.query_window(first, last)
+    assert end is None and start is not None
+    headers = {"Authorization": f"Bearer {KEY}"}
+    got: dict[str, int] = {}
+    skip = 0
+    while True:
+        params: dict[str, str | int] = {"startDate": str(start), "skip": skip, "limit": 1000}
+        body = httpx.get(f"{sandbox.base_url}/transaction", params=params, headers=headers)
+        page = body.json()["data"]["transactions"]
+        got.update((r["id"], _ms(r["createdAt"])) for r in page)
+        skip += len(page)
+        if not page:
+            break
+    low, high = _day_ms(first), _day_ms(last + timedelta(days=1))
+    mine = {i for i, t in got.items() if low <= t < high}
+    truth = {r["id"] for r in ledger.exported_records() if low <= _ms(r["createdAt"]) < high}
+    assert mine == truth and len(truth) > 100
+
+
+def test_readings_that_agree_on_every_window_are_inferred(sandbox: Sandbox) -> None:
+    """An exclusive start at UTC+12 and an inclusive one at UTC-12 (with the other end the
+    other way) select the same records for every query: one is reported, inferred, and
+    computes the service's windows exactly."""
+    profile, served = run_probe(sandbox, "bounds=start_exclusive,date_shift=12")
+    assert served <= 60
+    for name in ("start_inclusive", "end_inclusive", "utc_offset_hours"):
+        finding = profile.findings[name]
+        assert finding.certainty == "inferred" and "same window for every query" in finding.detail
+    start, end = date(2026, 10, 10), date(2026, 10, 12)
+    hour = 3_600_000
+    truth = (_day_ms(start) + 24 * hour - 12 * hour, _day_ms(end) + 24 * hour - 12 * hour)
+    assert profile.served_range(start, end) == truth
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        ("createdAt", (date(2026, 10, 1), date(2026, 10, 31))),
+        ("updatedAt", (date(2026, 10, 1), None)),
+        ("paidAt", (None, None)),
+    ],
+)
+def test_query_window_per_date_field(field: str, expected: tuple[date | None, date | None]) -> None:
+    findings = {
+        "date_field": Finding(field, "measured", ""),
+        "start_inclusive": Finding(True, "measured", ""),
+        "end_inclusive": Finding(True, "measured", ""),
+        "utc_offset_hours": Finding(0, "measured", ""),
+        "max_skip": Finding(10_000, "measured", ""),
+        "max_skip_mode": Finding("reject", "measured", ""),
+    }
+    profile = ServiceProfile("http://127.0.0.1:1", datetime(2026, 11, 1), findings)
+    assert profile.query_window(date(2026, 10, 1), date(2026, 10, 31)) == expected
+    assert profile.filters_created is (field == "createdAt")
+    assert f"dates on {field} (incl/incl, UTC+0)" in profile.describe()
+    assert "max skip 10,000 (reject)" in profile.describe()
+
+
+def test_a_service_ignoring_date_filters_is_found_out(front: _Front, sandbox: Sandbox) -> None:
+    sandbox.faults = None
+    front.max_limit, front.ignore_dates = 10_000, True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None)
+    assert front.served == profile.requests <= 60
+    for name in ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours"):
+        finding = profile.findings[name]
+        assert finding.certainty == "unknown" and "ignore startDate/endDate" in finding.detail
+    assert profile.value("max_limit") == 1000 and profile.value("order") == "createdAt desc"
+
+
+def test_a_key_echoed_by_the_service_never_reaches_the_profile(
+    front: _Front, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    sandbox.faults = None
+    front.echo_key = True
+    url = f"http://127.0.0.1:{front.server_address[1]}"
+    profile = probe_service(url, KEY, env_file=None, max_requests=8)
+    assert "limit must be at most 300" in profile.findings["max_limit"].detail
+    saved = profile.save(tmp_path / "p.json").read_text()
+    for text in (profile.table(), saved, repr(profile)):
+        assert KEY not in text and "PROBE_distinctive" not in text

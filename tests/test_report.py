@@ -120,6 +120,158 @@ def test_bad_month_is_a_clear_error(workdir: Path) -> None:
     assert "must be YYYY-MM" in done.stderr
 
 
+def _text_of(page: str) -> str:
+    import html as html_module
+    import re
+
+    page = re.sub(r"<style.*?</style>|<script.*?</script>", "", page, flags=re.S)
+    return html_module.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_pages_read_like_a_report(workdir: Path) -> None:
+    """No code, no polars printout, a title with the month, a way back, print CSS."""
+    import re
+
+    folder = workdir / "reports/2026-10"
+    if not (folder / "index.html").exists():
+        done = run("report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+        assert done.returncode == 0, done.stderr
+    for page in sorted(folder.glob("[0-9][0-9]_*.html")):
+        text = page.read_text()
+        visible = _text_of(text)
+        assert "shape: (" not in visible, page.name
+        assert "decimal[38" not in visible and "datetime[ms" not in visible, page.name
+        assert "┌" not in visible and '"NGN"' not in visible, page.name
+        # No code input: no source of any cell, parameter cells included.
+        body = re.sub(r"<style.*?</style>", "", text, flags=re.S)
+        assert "jp-CodeMirrorEditor" not in body and "hl-ipython3" not in body, page.name
+        assert "display_table" not in body and "txkit.notebook" not in body, page.name
+        assert "import " not in visible and "show_pii =" not in visible, page.name
+        assert "<title>" in text and "2026-10</title>" in text, page.name
+        assert 'href="index.html"' in text and "@media print" in text, page.name
+        executed = json.loads(page.with_suffix(".ipynb").read_text())
+        for cell in executed["cells"]:
+            for output in cell.get("outputs", []):
+                assert output.get("name") != "stderr", (page.name, output)
+                assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
+    explore = _text_of((folder / "01_explore.html").read_text())
+    assert " NGN" in explore and "%" in explore  # money with its currency, rates as percents
+
+
+def test_downloads_match_the_findings_and_are_linked(workdir: Path) -> None:
+    import polars as pl
+
+    from txkit.analysis import (
+        DEFAULT_DATE_TOLERANCE,
+        balance_breaks,
+        not_reported_balances,
+        reconcile,
+    )
+    from txkit.findings import AGREED_CATEGORIES
+    from txkit.notebook import load_history, load_margin, load_month, load_orders
+
+    folder = workdir / "reports/2026-10"
+    index = (folder / "index.html").read_text()
+    store = str(workdir / "data/store/sandbox")
+    days = DEFAULT_DATE_TOLERANCE
+    df, _ = load_month("2026-10", source="store", store=store)
+    around, _ = load_margin("2026-10", days=days, source="store", store=store)
+    orders, _ = load_orders("sandbox", "2026-10", margin_days=days)
+    history, _ = load_history("2026-10", source="store", store=store)
+    records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
+    matched = reconcile(records, orders, month="2026-10", date_tolerance=days)
+    expected = {
+        "reconciliation_mismatches": matched.filter(
+            ~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)
+        ),
+        "balance_breaks": balance_breaks(df, history=history),
+        "not_reported_balances": not_reported_balances(df),
+    }
+    assert expected["reconciliation_mismatches"].height and expected["balance_breaks"].height
+    pages = {
+        "reconciliation_mismatches": "02_reconciliation.html",
+        "balance_breaks": "04_balance_checks.html",
+        "flagged_payments": "03_underpayments.html",
+        "not_reported_balances": "04_balance_checks.html",
+    }
+    for name, page in pages.items():
+        csv = pl.read_csv(folder / f"{name}.csv", infer_schema=False)
+        csv = csv.filter(pl.col("open_status") != "resolved")
+        assert (folder / f"{name}.xlsx").stat().st_size > 0
+        assert f'href="{name}.csv"' in index and f'href="{name}.xlsx"' in index
+        page_text = (folder / page).read_text()
+        assert f'href="{name}.csv"' in page_text and f'href="{name}.xlsx"' in page_text
+        assert csv["key"].n_unique() == csv.height
+        assert set(csv["open_status"].unique()) <= {"new", "still open", "resolved"}
+        if name in expected:
+            assert csv.height == expected[name].height, name
+    mismatches = pl.read_csv(folder / "reconciliation_mismatches.csv", infer_schema=False)
+    truth = expected["reconciliation_mismatches"]
+    assert sorted(mismatches["key"]) == sorted(
+        f"{r}:{c}" for r, c in zip(truth["reference"], truth["category"], strict=True)
+    )
+    flagged = pl.read_csv(folder / "flagged_payments.csv", infer_schema=False)
+    assert all("***@" in e for e in flagged["customerEmail"].drop_nulls())  # masked
+
+
+def test_index_has_headlines_and_the_change_against_last_month(workdir: Path) -> None:
+    text = _text_of((workdir / "reports/2026-10/index.html").read_text())
+    for currency in ("NGN", "USD", "GHS", "KES", "USDT"):  # every currency, none dropped
+        assert f"Money in, {currency}" in text, currency
+    assert "change against last month" in text
+    assert "Success rate" in text and " pt" in text
+    assert "ok" in text and "look at this" in text
+    assert "Reconciliation mismatches" in text and "references" in text
+    assert "Source: the embedded sandbox" in text
+
+
+def test_open_items_across_two_months(workdir: Path) -> None:
+    """September's report plants one item that October still has and one that is gone."""
+    out = workdir / "r-open"
+    first = run(
+        "report", "--month", "2026-09", "--notebooks", str(NOTEBOOKS), "--out", str(out),
+        cwd=workdir,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    october_keys = pl_keys(workdir / "reports/2026-10/reconciliation_mismatches.csv")
+    carried = october_keys[0]
+    manifest = out / "2026-09/reconciliation_mismatches.download.json"
+    entries = json.loads(manifest.read_text())
+    september = entries["open"]
+    assert september and carried not in september
+    september[carried] = "2026-08"  # still open in October, first seen in August
+    september["TXK-PLANTED-GONE:amount_mismatch"] = "2026-07"  # resolved in October
+    manifest.write_text(json.dumps(entries))
+    second = run(
+        "report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), "--out", str(out),
+        cwd=workdir,
+    )  # fmt: skip
+    assert second.returncode == 0, second.stderr
+    import polars as pl
+
+    csv = pl.read_csv(out / "2026-10/reconciliation_mismatches.csv", infer_schema=False)
+    status = dict(zip(csv["key"], csv["open_status"], strict=True))
+    first_seen = dict(zip(csv["key"], csv["first_seen"], strict=True))
+    assert status[carried] == "still open" and first_seen[carried] == "2026-08"
+    assert status["TXK-PLANTED-GONE:amount_mismatch"] == "resolved"
+    assert first_seen["TXK-PLANTED-GONE:amount_mismatch"] == "2026-07"
+    assert all(status[k] == "new" for k in october_keys if k != carried)
+    resolved = [k for k, s in status.items() if s == "resolved"]
+    assert sorted(resolved) == sorted(k for k in september if k != carried)
+    opened = len(october_keys)
+    text = _text_of((out / "2026-10/index.html").read_text())
+    assert (
+        f"Reconciliation mismatches: {opened} open, {opened - 1} new, 1 still open, "
+        f"{len(resolved)} resolved" in text
+    )
+
+
+def pl_keys(path: Path) -> list[str]:
+    import polars as pl
+
+    return sorted(pl.read_csv(path, infer_schema=False)["key"].to_list())
+
+
 def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path) -> None:
     """The issue's scenario through the CLI: September 1-10, then October, then the report."""
     import txkit

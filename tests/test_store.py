@@ -279,16 +279,12 @@ KILLED_SYNC = textwrap.dedent(
     url, key, store, point, marker = sys.argv[1:6]
     if point == "writing":
         import deltalake
-        real = deltalake.write_deltalake
-        def stalled(uri, data, **kwargs):
-            # Write this sync's data files into the table, as delta-rs does before its
-            # commit, then stall before the commit: the test kills the process here.
-            import polars as pl
-            part = os.path.join(uri, "month=2026-10", "part-00000-killed.parquet")
-            pl.DataFrame(data).drop("month").write_parquet(part)
+        def stalled(self, actions, *args, **kwargs):
+            # The data files are written; stall before the commit that would reference
+            # them: the test kills the process here.
             open(marker, "w").close()
             time.sleep(60)
-        deltalake.write_deltalake = stalled
+        deltalake.DeltaTable.create_write_transaction = stalled
     months = [f"2025-{m}" for m in (11, 12)] + [f"2026-{m:02d}" for m in range(1, 11)]
     with Client(url, key, env_file=None) as c:
         txkit.store.sync(c, start="2025-11-01", end="2026-10-31", store=store,
@@ -330,8 +326,10 @@ def test_a_sync_killed_leaves_the_previous_version(
     finally:
         if proc.poll() is None:
             proc.kill()
-    if point == "writing":
-        assert list(store.glob("month=2026-10/*killed.parquet"))  # it died mid-write
+    if point == "writing":  # it died mid-write: files on disk that no version references
+        on_disk = {str(p) for p in store.glob("month=*/*.parquet")}
+        referenced = {u.removeprefix("file://") for u in DeltaTable(str(store)).file_uris()}
+        assert on_disk - referenced
     assert read_state(store).version == state.version
     assert scan_store(store).sort("id").collect().equals(before)
     box.faults = None

@@ -18,7 +18,7 @@ import pytest
 
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
-from txkit.store import read_manifests, read_state, scan_store, sync
+from txkit.store import StoreLockedError, read_manifests, read_state, scan_store, sync
 
 ROOT = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 11, 21)
@@ -130,3 +130,38 @@ def test_cli_sync_report_and_status_on_s3(aws: dict[str, str], tmp_path: Path) -
     assert status.returncode == 0, status.stderr
     assert "2026-09: complete" in status.stdout and "2026-10: complete" in status.stdout
     assert not (tmp_path / "data/store").exists()
+
+
+def test_a_concurrent_writer_on_s3_fails_and_keeps_the_others_commit(
+    aws: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Object storage has no lock file: the commit of the second writer fails instead."""
+    import txkit.store as store_module
+
+    store = "s3://txkit/concurrent"
+    with (
+        Sandbox(ledger=generate_ledger(seed=21, records=3_000)) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+        real = store_module.load_transactions
+        raced: list[int] = []
+
+        def racing(*args: object, **kwargs: object) -> pl.DataFrame:
+            if not raced:  # another writer commits while this sync is fetching
+                raced.append(1)
+                sync(client, start="2026-08-01", end="2026-08-31", store=store, today=TODAY)
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store_module, "load_transactions", racing)
+        with pytest.raises(StoreLockedError, match="another writer committed .* run it again"):
+            sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        monkeypatch.setattr(store_module, "load_transactions", real)
+        state = read_state(store)
+        assert state.version == 1 and sorted(state.coverage) == ["2026-08", "2026-09"]
+        assert sorted(scan_store(store).select("month").unique().collect()["month"]) == [
+            "2026-08",
+            "2026-09",
+        ]
+        again = sync(client, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
+    assert again.fetched == {"2026-10": "full"} and again.version == 2

@@ -13,6 +13,7 @@ the first chunk after the deadline. Each breach raises
 from __future__ import annotations
 
 import os
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_RESPONSE_DEADLINE",
     "MAX_BODY_VAR",
+    "BodyBudget",
     "Bounds",
     "read_body",
 ]
@@ -112,6 +114,29 @@ class Bounds:
         )
 
 
+class BodyBudget:
+    """The decompressed bytes of every body being read at once by one client, together at most
+    ``max_body_bytes``: eight concurrent bombs cannot hold eight times the bound (thread-safe).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> bool:
+        """Reserve ``n`` bytes; False (nothing reserved) when that would pass the limit."""
+        with self._lock:
+            if self.held + n > self.limit:
+                return False
+            self.held += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self.held -= n
+
+
 class _Inflater:
     """Bounded decoding of one content coding (``gzip``, ``x-gzip``, ``deflate``)."""
 
@@ -167,7 +192,13 @@ class _Inflater:
             )
 
 
-def read_body(response: httpx.Response, request: Any, bounds: Bounds, started: float) -> bytes:
+def read_body(
+    response: httpx.Response,
+    request: Any,
+    bounds: Bounds,
+    started: float,
+    budget: BodyBudget | None = None,
+) -> bytes:
     """Read a streamed response's body within ``bounds``.
 
     Args:
@@ -175,13 +206,15 @@ def read_body(response: httpx.Response, request: Any, bounds: Bounds, started: f
         request: the request, for error context.
         bounds: the :class:`Bounds`.
         started: ``time.monotonic()`` when the request was sent.
+        budget: the client's :class:`BodyBudget` shared by the bodies read at once.
 
     Returns:
         The decoded body.
 
     Raises:
-        LimitExceededError: the body is larger than ``max_body_bytes`` once decoded, or not
-            complete ``response_deadline`` seconds after ``started``.
+        LimitExceededError: the body (or the bodies being read at once) is larger than
+            ``max_body_bytes`` once decoded, or not complete ``response_deadline`` seconds
+            after ``started``.
         ResponseFormatError: a content coding txkit did not ask for, or a corrupt body.
     """
     if response.is_stream_consumed:
@@ -204,19 +237,24 @@ def read_body(response: httpx.Response, request: Any, bounds: Bounds, started: f
     if declared.isdigit() and int(declared) > bounds.max_body_bytes:
         raise bounds.too_large(request)
     inflater = _Inflater(codings[0], request) if codings else None
+    budget = budget if budget is not None else BodyBudget(bounds.max_body_bytes)
     deadline = started + bounds.response_deadline
     pieces: list[bytes] = []
     size = 0
     received = 0
-    for chunk in response.iter_raw():
-        received += len(chunk)
-        for piece in inflater.feed(chunk) if inflater is not None else (chunk,):
-            size += len(piece)
-            if size > bounds.max_body_bytes:
-                raise bounds.too_large(request)
-            pieces.append(piece)
-        if time.monotonic() > deadline:
-            raise bounds.too_slow(request, received)
-    if inflater is not None:
-        inflater.finish()
-    return b"".join(pieces)
+    try:
+        for chunk in response.iter_raw():
+            received += len(chunk)
+            for piece in inflater.feed(chunk) if inflater is not None else (chunk,):
+                if not budget.take(len(piece)):
+                    raise bounds.too_large(request)
+                size += len(piece)
+                pieces.append(piece)
+            if time.monotonic() > deadline:
+                raise bounds.too_slow(request, received)
+        if inflater is not None:
+            inflater.finish()
+        return b"".join(pieces)
+    finally:
+        pieces.clear()
+        budget.release(size)

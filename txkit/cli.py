@@ -179,6 +179,48 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {scrub(message)} (see {self.prog} --help)\n")
 
 
+def _add_store(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "store",
+        help="the local store: status, migrate",
+        description="Look after the store: `status` prints each month's coverage; `migrate` "
+        "converts a store of the previous format (Parquet generations) to a Delta table.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    status = actions.add_parser("status", help="each month's coverage, rows, totals, last fetch")
+    status.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    status.set_defaults(func=_run_store_status)
+    migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
+    migrate.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR",
+                         help="the old store (default: %(default)s)")  # fmt: skip
+    migrate.add_argument("--to", metavar="DIR",
+                         help="where the Delta store goes (default: in place; data/store goes "
+                         "to data/store/sandbox or data/store/<host>)")  # fmt: skip
+    migrate.set_defaults(func=_run_store_migrate)
+
+
+def _run_store_status(args: argparse.Namespace) -> int:
+    from txkit.source import default_store
+    from txkit.store import format_status
+
+    print(format_status(args.store or str(default_store())))
+    return 0
+
+
+def _run_store_migrate(args: argparse.Namespace) -> int:
+    from txkit.store_migrate import migrate_store
+
+    result = migrate_store(args.store, to=args.to)
+    if result.version is None:
+        print(f"{result.source}: already migrated to {result.target}; old files removed")
+    else:
+        print(
+            f"migrated {len(result.months)} month(s), {result.rows:,} rows from {result.source} "
+            f"to the Delta store {result.target} (table version {result.version})"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the ``txkit`` argument parser with every subcommand."""
     from txkit import report
@@ -196,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     sandbox_cli.add_parser(sub)
     _add_export(sub)
     _add_sync(sub)
+    _add_store(sub)
     report.add_parser(sub)
     probe_cli.add_parser(sub)
     return parser
@@ -208,9 +251,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
     validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
     """
+    from txkit.client import requests_started
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose)
+    sent_before = requests_started()
     try:
         _check_paths(args)
         with quiet_logging():
@@ -219,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("txkit: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # the one place every failure is reported
-        code, message = describe_failure(exc)
+        code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
         return code
 
@@ -238,12 +284,18 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Check every path the command will write before any request is sent."""
-    if getattr(args, "command", None) == "export" and getattr(args, "output", None):
+    """Check every local path the command will write before any request is sent (an
+    ``s3://`` store is checked by the store itself; ``sync --status`` writes nothing)."""
+    command = getattr(args, "command", None)
+    if command == "export" and getattr(args, "output", None):
         check_writable(Path(args.output), is_file=True, flag="-o/--output")
-    if getattr(args, "command", None) in ("sync", "report") and getattr(args, "store", None):
-        check_writable(Path(args.store), is_file=False, flag="--store")
-    if getattr(args, "command", None) == "report" and getattr(args, "out", None):
+    if command == "probe" and getattr(args, "out", None):
+        check_writable(Path(args.out), is_file=True, flag="--out")
+    store = getattr(args, "store", None)
+    reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
+    if command in ("sync", "report") and store and "://" not in str(store) and not reads_only:
+        check_writable(Path(store), is_file=False, flag="--store")
+    if command == "report" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=False, flag="--out")
 
 
@@ -298,22 +350,21 @@ _OS_ADVICE = {
 }
 
 
-def describe_failure(exc: BaseException) -> tuple[int, str]:
+def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[int, str]:
     """The exit code and the one-line message for an exception that ended a command.
 
     Args:
         exc: the exception.
+        after_requests: whether the command had sent a request before it failed.
 
     Returns:
         ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
         (the user's arguments); 1 for anything else.
     """
-    from txkit.client import requests_started
-
     text = " ".join(str(exc).split())
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
-    if isinstance(exc, ValueError) and not requests_started():
+    if isinstance(exc, ValueError) and not after_requests:
         return 2, text
     if isinstance(exc, OSError):
         advice = _OS_ADVICE.get(exc.errno or -1, "check the path and try again")

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from txkit._body import ACCEPT_ENCODING, Bounds, read_body
+from txkit._body import ACCEPT_ENCODING, BodyBudget, Bounds, read_body
 from txkit._scrub import register_secret
 from txkit.errors import (
     ApiError,
@@ -58,13 +58,14 @@ BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
 MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
-_started = threading.Event()
+_sent_in_process = [0]
 
 
-def requests_started() -> bool:
-    """Whether any :class:`Client` of this process has sent a request (the CLI uses it to tell
-    the user's bad arguments, found before, from bad answers, found after)."""
-    return _started.is_set()
+def requests_started() -> int:
+    """How many requests every :class:`Client` of this process has sent so far (the CLI
+    compares it before and after a command to tell the user's bad arguments, found before any
+    request, from bad answers, found after)."""
+    return _sent_in_process[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +219,7 @@ class Client:
         self._base_url = url
         self._secret_key = secret_key
         self.bounds = Bounds.resolve(max_body_bytes, response_deadline)
+        self._budget = BodyBudget(self.bounds.max_body_bytes)
         self._timeout = min(timeout, self.bounds.response_deadline)
         self.retry = retry or RetryPolicy.from_env()
         self._rng = random.Random(seed)
@@ -299,7 +301,7 @@ class Client:
             sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
-            _started.set()
+                _sent_in_process[0] += 1
             try:
                 status, headers, body = self._send(request)
             except httpx.TimeoutException as exc:
@@ -341,7 +343,7 @@ class Client:
             return (
                 response.status_code,
                 response.headers,
-                read_body(response, request, self.bounds, started),
+                read_body(response, request, self.bounds, started, self._budget),
             )
         finally:
             response.close()

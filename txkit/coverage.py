@@ -69,14 +69,6 @@ class Fetch:
             rows=int(data.get("rows", 0)),
         )
 
-    def contains(self, other: Fetch) -> bool:
-        """True when this window contains ``other``'s and is not older."""
-        return (
-            self.first <= other.first
-            and other.last <= self.last
-            and self.fetched_at >= other.fetched_at
-        )
-
 
 @dataclass(frozen=True)
 class MonthCoverage:
@@ -118,8 +110,8 @@ class MonthCoverage:
         self, fetch: Fetch, *, replace: bool, rows: int, newest: str | None
     ) -> MonthCoverage:
         """The coverage after ``fetch`` (``replace``: it replaced the month's data)."""
-        kept = () if replace else tuple(f for f in self.fetches if not fetch.contains(f))
-        return MonthCoverage(self.month, (*kept, fetch), rows, newest)
+        fetches = (fetch,) if replace else (*self.fetches, fetch)
+        return MonthCoverage(self.month, _shadowed_out(fetches), rows, newest)
 
     @property
     def last_fetch(self) -> Fetch | None:
@@ -145,6 +137,18 @@ class MonthCoverage:
         return ", ".join(
             f"{f.first}..{f.last} ({f.kind} at {f.fetched_at:%Y-%m-%d %H:%M}Z)" for f in parts
         )
+
+
+def _shadowed_out(fetches: tuple[Fetch, ...]) -> tuple[Fetch, ...]:
+    """Drop the fetches each of whose days a newer fetch covers (they prove nothing more),
+    so a month's record stays a few fetches long however often it is synced."""
+    kept = []
+    for fetch in fetches:
+        newer = [f for f in fetches if f.fetched_at > fetch.fetched_at]
+        days = [fetch.first + timedelta(days=i) for i in range((fetch.last - fetch.first).days + 1)]
+        if not all(any(f.first <= d <= f.last for f in newer) for d in days):
+            kept.append(fetch)
+    return tuple(kept)
 
 
 def _days(month: str, first: date | None, last: date | None) -> list[date]:

@@ -8,6 +8,8 @@ merchant's orders) elsewhere.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,12 +63,29 @@ class SandboxSettings:
     anomaly_rate: float = 0.01
 
     @property
-    def key(self) -> str:
-        """A folder name that identifies the generated ledger (same key, same bytes)."""
+    def name(self) -> str:
+        """The settings as one word (the sandbox's source identity in a store)."""
         return (
             f"seed{self.seed}-records{self.records}-from{self.start_month}"
             f"-months{self.months}-anomalies{self.anomaly_rate:g}"
         )
+
+    @property
+    def key(self) -> str:
+        """A folder name that identifies the generated ledger (same key, same bytes): the
+        settings and a digest of the generator's code, so a changed generator is not read
+        from an older cache."""
+        return f"{self.name}-gen{_generator_digest()}"
+
+
+@functools.cache
+def _generator_digest() -> str:
+    """A short digest of the sandbox ledger generator's source files."""
+    folder = Path(__file__).resolve().parent / "sandbox" / "ledger"
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("*.py")):
+        digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 #: The embedded sandbox of notebooks, reports and ``txkit sync`` without a key.

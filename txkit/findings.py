@@ -8,7 +8,25 @@ from __future__ import annotations
 
 import polars as pl
 
-__all__ = ["balance_findings", "reconcile_findings", "underpayment_findings"]
+__all__ = [
+    "AGREED_CATEGORIES",
+    "balance_findings",
+    "reconcile_findings",
+    "trend_findings",
+    "underpayment_findings",
+]
+
+#: Reconciliation categories where both sides agree: exactly, across a month's end (the
+#: counterpart found within the date tolerance) or within the amount tolerance. Every other
+#: category is an exception to look at.
+AGREED_CATEGORIES = (
+    "matched",
+    "paid_next_month",
+    "ordered_previous_month",
+    "paid_previous_month",
+    "ordered_next_month",
+    "amount_within_tolerance",
+)
 
 _MEANING = {
     "missing_in_export": "expected by the orders but absent from the export",
@@ -36,9 +54,11 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         if rows.height == 0:
             continue
         count = int(rows["references"].sum())
-        # What is at stake: the export's amount when the orders lack the reference, else the
-        # amount the merchant expected.
-        side = "export_amount" if category == "missing_in_orders" else "order_amount"
+        # What is at stake: the difference for a different amount; the export's amount when
+        # the orders lack the reference; else the amount the merchant expected.
+        side = {"amount_mismatch": "difference", "missing_in_orders": "export_amount"}.get(
+            category, "order_amount"
+        )
         amounts = [
             _money(row[side], row["currency"])
             for row in rows.iter_rows(named=True)
@@ -122,4 +142,56 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
         f"Largest break: {worst['id']} ({worst['field']}), off by "
         f"{_money(worst['difference'], worst['currency'])}."
     )
+    return out
+
+
+def trend_findings(table: pl.DataFrame) -> list[str]:
+    """Findings of the trends (``txkit.trends.trend_table``): the last month against the
+    months before it, per currency, and the months that stand out."""
+    if table.height == 0:
+        return ["The store holds no month yet: run `txkit sync` or `txkit report`."]
+    months = sorted(table["month"].unique().to_list())
+    last = months[-1]
+    out = [f"{len(months)} month(s), {months[0]} to {last}."]
+    for currency in sorted(table["currency"].drop_nulls().unique().to_list()):
+        rows = table.filter(pl.col("currency") == currency).sort("month")
+        now = rows.filter(pl.col("month") == last)
+        before = rows.filter(pl.col("month") != last)
+        if now.height == 0 or before.height == 0:
+            continue
+        incoming = now["incoming"][0] or 0
+        average = sum(v or 0 for v in before["incoming"].to_list()) / before.height
+        if average:
+            change = (float(incoming) - float(average)) / float(average)
+            out.append(
+                f"{currency}: money in {_money(incoming, currency)} in {last}, {change:+.1%} "
+                f"against the average of the {before.height} month(s) before."
+            )
+    total = (
+        table.group_by("month")
+        .agg(pl.col("successful").sum(), pl.col("records").sum())
+        .with_columns(rate=pl.col("successful") / pl.col("records"))
+        .sort("rate", "month")
+    )
+    low = total.row(0, named=True)
+    out.append(f"Lowest success rate: {low['month']} ({low['rate']:.1%} of all records).")
+    flagged = table.filter(
+        pl.col("underpayment_rate").is_not_null() & (pl.col("underpayments") > 0)
+    )
+    if flagged.height:
+        top = flagged.sort(["underpayment_rate", "month"], descending=[True, False]).row(
+            0, named=True
+        )
+        out.append(
+            f"Highest underpayment rate: {top['currency']} in {top['month']} "
+            f"({top['underpayment_rate']:.2%} of successful collections, shortfall "
+            f"{_money(top['shortfall'], top['currency'])})."
+        )
+    matched = table.filter(pl.col("match_rate").is_not_null()).unique("month")
+    if matched.height:
+        worst = matched.sort(["match_rate", "month"]).row(0, named=True)
+        out.append(
+            f"Lowest match rate among the {matched.height} reported month(s): "
+            f"{worst['month']} ({worst['match_rate']:.2%} of references)."
+        )
     return out

@@ -7,7 +7,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -19,11 +19,12 @@ from txkit.client import Client
 from txkit.defaults import ORDERS_PATH
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
-from txkit.privacy import mask_pii
+from txkit.privacy import mask_sentences
 from txkit.source import connect
 
 __all__ = [
     "LoadInfo",
+    "display_exceptions",
     "display_table",
     "load_history",
     "load_margin",
@@ -376,18 +377,102 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
     )  # fmt: skip
 
 
-def display_table(df: pl.DataFrame, *, show_pii: bool = False, rows: int = 30) -> None:
-    """Display a frame in full width, with customer data masked unless ``show_pii``."""
+def display_table(
+    df: pl.DataFrame,
+    *,
+    show_pii: bool = False,
+    rows: int = 30,
+    key: Sequence[str] = (),
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
+    empty: str = "None this month.",
+) -> None:
+    """Display a formatted table (:func:`txkit.tables.format_table`), masked unless ``show_pii``.
+
+    Money with separators and its currency, rates as percentages, key columns first, sorted
+    by ``sort``; at most ``rows`` rows; an empty frame is shown as the ``empty`` sentence.
+    """
     from IPython.display import display
 
-    shown = df if show_pii else mask_pii(df)
-    with pl.Config(tbl_rows=rows, tbl_cols=-1, fmt_str_lengths=40, tbl_width_chars=200):
-        display(shown)
+    from txkit.tables import format_table
+
+    display(
+        format_table(
+            df,
+            show_pii=show_pii,
+            rows=rows,
+            key=key,
+            sort=sort,
+            descending=descending,
+            empty=empty,
+        )
+    )
 
 
-def what_to_look_at(findings: Iterable[str]) -> None:
-    """Display computed findings as a Markdown list under "What to look at"."""
+def what_to_look_at(findings: Iterable[str], *, show_pii: bool = False) -> None:
+    """Display computed findings as a Markdown list under "What to look at".
+
+    Every sentence goes through :func:`txkit.privacy.mask_sentences` (customer e-mails and
+    account numbers masked unless ``show_pii``).
+    """
     from IPython.display import Markdown, display
 
-    items = list(findings) or ["Nothing unusual was found."]
+    items = mask_sentences(findings, show_pii=show_pii) or ["Nothing unusual was found."]
     display(Markdown("\n".join(f"* {item}" for item in items)))
+
+
+def display_exceptions(
+    df: pl.DataFrame,
+    name: str,
+    *,
+    title: str,
+    key: Sequence[str],
+    month: str,
+    downloads: str | None,
+    page: str = "",
+    show_pii: bool = False,
+    rows: int = 30,
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
+    empty: str = "None this month.",
+    population: int | None = None,
+    population_label: str = "",
+    first: Sequence[str] = (),
+) -> None:
+    """Display an exception list and, in a report, write it as CSV and Excel with links.
+
+    The table is shown as by :func:`display_table` (``key`` columns first, then ``first``,
+    the ones that matter most, so they are in view without scrolling). When
+    ``downloads`` is a folder (``txkit report`` sets it), the whole list is written there by
+    :func:`txkit.downloads.publish_exceptions`, marked new / still open / resolved against the
+    previous month's report, and a line with the counts and the links follows the table.
+    ``population`` (what the list was drawn from, e.g. the references reconciled) gives the
+    index its rate.
+    """
+    from IPython.display import Markdown, display
+
+    from txkit.downloads import publish_exceptions
+
+    display_table(
+        df,
+        show_pii=show_pii,
+        rows=rows,
+        key=[*key, *[c for c in first if c not in key]],
+        sort=sort,
+        descending=descending,
+        empty=empty,
+    )
+    written = publish_exceptions(
+        df,
+        name,
+        title=title,
+        key=key,
+        month=month,
+        folder=downloads,
+        page=page,
+        show_pii=show_pii,
+        population=population,
+        population_label=population_label,
+    )
+    if written is not None:
+        display(Markdown(written.links_markdown()))

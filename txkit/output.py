@@ -1,4 +1,10 @@
-"""Writing frames to files: Parquet or CSV, atomically (a reader never sees half a file)."""
+"""Writing frames to files: Parquet or CSV, atomically (a reader never sees half a file).
+
+CSV files are safe to open in a spreadsheet: every text cell that a spreadsheet would run as a
+formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) is neutralised
+with a leading ``'`` (:func:`csv_safe`, as OWASP recommends). Parquet keeps the values as they
+are.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import polars as pl
 
 from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
 
-__all__ = ["atomic_path", "write_frame"]
+__all__ = ["FORMULA_START", "atomic_path", "csv_safe", "write_frame"]
 
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
 
@@ -52,6 +58,43 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: What a spreadsheet may read as the start of a formula (OWASP "CSV injection").
+FORMULA_START = r"^[=+\-@\t\r]"
+
+
+def csv_safe(df: pl.DataFrame) -> pl.DataFrame:
+    """Neutralise text cells a spreadsheet would run as formulas, for CSV and Excel files.
+
+    Every text (or categorical) cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a
+    carriage return gets a leading ``'``, so ``=HYPERLINK(...)`` is shown as text, not run.
+    Numbers, dates and nulls are unchanged; so is the frame passed in.
+
+    Args:
+        df: the frame about to be written as CSV or Excel (lists and structs already as text).
+
+    Returns:
+        The frame with those cells prefixed.
+
+    Example:
+        >>> csv_safe(pl.DataFrame({"a": ["=1+1", "ok", "-2"]}))["a"].to_list()
+        ["'=1+1", 'ok', "'-2"]
+    """
+    text = [
+        name
+        for name, dtype in df.schema.items()
+        if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
+    ]
+    if not text:
+        return df
+    return df.with_columns(
+        pl.when(pl.col(name).cast(pl.String).str.contains(FORMULA_START))
+        .then(pl.lit("'") + pl.col(name).cast(pl.String))
+        .otherwise(pl.col(name).cast(pl.String))
+        .alias(name)
+        for name in text
+    )
+
+
 def _to_json(value: object) -> str:
     import json
 
@@ -60,6 +103,9 @@ def _to_json(value: object) -> str:
 
 def write_frame(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write ``df`` to ``path`` as Parquet or CSV (chosen by the extension), atomically.
+
+    CSV cells that a spreadsheet would run as formulas are neutralised (:func:`csv_safe`);
+    Parquet is written as it is.
 
     Args:
         df: the frame.
@@ -74,7 +120,7 @@ def write_frame(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     writers: dict[str, Callable[[pl.DataFrame, Path], None]] = {
         ".parquet": lambda frame, p: frame.write_parquet(p, compression="zstd"),
-        ".csv": lambda frame, p: _csv_ready(frame).write_csv(p),
+        ".csv": lambda frame, p: csv_safe(_csv_ready(frame)).write_csv(p),
     }
     suffix = path.suffix.lower()
     if suffix not in writers:

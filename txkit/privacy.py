@@ -10,12 +10,13 @@ analyst's own). Masking is for what people see, not a security boundary for the 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import polars as pl
 
 from txkit.schema import PII_FIELDS
 
-__all__ = ["PII_COLUMNS", "mask_pii"]
+__all__ = ["PII_COLUMNS", "mask_pii", "mask_sentences", "mask_text"]
 
 #: Columns holding customer e-mails, names or account numbers, and how each is masked
 #: (derived from :data:`txkit.schema.FIELDS`: each field's ``pii``).
@@ -94,6 +95,40 @@ def mask_pii(df: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame | pl.LazyFrame:
         if name in names
     ]
     return df.with_columns(exprs) if exprs else df
+
+
+# In free sentences: an e-mail, or a run of 6+ digits standing alone (an account or phone
+# number; amounts and counts are written with thousands separators, references and ids are
+# glued to letters and stay readable).
+_LONE_DIGITS_RE = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?<!\d[.,])\d{2,}(\d{4})(?![A-Za-z0-9_\-])(?![.,]\d)"
+)
+_EMAIL_TEXT_RE = re.compile(_EMAIL_RE)
+
+
+def mask_text(text: str) -> str:
+    """Mask e-mails and lone account-number-like digit runs in a sentence.
+
+    ``"... (ada.test@example.test), account 0000012345"`` becomes
+    ``"... (a***@example.test), account ******2345"``. Names cannot be recognised in free text:
+    sentences shown to people must not put them there (the analyses' findings do not).
+    """
+    text = _EMAIL_TEXT_RE.sub(r"\1***@\2", text)
+    return _LONE_DIGITS_RE.sub(lambda m: "*" * (len(m.group(0)) - 4) + m.group(1), text)
+
+
+def mask_sentences(sentences: Iterable[str], *, show_pii: bool = False) -> list[str]:
+    """The one masking point for sentences that reach people (findings, the report's index).
+
+    Args:
+        sentences: plain-language lines, e.g. from :mod:`txkit.findings`.
+        show_pii: leave them as they are (the analyst asked for unmasked output).
+
+    Returns:
+        The sentences, masked with :func:`mask_text` unless ``show_pii``.
+    """
+    lines = [str(s) for s in sentences]
+    return lines if show_pii else [mask_text(s) for s in lines]
 
 
 def looks_unmasked(text: str) -> list[str]:

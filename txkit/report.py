@@ -14,14 +14,13 @@ that month is then left untouched (the new one is built aside and swapped in at 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 from txkit import defaults
 from txkit.calendar import month_bounds, previous_months
 from txkit.errors import TxkitError
+from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
 log = logging.getLogger("txkit")
 
@@ -66,96 +66,61 @@ def _notebooks(folder: Path) -> list[Path]:
     return found
 
 
-def _summary_of(notebook: dict) -> list[str]:
-    """The "What to look at" bullet points of an executed notebook."""
-    cells = notebook["cells"]
-    for index, cell in enumerate(cells):
-        if cell["cell_type"] == "markdown" and "what to look at" in "".join(cell["source"]).lower():
-            for later in cells[index + 1 :]:
-                for output in later.get("outputs", []):
-                    text = output.get("data", {}).get("text/markdown")
-                    if text:
-                        return [
-                            line.removeprefix("* ").strip()
-                            for line in "".join(text).splitlines()
-                            if line.strip()
-                        ]
-    return []
+# The page and index rendering lives in txkit.report_html (these names are kept for callers).
+_summary_of = summary_of
+_title_of = title_of
 
 
-def _title_of(notebook: dict, fallback: str) -> str:
-    """The notebook's first Markdown heading (``# 01 · What is in ...``), else its name."""
-    for cell in notebook["cells"]:
-        if cell["cell_type"] == "markdown":
-            for line in "".join(cell["source"]).splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return fallback.replace("_", " ")
+def _add_headlines(
+    sections: list[Section],
+    *,
+    month: str,
+    store: str | Path,
+    version: int | None,
+    staging: Path,
+    out: Path,
+) -> None:
+    """Each section's downloads and headline figures (this month against the one before)."""
+    import polars as pl
+
+    from txkit.downloads import read_downloads
+    from txkit.headlines import exception_headlines, explore_headlines, underpayment_headlines
+    from txkit.store import scan_store
+    from txkit.trends import month_over_month, monthly_metrics
+
+    before = previous_months(month, 1)[0]
+    scan = scan_store(store, version=version)
+    metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
+    mom = month_over_month(metrics, month)
+    published = read_downloads(staging)
+    previous = read_downloads(out / before)
+    by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
+    for section in sections:
+        topic = Path(section.href).stem.split("_", 1)[-1]
+        if topic in by_topic:
+            section.headlines += by_topic[topic](mom)
+        section.downloads = [d for d in published.values() if d.get("page") == section.href]
+        for entry in section.downloads:
+            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
 
 
-_NO_ALT = "No description has been provided for this image"
+def _waves(sources: list[Path]) -> list[list[Path]]:
+    """The notebooks in two waves: the others, then those marked ``txkit.after_others``."""
+    late = []
+    for source_nb in sources:
+        metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})
+        if metadata.get("txkit", {}).get("after_others"):
+            late.append(source_nb)
+    return [w for w in ([nb for nb in sources if nb not in late], late) if w]
 
 
-def _figure_descriptions(notebook: dict) -> list[str]:
-    """Alt text for each image output, in order: the section heading above its cell."""
-    heading = ""
-    out = []
-    for cell in notebook.get("cells", []):
-        source = "".join(cell.get("source", []))
-        if cell.get("cell_type") == "markdown":
-            lines = [ln.lstrip("#").strip() for ln in source.splitlines() if ln.startswith("#")]
-            heading = lines[-1] if lines else heading
-        for output in cell.get("outputs", []):
-            if "image/png" in output.get("data", {}):
-                out.append(f"Chart: {heading}" if heading else "Chart")
-    return out
-
-
-def _to_html(notebook_path: Path, notebook: dict) -> str:
-    from nbconvert import HTMLExporter
-
-    exporter = HTMLExporter(template_name="lab", embed_images=True)
-    exporter.exclude_input_prompt = True
-    exporter.exclude_output_prompt = True
-    # nbconvert marks images without alt text with a placeholder and warns; each chart gets
-    # the heading of its section instead (the placeholders are in output order).
-    exporter.log = logging.getLogger("txkit.nbconvert")
-    exporter.log.setLevel(logging.ERROR)
-    body, _ = exporter.from_filename(str(notebook_path))
-    alts = _figure_descriptions(notebook)
-    if body.count(_NO_ALT) == len(alts):
-        for alt in alts:
-            body = body.replace(_NO_ALT, html.escape(alt, quote=True), 1)
-    else:
-        log.warning("%s: %d image(s) without alternative text", notebook_path.name, len(alts))
-    # Self-contained: no script from the network (MathJax is not needed by these reports).
-    return re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
-
-
-def _index_html(
-    month: str, entries: list[tuple[str, str, list[str]]], *, show_pii: bool, freshness: str
-) -> str:
-    mode = (
-        "UNMASKED: customer e-mails and account numbers are shown (show_pii)"
-        if show_pii
-        else "masked: customer e-mails, names and account numbers are masked"
-    )
-    items = []
-    for title, href, summary in entries:
-        bullets = "".join(f"<li>{html.escape(s)}</li>" for s in summary)
-        items.append(
-            f'<section><h2><a href="{html.escape(href)}">{html.escape(title)}</a></h2>'
-            f"<ul>{bullets}</ul></section>"
-        )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>txkit report {month}</title>"
-        "<style>body{font-family:sans-serif;max-width:60rem;margin:2rem auto;line-height:1.4}"
-        "h2{margin-bottom:.3rem}.mode{padding:.4rem;background:#eef}</style></head><body>"
-        f"<h1>Transactions report {html.escape(month)}</h1>"
-        f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
-        f"<p>{html.escape(freshness)}</p>" + "".join(items) + "</body></html>\n"
-    )
+def _table_version(manifest: Any) -> str | None:
+    """The store's table version the report read, when the store records one."""
+    for name in ("table_version", "version"):
+        value = getattr(manifest, name, None)
+        if value is not None:
+            return str(value)
+    return None
 
 
 def run_report(
@@ -245,41 +210,50 @@ def run_report(
     staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
     staging.chmod(0o755)
     timings: dict[str, float] = {}
-    entries = []
+    entries: list[Section] = []
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
     # TCP, which any local user could reach (ipykernel warns about it on every start).
     sockets = Path(tempfile.mkdtemp(prefix="txkit-kernel-"))
-    kernel_config = Config({"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
+    # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
+    progress_env = os.environ.get("TXKIT_PROGRESS")
+    os.environ["TXKIT_PROGRESS"] = "0"
     try:
         bar = tqdm(
-            sources,
+            total=len(sources),
             desc=f"report {month}",
             unit="notebook",
             disable=not progress if progress is not None else None,
         )
-        for source_nb in bar:
-            bar.set_postfix_str(source_nb.stem)
+        offered = {
+            "month": month,
+            "source": "store",
+            "store": _absolute(store),
+            # Every notebook reads the version the index names, whatever syncs run later.
+            "version": manifest.table_version,
+            "orders": orders,
+            "show_pii": show_pii,
+            "downloads": str(staging.resolve()),
+        }
+
+        def execute(source_nb: Path) -> Section:
             target = staging / source_nb.name
             began = time.perf_counter()
-            offered = {
-                "month": month,
-                "source": "store",
-                "store": _absolute(store),
-                # Every notebook reads the version the index names, whatever syncs run later.
-                "version": manifest.table_version,
-                "orders": orders,
-                "show_pii": show_pii,
-            }
             declared = papermill.inspect_notebook(str(source_nb))
+            # Each kernel has its own socket names: two start at once.
+            config = Config(
+                {"KernelManager": {"transport": "ipc", "ip": str(sockets / source_nb.stem)}}
+            )
             try:
                 papermill.execute_notebook(
                     str(source_nb),
                     str(target),
                     parameters={k: v for k, v in offered.items() if k in declared},
                     progress_bar=False,
-                    cwd=str(notebooks),
+                    # The kernel starts in the notebooks' folder; papermill's own ``cwd``
+                    # would chdir this whole process, which two threads cannot share.
+                    resources={"metadata": {"path": str(notebooks.resolve())}},
                     kernel_name="python3",
-                    config=kernel_config,
+                    config=config,
                 )
             except papermill.PapermillExecutionError as exc:
                 raise NotebookFailedError(
@@ -289,11 +263,50 @@ def run_report(
             timings[source_nb.stem] = time.perf_counter() - began
             executed = json.loads(target.read_text(encoding="utf-8"))
             page = target.with_suffix(".html")
-            page.write_text(_to_html(target, executed), encoding="utf-8")
-            entries.append((_title_of(executed, source_nb.stem), page.name, _summary_of(executed)))
+            title = title_of(executed, source_nb.stem)
+            page.write_text(page_html(target, executed, month=month, title=title), encoding="utf-8")
+            return Section(title, page.name, summary_of(executed))
+
+        # Two notebooks at a time (kernels start mostly on one core); a notebook that reads
+        # the others' downloads (metadata ``txkit.after_others``, the trends) runs after them.
+        done: dict[Path, Section] = {}
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            for wave in _waves(sources):
+                futures = {pool.submit(execute, nb): nb for nb in wave}
+                try:
+                    for future in as_completed(futures):
+                        done[futures[future]] = future.result()
+                        bar.set_postfix_str(futures[future].stem)
+                        bar.update()
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+        bar.close()
+        entries.extend(done[nb] for nb in sources)
+        ordered = {nb.stem: timings[nb.stem] for nb in sources}
+        timings.clear()
+        timings.update(ordered)
+        _add_headlines(
+            entries,
+            month=month,
+            store=store,
+            version=manifest.table_version,
+            staging=staging,
+            out=out,
+        )
         _write_manifest(staging / "report.json", month, store, manifest, as_of, show_pii, timings)
         (staging / "index.html").write_text(
-            _index_html(month, entries, show_pii=show_pii, freshness=freshness), encoding="utf-8"
+            index_html(
+                month,
+                entries,
+                show_pii=show_pii,
+                freshness=freshness,
+                source=str(manifest.source),
+                # Filled when the store exposes table versions (the Delta store does).
+                table_version=_table_version(manifest),
+            ),
+            encoding="utf-8",
         )
         final = out / month
         previous = out / f".{month}.previous"
@@ -307,6 +320,10 @@ def run_report(
         raise
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
+        if progress_env is None:
+            os.environ.pop("TXKIT_PROGRESS", None)
+        else:
+            os.environ["TXKIT_PROGRESS"] = progress_env
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,

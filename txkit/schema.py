@@ -103,6 +103,23 @@ Wire = Literal[
     "object_list",
 ]
 
+#: The coercion rules: what each wire encoding accepts, identically on the decoder's fast and
+#: exact paths. Anything else is a :class:`~txkit.errors.SchemaError` naming the record, the
+#: field and the value; a boolean is never a number, a number token is never rounded.
+WIRE_ACCEPTS: Final[dict[str, str]] = {
+    "string": "a string (a number or boolean is kept as its text)",
+    "json_text": "any JSON value (a non-string is kept as its JSON text)",
+    "money": "a JSON number or numeric string of at most 38 digits (never true/false)",
+    "integer": "a whole JSON number or numeric string below 2**63 (never true/false)",
+    "number": "a JSON number or numeric string that float64 holds exactly (never true/false)",
+    "boolean": 'true, false, or the strings "true" / "false"',
+    "iso_timestamp": "an ISO 8601 string with a timezone, at most millisecond precision",
+    "epoch_ms": "whole epoch milliseconds (a number or numeric string, never true/false), "
+    "or an ISO 8601 string with a timezone",
+    "json_text_list": "an array (non-string elements are kept as JSON text)",
+    "object_list": "an array of objects",
+}
+
 #: Where txkit learned of a field: the interface document (section 2.2), the provider's own
 #: samples (``provider-notes.md``), or records seen in the wild in the provider's other public
 #: material (also ``provider-notes.md``).
@@ -155,6 +172,11 @@ class Field:
         if self.wire in ("iso_timestamp", "json_text"):
             return pl.String()
         return self.dtype
+
+    @property
+    def accepts(self) -> str:
+        """The JSON values the decoders convert for this field (:data:`WIRE_ACCEPTS`)."""
+        return WIRE_ACCEPTS[self.wire]
 
     @property
     def kind(self) -> Kind:

@@ -128,7 +128,7 @@ def connect(
             f"{settings.start_month}) - set {BASE_URL_VAR} and {SECRET_KEY_VAR} for the real "
             "service",
             f"the embedded sandbox (seed {settings.seed}, {settings.records:,} records)",
-            f"sandbox:{settings.key}",
+            f"sandbox:{settings.name}",
         )
 
 

@@ -28,16 +28,13 @@ a salted hash of it that tells which key wrote it.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -46,11 +43,21 @@ from txkit import defaults
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
-from txkit.decode import combine, dedupe_latest, finalize
-from txkit.errors import TxkitError
+from txkit.decode import dedupe_latest, finalize
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
+from txkit.storage import (
+    StoreError,
+    StoreLockedError,
+    locked,
+    open_table,
+    refuse_old_layout,
+    storage_options,
+)
+from txkit.store_write import META_KEY, commit
+
+_locked = locked  # the lock, for tests that hold it
 
 __all__ = [
     "DEFAULT_STORE",
@@ -73,17 +80,7 @@ log = logging.getLogger("txkit")
 
 DEFAULT_STORE = defaults.STORE_DIR
 DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
-_META_KEY = "txkit.store"
 _FORMAT = 1
-_LOCK_NAME = "_txkit.lock"
-
-
-class StoreError(TxkitError):
-    """The store cannot be used as asked (another source, an old format, damaged files)."""
-
-
-class StoreLockedError(StoreError):
-    """Another sync holds the store's lock, or committed to it meanwhile."""
 
 
 @dataclass(frozen=True)
@@ -186,81 +183,6 @@ class SyncResult:
 
 
 # --------------------------------------------------------------------------------------------
-# Locations.
-
-
-def _is_remote(store: str | os.PathLike[str]) -> bool:
-    return "://" in str(store)
-
-
-def _uri(store: str | os.PathLike[str]) -> str:
-    return str(store).rstrip("/") if _is_remote(store) else str(Path(store).absolute())
-
-
-def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
-    """delta-rs storage options for ``store``: None for a folder; for ``s3://``, the standard
-    AWS variables are read by delta-rs itself, plus plain-http endpoints allowed when
-    ``AWS_ENDPOINT_URL`` is ``http://`` (a local S3 such as MinIO or moto)."""
-    if not str(store).startswith("s3://"):
-        return None
-    options: dict[str, str] = {}
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if endpoint:
-        options["AWS_ENDPOINT_URL"] = endpoint
-        if endpoint.startswith("http://"):
-            options["AWS_ALLOW_HTTP"] = "true"
-    # S3 has no atomic rename: commits rely on conditional writes (If-None-Match).
-    options.setdefault("conditional_put", "etag")
-    return options
-
-
-def _old_layout(store: str | os.PathLike[str]) -> bool:
-    if _is_remote(store):
-        return False
-    path = Path(store)
-    return (path / "generations").is_dir() or (path / "current").is_symlink()
-
-
-def _refuse_old(store: str | os.PathLike[str]) -> None:
-    if _old_layout(store):
-        raise StoreError(
-            f"{store} is a store of the previous format (Parquet generations): run "
-            f"`txkit store migrate --store {store}` to convert it to a Delta table"
-        )
-
-
-def _table(store: str | os.PathLike[str], version: int | None = None) -> Any:
-    """The DeltaTable, or None when there is none yet."""
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    _refuse_old(store)
-    uri, options = _uri(store), storage_options(store)
-    try:
-        if not DeltaTable.is_deltatable(uri, storage_options=options):
-            if version is not None:
-                raise StoreError(f"the store {store} has no table yet, so no version {version}")
-            return None
-        return DeltaTable(uri, version=version, storage_options=options)
-    except TableNotFoundError:
-        return None
-    except StoreError:
-        raise
-    except Exception as exc:  # delta-rs raises several types for a damaged or absent log
-        raise StoreError(_store_problem(store, exc, version)) from None
-
-
-def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int | None) -> str:
-    text = " ".join(str(exc).split())[:300]
-    if version is not None and "version" in text.lower():
-        return f"the store {store} has no version {version} ({text})"
-    return (
-        f"the store {store} cannot be read: {text}; if a file of it was damaged, restore it, "
-        "or move the store aside and run `txkit sync` again"
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # State (the metadata of the newest txkit commit at or before a version).
 
 
@@ -272,7 +194,7 @@ def read_state(
     Raises:
         StoreError: a store of the previous format, or one that cannot be read.
     """
-    table = _table(store, version)
+    table = open_table(store, version)
     if table is None:
         return StoreState(version=None)
     return _state_of(table, store)
@@ -281,10 +203,10 @@ def read_state(
 def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
     at = table.version()
     for entry in table.history():
-        if entry.get("version", -1) > at or _META_KEY not in entry:
+        if entry.get("version", -1) > at or META_KEY not in entry:
             continue
         try:
-            meta = json.loads(entry[_META_KEY])
+            meta = json.loads(entry[META_KEY])
             source = SourceIdentity(**meta["source"])
             coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
         except (ValueError, KeyError, TypeError) as exc:
@@ -375,11 +297,10 @@ def scan_store(
     Example:
         >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
     """
-    table = _table(store, version)
+    table = open_table(store, version)
     if table is None:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
-    options = storage_options(store)
-    lf = pl.scan_delta(_uri(store), version=table.version(), storage_options=options)
+    lf = pl.scan_delta(table)  # the version opened above, with its storage options
     names = lf.collect_schema().names()
     extra = sorted(c for c in names if c not in COLUMNS and c != "month")
     return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
@@ -418,65 +339,28 @@ def read_months(
 def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
     try:
         return lf.collect()
-    except (pl.exceptions.ComputeError, OSError) as exc:
-        text = " ".join(str(exc).split())[:300]
+    except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
+        text = " ".join(str(exc).split())[:200]
+        bad = _damaged_file(store, months)
         refresh = " ".join(f"--refresh {m}" for m in months)
         raise StoreError(
-            f"a data file of the store {store} cannot be read ({text}); run `txkit sync "
+            f"a data file of the store {store} cannot be read: {bad or text}; run `txkit sync "
             f"--store {store} {refresh}` to fetch the month(s) again"
         ) from None
 
 
-# --------------------------------------------------------------------------------------------
-# Locking.
-
-
-@contextlib.contextmanager
-def _locked(store: str | os.PathLike[str]) -> Iterator[None]:
-    """Exclusive use of a local store for one sync (object stores: Delta's conflict check)."""
-    if _is_remote(store):
-        yield
-        return
-    path = Path(store)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        handle = open(path / _LOCK_NAME, "a+")  # noqa: SIM115 - held for the whole sync
-    except OSError as exc:
-        raise StoreError(_os_problem(store, exc)) from None
-    try:
+def _damaged_file(store: str | os.PathLike[str], months: list[str]) -> str | None:
+    """The first data file of ``months`` that does not read whole (after a failed read)."""
+    table = open_table(store)
+    wanted = {f"month={m}" for m in months}
+    for uri in table.file_uris() if table is not None else []:
+        if not wanted & set(uri.split("/")):
+            continue
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise StoreLockedError(
-                f"another sync is running on {store} ({holder}); wait for it to finish, "
-                "then run this one again"
-            ) from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
-        handle.flush()
-        yield
-    finally:
-        handle.close()
-
-
-def _os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
-    reasons = {
-        errno.ENOSPC: "the disk is full",
-        errno.EROFS: "the file system is read-only",
-        errno.EACCES: "permission denied",
-        errno.EDQUOT: "the disk quota is exceeded",
-    }
-    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return (
-        f"cannot write to the store {store}: {reason}{where}; the store is left at its previous "
-        "version: free space or fix permissions, then run the sync again"
-    )
+            pl.read_parquet(uri, storage_options=storage_options(store))
+        except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
+            return f"{uri} ({' '.join(str(exc).split())[:120]})"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -546,6 +430,8 @@ def _check_source(
     same = stored.url == identity.url and stored.fingerprint == identity.fingerprint
     if same:
         return stored
+    if stored.url == identity.url and stored.fingerprint is None and identity.fingerprint:
+        return identity  # a migrated store learns the key's fingerprint from its first sync
     from txkit.source import default_store_for_url
 
     other = default_store_for_url(identity.url)
@@ -614,11 +500,11 @@ def sync(
     """
     refresh_set = {parse_month(m, "refresh month") for m in refresh}
     months, _ = _range(start, end, today)
-    _refuse_old(store)
+    refuse_old_layout(store)
     stats = ExportStats()
     own_client = client is None
     client = client or Client()
-    with contextlib.ExitStack() as stack, _locked(store):
+    with contextlib.ExitStack() as stack, locked(store):
         if own_client:
             stack.callback(client.close)
         state = read_state(store)
@@ -648,93 +534,24 @@ def sync(
             result.fetched[month] = kind
             result.rows[month] = merged.height
         if plan:
-            meta = {
-                "format": _FORMAT,
-                "source": ident.__dict__,
-                "lookback_days": lookback_days,
-                "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
-            }
-            result.version = _commit(store, state, frames, list(plan), meta)
+            meta = commit_metadata(ident, lookback_days, coverage)
+            result.version = commit(store, state.version, frames, list(plan), meta)
         for month in result.skipped:
             if month in coverage:
                 result.rows[month] = coverage[month].rows
         return result
 
 
-def _prepared(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """One frame for Delta: null-typed columns as text, unsigned integers as signed."""
-    frame = combine(frames) if len(frames) > 1 else frames[0]
-    casts = []
-    for name, dtype in frame.schema.items():
-        if dtype == pl.Null:
-            casts.append(pl.col(name).cast(pl.String))
-        elif dtype.is_unsigned_integer():
-            casts.append(pl.col(name).cast(pl.Int64))
-    return frame.with_columns(casts) if casts else frame
-
-
-def _commit(
-    store: str | os.PathLike[str],
-    state: StoreState,
-    frames: list[pl.DataFrame],
-    months: list[str],
-    meta: dict[str, Any],
-) -> int:
-    """Replace ``months`` with ``frames`` and record ``meta``, in one Delta commit."""
-    from deltalake import CommitProperties, write_deltalake
-    from deltalake.exceptions import CommitFailedError
-
-    data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
-    months_sql = ", ".join(f"'{m}'" for m in months)
-    kwargs: dict[str, Any] = {
-        "partition_by": ["month"],
-        "schema_mode": "merge",
-        "storage_options": storage_options(store),
-        "commit_properties": CommitProperties(
-            custom_metadata={_META_KEY: json.dumps(meta)}, max_commit_retries=0
-        ),
+def commit_metadata(
+    source: SourceIdentity, lookback_days: int, coverage: dict[str, MonthCoverage]
+) -> dict[str, Any]:
+    """The txkit metadata every commit carries: the source and the whole coverage."""
+    return {
+        "format": _FORMAT,
+        "source": source.__dict__,
+        "lookback_days": lookback_days,
+        "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
     }
-    if state.version is None:
-        kwargs |= {"mode": "append"}
-    else:
-        kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
-    try:
-        write_deltalake(_uri(store), data, **kwargs)
-    except CommitFailedError as exc:
-        raise StoreLockedError(
-            f"another writer committed to the store {store} while this sync ran ({exc}); "
-            "nothing of this sync was kept: run it again"
-        ) from None
-    except OSError as exc:
-        raise StoreError(_os_problem(store, exc)) from None
-    except Exception as exc:
-        if _is_io_error(exc):
-            raise StoreError(_write_problem(store, exc)) from None
-        raise
-    table = _table(store)
-    assert table is not None
-    return int(table.version())
-
-
-def _is_io_error(exc: Exception) -> bool:
-    from deltalake.exceptions import DeltaError
-
-    return isinstance(exc, DeltaError) or type(exc).__name__ in ("DeltaError", "GenericError")
-
-
-def _write_problem(store: str | os.PathLike[str], exc: Exception) -> str:
-    text = " ".join(str(exc).split())[:300]
-    lowered = text.lower()
-    if "no space" in lowered:
-        reason = "the disk is full"
-    elif "read-only" in lowered or "permission denied" in lowered:
-        reason = "the store cannot be written (read-only or permission denied)"
-    else:
-        reason = text
-    return (
-        f"cannot write to the store {store}: {reason}; the store is left at its previous "
-        "version: fix that, then run the sync again"
-    )
 
 
 def sync_needed(

@@ -259,3 +259,36 @@ def test_sandbox_passes_the_options_through(tmp_path: Path) -> None:
         assert sb.ledger.zero_balances
     doc = json.loads((tmp_path / "ground_truth.json").read_bytes())
     assert doc["generator"]["balance_model"] == "fee-only"
+
+
+# -- repeat underpayers -------------------------------------------------------------------------
+
+
+def test_repeat_underpayers_share_a_customer_in_the_last_month() -> None:
+    plain = generate_ledger(seed=7, records=60_000)
+    ledger = generate_ledger(seed=7, records=60_000, repeat_underpayers=2)
+    assert plain.repeaters == [] and len(ledger.repeaters) == 2
+    records = {r["id"]: r for r in ledger.exported_records()}
+    changed = 0
+    for group in ledger.repeaters:
+        assert group["kind"] == "repeat_underpayer" and 2 <= len(group["ids"]) <= 3
+        for rid, reference, created in zip(
+            group["ids"], group["references"], group["createdAt"], strict=True
+        ):
+            record = records[rid]
+            assert record["customerEmail"] == group["customerEmail"]
+            assert record["meta"]["paymentCollectionType"] == "UNDERPAYMENT"
+            assert record["transactionReference"] == reference and created.startswith("2026-10")
+        changed += len(group["ids"]) - 1
+    # Only the regrouped underpayments changed (their customer); everything else is the same.
+    differ = [r for r in range(len(plain.index)) if plain.body(r) != ledger.body(r)]
+    assert len(differ) == changed
+    assert plain.ground_truth == ledger.ground_truth and plain.orders.equals(ledger.orders)
+    doc = json.loads(ledger.ground_truth_json())
+    assert doc["repeat_underpayers"] == ledger.repeaters
+    assert doc["generator"]["repeat_underpayers"] == 2
+
+
+def test_repeat_underpayers_is_validated() -> None:
+    with pytest.raises(ValueError, match="repeat_underpayers must be an integer from 0 to 100"):
+        generate_ledger(records=10, repeat_underpayers=-1)

@@ -5,10 +5,11 @@ change to any of them changes the data every notebook, test and benchmark sees: 
 deliberate, and the commit that changes a digest says why. History: ``orders`` and
 ``ground_truth.json`` changed once, on purpose, when orders got their own order dates (a
 little before the payment) and planted late payments, and the ground truth got the
-``late_payments``/``zero_balances`` keys; the records (``served``, ``all``) changed once,
-on purpose, when reversed records got their ``updatedAt`` 1 to 14 days after payment (only
-those records' ``updatedAt`` moved). The index, the planted anomalies (``anomalies``) and the
-arrivals keep the digests taken before the split.
+``late_payments``, ``zero_balances`` and ``repeat_underpayers`` keys; the records
+(``served``, ``all``) changed once, on purpose, when reversed records got their
+``updatedAt`` 1 to 14 days after payment (only those records' ``updatedAt`` moved). The
+index, the planted anomalies (``anomalies``) and the arrivals keep the digests taken before
+the split.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "index": "ab35c1a8d2dd855cd5fd145688f1497c8f2f7222dfaaad4cfc3ee3117a0a452f",
             "orders": "b426039e5db2d692d24e1d4d191fadc8db84c76742b6b72b38980915166b3e59",
             "anomalies": "a120a64a7042bbe54b2d1eb3b13e68c2568a75481b0d839f7d0cee79d5cb31c2",
-            "truth": "ead39bd0ec05f81421d1da70b16cbef20014c86bf1b5378a21be071cc4f22233",
+            "truth": "bab8230061a97a24a028c54f949075b22e343c69cce800af4e6ce9d956dd67da",
             "arrivals": "8de6e3dedd6aa510928b44facea43675595a4f233cbceecf9ebca5d59fa036e8",
         },
     ),
@@ -66,7 +67,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "index": "6683a73e6631d05c6affff3e31d169f049371261b6e1d45b120f067e681bd6ea",
             "orders": "1291889a309cfac3d2ae7821cdf16ff00ee07f402dc92b592ca6872d34b5f41f",
             "anomalies": "d61363681f095ff2fa676729b3f46f1e889008aa9e51860266cea42c32f8a3fa",
-            "truth": "4329c80324a20d98c0ce56136c2fdcc04f7dea731389aa90aebdfcd11fe21448",
+            "truth": "57253ac51b8c0853be3d35ff776f345b292814726eb4f4135535627faa633705",
             "arrivals": "b4d4ea066a04e8ad4c08c87d30d0b7325ac684d1eb6a46ee387a9e19fbc49d12",
         },
     ),
@@ -78,7 +79,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "index": "5b5e80f11b77589821dc687c5813c83851451c50523223d5656342e200128fa1",
             "orders": "eeb900d82221c227e1a41598351e28423283b6e26fec500d5db8a97a74c218cc",
             "anomalies": "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
-            "truth": "919a34ba19c65b491265d5a8ed4506a89e536c53f8056a5d462bd7f5c5f5223b",
+            "truth": "5c765d37b1c29f335935eb7d78c5c326f3766b02c6c4ba57ce0f66a8aa33dcb4",
             "arrivals": "867f4a4420a2b88037879b014a5e18807c665a24059b0c9c1df941fe4c290bef",
         },
     ),
@@ -90,7 +91,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "index": "b2c296de35fcfe8558c1baee9001ae1effcfdacdfe769cdffd3dafc79ad0996e",
             "orders": "9c9d1d190d522797555a0791508e7e0124fe89e694cf471c64f5338661b82caa",
             "anomalies": "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945",
-            "truth": "595fa563390de5060b206005ac28d6ffb4337fcafed0eb41e46a6a75e581e961",
+            "truth": "aa1025e019d15f1f00f0e418f0da65bf20d9e1ef528304df417d25813acb0230",
             "arrivals": "601b1a0e0db2fde5ec06fceea934cbdd8148c3a6c0d43b55568a5b01f5ff281e",
         },
     ),
@@ -108,7 +109,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
             "index": "39ef0f9b89c62e14cfa2825fcebf8015fc34cb46cd66e36cc001cfa7599d1c06",
             "orders": "b426039e5db2d692d24e1d4d191fadc8db84c76742b6b72b38980915166b3e59",
             "anomalies": "1ad87dee9406169baf6451fab32c197f9c8e604a456689c52431b7f7c31a1660",
-            "truth": "79bb6390fb2994d5ca49e9f5093290fed7d64b00bfeba6e00329910a96e02fdb",
+            "truth": "17fbb6f60a3b6af5a706242f1d95a394e76b750548383029a08abd0365e97934",
             "arrivals": "7df6c6cd6c28b27cbe656090c280d3cc624fcca863e9cdd9d3a61781663fca07",
         },
     ),

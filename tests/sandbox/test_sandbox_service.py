@@ -207,6 +207,7 @@ def test_cli_prints_two_lines_serves_and_stops_cleanly(
         (["--balance-model", "gross"], "--balance-model: invalid choice: 'gross'"),
         (["--zero-balance-rate", "2"], "zero_balance_rate must be a number from 0 to 1"),
         (["--late-payments", "-1"], "late_payments_per_month must be an integer from 0 to 100"),
+        (["--repeat-underpayers", "101"], "repeat_underpayers must be an integer from 0 to 100"),
     ],
 )
 def test_cli_rejects_bad_arguments(tmp_path: Path, args: list[str], match: str) -> None:

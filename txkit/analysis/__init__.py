@@ -13,6 +13,7 @@ integer minor units in between; never a float.
 """
 
 from txkit.analysis import overview
+from txkit.analysis.activity import activity_history
 from txkit.analysis.balance_models import (
     BALANCE_MODELS,
     NO_MODEL_FITS,
@@ -25,6 +26,7 @@ from txkit.analysis.balances import (
     balance_model_fit,
     balance_summary,
 )
+from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import (
     CATEGORIES,
     DEFAULT_DATE_TOLERANCE,
@@ -50,6 +52,7 @@ __all__ = [
     "DEFAULT_DATE_TOLERANCE",
     "NO_MODEL_FITS",
     "activity_comparison",
+    "activity_history",
     "balance_breaks",
     "balance_model_choice",
     "balance_model_fit",
@@ -57,6 +60,7 @@ __all__ = [
     "describe_balance_models",
     "describe_matching",
     "duplicate_references",
+    "not_reported_balances",
     "overview",
     "read_orders",
     "reconcile",

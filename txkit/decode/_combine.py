@@ -31,6 +31,7 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
         for name, dtype in frame.schema.items():
             target[name] = _unify(name, target[name], dtype, frames) if name in target else dtype
     _check_cross_page_paths(target, frames)
+    _check_rescaled_money(target, frames)
     aligned = [
         frame.select(
             _align(pl.col(n), frame.schema[n], d).alias(n)
@@ -41,6 +42,32 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
         for frame in frames
     ]
     return pl.concat(aligned, how="vertical", rechunk=False)
+
+
+def _check_rescaled_money(target: dict[str, pl.DataType], frames: Sequence[pl.DataFrame]) -> None:
+    """Fail, naming the record, when a wider common scale leaves no room for a page's amount.
+
+    A page with ``1.1000000000000001`` widens its column to 16 decimals; an amount of another
+    page with more than 22 integer digits would then not fit in 38 digits.
+    """
+    for name, dtype in target.items():
+        if not isinstance(dtype, pl.Decimal):
+            continue
+        room = 38 - (dtype.scale or 0)
+        for frame in frames:
+            source = frame.schema.get(name)
+            if source is None or source == dtype or not source.is_numeric():
+                continue
+            largest = frame.select(pl.col(name).abs().max()).item()
+            if largest is not None and len(str(int(largest))) > room:
+                row = frame.filter(pl.col(name).abs() == largest).head(1)
+                raise SchemaError(
+                    f"an amount does not fit in 38 digits beside another page's amounts "
+                    f"with {dtype.scale} decimals",
+                    record_id=row["id"][0] if "id" in row.columns else None,
+                    field=name,
+                    value=row[name][0],
+                )
 
 
 def _align(expr: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:

@@ -10,17 +10,30 @@ envelope checks every page gets (``success``, ``data.transactions``, ``data.tota
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import reprlib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
-from txkit.errors import ApiError, ResponseFormatError, SchemaError, excerpt
+from txkit.decode._wire import MAX_EPOCH_MS, MIN_EPOCH_MS
+from txkit.errors import (
+    ApiError,
+    ConfigError,
+    LimitExceededError,
+    ResponseFormatError,
+    SchemaError,
+    excerpt,
+)
 from txkit.schema import (
     COLUMNS,
     EPOCH_MS_COLUMNS,
+    FIELD_BY_NAME,
     JSON_TEXT_COLUMNS,
     JSON_TEXT_LIST_COLUMNS,
     MONEY_SCALE,
@@ -51,9 +64,67 @@ class DecodedPage:
         return self.frame.height
 
 
+#: Nesting depth a record's values may reach (a documented record needs 4: meta,
+#: customerActivity, history, an entry); deeper values fail with a one-line SchemaError.
+MAX_DEPTH: Final = 32
+
+#: Default of the largest ``data.total`` believed (``TXKIT_MAX_TOTAL`` raises it): 100 million
+#: records is about 120 GB of JSON. A larger total is refused before anything is sized from it.
+DEFAULT_MAX_TOTAL: Final = 100_000_000
+MAX_TOTAL_VAR: Final = "TXKIT_MAX_TOTAL"
+
+# Integer tokens longer than this are kept as Decimal (so they reach the 38-digit checks)
+# instead of Python ints (whose text conversion is capped at 4,300 digits).
+_MAX_INT_TOKEN: Final = 40
+
+
+def max_total() -> int:
+    """The largest ``data.total`` accepted: ``TXKIT_MAX_TOTAL`` or :data:`DEFAULT_MAX_TOTAL`.
+
+    Raises:
+        ConfigError: ``TXKIT_MAX_TOTAL`` is not a positive integer.
+    """
+    text = os.environ.get(MAX_TOTAL_VAR)
+    if text is None:
+        return DEFAULT_MAX_TOTAL
+    if not (text.strip().isascii() and text.strip().isdigit() and int(text) > 0):
+        raise ConfigError(f"{MAX_TOTAL_VAR} must be a positive whole number, got {text[:40]!r}")
+    return int(text)
+
+
+def check_total(total: int, request: Any = None) -> int:
+    """Refuse a ``data.total`` above :func:`max_total` (before anything is sized from it).
+
+    Raises:
+        LimitExceededError: the total is above the bound (``bound="max_total"``).
+    """
+    bound = max_total()
+    if total > bound:
+        shown = f"{total:,}" if total < 10**40 else f"a {len(str(total))}-digit number"
+        raise LimitExceededError(
+            f"the service reports data.total = {shown}, above the plausible maximum of "
+            f"{bound:,} records (max_total); if the export really is that large, raise it with "
+            f"{MAX_TOTAL_VAR}=<records>",
+            bound="max_total",
+            limit=bound,
+            request=request,
+        )
+    return total
+
+
+def _parse_int(text: str) -> int | Decimal:
+    return int(text) if len(text) <= _MAX_INT_TOKEN else Decimal(text)
+
+
 def _parse_json(body: bytes, request: Any = None) -> Any:
     try:
-        return json.loads(body, parse_float=Decimal)
+        return json.loads(body, parse_float=Decimal, parse_int=_parse_int)
+    except RecursionError:
+        raise ResponseFormatError(
+            f"the response nests JSON deeper than the parser allows (a transaction record is "
+            f"at most {MAX_DEPTH} levels deep); body starts: {excerpt(body, 80)!r}",
+            request=request,
+        ) from None
     except (ValueError, UnicodeDecodeError):
         raise ResponseFormatError(
             f"the service did not return JSON; body starts: {excerpt(body)!r}",
@@ -61,10 +132,17 @@ def _parse_json(body: bytes, request: Any = None) -> Any:
         ) from None
 
 
-def _envelope_parts(doc: Any, request: Any = None) -> tuple[list[Any], int, str | None]:
+def envelope_parts(doc: Any, request: Any = None) -> tuple[list[Any], int, str | None]:
+    """Check the envelope: ``(data.transactions, data.total, message)``; extra keys are ignored.
+
+    Raises:
+        ResponseFormatError: not the documented envelope.
+        LimitExceededError: a total above :func:`max_total`.
+        ApiError: the envelope says ``success: false``.
+    """
     if not isinstance(doc, dict):
         raise ResponseFormatError(
-            f"expected a JSON object envelope, got {type(doc).__name__}: {excerpt(str(doc))!r}",
+            f"expected a JSON object envelope, got {type(doc).__name__}: {reprlib.repr(doc)}",
             request=request,
         )
     message = doc.get("message")
@@ -85,17 +163,22 @@ def _envelope_parts(doc: Any, request: Any = None) -> tuple[list[Any], int, str 
     total = data.get("total")
     if not isinstance(records, list):
         raise ResponseFormatError("the envelope's data.transactions is not a list", request=request)
-    if isinstance(total, Decimal) and total == total.to_integral_value():
+    if isinstance(total, Decimal) and total.is_finite() and total == total.to_integral_value():
         total = int(total)
-    if isinstance(total, str) and total.isdigit():
+    if isinstance(total, str) and total.isascii() and total.isdigit():
         total = int(total)
     if not isinstance(total, int) or isinstance(total, bool) or total < 0:
         raise ResponseFormatError(
-            f"the envelope's data.total is not a non-negative integer: {total!r}",
+            f"the envelope's data.total is not a non-negative integer: {excerpt(repr(total), 60)}",
             request=request,
         )
-    return records, total, message
+    return records, check_total(total, request), message
 
+
+# A numeric string: optional sign, digits, optional fraction and exponent. No separators,
+# no spaces inside, no NaN or Infinity.
+_NUMERIC_TEXT: Final = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 _KNOWN_PARENTS = frozenset(
     ".".join(name.split(".")[:i]) for name in COLUMNS for i in range(1, name.count(".") + 1)
@@ -103,12 +186,14 @@ _KNOWN_PARENTS = frozenset(
 
 
 def _flatten_record(
-    record: dict[str, Any], out: dict[str, Any], rid: str | None, prefix: str = ""
+    record: dict[str, Any], out: dict[str, Any], rid: str | None, prefix: str = "", depth: int = 1
 ) -> None:
     for key, value in record.items():
         path = f"{prefix}{key}"
         if isinstance(value, dict) and path not in COLUMNS:
-            _flatten_record(value, out, rid, f"{path}.")
+            if depth >= MAX_DEPTH:
+                raise _too_deep(rid, path, value)
+            _flatten_record(value, out, rid, f"{path}.", depth + 1)
         elif path in _KNOWN_PARENTS and value is not None:
             raise SchemaError(
                 "the document describes an object here, the record has a scalar",
@@ -117,7 +202,33 @@ def _flatten_record(
                 value=value,
             )
         else:
+            if isinstance(value, list | dict) and _nesting(value) + depth > MAX_DEPTH:
+                raise _too_deep(rid, path, value)
             out[path] = value  # an object where a scalar is documented fails its conversion
+
+
+def _nesting(value: Any) -> int:
+    """Depth of nested lists and objects in ``value`` (1 for ``[]``), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_DEPTH:
+            break
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, list | dict))
+    return deepest
+
+
+def _too_deep(rid: str | None, path: str, value: Any) -> SchemaError:
+    return SchemaError(
+        f"the value nests lists or objects deeper than {MAX_DEPTH} levels (a documented "
+        "record needs 4)",
+        record_id=rid,
+        field=path,
+        value=reprlib.repr(value),
+    )
 
 
 def _json_text(value: Any) -> str:
@@ -139,13 +250,22 @@ def _to_decimal(value: Any) -> Decimal | None:
         return Decimal(value)
     if isinstance(value, Decimal):
         return value if value.is_finite() else None
-    if isinstance(value, str):
+    if isinstance(value, str) and _NUMERIC_TEXT.fullmatch(value.strip()):
         try:
-            parsed = Decimal(value.strip())
-        except InvalidOperation:
+            return Decimal(value.strip())
+        except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
             return None
-        return parsed if parsed.is_finite() else None
     return None
+
+
+def _holds_in_float64(number: Decimal) -> bool:
+    """True when float64 carries ``number`` exactly: its shortest repr reads back as it."""
+    as_float = float(number)
+    return math.isfinite(as_float) and Decimal(repr(as_float)) == number
+
+
+def _integer_digits(number: Decimal) -> int:
+    return max(0, number.adjusted() + 1)
 
 
 def _scale(value: Decimal) -> int:
@@ -171,20 +291,26 @@ def _convert_known(name: str, dtype: pl.DataType, value: Any, rid: str | None) -
 
     def fail(what: str) -> SchemaError:
         return SchemaError(
-            f"cannot read {what} without loss", record_id=rid, field=name, value=value
+            f"cannot read {what} without loss (accepted: {FIELD_BY_NAME[name].accepts})",
+            record_id=rid,
+            field=name,
+            value=value,
         )
 
     if isinstance(dtype, pl.Decimal):
         number = _to_decimal(value)
         if number is None:
             raise fail("a money amount")
+        if _integer_digits(number) + _scale(number) > 38:
+            raise fail("a money amount of more than 38 digits")
         return number
     if name in EPOCH_MS_COLUMNS:
         number = _to_decimal(value)
         if number is not None and number == number.to_integral_value():
-            return datetime.fromtimestamp(int(number) / 1000, tz=UTC).replace(
-                microsecond=(int(number) % 1000) * 1000
-            )
+            if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
+                raise fail("an epoch-milliseconds timestamp outside the years 1-9999")
+            millis = int(number)
+            return _EPOCH + timedelta(milliseconds=millis)
         if isinstance(value, str) and (parsed := _parse_iso(value)) is not None:
             return parsed
         raise fail("an epoch-milliseconds timestamp")
@@ -196,11 +322,15 @@ def _convert_known(name: str, dtype: pl.DataType, value: Any, rid: str | None) -
         number = _to_decimal(value)
         if number is None or number != number.to_integral_value():
             raise fail("an integer")
+        if not -(2**63) <= number < 2**63:
+            raise fail("an integer within 64 bits")
         return int(number)
     if isinstance(dtype, pl.Float64):
         number = _to_decimal(value)
         if number is None:
             raise fail("a number")
+        if not _holds_in_float64(number):
+            raise fail("a number that float64 holds exactly")
         return float(number)
     if isinstance(dtype, pl.Boolean):
         if isinstance(value, bool):
@@ -266,7 +396,7 @@ def _infer_unknown(name: str, values: list[Any], ids: list[str | None]) -> pl.Se
         )
         if ok:
             scale = max((_scale(n) for n in numbers if n is not None), default=0)
-            if all(len(n.as_tuple().digits) - _scale(n) + scale <= 38 for n in numbers if n):
+            if all(_integer_digits(n) + scale <= 38 for n in numbers if n is not None):
                 return pl.Series(name, numbers, dtype=pl.Decimal(38, scale))
         if "bool" not in kinds:
             return pl.Series(name, [None if v is None else str(v) for v in values], pl.String)
@@ -335,7 +465,7 @@ def decode_exact(body: bytes, request: Any = None) -> DecodedPage:
         ApiError: the envelope says ``success: false``.
         SchemaError: a value cannot be converted to its column's type without loss.
     """
-    records, total, message = _envelope_parts(_parse_json(body, request), request)
+    records, total, message = envelope_parts(_parse_json(body, request), request)
     flat: list[dict[str, Any]] = []
     for index, record in enumerate(records):
         if not isinstance(record, dict):
@@ -361,6 +491,15 @@ def decode_exact(body: bytes, request: Any = None) -> DecodedPage:
             columns[name] = _object_list_series(name, converted)
         elif isinstance(dtype, pl.Decimal):
             scale = max([_scale(v) for v in converted if v is not None] + [MONEY_SCALE])
+            for v, rid in zip(converted, ids, strict=True):
+                if v is not None and _integer_digits(v) + scale > 38:
+                    raise SchemaError(
+                        f"the page's amounts need more than 38 digits at {scale} decimals "
+                        f"(accepted: {FIELD_BY_NAME[name].accepts})",
+                        record_id=rid,
+                        field=name,
+                        value=v,
+                    )
             columns[name] = pl.Series(name, converted, dtype=pl.Decimal(38, scale))
         else:
             columns[name] = pl.Series(name, converted, dtype=dtype)

@@ -1,17 +1,21 @@
 """The fast path: polars' JSON reader, then vectorised conversion with proofs of losslessness.
 
-Why the proofs are needed - three facts about ``polars.read_json`` with a schema (polars 2.1):
+Why the proofs are needed - facts about ``polars.read_json`` with a schema (polars 2.1):
 
 1. numbers go through ``float64``, even into ``Decimal`` and ``String`` columns, and a value
    with more decimals than the column's scale is rounded silently;
 2. fields that are not in the schema are dropped silently;
-3. a value it cannot convert raises an error that does not name the record.
+3. ``true`` in a ``Float64`` field becomes ``1.0``, and a bare string in a list field becomes a
+   one-element list;
+4. a value it cannot convert raises an error that does not name the record.
 
 So this path reads money and integers as ``Float64`` and converts them itself, checking that
 every value round-trips (at most :data:`~txkit.schema.MONEY_SCALE` decimals and a magnitude below
-1e13, i.e. at most 15 significant digits, where ``float64`` is exact), and it counts the page's
-keys in the raw bytes against the fields it read (:func:`_byte_accounting`, :func:`_accounted`).
-Any doubt sends the page to the exact path (:mod:`txkit.decode._exact`).
+1e13), refuses number tokens of more than 15 digits or with an exponent (which float64 may
+round), and counts in the raw bytes of the records what the frame must hold: keys and strings,
+booleans, lists (:func:`_byte_accounting`, :func:`_whole_body_counts`, :func:`_accounted`). The
+envelope is parsed apart (:func:`_records_span`), so extra envelope keys cost nothing. Any doubt
+sends the page to the exact path (:mod:`txkit.decode._exact`).
 
 Pages are read one by one (:func:`read_page`, which releases the GIL inside polars), then
 verified and converted in batches (:func:`build_frames`), because polars' per-operation
@@ -20,27 +24,33 @@ overhead dominates on 1,000-row frames.
 
 from __future__ import annotations
 
-import math
+import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import polars as pl
 
-from txkit.decode._exact import decode_exact
+from txkit.decode._exact import decode_exact, envelope_parts
 from txkit.decode._wire import (
+    ALL_LIST_COLS,
     AUX,
+    BOOL_COLS,
     ENVELOPE,
     ISO_FORMAT,
     LEAF_NAMES,
     LIST_COLS,
+    MAX_EPOCH_MS,
     MAX_EXACT_INT,
     MAX_EXACT_MONEY,
+    MIN_EPOCH_MS,
     PARENTS,
     STRING_COLS,
     WIRE_LEAVES,
     field_expr,
 )
+from txkit.errors import ApiError, LimitExceededError, ResponseFormatError
 from txkit.schema import COLUMNS, EPOCH_MS_COLUMNS, ISO_TIMESTAMP_COLUMNS, OBJECT_LIST_COLUMNS
 
 
@@ -64,26 +74,132 @@ class RawPage:
     _body: bytes | None = None
     _request: Any = None
     _envelope: pl.DataFrame | None = None
-    _expected: int | None = None  # the byte-side key accounting
+    _expected: _Counts | None = None  # the byte-side accounting
     _exact: pl.DataFrame | None = None
 
 
-def _byte_accounting(body: bytes, env_keys: int) -> int | None:
-    """``quotes / 2 - ":null" - envelope keys`` of a page, or None when it cannot be counted.
+#: Number tokens float64 may not carry exactly: more than 15 digits, or an exponent, as the
+#: value of a key (a string that merely looks like one costs only speed: its
+#: page takes the exact path). Numbers inside arrays need no check here: in a documented list a
+#: number already fails the quote accounting, and unknown keys send the page to the exact path.
+_ODD_NUMBER: Final = r":\s*-?(?:[0-9]\.?){16}|:\s*-?[0-9][0-9.]*[eE]"
+_BOOLEAN: Final = "true|false"
+_ODD_NUMBER_RE: Final = re.compile(_ODD_NUMBER.encode())
+_BOOLEAN_RE: Final = re.compile(_BOOLEAN.encode())
+_KEY: Final = b'"transactions":'
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """What the bytes of a page's records say the frame must hold (see _byte_accounting)."""
+
+    keys_and_strings: int
+    booleans: int
+    lists: int
+    odd_numbers: int = 0
+
+
+def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None, int, int] | None:
+    """The envelope checked (extra keys allowed) and the span of ``data.transactions``.
+
+    Returns ``(records, total, message, start, end)`` with ``body[start:end]`` the array, or
+    None when the envelope cannot be told apart from the records cheaply (the exact path then
+    reads the page). The envelope is parsed by :mod:`json` with the array emptied, so every
+    envelope key, known or not, stays out of the records' accounting. A bad envelope also gives
+    None: the exact path then raises the error that applies.
+
+    Raises:
+        ConfigError: ``TXKIT_MAX_TOTAL`` is not a positive whole number.
+    """
+    key = body.find(_KEY)
+    if key < 0 or b"\\" in body[:key]:
+        return None
+    start = key + len(_KEY)
+    while body[start : start + 1] in (b" ", b"\n", b"\r", b"\t"):
+        start += 1
+    if body[start : start + 1] != b"[":
+        return None
+    end = len(body)
+    for _ in range(8):  # the array's closing bracket, from the end; the tail is small
+        end = body.rfind(b"]", start, end)
+        if end < 0:
+            return None
+        try:
+            doc = json.loads(body[:start] + b"[]" + body[end + 1 :])
+        except (ValueError, RecursionError):
+            continue
+        data = doc.get("data") if isinstance(doc, dict) else None
+        if not isinstance(data, dict) or data.get("transactions") != []:
+            continue
+        try:
+            records, total, message = envelope_parts(doc, request)
+        except (ApiError, ResponseFormatError, LimitExceededError):
+            # A bracket of an extra key taken for the array's end (try the one before), or a
+            # bad envelope (after the tries, the exact path raises the error that applies).
+            continue
+        # A wrong bracket (inside an extra key after the array) would only widen the span by
+        # at least one key and one list, so the accounting would send the page to the exact path.
+        return records, total, message, start, end + 1
+    return None
+
+
+def _byte_accounting(body: bytes, start: int, end: int) -> _Counts | None:
+    """Count, in the bytes of the records array, what the frame read from it must hold.
 
     Why this proves no field was dropped: in JSON without escaped quotes, ``quotes / 2 ==
     keys + string values``, and every key is a field polars read (non-null), a null-valued key
-    (``"key":null``), or an unknown key. So without unknown keys this equals the non-null
-    fields plus the string values that :func:`build_frames` counts in the frame; an unknown key
-    with a value makes the byte side larger. Anything unusual also makes the two differ and
-    sends the page to the exact path: pretty-printed nulls (``": null"``), a number where a
-    string is documented (polars would silently turn it into text), a string containing
-    ``:null``. Undetected: an unknown key whose value is null (it carries no information), and
-    two such oddities on one page that cancel out exactly.
+    (``"key":null``), or an unknown key. So without unknown keys ``quotes / 2 - ":null"``
+    equals the non-null fields plus the string values that :func:`build_frames` counts in the
+    frame; an unknown key with a value makes the byte side larger. Anything unusual also makes
+    the two differ and sends the page to the exact path: pretty-printed nulls (``": null"``),
+    a number where a string is documented (polars would silently turn it into text), a string
+    containing ``:null``. Undetected: an unknown key whose value is null (it carries no
+    information), and two such oddities on one page that cancel out exactly.
+
+    Two more counts close what quotes cannot see: every ``true``/``false`` must be a boolean
+    field polars read (polars would turn ``"toAmount": true`` into 1.0) and no number token may
+    need more than float64 carries (polars would round ``1.1000000000000001`` to 1.10): any
+    such token (:data:`_ODD_NUMBER`) sends the page to the exact path; and every ``[`` must be a
+    list field (polars would wrap a bare string into a one-element list).
+
+    Quotes are counted here, over the records (``bytes.count`` is fastest for them). The other
+    counts run over whole bodies, batched in polars (:func:`_whole_body_counts`, off the GIL);
+    here the envelope's small share of them is counted, to be subtracted.
     """
-    if b"\\" in body:
+    if body.find(b"\\", start, end) >= 0:
         return None  # maybe an escaped quote: only the exact path can tell
-    return body.count(b'"') // 2 - body.count(b":null") - env_keys
+    envelope = body[:start] + body[end:]
+    return _Counts(
+        keys_and_strings=body.count(b'"', start, end) // 2 + envelope.count(b":null"),
+        booleans=-len(_BOOLEAN_RE.findall(envelope)),
+        lists=-envelope.count(b"[") - 1,  # and the records array's own bracket
+        odd_numbers=-len(_ODD_NUMBER_RE.findall(envelope)),
+    )
+
+
+def _whole_body_counts(pages: Sequence[RawPage]) -> list[_Counts | None]:
+    """Per page, over the whole body: ``-":null"``, booleans, ``[``, odd number tokens.
+
+    One batched polars pass (off the GIL, and cheaper than page by page); odd numbers are only
+    counted on the rare page where one is found. None for a body that is not UTF-8.
+    """
+    text = pl.Series([p._body for p in pages], dtype=pl.Binary).cast(pl.String, strict=False)
+    found = pl.select(
+        text.str.count_matches(":null", literal=True).alias("n"),
+        text.str.count_matches(_BOOLEAN).alias("b"),
+        text.str.count_matches("[", literal=True).alias("l"),
+        text.str.contains(_ODD_NUMBER).alias("o"),
+    )
+    out: list[_Counts | None] = []
+    for page, (nulls, booleans, lists, odd) in zip(pages, found.iter_rows(), strict=True):
+        if odd is None:
+            out.append(None)
+            continue
+        if odd:
+            single = pl.Series([page._body], dtype=pl.Binary).cast(pl.String)
+            odd = single.str.count_matches(_ODD_NUMBER).item()
+        out.append(_Counts(-nulls, booleans, lists, int(odd)))
+    return out
 
 
 def _flatten_exprs() -> list[pl.Expr]:
@@ -123,7 +239,7 @@ def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
         raw, done = pl.col(name), pl.col(f"{AUX}c.{name}")
         final = COLUMNS[name]
         if isinstance(final, pl.Decimal):
-            converted = raw.cast(final)
+            converted = raw.cast(final, strict=False)  # overflow: null, then flagged
             check = raw.is_not_null() & (
                 (done.cast(pl.Float64) != raw) | (raw.abs() >= MAX_EXACT_MONEY)
             )
@@ -132,6 +248,8 @@ def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
             if name in EPOCH_MS_COLUMNS:
                 converted = converted.cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")
             check = raw.is_not_null() & ((raw.floor() != raw) | (raw.abs() >= MAX_EXACT_INT))
+            if name in EPOCH_MS_COLUMNS:
+                check = check | (raw < MIN_EPOCH_MS) | (raw > MAX_EPOCH_MS)
         elif name in ISO_TIMESTAMP_COLUMNS:
             converted = raw.str.to_datetime(
                 ISO_FORMAT, time_unit="ms", time_zone="UTC", strict=False, cache=False
@@ -171,31 +289,29 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
         ApiError: the envelope says ``success: false``.
         SchemaError: a value cannot be converted without loss (found by the exact path).
     """
-    try:
-        envelope = pl.read_json(body, schema=ENVELOPE)
-    except Exception:  # polars names neither record nor field: let the exact path explain.
-        envelope = None
-    if envelope is not None and envelope.height == 1:
-        success, message, total, count = envelope.select(
-            "success",
-            "message",
-            pl.col("data").struct.field("total"),
-            pl.col("data").struct.field("transactions").list.len(),
-        ).row(0)
-        if success is True and count is not None and total is not None and total >= 0:
-            # success, data, transactions, total; a message adds its key and its string (a
-            # null message adds a key and a ":null", which cancel out).
-            expected = _byte_accounting(body, 4 + 2 * int(message is not None))
-            if expected is not None and total == math.floor(total):
-                return RawPage(
-                    total=int(total),
-                    count=int(count),
-                    message=message,
-                    _body=body,
-                    _request=request,
-                    _envelope=envelope,
-                    _expected=expected,
-                )
+    span = _records_span(body, request)
+    if span is not None:
+        _, total, message, start, end = span
+        counts = _byte_accounting(body, start, end)
+        if counts is not None:
+            try:
+                envelope = pl.read_json(body, schema=ENVELOPE)
+            except Exception:  # polars names neither record nor field: the exact path explains
+                envelope = None
+            if envelope is not None and envelope.height == 1:
+                count = envelope.select(
+                    pl.col("data").struct.field("transactions").list.len()
+                ).item()
+                if count is not None:
+                    return RawPage(
+                        total=total,
+                        count=int(count),
+                        message=message,
+                        _body=body,
+                        _request=request,
+                        _envelope=envelope,
+                        _expected=counts,
+                    )
     exact = decode_exact(body, request)
     return RawPage(
         total=exact.total,
@@ -207,8 +323,8 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
     )
 
 
-def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[int]:
-    """Per page: non-null fields read plus string values among them (see _byte_accounting)."""
+def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
+    """Per page, what the frame holds in the terms of :func:`_byte_accounting`."""
     leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
     null_items = 0
     for c in LIST_COLS:
@@ -220,17 +336,34 @@ def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[int]:
         )
     extra = converted.select(per_row.fill_null(0).cum_sum().alias("c"))["c"].to_list()
     strings = set(STRING_COLS)
-    out: list[int] = []
+    out: list[_Counts] = []
     offset = 0
     for count in counts:
         nulls = converted.select(leaf_and_parents).slice(offset, count).null_count().row(0)
-        present = sum(count - n for n in nulls)
-        text = sum(count - n for c, n in zip(leaf_and_parents, nulls, strict=True) if c in strings)
+        present = dict(zip(leaf_and_parents, (count - n for n in nulls), strict=True))
+        text = sum(present[c] for c in strings)
         end = extra[offset + count - 1] if count else 0
         start = extra[offset - 1] if offset else 0
-        out.append(present + text + int(end - start if count else 0))
+        out.append(
+            _Counts(
+                keys_and_strings=sum(present.values()) + text + int(end - start if count else 0),
+                booleans=sum(present[c] for c in BOOL_COLS),
+                lists=sum(present[c] for c in ALL_LIST_COLS),
+            )
+        )
         offset += count
     return out
+
+
+def _add(a: _Counts | None, b: _Counts | None) -> _Counts | None:
+    if a is None or b is None:
+        return None
+    return _Counts(
+        a.keys_and_strings + b.keys_and_strings,
+        a.booleans + b.booleans,
+        a.lists + b.lists,
+        a.odd_numbers + b.odd_numbers,
+    )
 
 
 def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
@@ -264,8 +397,11 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
     bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list()) | set(
         data.filter(pl.col("tx").is_null())[f"{AUX}page"].unique().to_list()
     )
+    whole = _whole_body_counts(fast)
     redo = {
-        i for i, p in enumerate(fast) if i in bad_pages or (p.count and accounted[i] != p._expected)
+        i
+        for i, p in enumerate(fast)
+        if i in bad_pages or accounted[i] != _add(p._expected, whole[i])
     }
     final = converted.select(_FINAL)
     out: list[pl.DataFrame] = []

@@ -19,6 +19,9 @@ from txkit.schema import FIELDS
 MAX_EXACT_MONEY: Final = 1e13
 MAX_EXACT_INT: Final = float(2**53)
 ISO_FORMAT: Final = "%Y-%m-%dT%H:%M:%S%.3fZ"
+#: Epoch milliseconds of 0001-01-01 and of 9999-12-31 23:59:59.999 (the range both paths accept).
+MIN_EPOCH_MS: Final = -62_135_596_800_000
+MAX_EPOCH_MS: Final = 253_402_300_799_999
 
 #: Pages verified and converted together: polars works faster on larger frames, and the raw
 #: bytes are released after each batch, which bounds memory.
@@ -76,6 +79,11 @@ STRING_COLS: Final = [n for n, _, d in WIRE_LEAVES if isinstance(d, pl.String)]
 LIST_COLS: Final = [
     n for n, _, d in WIRE_LEAVES if isinstance(d, pl.List) and isinstance(d.inner, pl.String)
 ]
+
+#: Every list leaf (of strings or of objects): each non-null one is a ``[`` in the bytes.
+ALL_LIST_COLS: Final = [n for n, _, d in WIRE_LEAVES if isinstance(d, pl.List)]
+#: Boolean leaves: each non-null one is a ``true`` or ``false`` in the bytes.
+BOOL_COLS: Final = [n for n, _, d in WIRE_LEAVES if isinstance(d, pl.Boolean)]
 
 
 def field_expr(parts: Sequence[str], base: pl.Expr) -> pl.Expr:

@@ -8,6 +8,7 @@ record fields. Each finding says how sure it is. The result, a :class:`ServicePr
 written as JSON and read back by the loader with :func:`load_profile` (same base URL only).
 
 Modules: :mod:`~txkit.probe.run` (the steps), :mod:`~txkit.probe.dates` (date semantics),
+:mod:`~txkit.probe.sample` (order, ties, totals, fields),
 :mod:`~txkit.probe.session` (budgeted HTTP), :mod:`~txkit.probe.profile` (the profile, JSON).
 
 Example:

@@ -48,9 +48,12 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.max_requests < 2:
         raise ValueError(f"--max-requests must be at least 2, got {args.max_requests}")
+    from txkit.cli import check_writable
+
     out = Path(args.out) if args.out else default_path()
     if out.suffix.lower() != ".json":
         raise ValueError(f"--out must end in .json, got {out.name!r}")
+    check_writable(out, is_file=True, flag="--out")  # before any request is sent
     profile = probe_service(
         base_url=args.base_url,
         max_requests=args.max_requests,

@@ -22,7 +22,14 @@ from typing import Any, Final
 
 from txkit.probe.profile import Finding, unknown
 
-__all__ = ["Candidate", "DateModel", "all_candidates", "parse_ms", "timestamp_fields"]
+__all__ = [
+    "Candidate",
+    "DateModel",
+    "all_candidates",
+    "parse_ms",
+    "record_id",
+    "timestamp_fields",
+]
 
 DAY_MS: Final = 86_400_000
 HOUR_MS: Final = 3_600_000
@@ -32,6 +39,14 @@ FRACTIONAL_OFFSETS: Final = (-9.5, -3.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10
 _EPOCH: Final = date(1970, 1, 1).toordinal()
 
 Candidate = tuple[str, bool, bool, float]  # (field, start_inclusive, end_inclusive, offset h)
+
+
+def record_id(record: dict[str, Any]) -> str:
+    """The record's identifier: ``id``, else ``_id`` (the document says they are the same)."""
+    value = record.get("id")
+    if value is None:
+        value = record.get("_id")
+    return str(value)
 
 
 def parse_ms(value: Any) -> int | None:
@@ -119,12 +134,10 @@ class DateModel:
     def __post_init__(self) -> None:
         self.candidates = all_candidates(self.fields)
         rng = random.Random(0)
-        self._hash = {str(r.get("id")): rng.getrandbits(64) for r in self.reference}
+        self._hash = {record_id(r): rng.getrandbits(64) for r in self.reference}
         self._axes: dict[str, _Axis] = {}
         for f in self.fields:
-            pairs = sorted(
-                (ms, str(r.get("id"))) for r in self.reference if (ms := parse_ms(r.get(f)))
-            )
+            pairs = sorted((ms, record_id(r)) for r in self.reference if (ms := parse_ms(r.get(f))))
             prefix = [0]
             for _, rid in pairs:
                 prefix.append(prefix[-1] ^ self._hash[rid])
@@ -134,6 +147,11 @@ class DateModel:
         created = [ms for r in self.reference if (ms := parse_ms(r.get("createdAt")))]
         self.oldest = min(created) if created else None
         self.newest = max(created) if created else None
+
+    @property
+    def settled(self) -> bool:
+        """True when the surviving readings all give the same window for every query."""
+        return len({(c[0], *_shifts(c)) for c in self.candidates}) == 1
 
     # -- evidence --------------------------------------------------------------------------
 
@@ -155,7 +173,7 @@ class DateModel:
             low[f] = min(present) if present else None
             high[f] = max(present) if present else None
             members[f] = sorted(
-                axis.position[rid] for r in listed if (rid := str(r.get("id"))) in axis.position
+                axis.position[rid] for r in listed if (rid := record_id(r)) in axis.position
             )
         obs = _Observation(start, end, members, low, high, missing, len(listed))
         self.observations.append(obs)
@@ -189,18 +207,22 @@ class DateModel:
         i_hi = max(i_lo, bisect.bisect_left(axis.values, hi))
         return axis.prefix[i_hi] ^ axis.prefix[i_lo], i_hi - i_lo
 
-    def next_window(self, max_records: int) -> tuple[date, date] | None:
+    def next_window(
+        self, max_records: int, skip: set[tuple[date, date]] | None = None
+    ) -> tuple[date, date] | None:
         """The window that splits the surviving candidates the most (None if none does).
 
         Only windows inside the reference (at least 14 h above its oldest record) whose
-        predicted listing holds at most ``max_records`` records are considered.
+        predicted listing holds at most ``max_records`` records, and not in ``skip`` (already
+        tried), are considered.
         """
         if self.oldest is None or self.newest is None or not self.candidates:
             return None
         first = _day(self.oldest + 15 * HOUR_MS) + timedelta(days=1)
         last = _day(self.newest)
-        done = {(o.start, o.end) for o in self.observations}
-        if len(self.candidates) == 1:
+        done = {(o.start, o.end) for o in self.observations} | (skip or set())
+        if len({(c[0], *_shifts(c)) for c in self.candidates}) == 1:
+            # One reading, or readings that agree on every window: confirm, do not split.
             return self._confirming_window(first, last, done, max_records)
         best: tuple[tuple[int, int, int], tuple[date, date]] | None = None
         day = first
@@ -227,9 +249,10 @@ class DateModel:
     def _confirming_window(
         self, first: date, last: date, done: set[tuple[date, date]], max_records: int
     ) -> tuple[date, date] | None:
-        """For one surviving candidate: the 3-day window with the most reference records
-        within an hour of the boundaries it predicts (the sharpest test of it)."""
-        (c,) = self.candidates
+        """For one surviving reading (or several that agree on every window): the 3-day window
+        with the most reference records within an hour of the boundaries it predicts (the
+        sharpest test of it)."""
+        c = self.candidates[0]
         axis = self._axes[c[0]]
         best: tuple[int, tuple[date, date]] | None = None
         day = first
@@ -272,6 +295,12 @@ class DateModel:
             )
             return {n: unknown(reason) for n in names}
         whole = [c for c in self.candidates if c[3] == int(c[3])]
+        pool = whole or self.candidates
+        # Readings that give the same window for every query (e.g. an exclusive start at
+        # UTC+12 and an inclusive one at UTC-12) cannot be told apart, and need not be: any
+        # of them computes the service's windows exactly.
+        same = len({(c[0], *_shifts(c)) for c in pool}) == 1
+        canonical = min(pool, key=lambda c: (not c[1], not c[2], abs(c[3]), c[3]))
         out: dict[str, Finding] = {}
         for k, name in enumerate(names):
             values = sorted({c[k] for c in self.candidates}, key=str)
@@ -287,6 +316,16 @@ class DateModel:
                     f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
                 )
                 continue
+            if same:
+                readings = "; ".join(_reading(c) for c in sorted(pool, key=str)[:4])
+                out[name] = Finding(
+                    _jsonable(canonical[k]),
+                    "inferred",
+                    f"listings of {days}: the readings {readings} give the same window for "
+                    "every query, so either computes it exactly; this one is "
+                    f"{_reading(canonical)}",
+                )
+                continue
             why = (
                 cut_short
                 or "no sampled record lies between the boundaries these readings put at midnight"
@@ -296,6 +335,16 @@ class DateModel:
                 f"{' ...' if len(values) > 6 else ''} equally: {why}"
             )
         return out
+
+
+def _shifts(c: Candidate) -> tuple[float, float]:
+    """Where a reading puts the window's ends, in hours after startDate/endDate 00:00 UTC."""
+    _, si, ei, h = c
+    return (0 if si else 24) - h, (24 if ei else 0) - h
+
+
+def _reading(c: Candidate) -> str:
+    return f"{_show(c[1])} start/{_show(c[2])} end at {_show(c[3])}"
 
 
 def _jsonable(value: Any) -> Any:

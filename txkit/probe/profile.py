@@ -62,7 +62,7 @@ FINDINGS: Final[dict[str, str]] = {
     "default_limit": "records in a page when no limit is sent",
     "max_limit": "largest page the service serves (a larger limit is capped or refused)",
     "max_skip": "largest skip still served (null: none found); max_skip_mode says how it fails",
-    "max_skip_mode": "past max_skip: 'error' (4xx) or 'empty' (empty pages, real total)",
+    "max_skip_mode": "past max_skip: 'reject' (4xx) or 'empty' (empty pages, real total)",
     "order": "sort order of the listing, e.g. 'createdAt desc'",
     "ties_stable": "records with equal createdAt come back in the same order every time",
     "total_counts_all_matching": "data.total equals the records a full listing returns",
@@ -110,6 +110,7 @@ class Finding:
         return self.certainty != "unknown"
 
     def to_json(self) -> dict[str, Any]:
+        """``{"value": ..., "certainty": ..., "detail": ...}``."""
         return {"value": self.value, "certainty": self.certainty, "detail": self.detail}
 
 
@@ -231,6 +232,34 @@ class ServiceProfile:
         while self.served_range(None, end)[1] < want_high:
             end += timedelta(days=1)
         return start, end
+
+    def query_window(self, first: date, last: date) -> tuple[date | None, date | None]:
+        """The ``startDate``/``endDate`` to send for the records *created* on the UTC days
+        ``first``..``last`` (None: do not send that bound); filter ``createdAt`` locally
+        whenever :attr:`filters_created` is False.
+
+        * ``date_field`` is ``createdAt``: :meth:`server_window`.
+        * ``updatedAt``: a record is updated at or after it is created, so the window's start
+          on ``updatedAt`` is safe and its end is not: ``(start, None)``.
+        * any other field: ``(None, None)``, the whole listing.
+
+        Raises:
+            ValueError: when the date semantics are not all known, or ``first > last``.
+        """
+        start, end = self.server_window(first, last)
+        field = self.value("date_field")
+        if field == "createdAt":
+            return start, end
+        if field == "updatedAt":
+            return start, None
+        return None, None
+
+    @property
+    def filters_created(self) -> bool:
+        """True when the service's date filters apply to ``createdAt`` (known, measured or
+        inferred): a window of :meth:`server_window` then needs no local filter beyond the
+        edges."""
+        return self.value("date_field") == "createdAt"
 
     def _require_dates(self) -> None:
         if not self.dates_known:

@@ -19,20 +19,21 @@ about 14 requests are kept for step 6.
 
 from __future__ import annotations
 
-import itertools
 import json
+import math
 import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from txkit.errors import scrub
-from txkit.probe.dates import DAY_MS, DateModel, parse_ms, timestamp_fields
+from txkit.probe.dates import DateModel, parse_ms, record_id, timestamp_fields
 from txkit.probe.profile import Finding, ServiceProfile, unknown
+from txkit.probe.sample import beyond_document, order, tie_groups, totals
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
-from txkit.schema import COLUMNS
+from txkit.schema import CURRENCIES, TRANS_TYPES
 
 __all__ = ["DEFAULT_MAX_REQUESTS", "probe_service"]
 
@@ -42,7 +43,10 @@ ASK_LIMIT: Final = 5000
 _REFERENCE_DAYS: Final = 6
 _SKIP_RESERVE: Final = 14
 _MAX_WINDOWS: Final = 8
+#: Older reference pages fetched at most when the windows stay ambiguous.
+_MAX_GROWTH: Final = 4
 _TIE_GROUPS_ENOUGH: Final = 8
+_MAX_TIE_REASKS: Final = 8
 _SKIP_STEPS: Final = (1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000)
 
 
@@ -72,6 +76,11 @@ class _Probe:
         self.reference_pages: list[tuple[dict[str, str | int], list[str]]] = []
         self.seen: dict[str, dict[str, Any]] = {}
         self.windows: list[dict[str, Any]] = []
+        # A filter value the date windows and their reference share on a busy service.
+        self.filter: dict[str, str] = {}
+        self.reference_total: int | None = None
+        self.first_page: tuple[dict[str, str | int], list[str]] = ({}, [])
+        self.reference_pages_planned = 0
         # Requests kept for the last step (max_skip); a quarter of a small budget.
         self.reserve = min(_SKIP_RESERVE, session.max_requests // 4)
 
@@ -80,7 +89,7 @@ class _Probe:
     def get(self, params: dict[str, str | int]) -> Page:
         page = self.s.get(params)
         for record in page.records:
-            self.seen[str(record.get("id"))] = record
+            self.seen[record_id(record)] = record
         return page
 
     def list_all(self, params: dict[str, str | int], max_pages: int) -> _Listing:
@@ -97,8 +106,11 @@ class _Probe:
                     listing.error = f"HTTP {page.status}: {page.message}"
                     return listing
                 listing.total = page.total
+                if (page.total or 0) > max_pages * self.page_size:
+                    listing.error = f"it holds {page.total:,} records, more than {max_pages} pages"
+                    return listing
                 for record in page.records:
-                    listing.records[str(record.get("id"))] = record
+                    listing.records[record_id(record)] = record
                 skip += len(page.records)
                 if not page.records or skip >= (page.total or 0):
                     break
@@ -203,79 +215,174 @@ class _Probe:
         self._add_reference({"limit": asked}, page)
 
     def _add_reference(self, params: dict[str, str | int], page: Page) -> None:
+        if not self.reference_pages and not self.filter:
+            self.first_page = (params, [record_id(r) for r in page.records])
         self.reference.extend(page.records)
-        self.reference_pages.append((params, [str(r.get("id")) for r in page.records]))
+        self.reference_pages.append((params, [record_id(r) for r in page.records]))
 
     def step_reference(self) -> None:
         self.say("newest records")
         budget_pages = max(1, self.s.max_requests // 5)
+        hours = _span_hours(self.reference)
+        pages_needed = math.ceil(_REFERENCE_DAYS * 24 / hours) if hours > 0 else budget_pages + 1
+        thin = None
+        if pages_needed > budget_pages and len(self.reference) < self.total:
+            thin = self._thinning_filter(budget_pages)
+        self.findings["order"] = order(self.reference)
+        if thin is None:
+            self._extend_reference({}, budget_pages, first_page_done=True)
+            self.findings["order"] = order(self.reference)
+            return
+        # A busy service: its newest pages span too little time for day windows. Compare
+        # within one filter value instead (the service applies it to the reference and to
+        # the windows alike, so what it matches need not be known).
+        self.filter = thin
+        self.reference, self.reference_pages = [], []
+        self._extend_reference(thin, budget_pages, first_page_done=False)
+
+    def _extend_reference(
+        self, extra: dict[str, str], budget_pages: int, *, first_page_done: bool
+    ) -> None:
         while len(self.reference_pages) < budget_pages and self.s.remaining > self.reserve:
-            times = [t for r in self.reference if (t := parse_ms(r.get("createdAt")))]
-            if times and max(times) - min(times) >= _REFERENCE_DAYS * DAY_MS:
+            if _span_hours(self.reference) >= _REFERENCE_DAYS * 24:
                 break
             skip = len(self.reference)
-            if skip >= self.total:
+            if first_page_done and skip >= self.total:
                 break
-            params: dict[str, str | int] = {"skip": skip, "limit": self.page_size}
+            params: dict[str, str | int] = {**extra, "skip": skip, "limit": self.page_size}
             page = self.get(params)
             if not page.ok or not page.records:
                 break
             self._add_reference(params, page)
-        self.findings["order"] = _order(self.reference)
+            self.reference_total = page.total
+            if page.total is not None and len(self.reference) >= page.total:
+                break
+            if not first_page_done and len(self.reference_pages) == 1:
+                first_page_done = True
+
+    def _newer_than(self, end: date) -> bool:
+        """Whether a reference record was created after every reading's end of ``endDate``
+        (so no date filter on createdAt, updatedAt or paidAt can hold it)."""
+        latest_end = (end.toordinal() - date(1970, 1, 1).toordinal() + 1) * 86_400_000
+        latest_end += 14 * 3_600_000
+        return any((parse_ms(r.get("createdAt")) or 0) >= latest_end for r in self.reference)
+
+    def _grow_reference(self) -> bool:
+        """One more (older) page of the reference, if the budget and the listing allow."""
+        grown = len(self.reference_pages) - self.reference_pages_planned
+        if grown >= _MAX_GROWTH or self.s.remaining <= self.reserve + 2:
+            return False
+        if self.reference_total is not None and len(self.reference) >= self.reference_total:
+            return False
+        params: dict[str, str | int] = {
+            **self.filter,
+            "skip": len(self.reference),
+            "limit": self.page_size,
+        }
+        page = self.get(params)
+        if not page.ok or not page.records:
+            return False
+        self._add_reference(params, page)
+        self.reference_total = page.total
+        return True
+
+    def _thinning_filter(self, budget_pages: int) -> dict[str, str] | None:
+        """The documented filter value whose records would span the reference's days in the
+        pages the budget allows (the densest such value: denser brackets), or None."""
+        hours = _span_hours(self.reference)
+        if hours <= 0:
+            return None
+        per_day = len(self.reference) / (hours / 24)
+        counts: dict[tuple[str, str], int] = {}
+        for record in self.reference:
+            for param, name, accepted in _THIN_BY:
+                value = record.get(name)
+                if isinstance(value, str) and value in accepted:
+                    counts[(param, value)] = counts.get((param, value), 0) + 1
+        room = budget_pages * self.page_size
+        fitting = [
+            (n, key)
+            for key, n in counts.items()
+            # twice the days wanted: the density of one page is a rough estimate
+            if n >= 2 and 2 * per_day * _REFERENCE_DAYS * n / len(self.reference) <= room
+        ]
+        if not fitting:
+            return None
+        _, (param, value) = max(fitting)
+        return {param: value}
 
     def step_ties(self) -> None:
+        self.reference_pages_planned = len(self.reference_pages)
         self.say("ties")
-        by_id = {str(r.get("id")): r for r in self.reference}
-        pages = [
-            (len(_tie_groups([by_id[i] for i in ids if i in by_id])), params, ids)
-            for params, ids in self.reference_pages
+        # Unfiltered pages only: a thinning filter leaves few ties.
+        plain = [(p, ids) for p, ids in self.reference_pages if not self.filter] or [
+            self.first_page
         ]
-        pages.sort(key=lambda item: -item[0])
-        compared = differed = 0
-        refetched = 0
-        short = False
-        for count, params, ids in pages:
-            if count == 0 or compared >= _TIE_GROUPS_ENOUGH or differed:
+        by_id = dict(self.seen)
+        counts = [len(tie_groups([by_id[i] for i in ids if i in by_id])) for _, ids in plain]
+        while (
+            sum(counts) < _TIE_GROUPS_ENOUGH
+            and len(plain) < 4
+            and (self.s.remaining > self.reserve + 8)
+        ):
+            # Look further for ties (a small page may hold none).
+            params: dict[str, str | int] = {
+                "skip": sum(len(ids) for _, ids in plain),
+                "limit": self.page_size,
+            }
+            page = self.get(params)
+            if not page.ok or not page.records:
                 break
-            if self.s.remaining <= self.reserve + 6:
+            plain.append((params, [record_id(r) for r in page.records]))
+            counts.append(len(tie_groups(page.records)))
+            by_id.update((record_id(r), r) for r in page.records)
+        with_ties = sorted(
+            ((n, params, ids) for n, (params, ids) in zip(counts, plain, strict=True) if n),
+            key=lambda item: -item[0],
+        )
+        compared = differed = refetched = 0
+        short = False
+        # Each page with ties is asked again, in turn, until enough group comparisons were
+        # made: a shuffled pair keeps its order by chance half the time.
+        while with_ties and compared < _TIE_GROUPS_ENOUGH and not differed:
+            if refetched >= _MAX_TIE_REASKS or self.s.remaining <= self.reserve + 6:
                 short = True
                 break
+            _, params, ids = with_ties[refetched % len(with_ties)]
             page = self.get(params)
             refetched += 1
             if not page.ok:
                 continue
-            before = _tie_groups([by_id[i] for i in ids if i in by_id])
-            after = _tie_groups(page.records)
-            for stamp, ids in before.items():
+            before = tie_groups([by_id[i] for i in ids if i in by_id])
+            after = tie_groups(page.records)
+            for stamp, group in before.items():
                 if stamp in after:
                     compared += 1
-                    differed += after[stamp] != ids
+                    differed += after[stamp] != group
+        sampled = sum(len(ids) for _, ids in plain)
         if differed:
-            self.findings["ties_stable"] = Finding(
+            finding = Finding(
                 False,
                 "measured",
                 f"{differed} of {compared} groups of records with equal createdAt came back "
-                f"in another order when {refetched} page(s) were asked again",
+                f"in another order when pages were asked again ({refetched} re-asks)",
             )
         elif compared >= _TIE_GROUPS_ENOUGH:
-            self.findings["ties_stable"] = Finding(
+            finding = Finding(
                 True, "measured", f"{compared} tie groups kept their order over {refetched} re-asks"
             )
         elif compared:
-            self.findings["ties_stable"] = Finding(
+            finding = Finding(
                 True,
                 "inferred",
-                f"only {compared} tie group(s) compared over {refetched} re-ask(s), all in the "
-                "same order",
+                f"only {compared} tie group comparison(s) over {refetched} re-ask(s), all in the "
+                "same order (a shuffled pair keeps its order half the time)",
             )
         elif short:
-            self.findings["ties_stable"] = unknown(
-                "the request budget left no room to ask a page with ties again"
-            )
+            finding = unknown("the request budget left no room to ask a page with ties again")
         else:
-            self.findings["ties_stable"] = unknown(
-                f"no two of the {len(self.reference):,} newest records share a createdAt"
-            )
+            finding = unknown(f"no two of the {sampled:,} newest records share a createdAt")
+        self.findings["ties_stable"] = finding
 
     def step_dates(self) -> None:
         self.say("date windows")
@@ -286,19 +393,23 @@ class _Probe:
         why_none: str | None = None
         cut: str | None = None
         short = False
+        tried: set[tuple[date, date]] = set()
+        observed: list[tuple[date, date, list[dict[str, Any]]]] = []
         try:
             while len(model.observations) < _MAX_WINDOWS:
                 if self.s.remaining <= self.reserve:
                     why_none = why_none or "the request budget left no room for date windows"
                     short = True
                     break
-                decided = (
-                    all(f.certainty == "measured" for f in model.findings().values())
-                    and len(model.observations) >= 2
-                )
-                if decided:
+                if model.settled and len(model.observations) >= 2:
                     break
-                window = model.next_window(max_records=4 * self.page_size)
+                window = model.next_window(max_records=4 * self.page_size, skip=tried)
+                if window is None and len(model.candidates) > 1 and self._grow_reference():
+                    # Older records open more days to tell the readings apart.
+                    model = DateModel(self.reference, fields)
+                    for start, end, listed in observed:
+                        model.observe(start, end, listed)
+                    continue
                 if window is None:
                     span = _span_hours(self.reference)
                     if not model.observations:
@@ -312,8 +423,10 @@ class _Probe:
                             f"({span:.0f} h) tells them apart"
                         )
                     break
+                tried.add(window)
                 start, end = window
                 params: dict[str, str | int] = {
+                    **self.filter,
                     "startDate": start.isoformat(),
                     "endDate": end.isoformat(),
                 }
@@ -321,6 +434,7 @@ class _Probe:
                 label = f"{start}..{end}"
                 self.windows.append(
                     {
+                        **self.filter,
                         "startDate": start.isoformat(),
                         "endDate": end.isoformat(),
                         "total": listing.total,
@@ -328,12 +442,19 @@ class _Probe:
                         "pages": listing.pages,
                     }
                 )
+                if listing.total == self.total and not self.filter and self._newer_than(end):
+                    why_none = (
+                        f"the window {label} returned the whole listing ({self.total:,}): the "
+                        "service seems to ignore startDate/endDate"
+                    )
+                    break
                 if listing.error is not None:
                     why_none = f"the window {label} could not be listed ({listing.error})"
                     continue
                 if listing.complete:
                     totals_ok.append(f"{label}: {listing.total}")
-                    model.observe(start, end, list(listing.records.values()))
+                    observed.append((start, end, list(listing.records.values())))
+                    model.observe(*observed[-1])
                 elif listing.pages == 1 and listing.total is not None:
                     totals_bad.append(
                         f"{label}: total {listing.total}, one page listed {len(listing.records)}"
@@ -345,15 +466,24 @@ class _Probe:
                     )
         except ProbeStopped as exc:
             why_none = f"not measured: {exc}"
+            short = True
             raise
         finally:
-            if short or why_none:
+            if short:
                 cut = (
                     f"the request budget ({self.s.max_requests}) allowed "
                     f"{len(model.observations)} window(s)"
                 )
-            self.findings.update(model.findings(why_none, cut))
-            self.findings["total_counts_all_matching"] = _totals(totals_ok, totals_bad)
+            found = model.findings(why_none, cut)
+            if self.filter:
+                ((param, value),) = self.filter.items()
+                found = {
+                    name: Finding(f.value, f.certainty, f"{f.detail} (windows filtered on "
+                                  f"{param}={value}: the newest records span too few days)")
+                    for name, f in found.items()
+                }  # fmt: skip
+            self.findings.update(found)
+            self.findings["total_counts_all_matching"] = totals(totals_ok, totals_bad)
 
     def step_max_skip(self) -> None:
         self.say("largest skip")
@@ -377,7 +507,7 @@ class _Probe:
             return
         how = (
             f"refused with HTTP {status} ({message})"
-            if mode == "error"
+            if mode == "reject"
             else "answered with an empty page and the real total"
         )
         self.findings["max_skip_mode"] = Finding(mode, "measured", f"skip={bad:,} was {how}")
@@ -412,7 +542,7 @@ class _Probe:
         """(served?, how it failed: error/empty, HTTP status, the service's message)."""
         page = self.get({"skip": skip, "limit": 1})
         if not page.ok:
-            return False, "error", page.status, page.message
+            return False, "reject", page.status, page.message
         if not page.records and (page.total or 0) > skip:
             return False, "empty", page.status, None
         return True, None, page.status, None
@@ -421,7 +551,7 @@ class _Probe:
         records = list(self.seen.values())
         self.findings["fields_beyond_document"] = (
             Finding(
-                _beyond_document(records),
+                beyond_document(records),
                 "measured",
                 f"{len(records):,} records sampled; shares are of those records",
             )
@@ -450,108 +580,18 @@ class _Probe:
             )
 
 
-def _order(records: Sequence[dict[str, Any]]) -> Finding:
-    fields = timestamp_fields(records)
-    if len(records) < 2:
-        return unknown(f"only {len(records)} record(s) listed")
-    for name in fields:
-        values = [parse_ms(r.get(name)) for r in records]
-        if any(v is None for v in values) or len(set(values)) < 2:
-            continue
-        pairs = list(itertools.pairwise(values))
-        descending = all(a >= b for a, b in pairs)  # type: ignore[operator]
-        ascending = all(a <= b for a, b in pairs)  # type: ignore[operator]
-        for direction, ok in (("desc", descending), ("asc", ascending)):
-            if ok:
-                ties = _tie_groups(records, name)
-                by_id = sum(ids == sorted(ids) for ids in ties.values())
-                tie_note = f"; {by_id} of {len(ties)} tie groups by id ascending" if ties else ""
-                return Finding(
-                    f"{name} {direction}",
-                    "measured",
-                    f"{len(records):,} consecutive records{tie_note}",
-                )
-    return unknown(
-        f"the {len(records):,} newest records are not sorted by any timestamp "
-        f"({', '.join(fields) or 'none found'})"
-    )
-
-
-def _tie_groups(records: Sequence[dict[str, Any]], name: str = "createdAt") -> dict[str, list[str]]:
-    groups: dict[str, list[str]] = {}
-    for record in records:
-        groups.setdefault(str(record.get(name)), []).append(str(record.get("id")))
-    return {k: v for k, v in groups.items() if len(v) > 1}
-
-
-def _totals(ok: list[str], bad: list[str]) -> Finding:
-    if bad:
-        return Finding(False, "measured", "; ".join(bad))
-    if ok:
-        return Finding(
-            True,
-            "measured",
-            f"total equalled the full listing of {len(ok)} window(s): " + ", ".join(ok),
-        )
-    return unknown("no filtered query was listed in full")
-
-
 def _span_hours(records: Sequence[dict[str, Any]]) -> float:
     times = [t for r in records if (t := parse_ms(r.get("createdAt")))]
     return (max(times) - min(times)) / 3_600_000 if times else 0.0
 
 
-_DOCUMENTED: Final = frozenset(COLUMNS)
-_DOCUMENTED_PARENTS: Final = frozenset(
-    ".".join(name.split(".")[:k]) for name in COLUMNS for k in range(1, name.count(".") + 1)
+#: Filters that may thin the date windows: (parameter, record field, documented values).
+#: Not status: statuses change after a record is seen and cluster in time (in-flight ones
+#: among the newest records).
+_THIN_BY: Final = (
+    ("transType", "transType", TRANS_TYPES),
+    ("currency", "toCurrency", CURRENCIES),
 )
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _beyond_document(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Each undocumented field (flattened with ``.``): JSON types and share of records."""
-    seen: dict[str, tuple[set[str], int]] = {}
-
-    def walk(obj: dict[str, Any], prefix: str, found: dict[str, str]) -> None:
-        for key, value in obj.items():
-            path = prefix + key
-            if path in _DOCUMENTED:
-                continue
-            if isinstance(value, dict) and value:
-                walk(value, path + ".", found)
-            elif path not in _DOCUMENTED_PARENTS:
-                found[path] = _json_type(value)
-
-    for record in records:
-        found: dict[str, str] = {}
-        walk(record, "", found)
-        for path, kind in found.items():
-            types, count = seen.get(path, (set(), 0))
-            types.add(kind)
-            seen[path] = (types, count + 1)
-    return {
-        path: {
-            "types": sorted(types),
-            "share": round(count / len(records), 4),
-            "records": count,
-        }
-        for path, (types, count) in sorted(seen.items())
-    }
 
 
 def probe_service(

@@ -16,6 +16,7 @@ import email.utils
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -60,6 +61,7 @@ class Page:
 
     @property
     def ok(self) -> bool:
+        """True for a 200."""
         return self.status == 200
 
 
@@ -75,6 +77,7 @@ class _CountingTransport(httpx.BaseTransport):
         self.inner = inner
         self.budget = budget
         self.count = 0
+        self.last_status: int | None = None
         self.last_retry_after: str | None = None
         self._lock = threading.Lock()
 
@@ -85,6 +88,7 @@ class _CountingTransport(httpx.BaseTransport):
             self.count += 1
             self.last_retry_after = None
         response = self.inner.handle_request(request)
+        self.last_status = response.status_code
         self.last_retry_after = response.headers.get("retry-after")
         return response
 
@@ -112,7 +116,7 @@ class ProbeSession:
         max_requests: int = 60,
         env_file: str | os.PathLike[str] | None = ".env",
         timeout: float = 30.0,
-        sleep: Any = time.sleep,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._transport = _CountingTransport(httpx.HTTPTransport(), max_requests)
         # Kept only to scrub it from anything the probe writes or prints.
@@ -141,6 +145,7 @@ class ProbeSession:
 
     @property
     def base_url(self) -> str:
+        """The service's base address (no key)."""
         return self.client.base_url
 
     @property
@@ -150,9 +155,11 @@ class ProbeSession:
 
     @property
     def remaining(self) -> int:
+        """Requests the budget still allows."""
         return self.max_requests - self._transport.count
 
     def close(self) -> None:
+        """Close the client's connections."""
         self.client.close()
 
     def __enter__(self) -> ProbeSession:
@@ -183,7 +190,14 @@ class ProbeSession:
                 self._sleep(pause)
             self._last_sent = time.monotonic()
             try:
-                body, _ = self.client.get_transactions(params)
+                try:
+                    body, _ = self.client.get_transactions(params)
+                except ValueError:
+                    # A client that cannot read a garbage Retry-After ("soon") raises a bare
+                    # ValueError on the 429: it is still a 429, with no usable wait.
+                    if self._transport.last_status != 429:
+                        raise
+                    raise RateLimitedError("rate limited by the service (429)") from None
             except _BudgetSpent:
                 raise ProbeStopped(f"the request budget ({self.max_requests}) was spent") from None
             except RateLimitedError:
@@ -193,7 +207,7 @@ class ProbeSession:
                 self.retry_after_values.append(header)
                 wait = _retry_after(header)
                 if wait is None:
-                    wait = min(MAX_WAIT, 2.0 * 2 ** (limited - 1))
+                    wait = min(MAX_WAIT, 2.0 ** (limited - 1))
                 if wait > MAX_WAIT:
                     raise ProbeStopped(
                         f"rate limited (429) with Retry-After {header!r}, longer than the "

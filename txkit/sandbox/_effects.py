@@ -109,10 +109,10 @@ class FaultEffects:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.bucket = TokenBucket()
         self._reset_state()
 
     def _reset_state(self) -> None:
+        self.bucket = TokenBucket()
         self.arrivals_done = 0
         self.changes_done = 0
         self.swaps_done = 0
@@ -121,7 +121,7 @@ class FaultEffects:
         self._drift: dict[str, tuple[bytes, bytes]] = {}
 
     def reset(self) -> None:
-        """Undo every data change and forget the faults' progress."""
+        """Undo every data change and forget the faults' progress (the bucket refills)."""
         with self.store.lock:
             self.store.reset()
             self._reset_state()

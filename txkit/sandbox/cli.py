@@ -114,6 +114,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "month, paid after midnight (default: %(default)s)",
     )
     parser.add_argument(
+        "--repeat-underpayers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="customers given two or three underpayments in the calendar's last month "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--faults",
         type=_faults,
         default=None,
@@ -171,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 balance_model=args.balance_model,
                 zero_balance_rate=args.zero_balance_rate,
                 late_payments_per_month=args.late_payments,
+                repeat_underpayers=args.repeat_underpayers,
             )
             sandbox = Sandbox(
                 ledger=ledger,

@@ -420,8 +420,8 @@ class Sandbox:
 
     Args:
         seed, records, start_month, months, anomaly_rate, balance_model, zero_balance_rate,
-            late_payments_per_month: passed to :func:`~txkit.sandbox.ledger.generate_ledger`
-            (ignored when ``ledger`` is given).
+            late_payments_per_month, repeat_underpayers: passed to
+            :func:`~txkit.sandbox.ledger.generate_ledger` (ignored when ``ledger`` is given).
         faults: a :class:`Faults`, a spec string, or None.
         secret_key: the key to accept; by default a random ``sk_sandbox_...`` per instance.
         host: address to bind; loopback only unless ``allow_remote``.
@@ -453,6 +453,7 @@ class Sandbox:
         balance_model: str = "net",
         zero_balance_rate: float = 0.0,
         late_payments_per_month: int = 3,
+        repeat_underpayers: int = 0,
     ) -> None:
         if not allow_remote and not is_loopback(host):
             raise ValueError(
@@ -474,6 +475,7 @@ class Sandbox:
             "balance_model": balance_model,
             "zero_balance_rate": zero_balance_rate,
             "late_payments_per_month": late_payments_per_month,
+            "repeat_underpayers": repeat_underpayers,
         }
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None

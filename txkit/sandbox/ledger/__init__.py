@@ -75,6 +75,12 @@ Order dates and late payments (``late_payments_per_month``, default 3)
     and the record agree in everything else. Order times come from a random source of their
     own: records and anomalies do not depend on them.
 
+Repeat underpayers (``repeat_underpayers``, default 0)
+    That many customers get two or three of the underpayments planted in the calendar's last
+    month (the default report month): their records take one customer's e-mail, name and
+    bank. Grouped from a random source of their own; nothing else changes
+    (:attr:`Ledger.repeaters`).
+
 Ground truth (:attr:`Ledger.ground_truth`, ``ground_truth.json``)
     ``ground_truth.json`` holds ``generator`` (every generation argument), ``anomaly_kinds``,
     ``anomalies`` (one entry per planted anomaly: ``kind``, ``id``, ``reference``,
@@ -83,8 +89,10 @@ Ground truth (:attr:`Ledger.ground_truth`, ``ground_truth.json``)
     ``createdAt``, ``transType``, ``amount``, ``order_date``, ``ordered_at``) and
     ``zero_balances`` (``kind`` ``zero_balance``, ``id``, ``reference``, ``currency``,
     ``createdAt``, ``transType`` and the true ``fromBalanceAfterLedger`` and
-    ``fromBalanceAfterAvailable``). Late payments and zero balances are not anomalies: a
-    check should match or skip them, never report them.
+    ``fromBalanceAfterAvailable``) and ``repeat_underpayers`` (``kind``
+    ``repeat_underpayer``, ``customerEmail``, ``currency``, ``ids``, ``references``,
+    ``createdAt``). Late payments and zero balances are not anomalies: a check should match
+    or skip them, never report them.
 """
 
 from __future__ import annotations
@@ -160,6 +168,7 @@ def generate_ledger(
     balance_model: str = "net",
     zero_balance_rate: float = 0.0,
     late_payments_per_month: int = 3,
+    repeat_underpayers: int = 0,
 ) -> Ledger:
     """Generate the sandbox's synthetic ledger (see the module docstring for the model).
 
@@ -175,6 +184,8 @@ def generate_ledger(
             four balance-after fields as ``0`` (:attr:`Ledger.zero_balances`).
         late_payments_per_month: at most this many late payments planted at each month start
             (0 to 100; :attr:`Ledger.late_payments`).
+        repeat_underpayers: this many customers (0 to 100) get two or three of the
+            underpayments planted in the calendar's last month (:attr:`Ledger.repeaters`).
 
     Returns:
         The :class:`Ledger`.
@@ -211,6 +222,14 @@ def generate_ledger(
             "late_payments_per_month must be an integer from 0 to 100, "
             f"got {late_payments_per_month!r}"
         )
+    if (
+        isinstance(repeat_underpayers, bool)
+        or not isinstance(repeat_underpayers, int)
+        or not 0 <= repeat_underpayers <= 100
+    ):
+        raise ValueError(
+            f"repeat_underpayers must be an integer from 0 to 100, got {repeat_underpayers!r}"
+        )
     start_ms, end_ms = calendar_bounds(start_month, months)
     generator = _Generator(
         seed,
@@ -221,6 +240,7 @@ def generate_ledger(
         balance_model=balance_model,
         zero_balance_rate=float(zero_balance_rate),
         late_payments_per_month=late_payments_per_month,
+        repeat_underpayers=repeat_underpayers,
     )
     return generator.run(start_ms, end_ms)
 

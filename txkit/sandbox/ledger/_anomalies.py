@@ -3,18 +3,20 @@
 :func:`plant_payment_anomalies` (before the balance pass) turns NGN virtual-account payments
 into under- and overpayments; :func:`plant_balance_anomalies` (after it) hides records and
 falsifies balance-after values, spaced apart on each wallet so each stays identifiable;
-:func:`plant_duplicates` reuses an earlier record's reference. Fee anomalies live in
+:func:`plant_duplicates` reuses an earlier record's reference; :func:`plant_repeat_underpayers`
+(an option, off by default) gives some customers several underpayments in the calendar's last
+month. Fee anomalies live in
 :mod:`._fees`, order anomalies in :mod:`._orders`.
 """
 
 from __future__ import annotations
 
 import bisect
+import random
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
-from txkit.sandbox._render import (
-    money,
-)
+from txkit.sandbox._render import iso_ms, money
 from txkit.sandbox.ledger._model import (
     _SPACING,
     WALLET_CURRENCIES,
@@ -239,3 +241,49 @@ def plant_duplicates(g: _Generator) -> None:
         g.protected.add(k)
         cols.ref[j] = cols.ref[k]
         g.add_truth(j, kind, original_id=cols.oid[k])
+
+
+def plant_repeat_underpayers(g: _Generator) -> None:
+    """Give ``repeat_underpayers`` customers two or three underpayments each.
+
+    The underpayments planted in the calendar's last month (the default report month) are
+    grouped, from a random source of their own, into customers of two or three: every
+    underpayment of a group takes the customer (``customerEmail``, name, bank) of the group's
+    first. Nothing else changes. Groups are listed in ``g.repeat_truth``; fewer than asked
+    when the month holds too few underpayments.
+    """
+    if g.repeat_underpayers <= 0:
+        return
+    cols = g.cols
+    last_month = _month_start(g.end_ms - 1)
+    candidates = [
+        i
+        for i, (_, _, label) in sorted(cols.existing.items())
+        if label == "UNDERPAYMENT" and cols.created[i] >= last_month and not g.hidden[i]
+    ]
+    rng = random.Random(f"txkit-repeat-underpayers:{g.seed}")
+    rng.shuffle(candidates)
+    for _ in range(g.repeat_underpayers):
+        size = 2 if rng.random() < 0.6 else 3
+        if len(candidates) < 2:
+            break
+        group = sorted(candidates[:size])
+        del candidates[:size]
+        party = cols.party[group[0]]
+        for i in group:
+            cols.party[i] = party
+        g.repeat_truth.append(
+            {
+                "kind": "repeat_underpayer",
+                "customerEmail": g.ctx.customers[party][1],
+                "currency": "NGN",
+                "ids": [cols.oid[i] for i in group],
+                "references": [cols.ref[i] for i in group],
+                "createdAt": [iso_ms(cols.created[i]) for i in group],
+            }
+        )
+
+
+def _month_start(ms: int) -> int:
+    day = date(1970, 1, 1) + timedelta(milliseconds=ms)
+    return (date(day.year, day.month, 1) - date(1970, 1, 1)) // timedelta(milliseconds=1)

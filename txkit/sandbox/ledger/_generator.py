@@ -41,11 +41,14 @@ class _Generator:
         balance_model: str = "net",
         zero_balance_rate: float = 0.0,
         late_payments_per_month: int = 3,
+        repeat_underpayers: int = 0,
     ) -> None:
         self.seed = seed
         self.balance_model = balance_model
         self.zero_balance_rate = zero_balance_rate
         self.late_payments_per_month = late_payments_per_month
+        self.repeat_underpayers = repeat_underpayers
+        self.repeat_truth: list[dict[str, Any]] = []
         self.zero_rows: list[int] = []
         self.zero_truth: list[dict[str, Any]] = []
         self.late_truth: list[dict[str, Any]] = []
@@ -92,6 +95,7 @@ class _Generator:
         _balances.balances(self)
         _anomalies.plant_balance_anomalies(self)
         _anomalies.plant_duplicates(self)
+        _anomalies.plant_repeat_underpayers(self)
         _balances.pick_zero_balances(self)
         bodies = render_rows(self.cols, self.ctx, rng)
         _balances.zero_bodies(self, bodies)

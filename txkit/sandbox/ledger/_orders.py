@@ -179,6 +179,8 @@ def assemble(
         balance_model=g.balance_model,
         zero_balance_rate=g.zero_balance_rate,
         late_payments_per_month=g.late_payments_per_month,
+        repeat_underpayers=g.repeat_underpayers,
+        repeaters=g.repeat_truth,
         _bodies=bodies,
         _context=g.ctx,
         _final_ledger=dict(g.final_ledger),

@@ -55,7 +55,7 @@ class Ledger:
 
     Attributes:
         seed, records, start_month, months, anomaly_rate, balance_model, zero_balance_rate,
-            late_payments_per_month: the generation arguments.
+            late_payments_per_month, repeat_underpayers: the generation arguments.
         start_ms, end_ms: the calendar, epoch milliseconds (end exclusive).
         index: one row per record (chronological: ``createdAt`` then ``id``) with ``id``,
             ``createdAt`` (epoch ms), ``transType``, ``status``, ``toCurrency``, ``toAmount``
@@ -72,6 +72,9 @@ class Ledger:
             reported as ``0`` (``kind`` ``zero_balance``, ``id``, ``reference``, ``currency``,
             ``createdAt``, ``transType``, and the true ``fromBalanceAfterLedger`` and
             ``fromBalanceAfterAvailable``), by ``createdAt``. Not anomalies either.
+        repeaters: one dict per customer given several underpayments by
+            ``repeat_underpayers`` (``kind`` ``repeat_underpayer``, ``customerEmail``,
+            ``currency``, and the underpayments' ``ids``, ``references`` and ``createdAt``).
     """
 
     seed: int
@@ -89,6 +92,8 @@ class Ledger:
     balance_model: str
     zero_balance_rate: float
     late_payments_per_month: int
+    repeat_underpayers: int
+    repeaters: list[dict[str, Any]]
     _bodies: list[bytes] = field(repr=False)
     _context: Context = field(repr=False)
     _final_ledger: dict[str, int] = field(repr=False)
@@ -112,6 +117,8 @@ class Ledger:
             options += f" zero_balance_rate={self.zero_balance_rate},"
         if self.late_payments_per_month != 3:
             options += f" late_payments_per_month={self.late_payments_per_month},"
+        if self.repeat_underpayers:
+            options += f" repeat_underpayers={self.repeat_underpayers},"
         return options
 
     @property
@@ -182,11 +189,13 @@ class Ledger:
                 "balance_model": self.balance_model,
                 "zero_balance_rate": self.zero_balance_rate,
                 "late_payments_per_month": self.late_payments_per_month,
+                "repeat_underpayers": self.repeat_underpayers,
             },
             "anomaly_kinds": dict(ANOMALY_KINDS),
             "anomalies": self.ground_truth,
             "late_payments": self.late_payments,
             "zero_balances": self.zero_balances,
+            "repeat_underpayers": self.repeaters,
         }
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 

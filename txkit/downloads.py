@@ -1,0 +1,199 @@
+"""Downloadable exception lists: CSV and Excel files next to the report's HTML pages.
+
+A notebook run by ``txkit report`` gets a ``downloads`` folder (the report being built). For
+each exception list it calls :func:`publish_exceptions`, which
+
+* masks customer data like the HTML (through :func:`txkit.privacy.mask_pii`) unless
+  ``show_pii``;
+* adds a stable ``key`` per row (a reference or id plus its category), then marks each row
+  ``new`` or ``still open`` against the previous month's report and appends the keys
+  ``resolved`` since (:mod:`txkit.open_items`);
+* writes ``NAME.csv`` (formula-safe, :func:`txkit.output.csv_safe`) and ``NAME.xlsx``
+  (xlsxwriter through polars) atomically, and records the list in ``NAME.download.json``
+  (title, rows, files, open-item counts, and the open keys with their first month, which the
+  next month's report reads; one file per list, so notebooks may run at the same time);
+* shows the open-item counts and the links under the table.
+
+Outside a report (``downloads`` empty) nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from txkit.open_items import RESOLVED, OpenCounts, classify
+from txkit.output import atomic_path, csv_safe
+from txkit.privacy import mask_pii
+
+__all__ = [
+    "MANIFEST",
+    "Download",
+    "exception_key",
+    "previous_open",
+    "publish_exceptions",
+    "read_downloads",
+]
+
+#: Each exception list's record, beside its HTML page: ``NAME.download.json``.
+MANIFEST = ".download.json"
+
+
+@dataclass(frozen=True)
+class Download:
+    """One exception list as written: its files, rows and open-item counts."""
+
+    name: str
+    title: str
+    page: str
+    csv: str
+    xlsx: str
+    rows: int
+    counts: OpenCounts
+    population: int | None = None  # what the list was drawn from (references reconciled, ...)
+    population_label: str = ""
+
+    def links_markdown(self) -> str:
+        """``Download: CSV · Excel`` with the counts, for the notebook page."""
+        return (
+            f"{self.title}: {self.counts.sentence()}. Download: [CSV]({self.csv}) · "
+            f"[Excel]({self.xlsx})"
+        )
+
+
+def exception_key(df: pl.DataFrame, columns: Sequence[str]) -> pl.Expr:
+    """A stable key per row: the ``columns`` joined with ``:`` (e.g. ``TXK-1A2B:amount_mismatch``).
+
+    Raises:
+        ValueError: a key column is absent.
+    """
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"key columns {missing} are not in the exceptions ({df.columns})")
+    return pl.concat_str(
+        [pl.col(c).cast(pl.String).fill_null("") for c in columns], separator=":"
+    ).alias("key")
+
+
+def read_downloads(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The exception lists recorded in a report folder, by name (``{}`` when there are none).
+
+    Raises:
+        ValueError: a record is not valid JSON (names the file).
+    """
+    out = {}
+    for path in sorted(Path(folder).glob(f"*{MANIFEST}")):
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path} is not valid JSON ({exc.msg}): delete it and rerun the report"
+            ) from None
+        out[entry["name"]] = entry
+    return out
+
+
+def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] | None:
+    """The keys open in a report's list ``name``, with their first month; None without one."""
+    entry = read_downloads(folder).get(name)
+    return None if entry is None else dict(entry.get("open", {}))
+
+
+def _previous_month(month: str) -> str:
+    from txkit.calendar import previous_months
+
+    return previous_months(month, 1)[0]
+
+
+def _for_files(df: pl.DataFrame) -> pl.DataFrame:
+    """Lists as text; timestamps as naive UTC (Excel has no time zones; the header says UTC)."""
+    out = []
+    for name, dtype in df.schema.items():
+        if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
+            out.append(pl.col(name).dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+        elif dtype.is_nested():
+            out.append(pl.col(name).cast(pl.List(pl.String)).list.join(", "))
+        elif isinstance(dtype, (pl.Enum, pl.Categorical)):
+            out.append(pl.col(name).cast(pl.String))
+    return df.with_columns(out) if out else df
+
+
+def publish_exceptions(
+    df: pl.DataFrame,
+    name: str,
+    *,
+    title: str,
+    key: Sequence[str],
+    month: str,
+    folder: str | os.PathLike[str] | None,
+    page: str = "",
+    show_pii: bool = False,
+    population: int | None = None,
+    population_label: str = "",
+) -> Download | None:
+    """Write an exception list as CSV and Excel into the report, with open-item status.
+
+    Args:
+        df: the exceptions (one row each).
+        name: the file stem (``reconciliation_mismatches``).
+        title: what people read (``Reconciliation mismatches``).
+        key: the columns that identify a row across months (reference or id plus category).
+        month: the report's month.
+        folder: the report folder being written; None or empty: write nothing.
+        page: the notebook page that shows the list (``02_reconciliation.html``).
+        show_pii: write customer data unmasked (the report says so).
+        population: how many items the list was drawn from (e.g. references reconciled), for
+            the index's rates; None when it has no meaning.
+        population_label: what those items are (``references``).
+
+    Returns:
+        The :class:`Download`, or None when ``folder`` is empty.
+
+    Raises:
+        ValueError: a key column is absent or keys repeat.
+    """
+    if not folder:
+        return None
+    folder = Path(folder)
+    shown = df if show_pii else mask_pii(df)
+    assert isinstance(shown, pl.DataFrame)
+    keyed = shown.with_columns(exception_key(shown, key))
+    keyed = keyed.select("key", *[c for c in keyed.columns if c != "key"])
+    # The previous report sits beside this one (reports/YYYY-MM/, this one being built aside).
+    previous = previous_open(folder.parent / _previous_month(month), name)
+    marked, counts = classify(keyed, previous, month=month)
+    files = _for_files(marked)
+    with atomic_path(folder / f"{name}.csv") as tmp:
+        csv_safe(files).write_csv(tmp)
+    with atomic_path(folder / f"{name}.xlsx") as tmp:
+        csv_safe(files).write_excel(
+            tmp,
+            worksheet=name[:31],
+            autofit=True,
+            freeze_panes=(1, 0),
+            float_precision=2,
+        )
+    download = Download(
+        name=name,
+        title=title,
+        page=page,
+        csv=f"{name}.csv",
+        xlsx=f"{name}.xlsx",
+        rows=keyed.height,
+        counts=counts,
+        population=population,
+        population_label=population_label,
+    )
+    still = marked.filter(pl.col("open_status") != RESOLVED)
+    entry = asdict(download) | {
+        "open": dict(zip(still["key"].to_list(), still["first_seen"].to_list(), strict=True))
+    }
+    with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
+        tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
+    return download

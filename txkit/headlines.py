@@ -1,0 +1,140 @@
+"""The index's headline figures: a few numbers per section, their change, and a status.
+
+Figures of the export itself (volumes in and out, success rate, underpayments and shortfall,
+for every currency) come from the store, for the month and the month before
+(:func:`txkit.trends.monthly_metrics`). Exception counts (reconciliation mismatches, flagged
+payments, balance breaks) come from this report's downloads and the previous month's report.
+Each figure says ``look at this`` when it deserves a look (an open exception, a fall in the
+success rate of more than 5 points, an underpayment rate up by more than a quarter), else ok.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+
+from txkit.report_html import Headline
+
+__all__ = ["exception_headlines", "explore_headlines", "underpayment_headlines"]
+
+_SUCCESS_DROP = 0.05  # a fall of the success rate by more than 5 points
+_UNDERPAYMENT_RISE = 1.25  # an underpayment rate up by more than a quarter
+
+
+def _pct_change(now: Any, before: Any) -> str:
+    if before is None:
+        return "new this month" if now else ""
+    if now is None:
+        return "none this month"
+    if before == 0:
+        return "no change" if now == 0 else "up from 0"
+    change = (Decimal(now) - Decimal(before)) / Decimal(before)
+    return f"{change:+.1%}" if change else "no change"
+
+
+def _pt_change(now: float | None, before: float | None) -> str:
+    if now is None or before is None:
+        return ""
+    return f"{(now - before) * 100:+.2f} pt"
+
+
+def _money(value: Any, currency: str) -> str:
+    return f"{Decimal(value or 0):,} {currency}"
+
+
+def explore_headlines(mom: pl.DataFrame) -> list[Headline]:
+    """Records, success rate and money in and out per currency (every currency, none dropped).
+
+    Args:
+        mom: :func:`txkit.trends.month_over_month` of the month.
+    """
+    out = []
+    records = int(mom["records"].fill_null(0).sum())
+    prev_records = int(mom["prev_records"].fill_null(0).sum()) if "prev_records" in mom else 0
+    successful = int(mom["successful"].fill_null(0).sum())
+    prev_ok = int(mom["prev_successful"].fill_null(0).sum()) if "prev_successful" in mom else 0
+    out.append(Headline("Transactions", f"{records:,}", _pct_change(records, prev_records or None)))
+    rate = successful / records if records else None
+    prev_rate = prev_ok / prev_records if prev_records else None
+    out.append(
+        Headline(
+            "Success rate (all currencies)",
+            f"{rate:.2%}" if rate is not None else "no records",
+            _pt_change(rate, prev_rate),
+            look=rate is not None and prev_rate is not None and prev_rate - rate > _SUCCESS_DROP,
+        )
+    )
+    for row in mom.iter_rows(named=True):
+        currency = row["currency"]
+        for side, label in (("incoming", "Money in"), ("outgoing", "Money out")):
+            now, before = row.get(side), row.get(f"prev_{side}")
+            if not now and not before:
+                continue
+            out.append(
+                Headline(
+                    f"{label}, {currency} (successful)",
+                    _money(now, currency),
+                    _pct_change(now, before),
+                )
+            )
+    return out
+
+
+def underpayment_headlines(mom: pl.DataFrame) -> list[Headline]:
+    """Underpayments, their rate and the shortfall per currency with collections."""
+    out = []
+    for row in mom.iter_rows(named=True):
+        if not row.get("collections") and not row.get("prev_collections"):
+            continue
+        currency = row["currency"]
+        count, before = row.get("underpayments") or 0, row.get("prev_underpayments")
+        rate, prev_rate = row.get("underpayment_rate"), row.get("prev_underpayment_rate")
+        rising = bool(rate and prev_rate is not None and rate > prev_rate * _UNDERPAYMENT_RISE)
+        if not count and not before:
+            continue
+        shown_rate = f" ({rate:.2%} of successful collections)" if rate is not None else ""
+        out.append(
+            Headline(
+                f"Underpayments, {currency}",
+                f"{count:,}{shown_rate}",
+                _pt_change(rate, prev_rate) or _pct_change(count, before),
+                look=rising,
+            )
+        )
+        out.append(
+            Headline(
+                f"Shortfall, {currency}",
+                _money(row.get("shortfall"), currency),
+                _pct_change(row.get("shortfall"), row.get("prev_shortfall")),
+                look=rising,
+            )
+        )
+    return out
+
+
+def exception_headlines(
+    entry: Mapping[str, Any], previous: Mapping[str, Any] | None
+) -> list[Headline]:
+    """One exception list: its rows (out of what), the change against last month's report.
+
+    Args:
+        entry: the list as recorded in this report's ``NAME.download.json``.
+        previous: the same list in the previous month's report, or None.
+    """
+    rows = int(entry["rows"])
+    population = entry.get("population")
+    value = f"{rows:,}"
+    if population:
+        value += f" of {population:,} {entry.get('population_label') or ''}".rstrip()
+        value += f" ({rows / population:.2%})"
+    if previous is None:
+        change = "no previous report"
+    else:
+        before = int(previous["rows"])
+        change = f"{rows - before:+,} (last month {before:,})" if rows != before else "no change"
+    counts = entry["counts"]
+    new = f", {counts['new']:,} new" if counts.get("compared") else ""
+    return [Headline(f"{entry['title']} (open{new})", value, change, look=rows > 0)]

@@ -1,0 +1,271 @@
+"""The report's HTML: each executed notebook as a page without code, and the index page.
+
+Pages hide every code input (the parameter cells too; the notebooks themselves are unchanged
+for JupyterLab), carry the month in their ``<title>`` and heading, link back to the index, and
+have print-friendly CSS (the browser's "Print to PDF" gives a clean document). The index shows
+each section's headline figures with a status, the change against the previous month, the
+downloads and open items, and the "what to look at" sentences, every one of them through the
+one masking point :func:`txkit.privacy.mask_sentences`.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from txkit.privacy import mask_sentences
+
+log = logging.getLogger("txkit")
+
+__all__ = [
+    "PAGE_CSS",
+    "Headline",
+    "Section",
+    "figure_descriptions",
+    "index_html",
+    "page_html",
+    "summary_of",
+    "title_of",
+]
+
+_NO_ALT = "No description has been provided for this image"
+
+#: Added to every page: readable on screen, clean on paper.
+PAGE_CSS = """
+.txkit-nav{font:14px sans-serif;margin:0 0 .5rem 0;padding:.4rem 0;border-bottom:1px solid #ddd}
+.txkit-nav a{text-decoration:none}
+.txkit-month{font-weight:normal;color:#555;font-size:70%}
+.txkit-empty{font-style:italic}
+.jp-OutputArea-output table{font-variant-numeric:tabular-nums}
+@media print{
+  .txkit-nav{display:none}
+  body,.jp-Notebook{background:#fff!important;padding:0!important}
+  .jp-Cell{break-inside:avoid;page-break-inside:avoid}
+  .jp-OutputArea-output img{max-width:100%!important;height:auto}
+  div[id^="txkit-table-"]{overflow:visible!important;width:auto!important}
+  .gt_table{font-size:8pt!important}
+  a{color:#000;text-decoration:none}
+  h1,h2{break-after:avoid;page-break-after:avoid}
+}
+"""
+
+
+def summary_of(notebook: dict) -> list[str]:
+    """The "What to look at" bullet points of an executed notebook."""
+    cells = notebook["cells"]
+    for index, cell in enumerate(cells):
+        if cell["cell_type"] == "markdown" and "what to look at" in "".join(cell["source"]).lower():
+            for later in cells[index + 1 :]:
+                for output in later.get("outputs", []):
+                    text = output.get("data", {}).get("text/markdown")
+                    if text:
+                        return [
+                            line.removeprefix("* ").strip()
+                            for line in "".join(text).splitlines()
+                            if line.strip()
+                        ]
+    return []
+
+
+def title_of(notebook: dict, fallback: str) -> str:
+    """The notebook's first Markdown heading (``# 01 · What is in ...``), else its name."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in "".join(cell["source"]).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return fallback.replace("_", " ")
+
+
+def figure_descriptions(notebook: dict) -> list[str]:
+    """Alt text for each image output, in order: the section heading above its cell."""
+    heading = ""
+    out = []
+    for cell in notebook.get("cells", []):
+        source = "".join(cell.get("source", []))
+        if cell.get("cell_type") == "markdown":
+            lines = [ln.lstrip("#").strip() for ln in source.splitlines() if ln.startswith("#")]
+            heading = lines[-1] if lines else heading
+        for output in cell.get("outputs", []):
+            if "image/png" in output.get("data", {}):
+                out.append(f"Chart: {heading}" if heading else "Chart")
+    return out
+
+
+def page_html(notebook_path: Path, notebook: dict, *, month: str, title: str) -> str:
+    """A self-contained HTML page of an executed notebook, without its code.
+
+    Args:
+        notebook_path: the executed notebook.
+        notebook: its parsed JSON (for the charts' alt text).
+        month: the report's month, shown in the title and the heading.
+        title: the page's title (the notebook's first heading).
+
+    Returns:
+        The HTML text.
+    """
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab", embed_images=True)
+    exporter.exclude_input = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    # nbconvert marks images without alt text with a placeholder and warns; each chart gets
+    # the heading of its section instead (the placeholders are in output order).
+    exporter.log = logging.getLogger("txkit.nbconvert")
+    exporter.log.setLevel(logging.ERROR)
+    body, _ = exporter.from_filename(str(notebook_path))
+    alts = figure_descriptions(notebook)
+    if body.count(_NO_ALT) == len(alts):
+        for alt in alts:
+            body = body.replace(_NO_ALT, html.escape(alt, quote=True), 1)
+    else:
+        log.warning("%s: %d image(s) without alternative text", notebook_path.name, len(alts))
+    # Self-contained: no script from the network (MathJax is not needed by these reports).
+    body = re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
+    full_title = html.escape(f"{title} · {month}")
+    body = re.sub(r"<title>.*?</title>", f"<title>{full_title}</title>", body, count=1, flags=re.S)
+    body = body.replace("</head>", f"<style>{PAGE_CSS}</style>\n</head>", 1)
+    nav = (
+        f'<nav class="txkit-nav"><a href="index.html">&larr; Transactions report '
+        f"{html.escape(month)}: index</a></nav>"
+    )
+    body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav, body, count=1)
+    # The notebook's first heading names the question; the month follows it.
+    return re.sub(
+        r"</h1>",
+        f' <span class="txkit-month">{html.escape(month)}</span></h1>',
+        body,
+        count=1,
+    )
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline figure of a section: label, value, change against last month, status."""
+
+    label: str
+    value: str
+    change: str = ""
+    look: bool = False  # True: "look at this"; False: ok
+
+
+@dataclass
+class Section:
+    """One notebook's entry on the index."""
+
+    title: str
+    href: str
+    summary: list[str]
+    headlines: list[Headline] = field(default_factory=list)
+    downloads: list[dict[str, Any]] = field(default_factory=list)
+
+
+_INDEX_CSS = (
+    "body{font-family:sans-serif;max-width:64rem;margin:2rem auto;padding:0 1rem;line-height:1.4}"
+    "h2{margin-bottom:.3rem}.mode{padding:.4rem;background:#eef}"
+    ".meta{color:#444;font-size:90%}"
+    "table.head{border-collapse:collapse;margin:.4rem 0;font-variant-numeric:tabular-nums}"
+    "table.head td,table.head th{padding:.2rem .6rem;border-bottom:1px solid #ddd;"
+    "text-align:left}table.head td.n{text-align:right}"
+    ".ok{color:#1a7f37;font-weight:bold}.look{color:#b35900;font-weight:bold}"
+    ".downloads{margin:.3rem 0}"
+    "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}"
+    "section{break-inside:avoid}}"
+)
+
+
+def _headlines_table(headlines: list[Headline], show_pii: bool) -> str:
+    if not headlines:
+        return ""
+    rows = []
+    for h in headlines:
+        label, value, change = mask_sentences([h.label, h.value, h.change], show_pii=show_pii)
+        status = (
+            '<span class="look">look at this</span>' if h.look else '<span class="ok">ok</span>'
+        )
+        rows.append(
+            f"<tr><td>{html.escape(label)}</td><td class='n'>{html.escape(value)}</td>"
+            f"<td class='n'>{html.escape(change)}</td><td>{status}</td></tr>"
+        )
+    return (
+        '<table class="head"><thead><tr><th>figure</th><th>this month</th>'
+        "<th>change against last month</th><th>status</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def _downloads_list(downloads: list[dict[str, Any]]) -> str:
+    if not downloads:
+        return ""
+    items = []
+    for d in downloads:
+        counts = d["counts"]
+        if counts["compared"]:
+            open_items = (
+                f"{counts['open']:,} open, {counts['new']:,} new, "
+                f"{counts['still_open']:,} still open, {counts['resolved']:,} resolved"
+            )
+        else:
+            open_items = f"{counts['open']:,} open (no previous report to compare with)"
+        items.append(
+            f"<li>{html.escape(d['title'])}: {html.escape(open_items)}. "
+            f'<a href="{html.escape(d["csv"])}">CSV</a> · '
+            f'<a href="{html.escape(d["xlsx"])}">Excel</a></li>'
+        )
+    return f'<ul class="downloads">{"".join(items)}</ul>'
+
+
+def index_html(
+    month: str,
+    sections: list[Section],
+    *,
+    show_pii: bool,
+    freshness: str,
+    source: str,
+    table_version: str | None = None,
+) -> str:
+    """The index page: per section its headlines, downloads, open items and findings.
+
+    Args:
+        month: ``YYYY-MM``.
+        sections: one per notebook, in order.
+        show_pii: whether customer data is shown unmasked (the page says which).
+        freshness: when and how the month's data was fetched and verified.
+        source: where the data was read from (the store and the service behind it).
+        table_version: the store's table version the notebooks read, when the store has
+            versions (``None``: not shown).
+
+    Returns:
+        The HTML text.
+    """
+    mode = (
+        "UNMASKED: customer e-mails and account numbers are shown (show_pii)"
+        if show_pii
+        else "masked: customer e-mails, names and account numbers are masked"
+    )
+    items = []
+    for section in sections:
+        bullets = "".join(
+            f"<li>{html.escape(s)}</li>" for s in mask_sentences(section.summary, show_pii=show_pii)
+        )
+        items.append(
+            f'<section><h2><a href="{html.escape(section.href)}">{html.escape(section.title)}</a>'
+            f"</h2>{_headlines_table(section.headlines, show_pii)}"
+            f"{_downloads_list(section.downloads)}<ul>{bullets}</ul></section>"
+        )
+    version = f"; table version {html.escape(table_version)}" if table_version is not None else ""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>Transactions report {html.escape(month)}</title>"
+        f"<style>{_INDEX_CSS}</style></head><body>"
+        f"<h1>Transactions report {html.escape(month)}</h1>"
+        f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
+        f'<p class="meta">Source: {html.escape(source)}{version}.</p>'
+        f'<p class="meta">{html.escape(freshness)}</p>' + "".join(items) + "</body></html>\n"
+    )

@@ -1,0 +1,194 @@
+"""``txkit store migrate``: a store of the previous format (Parquet generations) to Delta.
+
+The previous format kept ``DIR/current -> generations/gNNNNNN`` with one Parquet file and one
+JSON manifest per month. Migration reads the current generation whole (every file is checked
+before anything is written), writes it as the first commit of a Delta table, with each
+month's coverage taken from its manifest, and only then removes the old generations. A
+migration that is killed before its commit leaves the old store as it was; one killed after
+it is finished by running it again. A month's manifest records only its last fetch's window,
+so that is the coverage recorded: a month whose earlier windows are unknown is completed by
+the next sync (the gap is fetched), never taken as whole on trust.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import polars as pl
+
+from txkit.coverage import Fetch, MonthCoverage
+from txkit.decode import finalize
+from txkit.defaults import STORE_DIR, SandboxSettings
+from txkit.storage import LOCK_NAME, StoreError, is_remote, locked, os_problem
+from txkit.store import (
+    DEFAULT_LOOKBACK_DAYS,
+    SourceIdentity,
+    commit_metadata,
+    read_state,
+)
+from txkit.store_write import commit
+
+__all__ = ["MigrationResult", "migrate_store"]
+
+_SANDBOX_LABEL = re.compile(r"^the embedded sandbox \(seed (\d+), ([\d,]+) records\)$")
+
+
+@dataclass(frozen=True)
+class MigrationResult:
+    """What a migration did.
+
+    Attributes:
+        source: the old store folder.
+        target: the Delta store written.
+        months: months migrated.
+        rows: records migrated.
+        version: the table version written (None when the target already held it).
+    """
+
+    source: Path
+    target: Path
+    months: list[str]
+    rows: int
+    version: int | None
+
+
+def _old_generation(store: Path) -> Path | None:
+    current = store / "current"
+    return current.resolve() if current.exists() else None
+
+
+def _identity(label: str) -> SourceIdentity:
+    """The old manifests name the source by a label: the sandbox's, or a base URL."""
+    match = _SANDBOX_LABEL.match(label)
+    if match:
+        settings = SandboxSettings(seed=int(match[1]), records=int(match[2].replace(",", "")))
+        return SourceIdentity(f"sandbox:{settings.name}", None, None, label)
+    return SourceIdentity(label, None, None, label)
+
+
+def default_target(store: Path, source: SourceIdentity) -> Path:
+    """Where a store is migrated to: in place, except the old default ``data/store``, which
+    goes to its source's default (``data/store/sandbox``, ``data/store/<host>``)."""
+    from txkit.source import default_store_for_url
+
+    if store.absolute() == STORE_DIR.absolute():
+        return default_store_for_url(source.url)
+    return store
+
+
+def _coverage(manifest: dict) -> MonthCoverage:
+    """The coverage an old manifest proves: its last fetch's window."""
+    try:
+        first, last = (date.fromisoformat(d) for d in manifest["windows"][-1])
+        fetch = Fetch(
+            first=first,
+            last=last,
+            fetched_at=datetime.fromisoformat(manifest["fetched_at"]).astimezone(UTC),
+            kind="migrated",
+            queries=list(manifest.get("query", {}).get("queries", [])),
+            service_total=int(manifest["service_total"]),
+            rows=int(manifest["rows"]),
+        )
+        return MonthCoverage(
+            manifest["month"], (fetch,), int(manifest["rows"]), manifest.get("newest_created_at")
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise StoreError(
+            f"manifest of {manifest.get('month', '?')} is unreadable ({type(exc).__name__}: "
+            f"{exc}); migrate cannot prove what the month holds: move the old store aside and "
+            "run `txkit sync`"
+        ) from None
+
+
+def migrate_store(
+    store: str | os.PathLike[str], *, to: str | os.PathLike[str] | None = None
+) -> MigrationResult:
+    """Convert a store of the previous format into a Delta store.
+
+    Args:
+        store: the old store folder (with ``current`` and ``generations``).
+        to: where the Delta store goes (default: see :func:`default_target`).
+
+    Returns:
+        A :class:`MigrationResult`.
+
+    Raises:
+        StoreError: not an old store, a damaged file (named), or a target that holds
+            another table.
+    """
+    if is_remote(store):
+        raise StoreError(f"{store}: the previous format was local only; nothing to migrate")
+    old = Path(store)
+    gen = _old_generation(old)
+    if gen is None:
+        if (old / "generations").is_dir():  # migrated, but killed before the cleanup
+            shutil.rmtree(old / "generations")
+            return MigrationResult(old, Path(to or old), [], 0, None)
+        raise StoreError(f"{store} is not a store of the previous format (no `current` link)")
+    manifests = {}
+    for file in sorted((gen / "manifests").glob("*.json")):
+        try:
+            manifests[file.stem] = json.loads(file.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read {file} ({exc}); nothing was migrated") from None
+    labels = {m.get("source", "") for m in manifests.values()}
+    if len(labels) > 1:
+        raise StoreError(
+            f"{store} mixes sources ({', '.join(sorted(labels))}); the new store holds one "
+            "source: move the old store aside and run `txkit sync` for each source"
+        )
+    source = _identity(labels.pop() if labels else "unknown")
+    target = Path(to) if to is not None else default_target(old, source)
+    frames, coverage = [], {}
+    for month, manifest in sorted(manifests.items()):
+        part = gen / "transactions" / f"month={month}" / "part-0.parquet"
+        try:
+            frame = pl.read_parquet(part)
+        except (OSError, pl.exceptions.ComputeError) as exc:
+            raise StoreError(
+                f"cannot read {part} ({' '.join(str(exc).split())[:200]}); nothing was "
+                f"migrated: move that month aside, migrate, then `txkit sync --refresh {month}`"
+            ) from None
+        coverage[month] = _coverage(manifest)
+        frames.append(finalize(frame.drop("month", strict=False)).with_columns(month=pl.lit(month)))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(locked(old))
+        if target.absolute() != old.absolute():
+            stack.enter_context(locked(target))
+        version = None
+        if _has_table(target):
+            done = read_state(target).coverage.keys() == coverage.keys() if target != old else True
+            if not done:
+                raise StoreError(f"{target} already holds a Delta table: pass another --to")
+        else:  # not yet written (a migration killed after its commit only cleans up)
+            lookback = (
+                next(
+                    (int(m.get("extra", {}).get("lookback_days", 0)) for m in manifests.values()),
+                    0,
+                )
+                or DEFAULT_LOOKBACK_DAYS
+            )
+            meta = commit_metadata(source, lookback, coverage)
+            version = commit(target, None, frames, sorted(coverage), meta)
+        try:
+            (old / "current").unlink()
+            shutil.rmtree(old / "generations")
+            (old / ".lock").unlink(missing_ok=True)
+        except OSError as exc:
+            raise StoreError(os_problem(old, exc)) from None
+    if target.absolute() != old.absolute():
+        (old / LOCK_NAME).unlink(missing_ok=True)  # the old folder keeps nothing of txkit's
+    return MigrationResult(old, target, sorted(coverage), sum(f.height for f in frames), version)
+
+
+def _has_table(path: Path) -> bool:
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(str(path.absolute()))
