@@ -47,7 +47,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_export.py
 	$(BIN)/python benchmarks/bench_ratelimit.py
 	$(BIN)/python benchmarks/bench_analysis.py
+	$(BIN)/python benchmarks/bench_store.py
 	$(BIN)/python benchmarks/bench_report.py
+	$(BIN)/python benchmarks/bench_trends.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

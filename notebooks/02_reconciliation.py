@@ -51,7 +51,7 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
-from txkit.findings import reconcile_findings
+from txkit.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook import (
     display_exceptions,
     display_table,
@@ -97,11 +97,13 @@ display_table(summary, show_pii=show_pii, key=["category", "currency"])
 plot_reconciliation(summary);
 
 # %% [markdown]
-# ## Every reference that does not match
+# ## Every reference that does not agree
+# Matched exactly, across the month's end or within the amount tolerance counts as agreeing;
+# every other reference is listed (and in the downloads).
 
 # %%
 display_exceptions(
-    result.filter(result["category"] != "matched"),
+    result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
     "reconciliation_mismatches",
     title="Reconciliation mismatches",
     key=["reference", "category"],

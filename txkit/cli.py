@@ -58,6 +58,12 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
         help="write an export that does not add up to the total (with a loud warning)",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--no-confirm",
+        action="store_true",
+        help="skip the confirming re-read of every page (proves the set of records, not only "
+        "their count; one request per page)",
+    )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help=".parquet or .csv")
     p.set_defaults(func=_run_export)
 
@@ -89,12 +95,14 @@ def _run_export(args: argparse.Namespace) -> int:
             allow_incomplete=args.allow_incomplete,
             progress=False if args.no_progress else None,
             stats=stats,
+            confirm=not args.no_confirm,
         )
         retries = describe_retries(client.retry_causes)
     write_frame(df, output)
     print(
         f"exported {df.height:,} rows ({stats.pages:,} pages, {stats.requests:,} requests, "
-        f"{retries}, {stats.passes} pass(es)) in {stats.seconds:.1f} s -> {output}"
+        f"{retries}, {stats.passes} pass(es){stats.summary()}) in {stats.seconds:.1f} s "
+        f"-> {output}"
     )
     return 0
 

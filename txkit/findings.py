@@ -9,11 +9,24 @@ from __future__ import annotations
 import polars as pl
 
 __all__ = [
+    "AGREED_CATEGORIES",
     "balance_findings",
     "reconcile_findings",
     "trend_findings",
     "underpayment_findings",
 ]
+
+#: Reconciliation categories where both sides agree: exactly, across a month's end (the
+#: counterpart found within the date tolerance) or within the amount tolerance. Every other
+#: category is an exception to look at.
+AGREED_CATEGORIES = (
+    "matched",
+    "paid_next_month",
+    "ordered_previous_month",
+    "paid_previous_month",
+    "ordered_next_month",
+    "amount_within_tolerance",
+)
 
 _MEANING = {
     "missing_in_export": "expected by the orders but absent from the export",

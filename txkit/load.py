@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit._windows import WindowedExport
 from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
 from txkit.decode import assemble
@@ -20,7 +21,6 @@ from txkit.pages import (
     ExportStats,
     QueryResult,
     current_total,
-    fetch_query,
     require_complete,
     timed,
 )
@@ -95,22 +95,26 @@ def load_transactions(
     currency: Choice = None,
     start: DateLike | None = None,
     end: DateLike | None = None,
-    page_size: int = 1000,
+    page_size: int | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     max_passes: int = 4,
     margin_days: int = 1,
     allow_incomplete: bool = False,
     progress: bool | None = None,
     stats: ExportStats | None = None,
+    confirm: bool = True,
+    profile: Any = None,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
     ``status``, ``trans_type`` and ``currency`` take one value or a list (one query per
     value, combined). ``start``/``end`` are UTC days, both included: the result is exactly the
     records whose ``createdAt`` is in ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the
-    server's own bounds do (txkit asks for ``margin_days`` more on each side and filters
-    locally). Every query is verified against the service's ``total`` (see
-    :mod:`txkit.pages`).
+    server's own bounds do: txkit asks for ``margin_days`` more on each side, proves that the
+    records it got reach past each edge (or that the service holds nothing beyond), widens
+    the window until one holds, and filters locally. Every query is verified against the
+    service's ``total`` per date window, split by dates past an offset cap or when offset
+    pages do not converge, and read once more to prove the set (see :mod:`txkit._windows`).
 
     Args:
         client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
@@ -120,14 +124,25 @@ def load_transactions(
         currency: values of :data:`txkit.schema.CURRENCIES`.
         start: first day (``date``, ``datetime`` or ``'YYYY-MM-DD'``).
         end: last day, included.
-        page_size: records asked per page.
+        page_size: records asked per page; default the measured maximum of the service's
+            profile, else 1000.
         concurrency: pages fetched at once.
         max_passes: passes per query before the export is declared incomplete.
-        margin_days: extra days asked for on each side of the range.
+        margin_days: extra days asked for on each side of the range at first (widened until
+            each edge is proven).
         allow_incomplete: return an export that does not add up, with an
             :class:`IncompleteExportWarning`, instead of raising.
         progress: show a progress bar; default: only on a terminal or in Jupyter.
         stats: an :class:`~txkit.pages.ExportStats` to fill in.
+        confirm: read every window once more at the end, proving the set of records and not
+            only their count (one request per page; see the README).
+        profile: the service profile ``txkit probe`` measured: None reads the default file
+            (:func:`txkit.probe.load_profile`, used only when it is for the client's base
+            URL), a path reads that file, a :class:`~txkit.probe.ServiceProfile` is used as
+            is, False uses none. It sets the page size, the first server window (measured
+            offset and inclusivity; the edges are still proven), the overlap of split windows
+            and a known maximum ``skip``; when the date filters apply to another field than
+            ``createdAt``, windows are open-ended and filtered locally.
 
     Returns:
         One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
@@ -145,47 +160,83 @@ def load_transactions(
     types, statuses, currencies, first, last = validate_filters(
         trans_type=trans_type, status=status, currency=currency, start=start, end=end
     )
-    if page_size < 1 or concurrency < 1 or max_passes < 1 or margin_days < 0:
+    if (
+        (page_size is not None and page_size < 1)
+        or concurrency < 1
+        or max_passes < 1
+        or (margin_days < 0)
+    ):
         raise ValueError(
             "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
         )
     own_client = client is None
     client = client or Client()
     stats = stats if stats is not None else ExportStats()
+    measured = _profile(profile, client)
+    plan = _profile_plan(measured, first, last, stats)
+    if page_size is None:
+        page_size = measured.page_size() if measured is not None else 1000
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
     bar = export_bar(progress, client)
     try:
         queries = [
-            _params(t, s, c, first, last, margin_days)
+            _params(t, s, c, first, last, 0)
             for t, s, c in itertools.product(types, statuses, currencies)
         ]
+        # What each query's proven windows add up to, with the server window that holds them
+        # (re-checked below when several queries ran).
+        outer: dict[str, dict[str, str | int]] = {}
+        exports: dict[str, WindowedExport] = {}
 
         def fetch(params: dict[str, str | int]) -> QueryResult:
-            result = fetch_query(
+            export = WindowedExport(
                 client,
-                params,
+                {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
+                first,
+                last,
                 page_size=page_size,
                 concurrency=concurrency,
                 max_passes=max_passes,
+                confirm=False,  # every query is confirmed after the last one, below
+                digests=confirm,
                 stats=stats,
-                progress=bar,
+                on_page=_on_page(bar),
+                margin=margin_days,
+                **plan,
             )
+            try:
+                result = export.run()
+            except IncompleteExportError as exc:
+                if not allow_incomplete:
+                    raise
+                _incomplete(
+                    QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+                    params,
+                    max_passes,
+                    allow_incomplete,
+                    what=str(exc),
+                )
+                result = export.partial()
             stats.totals[_key(params)] = result.total
-            if not result.complete:
-                _incomplete(result, params, max_passes, allow_incomplete)
+            outer[_key(params)] = export.outer_params()
+            exports[_key(params)] = export
             return result
 
         results = {_key(q): fetch(q) for q in queries}
+        if confirm:
+            results = _confirm(exports, stats, max_passes, allow_incomplete)
         # Each query was verified when it ran; records may have moved since (a status change
         # takes a record out of one query and into another). Check every total once more and
         # fetch again the queries whose total moved, until all hold still. A single query was
-        # verified as a whole already: no other query ran after it.
+        # verified as a whole already: no other query ran after it. (The confirming read
+        # above re-reads every window after the last query: it covers this.)
         now: dict[str, int] = {}
         for _ in range(max_passes):
-            if len(queries) == 1:
+            if len(queries) == 1 or confirm:
                 break
-            now = {_key(q): current_total(client, q) for q in queries}
+            now = {_key(q): current_total(client, outer[_key(q)]) for q in queries}
+            stats.proof("totals", len(queries))
             moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
             if not moved:
                 break
@@ -241,6 +292,101 @@ def _params(
     if last:
         params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
     return params
+
+
+def _confirm(
+    exports: dict[str, WindowedExport], stats: ExportStats, max_passes: int, allow: bool
+) -> dict[str, QueryResult]:
+    """Re-read every window of every query until a whole round finds no change.
+
+    After the last query, so that a record that left one query's filter and entered
+    another's while they ran (same totals, different sets) is seen.
+    """
+    try:
+        for _ in range(3 * max_passes):
+            if all([export.confirm_round() for export in exports.values()]):
+                break
+        else:
+            raise next(iter(exports.values())).unquiet()
+        for export in exports.values():
+            export.final_check()
+    except IncompleteExportError as exc:
+        if not allow:
+            raise
+        _incomplete(
+            QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+            {"queries": ", ".join(exports)},
+            max_passes,
+            allow,
+            what=str(exc),
+        )
+    results = {}
+    for key, export in exports.items():
+        results[key] = export.partial()
+        stats.totals[key] = results[key].total
+    return results
+
+
+def _profile(profile: Any, client: Client) -> Any:
+    """The :class:`~txkit.probe.ServiceProfile` to use, or None."""
+    if profile is False:
+        return None
+    from txkit.probe import ServiceProfile, load_profile
+
+    if isinstance(profile, ServiceProfile):
+        if profile is not None and _same_url(profile.base_url, client.base_url):
+            return profile
+        warnings.warn(
+            f"service profile ignored: it was measured for {profile.base_url}, not "
+            f"{client.base_url}",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    return load_profile(client.base_url, None if profile in (None, True) else profile)
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _profile_plan(
+    profile: Any, first: date | None, last: date | None, stats: ExportStats
+) -> dict[str, Any]:
+    """What a measured profile changes in the windows (see :class:`WindowedExport`)."""
+    if profile is None:
+        return {}
+    stats.note(f"profile: {profile.describe()}")
+    plan: dict[str, Any] = {}
+    max_skip = profile.value("max_skip")
+    if isinstance(max_skip, int) and max_skip >= 0:
+        plan["max_skip"] = max_skip
+    field = profile.value("date_field")
+    if field is not None and field != "createdAt":
+        plan["open_dates"] = True
+        return plan
+    if profile.dates_known:
+        plan["overlap"] = int(not profile.value("start_inclusive")) + int(
+            not profile.value("end_inclusive")
+        )
+        if first is not None or last is not None:
+            # A day beyond each edge, so that records past it prove the edge for free.
+            low = (first or last) - timedelta(days=1)
+            high = (last or first) + timedelta(days=1)
+            plan["start_end"] = profile.server_window(low, high)
+    return plan
+
+
+def _on_page(bar: Any) -> Any:
+    def on_page(done: int, more: int) -> None:
+        if bar is not None:
+            if more:
+                bar.total = (bar.total or 0) + more
+                bar.refresh()
+            if done:
+                bar.update(done)
+
+    return on_page
 
 
 def _incomplete(

@@ -17,6 +17,7 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from txkit.findings import AGREED_CATEGORIES
 from txkit.schema import STATUSES
 
 __all__ = [
@@ -50,6 +51,7 @@ assert set(STATUS_COLOURS) == set(STATUSES)
 _OTHER = "#bcbd22"  # a status the interface document does not list
 UNKNOWN = "unknown"
 _INCOMING = ("collection", "conversion")
+_AGREED = AGREED_CATEGORIES
 
 
 def human_amount(value: float, unit: str = "") -> str:
@@ -143,11 +145,14 @@ def plot_status_mix(mix: pl.DataFrame) -> Figure:
 
 
 def plot_reconciliation(summary: pl.DataFrame) -> Figure:
-    """References per reconciliation category (from ``reconcile_summary``): the matched ones
-    beside the others on their own linear scale, each bar with its count."""
+    """References per reconciliation category (from ``reconcile_summary``): the ones that agree
+    (matched, across a month's end, within tolerance) beside the others on their own linear
+    scale, each bar with its count."""
     counts = summary.group_by("category").agg(pl.col("references").sum()).sort("category")
-    matched = counts.filter(pl.col("category").cast(pl.String) == "matched")
-    others = counts.filter(pl.col("category").cast(pl.String) != "matched")
+    # Matched across a month's end or within the amount tolerance counts as matched.
+    agreed = pl.col("category").cast(pl.String).is_in(_AGREED)
+    matched = counts.filter(agreed)
+    others = counts.filter(~agreed)
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(9, 4), layout="constrained", width_ratios=[1, 3]
     )
