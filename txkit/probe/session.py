@@ -77,7 +77,6 @@ class _CountingTransport(httpx.BaseTransport):
         self.inner = inner
         self.budget = budget
         self.count = 0
-        self.last_status: int | None = None
         self.last_retry_after: str | None = None
         self._lock = threading.Lock()
 
@@ -88,7 +87,6 @@ class _CountingTransport(httpx.BaseTransport):
             self.count += 1
             self.last_retry_after = None
         response = self.inner.handle_request(request)
-        self.last_status = response.status_code
         self.last_retry_after = response.headers.get("retry-after")
         return response
 
@@ -132,6 +130,9 @@ class ProbeSession:
             retry=RetryPolicy(max_retries=0),
             transport=self._transport,
             env_file=env_file,
+            # The session paces itself after a 429 (and counts every request); the client's
+            # shared limiter would wait a second time.
+            shared_rate_limit=False,
         )
         self.max_requests = max_requests
         self._sleep = sleep
@@ -190,14 +191,7 @@ class ProbeSession:
                 self._sleep(pause)
             self._last_sent = time.monotonic()
             try:
-                try:
-                    body, _ = self.client.get_transactions(params)
-                except ValueError:
-                    # A client that cannot read a garbage Retry-After ("soon") raises a bare
-                    # ValueError on the 429: it is still a 429, with no usable wait.
-                    if self._transport.last_status != 429:
-                        raise
-                    raise RateLimitedError("rate limited by the service (429)") from None
+                body, _ = self.client.get_transactions(params)
             except _BudgetSpent:
                 raise ProbeStopped(f"the request budget ({self.max_requests}) was spent") from None
             except RateLimitedError:
