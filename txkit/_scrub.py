@@ -7,6 +7,11 @@ key is found inside a longer base64 text such as a Basic credential). On top of 
 anything shaped like a key or a bearer token (``sk_...``, ``pk_...``, ``Bearer ...``), so a key
 that was never configured here (another environment's) is removed too.
 
+:func:`scrub_frame` does the same for the records txkit writes to files (exports, the store,
+the report's downloads), so a server that echoes the key inside a record value cannot get it
+written out. On data it removes only the known keys' forms, not the key-shaped patterns: a
+legitimate value (a reference such as ``pk_2026...``, a note saying ``Bearer``) must survive.
+
 Keys are known from :func:`register_secret` (every :class:`txkit.client.Client` registers its
 own) and from ``TXKIT_SECRET_KEY`` in the environment at the time of the call. Other modules
 that write text out (reports, manifests, CSV) call :func:`scrub` or :func:`scrub_bytes` on it.
@@ -25,9 +30,21 @@ import logging
 import os
 import re
 import threading
+from typing import TYPE_CHECKING
 from urllib.parse import quote, quote_plus
 
-__all__ = ["REDACTED", "ScrubFilter", "register_secret", "scrub", "scrub_bytes", "secret_forms"]
+if TYPE_CHECKING:
+    import polars as pl
+
+__all__ = [
+    "REDACTED",
+    "ScrubFilter",
+    "register_secret",
+    "scrub",
+    "scrub_bytes",
+    "scrub_frame",
+    "secret_forms",
+]
 
 #: What a removed secret is replaced with.
 REDACTED = "***"
@@ -144,6 +161,156 @@ def scrub_bytes(data: bytes, *secrets: str | None) -> bytes:
     if cleaned == text:
         return data
     return cleaned.encode("utf-8", errors="surrogateescape")
+
+
+def _frame_forms(secrets: tuple[str | None, ...]) -> list[str]:
+    """Every form of every known secret, longest first (the first listed wins a tie)."""
+    forms = {form for secret in _secrets(secrets) for form in secret_forms(secret)}
+    return sorted(forms, key=lambda form: (-len(form), form))
+
+
+def _hits(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr | None:
+    """Per row, how many text values under ``expr`` hold a form (None: no text inside)."""
+    import polars as pl
+
+    if dtype == pl.String:
+        return expr.str.contains_any(forms).fill_null(False).cast(pl.UInt32)
+    if isinstance(dtype, pl.List):
+        inner = _hits(pl.element(), dtype.inner, forms)
+        if inner is None:
+            return None
+        return expr.list.eval(inner).list.sum().fill_null(0).cast(pl.UInt32)
+    if isinstance(dtype, pl.Struct):
+        parts = [
+            hit
+            for f in dtype.fields
+            if (hit := _hits(expr.struct.field(f.name), f.dtype, forms)) is not None
+        ]
+        return pl.sum_horizontal(parts).cast(pl.UInt32) if parts else None
+    return None
+
+
+def _named(name: str, forms: list[str]) -> bool:
+    return any(form in name for form in forms)
+
+
+def _clean_name(name: str, forms: list[str]) -> str:
+    for form in forms:
+        name = name.replace(form, REDACTED)
+    return name
+
+
+def _replaced(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr:
+    """``expr`` with every form in every text value (and struct field name) replaced."""
+    import polars as pl
+
+    if dtype == pl.String:
+        return expr.str.replace_many(forms, [REDACTED] * len(forms), leftmost=True)
+    if isinstance(dtype, pl.List) and _has_text(dtype.inner, forms):
+        return expr.list.eval(_replaced(pl.element(), dtype.inner, forms))
+    if isinstance(dtype, pl.Struct) and _has_text(dtype, forms):
+        fields = [f for f in dtype.fields if _has_text(f.dtype, forms)]
+        out = expr.struct.with_fields(
+            [_replaced(pl.field(f.name), f.dtype, forms).alias(f.name) for f in fields]
+        ) if fields else expr  # fmt: skip
+        if any(_named(f.name, forms) for f in dtype.fields):
+            out = out.struct.rename_fields([_clean_name(f.name, forms) for f in dtype.fields])
+        return out
+    return expr
+
+
+def _has_text(dtype: pl.DataType, forms: list[str]) -> bool:
+    """Whether ``dtype`` holds text values or struct field names that may hold a form."""
+    import polars as pl
+
+    if dtype == pl.String:
+        return True
+    if isinstance(dtype, pl.List):
+        return _has_text(dtype.inner, forms)
+    if isinstance(dtype, pl.Struct):
+        return any(_named(f.name, forms) or _has_text(f.dtype, forms) for f in dtype.fields)
+    return False
+
+
+def _names_hit(dtype: pl.DataType, forms: list[str]) -> int:
+    """How many struct field names under ``dtype`` hold a form (from the schema alone)."""
+    import polars as pl
+
+    if isinstance(dtype, pl.List):
+        return _names_hit(dtype.inner, forms)
+    if isinstance(dtype, pl.Struct):
+        return sum(_named(f.name, forms) + _names_hit(f.dtype, forms) for f in dtype.fields)
+    return 0
+
+
+_frame_log = logging.getLogger("txkit.scrub")
+
+
+def scrub_frame(
+    df: pl.DataFrame, *secrets: str | None, where: str = "a file"
+) -> tuple[pl.DataFrame, int]:
+    """``df`` without any known secret (in any of its forms) in any text value or name.
+
+    Every ``String`` value is searched, including those nested in ``List`` and ``Struct``
+    columns at any depth, and so are column and struct field names; each form found is
+    replaced by ``***``. Only the configured keys' forms are removed (:func:`secret_forms`),
+    not the key-shaped patterns :func:`scrub` also removes from messages: those could match
+    legitimate values. Other types (numbers, dates, categoricals) cannot carry a server's echo
+    in txkit's frames and are left alone.
+
+    The search is one vectorised pass (Aho-Corasick over all forms at once); the frame is
+    rewritten only in the columns where something was found. When anything was replaced, one
+    warning line says how many values and where (the values themselves are never logged).
+
+    Args:
+        df: the records about to be written.
+        *secrets: more secrets to remove besides the registered ones and ``TXKIT_SECRET_KEY``.
+        where: what is being written, for the warning (``"the export x.csv"``).
+
+    Returns:
+        The scrubbed frame (``df`` itself when nothing was found) and how many values (text
+        values plus names) were replaced.
+
+    Example:
+        >>> register_secret("k3y!/+=odd")
+        >>> scrub_frame(pl.DataFrame({"note": ["echo k3y!/+=odd", "ok"]}))[0]["note"].to_list()
+        ['echo ***', 'ok']
+    """
+    import polars as pl
+
+    forms = _frame_forms(secrets)
+    if not forms or df.width == 0:
+        return df, 0
+    schema = df.schema
+    checks = {
+        name: hit
+        for name, dtype in schema.items()
+        if (hit := _hits(pl.col(name), dtype, forms)) is not None
+    }
+    counts: dict[str, int] = {}
+    if checks and df.height:
+        row = df.select(hit.sum().alias(name) for name, hit in checks.items()).row(0, named=True)
+        counts = {name: int(n) for name, n in row.items() if n}
+    names = {name: _named(name, forms) + _names_hit(schema[name], forms) for name in schema}
+    total = sum(counts.values()) + sum(names.values())
+    if not total:
+        return df, 0
+    rewrite = [
+        _replaced(pl.col(name), schema[name], forms).alias(name)
+        for name in schema
+        if counts.get(name) or names[name]
+    ]
+    out = df.with_columns(rewrite).rename(
+        {name: _clean_name(name, forms) for name in schema if _named(name, forms)}
+    )
+    _frame_log.warning(
+        "the secret key was found in %d value(s) of the records and replaced by %s before "
+        "writing %s (the server echoes the key in its data)",
+        total,
+        REDACTED,
+        where,
+    )
+    return out, total
 
 
 class ScrubFilter(logging.Filter):

@@ -4,7 +4,8 @@ A notebook run by ``txkit report`` gets a ``downloads`` folder (the report being
 each exception list it calls :func:`publish_exceptions`, which
 
 * masks customer data like the HTML (through :func:`txkit.privacy.mask_pii`) unless
-  ``show_pii``;
+  ``show_pii``, and replaces the secret key wherever a server echoed it into a value
+  (:func:`txkit._scrub.scrub_frame`);
 * adds a stable ``key`` per row (a reference or id plus its category), then marks each row
   ``new`` or ``still open`` against the previous month's report and appends the keys
   ``resolved`` since (:mod:`txkit.open_items`);
@@ -28,6 +29,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit._scrub import scrub_frame
 from txkit.open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
@@ -163,6 +165,8 @@ def publish_exceptions(
     folder = Path(folder)
     shown = df if show_pii else mask_pii(df)
     assert isinstance(shown, pl.DataFrame)
+    # Before the keys are made: they go into the manifest too.
+    shown, _ = scrub_frame(shown, where=f"the report's {name} downloads")
     keyed = shown.with_columns(exception_key(shown, key))
     keyed = keyed.select("key", *[c for c in keyed.columns if c != "key"])
     # The previous report sits beside this one (reports/YYYY-MM/, this one being built aside).

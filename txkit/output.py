@@ -3,7 +3,8 @@
 CSV files are safe to open in a spreadsheet: every text cell that a spreadsheet would run as a
 formula (starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) is neutralised
 with a leading ``'`` (:func:`csv_safe`, as OWASP recommends). Parquet keeps the values as they
-are.
+are, except that either format never holds the secret key: a value a server echoed it into is
+written with ``***`` in its place, with a warning (:func:`txkit._scrub.scrub_frame`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from txkit._scrub import scrub_frame
 from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
 
 __all__ = ["FORMULA_START", "atomic_path", "csv_safe", "write_frame"]
@@ -105,7 +107,8 @@ def write_frame(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     """Write ``df`` to ``path`` as Parquet or CSV (chosen by the extension), atomically.
 
     CSV cells that a spreadsheet would run as formulas are neutralised (:func:`csv_safe`);
-    Parquet is written as it is.
+    Parquet is written as it is. In both, the secret key (in any form) is replaced by ``***``
+    wherever a server echoed it into a value, with a one-line warning.
 
     Args:
         df: the frame.
@@ -128,6 +131,7 @@ def write_frame(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
             f"cannot write {path.name!r}: the output file must end in "
             f"{' or '.join(FORMATS)} ({', '.join(FORMATS.values())})"
         )
+    df, _ = scrub_frame(df, where=f"the export {path.name}")
     with atomic_path(path) as tmp:
         writers[suffix](df, tmp)
     return path

@@ -5,7 +5,8 @@ source and every month's coverage). For a folder, the data files are written by 
 Parquet writer is about twice as fast as delta-rs's here) and then committed with their add
 actions; for object storage, delta-rs writes and commits (``write_deltalake``). Either way,
 nothing is visible before the commit: a sync killed or failing earlier leaves files that no
-version references, and the table at its previous version.
+version references, and the table at its previous version. The records never carry the secret
+key into the table: a value a server echoed it into is stored with ``***`` in its place.
 
 The commit is made against the version the sync read, with no retry: if another writer
 committed meanwhile, this commit fails with :class:`~txkit.storage.StoreLockedError`.
@@ -23,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit._scrub import scrub_frame
 from txkit.decode import combine
 from txkit.schema import COLUMNS
 from txkit.storage import (
@@ -87,6 +89,7 @@ def commit(
         StoreError: the store cannot be written (full, read-only; named).
     """
     data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
+    data, _ = scrub_frame(data, where=f"the store {store}")
     try:
         if is_remote(store):
             _write_remote(store, version, data, months, meta)
