@@ -367,3 +367,20 @@ def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path)
     assert "removed the staging folder" in again.stderr
     assert not list(reports.glob(".2026-05.*"))
     assert (reports / "2026-05" / "index.html").exists()
+
+
+def test_the_report_syncs_what_every_notebook_reads() -> None:
+    """The history months and the days after the month that the notebooks read by default are
+    within what ``txkit report`` syncs (else a report would see less than the notebook)."""
+    import papermill
+
+    from txkit import defaults
+
+    for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        declared = papermill.inspect_notebook(str(notebook))
+        if "history_months" in declared:
+            months = int(declared["history_months"]["default"])
+            assert months <= defaults.HISTORY_MONTHS, notebook.name
+        if "date_tolerance" in declared:
+            days = int(declared["date_tolerance"]["default"])
+            assert days <= defaults.MARGIN_DAYS, notebook.name

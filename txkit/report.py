@@ -25,6 +25,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -235,20 +236,22 @@ def run_report(
                 "or Parquet file with reference, amount, currency and optionally status, date)"
             )
         orders = str(Path(orders).resolve())
-    # The month before is synced too: the balance checks use it as history (it anchors the
-    # chains and shows the reserves held when the month starts).
-    since, _ = month_bounds(previous_months(month, 1)[0])
+    # The months before are synced too: the notebooks read them as history (the balance checks'
+    # chains and reserves, the underpayments' original references), and so are the days just
+    # after the month, where reconciliation looks for payments of orders placed at its end.
+    since, _ = month_bounds(previous_months(month, defaults.HISTORY_MONTHS)[0])
+    until = last + timedelta(days=defaults.MARGIN_DAYS)
     started = time.perf_counter()
     sync_result = None
     if as_of is None and sync_needed(
-        store=store, start=since, end=last, lookback_days=lookback_days
+        store=store, start=since, end=until, lookback_days=lookback_days
     ):
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
                 client=source.client,
                 start=since,
-                end=last,
+                end=until,
                 store=store,
                 lookback_days=lookback_days,
                 progress=progress,
