@@ -305,3 +305,82 @@ def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path) -> None:
     assert "its windows cover it whole" in page
     status = run("sync", "--status", cwd=tmp_path)
     assert f"2026-09: complete; {september.height:,} rows" in status.stdout
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_leftovers_of_killed_reports_are_cleaned(tmp_path: Path) -> None:
+    from txkit.report import clean_leftovers
+
+    out = tmp_path / "reports"
+    dead = out / ".2026-09.abc123"
+    dead.mkdir(parents=True)
+    (dead / ".owner-pid").write_text(str(_dead_pid()))
+    (dead / "index.html").write_text("half")
+    unowned = out / ".2026-08.zzz"  # killed before it could write its owner
+    unowned.mkdir()
+    running = out / ".2026-10.def456"
+    running.mkdir()
+    (running / ".owner-pid").write_text(str(os.getpid()))
+    moved = out / ".2026-07.previous"  # killed between the swap's two renames
+    moved.mkdir()
+    (moved / "index.html").write_text("july")
+    (out / "2026-06").mkdir()
+    (out / ".2026-06.previous").mkdir()
+
+    lines = clean_leftovers(out)
+
+    assert sorted(p.name for p in out.iterdir()) == [".2026-10.def456", "2026-06", "2026-07"]
+    assert (out / "2026-07" / "index.html").read_text() == "july"
+    assert len(lines) == 4 and any("restored the previous report of 2026-07" in x for x in lines)
+    assert clean_leftovers(out) == []
+
+
+def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path) -> None:
+    """SIGKILL while the notebooks run: the next report removes the staging folder."""
+    import signal
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    env["TXKIT_PROGRESS"] = "0"
+    args = ["report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "txkit.cli", *args],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    reports = workdir / "reports"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not list(reports.glob(".2026-05.*/*.ipynb")):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert list(reports.glob(".2026-05.*")), "the kill came too late to leave a staging folder"
+    again = run(*args, cwd=workdir)
+    assert again.returncode == 0, again.stderr
+    assert "removed the staging folder" in again.stderr
+    assert not list(reports.glob(".2026-05.*"))
+    assert (reports / "2026-05" / "index.html").exists()
+
+
+def test_the_report_syncs_what_every_notebook_reads() -> None:
+    """The history months and the days after the month that the notebooks read by default are
+    within what ``txkit report`` syncs (else a report would see less than the notebook)."""
+    import papermill
+
+    from txkit import defaults
+
+    for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        declared = papermill.inspect_notebook(str(notebook))
+        if "history_months" in declared:
+            months = int(declared["history_months"]["default"])
+            assert months <= defaults.HISTORY_MONTHS, notebook.name
+        if "date_tolerance" in declared:
+            days = int(declared["date_tolerance"]["default"])
+            assert days <= defaults.MARGIN_DAYS, notebook.name

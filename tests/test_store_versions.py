@@ -31,7 +31,7 @@ def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
         Sandbox(ledger=generate_ledger(seed=21, records=4_000)) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
-        sync(client, start="2026-09-01", end="2026-10-31", store=store)
+        sync(client, start="2026-07-01", end="2026-11-03", store=store)  # what the report reads
         assert read_manifests(store)["2026-10"].complete  # the report syncs nothing
         first = run_report("2026-10", store=store, out=tmp_path / "r1", notebooks=books,
                            progress=False)  # fmt: skip

@@ -16,7 +16,9 @@ from pathlib import Path
 
 __all__ = [
     "DATA_DIR",
+    "HISTORY_MONTHS",
     "LOOKBACK_DAYS",
+    "MARGIN_DAYS",
     "NOTEBOOKS_DIR",
     "ORDERS_PATH",
     "REPORTS_DIR",
@@ -50,6 +52,13 @@ REPORTS_DIR = Path("reports")
 NOTEBOOKS_DIR = Path("notebooks")
 #: Days re-fetched before the newest stored record: statuses change after a record is seen.
 LOOKBACK_DAYS = 7
+#: Months before a report's month that ``txkit report`` syncs for its notebooks' history
+#: (underpayments' original references, balance chains): at least every notebook's
+#: ``history_months`` default (a test checks).
+HISTORY_MONTHS = 3
+#: Days after a report's month that ``txkit report`` syncs, where reconciliation looks for
+#: payments of orders placed at the month's end: at least notebook 02's ``date_tolerance``.
+MARGIN_DAYS = 3
 
 
 @dataclass(frozen=True, slots=True)

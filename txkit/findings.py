@@ -49,6 +49,18 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         return ["Neither the export nor the orders hold a collection for this month."]
     matched = result.filter(pl.col("category") == "matched").height
     out = [f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."]
+    agreed = (
+        result.filter(pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES[1:]))
+        .group_by(pl.col("category").cast(pl.String))
+        .len()
+        .sort("category")
+    )
+    if agreed.height:
+        listed = ", ".join(f"{n:,} {c}" for c, n in agreed.iter_rows())
+        out.append(
+            f"{int(agreed['len'].sum()):,} more agree across the month's ends or within the amount "
+            f"tolerance ({listed}): not exceptions."
+        )
     for category, meaning in _MEANING.items():
         rows = summary.filter(pl.col("category") == category)
         if rows.height == 0:
@@ -99,8 +111,9 @@ def underpayment_findings(
     orphans = flagged.filter(~pl.col("original_in_export")).height
     if orphans:
         out.append(
-            f"{orphans:,} flagged payment(s) refer to an original reference that is not in this "
-            "export (an earlier month, or a record the export lacks): check them by reference."
+            f"{orphans:,} flagged payment(s) refer to an original reference found neither in "
+            "this month nor in the history loaded (an older month, or a record the export "
+            "lacks): check them by reference."
         )
     if repeats.height:
         top = repeats.row(0, named=True)

@@ -205,9 +205,17 @@ def plot_shortfall_by(summary: pl.DataFrame, *, dimension: str, currency: str) -
 
 
 def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Figure:
-    """A wallet's reported ledger balance over time, breaks marked in red."""
+    """A wallet's reported ledger balance over time, breaks marked in red.
+
+    Records that report no balance (every balance-after field 0 or absent, see
+    :func:`txkit.analysis.not_reported_balances`) are left out: they state nothing, and drawn
+    as 0 they would look like the wallet emptying.
+    """
+    from txkit.analysis.not_reported import not_reported_balances
+
     fig, ax = _figure(f"Ledger balance after each successful record, {currency} wallet")
-    ok = df.filter(pl.col("status") == "successful")
+    silent = not_reported_balances(df).select("id")
+    ok = df.filter(pl.col("status") == "successful").join(silent, on="id", how="anti")
     to_side = ok.filter(
         (pl.col("toCurrency") == currency) & pl.col("transType").is_in(["collection", "conversion"])
     ).select("createdAt", pl.col("toBalanceAfterLedger").alias("balance"))

@@ -8,7 +8,10 @@
    ``reports/YYYY-MM/``; print where the index is.
 
 A failing notebook fails the command, naming the notebook and the cell; the previous report of
-that month is then left untouched (the new one is built aside and swapped in at the end).
+that month is then left untouched (the new one is built aside and swapped in at the end). A
+report killed outright (SIGKILL, power loss) can leave its staging folder, or the previous
+report moved aside mid-swap; the next report in the same folder removes the first and puts the
+second back (:func:`clean_leftovers`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +36,9 @@ from txkit.report_html import Section, index_html, page_html, summary_of, title_
 
 log = logging.getLogger("txkit")
 
-__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "run_report"]
+__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "clean_leftovers", "run_report"]
+
+_OWNER = ".owner-pid"
 
 
 class NotebookFailedError(TxkitError):
@@ -54,6 +60,57 @@ class ReportResult:
     notebooks: dict[str, float]
     sync: Any
     sync_seconds: float
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def clean_leftovers(out: Path) -> list[str]:
+    """Remove what killed reports left in ``out``; returns a line per thing done.
+
+    A staging folder (``.YYYY-MM.*``) whose owning process is gone is removed. A previous report
+    moved aside for the swap (``.YYYY-MM.previous``) is put back when the month has no report
+    (the kill came between the two renames), else removed. Staging folders of a report still
+    running (its process is alive) are left alone.
+
+    Args:
+        out: the reports folder.
+
+    Returns:
+        What was cleaned, one line each (empty when nothing was left over).
+    """
+    done: list[str] = []
+    if not out.is_dir():
+        return done
+    for path in sorted(out.glob(".[0-9][0-9][0-9][0-9]-[0-9][0-9].*")):
+        if not path.is_dir():
+            continue
+        month = path.name[1:8]
+        if path.name.endswith(".previous"):
+            final = out / month
+            if final.exists():
+                shutil.rmtree(path, ignore_errors=True)
+                done.append(f"removed {path.name} (left by a killed report; {month} is complete)")
+            else:
+                os.rename(path, final)
+                done.append(f"restored the previous report of {month} (a killed report moved it)")
+            continue
+        try:
+            owner = int((path / _OWNER).read_text().strip())
+        except (OSError, ValueError):
+            owner = None
+        if owner is not None and _alive(owner):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        done.append(f"removed the staging folder {path.name} (left by a killed report)")
+    return done
 
 
 def _notebooks(folder: Path) -> list[Path]:
@@ -179,20 +236,22 @@ def run_report(
                 "or Parquet file with reference, amount, currency and optionally status, date)"
             )
         orders = str(Path(orders).resolve())
-    # The month before is synced too: the balance checks use it as history (it anchors the
-    # chains and shows the reserves held when the month starts).
-    since, _ = month_bounds(previous_months(month, 1)[0])
+    # The months before are synced too: the notebooks read them as history (the balance checks'
+    # chains and reserves, the underpayments' original references), and so are the days just
+    # after the month, where reconciliation looks for payments of orders placed at its end.
+    since, _ = month_bounds(previous_months(month, defaults.HISTORY_MONTHS)[0])
+    until = last + timedelta(days=defaults.MARGIN_DAYS)
     started = time.perf_counter()
     sync_result = None
     if as_of is None and sync_needed(
-        store=store, start=since, end=last, lookback_days=lookback_days
+        store=store, start=since, end=until, lookback_days=lookback_days
     ):
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
                 client=source.client,
                 start=since,
-                end=last,
+                end=until,
                 store=store,
                 lookback_days=lookback_days,
                 progress=progress,
@@ -207,8 +266,11 @@ def run_report(
     freshness = _freshness(month, store, manifest)
 
     out.mkdir(parents=True, exist_ok=True)
+    for line in clean_leftovers(out):
+        log.warning("report: %s", line)
     staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
     staging.chmod(0o755)
+    (staging / _OWNER).write_text(str(os.getpid()))
     timings: dict[str, float] = {}
     entries: list[Section] = []
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
@@ -313,6 +375,7 @@ def run_report(
         shutil.rmtree(previous, ignore_errors=True)
         if final.exists():
             os.rename(final, previous)
+        (staging / _OWNER).unlink()
         os.rename(staging, final)
         shutil.rmtree(previous, ignore_errors=True)
     except BaseException:
