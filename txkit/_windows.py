@@ -376,16 +376,7 @@ class WindowedExport:
         if self.max_skip is not None or self._page_mode:
             return self._split(span)
         try:
-            result = fetch_query(
-                self.client,
-                span.params(self.filters),
-                page_size=self.page_size,
-                concurrency=self.concurrency,
-                max_passes=self.max_passes,
-                stats=self.stats,
-                progress=_Hook(self.on_page),
-                digests=self.digests,
-            )
+            result = self._fetch(span)
         except OffsetCapped as cap:
             self._learn_cap(span, cap)
             return self._split(span)
@@ -402,6 +393,19 @@ class WindowedExport:
 
     def _piece(self, span: Span, result: QueryResult) -> Piece:
         return Piece(span, result.frames, result.ids, result.total, result.slots)
+
+    def _fetch(self, span: Span) -> QueryResult:
+        """One verified server query over ``span`` (raises ``OffsetCapped`` past a cap)."""
+        return fetch_query(
+            self.client,
+            span.params(self.filters),
+            page_size=self.page_size,
+            concurrency=self.concurrency,
+            max_passes=self.max_passes,
+            stats=self.stats,
+            progress=_Hook(self.on_page),
+            digests=self.digests,
+        )
 
     def _learn_cap(self, span: Span, cap: OffsetCapped) -> None:
         """Find the largest skip that works, exactly, on one-record pages."""
@@ -466,16 +470,7 @@ class WindowedExport:
         """A window that fits under the offset cap: offset passes (split further if they do
         not converge, or if the cap is lower than known)."""
         try:
-            result = fetch_query(
-                self.client,
-                span.params(self.filters),
-                page_size=self.page_size,
-                concurrency=self.concurrency,
-                max_passes=self.max_passes,
-                stats=self.stats,
-                progress=_Hook(self.on_page),
-                digests=self.digests,
-            )
+            result = self._fetch(span)
         except OffsetCapped as cap:
             self._learn_cap(span, cap)
             return self._split(span)
