@@ -20,7 +20,6 @@ measured step (``/proc/self/clear_refs`` resets the peak).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import pickle
@@ -38,22 +37,8 @@ import httpx
 from txkit.pages import DEFAULT_CONCURRENCY
 
 HERE = Path(__file__).resolve()
-
-
-# ------------------------------------------------------------------------------ memory helpers
-
-
-def _rss_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _reset_peak() -> None:
-    with contextlib.suppress(OSError):
-        Path("/proc/self/clear_refs").write_text("5")
-
+sys.path.insert(0, str(HERE.parent))
+from _measure import reset_peak, rss_mb  # noqa: E402
 
 # ------------------------------------------------------------------------------ decoders
 
@@ -165,8 +150,8 @@ def _run_decode(name: str, pages_file: str) -> dict:
     if name.endswith("-extra"):
         pages = [_with_extra_envelope_keys(page) for page in pages]
     _import_libraries()
-    before = _rss_mb("VmRSS")
-    _reset_peak()
+    before = rss_mb("VmRSS")
+    reset_peak()
     start = time.perf_counter()
     frame = DECODERS[name][1](pages)
     seconds = time.perf_counter() - start
@@ -185,15 +170,15 @@ def _run_decode(name: str, pages_file: str) -> dict:
         "exact_pages": exact,
         "rows": len(frame),
         "seconds": seconds,
-        "peak_mb": _rss_mb("VmHWM") - before,
+        "peak_mb": rss_mb("VmHWM") - before,
         "frame_mb": _frame_mb(frame),
     }
 
 
 def _run_export(name: str, base_url: str, key: str, concurrency: int) -> dict:
     _import_libraries()
-    before = _rss_mb("VmRSS")
-    _reset_peak()
+    before = rss_mb("VmRSS")
+    reset_peak()
     start = time.perf_counter()
     if name == "naive":
         # What an analyst writes: page through with one parse per page, normalize at the end.
@@ -244,7 +229,7 @@ def _run_export(name: str, base_url: str, key: str, concurrency: int) -> dict:
     out = {
         "rows": len(frame),
         "seconds": seconds,
-        "peak_mb": _rss_mb("VmHWM") - before,
+        "peak_mb": rss_mb("VmHWM") - before,
         "frame_mb": _frame_mb(frame),
     }
     if name != "naive":
@@ -256,9 +241,9 @@ def _run_frame_rss(path: str) -> dict:
     """Resident memory of the final frame alone: read back in a fresh process."""
     import polars as pl
 
-    before = _rss_mb("VmRSS")
+    before = rss_mb("VmRSS")
     frame = pl.read_parquet(path)
-    return {"rss_mb": _rss_mb("VmRSS") - before, "estimated_mb": frame.estimated_size("mb")}
+    return {"rss_mb": rss_mb("VmRSS") - before, "estimated_mb": frame.estimated_size("mb")}
 
 
 #: jemalloc (polars' allocator) keeps freed pages for ~10 s, so a process's peak resident set

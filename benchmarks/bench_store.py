@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
+import sys
 import tempfile
-import time
-from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import round_robin
 
 MONTHS = [f"2025-{m}" for m in (11, 12)] + [f"2026-{m:02d}" for m in range(1, 11)]
 
@@ -68,13 +69,20 @@ def old_read_month(store: Path, month: str) -> object:
     return finalize(lf.filter(pl.col("month") == month).drop("month").collect())
 
 
-def median_seconds(call: Callable[[], object], runs: int = 5) -> float:
-    times = []
-    for _ in range(runs):
-        began = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times)
+def _row(name: str, m: dict[str, float], rows: int, base: dict[str, float] | None) -> str:
+    ratio = f"{m['seconds'] / base['seconds']:.2f}x" if base else "baseline"
+    return (
+        f"| {name} | {m['seconds'] * 1000:,.0f} ms | {m['min'] * 1000:,.0f}-{m['max'] * 1000:,.0f} "
+        f"| {rows / m['seconds']:,.0f} | {ratio} | {m['peak_mb']:,.0f} |"
+    )
+
+
+def _table(title: str, rows: int, results: dict[str, dict[str, float]], base: str) -> None:
+    print(f"\n{title}\n")
+    print("| step | median | min-max | records/s | vs previous store | peak MB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, m in results.items():
+        print(_row(name, m, rows, None if name == base else results[base]))
 
 
 def main() -> None:
@@ -82,53 +90,123 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--month", default="2026-09")
+    parser.add_argument("--runs", type=int, default=21, help="read-back runs (median)")
     args = parser.parse_args()
     os.environ["TXKIT_PROGRESS"] = "0"
 
+    import polars as pl
+
     import txkit
+    from txkit import load_transactions
+    from txkit.calendar import month_bounds
     from txkit.sandbox import Sandbox
+    from txkit.storage import open_table
     from txkit.store import read_months, sync
 
     work = Path(tempfile.mkdtemp(prefix="txkit-bench-store-"))
     print(f"# txkit store benchmark: {args.records:,} sandbox records, seed {args.seed}")
+    print(
+        "(peak MB: the process's peak resident set above the step's start, the sandbox "
+        "serving the pages included; floors: the fetch alone, the month's file read alone)"
+    )
     with (
         Sandbox(seed=args.seed, records=args.records) as box,
         txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
         open_day = date(2026, 10, 31)  # October still within its look-back
-        # Round-robin: old, Delta, old, Delta; the median of the two of each.
-        old_times, delta_times = [], []
-        for run in range(2):
-            began = time.perf_counter()
-            rows_old = old_first_sync(client, work / f"old{run}")
-            old_times.append(time.perf_counter() - began)
-            began = time.perf_counter()
-            result = sync(client, start="2025-11-01", end="2026-10-31", store=work / f"delta{run}",
-                          today=open_day)  # fmt: skip
-            delta_times.append(time.perf_counter() - began)
-        rows_delta = sum(result.rows.values())
-        assert rows_old == rows_delta, (rows_old, rows_delta)
-        old_first, delta_first = statistics.median(old_times), statistics.median(delta_times)
-        ratio = delta_first / old_first
-        print(f"first sync, {rows_delta:,} rows, 12 months: previous store {old_first:.1f} s, "
-              f"Delta {delta_first:.1f} s ({ratio:.2f}x; target <= 1.2x)")  # fmt: skip
+        first, last = month_bounds(MONTHS[0])[0], month_bounds(MONTHS[-1])[1]
+        counts: dict[str, int] = {}
+        runs = iter(range(100))
 
-        began = time.perf_counter()
-        sync(client, start="2025-11-01", end="2026-10-31", store=work / "delta0", today=open_day)
-        lookback_full = time.perf_counter() - began
+        def fetch_alone() -> None:
+            counts["fetch"] = sum(
+                load_transactions(client, start=month_bounds(m)[0], end=month_bounds(m)[1]).height
+                for m in MONTHS
+            )
+
+        def old_sync() -> None:
+            counts["old"] = old_first_sync(client, work / f"old{next(runs)}")
+
+        def delta_sync() -> None:
+            store = work / f"delta{next(runs)}"
+            result = sync(client, start=first, end=last, store=store, today=open_day)
+            counts["delta"] = sum(result.rows.values())
+            counts["last_delta"] = int(store.name.removeprefix("delta"))
+
+        first_sync = round_robin(
+            {"fetch alone (floor)": fetch_alone, "previous store": old_sync, "Delta": delta_sync},
+            runs=2,
+        )
+        assert counts["fetch"] == counts["old"] == counts["delta"], counts
+        rows = counts["delta"]
+        delta_store = work / f"delta{counts['last_delta']}"
+        old_store = next(work.glob("old*"))
+        _table(
+            f"First sync of 12 months ({rows:,} rows, median of 2)",
+            rows,
+            {
+                "previous store": first_sync["previous store"],
+                "Delta": first_sync["Delta"],
+                "fetch alone (floor)": first_sync["fetch alone (floor)"],
+            },
+            "previous store",
+        )
+
+        week = (date(2026, 10, 24), open_day)
         sync(client, start="2026-10-01", end="2026-10-31", store=work / "oct", today=open_day)
-        began = time.perf_counter()
-        sync(client, start="2026-10-01", end="2026-10-31", store=work / "oct", today=open_day)
-        lookback_one = time.perf_counter() - began
-        print(f"look-back sync (7 days of October): {lookback_full:.2f} s on the 12-month table, "
-              f"{lookback_one:.2f} s on a table of October alone")  # fmt: skip
+        lookback = round_robin(
+            {
+                "7-day fetch alone (floor)": lambda: load_transactions(
+                    client, start=week[0], end=week[1]
+                ),
+                "12-month table": lambda: sync(
+                    client, start=first, end=last, store=delta_store, today=open_day
+                ),
+                "table of October alone": lambda: sync(
+                    client,
+                    start="2026-10-01",
+                    end="2026-10-31",
+                    store=work / "oct",
+                    today=open_day,
+                ),
+            },
+            runs=3,
+        )
+        print("\nLook-back sync, 7 days of October (median of 3)\n")
+        print("| step | median | min-max | peak MB |")
+        print("|---|---:|---:|---:|")
+        for name, m in lookback.items():
+            print(
+                f"| {name} | {m['seconds'] * 1000:,.0f} ms | {m['min'] * 1000:,.0f}-"
+                f"{m['max'] * 1000:,.0f} | {m['peak_mb']:,.0f} |"
+            )
 
     month = args.month
-    old = median_seconds(lambda: old_read_month(work / "old0", month))
-    new = median_seconds(lambda: read_months([month], store=work / "delta0"))
-    height = read_months([month], store=work / "delta0").height
-    print(f"month read-back ({month}, {height:,} rows): previous store {old * 1000:.0f} ms, "
-          f"Delta {new * 1000:.0f} ms ({new / old:.2f}x; target <= 1.2x)")  # fmt: skip
+    files = [u for u in open_table(delta_store).file_uris() if f"month={month}/" in u]
+    height = read_months([month], store=delta_store).height
+    read_back = round_robin(
+        {
+            "previous store": lambda: old_read_month(old_store, month),
+            "Delta (read_months)": lambda: read_months([month], store=delta_store),
+            "month's file alone (floor)": lambda: pl.read_parquet(files),
+        },
+        runs=args.runs,
+    )
+    _table(
+        f"Month read-back ({month}, {height:,} rows, median of {args.runs})",
+        height,
+        read_back,
+        "previous store",
+    )
+    ratios = {
+        "first sync": first_sync["Delta"]["seconds"] / first_sync["previous store"]["seconds"],
+        "read-back": read_back["Delta (read_months)"]["seconds"]
+        / read_back["previous store"]["seconds"],
+    }
+    print(
+        "\n"
+        + "; ".join(f"{k} {v:.2f}x the previous store (target <= 1.2x)" for k, v in ratios.items())
+    )
     print(f"(stores under {work}; remove when done)")
 
 

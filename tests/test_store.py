@@ -370,3 +370,51 @@ def test_history_from_the_store_is_the_contiguous_months_before(
     assert load_history("2026-10", months=0, source="store", store=str(store))[0] is None
     with pytest.raises(ValueError, match="months must be 0 or more, got -1"):
         load_history("2026-10", months=-1, source="store", store=str(store))
+
+
+def _through_scan_delta(store: Path, months: list[str], version: int | None = None) -> pl.DataFrame:
+    """The months as ``scan_delta`` reads them (statistics, protocol checks and all)."""
+    from txkit.decode import finalize
+    from txkit.store import _typed
+
+    lf = pl.scan_delta(DeltaTable(str(store), version=version))
+    lf = _typed(lf.filter(pl.col("month").is_in(months)).drop("month"))
+    return finalize(lf.collect())
+
+
+@pytest.mark.parametrize("lazy_route", [False, True], ids=["direct-files", "scan_delta"])
+def test_read_months_matches_scan_delta_with_a_column_added_later(
+    box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lazy_route: bool
+) -> None:
+    from polars.testing import assert_frame_equal
+
+    from txkit import store as store_module
+    from txkit.store import read_months
+
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
+        box.faults = "drift=1"  # October's new file gains riskScore and device
+        sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY,
+             refresh=["2026-10"])  # fmt: skip
+        box.faults = None
+    if lazy_route:  # a table another writer upgraded (deletion vectors, column mapping)
+        monkeypatch.setattr(store_module, "_plain_files", lambda table: False)
+    months = ["2026-09", "2026-10"]
+    got = read_months(months, store=store)
+    assert "riskScore" in got.columns and any(c.startswith("device") for c in got.columns)
+    assert got.filter(pl.col("createdAt").dt.month() == 9)["riskScore"].null_count() == (
+        got.filter(pl.col("createdAt").dt.month() == 9).height
+    )
+    assert got.filter(pl.col("createdAt").dt.month() == 10)["riskScore"].null_count() == 0
+    assert_frame_equal(got, _through_scan_delta(store, months))
+    assert sorted(got["id"]) == sorted(served_months(box, set(months)))
+    # An earlier version, before the columns existed, reads as it was.
+    old = read_months(months, store=store, version=0)
+    assert "riskScore" not in old.columns
+    assert_frame_equal(old, _through_scan_delta(store, months, version=0))
+    assert read_months(["2026-07"], store=store).height == 0
+    assert_frame_equal(
+        read_months(["2026-09"], store=store, currency="NGN"),
+        got.filter((pl.col("createdAt").dt.month() == 9) & (pl.col("toCurrency") == "NGN")),
+    )

@@ -18,7 +18,14 @@ import pytest
 
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
-from txkit.store import StoreLockedError, read_manifests, read_state, scan_store, sync
+from txkit.store import (
+    StoreLockedError,
+    read_manifests,
+    read_months,
+    read_state,
+    scan_store,
+    sync,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 11, 21)
@@ -95,6 +102,14 @@ def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path) -> None:
     assert set(df["id"]) == served and df["id"].is_unique().all()
     assert df.schema["toAmount"] == pl.Decimal(38, 2)
     assert scan_store(store, version=0).collect().height == df.height
+    # A month read straight from its data files on S3, as from scan_store.
+    from txkit.storage import open_table
+    from txkit.store import _plain_files
+
+    assert _plain_files(open_table(store))
+    month = read_months(["2026-09"], store=store)
+    expected = df.filter(pl.col("month") == "2026-09").drop("month").sort(["createdAt", "id"])
+    assert month.columns == expected.columns and month.equals(expected)
     assert read_manifests(store)["2026-09"].complete
     assert read_state(store).source is not None
     # Nothing was written locally.

@@ -268,15 +268,58 @@ def _manifest(cov: MonthCoverage, state: StoreState, label: str) -> MonthManifes
 # Reading.
 
 
-def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """Delta stores timestamps in microseconds: back to the loader's types."""
-    schema = lf.collect_schema()
-    casts = [
+def _casts(schema: pl.Schema) -> list[pl.Expr]:
+    """Delta stores timestamps in microseconds: the casts back to the loader's types."""
+    return [
         pl.col(name).cast(dtype)
         for name, dtype in COLUMNS.items()
         if name in schema and schema[name] != dtype and isinstance(dtype, pl.Datetime)
     ]
+
+
+def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``lf`` with the loader's types (see :func:`_casts`)."""
+    casts = _casts(lf.collect_schema())
     return lf.with_columns(casts) if casts else lf
+
+
+def _plain_files(table: Any) -> bool:
+    """Whether the table's data files can be read as they are: no column mapping (reader
+    version 2, or the feature) and no deletion vectors. txkit's own tables qualify; a table
+    another writer upgraded is read through ``scan_delta``."""
+    protocol = table.protocol()
+    return protocol.min_reader_version == 1 or (
+        protocol.min_reader_version >= 3 and not set(protocol.reader_features or ())
+    )
+
+
+def _scan_months(
+    table: Any, store: str | os.PathLike[str], months: list[str]
+) -> pl.LazyFrame | None:
+    """The months' data files of ``table`` scanned directly (in the stored types), or None to
+    use ``scan_delta``.
+
+    ``scan_delta`` with a filter on ``month`` reads every file's statistics from the log to
+    prune files; the partition values alone select the month's files, which is all a month
+    read needs (the files are the version's, listed by delta-rs).
+    """
+    if not _plain_files(table):
+        return None
+    parts = set(table.metadata().partition_columns)
+    if parts != {"month"}:
+        return None
+    schema = pl.Schema({k: v for k, v in pl.Schema(table.schema()).items() if k not in parts})
+    paths = table.file_uris(file_pruning_predicate=[("month", "in", months)])
+    if not paths:
+        return pl.LazyFrame(schema=schema)
+    lf = pl.scan_parquet(
+        paths,
+        schema=schema,
+        missing_columns="insert",  # a file written before a column was added to the table
+        extra_columns="ignore",
+        storage_options=storage_options(store) or None,
+    )
+    return lf
 
 
 def scan_store(
@@ -330,10 +373,18 @@ def read_months(
         StoreError: the store cannot be read (the message names the file when it can).
     """
     wanted = [parse_month(m) for m in months]
-    lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted)).drop("month")
+    table = open_table(store, version)
+    lf = _scan_months(table, store, wanted) if table is not None else None
+    if lf is None:
+        lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
+        lf = lf.drop("month")
     if currency is not None:
         lf = lf.filter(pl.col("toCurrency") == currency)
-    return finalize(_collect(lf, store, wanted))
+    # Sorted before the casts to the loader's types: a frame cast in the scan comes back in
+    # chunks, and sorting those costs a third more (see benchmarks/bench_store.py).
+    frame = finalize(_collect(lf, store, wanted))
+    casts = _casts(frame.schema)
+    return frame.with_columns(casts) if casts else frame
 
 
 def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
