@@ -278,3 +278,27 @@ def test_frame_facade_keeps_the_public_names() -> None:
 
     assert decode_pages is F.decode_pages and frame.dedupe_latest is F.dedupe_latest
     assert facade_history is activity_history is txkit.activity_history
+
+
+@pytest.mark.parametrize("builders", [2, 3])
+def test_parallel_builders_keep_the_pages_order_and_raise_the_bad_batch(builders: int) -> None:
+    bodies = _pages_for_decode()
+
+    def sink_of(bodies: list[bytes], builders: int) -> F.PageSink:
+        sink = F.PageSink(batch_pages=3, builders=builders)
+        for body in bodies:
+            sink.add(F.read_page(body))
+        sink.flush()
+        return sink
+
+    serial, parallel = sink_of(bodies, 1), sink_of(bodies, builders)
+    assert len(parallel.frames) == len(serial.frames) > builders
+    for ours, theirs in zip(parallel.frames, serial.frames, strict=True):
+        assert_frame_equal(ours, theirs)
+    assert parallel.ids == serial.ids and parallel.exact_pages == serial.exact_pages == 1
+    # A lossy value in a batch converted while others are in flight: that batch's error.
+    bad = record(77, toAmount=1)
+    lossy = page([bad], total=300).replace(b'"toAmount":1', b'"toAmount":"abc"')
+    with pytest.raises(SchemaError) as info:
+        sink_of([*bodies[:10], lossy, *bodies[10:20]], builders)
+    assert info.value.record_id == bad["id"]

@@ -9,6 +9,7 @@ accepted, keeping the ids, totals and path counts the loader's verification need
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,45 +27,94 @@ from txkit.decode._wire import BATCH_PAGES
 class PageSink:
     """Collects read pages and turns them into frames a batch at a time, in acceptance order.
 
+    Up to ``builders`` batches are verified and converted at once on a shared pool of
+    threads (polars releases the GIL while it works), so converting keeps pace with reading
+    instead of running on the calling thread alone; their frames are kept in the order the
+    batches were accepted. ``builders=1`` converts in the calling thread.
+
     Attributes:
-        frames: the decoded frames so far, in the order their pages were added.
+        frames: the decoded frames so far, in the order their pages were added (complete
+            after :meth:`flush`).
         ids: the unique non-null ``id`` values of the pages decoded so far.
         totals: every ``data.total`` seen.
         pages: pages added.
         exact_pages: pages that needed the exact (slow) decoder, among those decoded.
     """
 
-    def __init__(self, batch_pages: int = BATCH_PAGES) -> None:
+    def __init__(self, batch_pages: int = BATCH_PAGES, builders: int | None = None) -> None:
         self.batch_pages = batch_pages
+        self.builders = _builders() if builders is None else max(1, builders)
         self.frames: list[pl.DataFrame] = []
         self.ids: set[str] = set()
         self.totals: set[int] = set()
         self.pages = 0
         self.exact_pages = 0
         self._batch: list[RawPage] = []
+        self._building: deque[tuple[list[RawPage], Future[list[pl.DataFrame]]]] = deque()
 
     def add(self, page: RawPage) -> None:
-        """Accept one read page; a full batch is verified and converted at once."""
+        """Accept one read page; a full batch is handed to a builder."""
         self.pages += 1
         self.totals.add(page.total)
         self._batch.append(page)
         if len(self._batch) >= self.batch_pages:
-            self.flush()
+            self._submit()
 
     def flush(self) -> None:
-        """Verify and convert the pages not yet decoded.
+        """Verify and convert every page accepted so far; returns when all are decoded.
 
         Raises:
             SchemaError: a value cannot be converted to its column's type without loss.
         """
-        if not self._batch:
-            return
+        if self._batch:
+            self._submit()
+        while self._building:
+            self._take_oldest()
+
+    def _submit(self) -> None:
         batch, self._batch = self._batch, []
-        self.frames.extend(build_frames(batch))
+        if self.builders == 1:
+            self._done(batch, build_frames(batch))
+            return
+        while len(self._building) >= self.builders:
+            self._take_oldest()  # bounded: at most `builders` batches held while converting
+        self._building.append((batch, _build_pool().submit(build_frames, batch)))
+
+    def _take_oldest(self) -> None:
+        batch, future = self._building.popleft()
+        try:
+            frames = future.result()
+        except BaseException:
+            for _, other in self._building:
+                other.cancel()
+            self._building.clear()
+            raise
+        self._done(batch, frames)
+
+    def _done(self, batch: list[RawPage], frames: list[pl.DataFrame]) -> None:
+        self.frames.extend(frames)
         for page in batch:
             if page.ids is not None:
                 self.ids.update(page.ids.drop_nulls().to_list())
         self.exact_pages += sum(page.exact for page in batch)
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _builders() -> int:
+    """Batches converted at once by default: one per core polars uses."""
+    return max(1, pl.thread_pool_size())
+
+
+def _build_pool() -> ThreadPoolExecutor:
+    """The process's converting threads, shared by every sink (created on first use)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_builders(), thread_name_prefix="txkit-convert")
+        return _POOL
 
 
 def read_ahead(bodies: Iterable[bytes], threads: int, window: int) -> Iterator[RawPage]:
@@ -108,16 +158,16 @@ def decode_pages(bodies: Iterable[bytes], *, threads: int | None = None) -> pl.D
 
     The same pipeline :func:`txkit.load_transactions` runs after fetching, for bodies saved
     elsewhere: pages are read on ``threads`` threads (polars' reader releases the GIL when it
-    is given bytes), verified and converted :data:`BATCH_PAGES` at a time in the calling
-    thread, then deduplicated by ``id`` (:func:`dedupe_latest`: newest ``updatedAt`` wins, on
-    a tie the later body) and sorted by ``createdAt``, ``id`` (:func:`assemble`). At most
-    ``BATCH_PAGES + threads`` pages are read ahead, so memory stays bounded for a long
-    iterator.
+    is given bytes), verified and converted :data:`BATCH_PAGES` at a time on as many
+    converting threads (:class:`PageSink`), then deduplicated by ``id`` (:func:`dedupe_latest`:
+    newest ``updatedAt`` wins, on a tie the later body) and sorted by ``createdAt``, ``id``
+    (:func:`assemble`). At most ``BATCH_PAGES + threads`` pages are read ahead and
+    ``threads`` batches converted at once, so memory stays bounded for a long iterator.
 
     Args:
         bodies: raw ``GET /transaction`` response bodies, in the order they were fetched.
-        threads: reading threads; 1 reads in the calling thread. Default: polars' thread
-            pool size (the machine's cores).
+        threads: reading and converting threads; 1 does everything in the calling thread.
+            Default: polars' thread pool size (the machine's cores).
 
     Returns:
         The flat, typed frame (see :data:`txkit.schema.COLUMNS`).
@@ -135,7 +185,7 @@ def decode_pages(bodies: Iterable[bytes], *, threads: int | None = None) -> pl.D
     threads = pl.thread_pool_size() if threads is None else threads
     if threads < 1:
         raise ValueError(f"threads must be at least 1, got {threads}")
-    sink = PageSink()
+    sink = PageSink(builders=threads)
     for page in read_ahead(bodies, threads, BATCH_PAGES + threads):
         sink.add(page)
     sink.flush()
