@@ -316,6 +316,10 @@ def run_report(
                     resources={"metadata": {"path": str(notebooks.resolve())}},
                     kernel_name="python3",
                     config=config,
+                    # jupyter_client interrupts a kernel before shutting it down, and the
+                    # kernel may log "KeyboardInterrupt caught in kernel" at ERROR on the
+                    # report's stderr; a failing cell is reported through papermill instead.
+                    extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
                 )
             except papermill.PapermillExecutionError as exc:
                 raise NotebookFailedError(
