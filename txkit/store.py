@@ -393,7 +393,8 @@ def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str])
     except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
         text = " ".join(str(exc).split())[:200]
         bad = _damaged_file(store, months)
-        refresh = " ".join(f"--refresh {m}" for m in months)
+        named = [m for m in months if bad and f"month={m}/" in bad] or months
+        refresh = " ".join(f"--refresh {m}" for m in named)
         raise StoreError(
             f"a data file of the store {store} cannot be read: {bad or text}; run `txkit sync "
             f"--store {store} {refresh}` to fetch the month(s) again"
