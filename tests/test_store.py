@@ -10,6 +10,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -418,3 +419,97 @@ def test_read_months_matches_scan_delta_with_a_column_added_later(
         read_months(["2026-09"], store=store, currency="NGN"),
         got.filter((pl.col("createdAt").dt.month() == 9) & (pl.col("toCurrency") == "NGN")),
     )
+
+
+def _two_months(box: Sandbox, tmp_path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from txkit.store import read_months
+
+    source = tmp_path / "source"
+    with client(box) as c:
+        sync(c, start="2026-09-01", end="2026-10-31", store=source, today=TODAY)
+    return read_months(["2026-09"], store=source), read_months(["2026-10"], store=source)
+
+
+@pytest.mark.parametrize(
+    ("sep", "oct_", "stored"),
+    [
+        # Null in one month, typed in the other: September's file leaves it out (null).
+        (pl.Null(), pl.Decimal(38, 2), pl.Decimal(38, 2)),
+        # Null in every month: kept as a text column, as one write of both would.
+        (pl.Null(), pl.Null(), pl.String()),
+        # Two types: the months' files are read back, aligned (combine) and written again.
+        (pl.Int64(), pl.Decimal(38, 2), pl.Decimal(38, 2)),
+    ],
+    ids=["null-and-typed", "null-everywhere", "two-types"],
+)
+def test_months_written_one_at_a_time_keep_an_undocumented_column_s_type(
+    box: Sandbox, tmp_path: Path, sep: pl.DataType, oct_: pl.DataType, stored: pl.DataType
+) -> None:
+    from txkit.store import read_months
+    from txkit.store_write import MonthWriter
+
+    september, october = _two_months(box, tmp_path)
+
+    def with_score(frame: pl.DataFrame, dtype: pl.DataType) -> pl.DataFrame:
+        if dtype == pl.Null:
+            return frame.with_columns(pl.lit(None).alias("riskScore"))
+        return frame.with_columns(pl.int_range(frame.height).cast(dtype).alias("riskScore"))
+
+    store = tmp_path / "store"
+    writer = MonthWriter(store, None)
+    writer.add("2026-09", with_score(september, sep))
+    writer.add("2026-10", with_score(october, oct_))
+    assert writer.commit(["2026-09", "2026-10"], {"format": "test"}) == 0
+    writer.close()
+    back = read_months(["2026-09", "2026-10"], store=store)
+    assert back.schema["riskScore"] == stored
+    got = back.group_by(pl.col("createdAt").dt.month().alias("m")).agg(
+        pl.col("riskScore").null_count().alias("nulls"), pl.len()
+    )
+    nulls = dict(zip(got["m"], got["nulls"], strict=True))
+    assert (nulls[9] == september.height) == (sep == pl.Null)
+    assert (nulls[10] == october.height) == (oct_ == pl.Null)
+    if stored == pl.Decimal(38, 2) and oct_ != pl.Null:
+        october_back = back.filter(pl.col("createdAt").dt.month() == 10)
+        assert sorted(october_back["riskScore"].to_list()) == [
+            Decimal(i) for i in range(october.height)
+        ]
+    # Only the committed version's files are on disk: the rewritten months left nothing.
+    on_disk = {str(p) for p in store.glob("month=*/*.parquet")}
+    assert on_disk == {u.removeprefix("file://") for u in DeltaTable(str(store)).file_uris()}
+
+
+def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
+    box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from txkit import TxkitError
+    from txkit.store_write import MonthWriter
+
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-04-01", end="2026-05-31", store=store, today=TODAY)
+    before = {str(p) for p in store.glob("month=*/*.parquet")}
+    written: list[str] = []
+    add = MonthWriter.add
+
+    def add_then_break(self: MonthWriter, month: str, frame: pl.DataFrame) -> None:
+        add(self, month, frame)
+        written.append(month)
+        if len(written) == 2:  # two months' files are on disk: the next month's fetch fails
+            assert len(set(store.glob("month=*/*.parquet")) - {Path(p) for p in before}) == 2
+            box.faults = "server_error=1"
+
+    monkeypatch.setattr(MonthWriter, "add", add_then_break)
+    try:
+        with (
+            Client(
+                box.base_url, box.secret_key, env_file=None, retry=RetryPolicy(max_retries=0)
+            ) as c,  # fmt: skip
+            pytest.raises(TxkitError),
+        ):
+            sync(c, start="2026-06-01", end="2026-10-31", store=store, today=TODAY)
+    finally:
+        box.faults = None
+    assert written == ["2026-06", "2026-07"]
+    assert {str(p) for p in store.glob("month=*/*.parquet")} == before
+    assert read_state(store).version == 0

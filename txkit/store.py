@@ -55,7 +55,7 @@ from txkit.storage import (
     refuse_old_layout,
     storage_options,
 )
-from txkit.store_write import META_KEY, commit
+from txkit.store_write import META_KEY, MonthWriter
 
 _locked = locked  # the lock, for tests that hold it
 
@@ -565,7 +565,8 @@ def sync(
         result = SyncResult(fetched={}, skipped=[m for m in months if m not in plan], rows={},
                             stats=stats, store=str(store), version=state.version)  # fmt: skip
         coverage = dict(state.coverage)
-        frames: list[pl.DataFrame] = []
+        writer = MonthWriter(store, state.version)
+        stack.callback(writer.close)
         for month, (kind, f_first, f_last) in plan.items():
             month_stats = ExportStats()
             fetched = load_transactions(
@@ -582,12 +583,13 @@ def sync(
             coverage[month] = previous.with_fetch(
                 fetch, replace=replace, rows=merged.height, newest=_newest(merged)
             )
-            frames.append(merged.with_columns(pl.lit(month).alias("month")))
             result.fetched[month] = kind
             result.rows[month] = merged.height
+            writer.add(month, merged)
+            del merged, fetched, old  # a folder's month is on disk now: one month in memory
         if plan:
             meta = commit_metadata(ident, lookback_days, coverage)
-            result.version = commit(store, state.version, frames, list(plan), meta)
+            result.version = writer.commit(list(plan), meta)
         for month in result.skipped:
             if month in coverage:
                 result.rows[month] = coverage[month].rows

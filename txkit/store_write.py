@@ -19,6 +19,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from txkit.storage import (
     write_problem,
 )
 
-__all__ = ["META_KEY", "TABLE_CONFIGURATION", "commit"]
+__all__ = ["META_KEY", "TABLE_CONFIGURATION", "MonthWriter", "commit"]
 
 #: The commit-metadata key of txkit's metadata.
 META_KEY = "txkit.store"
@@ -90,11 +91,25 @@ def commit(
     """
     data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
     data, _ = scrub_frame(data, where=f"the store {store}")
-    try:
+    with _store_errors(store, version):
         if is_remote(store):
             _write_remote(store, version, data, months, meta)
         else:
             _write_local(Path(store), version, data, months, meta)
+    return _version(store)
+
+
+def _version(store: str | os.PathLike[str]) -> int:
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
+
+
+@contextlib.contextmanager
+def _store_errors(store: str | os.PathLike[str], version: int | None) -> Iterator[None]:
+    """Writing failures as one-line :class:`StoreError` (or :class:`StoreLockedError`)."""
+    try:
+        yield
     except StoreError:
         raise
     except OSError as exc:
@@ -107,9 +122,115 @@ def commit(
         if is_io_error(exc) or isinstance(exc, pl.exceptions.ComputeError):
             raise StoreError(write_problem(store, exc)) from None
         raise
-    from deltalake import DeltaTable
 
-    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
+
+class MonthWriter:
+    """The months of one sync, written as they are fetched and committed once.
+
+    For a folder, each month's data file is written as soon as the month is added (so a sync
+    holds one month in memory, not all of them) and the commit only adds the files and
+    removes the months' old ones; files of a sync that fails or is killed before its commit
+    are referenced by no version. Object storage keeps the months for one ``write_deltalake``
+    (:func:`commit`).
+
+    Args:
+        store: the store folder or URI.
+        version: the table version the sync read (None: no table yet).
+    """
+
+    def __init__(self, store: str | os.PathLike[str], version: int | None) -> None:
+        self.store = store
+        self.version = version
+        self._frames: list[pl.DataFrame] = []  # object storage
+        self._actions: list[Any] = []
+        self._schemas: list[pl.Schema] = []
+        self._null: set[str] = set()  # undocumented columns null-typed in some month
+        self._written: list[Path] = []
+        self._table: pl.Schema | None = None
+        self._committed = False
+
+    def add(self, month: str, frame: pl.DataFrame) -> None:
+        """Write (or keep) one month's records (without a ``month`` column).
+
+        Raises:
+            StoreError: the store cannot be written (full, read-only; named).
+        """
+        if is_remote(self.store):
+            self._frames.append(frame.with_columns(pl.lit(month).alias("month")))
+            return
+        store = Path(self.store)
+        with _store_errors(store, self.version):
+            # An undocumented field with no value this month has no type: it is left out of
+            # this month's file (read back as null), so it cannot clash with its type in
+            # another month.
+            empty = [n for n, d in frame.schema.items() if d == pl.Null and n not in COLUMNS]
+            self._null.update(empty)
+            part = _prepared([frame.drop(empty)])
+            part, _ = scrub_frame(part, where=f"the store {store}")
+            if self.version is not None:
+                if self._table is None:
+                    from deltalake import DeltaTable
+
+                    table = DeltaTable(str(store.absolute()), version=self.version)
+                    self._table = pl.scan_delta(table).collect_schema()
+                part = _to_table_types(part, self._table, store)
+            self._schemas.append(part.schema)
+            if part.height:
+                self._actions.append(_write_file(store, month, part, self._written))
+
+    def commit(self, months: list[str], meta: dict[str, Any]) -> int:
+        """One commit: the months' new files replace their old ones; returns the new version.
+
+        Raises:
+            StoreLockedError: another writer committed since the version read.
+            StoreError: the store cannot be written (full, read-only; named).
+        """
+        if is_remote(self.store):
+            version = commit(self.store, self.version, self._frames, months, meta)
+            self._frames.clear()
+            return version
+        store = Path(self.store)
+        with _store_errors(store, self.version):
+            schema = _union(self._schemas, self._null)
+            if schema is None:  # a column typed differently in two months: aligned once
+                self._rewrite(store, months, meta)
+            else:
+                _commit_actions(store, self.version, self._actions, schema, months, meta)
+        self._committed = True
+        return _version(store)
+
+    def _rewrite(self, store: Path, months: list[str], meta: dict[str, Any]) -> None:
+        """The months' files read back, aligned by :func:`combine` and written again."""
+        parts = [pl.read_parquet(path).with_columns(pl.lit(path.parent.name[6:]).alias("month"))
+                 for path in self._written]  # fmt: skip
+        data = _prepared(parts) if parts else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
+        _write_local(store, self.version, data, months, meta)
+        for path in self._written:  # replaced by the files just committed
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def close(self) -> None:
+        """Remove the files written for a commit that was not made."""
+        if not self._committed:
+            for path in self._written:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        self._written.clear()
+
+
+def _union(schemas: list[pl.Schema], null: set[str]) -> pl.Schema | None:
+    """The months' columns in order of appearance (``month`` last), or None when a column has
+    two types."""
+    out: dict[str, pl.DataType] = {}
+    for schema in schemas:
+        for name, dtype in schema.items():
+            if out.setdefault(name, dtype) != dtype:
+                return None
+    for name in sorted(null - set(out)):
+        out[name] = pl.String()  # null in every month: kept as a column, as one write would
+    if not out:
+        out = {**COLUMNS}
+    return pl.Schema({**_prepared([pl.DataFrame(schema=out)]).schema, "month": pl.String()})
 
 
 def _properties(meta: dict[str, Any]) -> Any:
@@ -149,9 +270,7 @@ def _write_local(
     store: Path, version: int | None, data: pl.DataFrame, months: list[str], meta: dict[str, Any]
 ) -> None:
     """polars writes each month's file; one Delta transaction adds them and removes the old."""
-    from deltalake import DeltaTable, Field
-    from deltalake import Schema as DeltaSchema
-    from deltalake.transaction import create_table_with_add_actions
+    from deltalake import DeltaTable
 
     table = DeltaTable(str(store.absolute()), version=version) if version is not None else None
     if table is not None:
@@ -163,36 +282,51 @@ def _write_local(
             part = data.filter(pl.col("month") == month).drop("month")
             if part.height:
                 actions.append(_write_file(store, month, part, written))
-        schema = _arrow_schema(data)
-        if table is None:
-            create_table_with_add_actions(
-                str(store.absolute()),
-                DeltaSchema.from_arrow(schema),
-                actions,
-                mode="error",
-                partition_by=["month"],
-                configuration=TABLE_CONFIGURATION,
-                commit_properties=_properties(meta),
-            )
-            return
-        fields = list(table.schema().fields)
-        known = {f.name for f in fields}
-        extra: list[Field] = [
-            f for f in DeltaSchema.from_arrow(schema).fields if f.name not in known
-        ]
-        table.create_write_transaction(
-            actions,
-            mode="overwrite",
-            schema=DeltaSchema(fields + extra),
-            partition_by=["month"],
-            partition_filters=[("month", "in", months)],
-            commit_properties=_properties(meta),
-        )
+        _commit_actions(store, version, actions, data.schema, months, meta)
     except BaseException:
         for path in written:  # not referenced by any version: leave nothing behind
             with contextlib.suppress(OSError):
                 path.unlink()
         raise
+
+
+def _commit_actions(
+    store: Path,
+    version: int | None,
+    actions: list[Any],
+    schema: pl.Schema,
+    months: list[str],
+    meta: dict[str, Any],
+) -> None:
+    """One Delta transaction: add the written files, remove the months' old ones."""
+    from deltalake import DeltaTable, Field
+    from deltalake import Schema as DeltaSchema
+    from deltalake.transaction import create_table_with_add_actions
+
+    arrow = _arrow_schema(pl.DataFrame(schema=schema))
+    if version is None:
+        create_table_with_add_actions(
+            str(store.absolute()),
+            DeltaSchema.from_arrow(arrow),
+            actions,
+            mode="error",
+            partition_by=["month"],
+            configuration=TABLE_CONFIGURATION,
+            commit_properties=_properties(meta),
+        )
+        return
+    table = DeltaTable(str(store.absolute()), version=version)
+    fields = list(table.schema().fields)
+    known = {f.name for f in fields}
+    extra: list[Field] = [f for f in DeltaSchema.from_arrow(arrow).fields if f.name not in known]
+    table.create_write_transaction(
+        actions,
+        mode="overwrite",
+        schema=DeltaSchema(fields + extra),
+        partition_by=["month"],
+        partition_filters=[("month", "in", months)],
+        commit_properties=_properties(meta),
+    )
 
 
 def _to_table_types(data: pl.DataFrame, table: pl.Schema, store: Path) -> pl.DataFrame:
