@@ -502,16 +502,7 @@ class WindowedExport:
                 got=(self.max_skip or 0) + stride,
                 attempts=self.stats.passes,
             )
-        result = fetch_query(
-            self.client,
-            span.params(self.filters),
-            page_size=self.page_size,
-            concurrency=self.concurrency,
-            max_passes=self.max_passes,
-            stats=self.stats,
-            progress=_Hook(self.on_page),
-            digests=self.digests,
-        )
+        result = self._fetch(span)
         if not result.complete:
             raise IncompleteExportError(
                 f"{what} holds more records than one page ({stride}) and its pages do not "
