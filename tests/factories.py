@@ -1,10 +1,46 @@
-"""Hand-written records and pages for unit tests (the sandbox provides realistic ones)."""
+"""Hand-written records and pages for unit tests (the sandbox provides realistic ones), and
+the one way tests run the CLI."""
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without any ``TXKIT_`` variable (a developer's key or URL
+    never leaks into a test), progress off, the checkout importable; plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    return env | {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)} | dict(extra or {})
+
+
+def run_cli(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 300,
+    **kw: Any,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m txkit.cli ARGS`` in ``cwd`` with :func:`cli_env` (plus ``env``), its
+    output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "txkit.cli", *args],
+        cwd=cwd,
+        env=cli_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        **kw,
+    )
+
 
 BASE_RECORD: dict[str, Any] = {
     "_id": "6651a2b3c4d5e6f708192a3b",

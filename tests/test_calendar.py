@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -13,6 +10,7 @@ import polars as pl
 import pytest
 
 import txkit
+from tests.factories import run_cli
 from txkit import errors
 from txkit.calendar import (
     MAX_DAY,
@@ -25,8 +23,6 @@ from txkit.calendar import (
     previous_months,
 )
 from txkit.sandbox import Sandbox, generate_ledger
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_days_and_months_are_parsed_with_the_format_named() -> None:
@@ -77,16 +73,7 @@ def test_month_arithmetic() -> None:
     ],
 )
 def test_cli_out_of_range_dates_are_one_line_errors(args: list[str], tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env |= {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_cli(*args, cwd=tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "out of range" in done.stderr and "Traceback" not in done.stderr
     assert "OverflowError" not in done.stderr

@@ -4,35 +4,23 @@ and output paths are checked before any request is sent. Over real HTTP, via sub
 from __future__ import annotations
 
 import errno
-import os
 import resource
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.factories import page, record
+from tests.factories import page, record, run_cli
 from tests.hostile import HostileServer, Reply, ok_page
 from txkit.cli import describe_failure
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "cli-errors-Key/+=odd-0123456789"
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, **kw: Any):
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        env=base | {"PYTHONPATH": str(ROOT), "TXKIT_MAX_RETRIES": "1"} | (env or {}),
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        **kw,
-    )
+    return run_cli(*args, cwd=cwd, env={"TXKIT_MAX_RETRIES": "1", **(env or {})}, timeout=120, **kw)
 
 
 def one_line(done: subprocess.CompletedProcess[str], code: int) -> str:

@@ -23,7 +23,7 @@ from urllib.parse import quote, quote_plus
 import httpx
 import pytest
 
-from tests.factories import page, record
+from tests.factories import page, record, run_cli
 from tests.hostile import (
     HostileServer,
     Reply,
@@ -190,15 +190,7 @@ def test_every_error_class_pickles_without_the_key() -> None:
 
 
 def cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        env=base | {"PYTHONPATH": str(ROOT)} | env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, env=env, timeout=120)
 
 
 @pytest.mark.parametrize(

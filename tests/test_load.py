@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import subprocess
-import sys
 import warnings
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -17,6 +15,7 @@ import polars as pl
 import pytest
 
 import txkit
+from tests.factories import run_cli
 from txkit import Client, RetryPolicy
 from txkit.errors import AuthError, IncompleteExportError, NetworkError
 from txkit.pages import ExportStats, fetch_query
@@ -356,16 +355,8 @@ def test_secret_key_never_leaks(
 
 
 def _cli(box: Sandbox, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env |= {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": box.secret_key}
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=120,
-    )
+    env = {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": box.secret_key}
+    return run_cli(*args, cwd=cwd, env=env, timeout=120)
 
 
 def test_cli_export_parquet_and_csv(box: Sandbox, tmp_path: Path) -> None:

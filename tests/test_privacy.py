@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from tests.factories import run_cli
 from txkit.privacy import looks_unmasked, mask_pii
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.source import connect
@@ -29,15 +28,7 @@ def service() -> Iterator[Sandbox]:
 
 
 def run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        cwd=cwd,
-        env=base | env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_cli(*args, cwd=cwd, env=env, timeout=600)
 
 
 def every_byte_under(path: Path) -> Iterator[tuple[Path, bytes]]:

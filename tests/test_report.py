@@ -11,21 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import cli_env, run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env["TXKIT_PROGRESS"] = "0"
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_cli(*args, cwd=cwd, timeout=600)
 
 
 def summary_lines(executed: Path) -> list[str]:
@@ -345,13 +338,11 @@ def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path)
     import signal
     import time
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env["TXKIT_PROGRESS"] = "0"
     args = ["report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "txkit.cli", *args],
         cwd=workdir,
-        env=env,
+        env=cli_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

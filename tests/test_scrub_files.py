@@ -6,9 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -18,12 +16,11 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.factories import page, record
+from tests.factories import page, record, run_cli
 from tests.hostile import HostileServer, Reply, Seen
 from txkit._scrub import REDACTED, scrub_frame
 from txkit.downloads import publish_exceptions
 
-ROOT = Path(__file__).resolve().parent.parent
 KEY = "Zq9-unusual.KEY/with+chars=="
 #: The forms a leak would take in a file: as is, URL-encoded, base64 (and its URL-safe twin).
 LEAKS = [
@@ -74,17 +71,8 @@ def server():
 
 
 def cli(*args: str, cwd: Path, server: HostileServer) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env = base | {
-        "PYTHONPATH": str(ROOT),
-        "TXKIT_PROGRESS": "0",
-        "TXKIT_BASE_URL": server.base_url,
-        "TXKIT_SECRET_KEY": KEY,
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        env=env, cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    env = {"TXKIT_BASE_URL": server.base_url, "TXKIT_SECRET_KEY": KEY}
+    done = run_cli(*args, cwd=cwd, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     assert_no_key(done.stdout + done.stderr, "the command's output")
     warnings = [line for line in done.stderr.splitlines() if WARNING in line]

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from datetime import date
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+from tests.factories import run_cli
 from txkit import Client, load_transactions
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_manifests, read_state, scan_store, sync, sync_needed
 from txkit.store_migrate import migrate_store
 
-ROOT = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 11, 21)
 
 
@@ -55,16 +53,7 @@ def ledger():
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env |= {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "txkit.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_cli(*args, cwd=cwd)
 
 
 def test_an_old_store_is_refused_then_migrated(ledger, tmp_path: Path) -> None:

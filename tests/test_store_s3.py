@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -16,6 +15,7 @@ import httpx
 import polars as pl
 import pytest
 
+from tests.factories import run_cli
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
@@ -120,19 +120,10 @@ def test_cli_sync_report_and_status_on_s3(aws: dict[str, str], tmp_path: Path) -
     books = tmp_path / "books"
     books.mkdir()
     shutil.copy(ROOT / "notebooks/01_explore.ipynb", books)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    env |= {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT), **aws}
     store = "s3://txkit/cli-store"
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "txkit.cli", *args],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        return run_cli(*args, cwd=tmp_path, env=aws, timeout=600)
 
     done = run("sync", "--store", store, "--start", "2026-10-01", "--end", "2026-10-31")
     assert done.returncode == 0, done.stderr
