@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from txkit.analysis.reconcile import AGREED_CATEGORIES
+
 __all__ = [
     "AGREED_CATEGORIES",
     "balance_findings",
@@ -16,17 +18,6 @@ __all__ = [
     "underpayment_findings",
 ]
 
-#: Reconciliation categories where both sides agree: exactly, across a month's end (the
-#: counterpart found within the date tolerance) or within the amount tolerance. Every other
-#: category is an exception to look at.
-AGREED_CATEGORIES = (
-    "matched",
-    "paid_next_month",
-    "ordered_previous_month",
-    "paid_previous_month",
-    "ordered_next_month",
-    "amount_within_tolerance",
-)
 
 _MEANING = {
     "missing_in_export": "expected by the orders but absent from the export",

@@ -28,6 +28,7 @@ from txkit.analysis.balances import (
 )
 from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import (
+    AGREED_CATEGORIES,
     CATEGORIES,
     DEFAULT_DATE_TOLERANCE,
     describe_matching,
@@ -45,6 +46,7 @@ from txkit.analysis.underpayments import (
 )
 
 __all__ = [
+    "AGREED_CATEGORIES",
     "BALANCE_MODELS",
     "BREAK_KINDS",
     "CATEGORIES",

@@ -28,6 +28,7 @@ from txkit.calendar import month_bounds
 from txkit.schema import require
 
 __all__ = [
+    "AGREED_CATEGORIES",
     "CATEGORIES",
     "DEFAULT_DATE_TOLERANCE",
     "describe_matching",
@@ -52,6 +53,10 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "amount_mismatch",
     "status_mismatch",
 )
+#: The categories where both sides agree: exactly, across a month's end (the counterpart
+#: found within the date tolerance) or within the amount tolerance. Every other category is an
+#: exception to look at.
+AGREED_CATEGORIES: Final[tuple[str, ...]] = CATEGORIES[:6]
 _CATEGORY = pl.Enum(CATEGORIES)
 _MONTH_END: Final = CATEGORIES[1:5]
 _SIDE_COLUMNS: Final = {
