@@ -46,8 +46,8 @@ from typing import Any
 import polars as pl
 
 from txkit.client import Client
-from txkit.decode import PageSink, read_page
-from txkit.errors import BadRequestError, IncompleteExportError
+from txkit.decode import PageSink, decode_page, read_page
+from txkit.errors import BadRequestError, IncompleteExportError, SchemaError
 from txkit.pages import (
     ExportStats,
     OffsetCapped,
@@ -283,7 +283,9 @@ class WindowedExport:
         lows = [p.low for p in pieces if p.low is not None]
         if lows and min(lows) < _midnight(self.first):
             return True  # a record before the edge: the window reaches past it
-        return self._count(Span(None, outer.end), "edges") == total  # nothing there at all
+        if self._count(Span(None, outer.end), "edges") == total:
+            return True  # nothing there at all
+        return self._unfiltered_reaches(outer.start, _midnight(self.first), before=True)
 
     def _upper_proven(self, outer: Span, pieces: list[Piece], total: int) -> bool:
         if self.last is None or outer.end is None:
@@ -291,7 +293,50 @@ class WindowedExport:
         highs = [p.high for p in pieces if p.high is not None]
         if highs and max(highs) >= _midnight(self.last + DAY):
             return True
-        return self._count(Span(outer.start, None), "edges") == total
+        if self._count(Span(outer.start, None), "edges") == total:
+            return True
+        return self._unfiltered_reaches(outer.end, _midnight(self.last + DAY), before=False)
+
+    def _unfiltered_reaches(self, day: date, edge: datetime, *, before: bool) -> bool:
+        """Whether a server window with the query's ``startDate`` (``before``) or ``endDate``
+        (``day``) reaches past ``edge`` (before it, or at or after it), shown by any record of
+        any status, type or currency: the bounds' offset and inclusivity are the service's,
+        not the filters'.
+
+        A filtered query can hold nothing near its edges (``verified`` in a month long
+        settled) while records matching it exist months later: its own records and totals
+        then prove nothing, but the service's other records at the edge do. One request, two
+        when the window spans pages (the order is not documented: its last page too).
+        """
+        if not self.filters:
+            return False  # the same query as the filtered one: nothing new to learn
+        # Three days ending (or starting) with the edge's day: the same bound as the query's
+        # there, and not empty when both bounds exclude their day.
+        span = Span(day, day + 2 * DAY) if before else Span(day - 2 * DAY, day)
+        params = span.params({})
+
+        def past(skip: int) -> tuple[bool, int, int]:
+            self.stats.proof("edges")
+            body, request = self.client.get_transactions(
+                {**params, "skip": skip, "limit": self.page_size}
+            )
+            page = decode_page(body, request=request)
+            created = page.frame["createdAt"].drop_nulls()
+            found = bool(created.len()) and bool(
+                created.min() < edge if before else created.max() >= edge
+            )
+            return found, page.total, page.frame.height
+
+        try:
+            found, total, height = past(0)
+            if found or total <= height:
+                return found
+            skip = total - self.page_size
+            if self.max_skip is not None and skip > self.max_skip:
+                return False
+            return past(skip)[0]
+        except (BadRequestError, SchemaError):
+            return False  # not provable this way: the window is widened instead
 
     def _edge_error(self, which: str, outer: Span) -> IncompleteExportError:
         day = self.first if which == "first" else self.last
