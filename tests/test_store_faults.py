@@ -137,7 +137,7 @@ def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
     with pytest.raises(StoreError) as info:  # only the damaged month is named for --refresh
         read_months(["2026-09", "2026-10"], store=store)
     assert str(info.value).endswith(
-        f"run `txkit sync --store {store} --refresh 2026-09` to fetch the month(s) again"
+        f"run `txkit sync --store {store} --refresh 2026-09` to fetch the month again"
     )
     result = sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
                   refresh=["2026-09"])  # fmt: skip

@@ -1,6 +1,7 @@
 """Where a store lives and how its Delta table is reached: folder or ``s3://`` URI, storage
-options, the refusal of the previous format, the lock of local stores, and the one-line
-messages for damaged, full or read-only stores.
+options, the data files' bytes (:func:`objects`) and their digests (:func:`digest_of`), the
+refusal of the previous format and of folders that are not stores, the lock of local stores,
+and the one-line messages for damaged, full or read-only stores.
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ from typing import Any
 from txkit.errors import TxkitError
 
 __all__ = [
+    "DIGEST_ALGORITHM",
+    "StoreDamagedError",
     "StoreError",
     "StoreLockedError",
+    "digest_of",
     "is_io_error",
     "is_remote",
     "locked",
+    "objects",
     "open_table",
     "os_problem",
+    "refuse_foreign_folder",
     "refuse_old_layout",
     "storage_options",
     "table_uri",
@@ -39,6 +45,42 @@ class StoreError(TxkitError):
 
 class StoreLockedError(StoreError):
     """Another sync holds the store's lock, or committed to it meanwhile."""
+
+
+class StoreDamagedError(StoreError):
+    """A data file of the store is missing, or its bytes are not those committed (its digest
+    differs). The message names the month and the command that fetches it again.
+
+    Attributes:
+        months: the damaged months (``YYYY-MM``).
+        path: the damaged file, relative to the store.
+    """
+
+    def __init__(self, message: str, *, months: list[str], path: str) -> None:
+        super().__init__(message)
+        self.months = months
+        self.path = path
+
+    def __reduce__(self) -> tuple:  # pickles like its message (errors cross processes)
+        return (_damaged, (str(self), self.months, self.path))
+
+
+def _damaged(message: str, months: list[str], path: str) -> StoreDamagedError:
+    return StoreDamagedError(message, months=months, path=path)
+
+
+#: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
+#: xxHash's XXH3 (128 bits) detects any change of a file (it is not a defence against someone
+#: who can also rewrite the log); it hashes at memory speed (see README, "Data files prove
+#: their content"), where SHA-256 would cost about 0.5 s per GB on this machine.
+DIGEST_ALGORITHM = "xxh3_128"
+
+
+def digest_of(data: bytes | memoryview) -> str:
+    """The digest txkit records for a data file's bytes (``xxh3_128:<32 hex digits>``)."""
+    import xxhash
+
+    return f"{DIGEST_ALGORITHM}:{xxhash.xxh3_128_hexdigest(data)}"
 
 
 def is_remote(store: str | os.PathLike[str]) -> bool:
@@ -66,6 +108,176 @@ def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
     # S3 has no atomic rename: commits rely on conditional writes (If-None-Match).
     options.setdefault("conditional_put", "etag")
     return options
+
+
+class _Folder:
+    """A local store's files by path relative to the store."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def get(self, rel: str) -> bytes:
+        return (self.root / rel).read_bytes()
+
+    def put(self, rel: str, data: bytes) -> None:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())  # on disk before the commit that references it
+
+    def delete(self, rel: str) -> None:
+        with contextlib.suppress(OSError):
+            (self.root / rel).unlink()
+
+
+class _Bucket:
+    """An object store's objects by key relative to the store's prefix (obstore: the same
+    ``object_store`` crate and AWS/Google/Azure variables as delta-rs)."""
+
+    def __init__(self, store: str) -> None:
+        from obstore.store import from_url
+
+        url = table_uri(store)
+        config: dict[str, str] = {}
+        client: dict[str, Any] = {}
+        options = storage_options(store) or {}
+        if "AWS_ENDPOINT_URL" in options:
+            config["aws_endpoint"] = options["AWS_ENDPOINT_URL"]
+        if options.get("AWS_ALLOW_HTTP") == "true":
+            client["allow_http"] = True
+        self._store = from_url(url, config=config or None, client_options=client or None)
+
+    def get(self, rel: str) -> bytes:
+        import obstore
+
+        return bytes(obstore.get(self._store, rel).bytes())
+
+    def put(self, rel: str, data: bytes) -> None:
+        import obstore
+
+        obstore.put(self._store, rel, data)
+
+    def delete(self, rel: str) -> None:
+        import obstore
+
+        with contextlib.suppress(Exception):
+            obstore.delete(self._store, rel)
+
+
+def objects(store: str | os.PathLike[str]) -> _Folder | _Bucket:
+    """The store's files (``get``/``put``/``delete`` by path relative to the store)."""
+    return _Bucket(str(store)) if is_remote(store) else _Folder(Path(store))
+
+
+#: What txkit itself keeps in a store's folder (anything else means it is not a store).
+_OWN_ENTRIES = ("_delta_log", LOCK_NAME)
+
+
+def table_files(table: Any) -> list[tuple[str, str, int]]:
+    """The data files of a DeltaTable's version: ``(path relative to the store, month,
+    size)``, in log order."""
+    import polars as pl
+
+    adds = pl.DataFrame(table.get_add_actions(flatten=True))
+    if adds.height == 0:
+        return []
+    months = adds["partition.month"] if "partition.month" in adds.columns else None
+    return [
+        (path, months[i] if months is not None else "", size)
+        for i, (path, size) in enumerate(zip(adds["path"], adds["size_bytes"], strict=True))
+    ]
+
+
+def read_verified(
+    files: _Folder | _Bucket,
+    store: str | os.PathLike[str],
+    rel: str,
+    month: str,
+    expected: str | None,
+    version: int | None = None,
+) -> bytes:
+    """A data file's bytes, proven to be those committed when ``expected`` (its recorded
+    digest) is given; a file without one (written before digests) is returned as it is.
+
+    Raises:
+        StoreDamagedError: the file is missing or its digest differs (names the month and the
+            command that fetches it again).
+    """
+    try:
+        data = files.get(rel)
+    except Exception as exc:  # a lost file; obstore raises FileNotFoundError or its own errors
+        if not isinstance(exc, OSError) and not type(exc).__module__.startswith("obstore"):
+            raise
+        raise StoreDamagedError(
+            damaged_message(store, rel, month, "is missing or cannot be read", version),
+            months=[month],
+            path=rel,
+        ) from None
+    if expected is not None and digest_of(data) != expected:
+        raise StoreDamagedError(
+            damaged_message(
+                store,
+                rel,
+                month,
+                "does not match the digest recorded when it was committed (its bytes changed)",
+                version,
+            ),
+            months=[month],
+            path=rel,
+        )
+    return data
+
+
+def damaged_message(
+    store: str | os.PathLike[str], rel: str, month: str, what: str, version: int | None = None
+) -> str:
+    """The one line for a damaged data file: the file, the month, the repair command."""
+    at = f" (table version {version})" if version is not None else ""
+    path = f"{str(store).rstrip('/')}/{rel}"
+    return (
+        f"the store {store}'s data file {path} of {month}{at} {what}; its records cannot be "
+        f"trusted: run `txkit sync --store {store} --refresh {month}` to fetch the month again"
+    )
+
+
+def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:
+    """Refuse a local folder that holds something other than a txkit store (``/``, a home
+    folder, a project): a sync would otherwise write its table and lock among those files.
+
+    Accepted: a folder that does not exist yet, an empty one, a Delta table, a store of the
+    previous format (refused later with the migration command), or only txkit's own files
+    (``month=...`` folders and the lock that a first sync killed before its commit leaves).
+
+    Raises:
+        StoreError: the folder holds other files (the message names a few).
+    """
+    if is_remote(store):
+        return
+    path = Path(store)
+    if not path.is_dir():
+        return
+    try:
+        entries = sorted(p.name for p in path.iterdir())
+    except OSError:
+        return  # unreadable: the write itself names the problem
+    if "_delta_log" in entries or _old_layout(store):
+        return
+    foreign = [
+        name
+        for name in entries
+        if name not in _OWN_ENTRIES
+        and not name.startswith("month=")
+        and not name.startswith(".txkit-probe-")
+    ]
+    if foreign:
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        shown = ", ".join(foreign[:3]) + more
+        raise StoreError(
+            f"--store {store} is a folder that is not a txkit store (it holds {shown}): give a "
+            "new or empty folder, or an existing store"
+        )
 
 
 def _old_layout(store: str | os.PathLike[str]) -> bool:

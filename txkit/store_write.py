@@ -1,12 +1,24 @@
-"""How a sync's months become one Delta commit (:func:`commit`).
+"""How a sync's months become one Delta commit (:class:`MonthWriter`, :func:`commit`).
 
 The months a sync touched are replaced in one commit that also carries txkit's metadata (the
-source and every month's coverage). For a folder, the data files are written by polars (its
-Parquet writer is about twice as fast as delta-rs's here) and then committed with their add
-actions; for object storage, delta-rs writes and commits (``write_deltalake``). Either way,
-nothing is visible before the commit: a sync killed or failing earlier leaves files that no
-version references, and the table at its previous version. The records never carry the secret
-key into the table: a value a server echoed it into is stored with ``***`` in its place.
+source, every month's coverage and the digest of every data file of the version). txkit writes
+each data file itself (polars' Parquet writer, about twice as fast as delta-rs's here), to a
+folder or to object storage, records its digest (:func:`txkit.storage.digest_of`) and commits
+the files with their add actions; nothing is visible before the commit: a sync killed or
+failing earlier leaves files that no version references, and the table at its previous
+version. The records never carry the secret key into the table: a value a server echoed it
+into is stored with ``***`` in its place.
+
+**Writing never changes a value.** A column the table holds with a narrower type than new
+records need (``Decimal(38, 2)`` money and a six-decimal USDT amount; an undocumented field
+stored as integers and now ``0.75``) is widened by the rules the loader itself uses between
+pages (:func:`txkit.decode.combine`): the commit records the wider type, and every data file
+of the version holding the column under the narrower one is rewritten under the wider type in
+the same commit. So the table needs no reader feature (Delta's ``typeWidening`` is one, which
+polars' ``scan_delta`` refuses), and every Delta reader reads it. Every cast, of new records
+and of rewritten files alike, is proven by casting back and comparing (a strict cast is not
+enough: polars rounds when it reduces a decimal scale); a value no common type holds fails
+the sync naming the record, the field and the value, and nothing is written.
 
 The commit is made against the version the sync read, with no retry: if another writer
 committed meanwhile, this commit fails with :class:`~txkit.storage.StoreLockedError`.
@@ -15,31 +27,35 @@ committed meanwhile, this commit fails with :class:`~txkit.storage.StoreLockedEr
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from txkit._scrub import scrub_frame
-from txkit.decode import combine
 from txkit.schema import COLUMNS
 from txkit.storage import (
     StoreError,
     StoreLockedError,
+    digest_of,
     is_io_error,
-    is_remote,
+    objects,
+    open_table,
     os_problem,
+    read_verified,
     storage_options,
+    table_files,
     table_uri,
     write_problem,
 )
 
-__all__ = ["META_KEY", "TABLE_CONFIGURATION", "MonthWriter", "commit"]
+__all__ = ["META_KEY", "TABLE_CONFIGURATION", "MonthWriter", "commit", "wider_type"]
 
 #: The commit-metadata key of txkit's metadata.
 META_KEY = "txkit.store"
@@ -51,58 +67,154 @@ TABLE_CONFIGURATION = {
 _STATS_COLUMNS = ("id", "createdAt", "updatedAt")
 
 
-def _prepared(frames: list[pl.DataFrame]) -> pl.DataFrame:
-    """One frame for Delta: types unified across months, null-typed columns as text, unsigned
-    integers as signed, timestamps in microseconds (Delta's unit)."""
-    frame = combine(frames) if len(frames) > 1 else frames[0]
-    casts = []
-    for name, dtype in frame.schema.items():
-        if dtype == pl.Null:
-            casts.append(pl.col(name).cast(pl.String))
-        elif dtype.is_unsigned_integer():
-            casts.append(pl.col(name).cast(pl.Int64))
-        elif isinstance(dtype, pl.Datetime) and dtype.time_unit == "ms":
-            casts.append(pl.col(name).cast(pl.Datetime("us", dtype.time_zone)))
-    return frame.with_columns(casts) if casts else frame
+# --------------------------------------------------------------------------------------------
+# Types: the common type of two, and casts proven exact.
 
 
-def commit(
-    store: str | os.PathLike[str],
-    version: int | None,
-    frames: list[pl.DataFrame],
-    months: list[str],
-    meta: dict[str, Any],
-) -> int:
-    """Replace ``months`` with ``frames`` (each with a ``month`` column) and record ``meta``.
+def wider_type(have: pl.DataType, new: pl.DataType) -> pl.DataType | None:
+    """The type that holds every value of both ``have`` and ``new``, by the loader's rules
+    between pages (:func:`txkit.decode.combine`), or None when there is none.
 
-    Args:
-        store: the store folder or URI.
-        version: the table version the sync read (None: no table yet).
-        frames: the months' records.
-        months: the months replaced (those without records become empty).
-        meta: txkit's metadata for this commit.
+    Integers and decimals: ``Decimal(38, larger scale)``; a number and text: text (the number's
+    digits); lists of objects: the union of their members, each member widened alike.
+    """
+    if have == new:
+        return have
+    if isinstance(have, pl.Null):
+        return new
+    if isinstance(new, pl.Null):
+        return have
+    numeric = (pl.Decimal, pl.Int64)
+    if isinstance(have, numeric) and isinstance(new, numeric):
+        scale = max(getattr(have, "scale", 0) or 0, getattr(new, "scale", 0) or 0)
+        return pl.Decimal(38, scale)
+    if isinstance(have, pl.List) and isinstance(new, pl.List):
+        inner = wider_type(have.inner, new.inner)
+        return pl.List(inner) if inner is not None else None
+    if isinstance(have, pl.Struct) and isinstance(new, pl.Struct):
+        fields = {f.name: f.dtype for f in have.fields}
+        for f in new.fields:
+            if f.name in fields:
+                both = wider_type(fields[f.name], f.dtype)
+                if both is None:
+                    return None
+                fields[f.name] = both
+            else:
+                fields[f.name] = f.dtype
+        return pl.Struct(fields)
+    if {type(have), type(new)} <= {pl.String, pl.Decimal, pl.Int64}:
+        return pl.String()  # a number in some records, text in others: keep the text
+    return None
 
-    Returns:
-        The new table version.
+
+def _convert(expr: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
+    """``expr`` (of ``source``) as ``target``; structs gain the target's extra members, and
+    lose members the target lacks (the cast back of a widened struct)."""
+    if source == target:
+        return expr
+    if isinstance(source, pl.List) and isinstance(target, pl.List):
+        return expr.list.eval(_convert(pl.element(), source.inner, target.inner))
+    if isinstance(source, pl.Struct) and isinstance(target, pl.Struct):
+        have = {f.name: f.dtype for f in source.fields}
+        return pl.struct(
+            _convert(expr.struct.field(f.name), have[f.name], f.dtype).alias(f.name)
+            if f.name in have
+            else pl.lit(None, dtype=f.dtype).alias(f.name)
+            for f in target.fields
+        )
+    return expr.cast(target, strict=True)
+
+
+def cast_exactly(
+    frame: pl.DataFrame, name: str, target: pl.DataType, *, store: Any, month: str
+) -> pl.Series:
+    """Column ``name`` of ``frame`` as ``target``, proven unchanged: cast back to its own type,
+    it equals the original, value for value (nulls included).
 
     Raises:
-        StoreLockedError: another writer committed since ``version``.
-        StoreError: the store cannot be written (full, read-only; named).
+        StoreError: a value the cast changes or cannot carry, named with its record.
     """
-    data = _prepared(frames) if frames else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
-    data, _ = scrub_frame(data, where=f"the store {store}")
-    with _store_errors(store, version):
-        if is_remote(store):
-            _write_remote(store, version, data, months, meta)
+    column = frame.get_column(name)
+    source = column.dtype
+    try:
+        cast = frame.select(_convert(pl.col(name), source, target)).to_series()
+        back = pl.DataFrame({name: cast}).select(_convert(pl.col(name), target, source))
+        if back.to_series().equals(column, check_dtypes=True, null_equal=True):
+            return cast
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+        pass
+    row = _first_changed(frame, name, target)
+    rid = row.get("id")
+    raise StoreError(
+        f"writing record {rid} ({month}) to the store {store} would change its {name} "
+        f"{_shown(row.get(name))} (the column is {target}, the value {source}); nothing was "
+        "written: the store is left at its previous version"
+    )
+
+
+def _first_changed(frame: pl.DataFrame, name: str, target: pl.DataType) -> dict[str, Any]:
+    """The first row whose ``name`` does not survive the cast (the first value when the type
+    is nested and the rows cannot be compared one by one)."""
+    column = frame.get_column(name)
+    try:
+        there = column.cast(target, strict=False)
+        back = there.cast(column.dtype, strict=False)
+        changed = column.is_not_null() & (back.is_null() | back.ne_missing(column))
+        hits = changed.arg_true()
+        if hits.len():
+            return frame.row(int(hits[0]), named=True)
+    except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
+        pass
+    rows = frame.filter(pl.col(name).is_not_null()).head(1)
+    return rows.row(0, named=True) if rows.height else {"id": None, name: None}
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _clash(frame: pl.DataFrame, name: str, have: pl.DataType, store: Any, month: str) -> StoreError:
+    rows = frame.filter(pl.col(name).is_not_null()).head(1)
+    row = rows.row(0, named=True) if rows.height else {"id": None, name: None}
+    return StoreError(
+        f"record {row.get('id')} ({month}) has {name} = {_shown(row.get(name))} "
+        f"({frame.schema[name]}), but the store {store} holds {name} as {have}: no type holds "
+        "both without changing values; nothing was written (the store is left at its "
+        "previous version): sync this source into a new store (--store NEW_FOLDER)"
+    )
+
+
+def _prepared(frame: pl.DataFrame, store: Any, month: str) -> pl.DataFrame:
+    """A frame in Delta's types: null-typed columns as text, unsigned integers as signed
+    (proven), timestamps in microseconds (Delta's unit; exact from milliseconds)."""
+    columns = []
+    for name, dtype in frame.schema.items():
+        if dtype == pl.Null:
+            columns.append(pl.col(name).cast(pl.String))
+        elif dtype.is_unsigned_integer():
+            columns.append(pl.lit(cast_exactly(frame, name, pl.Int64(), store=store, month=month)))
+        elif isinstance(dtype, pl.Datetime) and dtype.time_unit == "ms":
+            columns.append(pl.col(name).cast(pl.Datetime("us", dtype.time_zone)))
         else:
-            _write_local(Path(store), version, data, months, meta)
-    return _version(store)
+            continue
+        columns[-1] = columns[-1].alias(name)
+    return frame.with_columns(columns) if columns else frame
 
 
-def _version(store: str | os.PathLike[str]) -> int:
-    from deltalake import DeltaTable
+# --------------------------------------------------------------------------------------------
+# Writing.
 
-    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
+
+@dataclass
+class _File:
+    """A data file written by this sync (not yet committed)."""
+
+    month: str
+    rel: str
+    digest: str
+    action: Any
+    schema: pl.Schema
 
 
 @contextlib.contextmanager
@@ -127,110 +239,250 @@ def _store_errors(store: str | os.PathLike[str], version: int | None) -> Iterato
 class MonthWriter:
     """The months of one sync, written as they are fetched and committed once.
 
-    For a folder, each month's data file is written as soon as the month is added (so a sync
-    holds one month in memory, not all of them) and the commit only adds the files and
-    removes the months' old ones; files of a sync that fails or is killed before its commit
-    are referenced by no version. Object storage keeps the months for one ``write_deltalake``
-    (:func:`commit`).
+    Each month's data file is written as soon as the month is added (so a sync holds one month
+    in memory, not all of them), with its digest; the commit adds the files, removes the
+    months' old ones and records every file's digest. Files of a sync that fails or is killed
+    before its commit are referenced by no version.
 
     Args:
         store: the store folder or URI.
         version: the table version the sync read (None: no table yet).
+        digests: the digests the store recorded for that version's files (by path).
     """
 
-    def __init__(self, store: str | os.PathLike[str], version: int | None) -> None:
+    def __init__(
+        self,
+        store: str | os.PathLike[str],
+        version: int | None,
+        digests: Mapping[str, str] | None = None,
+    ) -> None:
         self.store = store
         self.version = version
-        self._frames: list[pl.DataFrame] = []  # object storage
-        self._actions: list[Any] = []
-        self._schemas: list[pl.Schema] = []
+        self._digests = dict(digests or {})
+        self._files = objects(store)
+        self._written: list[_File] = []
         self._null: set[str] = set()  # undocumented columns null-typed in some month
-        self._written: list[Path] = []
-        self._table: pl.Schema | None = None
+        self._table_schema: pl.Schema | None = None
+        self._target: dict[str, pl.DataType] | None = None
         self._committed = False
 
+    def _types(self) -> dict[str, pl.DataType]:
+        """The column types the version will have (the table's, widened as needed)."""
+        if self._target is None:
+            self._target = {}
+            if self.version is not None:
+                table = open_table(self.store, self.version)
+                schema = pl.scan_delta(table).collect_schema()
+                self._table_schema = pl.Schema({k: v for k, v in schema.items() if k != "month"})
+                self._target = dict(self._table_schema)
+        return self._target
+
     def add(self, month: str, frame: pl.DataFrame) -> None:
-        """Write (or keep) one month's records (without a ``month`` column).
+        """Write one month's records (without a ``month`` column).
 
         Raises:
-            StoreError: the store cannot be written (full, read-only; named).
+            StoreError: a value no column type holds unchanged (named), or the store cannot
+                be written (full, read-only; named).
         """
-        if is_remote(self.store):
-            self._frames.append(frame.with_columns(pl.lit(month).alias("month")))
-            return
-        store = Path(self.store)
-        with _store_errors(store, self.version):
+        with _store_errors(self.store, self.version):
             # An undocumented field with no value this month has no type: it is left out of
             # this month's file (read back as null), so it cannot clash with its type in
             # another month.
             empty = [n for n, d in frame.schema.items() if d == pl.Null and n not in COLUMNS]
             self._null.update(empty)
-            part = _prepared([frame.drop(empty)])
-            part, _ = scrub_frame(part, where=f"the store {store}")
-            if self.version is not None:
-                if self._table is None:
-                    from deltalake import DeltaTable
-
-                    table = DeltaTable(str(store.absolute()), version=self.version)
-                    self._table = pl.scan_delta(table).collect_schema()
-                part = _to_table_types(part, self._table, store)
-            self._schemas.append(part.schema)
+            part = _prepared(frame.drop(empty), self.store, month)
+            part, _ = scrub_frame(part, where=f"the store {self.store}")
+            types = self._types()
+            for name, dtype in part.schema.items():
+                have = types.get(name)
+                if have is None or have == dtype:
+                    types.setdefault(name, dtype)
+                    continue
+                wide = wider_type(have, dtype)
+                if wide is None:
+                    raise _clash(part, name, have, self.store, month)
+                types[name] = wide
+            part = self._as_types(part, month)
             if part.height:
-                self._actions.append(_write_file(store, month, part, self._written))
+                self._written.append(self._write(month, part))
+
+    def _as_types(self, part: pl.DataFrame, month: str) -> pl.DataFrame:
+        types = self._types()
+        casts = [
+            cast_exactly(part, name, types[name], store=self.store, month=month)
+            for name, dtype in part.schema.items()
+            if types.get(name, dtype) != dtype
+        ]
+        return part.with_columns(casts) if casts else part
+
+    def _write(self, month: str, part: pl.DataFrame) -> _File:
+        from deltalake.transaction import AddAction
+
+        rel = f"month={month}/part-{uuid.uuid4().hex}.zstd.parquet"
+        buffer = io.BytesIO()
+        part.write_parquet(buffer, compression="zstd", statistics=True)
+        data = buffer.getvalue()
+        del buffer
+        try:
+            self._files.put(rel, data)
+        except BaseException:
+            self._files.delete(rel)  # a half-written file of no version
+            raise
+        action = AddAction(
+            path=rel,
+            size=len(data),
+            partition_values={"month": month},
+            modification_time=int(time.time() * 1000),
+            data_change=True,
+            stats=json.dumps(_stats(part)),
+        )
+        return _File(month, rel, digest_of(data), action, part.schema)
 
     def commit(self, months: list[str], meta: dict[str, Any]) -> int:
-        """One commit: the months' new files replace their old ones; returns the new version.
+        """One commit: the months' new files replace their old ones (and files of other months
+        holding a widened column are rewritten); returns the new version.
 
         Raises:
             StoreLockedError: another writer committed since the version read.
-            StoreError: the store cannot be written (full, read-only; named).
+            StoreError: the store cannot be written (full, read-only; named), or a stored value
+                does not fit the widened type (named).
         """
-        if is_remote(self.store):
-            version = commit(self.store, self.version, self._frames, months, meta)
-            self._frames.clear()
-            return version
-        store = Path(self.store)
-        with _store_errors(store, self.version):
-            schema = _union(self._schemas, self._null)
-            if schema is None:  # a column typed differently in two months: aligned once
-                self._rewrite(store, months, meta)
-            else:
-                _commit_actions(store, self.version, self._actions, schema, months, meta)
+        with _store_errors(self.store, self.version):
+            types = self._types()
+            for name in sorted(self._null - set(types)):
+                types[name] = pl.String()  # null in every month: kept as a column
+            if not types:
+                types.update(_prepared(pl.DataFrame(schema=COLUMNS), self.store, "").schema)
+            replaced = list(months)
+            # This sync's files written before a later month widened a column.
+            for written in list(self._written):
+                if any(types[n] != d for n, d in written.schema.items()):
+                    self._rewrite(written)
+            replaced += self._widen_stored(months)
+            schema = self._schema(types)
+            kept = (
+                {rel for rel, month, _ in table_files(open_table(self.store, self.version))
+                 if month not in replaced}
+                if self.version is not None
+                else set()
+            )  # fmt: skip
+            digests = {rel: d for rel, d in self._digests.items() if rel in kept}
+            digests.update({w.rel: w.digest for w in self._written})
+            meta = {**meta, "files": dict(sorted(digests.items()))}
+            _commit_actions(
+                self.store,
+                self.version,
+                [w.action for w in self._written],
+                schema,
+                sorted(set(replaced)),
+                meta,
+            )
         self._committed = True
-        return _version(store)
+        return _version(self.store)
 
-    def _rewrite(self, store: Path, months: list[str], meta: dict[str, Any]) -> None:
-        """The months' files read back, aligned by :func:`combine` and written again."""
-        parts = [pl.read_parquet(path).with_columns(pl.lit(path.parent.name[6:]).alias("month"))
-                 for path in self._written]  # fmt: skip
-        data = _prepared(parts) if parts else pl.DataFrame(schema={**COLUMNS, "month": pl.String})
-        _write_local(store, self.version, data, months, meta)
-        for path in self._written:  # replaced by the files just committed
-            with contextlib.suppress(OSError):
-                path.unlink()
+    def _rewrite(self, written: _File) -> None:
+        """Write one of this sync's files again under the widened types."""
+        data = read_verified(self._files, self.store, written.rel, written.month, written.digest)
+        part = self._as_types(pl.read_parquet(io.BytesIO(data)), written.month)
+        self._written.remove(written)
+        self._files.delete(written.rel)
+        self._written.append(self._write(written.month, part))
+
+    def _widen_stored(self, months: list[str]) -> list[str]:
+        """Rewrite the stored months (other than this sync's) whose files hold a column under
+        a type narrower than the version's; returns those months (replaced in the commit).
+
+        Each such month is read (its digests checked), cast exactly and written again, one
+        month in memory at a time.
+        """
+        if self.version is None or self._table_schema is None:
+            return []
+        types = self._types()
+        widened = {n for n, d in self._table_schema.items() if types[n] != d}
+        if not widened:
+            return []
+        by_month: dict[str, list[str]] = {}
+        for rel, month, _ in table_files(open_table(self.store, self.version)):
+            if month not in months:
+                by_month.setdefault(month, []).append(rel)
+        redone = []
+        for month, rels in by_month.items():
+            parts = [
+                pl.read_parquet(
+                    io.BytesIO(
+                        read_verified(
+                            self._files,
+                            self.store,
+                            rel,
+                            month,
+                            self._digests.get(rel),
+                            self.version,
+                        )
+                    )
+                )
+                for rel in rels
+            ]
+            if not any(widened & set(part.columns) for part in parts):
+                continue
+            redone.append(month)
+            for part in parts:
+                self._written.append(self._write(month, self._as_types(part, month)))
+        return redone
+
+    def _schema(self, types: dict[str, pl.DataType]) -> pl.Schema:
+        """The version's columns: the table's in its order (widened), new ones after, ``month``
+        last."""
+        order = list(self._table_schema or {})
+        order += [n for n in types if n not in order]
+        return pl.Schema({**{n: types[n] for n in order}, "month": pl.String()})
 
     def close(self) -> None:
         """Remove the files written for a commit that was not made."""
         if not self._committed:
-            for path in self._written:
-                with contextlib.suppress(OSError):
-                    path.unlink()
+            for written in self._written:
+                self._files.delete(written.rel)
         self._written.clear()
 
 
-def _union(schemas: list[pl.Schema], null: set[str]) -> pl.Schema | None:
-    """The months' columns in order of appearance (``month`` last), or None when a column has
-    two types."""
-    out: dict[str, pl.DataType] = {}
-    for schema in schemas:
-        for name, dtype in schema.items():
-            if out.setdefault(name, dtype) != dtype:
-                return None
-    for name in sorted(null - set(out)):
-        out[name] = pl.String()  # null in every month: kept as a column, as one write would
-    if not out:
-        out = {**COLUMNS}
-    return pl.Schema({**_prepared([pl.DataFrame(schema=out)]).schema, "month": pl.String()})
+def commit(
+    store: str | os.PathLike[str],
+    version: int | None,
+    frames: list[pl.DataFrame],
+    months: list[str],
+    meta: dict[str, Any],
+    digests: Mapping[str, str] | None = None,
+) -> int:
+    """Replace ``months`` with ``frames`` (each with a ``month`` column) and record ``meta``.
+
+    Args:
+        store: the store folder or URI.
+        version: the table version the sync read (None: no table yet).
+        frames: the months' records.
+        months: the months replaced (those without records become empty).
+        meta: txkit's metadata for this commit.
+        digests: the digests recorded for ``version``'s files.
+
+    Returns:
+        The new table version.
+
+    Raises:
+        StoreLockedError: another writer committed since ``version``.
+        StoreError: the store cannot be written (full, read-only; named).
+    """
+    writer = MonthWriter(store, version, digests)
+    try:
+        for frame in frames:
+            for month in frame["month"].unique(maintain_order=True).to_list():
+                writer.add(month, frame.filter(pl.col("month") == month).drop("month"))
+        return writer.commit(months, meta)
+    finally:
+        writer.close()
+
+
+def _version(store: str | os.PathLike[str]) -> int:
+    from deltalake import DeltaTable
+
+    return int(DeltaTable(table_uri(store), storage_options=storage_options(store)).version())
 
 
 def _properties(meta: dict[str, Any]) -> Any:
@@ -239,59 +491,8 @@ def _properties(meta: dict[str, Any]) -> Any:
     return CommitProperties(custom_metadata={META_KEY: json.dumps(meta)}, max_commit_retries=0)
 
 
-def _write_remote(
-    store: str | os.PathLike[str],
-    version: int | None,
-    data: pl.DataFrame,
-    months: list[str],
-    meta: dict[str, Any],
-) -> None:
-    from deltalake import DeltaTable, WriterProperties, write_deltalake
-
-    kwargs: dict[str, Any] = {
-        "partition_by": ["month"],
-        "schema_mode": "merge",
-        "storage_options": storage_options(store),
-        "writer_properties": WriterProperties(compression="ZSTD"),
-        "commit_properties": _properties(meta),
-    }
-    if version is None:
-        target: Any = table_uri(store)
-        kwargs |= {"mode": "error", "configuration": TABLE_CONFIGURATION}
-    else:
-        target = DeltaTable(table_uri(store), version=version,
-                            storage_options=storage_options(store))  # fmt: skip
-        months_sql = ", ".join(f"'{m}'" for m in months)
-        kwargs |= {"mode": "overwrite", "predicate": f"month IN ({months_sql})"}
-    write_deltalake(target, data, **kwargs)
-
-
-def _write_local(
-    store: Path, version: int | None, data: pl.DataFrame, months: list[str], meta: dict[str, Any]
-) -> None:
-    """polars writes each month's file; one Delta transaction adds them and removes the old."""
-    from deltalake import DeltaTable
-
-    table = DeltaTable(str(store.absolute()), version=version) if version is not None else None
-    if table is not None:
-        data = _to_table_types(data, pl.scan_delta(table).collect_schema(), store)
-    written: list[Path] = []
-    try:
-        actions = []
-        for month in months:
-            part = data.filter(pl.col("month") == month).drop("month")
-            if part.height:
-                actions.append(_write_file(store, month, part, written))
-        _commit_actions(store, version, actions, data.schema, months, meta)
-    except BaseException:
-        for path in written:  # not referenced by any version: leave nothing behind
-            with contextlib.suppress(OSError):
-                path.unlink()
-        raise
-
-
 def _commit_actions(
-    store: Path,
+    store: str | os.PathLike[str],
     version: int | None,
     actions: list[Any],
     schema: pl.Schema,
@@ -299,78 +500,39 @@ def _commit_actions(
     meta: dict[str, Any],
 ) -> None:
     """One Delta transaction: add the written files, remove the months' old ones."""
-    from deltalake import DeltaTable, Field
+    from deltalake import DeltaTable
     from deltalake import Schema as DeltaSchema
     from deltalake.transaction import create_table_with_add_actions
 
-    arrow = _arrow_schema(pl.DataFrame(schema=schema))
+    delta_schema = DeltaSchema.from_arrow(_arrow_schema(pl.DataFrame(schema=schema)))
+    options = storage_options(store)
     if version is None:
         create_table_with_add_actions(
-            str(store.absolute()),
-            DeltaSchema.from_arrow(arrow),
+            table_uri(store),
+            delta_schema,
             actions,
             mode="error",
             partition_by=["month"],
             configuration=TABLE_CONFIGURATION,
+            storage_options=options,
             commit_properties=_properties(meta),
         )
         return
-    table = DeltaTable(str(store.absolute()), version=version)
-    fields = list(table.schema().fields)
-    known = {f.name for f in fields}
-    extra: list[Field] = [f for f in DeltaSchema.from_arrow(arrow).fields if f.name not in known]
+    table = DeltaTable(table_uri(store), version=version, storage_options=options)
     table.create_write_transaction(
         actions,
         mode="overwrite",
-        schema=DeltaSchema(fields + extra),
+        schema=delta_schema,
         partition_by=["month"],
         partition_filters=[("month", "in", months)],
         commit_properties=_properties(meta),
     )
 
 
-def _to_table_types(data: pl.DataFrame, table: pl.Schema, store: Path) -> pl.DataFrame:
-    """Cast the new records' columns to the types the table already has for them."""
-    casts = []
-    for name, dtype in data.schema.items():
-        have = table.get(name)
-        if have is None or have == dtype:
-            continue
-        try:
-            data.select(pl.col(name).cast(have, strict=True))
-        except (pl.exceptions.InvalidOperationError, pl.exceptions.ComputeError):
-            raise StoreError(
-                f"the store {store} holds column {name!r} as {have}, but the service now sends "
-                f"{dtype}; write this source to a new store (--store)"
-            ) from None
-        casts.append(pl.col(name).cast(have))
-    return data.with_columns(casts) if casts else data
-
-
 def _arrow_schema(data: pl.DataFrame) -> Any:
     from arro3.core import Table
 
     return Table.from_arrow(data.head(0)).schema
-
-
-def _write_file(store: Path, month: str, part: pl.DataFrame, written: list[Path]) -> Any:
-    from deltalake.transaction import AddAction
-
-    rel = f"month={month}/part-{uuid.uuid4().hex}.zstd.parquet"
-    path = store / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written.append(path)
-    part.write_parquet(path, compression="zstd", statistics=True)
-    with open(path, "rb") as handle:  # on disk before the commit that references it
-        os.fsync(handle.fileno())
-    return AddAction(
-        path=rel,
-        size=path.stat().st_size,
-        partition_values={"month": month},
-        modification_time=int(time.time() * 1000),
-        data_change=True,
-        stats=json.dumps(_stats(part)),
-    )
 
 
 def _stats(part: pl.DataFrame) -> dict[str, Any]:
