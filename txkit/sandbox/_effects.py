@@ -27,7 +27,13 @@ import orjson
 import polars as pl
 
 from txkit.sandbox._store import Store
-from txkit.sandbox.faults import NEXT_STATUS, Faults, drift_body, retry_after_value
+from txkit.sandbox.faults import (
+    NEXT_STATUS,
+    Faults,
+    drift_body,
+    precision_body,
+    retry_after_value,
+)
 from txkit.sandbox.ledger import Arrival
 
 if TYPE_CHECKING:
@@ -207,6 +213,13 @@ class FaultEffects:
                 chunk = store.chunk(selection, skip, limit)
             if faults.drift > 0:
                 chunk = [self._drifted(b, faults) for b in chunk]
+            if faults.precision > 0:
+                chunk = [
+                    precision_body(b, b[8:32].decode(), faults.fault_seed, faults.precision_from)
+                    if faults.precise(b[8:32].decode())
+                    else b
+                    for b in chunk
+                ]
         if faults.envelope_extras:
             page_number = query.skip // query.limit + 1
             return b"".join(

@@ -46,6 +46,12 @@ is decided per record id. Faults never apply to authentication or validation err
                           and ``limit`` (the page size asked for, at most 1000)
 ``drift=P``               per record: money as numeric strings (``"1500.00"``), whole amounts
                           as integers, unknown fields ``riskScore`` and ``device``
+``precision=P``           per record: USDT records' ``toAmount`` and ``feeAmount`` with six
+                          decimals (stablecoin amounts), and the undocumented fields
+                          ``riskScore`` and ``meta.fraudScore`` as fractions (``0.75``,
+                          ``97.5``); records created before ``precision_from=YYYY-MM-DD``
+                          (default: none) carry two-decimal amounts and whole scores (``3``):
+                          a service whose numbers grow finer over time
 ``fault_seed=N``          seed of all fault decisions (default 0)
 ========================  ====================================================================
 
@@ -77,6 +83,7 @@ __all__ = [
     "Decision",
     "Faults",
     "drift_body",
+    "precision_body",
     "retry_after_value",
 ]
 
@@ -105,7 +112,15 @@ NEXT_STATUS: Final[dict[str, str]] = {
     "successful": "reversed",
 }
 
-_PROBABILITIES: Final = ("rate_limit", "server_error", "slow", "drop", "not_json", "drift")
+_PROBABILITIES: Final = (
+    "rate_limit",
+    "server_error",
+    "slow",
+    "drop",
+    "not_json",
+    "drift",
+    "precision",
+)
 _COUNTS: Final = {
     "retry_after": 0,
     "cap": 1,
@@ -129,8 +144,8 @@ _USAGE: Final = (
     "max_skip_mode=reject|empty, arrivals=N, status_changes=N, swaps=FROM:TO, swap_count=N, "
     "shuffle_ties, date_shift=H (-14..14), "
     "bounds=inclusive|exclusive|start_exclusive|end_exclusive, date_field=createdAt|updatedAt, "
-    "envelope_extras, drift=P, fault_seed=N (P is a probability from 0 to 1, R requests per "
-    "second)"
+    "envelope_extras, drift=P, precision=P, precision_from=YYYY-MM-DD, fault_seed=N (P is a "
+    "probability from 0 to 1, R requests per second)"
 )
 
 
@@ -182,6 +197,8 @@ class Faults:
     swap_count: int = 10
     date_field: str = "createdAt"
     envelope_extras: bool = False
+    precision: float = 0.0
+    precision_from: str | None = None
     fault_seed: int = 0
 
     ACCEPTED: ClassVar[str] = _USAGE
@@ -262,6 +279,12 @@ class Faults:
         source, _, target = self.swaps.partition(":")
         return source, target
 
+    def precise(self, record_id: str) -> bool:
+        """Whether ``precision`` alters the record with this id (deterministic per id)."""
+        if self.precision <= 0:
+            return False
+        return _unit(f"precision:{self.fault_seed}:{record_id}") < self.precision
+
     def drifted(self, record_id: str) -> bool:
         """Whether ``drift`` alters the record with this id (deterministic per id and seed)."""
         if self.drift <= 0:
@@ -297,7 +320,7 @@ def _convert(name: str, raw: str) -> Any:
             if lowered in ("0", "false", "no", "off"):
                 return False
             raise ValueError
-        if name in _CHOICES or name == "swaps":
+        if name in _CHOICES or name in ("swaps", "precision_from"):
             return raw
         return int(raw)
     except ValueError:
@@ -316,6 +339,7 @@ def _bad(name: str, value: Any) -> str:
         "burst": "an integer of at least 1",
         "rate": "a number of requests per second from 0 (off) to 100000",
         "swaps": ("FROM:TO, two different statuses with TO one of " + ", ".join(NEXT_STATUS)),
+        "precision_from": "a day YYYY-MM-DD",
         **{k: "one of " + ", ".join(v) for k, v in _CHOICES.items()},
     }
     if name in _PROBABILITIES:
@@ -341,6 +365,12 @@ def _validate(name: str, value: Any) -> Any:
         return value
     if name == "swaps":
         return _validate_swaps(value)
+    if name == "precision_from":
+        if value is not None and not (
+            isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)
+        ):
+            raise ValueError(_bad(name, value))
+        return value
     if isinstance(value, bool):
         raise ValueError(_bad(name, value))
     if name in _PROBABILITIES or name in ("slow_seconds", "latency", "rate"):
@@ -443,3 +473,45 @@ def drift_body(body: bytes, record_id: str, fault_seed: int) -> bytes:
         version = b"%d.%d.%d" % (3 + (bits >> 4) % 2, (bits >> 5) % 10, (bits >> 9) % 20)
         extra += b',"device":{"os":"%s","appVersion":"%s"}' % (device, version)
     return body[:-1] + extra + b"}"
+
+
+_USDT_MONEY = re.compile(rb'"(toAmount|feeAmount)":(-?\d+\.\d{2})(?=[,}])')
+_META_OPEN = re.compile(rb'"meta":\{(\})?')
+_CREATED_DAY = re.compile(rb'"createdAt":"(\d{4}-\d{2}-\d{2})')
+
+
+def precision_body(body: bytes, record_id: str, fault_seed: int, since: str | None) -> bytes:
+    """The ``precision`` rendering of one record: finer numbers from ``since`` on.
+
+    From the day ``since`` (all records when None), a USDT record's ``toAmount`` and
+    ``feeAmount`` gain four decimals (``12.34`` becomes ``12.345678``: a six-decimal
+    stablecoin amount, not the ledger's), and the record gains ``riskScore`` with a fraction
+    (``0.75``) and, when it has a ``meta`` object, ``meta.fraudScore`` (``97.5``). Before
+    ``since``, the same fields come as whole numbers and the amounts are left as they are.
+
+    Args:
+        body: the record's canonical JSON bytes (ending in ``}``).
+        record_id: the record's id.
+        fault_seed: the faults' seed.
+        since: the first day (``YYYY-MM-DD``) of the finer numbers, or None.
+
+    Returns:
+        The record's JSON bytes.
+    """
+    bits = zlib.crc32(f"precision:{fault_seed}:{record_id}".encode())
+    day = _CREATED_DAY.search(body)
+    fine = since is None or (day is not None and day.group(1).decode() >= since)
+    whole = (bits >> 4) % 100
+    if fine:
+        if b'"toCurrency":"USDT"' in body:
+            digits = b"%03d%d" % ((bits >> 8) % 1000, 1 + (bits >> 20) % 9)
+            body = _USDT_MONEY.sub(lambda m: m.group(0) + digits, body)
+        risk = b"%d.%02d" % (whole // 10, 1 + bits % 99)
+        fraud = b"%d.5" % whole
+    else:
+        risk = b"%d" % (whole // 10)
+        fraud = b"%d" % whole
+    body = _META_OPEN.sub(
+        lambda m: b'"meta":{"fraudScore":' + fraud + (b"}" if m.group(1) else b","), body, count=1
+    )
+    return body[:-1] + b',"riskScore":' + risk + b"}"

@@ -504,6 +504,19 @@ class Sandbox:
         """The key the service accepts (``Authorization: Bearer <key>``)."""
         return self._secret_key
 
+    def rotate_key(self, new_key: str | None = None) -> str:
+        """Replace the accepted key, as a merchant rotating it in the dashboard would: the
+        same account (same ledger, same address), and the old key is refused from now on.
+
+        Args:
+            new_key: the new key; by default a random ``sk_sandbox_...``.
+
+        Returns:
+            The new key.
+        """
+        self._secret_key = new_key or "sk_sandbox_" + secrets.token_hex(16)
+        return self._secret_key
+
     @property
     def ledger(self) -> Ledger:
         """The ledger being served (generated on start if none was given)."""
