@@ -171,3 +171,42 @@ def test_a_concurrent_writer_on_s3_fails_and_keeps_the_others_commit(
         ]
         again = sync(client, start="2026-08-01", end="2026-10-31", store=store, today=TODAY)
     assert again.fetched == {"2026-10": "full"} and again.version == 2
+
+
+def test_digests_on_s3_are_recorded_and_checked(aws: dict[str, str]) -> None:
+    """The files txkit writes to S3 carry digests too; a changed object is a named error."""
+    import boto3
+
+    from txkit.store import StoreDamagedError, verify_store
+
+    store = "s3://txkit/digests"
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=aws["AWS_ENDPOINT_URL"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    with (
+        Sandbox(ledger=generate_ledger(seed=21, records=3_000)) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+        good = read_months(["2026-09"], store=store)
+        state = read_state(store)
+        assert len(state.files) == 2 and {c.status for c in verify_store(store)} == {"ok"}
+        (key,) = [k for k in state.files if k.startswith("month=2026-09/")]
+        body = bytearray(s3.get_object(Bucket="txkit", Key=f"digests/{key}")["Body"].read())
+        middle = len(body) // 2 - 1000
+        body[middle : middle + 2000] = bytes(2000)
+        s3.put_object(Bucket="txkit", Key=f"digests/{key}", Body=bytes(body))
+        with pytest.raises(StoreDamagedError) as info:
+            read_months(["2026-09"], store=store)
+        assert f"txkit sync --store {store} --refresh 2026-09" in str(info.value)
+        with pytest.raises(StoreDamagedError):
+            scan_store(store).collect()
+        assert [c.status for c in verify_store(store)] == ["damaged", "ok"]
+        sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+             refresh=["2026-09"])  # fmt: skip
+    assert read_months(["2026-09"], store=store).equals(good)
+    assert {c.status for c in verify_store(store)} == {"ok"}

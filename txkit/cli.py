@@ -153,6 +153,8 @@ def _run_sync(args: argparse.Namespace) -> int:
     if not sync_needed(**kwargs):
         print(f"store {store} is up to date: no request sent")
         return 0
+    if "://" not in str(store):  # only now: a store with nothing to fetch may be read-only
+        check_writable(Path(store), is_file=False, flag="--store")
     with connect() as source:
         print(f"source: {source.description}")
         result = sync(
@@ -162,6 +164,8 @@ def _run_sync(args: argparse.Namespace) -> int:
             source=source.label,
             source_url=source.url,
         )
+    for note in result.notes:
+        print(note)
     for month, kind in result.fetched.items():
         print(f"  {month}: {kind} fetch, {result.rows[month]:,} rows stored")
     print(
@@ -182,14 +186,23 @@ class _Parser(argparse.ArgumentParser):
 def _add_store(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "store",
-        help="the local store: status, migrate",
-        description="Look after the store: `status` prints each month's coverage; `migrate` "
-        "converts a store of the previous format (Parquet generations) to a Delta table.",
+        help="the local store: status, verify, migrate",
+        description="Look after the store: `status` prints each month's coverage; `verify` "
+        "checks every data file of a version against the digest recorded when it was "
+        "committed; `migrate` converts a store of the previous format (Parquet generations) "
+        "to a Delta table.",
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     status = actions.add_parser("status", help="each month's coverage, rows, totals, last fetch")
     status.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
     status.set_defaults(func=_run_store_status)
+    verify = actions.add_parser(
+        "verify", help="check every data file of a version against its recorded digest"
+    )
+    verify.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    verify.add_argument("--version", type=_version_number, metavar="N",
+                        help="a table version (default: the newest)")  # fmt: skip
+    verify.set_defaults(func=_run_store_verify)
     migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
     migrate.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR",
                          help="the old store (default: %(default)s)")  # fmt: skip
@@ -205,6 +218,23 @@ def _run_store_status(args: argparse.Namespace) -> int:
 
     print(format_status(args.store or str(default_store())))
     return 0
+
+
+def _version_number(text: str) -> int:
+    """A table version: a non-negative whole number (argparse type; bad input exits 2)."""
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a table version is a whole number from 0, got {text!r}")
+    return int(text)
+
+
+def _run_store_verify(args: argparse.Namespace) -> int:
+    from txkit.source import default_store
+    from txkit.store import format_verify, verify_store
+
+    store = args.store or str(default_store())
+    text, whole = format_verify(store, verify_store(store, version=args.version), args.version)
+    print(text)
+    return 0 if whole else 1
 
 
 def _run_store_migrate(args: argparse.Namespace) -> int:
@@ -293,8 +323,15 @@ def _check_paths(args: argparse.Namespace) -> None:
         check_writable(Path(args.out), is_file=True, flag="--out")
     store = getattr(args, "store", None)
     reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
-    if command in ("sync", "report") and store and "://" not in str(store) and not reads_only:
-        check_writable(Path(store), is_file=False, flag="--store")
+    if command in ("sync", "report") and store and not reads_only:
+        # Writability is checked once a sync is needed (a store with nothing to fetch may be
+        # read-only); a folder that is not a store is refused before anything else.
+        from txkit.storage import StoreError, refuse_foreign_folder
+
+        try:
+            refuse_foreign_folder(store)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
     if command == "report" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=False, flag="--out")
 
