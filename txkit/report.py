@@ -246,6 +246,10 @@ def run_report(
     if as_of is None and sync_needed(
         store=store, start=since, end=until, lookback_days=lookback_days
     ):
+        if "://" not in str(store):  # only when it will be written: it may be read-only
+            from txkit.cli import check_writable
+
+            check_writable(Path(store), is_file=False, flag="--store")
         with connect() as source:
             print(f"source: {source.description}")
             sync_result = sync(
@@ -258,6 +262,8 @@ def run_report(
                 source=source.label,
                 source_url=source.url,
             )
+        for note in sync_result.notes:
+            print(note)
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
     manifest = read_manifests(store, version=as_of).get(month)
     if manifest is None:

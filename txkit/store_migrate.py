@@ -26,7 +26,14 @@ import polars as pl
 from txkit.coverage import Fetch, MonthCoverage
 from txkit.decode import finalize
 from txkit.defaults import STORE_DIR, SandboxSettings
-from txkit.storage import LOCK_NAME, StoreError, is_remote, locked, os_problem
+from txkit.storage import (
+    LOCK_NAME,
+    StoreError,
+    is_remote,
+    locked,
+    os_problem,
+    refuse_foreign_folder,
+)
 from txkit.store import (
     DEFAULT_LOOKBACK_DAYS,
     SourceIdentity,
@@ -146,15 +153,21 @@ def migrate_store(
         )
     source = _identity(labels.pop() if labels else "unknown")
     target = Path(to) if to is not None else default_target(old, source)
+    if target.absolute() != old.absolute():
+        refuse_foreign_folder(target)
     frames, coverage = [], {}
     for month, manifest in sorted(manifests.items()):
         part = gen / "transactions" / f"month={month}" / "part-0.parquet"
         try:
             frame = pl.read_parquet(part)
         except (OSError, pl.exceptions.ComputeError) as exc:
+            manifest_file = gen / "manifests" / f"{month}.json"
             raise StoreError(
                 f"cannot read {part} ({' '.join(str(exc).split())[:200]}); nothing was "
-                f"migrated: move that month aside, migrate, then `txkit sync --refresh {month}`"
+                f"migrated: move {manifest_file} aside (the month is then left out), run "
+                f"`txkit store migrate --store {store}{f' --to {to}' if to else ''}` again, then "
+                f"`txkit sync --store "
+                f"{target} --refresh {month}`"
             ) from None
         coverage[month] = _coverage(manifest)
         frames.append(finalize(frame.drop("month", strict=False)).with_columns(month=pl.lit(month)))
