@@ -166,3 +166,21 @@ def test_rounding_casts_are_caught_by_casting_back(tmp_path: Path) -> None:
         cast_exactly(frame, "toAmount", pl.Decimal(38, 2), store="S", month="2026-10")
     wide = cast_exactly(frame, "toAmount", pl.Decimal(38, 8), store="S", month="2026-10")
     assert wide.to_list() == [Decimal("12.34567800")]
+
+
+def test_reading_never_rounds_a_timestamp_finer_than_milliseconds(tmp_path: Path) -> None:
+    """The read casts stored microseconds to the loader's milliseconds: exact for what txkit
+    writes; a finer value (another writer's) is named, not truncated."""
+    from datetime import UTC, datetime
+
+    store = tmp_path / "store"
+    frame = _frame(["t1"], "2026-09").with_columns(
+        pl.lit(datetime(2026, 9, 5, 10, 0, 0, 123, tzinfo=UTC))
+        .cast(pl.Datetime("us", "UTC"))
+        .alias("createdAt")
+    )
+    commit(store, None, [frame], ["2026-09"], META)
+    with pytest.raises(StoreError, match=r"record t1's createdAt = 2026-09-05T10:00:00\.000123"):
+        read_months(["2026-09"], store=store)
+    with pytest.raises(StoreError, match="finer than the milliseconds"):
+        scan_store(store).collect()

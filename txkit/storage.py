@@ -61,13 +61,6 @@ class StoreDamagedError(StoreError):
         self.months = months
         self.path = path
 
-    def __reduce__(self) -> tuple:  # pickles like its message (errors cross processes)
-        return (_damaged, (str(self), self.months, self.path))
-
-
-def _damaged(message: str, months: list[str], path: str) -> StoreDamagedError:
-    return StoreDamagedError(message, months=months, path=path)
-
 
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
 #: xxHash's XXH3 (128 bits) detects any change of a file (it is not a defence against someone
