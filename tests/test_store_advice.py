@@ -206,6 +206,24 @@ def test_another_accounts_key_is_refused_and_the_advice_works(ledger, tmp_path: 
     assert read_state(store).version == 0  # the first account's store is untouched
 
 
+def test_another_service_is_refused_and_the_store_it_names_works(
+    box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = tmp_path / "store"
+    with client_of(box) as client:
+        sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+             source_url="sandbox:seed21")  # fmt: skip
+        with pytest.raises(StoreError) as info:
+            sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        message = str(info.value)
+        assert "holds data from" in message
+        other = message.split("use --store ", 1)[1].split(" ", 1)[0]
+        assert Path(other) != store
+        result = sync(client, start="2026-10-01", end="2026-10-31", store=other, today=TODAY)
+    assert result.fetched == {"2026-10": "full"}
+
+
 # ---- folders that are not stores; read-only stores ------------------------------------------
 
 

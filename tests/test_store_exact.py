@@ -135,6 +135,10 @@ def test_a_value_no_type_holds_fails_naming_the_record_and_writes_nothing(tmp_pa
     assert "nothing was written" in message and "\n" not in message
     assert read_state(store).version == 0
     assert sorted(p.name for p in store.iterdir()) == ["_delta_log", "month=2026-09"]
+    # The advice: a new store for this source; it takes the records.
+    suggested = message.rsplit("--store ", 1)[1].rstrip(")")
+    assert suggested == f"{store}-2"
+    assert commit(suggested, None, [bad], ["2026-10"], META) == 0
 
 
 def test_a_widening_that_cannot_hold_a_stored_value_fails_naming_it(tmp_path: Path) -> None:

@@ -116,6 +116,37 @@ def test_a_damaged_old_file_is_named_and_nothing_is_migrated(ledger, tmp_path: P
     assert (store / "current").is_symlink() and not (store / "_delta_log").exists()
 
 
+def test_the_advice_for_a_damaged_old_file_works(ledger, tmp_path: Path) -> None:
+    """Run as printed: move the month's manifest aside, migrate again, refresh the month."""
+    import shlex
+
+    store = tmp_path / "old"
+    with Sandbox(ledger=ledger) as box:
+        with Client(box.base_url, box.secret_key, env_file=None) as client:
+            sept = load_transactions(client, start="2026-09-01", end="2026-09-30")
+            octo = load_transactions(client, start="2026-10-01", end="2026-10-31")
+        windows = {"2026-09": ["2026-09-01", "2026-09-30"], "2026-10": ["2026-10-01", "2026-10-31"]}
+        old_store(store, {"2026-09": (sept, windows["2026-09"], "full"),
+                          "2026-10": (octo, windows["2026-10"], "full")}, box.base_url)  # fmt: skip
+        part = store / "generations/g000001/transactions/month=2026-09/part-0.parquet"
+        part.write_bytes(part.read_bytes()[:200])
+        with pytest.raises(StoreError) as info:
+            migrate_store(store)
+        message = str(info.value)
+        manifest = message.split("move ", 1)[1].split(" aside", 1)[0]
+        migrate, refresh = (shlex.split(c)[1:] for c in message.split("`")[1::2])
+        Path(manifest).rename(tmp_path / "2026-09.json.aside")
+        done = cli(*migrate, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "migrated 1 month(s)" in done.stdout
+        env = {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": box.secret_key}
+        done = run_cli(*refresh, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+    df = scan_store(store).collect()
+    assert df.filter(pl.col("month") == "2026-09").drop("month").equals(sept)
+    assert df.filter(pl.col("month") == "2026-10").drop("month").equals(octo)
+
+
 def test_the_old_default_store_goes_to_its_sources_folder(
     ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

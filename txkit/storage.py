@@ -26,6 +26,7 @@ __all__ = [
     "is_io_error",
     "is_remote",
     "locked",
+    "new_store_beside",
     "objects",
     "open_table",
     "os_problem",
@@ -233,6 +234,17 @@ def damaged_message(
         f"the store {store}'s data file {path} of {month}{at} {what}; its records cannot be "
         f"trusted: run `txkit sync --store {store} --refresh {month}` to fetch the month again"
     )
+
+
+def new_store_beside(store: str | os.PathLike[str]) -> str:
+    """A store location beside ``store`` that holds nothing yet (``S-2``, ``S-3``, ...), for
+    data that must not go into ``store``."""
+    base = str(store).rstrip("/")
+    for n in range(2, 100):
+        candidate = f"{base}-{n}"
+        if is_remote(candidate) or not os.path.exists(candidate):
+            return candidate
+    return f"{base}-new"
 
 
 def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:

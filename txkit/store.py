@@ -54,8 +54,8 @@ from txkit.storage import (
     StoreError,
     StoreLockedError,
     digest_of,
-    is_remote,
     locked,
+    new_store_beside,
     objects,
     open_table,
     read_verified,
@@ -783,16 +783,6 @@ def _refresh_months(refresh: Sequence[str], today: date | None) -> set[str]:
     return months
 
 
-def _new_store(store: str | os.PathLike[str]) -> str:
-    """A store location beside ``store`` that holds nothing yet (for another source)."""
-    base = str(store).rstrip("/")
-    for n in range(2, 100):
-        candidate = f"{base}-{n}"
-        if is_remote(candidate) or not os.path.exists(candidate):
-            return candidate
-    return f"{base}-new"
-
-
 def _check_source(
     store: str | os.PathLike[str],
     state: StoreState,
@@ -817,7 +807,7 @@ def _check_source(
 
     other = str(default_store_for_url(identity.url))
     if os.path.abspath(other) == os.path.abspath(str(store)):
-        other = _new_store(store)
+        other = new_store_beside(store)
     raise StoreError(
         f"the store {store} holds data from {stored.label or stored.url}, not from "
         f"{identity.label or identity.url}: use --store {other} (or another new folder) for "
@@ -847,7 +837,7 @@ def _same_account(store: str | os.PathLike[str], state: StoreState, client: Clie
         raise StoreError(
             f"the store {store} was written with another key and holds no record to tell "
             "whether this key is of the same account: sync this key into a new store "
-            f"(--store {_new_store(store)})"
+            f"(--store {new_store_beside(store)})"
         )
     fetched = load_transactions(client, start=day, end=day, progress=False, confirm=False)
     merchant = [c for c in stored.columns if c.startswith("merchantInfo.")]
@@ -865,7 +855,7 @@ def _same_account(store: str | os.PathLike[str], state: StoreState, client: Clie
         f"returns {matched:,} of the {stored.height:,} record(s) the store holds for {day} "
         "(compared by id, createdAt and merchant), so this key belongs to another account; "
         f"keep {store} for its own account's key and sync this key into a store of its own "
-        f"(--store {_new_store(store)})"
+        f"(--store {new_store_beside(store)})"
     )
 
 

@@ -45,6 +45,7 @@ from txkit.storage import (
     StoreLockedError,
     digest_of,
     is_io_error,
+    new_store_beside,
     objects,
     open_table,
     os_problem,
@@ -181,7 +182,7 @@ def _clash(frame: pl.DataFrame, name: str, have: pl.DataType, store: Any, month:
         f"record {row.get('id')} ({month}) has {name} = {_shown(row.get(name))} "
         f"({frame.schema[name]}), but the store {store} holds {name} as {have}: no type holds "
         "both without changing values; nothing was written (the store is left at its "
-        "previous version): sync this source into a new store (--store NEW_FOLDER)"
+        f"previous version): sync this source into a new store (--store {new_store_beside(store)})"
     )
 
 
