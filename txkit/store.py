@@ -20,6 +20,12 @@ its commit leaves the table at its previous version (its unreferenced files are 
 every reader). Two syncs on one local store exclude each other with a lock file; on object
 storage, the second commit fails Delta's conflict check and says so.
 
+Writing never changes a value (:mod:`txkit.store_write` widens a narrower column, proven by
+casting back). Each commit also records every data file's digest; every read here checks it
+before parsing the same bytes (:class:`_Reader`), and :func:`verify_store` checks a whole
+version. The store belongs to one account of one service: a new key of the same account is
+recognised by the records it returns (:func:`_same_account`).
+
 The store keeps raw data, customer e-mails and account numbers included: it is the analyst's
 own copy (mask it for display with :func:`txkit.mask_pii`). It never holds the secret key, only
 a salted hash of it that tells which key wrote it.
