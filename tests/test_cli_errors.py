@@ -4,6 +4,7 @@ and output paths are checked before any request is sent. Over real HTTP, via sub
 from __future__ import annotations
 
 import errno
+import os
 import resource
 import signal
 import subprocess
@@ -166,3 +167,20 @@ def test_a_delta_rs_error_under_rust_backtrace_is_one_line(tmp_path: Path) -> No
     line = one_line(done, 1)
     assert "Json error" in line and "<unknown>" not in line and "start_thread" not in line
     assert " 0: " not in line and " 1: " not in line
+
+
+def test_main_quiets_rust_logs_for_its_command_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``RUST_LOG=off`` (delta-rs's Rust logs) is set for the command, and its kernels, but
+    not left in a caller's process: a later ``-v`` run would inherit it."""
+    from txkit.cli import main
+
+    monkeypatch.delenv("RUST_LOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["sync", "--store", "s3://"]) == 2
+    assert "RUST_LOG" not in os.environ
+    monkeypatch.setenv("RUST_LOG", "debug")
+    assert main(["sync", "--store", "s3://"]) == 2
+    assert os.environ["RUST_LOG"] == "debug"
+    assert capsys.readouterr().err.count("accepted: a folder") == 2

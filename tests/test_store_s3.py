@@ -198,7 +198,8 @@ class _Recorder(BaseHTTPRequestHandler):
 
 
 def run_bare(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """:func:`run_cli` without any AWS credential or region of this machine's environment."""
+    """:func:`run_cli` without any AWS credential or region of this machine's environment (nor
+    a ``RUST_LOG``)."""
     full = {k: v for k, v in cli_env().items() if k not in _AWS_UNSET} | env
     return subprocess.run(
         [sys.executable, "-m", "txkit.cli", *args],
@@ -208,7 +209,7 @@ def run_bare(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Completed
 
 _AWS_UNSET = {
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL",
+    "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "RUST_LOG",
 }  # fmt: skip
 
 

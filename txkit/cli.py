@@ -309,6 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    rust_log = os.environ.get("RUST_LOG")
     _configure_logging(args.verbose)
     sent_before = requests_started()
     try:
@@ -322,6 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
         return code
+    finally:
+        if rust_log is None:  # set for this command only (main() may run in a caller's process)
+            os.environ.pop("RUST_LOG", None)
 
 
 def _configure_logging(verbose: bool) -> None:
