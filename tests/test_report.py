@@ -412,32 +412,51 @@ def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path)
 
 
 def test_kernel_leftovers_of_earlier_versions_are_cleaned(tmp_path: Path) -> None:
-    """Connection files that reports of earlier txkit versions left loose in the temporary
-    folder (their sockets' folder gone) are removed; anything else is left alone."""
+    """Earlier versions left connection files loose in the temporary folder and their sockets'
+    folder without an owner: removed once no process names them (and the folder is idle);
+    a running report's files, and anything else, are left alone."""
     from txkit.report import clean_kernel_folders
 
-    def connection(name: str, ip: Path) -> Path:
+    def connection(name: str, folder: Path) -> Path:
+        folder.mkdir(exist_ok=True)
         path = tmp_path / name
-        doc = {"key": "k", "signature_scheme": "hmac-sha256", "transport": "ipc", "ip": str(ip)}
+        doc = {"key": "k", "signature_scheme": "hmac-sha256", "transport": "ipc",
+               "ip": str(folder / "01_explore")}  # fmt: skip
         path.write_text(json.dumps(doc))
         return path
 
-    stale = connection("tmpab12cd.json", tmp_path / "txkit-kernel-gone" / "01_explore")
+    old = time.time() - 3600
+    stale_folder = tmp_path / "txkit-kernel-stale"
+    stale = connection("tmpab12cd.json", stale_folder)
+    os.utime(stale_folder, (old, old))
+    gone = connection("tmpgone00.json", tmp_path / "txkit-kernel-gone")
+    shutil.rmtree(tmp_path / "txkit-kernel-gone")
+    busy_folder = tmp_path / "txkit-kernel-busy"  # an earlier version's report still running
+    busy = connection("tmpef34gh.json", busy_folder)
+    os.utime(busy_folder, (old, old))
+    fresh_folder = tmp_path / "txkit-kernel-fresh"  # between two kernels of a running report
+    fresh_folder.mkdir()
+    other = connection("tmpzz99yy.json", tmp_path / "elsewhere")
     live_folder = tmp_path / "txkit-kernel-live"
     live_folder.mkdir()
     (live_folder / ".owner-pid").write_text(str(os.getpid()))
-    live = connection("tmpef34gh.json", live_folder / "01_explore")
-    other = connection("tmpzz99yy.json", tmp_path / "elsewhere" / "kernel")
     dead_folder = tmp_path / "txkit-kernel-dead"
     dead_folder.mkdir()
     (dead_folder / ".owner-pid").write_text(str(_dead_pid()))
     (dead_folder / "01_explore.json").write_text("{}")
+    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(busy)])
+    try:
+        lines = clean_kernel_folders(tmp_path)
+    finally:
+        kernel.kill()
+        kernel.wait()
 
-    lines = clean_kernel_folders(tmp_path)
-
-    assert not stale.exists() and not dead_folder.exists()
-    assert live.exists() and live_folder.exists() and other.exists()
-    assert len(lines) == 2 and clean_kernel_folders(tmp_path) == []
+    assert not stale.exists() and not stale_folder.exists() and not gone.exists()
+    assert not dead_folder.exists()
+    for kept in (busy, busy_folder, fresh_folder, other, live_folder):
+        assert kept.exists(), kept
+    assert len(lines) == 4, lines
+    assert all("left by a killed report" in line for line in lines)
 
 
 def test_the_report_syncs_what_every_notebook_reads() -> None:

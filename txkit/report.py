@@ -54,9 +54,12 @@ __all__ = [
 
 _OWNER = ".owner-pid"
 _KERNELS = "txkit-kernel-"
-#: A kernel folder without its owner file is another run's only in the instant between its
-#: creation and the file's; older than this, it was left by a run killed in that instant.
-_UNOWNED_GRACE_SECONDS = 60
+#: A kernel folder without an owner file (made by an earlier txkit version, which wrote the
+#: connection files loose in the temporary folder) is removed only when no running process
+#: names one of its connection files and nothing was created in it for this long: such a run
+#: starts a kernel (new sockets, a newer mtime) within seconds of the previous one ending, and
+#: a kernel that runs long is named on its process's command line.
+_UNOWNED_IDLE_SECONDS = 600
 
 
 class NotebookFailedError(TxkitError):
@@ -131,65 +134,84 @@ def clean_leftovers(out: Path) -> list[str]:
     return done
 
 
-def _owner_gone(folder: Path) -> bool:
-    """Whether the run that made ``folder`` (its ``.owner-pid``) is no longer running."""
-    try:
-        owner = int((folder / _OWNER).read_text().strip())
-    except (OSError, ValueError):
+def _command_lines() -> set[str] | None:
+    """Every argument of every running process (None where ``/proc`` cannot tell)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cmdline").exists():
+        return None
+    found: set[str] = set()
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                found.update((entry / "cmdline").read_bytes().decode(errors="replace").split("\0"))
+    return found
+
+
+def _loose_connection_files(temp: Path) -> dict[Path, Path]:
+    """Kernel connection files earlier txkit versions wrote loose in ``temp`` (this user's
+    small JSON files naming an ``ipc`` socket in a ``txkit-kernel-*`` folder of ``temp``),
+    with that folder."""
+    found = {}
+    for path in sorted(temp.glob("tmp*.json")):
         try:
-            return time.time() - folder.stat().st_mtime > _UNOWNED_GRACE_SECONDS
-        except OSError:
-            return False
-    return not _alive(owner)
-
-
-def _kernel_connection_file(path: Path, temp: Path) -> bool:
-    """Whether ``path`` is a kernel connection file an earlier txkit report left directly in
-    the temporary folder (before kernels had a folder of their own): a small JSON file of
-    this user naming an ``ipc`` socket in a ``txkit-kernel-*`` folder that is gone."""
-    try:
-        info = path.lstat()
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_size > 4096:
-            return False
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    ip = str(doc.get("ip", "")) if isinstance(doc, dict) else ""
-    return (
-        "key" in doc
-        and doc.get("transport") == "ipc"
-        and Path(ip).parent.name.startswith(_KERNELS)
-        and Path(ip).parent.parent == temp
-        and not Path(ip).parent.exists()
-    )
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_size > 4096:
+                continue
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or "key" not in doc or doc.get("transport") != "ipc":
+            continue
+        folder = Path(str(doc.get("ip", ""))).parent
+        if folder.name.startswith(_KERNELS) and folder.parent == temp:
+            found[path] = folder
+    return found
 
 
 def clean_kernel_folders(temp: Path | None = None) -> list[str]:
     """Remove what killed reports' kernels left in the temporary folder; a line per item.
 
-    Removed: this user's ``txkit-kernel-*`` folders whose report is no longer running
-    (connection files with their signing key, sockets), and connection files that reports of
-    earlier txkit versions left directly in the folder.
+    Removed: this user's ``txkit-kernel-*`` folders whose report (its ``.owner-pid``) is no
+    longer running, with the connection files (each holding the key that signs its kernel's
+    messages) and sockets in them. Earlier txkit versions wrote no owner file and left the
+    connection files loose in the temporary folder: those are removed when no running process
+    names them, and their folder too once idle (see :data:`_UNOWNED_IDLE_SECONDS`).
 
     Args:
         temp: the temporary folder (default: :func:`tempfile.gettempdir`).
     """
     temp = Path(temp or tempfile.gettempdir())
     done: list[str] = []
-    for path in sorted(temp.glob(f"{_KERNELS}*")):
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or not _owner_gone(path):
-            continue
-        shutil.rmtree(path, ignore_errors=True)
-        done.append(f"removed the kernel folder {path} (left by a killed report)")
-    for path in sorted(temp.glob("tmp*.json")):
-        if _kernel_connection_file(path, temp):
+    running = _command_lines()
+    loose = _loose_connection_files(temp)
+    busy = {folder for path, folder in loose.items() if running is None or str(path) in running}
+    for path, folder in loose.items():
+        if folder not in busy:
             with contextlib.suppress(OSError):
                 path.unlink()
                 done.append(f"removed the kernel connection file {path} (left by a killed report)")
+    for folder in sorted(temp.glob(f"{_KERNELS}*")):
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        try:
+            owner: int | None = int((folder / _OWNER).read_text().strip())
+        except (OSError, ValueError):
+            owner = None
+        if owner is not None:
+            if _alive(owner):
+                continue
+        elif (
+            folder in busy
+            or running is None
+            or (time.time() - info.st_mtime < _UNOWNED_IDLE_SECONDS)
+        ):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        done.append(f"removed the kernel folder {folder} (left by a killed report)")
     return done
 
 
