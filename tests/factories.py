@@ -17,9 +17,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any ``TXKIT_`` variable (a developer's key or URL
-    never leaks into a test), progress off, the checkout importable; plus ``extra``."""
+    never leaks into a test), progress off, the checkout importable, the AWS SDK kept off the
+    network's instance metadata (tests send nothing beyond loopback); plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
-    return env | {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)} | dict(extra or {})
+    fixed = {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)} | NO_INSTANCE_METADATA
+    return env | fixed | dict(extra or {})
+
+
+#: The AWS SDK (under delta-rs) looks for a region and credentials in EC2 instance metadata, on
+#: the network; object_store (under it too) does the same at its own address and ignores
+#: AWS_EC2_METADATA_DISABLED. Tests send nothing beyond loopback: the first is disabled, the
+#: second pointed at a closed loopback port.
+NO_INSTANCE_METADATA = {
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_METADATA_ENDPOINT": "http://127.0.0.1:9",
+}
 
 
 def run_cli(

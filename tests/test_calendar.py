@@ -29,15 +29,48 @@ def test_days_and_months_are_parsed_with_the_format_named() -> None:
     assert parse_day("2026-10-31", "end") == date(2026, 10, 31)
     assert parse_day(datetime(2026, 10, 31, 23, 30, tzinfo=UTC), "end") == date(2026, 10, 31)
     assert parse_day(None, "end") is None
-    assert parse_month(" 2026-10 ") == "2026-10"
+    assert parse_month("2026-10") == "2026-10"
     with pytest.raises(ValueError, match=r"start '2026-02-30' is not a real calendar date"):
         parse_day("2026-02-30", "start")
-    with pytest.raises(ValueError, match=r"start must be .*'YYYY-MM-DD' string, got '1/2/2026'"):
+    with pytest.raises(
+        ValueError, match=r"start must be YYYY-MM-DD \(e.g. 2026-10-31\), got '1/2/"
+    ):
         parse_day("1/2/2026", "start")
+    with pytest.raises(ValueError, match=r"end must be a date, a datetime or a 'YYYY-MM-DD'"):
+        parse_day(20261031, "end")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"month must be YYYY-MM \(e.g. 2026-10\), got '2026-13'"):
         parse_month("2026-13")
     with pytest.raises(ValueError, match="must be YYYY-MM"):
         month_bounds("October")
+
+
+FULL_WIDTH = "\uff12\uff10\uff12\uff16-\uff11\uff10"  # 2026-10 in full-width digits
+ARABIC_INDIC = "\u0662\u0660\u0662\u0666-\u0661\u0660"
+
+
+@pytest.mark.parametrize(
+    ("month", "day", "hint"),
+    [
+        (" 2026-10", " 2026-10-01", "remove the spaces"),
+        ("2026-10\n", "2026-10-01\n", "remove the spaces or line breaks"),
+        ("2026-10\t", "\t2026-10-01", "remove the spaces"),
+        (FULL_WIDTH, f"{FULL_WIDTH}-\uff10\uff11", "ASCII 0-9"),
+        (ARABIC_INDIC, f"{ARABIC_INDIC}-\u0660\u0661", "ASCII 0-9"),
+    ],
+)  # fmt: skip
+def test_months_and_days_are_ascii_digits_with_nothing_around(
+    month: str, day: str, hint: str
+) -> None:
+    """A month or day with a space, a line break or other digits is refused, never read as
+    another (the stripped value chose the dates while the raw one was looked up)."""
+    with pytest.raises(ValueError, match=r"month must be YYYY-MM \(e.g. 2026-10\)") as info:
+        parse_month(month)
+    assert hint in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="must be YYYY-MM"):
+        month_bounds(month)
+    with pytest.raises(ValueError, match=r"start must be YYYY-MM-DD \(e.g. 2026-10-31\)") as info:
+        parse_day(day, "start")
+    assert hint in str(info.value) and "\n" not in str(info.value)
 
 
 @pytest.mark.parametrize("value", ["0001-01-01", "9999-12-31", date(1, 1, 1), "1969-12-31"])
@@ -184,3 +217,77 @@ def test_errors_docstring_tree_matches_the_classes() -> None:
     }
     assert drawn == actual
     assert drawn["ResponseFormatError"] == "ApiError"
+
+
+BAD_MONTHS = [" 2026-10", "2026-10\n", "\uff12\uff10\uff12\uff16-\uff11\uff10"]
+
+
+@pytest.mark.parametrize("month", BAD_MONTHS, ids=["space", "newline", "full-width"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["report", "--month", "{month}", "--store", "s"],
+        ["sync", "--refresh", "{month}", "--store", "s"],
+        ["sync", "--start", "{day}", "--store", "s"],
+        ["export", "--start", "{day}", "-o", "x.parquet"],
+        ["export", "--end", "{day}", "-o", "x.parquet"],
+        ["sandbox", "--start-month", "{month}", "--records", "10"],
+    ],
+    ids=["report", "sync-refresh", "sync-start", "export-start", "export-end", "sandbox"],
+)
+def test_cli_months_and_days_are_parsed_at_the_edge(
+    args: list[str], month: str, tmp_path: Path
+) -> None:
+    """Exit 2 and one line naming the format, before anything runs (no sync, no store, no
+    sandbox): with a service configured that cannot answer, anything sent would fail as 1."""
+    day = month.replace("10", "10-01").replace("\uff11\uff10", "\uff11\uff10-\uff10\uff11")
+    argv = [a.format(month=month, day=day) for a in args]
+    done = run_cli(
+        *argv,
+        cwd=tmp_path,
+        env={"TXKIT_BASE_URL": "http://127.0.0.1:9", "TXKIT_SECRET_KEY": "sk_test_edge_0123",
+             "TXKIT_MAX_RETRIES": "0"},
+        timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "YYYY-MM" in lines[0] and ("ASCII 0-9" in lines[0] or "remove the spaces" in lines[0])
+    assert not list(tmp_path.iterdir()), "nothing may be written for a bad argument"
+
+
+@pytest.mark.parametrize("month", BAD_MONTHS, ids=["space", "newline", "full-width"])
+def test_python_entries_refuse_the_month_before_using_it(month: str, tmp_path: Path) -> None:
+    """The notebooks' helpers, the report and the store refuse it; before, the stripped value
+    chose the dates and the raw one was looked up ("the store has no data for the month")."""
+    from txkit.downloads import publish_exceptions
+    from txkit.notebook import load_history, load_margin, load_month, load_orders
+    from txkit.report import run_report
+    from txkit.store import read_months, sync
+    from txkit.trends import trend_records
+
+    store = tmp_path / "store"
+    calls = [
+        lambda: load_month(month, source="store", store=store),
+        lambda: load_history(month, source="store", store=store),
+        lambda: load_margin(month, days=3, source="store", store=store),
+        lambda: load_orders("sandbox", month),
+        lambda: trend_records(month, store=str(store)),
+        lambda: read_months([month], store=store),
+        lambda: sync(client=None, store=store, refresh=[month]),
+        lambda: run_report(month, store=store, out=tmp_path / "r", notebooks=tmp_path),
+        lambda: publish_exceptions(
+            pl.DataFrame({"id": ["a"]}), "x", title="X", key=["id"], month=month,
+            folder=tmp_path / "r",
+        ),
+    ]  # fmt: skip
+    for call in calls:
+        with pytest.raises(ValueError, match=r"must be YYYY-MM \(e.g. 2026-10\)"):
+            call()
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_sandbox_calendar_takes_the_same_months() -> None:
+    for month in ["2025-11\n", " 2025-11", "\uff12\uff10\uff12\uff15-\uff11\uff11"]:
+        with pytest.raises(ValueError, match="start_month must be YYYY-MM"):
+            generate_ledger(seed=1, records=10, start_month=month)

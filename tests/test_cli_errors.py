@@ -4,6 +4,7 @@ and output paths are checked before any request is sent. Over real HTTP, via sub
 from __future__ import annotations
 
 import errno
+import os
 import resource
 import signal
 import subprocess
@@ -125,3 +126,61 @@ def test_describe_failure_one_line_for_anything() -> None:
     for exc, words in cases:
         code, message = describe_failure(exc)
         assert code == 1 and words in message and "\n" not in message
+
+
+def test_one_line_strips_rust_backtraces_and_colours() -> None:
+    from txkit.errors import one_line
+
+    glued = (
+        "Kernel error: Json error: Encountered unexpected 'g' whilst parsing value\n"
+        "   0: <unknown>\n   1: <unknown>\n  12: start_thread\n"
+        "             at ./nptl/pthread_create.c:442:8\n  13: clone3\n"
+    )
+    assert (
+        one_line(glued)
+        == "Kernel error: Json error: Encountered unexpected 'g' whilst parsing value"
+    )
+    azure = "Generic MicrosoftAzure error\n   \x1b[31m↳\x1b[0m URL did not match\n"
+    assert one_line(azure) == "Generic MicrosoftAzure error ↳ URL did not match"
+    anyhow = "failed to open\n\nStack backtrace:\n   0: std::backtrace::capture"
+    assert one_line(anyhow) == "failed to open"
+    assert one_line("a\n  b", limit=2) == "a ..."
+
+
+def test_a_delta_rs_error_under_rust_backtrace_is_one_line(tmp_path: Path) -> None:
+    """Before: with RUST_BACKTRACE=1, delta-rs glued a backtrace ("0: <unknown> 1: ...") into
+    the store's one-line message."""
+    from txkit import Client
+    from txkit.sandbox import Sandbox, generate_ledger
+    from txkit.store import sync
+
+    store = tmp_path / "store"
+    with (
+        Sandbox(ledger=generate_ledger(seed=5, records=1_000)) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        sync(client, start="2026-10-01", end="2026-10-31", store=store)
+    with open(store / "_delta_log" / f"{0:020d}.json", "a") as log:
+        log.write("garbage{\n")
+    done = cli("sync", "--status", "--store", str(store), cwd=tmp_path,
+               env={"RUST_BACKTRACE": "1"})  # fmt: skip
+    line = one_line(done, 1)
+    assert "Json error" in line and "<unknown>" not in line and "start_thread" not in line
+    assert " 0: " not in line and " 1: " not in line
+
+
+def test_main_quiets_rust_logs_for_its_command_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``RUST_LOG=off`` (delta-rs's Rust logs) is set for the command, and its kernels, but
+    not left in a caller's process: a later ``-v`` run would inherit it."""
+    from txkit.cli import main
+
+    monkeypatch.delenv("RUST_LOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["sync", "--store", "s3://"]) == 2
+    assert "RUST_LOG" not in os.environ
+    monkeypatch.setenv("RUST_LOG", "debug")
+    assert main(["sync", "--store", "s3://"]) == 2
+    assert os.environ["RUST_LOG"] == "debug"
+    assert capsys.readouterr().err.count("accepted: a folder") == 2

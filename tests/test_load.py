@@ -288,7 +288,7 @@ def test_an_export_that_never_adds_up_fails_loudly(box: Sandbox) -> None:
         ({"trans_type": "refund"}, "accepted values: conversion, settlement, collection, transfer"),
         ({"currency": "EUR"}, "unknown currency 'EUR'; accepted values: NGN, USD"),
         ({"start": "2026-13-01"}, "not a real calendar date"),
-        ({"start": "01/02/2026"}, "'YYYY-MM-DD'"),
+        ({"start": "01/02/2026"}, "start must be YYYY-MM-DD"),
         ({"start": "2026-05-02", "end": "2026-05-01"}, "start 2026-05-02 is after end 2026-05-01"),
         ({"status": []}, "empty list"),
     ],

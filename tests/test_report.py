@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -333,31 +335,128 @@ def test_leftovers_of_killed_reports_are_cleaned(tmp_path: Path) -> None:
     assert clean_leftovers(out) == []
 
 
-def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path) -> None:
-    """SIGKILL while the notebooks run: the next report removes the staging folder."""
-    import signal
-    import time
+def _kernel_files(folder: Path) -> list[Path]:
+    """Kernel connection files under ``folder``: JSON with the key that signs messages."""
+    found = []
+    for path in folder.rglob("*.json"):
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if '"signature_scheme"' in text and '"key"' in text:
+            found.append(path)
+    return found
 
+
+def _wait_for_orphaned_kernels(temp: Path) -> None:
+    """The killed report's kernels notice their parent is gone and exit (ipykernel polls);
+    any still running after 30 s is stopped (they were started by this test)."""
+    import psutil
+
+    deadline = time.monotonic() + 30
+    while True:
+        kernels = []
+        for proc in psutil.process_iter(["cmdline"]):
+            with contextlib.suppress(psutil.Error):
+                if any(str(temp) in part for part in proc.info["cmdline"] or []):
+                    kernels.append(proc)
+        if not kernels:
+            return
+        if time.monotonic() > deadline:
+            for proc in kernels:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+            return
+        time.sleep(0.2)
+
+
+def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path) -> None:
+    """SIGKILL while the notebooks run: the next report removes the staging folder, and the
+    kernels' connection files (each with the key that signs the kernel's messages), which the
+    killed run could not remove, from the system temporary folder."""
+    import signal
+
+    temp = workdir / "tmp"  # the system temporary folder of both runs
+    temp.mkdir(exist_ok=True)
     args = ["report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "txkit.cli", *args],
         cwd=workdir,
-        env=cli_env(),
+        env=cli_env({"TMPDIR": str(temp)}),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     reports = workdir / "reports"
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not list(reports.glob(".2026-05.*/*.ipynb")):
+    while time.monotonic() < deadline and not (
+        list(reports.glob(".2026-05.*/*.ipynb")) and _kernel_files(temp)
+    ):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert list(reports.glob(".2026-05.*")), "the kill came too late to leave a staging folder"
-    again = run(*args, cwd=workdir)
+    left = _kernel_files(temp)
+    assert left, "the kill came before any kernel started"
+    for path in left:  # in the run's private folder, not loose in the temporary folder
+        assert path.parent.parent == temp and path.parent.name.startswith("txkit-kernel-")
+        assert path.parent.stat().st_mode & 0o077 == 0
+    _wait_for_orphaned_kernels(temp)
+
+    again = run_cli(*args, cwd=workdir, env={"TMPDIR": str(temp)}, timeout=600)
     assert again.returncode == 0, again.stderr
     assert "removed the staging folder" in again.stderr
+    assert "removed the kernel folder" in again.stderr
     assert not list(reports.glob(".2026-05.*"))
     assert (reports / "2026-05" / "index.html").exists()
+    assert _kernel_files(temp) == [] and not list(temp.glob("txkit-kernel-*"))
+
+
+def test_kernel_leftovers_of_earlier_versions_are_cleaned(tmp_path: Path) -> None:
+    """Earlier versions left connection files loose in the temporary folder and their sockets'
+    folder without an owner: removed once no process names them (and the folder is idle);
+    a running report's files, and anything else, are left alone."""
+    from txkit.report import clean_kernel_folders
+
+    def connection(name: str, folder: Path) -> Path:
+        folder.mkdir(exist_ok=True)
+        path = tmp_path / name
+        doc = {"key": "k", "signature_scheme": "hmac-sha256", "transport": "ipc",
+               "ip": str(folder / "01_explore")}  # fmt: skip
+        path.write_text(json.dumps(doc))
+        return path
+
+    old = time.time() - 3600
+    stale_folder = tmp_path / "txkit-kernel-stale"
+    stale = connection("tmpab12cd.json", stale_folder)
+    os.utime(stale_folder, (old, old))
+    gone = connection("tmpgone00.json", tmp_path / "txkit-kernel-gone")
+    shutil.rmtree(tmp_path / "txkit-kernel-gone")
+    busy_folder = tmp_path / "txkit-kernel-busy"  # an earlier version's report still running
+    busy = connection("tmpef34gh.json", busy_folder)
+    os.utime(busy_folder, (old, old))
+    fresh_folder = tmp_path / "txkit-kernel-fresh"  # between two kernels of a running report
+    fresh_folder.mkdir()
+    other = connection("tmpzz99yy.json", tmp_path / "elsewhere")
+    live_folder = tmp_path / "txkit-kernel-live"
+    live_folder.mkdir()
+    (live_folder / ".owner-pid").write_text(str(os.getpid()))
+    dead_folder = tmp_path / "txkit-kernel-dead"
+    dead_folder.mkdir()
+    (dead_folder / ".owner-pid").write_text(str(_dead_pid()))
+    (dead_folder / "01_explore.json").write_text("{}")
+    kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(busy)])
+    try:
+        lines = clean_kernel_folders(tmp_path)
+    finally:
+        kernel.kill()
+        kernel.wait()
+
+    assert not stale.exists() and not stale_folder.exists() and not gone.exists()
+    assert not dead_folder.exists()
+    for kept in (busy, busy_folder, fresh_folder, other, live_folder):
+        assert kept.exists(), kept
+    assert len(lines) == 4, lines
+    assert all("left by a killed report" in line for line in lines)
 
 
 def test_the_report_syncs_what_every_notebook_reads() -> None:

@@ -6,16 +6,18 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from datetime import date
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import cli_env, run_cli
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
@@ -62,6 +64,8 @@ def s3() -> Iterator[dict[str, str]]:
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_REGION": "us-east-1",
             "AWS_ENDPOINT_URL": endpoint,
+            # Nothing beyond loopback: the SDK never asks for instance metadata.
+            "AWS_EC2_METADATA_DISABLED": "true",
         }
         import boto3
 
@@ -210,3 +214,167 @@ def test_digests_on_s3_are_recorded_and_checked(aws: dict[str, str]) -> None:
              refresh=["2026-09"])  # fmt: skip
     assert read_months(["2026-09"], store=store).equals(good)
     assert {c.status for c in verify_store(store)} == {"ok"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Store URIs are checked before delta-rs (and the AWS SDK under it) sees them.
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Answers 404 to every method and records it: a stand-in for S3 and for the EC2
+    instance-metadata service, on loopback."""
+
+    def _record(self) -> None:
+        self.server.seen.append(f"{self.command} {self.path}")  # type: ignore[attr-defined]
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _record
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def run_bare(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` without any AWS credential or region of this machine's environment (nor
+    a ``RUST_LOG``)."""
+    full = {k: v for k, v in cli_env().items() if k not in _AWS_UNSET} | env
+    return subprocess.run(
+        [sys.executable, "-m", "txkit.cli", *args],
+        cwd=cwd, env=full, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+_AWS_UNSET = {
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+    "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "RUST_LOG",
+}  # fmt: skip
+
+
+@pytest.fixture
+def metadata() -> Iterator[tuple[dict[str, str], list[str]]]:
+    """The AWS variables of a machine with no credentials nor region, whose instance-metadata
+    service and S3 endpoint are a loopback recorder: what the SDK asks is seen, and nothing
+    leaves the machine."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.seen = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    env = {
+        "AWS_EC2_METADATA_DISABLED": "false",
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT": url,  # the AWS SDK's
+        "AWS_METADATA_ENDPOINT": url,  # object_store's (it ignores AWS_EC2_METADATA_DISABLED)
+        "AWS_ENDPOINT_URL": url,
+        "AWS_CONFIG_FILE": str(Path(__file__).parent / "no-aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(Path(__file__).parent / "no-aws-credentials"),
+    }
+    try:
+        yield env, server.seen  # type: ignore[attr-defined]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+MALFORMED = [
+    "s3://",
+    "s3:///x",
+    "s3://my bucket/x",
+    "s3://txkit/x\n",
+    "s3://txkit/a//b",
+    "s3://txkit:9000/x",
+    "S3://txkit/x",
+    "s3:txkit/x",
+    "gs://",
+    "az://",
+    "foo://bar",
+    "file:///tmp/store",
+]
+
+
+@pytest.mark.parametrize("uri", MALFORMED)
+def test_a_malformed_store_uri_is_refused_before_the_sdk_runs(
+    uri: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    """Before: ``s3://`` printed the AWS SDK's multi-line log, the SDK asked the network for
+    instance metadata, and the message advised moving the store aside; ``foo://bar`` read as
+    an empty store."""
+    env, seen = metadata
+    done = run_bare("sync", "--store", uri, cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"txkit: error: --store {uri!r} ")
+    assert "accepted: a folder, s3://bucket/prefix, gs://bucket/prefix" in lines[0]
+    assert "aside" not in lines[0] and "WARN" not in done.stderr
+    assert seen == [], "nothing may be asked of the SDK's endpoints before the URI is checked"
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("uri", ["s3://", "foo://bar"])
+@pytest.mark.parametrize(
+    "args",
+    [["report", "--month", "2026-10"], ["store", "status"], ["sync", "--status"]],
+    ids=["report", "store-status", "sync-status"],
+)
+def test_every_command_checks_the_store_uri(
+    args: list[str], uri: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    env, seen = metadata
+    done = run_bare(*args, "--store", uri, cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "accepted: a folder" in done.stderr
+    assert seen == []
+
+
+def test_python_entries_check_the_store_uri(metadata: tuple[dict[str, str], list[str]]) -> None:
+    from txkit.store import format_status
+
+    _, seen = metadata
+    for call in (
+        lambda: scan_store("s3://"),
+        lambda: read_state("s3:///x"),
+        lambda: read_months(["2026-10"], store="foo://bar"),
+        lambda: sync(client=None, store="s3://my bucket"),
+        lambda: format_status("S3://txkit/x"),
+    ):
+        with pytest.raises(ValueError, match="accepted: a folder, s3://bucket/prefix"):
+            call()
+    assert seen == []
+
+
+def test_the_sdk_logs_stay_out_of_the_terminal_unless_verbose(
+    metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    """A well-formed URI on a machine without credentials nor region: the SDK looks for them
+    (here on loopback) and logs multi-line warnings from Rust; txkit shows one line, and the
+    SDK's lines only with ``-v``. (No S3 request is made: the credentials fail first.)"""
+    env, seen = metadata
+    env = {k: v for k, v in env.items() if k != "AWS_ENDPOINT_URL"}
+    args = ["sync", "--status", "--store", "s3://txkit/store"]
+    done = run_bare(*args, cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "WARN" not in done.stderr and "aws_config" not in done.stderr
+    assert lines[0].startswith("txkit: error: StoreError: cannot reach the store s3://txkit/store")
+    assert "AWS_REGION" in lines[0] and "aside" not in lines[0]
+    assert seen and all(r == "PUT /latest/api/token" for r in seen), seen
+    verbose = run_bare("-v", *args, cwd=tmp_path, env=env)
+    assert verbose.returncode == 1 and "WARN  aws_config::imds::region" in verbose.stderr
+    assert verbose.stderr.strip().splitlines()[-1] == lines[0]
+
+
+@pytest.mark.parametrize("endpoint", ["", "localhost:9000", "http://"])
+def test_a_malformed_s3_endpoint_is_refused_before_delta_rs_panics(
+    endpoint: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+) -> None:
+    """Before: an empty ``AWS_ENDPOINT_URL`` made delta-rs panic, printing Rust backtraces."""
+    env, seen = metadata
+    env = env | {"AWS_ENDPOINT_URL": endpoint}
+    done = run_bare("sync", "--status", "--store", "s3://txkit/store", cwd=tmp_path, env=env)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "panicked" not in done.stderr, done.stderr
+    assert "AWS_ENDPOINT_URL must be the S3 API's address" in lines[0]
+    assert seen == []

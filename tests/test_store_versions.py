@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from tests.factories import run_cli
 from txkit import Client
 from txkit.report import _summary_of, run_report
 from txkit.sandbox import Sandbox, generate_ledger
@@ -60,3 +63,65 @@ def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
     page = (tmp_path / "r3/2026-10/01_explore.html").read_text()
     assert "at table version 0" in page
     assert pl.Series(list(before.values())).len() == len(after)
+
+
+@pytest.fixture(scope="module")
+def two_versions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store with table versions 0 and 1 (October, then October refreshed)."""
+    store = tmp_path_factory.mktemp("versions") / "store"
+    with (
+        Sandbox(ledger=generate_ledger(seed=21, records=2_000)) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        sync(client, start="2026-10-01", end="2026-10-31", store=store)
+        sync(client, start="2026-10-01", end="2026-10-31", store=store, refresh=["2026-10"])
+    assert read_state(store).version == 1
+    return store
+
+
+def _one_line(done: subprocess.CompletedProcess[str], code: int) -> str:
+    assert done.returncode == code, (done.returncode, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "aside" not in lines[0] and "damaged" not in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("version", ["-1", "1.5", "x", "99999999999999999999999", "\uff11", ""])
+def test_a_bad_version_argument_is_exit_2_not_advice_to_move_the_store(
+    version: str, two_versions: Path, tmp_path: Path
+) -> None:
+    """Before: ``--as-of -1`` or a huge version said the store could not be read and to move
+    it aside (exit 1)."""
+    args = ["report", "--month", "2026-10", "--as-of", version, "--store", str(two_versions)]
+    line = _one_line(run_cli(*args, cwd=tmp_path, timeout=120), 2)
+    assert "a table version is a whole number, 0 or more" in line
+    assert not (tmp_path / "reports").exists()
+
+
+def test_a_version_the_store_does_not_have_names_those_it_has(
+    two_versions: Path, tmp_path: Path
+) -> None:
+    args = ["report", "--month", "2026-10", "--as-of", "7", "--store", str(two_versions),
+            "--notebooks", str(NOTEBOOKS)]  # fmt: skip
+    line = _one_line(run_cli(*args, cwd=tmp_path, timeout=120), 2)
+    assert f"the store {two_versions} has no table version 7: it has versions 0 to 1" in line
+    assert not (tmp_path / "reports").exists()
+
+
+def test_python_entries_validate_the_version(two_versions: Path) -> None:
+    from txkit.notebook import load_month
+    from txkit.storage import StoreError, StoreVersionError
+
+    for bad in (-1, True, 1.5, "1"):
+        with pytest.raises(ValueError, match="version must be a whole number, 0 or more"):
+            scan_store(two_versions, version=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="version must be a whole number, 0 or more"):
+            load_month("2026-10", source="store", store=two_versions, version=bad)  # type: ignore[arg-type]
+    for missing in (2, 10**30):
+        with pytest.raises(StoreVersionError, match="it has versions 0 to 1") as info:
+            read_manifests(two_versions, version=missing)
+        assert isinstance(info.value, StoreError) and isinstance(info.value, ValueError)
+    assert read_manifests(two_versions, version=0)["2026-10"].table_version == 0
+    with pytest.raises(StoreVersionError, match="has no table yet, so no version 0"):
+        scan_store(two_versions.parent / "empty", version=0)

@@ -65,14 +65,24 @@ _forms_cache: dict[str, tuple[str, ...]] = {}
 def register_secret(secret: str | None) -> None:
     """Remember ``secret`` so that every later :func:`scrub` removes it (idempotent).
 
+    A key with whitespace around it (a secrets file's trailing newline) is remembered without
+    it too: that is the key a server would echo.
+
     Args:
-        secret: a key; ``None`` or ``""`` is ignored.
+        secret: a key; ``None``, ``""`` or whitespace alone is ignored (it would replace every
+            space of every message).
     """
-    if not secret:
-        return
     with _lock:
-        if secret not in _registered:
-            _registered.append(secret)
+        for form in _usable(secret):
+            if form not in _registered:
+                _registered.append(form)
+
+
+def _usable(secret: str | None) -> list[str]:
+    """The secret and its stripped form, or nothing for a blank one."""
+    if not secret or not secret.strip():
+        return []
+    return list(dict.fromkeys((secret, secret.strip())))
 
 
 def _base64_forms(raw: bytes) -> set[str]:
@@ -122,8 +132,9 @@ def _secrets(extra: tuple[str | None, ...]) -> list[str]:
         found = list(_registered)
     env = os.environ.get(_SECRET_VAR)
     for secret in (env, *extra):
-        if secret and secret not in found:
-            found.append(secret)
+        for form in _usable(secret):
+            if form not in found:
+                found.append(form)
     return found
 
 

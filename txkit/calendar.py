@@ -4,12 +4,19 @@ Every day and month given by a user (a CLI flag, a notebook parameter, a functio
 read here, so that every bad value fails the same way: a one-line ``ValueError`` that names the
 argument, the value and the accepted format. Days are limited to :data:`MIN_DAY` ..
 :data:`MAX_DAY` so that the loader's margin days and month arithmetic can never overflow.
+
+Parsing is strict: ASCII digits only, nothing around them. A value with a space or a line
+break around it (``" 2026-10"``, ``"2026-10\n"``) or with other digits (full-width
+``２０２６-１０``, Arabic-Indic) is refused with a hint, never read as something else: a lenient
+parse once let the stripped value choose the dates while the raw one was looked up in the
+store. Callers parse once, at the edge, and pass the returned value on.
 """
 
 from __future__ import annotations
 
 import calendar as _stdlib_calendar
 import re
+import unicodedata
 from datetime import UTC, date, datetime
 
 __all__ = [
@@ -31,10 +38,25 @@ DateLike = date | datetime | str
 MIN_DAY = date(1970, 1, 1)
 MAX_DAY = date(9998, 12, 31)
 
-_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_MONTH_RE = re.compile(r"^(\d{4})-(\d{2})$")
+# [0-9], not \d (which matches every script's digits), and fullmatch, not ^...$ ($ matches
+# before a trailing newline).
+_DAY_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
 _DAY_FORMAT = "a date, a datetime or a 'YYYY-MM-DD' string"
 _RANGE = f"accepted days are {MIN_DAY} to {MAX_DAY}"
+
+
+def _hint(value: object, pattern: re.Pattern[str]) -> str:
+    """Why a string that looks almost right was refused (empty when it does not)."""
+    if not isinstance(value, str):
+        return ""
+    if value != value.strip() and pattern.fullmatch(value.strip()):
+        return " (remove the spaces or line breaks around it)"
+    folded = unicodedata.normalize("NFKC", value).strip()
+    folded = "".join(str(unicodedata.digit(c)) if c.isdigit() else c for c in folded)
+    if folded != value.strip() and pattern.fullmatch(folded):
+        return " (type the digits as ASCII 0-9, not full-width or other digits)"
+    return ""
 
 
 def _in_range(day: date, name: str, value: object) -> date:
@@ -54,8 +76,9 @@ def parse_day(value: DateLike | None, name: str = "day") -> date | None:
         The day, or None when ``value`` is None.
 
     Raises:
-        ValueError: anything else, an impossible date such as ``2026-02-30``, or a day outside
-            :data:`MIN_DAY` .. :data:`MAX_DAY` (e.g. ``0001-01-01``).
+        ValueError: anything else (spaces around it, non-ASCII digits), an impossible date
+            such as ``2026-02-30``, or a day outside :data:`MIN_DAY` .. :data:`MAX_DAY`
+            (e.g. ``0001-01-01``).
 
     Example:
         >>> parse_day("2026-10-31", "end")
@@ -71,36 +94,41 @@ def parse_day(value: DateLike | None, name: str = "day") -> date | None:
         return _in_range(day, name, value)
     if isinstance(value, date):
         return _in_range(value, name, value)
-    if isinstance(value, str) and _DAY_RE.match(value.strip()):
+    if isinstance(value, str) and _DAY_RE.fullmatch(value):
         try:
-            day = date.fromisoformat(value.strip())
+            day = date.fromisoformat(value)
         except ValueError:
             raise ValueError(f"{name} {value!r} is not a real calendar date (YYYY-MM-DD)") from None
         return _in_range(day, name, value)
+    if isinstance(value, str):
+        raise ValueError(
+            f"{name} must be YYYY-MM-DD (e.g. 2026-10-31), got {value!r}{_hint(value, _DAY_RE)}"
+        )
     raise ValueError(f"{name} must be {_DAY_FORMAT}, got {value!r}")
 
 
 def parse_month(value: str, name: str = "month") -> str:
-    """Check a ``'YYYY-MM'`` month and return it normalised (stripped).
+    """Check a ``'YYYY-MM'`` month (ASCII digits, nothing around them) and return it.
 
     Raises:
-        ValueError: not ``YYYY-MM``, not a real month, or outside the accepted years.
+        ValueError: not exactly ``YYYY-MM`` (spaces or a line break around it, non-ASCII
+            digits), not a real month, or outside the accepted years.
 
     Example:
         >>> parse_month("2026-10")
         '2026-10'
     """
-    text = value.strip() if isinstance(value, str) else None
-    match = _MONTH_RE.match(text) if text is not None else None
+    match = _MONTH_RE.fullmatch(value) if isinstance(value, str) else None
     if match is None or not 1 <= int(match.group(2)) <= 12:
-        raise ValueError(f"{name} must be YYYY-MM (e.g. 2026-10), got {value!r}")
+        raise ValueError(
+            f"{name} must be YYYY-MM (e.g. 2026-10), got {value!r}{_hint(value, _MONTH_RE)}"
+        )
     if not MIN_DAY.year <= int(match.group(1)) <= MAX_DAY.year:
         raise ValueError(
             f"{name} {value!r} is out of range: accepted months are "
             f"{MIN_DAY:%Y-%m} to {MAX_DAY:%Y-%m} (YYYY-MM)"
         )
-    assert text is not None
-    return text
+    return match.group(0)
 
 
 def month_bounds(month: str) -> tuple[date, date]:

@@ -13,18 +13,70 @@ import argparse
 import errno
 import logging
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import NoReturn
 
 from txkit import defaults
 from txkit._scrub import install_log_filter, scrub
-from txkit.errors import TxkitError
+from txkit.calendar import parse_day, parse_month
+from txkit.errors import TxkitError, one_line
 from txkit.progress import quiet_logging
 
-__all__ = ["build_parser", "check_writable", "describe_failure", "main"]
+__all__ = [
+    "build_parser",
+    "check_writable",
+    "day_arg",
+    "describe_failure",
+    "main",
+    "month_arg",
+    "version_arg",
+]
+
+
+# Arguments are parsed once, here at the edge (argparse ``type=``), so a bad one is exit 2
+# before anything runs and the commands receive the parsed values, never the raw text.
+
+
+def _argument_error(exc: ValueError) -> argparse.ArgumentTypeError:
+    # The calendar's messages start with the argument's name; argparse names it already.
+    return argparse.ArgumentTypeError(str(exc).strip())
+
+
+def month_arg(text: str) -> str:
+    """argparse type of a ``YYYY-MM`` month (ASCII digits, nothing around them)."""
+    try:
+        return parse_month(text, "")
+    except ValueError as exc:
+        raise _argument_error(exc) from None
+
+
+def day_arg(text: str) -> date:
+    """argparse type of a ``YYYY-MM-DD`` UTC day (ASCII digits, nothing around them)."""
+    try:
+        day = parse_day(text, "")
+    except ValueError as exc:
+        raise _argument_error(exc) from None
+    assert day is not None
+    return day
+
+
+#: Delta table versions are signed 64-bit integers.
+_MAX_VERSION = 2**63 - 1
+
+
+def version_arg(text: str) -> int:
+    """argparse type of a store table version: a whole number, 0 or more."""
+    if not re.fullmatch(r"[0-9]+", text) or int(text) > _MAX_VERSION:
+        raise argparse.ArgumentTypeError(
+            f"a table version is a whole number, 0 or more (report.json names the one a report "
+            f"read; `txkit store status` the newest), got {text!r}"
+        )
+    return int(text)
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -47,8 +99,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trans-type", action="append", metavar="T", help="transaction type(s)")
     p.add_argument("--status", action="append", metavar="S", help="status(es)")
     p.add_argument("--currency", action="append", metavar="C", help="currency(ies)")
-    p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (UTC, included)")
-    p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (UTC, included)")
+    p.add_argument("--start", type=day_arg, metavar="YYYY-MM-DD", help="first day (UTC, included)")
+    p.add_argument("--end", type=day_arg, metavar="YYYY-MM-DD", help="last day (UTC, included)")
     p.add_argument("--base-url", metavar="URL", help="service address (default TXKIT_BASE_URL)")
     p.add_argument("--page-size", type=int, default=1000, metavar="N")
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="pages at once")
@@ -118,13 +170,15 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
             "or the embedded sandbox when no key is configured."
         ),
     )
-    p.add_argument("--start", metavar="YYYY-MM-DD", help="first day (default: 11 months back)")
-    p.add_argument("--end", metavar="YYYY-MM-DD", help="last day (default: today, UTC)")
+    p.add_argument("--start", type=day_arg, metavar="YYYY-MM-DD",
+                   help="first day (default: 11 months back)")  # fmt: skip
+    p.add_argument("--end", type=day_arg, metavar="YYYY-MM-DD",
+                   help="last day (default: today, UTC)")  # fmt: skip
     p.add_argument("--store", metavar="DIR|URI",
                    help="a folder or s3://bucket/prefix (default: data/store/sandbox without a "
                    "key, data/store/<host> with one)")  # fmt: skip
     p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
-    p.add_argument("--refresh", action="append", default=[], metavar="YYYY-MM",
+    p.add_argument("--refresh", action="append", default=[], type=month_arg, metavar="YYYY-MM",
                    help="fetch this month whole again (repeatable)")  # fmt: skip
     p.add_argument(
         "--status",
@@ -285,6 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    rust_log = os.environ.get("RUST_LOG")
     _configure_logging(args.verbose)
     sent_before = requests_started()
     try:
@@ -298,11 +353,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
         return code
+    finally:
+        if rust_log is None:  # set for this command only (main() may run in a caller's process)
+            os.environ.pop("RUST_LOG", None)
 
 
 def _configure_logging(verbose: bool) -> None:
     """``txkit: LEVEL: message`` on stderr, scrubbed; ``-v`` shows txkit's DEBUG records (one
-    line per retry) and httpx's requests."""
+    line per retry) and httpx's requests.
+
+    delta-rs logs from Rust (the AWS SDK's multi-line warnings about regions and credentials,
+    with a timestamp each) straight to stderr, filtered by ``RUST_LOG`` when it is first
+    imported: without ``-v`` they are turned off (a ``RUST_LOG`` the user set is kept; the
+    report's kernels inherit it). What goes wrong reaches the user as the error's one line.
+    """
+    if "RUST_LOG" not in os.environ and not verbose:
+        os.environ["RUST_LOG"] = "off"
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         format="txkit: %(levelname)s: %(message)s",
@@ -322,6 +388,10 @@ def _check_paths(args: argparse.Namespace) -> None:
     if command == "probe" and getattr(args, "out", None):
         check_writable(Path(args.out), is_file=True, flag="--out")
     store = getattr(args, "store", None)
+    if store:
+        from txkit.storage import check_store
+
+        check_store(store)  # before delta-rs (and the AWS SDK) ever sees it
     reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
     if command in ("sync", "report") and store and not reads_only:
         # Writability is checked once a sync is needed (a store with nothing to fetch may be
@@ -398,11 +468,11 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
         (the user's arguments); 1 for anything else.
     """
-    text = " ".join(str(exc).split())
+    text = one_line(exc)
+    if isinstance(exc, ValueError) and not after_requests:
+        return 2, text  # also a StoreVersionError: a version the store does not have
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
-    if isinstance(exc, ValueError) and not after_requests:
-        return 2, text
     if isinstance(exc, OSError):
         advice = _OS_ADVICE.get(exc.errno or -1, "check the path and try again")
         where = f" {exc.filename}" if exc.filename else ""

@@ -162,6 +162,9 @@ def publish_exceptions(
     """
     if not folder:
         return None
+    from txkit.calendar import parse_month
+
+    month = parse_month(month)  # it names files and open items: the parsed value only
     folder = Path(folder)
     shown = df if show_pii else mask_pii(df)
     assert isinstance(shown, pl.DataFrame)

@@ -27,6 +27,7 @@ leak the key.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +49,14 @@ __all__ = [
     "TxkitError",
     "describe_request",
     "excerpt",
+    "one_line",
     "scrub",
 ]
+
+# Where a Rust backtrace starts in an error's text (delta-rs with RUST_BACKTRACE=1 appends one):
+# a "stack backtrace:" line, or the first numbered frame ("   0: <unknown>").
+_BACKTRACE_LINE = re.compile(r"(?i)^\s*(?:stack backtrace:?|backtrace:?|\d+: \S.*)\s*$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def excerpt(body: bytes | str, limit: int = 200) -> str:
@@ -62,6 +69,24 @@ def excerpt(body: bytes | str, limit: int = 200) -> str:
         body = body.decode("utf-8", errors="replace")
     body = scrub(" ".join(body.split()))
     return body if len(body) <= limit else body[:limit] + f"... ({len(body)} characters)"
+
+
+def one_line(text: object, limit: int | None = None) -> str:
+    """The text of an error (often a library's) as one line: a Rust backtrace appended to it
+    (``RUST_BACKTRACE=1``) and terminal colour codes removed, whitespace collapsed, and cut at
+    ``limit`` characters.
+
+    Example:
+        >>> one_line("Kernel error: bad JSON\\n   0: <unknown>\\n   1: start_thread")
+        'Kernel error: bad JSON'
+    """
+    lines = []
+    for line in _ANSI.sub("", str(text)).splitlines():
+        if _BACKTRACE_LINE.match(line) and lines:
+            break
+        lines.append(line)
+    flat = " ".join(" ".join(lines).split())
+    return flat if limit is None or len(flat) <= limit else flat[:limit] + "..."
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from txkit.calendar import month_bounds, previous_months
+from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.client import Client
 from txkit.defaults import ORDERS_PATH
 from txkit.load import load_transactions
@@ -125,6 +125,7 @@ def load_month(
         ValueError: a bad month or source, or a store without the month.
     """
     _check_source(source)
+    month = parse_month(month)  # the parsed value, from here on
     first, last = month_bounds(month)
     if source == "store" and client is None:
         return _from_store(month, first, last, _store(store), currency, version)
@@ -231,6 +232,7 @@ def load_history(
         ValueError: a bad month, source or count.
     """
     _check_source(source)
+    month = parse_month(month)
     if months < 0:
         raise ValueError(f"months must be 0 or more, got {months}")
     wanted = previous_months(month, months)
@@ -307,6 +309,7 @@ def load_margin(
         ValueError: a bad month, source or number of days.
     """
     _check_source(source)
+    month = parse_month(month)
     if isinstance(days, bool) or not isinstance(days, int) or days < 0:
         raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
     if days == 0:
@@ -358,6 +361,7 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
     from txkit.analysis import read_orders
     from txkit.source import key_configured, sandbox_files
 
+    month = parse_month(month)
     first, last = month_bounds(month)
     first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":

@@ -12,15 +12,22 @@ that month is then left untouched (the new one is built aside and swapped in at 
 report killed outright (SIGKILL, power loss) can leave its staging folder, or the previous
 report moved aside mid-swap; the next report in the same folder removes the first and puts the
 second back (:func:`clean_leftovers`).
+
+The notebooks' kernels keep their connection files (which hold the key that signs their
+messages) and Unix sockets in one private folder per run (``txkit-kernel-*``, mode 0700, in
+the system temporary folder), removed when the run ends; a run killed outright leaves it, and
+the next report removes it (:func:`clean_kernel_folders`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -30,15 +37,29 @@ from pathlib import Path
 from typing import Any
 
 from txkit import defaults
-from txkit.calendar import month_bounds, previous_months
+from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.errors import TxkitError
 from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
 log = logging.getLogger("txkit")
 
-__all__ = ["NotebookFailedError", "ReportResult", "add_parser", "clean_leftovers", "run_report"]
+__all__ = [
+    "NotebookFailedError",
+    "ReportResult",
+    "add_parser",
+    "clean_kernel_folders",
+    "clean_leftovers",
+    "run_report",
+]
 
 _OWNER = ".owner-pid"
+_KERNELS = "txkit-kernel-"
+#: A kernel folder without an owner file (made by an earlier txkit version, which wrote the
+#: connection files loose in the temporary folder) is removed only when no running process
+#: names one of its connection files and nothing was created in it for this long: such a run
+#: starts a kernel (new sockets, a newer mtime) within seconds of the previous one ending, and
+#: a kernel that runs long is named on its process's command line.
+_UNOWNED_IDLE_SECONDS = 600
 
 
 class NotebookFailedError(TxkitError):
@@ -111,6 +132,96 @@ def clean_leftovers(out: Path) -> list[str]:
         shutil.rmtree(path, ignore_errors=True)
         done.append(f"removed the staging folder {path.name} (left by a killed report)")
     return done
+
+
+def _command_lines() -> set[str] | None:
+    """Every argument of every running process (None where ``/proc`` cannot tell)."""
+    proc = Path("/proc")
+    if not (proc / "self" / "cmdline").exists():
+        return None
+    found: set[str] = set()
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                found.update((entry / "cmdline").read_bytes().decode(errors="replace").split("\0"))
+    return found
+
+
+def _loose_connection_files(temp: Path) -> dict[Path, Path]:
+    """Kernel connection files earlier txkit versions wrote loose in ``temp`` (this user's
+    small JSON files naming an ``ipc`` socket in a ``txkit-kernel-*`` folder of ``temp``),
+    with that folder."""
+    found = {}
+    for path in sorted(temp.glob("tmp*.json")):
+        try:
+            info = path.lstat()
+            if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_size > 4096:
+                continue
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or "key" not in doc or doc.get("transport") != "ipc":
+            continue
+        folder = Path(str(doc.get("ip", ""))).parent
+        if folder.name.startswith(_KERNELS) and folder.parent == temp:
+            found[path] = folder
+    return found
+
+
+def clean_kernel_folders(temp: Path | None = None) -> list[str]:
+    """Remove what killed reports' kernels left in the temporary folder; a line per item.
+
+    Removed: this user's ``txkit-kernel-*`` folders whose report (its ``.owner-pid``) is no
+    longer running, with the connection files (each holding the key that signs its kernel's
+    messages) and sockets in them. Earlier txkit versions wrote no owner file and left the
+    connection files loose in the temporary folder: those are removed when no running process
+    names them, and their folder too once idle (see :data:`_UNOWNED_IDLE_SECONDS`).
+
+    Args:
+        temp: the temporary folder (default: :func:`tempfile.gettempdir`).
+    """
+    temp = Path(temp or tempfile.gettempdir())
+    done: list[str] = []
+    running = _command_lines()
+    loose = _loose_connection_files(temp)
+    busy = {folder for path, folder in loose.items() if running is None or str(path) in running}
+    for path, folder in loose.items():
+        if folder not in busy:
+            with contextlib.suppress(OSError):
+                path.unlink()
+                done.append(f"removed the kernel connection file {path} (left by a killed report)")
+    for folder in sorted(temp.glob(f"{_KERNELS}*")):
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        try:
+            owner: int | None = int((folder / _OWNER).read_text().strip())
+        except (OSError, ValueError):
+            owner = None
+        if owner is not None:
+            if _alive(owner):
+                continue
+        elif (
+            folder in busy
+            or running is None
+            or (time.time() - info.st_mtime < _UNOWNED_IDLE_SECONDS)
+        ):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        done.append(f"removed the kernel folder {folder} (left by a killed report)")
+    return done
+
+
+def _kernel_folder() -> Path:
+    """This run's private folder for its kernels' connection files and sockets (0700)."""
+    for line in clean_kernel_folders():
+        log.warning("report: %s", line)
+    folder = Path(tempfile.mkdtemp(prefix=_KERNELS))
+    (folder / _OWNER).write_text(str(os.getpid()))
+    return folder
 
 
 def _notebooks(folder: Path) -> list[Path]:
@@ -222,8 +333,11 @@ def run_report(
     from traitlets.config import Config
 
     from txkit.source import connect, default_store, key_configured
+    from txkit.storage import check_version
     from txkit.store import read_manifests, sync, sync_needed
 
+    month = parse_month(month)  # the parsed value, from here on
+    as_of = check_version(as_of)
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     store = store or default_store()
@@ -280,8 +394,10 @@ def run_report(
     timings: dict[str, float] = {}
     entries: list[Section] = []
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
-    # TCP, which any local user could reach (ipykernel warns about it on every start).
-    sockets = Path(tempfile.mkdtemp(prefix="txkit-kernel-"))
+    # TCP, which any local user could reach (ipykernel warns about it on every start). Their
+    # connection files go there too (jupyter_client would write them to the temporary folder
+    # itself, where a killed run leaves them with their signing key).
+    sockets = _kernel_folder()
     # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
     progress_env = os.environ.get("TXKIT_PROGRESS")
     os.environ["TXKIT_PROGRESS"] = "0"
@@ -309,7 +425,13 @@ def run_report(
             declared = papermill.inspect_notebook(str(source_nb))
             # Each kernel has its own socket names: two start at once.
             config = Config(
-                {"KernelManager": {"transport": "ipc", "ip": str(sockets / source_nb.stem)}}
+                {
+                    "KernelManager": {
+                        "transport": "ipc",
+                        "ip": str(sockets / source_nb.stem),
+                        "connection_file": str(sockets / f"{source_nb.stem}.json"),
+                    }
+                }
             )
             try:
                 papermill.execute_notebook(
@@ -450,6 +572,8 @@ def _freshness(month: str, store: str | Path, manifest: Any) -> str:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit report``."""
+    from txkit.cli import month_arg, version_arg
+
     p = sub.add_parser(
         "report",
         help="the monthly job: sync the month, run the notebooks, write HTML",
@@ -459,7 +583,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "reports/YYYY-MM/ with HTML pages and an index."
         ),
     )
-    p.add_argument("--month", required=True, metavar="YYYY-MM")
+    p.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
     p.add_argument(
         "--store",
         metavar="DIR|URI",
@@ -481,7 +605,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--as-of",
-        type=int,
+        type=version_arg,
         metavar="VERSION",
         help="re-render from this table version of the store (no sync; see report.json)",
     )

@@ -2,6 +2,11 @@
 options, the data files' bytes (:func:`objects`) and their digests (:func:`digest_of`), the
 refusal of the previous format and of folders that are not stores, the lock of local stores,
 and the one-line messages for damaged, full or read-only stores.
+
+A store URI is checked here (:func:`check_store`) before delta-rs sees it: delta-rs answers a
+malformed one (``s3://``, ``s3:///x``) only after the AWS SDK has looked for a region and
+credentials, which includes asking the network for EC2 instance metadata, and an unknown
+scheme (``foo://x``) comes back as "no table yet", which a sync would then try to create.
 """
 
 from __future__ import annotations
@@ -9,19 +14,25 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import operator
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from txkit.errors import TxkitError
+from txkit.errors import TxkitError, one_line
 
 __all__ = [
+    "ACCEPTED_STORES",
     "DIGEST_ALGORITHM",
     "StoreDamagedError",
     "StoreError",
     "StoreLockedError",
+    "StoreVersionError",
+    "check_store",
+    "check_version",
     "digest_of",
     "is_io_error",
     "is_remote",
@@ -77,23 +88,148 @@ def digest_of(data: bytes | memoryview) -> str:
     return f"{DIGEST_ALGORITHM}:{xxhash.xxh3_128_hexdigest(data)}"
 
 
+class StoreVersionError(StoreError, ValueError):
+    """A table version the store does not have (a bad argument: the CLI exits 2)."""
+
+
+#: The object-storage URIs a store may be given as (besides a folder), for messages.
+ACCEPTED_STORES = (
+    "a folder, s3://bucket/prefix, gs://bucket/prefix, az://container/prefix or "
+    "abfss://container@account.dfs.core.windows.net/prefix"
+)
+# Bucket (S3, GCS) or container (Azure, optionally @account host) names: letters, digits, '.',
+# '-', '_' (legacy S3 buckets may hold upper case and '_'; delta-rs's path-style requests reach
+# them). Anything else (a space, ':', '@' in a bucket, credentials) is a typo, refused here.
+_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}"
+_BUCKETS = {
+    "s3": re.compile(_NAME),
+    "gs": re.compile(_NAME),
+    "az": re.compile(_NAME),
+    "abfs": re.compile(rf"{_NAME}(?:@[A-Za-z0-9][A-Za-z0-9.-]*)?"),
+    "abfss": re.compile(rf"{_NAME}(?:@[A-Za-z0-9][A-Za-z0-9.-]*)?"),
+}
+# Schemes delta-rs or a user might write that txkit does not take, refused with the accepted forms
+# rather than read as a folder name ("s3:bucket" would otherwise be a local folder "s3:bucket").
+_OTHER_SCHEMES = {"s3a", "gcs", "azure", "adl", "file", "http", "https", "memory", "hdfs"}
+_URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.S)
+_SCHEME_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):(?!//)")
+_BAD_CHAR = re.compile(r"[\x00-\x20\x7f-\x9f\u00a0\u2000-\u200b\u2028\u2029\u3000\ufeff]")
+
+
+def _describe_char(char: str) -> str:
+    names = {" ": "a space", "\n": "a line break", "\r": "a carriage return", "\t": "a tab"}
+    return names.get(char, f"the character U+{ord(char):04X}")
+
+
+def check_store(store: str | os.PathLike[str]) -> str | os.PathLike[str]:
+    """Refuse a malformed store before anything opens it; returns ``store`` unchanged.
+
+    A URI must be ``s3://``, ``gs://``, ``az://``, ``abfs://`` or ``abfss://`` (lower case)
+    with a bucket or container (letters, digits, ``.``, ``-``, ``_``), a path without empty,
+    ``.`` or ``..`` parts, and no whitespace (a pasted space or line break), control
+    character, query or fragment. A folder may not start or end with
+    whitespace or hold a control character (a pasted line break would make a folder of it).
+
+    Raises:
+        ValueError: one line naming what is wrong and the accepted forms.
+    """
+    text = os.fspath(store)
+    if not isinstance(text, str):
+        raise ValueError(f"--store must be text, got {text!r}")
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"--store {text!r} {why}; accepted: {ACCEPTED_STORES}")
+
+    match = _URI.fullmatch(text)
+    if match is None:
+        prefix = _SCHEME_PREFIX.match(text)
+        if prefix and prefix.group(1).lower() in {*_BUCKETS, *_OTHER_SCHEMES}:
+            raise refuse(f"looks like a URI ({prefix.group(1)}:) without '//'")
+        bad = re.search(r"[\x00-\x1f\x7f]", text)
+        if bad:
+            raise refuse(f"holds {_describe_char(bad.group(0))}")
+        if text != text.strip():
+            raise refuse("starts or ends with whitespace")
+        return store
+    scheme, rest = match.group(1), match.group(2)
+    if scheme not in _BUCKETS:
+        if scheme.lower() in _BUCKETS:
+            raise refuse(f"has an upper-case scheme: write {scheme.lower()}://")
+        if scheme.lower() == "file":
+            raise refuse("is a file:// URI: give the folder's path instead")
+        raise refuse(f"has an unknown scheme {scheme!r}")
+    bad = _BAD_CHAR.search(rest)
+    if bad:
+        raise refuse(f"holds {_describe_char(bad.group(0))}")
+    if "?" in rest or "#" in rest:
+        raise refuse("holds a query or fragment ('?', '#')")
+    bucket, _, path = rest.partition("/")
+    what = "container" if scheme.startswith(("az", "abfs")) else "bucket"
+    if not bucket:
+        raise refuse(f"names no {what}")
+    if not _BUCKETS[scheme].fullmatch(bucket):
+        raise refuse(f"has an invalid {what} name {bucket!r} (letters, digits, '.', '-', '_')")
+    parts = path.rstrip("/").split("/") if path.rstrip("/") else []
+    if any(part in ("", ".", "..") for part in parts):
+        raise refuse("has an empty, '.' or '..' part in its path")
+    return store
+
+
+def check_version(version: object) -> int | None:
+    """A table version argument as an int, or None; refuses what no table can have.
+
+    Raises:
+        ValueError: not a whole number (a bool, a float, text) or below 0.
+    """
+    if version is None:
+        return None
+    try:
+        if isinstance(version, bool):
+            raise TypeError
+        number = operator.index(version)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(f"version must be a whole number, 0 or more, got {version!r}") from None
+    if number < 0:
+        raise ValueError(f"version must be a whole number, 0 or more, got {number}")
+    return number
+
+
 def is_remote(store: str | os.PathLike[str]) -> bool:
     """True for an object-storage URI (``s3://...``), False for a folder."""
     return "://" in str(store)
 
 
 def table_uri(store: str | os.PathLike[str]) -> str:
-    """The URI delta-rs opens: the URI as given, or the folder's absolute path."""
+    """The URI delta-rs opens: the URI as given, or the folder's absolute path.
+
+    Raises:
+        ValueError: a malformed store (see :func:`check_store`).
+    """
+    check_store(store)
     return str(store).rstrip("/") if is_remote(store) else str(Path(store).absolute())
 
 
 def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
     """delta-rs storage options for ``store``: None for a folder; for ``s3://``, the standard
     AWS variables are read by delta-rs itself, plus plain-http endpoints allowed when
-    ``AWS_ENDPOINT_URL`` is ``http://`` (a local S3 such as MinIO or moto)."""
+    ``AWS_ENDPOINT_URL`` is ``http://`` (a local S3 such as MinIO or moto).
+
+    Raises:
+        ValueError: a malformed store (see :func:`check_store`).
+    """
+    check_store(store)
     if not str(store).startswith("s3://"):
         return None
     options: dict[str, str] = {}
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+        # delta-rs reads them itself, and panics (a Rust backtrace on the terminal) on an empty
+        # or relative one.
+        value = os.environ.get(name)
+        if value is not None and not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", value):
+            raise ValueError(
+                f"{name} must be the S3 API's address, such as http://localhost:9000 (MinIO) "
+                f"or https://s3.eu-west-1.amazonaws.com, got {value!r}: set it so, or unset it"
+            )
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         options["AWS_ENDPOINT_URL"] = endpoint
@@ -293,6 +429,7 @@ def _old_layout(store: str | os.PathLike[str]) -> bool:
 
 
 def refuse_old_layout(store: str | os.PathLike[str]) -> None:
+    check_store(store)
     if _old_layout(store):
         raise StoreError(
             f"{store} is a store of the previous format (Parquet generations): run "
@@ -301,28 +438,74 @@ def refuse_old_layout(store: str | os.PathLike[str]) -> None:
 
 
 def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any:
-    """The DeltaTable, or None when there is none yet."""
+    """The DeltaTable, or None when there is none yet.
+
+    Raises:
+        ValueError: a malformed store, or a version that is not a whole number 0 or more.
+        StoreVersionError: a version the table does not have (the message lists those it has).
+        StoreError: a store that cannot be read.
+    """
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
-    refuse_old_layout(store)
+    version = check_version(version)
     uri, options = table_uri(store), storage_options(store)
+    refuse_old_layout(store)
     try:
         return DeltaTable(uri, version=version, storage_options=options)
     except TableNotFoundError:
         if version is not None:
-            raise StoreError(
+            raise StoreVersionError(
                 f"the store {store} has no table yet, so no version {version}"
             ) from None
         return None
     except Exception as exc:  # delta-rs raises several types for a damaged or absent log
+        if version is not None:
+            versions = _versions(uri, options)
+            if versions is not None and version not in range(versions[0], versions[1] + 1):
+                has = (
+                    f"only version {versions[0]}"
+                    if versions[0] == versions[1]
+                    else f"versions {versions[0]} to {versions[1]}"
+                )
+                raise StoreVersionError(
+                    f"the store {store} has no table version {version}: it has {has} "
+                    f"(`txkit store status --store {store}` shows the newest)"
+                ) from None
         raise StoreError(_store_problem(store, exc, version)) from None
 
 
+def _versions(uri: str, options: dict[str, str] | None) -> tuple[int, int] | None:
+    """The oldest and newest versions a table can be read at (None when it does not open)."""
+    from deltalake import DeltaTable
+
+    try:
+        table = DeltaTable(uri, storage_options=options)
+        newest = table.version()
+        oldest = min((int(e["version"]) for e in table.history() if "version" in e), default=0)
+    except Exception:
+        return None
+    return oldest, newest
+
+
+# What object storage answers when it cannot be reached or refuses (credentials, region, DNS,
+# connection, permissions): the store is not damaged, the settings are wrong.
+_UNREACHABLE = re.compile(
+    r"(?i)credential|region|dns error|connect|error sending request|timed? ?out|access ?denied"
+    r"|forbidden|no ?such ?bucket|signature|invalid ?access ?key|non-2xx|\b40[134]\b"
+)
+
+
 def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int | None) -> str:
-    text = " ".join(str(exc).split())[:300]
+    text = one_line(exc, 300)
     if version is not None and "version" in text.lower():
         return f"the store {store} has no version {version} ({text})"
+    if is_remote(store) and _UNREACHABLE.search(text):
+        return (
+            f"cannot reach the store {store}: {text}; check that the bucket exists and the "
+            "object-storage settings (for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
+            "AWS_REGION, and AWS_ENDPOINT_URL for MinIO or another S3 API)"
+        )
     missing = _log_gap(store)
     if missing:
         return (
@@ -356,6 +539,7 @@ def _log_gap(store: str | os.PathLike[str]) -> str | None:
 @contextlib.contextmanager
 def locked(store: str | os.PathLike[str]) -> Iterator[None]:
     """Exclusive use of a local store for one sync (object stores: Delta's conflict check)."""
+    check_store(store)
     if is_remote(store):
         yield
         return
@@ -393,7 +577,7 @@ def os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
         errno.EACCES: "permission denied",
         errno.EDQUOT: "the disk quota is exceeded",
     }
-    reason = reasons.get(exc.errno or 0, exc.strerror or str(exc))
+    reason = reasons.get(exc.errno or 0, one_line(exc.strerror or exc))
     where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
     return (
         f"cannot write to the store {store}: {reason}{where}; the store is left at its previous "
@@ -408,7 +592,7 @@ def is_io_error(exc: Exception) -> bool:
 
 
 def write_problem(store: str | os.PathLike[str], exc: Exception) -> str:
-    text = " ".join(str(exc).split())[:300]
+    text = one_line(exc, 300)
     lowered = text.lower()
     if "no space" in lowered:
         reason = "the disk is full"

@@ -151,8 +151,9 @@ def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
     Every currency of either month is listed (none dropped); a currency absent in one month
     has nulls on that side.
     """
-    from txkit.calendar import previous_months
+    from txkit.calendar import parse_month, previous_months
 
+    month = parse_month(month)
     before = previous_months(month, 1)[0]
     now = metrics.filter(pl.col("month") == month).drop("month")
     prev = metrics.filter(pl.col("month") == before).drop("month")
@@ -250,9 +251,10 @@ def trend_records(
     Raises:
         ValueError: a bad month, count or source.
     """
-    from txkit.calendar import previous_months
+    from txkit.calendar import parse_month, previous_months
     from txkit.notebook import load_history, load_month
 
+    month = parse_month(month)
     if months < 1:
         raise ValueError(f"months must be 1 or more, got {months}")
     wanted = [*previous_months(month, months - 1), month]

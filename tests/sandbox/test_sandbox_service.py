@@ -201,7 +201,8 @@ def test_cli_prints_two_lines_serves_and_stops_cleanly(
     ("args", "match"),
     [
         (["--faults", "bogus=1"], "unknown fault 'bogus'; accepted: rate_limit=P"),
-        (["--start-month", "2025-13"], "start_month must be YYYY-MM"),
+        (["--start-month", "2025-13"], "--start-month: must be YYYY-MM"),
+        (["--start-month", "2025-11\n"], "--start-month: must be YYYY-MM .*remove the spaces"),
         (["--host", "8.8.8.8"], "refusing to serve on non-loopback host"),
         (["--records", "-5"], "records must be an integer"),
         (["--balance-model", "gross"], "--balance-model: invalid choice: 'gross'"),

@@ -75,9 +75,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
     )
+    from txkit.cli import month_arg
+
     parser.add_argument(
         "--start-month",
         default="2025-11",
+        type=month_arg,
         metavar="YYYY-MM",
         help="first month of the ledger's calendar (default: %(default)s)",
     )

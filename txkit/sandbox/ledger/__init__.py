@@ -251,7 +251,7 @@ def calendar_bounds(start_month: str, months: int) -> tuple[int, int]:
     Raises:
         ValueError: if ``start_month`` is not ``YYYY-MM`` or not a real month.
     """
-    match = _MONTH_RE.match(start_month) if isinstance(start_month, str) else None
+    match = _MONTH_RE.fullmatch(start_month) if isinstance(start_month, str) else None
     if not match or not 1 <= int(match.group(2)) <= 12 or int(match.group(1)) < 1971:
         raise ValueError(f"start_month must be YYYY-MM (e.g. 2025-11), got {start_month!r}")
     year, month = int(match.group(1)), int(match.group(2))

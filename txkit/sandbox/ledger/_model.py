@@ -168,7 +168,8 @@ _AMOUNTS: Final[dict[tuple[str, str], tuple[float, float, int, int, float]]] = {
 _MIN_DEBIT: Final = {"NGN": 10_000, "USD": 100, "GHS": 1_000, "KES": 10_000, "USDT": 100}
 #: Relative volume by UTC hour of day.
 _HOUR_WEIGHTS: Final = (1, 1, 1, 1, 1, 2, 3, 5, 7, 8, 9, 9, 9, 9, 8, 8, 8, 8, 8, 7, 6, 4, 3, 2)
-_MONTH_RE: Final = re.compile(r"^(\d{4})-(\d{2})$")
+# ASCII digits and nothing around them, as txkit.calendar.parse_month reads a month.
+_MONTH_RE: Final = re.compile(r"([0-9]{4})-([0-9]{2})")
 _ORDER_STATUS_SWAP: Final = ("failed", "pending", "abandoned")
 
 # Balance fields, per side.
