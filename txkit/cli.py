@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from txkit import defaults
 from txkit._scrub import install_log_filter, scrub
-from txkit.errors import TxkitError
+from txkit.errors import DataFileError, TxkitError
 from txkit.progress import quiet_logging
 
 __all__ = ["build_parser", "check_writable", "describe_failure", "main"]
@@ -358,10 +358,13 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         after_requests: whether the command had sent a request before it failed.
 
     Returns:
-        ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
-        (the user's arguments); 1 for anything else.
+        ``(code, message)``: 2 only for a ``ValueError`` (or a ``DataFileError``: a file the
+        user gave) raised before any request was sent (the user's arguments); 1 for anything
+        else.
     """
     text = " ".join(str(exc).split())
+    if isinstance(exc, DataFileError) and not after_requests:
+        return 2, text  # the user's own file, like an argument: it names the file and lines
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
     if isinstance(exc, ValueError) and not after_requests:
