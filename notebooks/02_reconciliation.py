@@ -68,7 +68,7 @@ around, around_info = load_margin(
 )
 expected, orders_info = load_orders(orders, month, margin_days=date_tolerance)
 print(around_info)
-print(orders_info)
+display(orders_info)  # with a warning when no order is dated in the month
 info
 
 # %%
@@ -125,4 +125,8 @@ display_exceptions(
 # ## What to look at
 
 # %%
-what_to_look_at([*reconcile_findings(result, summary), settings[0]], show_pii=show_pii)
+what_to_look_at(
+    [*(f"Warning: {w}" for w in orders_info.warnings), *reconcile_findings(result, summary),
+     settings[0]],
+    show_pii=show_pii,
+)

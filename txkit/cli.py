@@ -465,12 +465,13 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         after_requests: whether the command had sent a request before it failed.
 
     Returns:
-        ``(code, message)``: 2 only for a ``ValueError`` raised before any request was sent
-        (the user's arguments); 1 for anything else.
+        ``(code, message)``: 2 only for a ``ValueError`` (or a ``DataFileError``: a file the
+        user gave) raised before any request was sent (the user's arguments); 1 for anything
+        else.
     """
     text = one_line(exc)
     if isinstance(exc, ValueError) and not after_requests:
-        return 2, text  # also a StoreVersionError: a version the store does not have
+        return 2, text  # also a StoreVersionError, and a DataFileError (a file the user gave)
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
     if isinstance(exc, OSError):

@@ -13,7 +13,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── NetworkError              timeouts and dropped connections after every retry was spent
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
-    └── IncompleteExportError     the records fetched do not add up to the service's total
+    ├── IncompleteExportError     the records fetched do not add up to the service's total
+    └── DataFileError             a file the user gave (orders) cannot be read as it is: names
+                                  the file, the lines and what to do (also a ``ValueError``)
 
 Caller mistakes (an unknown status, a malformed date, start after end) raise ``ValueError``
 before any request is sent.
@@ -38,6 +40,7 @@ __all__ = [
     "AuthError",
     "BadRequestError",
     "ConfigError",
+    "DataFileError",
     "IncompleteExportError",
     "LimitExceededError",
     "NetworkError",
@@ -280,3 +283,52 @@ class IncompleteExportError(TxkitError):
             f"{message}: expected {expected} records (the service's total), "
             f"got {got} unique records after {attempts} pass(es)"
         )
+
+
+class DataFileError(TxkitError, ValueError):
+    """A data file the user gave txkit (the merchant's orders; later bank statements) cannot
+    be read as it is. Raised before any request is sent or any notebook starts.
+
+    The message is one line: the file, where in it (lines as a text editor or a spreadsheet
+    numbers them, from 1 for the first line, the header included; rows from 1 in a Parquet
+    file), the problem and what to do.
+
+    Attributes:
+        path: the file, as given.
+        lines: where the problem is (empty when it is the whole file), ascending.
+        unit: ``line`` (text files) or ``row`` (Parquet and other files without lines).
+        problem: what is wrong.
+        advice: what to do about it.
+    """
+
+    _LISTED = 10
+
+    def __init__(
+        self,
+        path: object,
+        problem: str,
+        advice: str,
+        *,
+        lines: tuple[int, ...] | list[int] = (),
+        unit: str = "line",
+        what: str = "file",
+    ) -> None:
+        self.path = str(path)
+        self.lines = tuple(int(n) for n in lines)
+        self.unit = unit
+        self.problem = problem
+        self.advice = advice
+        where = f"{what} {self.path}"
+        if self.lines:
+            where += f", {self.where(self.lines, unit)}"
+        super().__init__(f"{where}: {problem}; {advice}")
+
+    @classmethod
+    def where(cls, lines: tuple[int, ...] | list[int], unit: str = "line") -> str:
+        """``line 3``, ``lines 3, 7 and 9``, ``lines 3, 7, ... (42 in all)``."""
+        if len(lines) == 1:
+            return f"{unit} {lines[0]}"
+        shown = [str(n) for n in lines[: cls._LISTED]]
+        if len(lines) > cls._LISTED:
+            return f"{unit}s {', '.join(shown)}, ... ({len(lines):,} in all)"
+        return f"{unit}s {', '.join(shown[:-1])} and {shown[-1]}"

@@ -18,7 +18,12 @@ import polars as pl
 
 from txkit.report_html import Headline
 
-__all__ = ["exception_headlines", "explore_headlines", "underpayment_headlines"]
+__all__ = [
+    "exception_headlines",
+    "explore_headlines",
+    "orders_headline",
+    "underpayment_headlines",
+]
 
 _SUCCESS_DROP = 0.05  # a fall of the success rate by more than 5 points
 _UNDERPAYMENT_RISE = 1.25  # an underpayment rate up by more than a quarter
@@ -113,6 +118,23 @@ def underpayment_headlines(mom: pl.DataFrame) -> list[Headline]:
             )
         )
     return out
+
+
+def orders_headline(in_month: int, dates: tuple[Any, Any] | None = None) -> Headline:
+    """The merchant's orders dated in the month: ``look at this`` when there are none (every
+    collection would then be missing in the orders), with the file's dates beside it.
+
+    Args:
+        in_month: orders dated in the month (or undated).
+        dates: the first and last order date in the file.
+    """
+    span = f"the file's orders are dated {dates[0]} to {dates[1]}" if dates else ""
+    return Headline(
+        "Orders in the month (the merchant's file)",
+        f"{in_month:,}",
+        span if not in_month else "",
+        look=in_month == 0,
+    )
 
 
 def exception_headlines(

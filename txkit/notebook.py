@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -55,6 +56,8 @@ class LoadInfo:
         passes: passes of the verified export.
         verified: how the rows were verified, when not by the fetch just made.
         note: the one line that describes a history or orders load.
+        warnings: what makes the loaded rows unfit to be read as usual (an orders file with
+            no order in the month), one sentence each; shown after the note.
     """
 
     month: str
@@ -68,10 +71,11 @@ class LoadInfo:
     verified: str | None = None
     kind: str = "month"
     note: str = ""
+    warnings: tuple[str, ...] = ()
 
     def _lines(self) -> list[str]:
         if self.kind != "month":
-            return [self.note]
+            return [self.note, *(f"WARNING: {w}" for w in self.warnings)]
         totals = ", ".join(f"{q}: {t:,}" for q, t in self.queries.items())
         verified = self.verified or (
             f"Verified: the service's total for the query (a day of margin each side) was "
@@ -88,7 +92,10 @@ class LoadInfo:
         return "\n".join(self._lines())
 
     def _repr_markdown_(self) -> str:
-        return "\n".join(f"* {line}" for line in self._lines())
+        lines = [line for line in self._lines() if not line.startswith("WARNING: ")]
+        return "\n".join(
+            [*(f"* {line}" for line in lines), *(f"* **Warning:** {w}" for w in self.warnings)]
+        )
 
 
 def _check_source(source: str) -> None:
@@ -356,29 +363,60 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
         margin_days: also keep the orders dated this many days before and after the month.
 
     Returns:
-        The orders and a :class:`LoadInfo` whose line says where they came from.
+        The orders and a :class:`LoadInfo` whose line says where they came from and what
+        reading the file took (an encoding other than UTF-8, values normalised, with counts);
+        its ``warnings`` say when no order is dated in the month (the reconciliation would
+        then list every collection as missing in the orders).
+
+    Raises:
+        DataFileError: the file cannot be read as it is (named, with its lines and what to
+            do; see :func:`txkit.analysis.read_orders`).
     """
-    from txkit.analysis import read_orders
+    frame, info, _ = _load_orders(orders, month, margin_days=margin_days)
+    return frame, info
+
+
+def _load_orders(
+    orders: str, month: str, *, margin_days: int = 0
+) -> tuple[pl.DataFrame, LoadInfo, Any]:
+    """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
+    from txkit.analysis.reconcile import read_orders_file
     from txkit.source import key_configured, sandbox_files
 
     month = parse_month(month)
     first, last = month_bounds(month)
-    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if orders == "auto":
         orders = str(ORDERS_PATH) if key_configured() else "sandbox"
     if orders == "sandbox":
-        frame = read_orders(sandbox_files() / "orders.csv")
+        read = read_orders_file(sandbox_files() / "orders.csv")
         origin = "the embedded sandbox's merchant orders"
     else:
-        frame, origin = read_orders(orders), f"orders file {orders}"
+        read, origin = read_orders_file(orders), f"orders file {orders}"
+    frame = read.frame
+    warnings: list[str] = []
+    if "date" in frame.columns:
+        dated = pl.col("date")
+        if frame.filter(dated.is_between(first, last) | dated.is_null()).is_empty():
+            # Nothing undated either, so the file's dates span something else.
+            since, until = read.dates or (None, None)
+            warnings.append(
+                f"No order is dated in {month} in {origin} (its {read.frame.height:,} orders "
+                f"are dated {since} to {until}): every collection of {month} shows as "
+                f"missing_in_orders; check that the file is the one for {month}, or pass the "
+                "right one (txkit report --orders FILE, or the notebook's orders parameter)"
+            )
+    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
     if "date" in frame.columns:
         frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
-    around = f" and the {margin_days} day(s) around it" if margin_days else ""
-    note = f"{origin}: {frame.height:,} orders in {month}{around}"
-    return frame, LoadInfo(
+    around_text = f" and the {margin_days} day(s) around it" if margin_days else ""
+    note = f"{origin}: {frame.height:,} orders in {month}{around_text}"
+    if read.notes:
+        note += f"; reading the file: {read.describe()}"
+    info = LoadInfo(
         month=month, first=first, last=last, source=origin, rows=frame.height, kind="orders",
-        note=note,
+        note=note, warnings=tuple(warnings),
     )  # fmt: skip
+    return frame, info, read
 
 
 def display_table(

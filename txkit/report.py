@@ -34,19 +34,24 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from txkit import defaults
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.errors import TxkitError
 from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
+if TYPE_CHECKING:
+    from txkit.notebook import LoadInfo
+
 log = logging.getLogger("txkit")
 
 __all__ = [
     "NotebookFailedError",
+    "OrdersCheck",
     "ReportResult",
     "add_parser",
+    "check_orders",
     "clean_kernel_folders",
     "clean_leftovers",
     "run_report",
@@ -239,6 +244,45 @@ _summary_of = summary_of
 _title_of = title_of
 
 
+@dataclass(frozen=True)
+class OrdersCheck:
+    """The orders file as the report checked it before running the notebooks.
+
+    Attributes:
+        info: :func:`txkit.notebook.load_orders`'s line (and warnings) for the month, with
+            the days around it notebook 02 reads.
+        in_month: orders dated in the month (or undated).
+        dates: the first and last order date in the file (None without dates).
+        path: the orders file (None for the sandbox's own orders).
+    """
+
+    info: LoadInfo
+    in_month: int
+    dates: tuple[Any, Any] | None = None
+    path: str | None = None
+
+
+def check_orders(orders: str, month: str) -> OrdersCheck:
+    """Read the orders as notebook 02 will, print their line and warn when the month has none.
+
+    Raises:
+        DataFileError: the file cannot be read as it is (its lines and what to do).
+    """
+    import polars as pl
+
+    from txkit.notebook import _load_orders
+
+    frame, info, read = _load_orders(orders, month, margin_days=defaults.MARGIN_DAYS)
+    if "date" in frame.columns:
+        first, last = month_bounds(month)
+        dated = pl.col("date")
+        frame = frame.filter(dated.is_between(first, last) | dated.is_null())
+    print(f"orders: {info.note}")
+    for warning in info.warnings:
+        log.warning("report: %s", warning)
+    return OrdersCheck(info, frame.height, read.dates, None if orders == "sandbox" else orders)
+
+
 def _add_headlines(
     sections: list[Section],
     *,
@@ -247,12 +291,18 @@ def _add_headlines(
     version: int | None,
     staging: Path,
     out: Path,
+    orders: OrdersCheck | None = None,
 ) -> None:
     """Each section's downloads and headline figures (this month against the one before)."""
     import polars as pl
 
     from txkit.downloads import read_downloads
-    from txkit.headlines import exception_headlines, explore_headlines, underpayment_headlines
+    from txkit.headlines import (
+        exception_headlines,
+        explore_headlines,
+        orders_headline,
+        underpayment_headlines,
+    )
     from txkit.store import scan_store
     from txkit.trends import month_over_month, monthly_metrics
 
@@ -267,6 +317,8 @@ def _add_headlines(
         topic = Path(section.href).stem.split("_", 1)[-1]
         if topic in by_topic:
             section.headlines += by_topic[topic](mom)
+        if topic == "reconciliation" and orders is not None:
+            section.headlines.append(orders_headline(orders.in_month, orders.dates))
         section.downloads = [d for d in published.values() if d.get("page") == section.href]
         for entry in section.downloads:
             section.headlines += exception_headlines(entry, previous.get(entry["name"]))
@@ -326,6 +378,7 @@ def run_report(
         NotebookFailedError: a notebook failed (named, with its cell); the previous report of
             the month is left as it was.
         ValueError: a bad month or missing notebooks.
+        DataFileError: the orders file cannot be read as it is (raised before the sync).
         TxkitError: the sync failed (the store is left as it was).
     """
     import papermill
@@ -343,6 +396,7 @@ def run_report(
     store = store or default_store()
     if orders is None:
         orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
+    checked = None
     if orders != "sandbox":
         if not Path(orders).is_file():
             raise ValueError(
@@ -350,6 +404,9 @@ def run_report(
                 "or Parquet file with reference, amount, currency and optionally status, date)"
             )
         orders = str(Path(orders).resolve())
+        # Read and checked now, before the sync and the kernels: a file that cannot be read
+        # stops the report here, naming its lines, not in a notebook after the sync.
+        checked = check_orders(orders, month)
     # The months before are synced too: the notebooks read them as history (the balance checks'
     # chains and reserves, the underpayments' original references), and so are the days just
     # after the month, where reconciliation looks for payments of orders placed at its end.
@@ -379,6 +436,8 @@ def run_report(
         for note in sync_result.notes:
             print(note)
     sync_seconds = time.perf_counter() - started if sync_result else 0.0
+    if checked is None:  # the sandbox's orders, written by its first start
+        checked = check_orders(orders, month)
     manifest = read_manifests(store, version=as_of).get(month)
     if manifest is None:
         at = f" at version {as_of}" if as_of is not None else " after the sync"
@@ -488,8 +547,11 @@ def run_report(
             version=manifest.table_version,
             staging=staging,
             out=out,
+            orders=checked,
         )
-        _write_manifest(staging / "report.json", month, store, manifest, as_of, show_pii, timings)
+        _write_manifest(
+            staging / "report.json", month, store, manifest, as_of, show_pii, timings, checked
+        )
         (staging / "index.html").write_text(
             index_html(
                 month,
@@ -499,6 +561,7 @@ def run_report(
                 source=str(manifest.source),
                 # Filled when the store exposes table versions (the Delta store does).
                 table_version=_table_version(manifest),
+                warnings=checked.info.warnings,
             ),
             encoding="utf-8",
         )
@@ -535,8 +598,10 @@ def _write_manifest(
     as_of: int | None,
     show_pii: bool,
     timings: dict[str, float],
+    orders: OrdersCheck | None = None,
 ) -> None:
-    """``report.json``: what the report read (store, table version, source) and rendered."""
+    """``report.json``: what the report read (store, table version, source, orders) and
+    rendered."""
     doc = {
         "month": month,
         "store": _absolute(store),
@@ -548,8 +613,16 @@ def _write_manifest(
         "show_pii": show_pii,
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "notebooks": sorted(timings),
+        "orders": None
+        if orders is None
+        else {
+            "read": orders.info.note,
+            "in_month": orders.in_month,
+            "warnings": list(orders.info.warnings),
+        },
         "reproduce": f"txkit report --month {month} --store {store} "
-        f"--as-of {manifest.table_version}",
+        f"--as-of {manifest.table_version}"
+        + (f" --orders {orders.path}" if orders is not None and orders.path else ""),
     }
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,7 @@ _INDEX_CSS = (
     "text-align:left}table.head td.n{text-align:right}"
     ".ok{color:#1a7f37;font-weight:bold}.look{color:#b35900;font-weight:bold}"
     ".downloads{margin:.3rem 0}"
+    ".warn{padding:.5rem;background:#fff4e5;border-left:4px solid #b35900}"
     "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}"
     "section{break-inside:avoid}}"
 )
@@ -229,6 +231,7 @@ def index_html(
     freshness: str,
     source: str,
     table_version: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The index page: per section its headlines, downloads, open items and findings.
 
@@ -240,6 +243,8 @@ def index_html(
         source: where the data was read from (the store and the service behind it).
         table_version: the store's table version the notebooks read, when the store has
             versions (``None``: not shown).
+        warnings: what makes this report unlike a normal month (an orders file with no order
+            in the month), shown first, one box each.
 
     Returns:
         The HTML text.
@@ -265,7 +270,11 @@ def index_html(
         f"<title>Transactions report {html.escape(month)}</title>"
         f"<style>{_INDEX_CSS}</style></head><body>"
         f"<h1>Transactions report {html.escape(month)}</h1>"
-        f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
+        + "".join(
+            f'<p class="warn" role="alert"><strong>Warning:</strong> {html.escape(w)}</p>'
+            for w in mask_sentences(list(warnings), show_pii=show_pii)
+        )
+        + f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
         f'<p class="meta">Source: {html.escape(source)}{version}.</p>'
         f'<p class="meta">{html.escape(freshness)}</p>' + "".join(items) + "</body></html>\n"
     )

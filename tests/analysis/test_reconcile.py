@@ -25,6 +25,8 @@ from txkit.analysis import (
     reconcile,
     reconcile_summary,
 )
+from txkit.analysis.reconcile import read_orders_file
+from txkit.errors import DataFileError
 
 _BY_KIND = {
     "order_missing": "missing_in_orders",
@@ -313,28 +315,42 @@ def test_read_orders_parses_optional_status_and_date(tmp_path: Path) -> None:
 
 def test_read_orders_names_every_missing_column(tmp_path: Path) -> None:
     path = _write(tmp_path, "ref,total\nA,1\n")
-    with pytest.raises(ValueError, match="missing columns 'reference', 'amount', 'currency'"):
+    with pytest.raises(
+        DataFileError,
+        match=r"orders.csv, line 1: no column 'reference', 'amount', 'currency' in the header "
+        r"\(found: 'ref', 'total'\); the first line must name the columns: required reference, "
+        r"amount, currency; optional status, date",
+    ):
         read_orders(path)
 
 
-def test_read_orders_lists_unparseable_amounts_with_their_rows(tmp_path: Path) -> None:
+def test_read_orders_lists_unparseable_amounts_with_their_lines(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
         'reference,amount,currency\nA,1.00,NGN\nB,1e5,NGN\nC,"1,500.00",NGN\nD,,NGN\nE,2,NGN\n',
     )
     with pytest.raises(
-        ValueError, match=r"in 3 rows .*: rows 2, 3, 4; values '1e5', '1,500.00', None"
-    ):
+        DataFileError,
+        match=r"orders.csv, lines 3, 4 and 5: amount is empty or not a plain decimal number: "
+        r"'1e5', '1,500.00', empty; write amounts as digits with a '.' before the decimals",
+    ) as caught:
         read_orders(path)
+    assert caught.value.lines == (3, 4, 5)  # as a text editor numbers them: the header is 1
+    assert isinstance(caught.value, ValueError)
 
 
 def test_read_orders_refuses_empty_references_and_bad_dates(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="no reference in rows 2"):
+    with pytest.raises(DataFileError, match=r"line 3: no reference; every order needs"):
         read_orders(_write(tmp_path, "reference,amount,currency\nA,1,NGN\n ,2,NGN\n"))
     with pytest.raises(
-        ValueError, match="date is not YYYY-MM-DD in rows 1 .*; values '02/01/2026'"
+        DataFileError,
+        match=r"lines 2 and 3: date is not YYYY-MM-DD: '02/01/2026', '2026-13-01'; write dates",
     ):
-        read_orders(_write(tmp_path, "reference,amount,currency,date\nA,1,NGN,02/01/2026\n"))
+        read_orders(
+            _write(
+                tmp_path, "reference,amount,currency,date\nA,1,NGN,02/01/2026\nB,1,NGN,2026-13-01\n"
+            )
+        )
 
 
 def test_read_orders_reads_parquet(tmp_path: Path) -> None:
@@ -350,12 +366,251 @@ def test_read_orders_reads_parquet(tmp_path: Path) -> None:
 def test_read_orders_refuses_float_parquet_amounts(tmp_path: Path) -> None:
     path = tmp_path / "orders.pq"
     ORDERS.with_columns(pl.col("amount").cast(pl.Float64)).write_parquet(path)
-    with pytest.raises(ValueError, match="stored as Float64, which is not an exact amount"):
+    with pytest.raises(DataFileError, match="stored as Float64, which does not hold amounts"):
         read_orders(path)
 
 
 def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="unsupported file type '.xlsx'; accepted: .csv"):
+    with pytest.raises(
+        DataFileError,
+        match=r"orders.xlsx: an Excel workbook is not read .*'CSV UTF-8 \(Comma delimited\)'.*"
+        r"accepted: .csv \(CSV text, UTF-8 or Windows-1252\), .parquet \(Parquet\), .pq",
+    ):
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
-    with pytest.raises(FileNotFoundError, match="no such file"):
+    with pytest.raises(DataFileError, match=r"orders.json: files ending '.json' are not read"):
+        read_orders(_write(tmp_path, "{}", "orders.json"))
+    with pytest.raises(DataFileError, match="absent.csv: no such file"):
         read_orders(tmp_path / "absent.csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# read_orders: what a merchant's spreadsheet really holds (issue 20)
+
+
+def test_currency_codes_and_statuses_are_normalised_and_counted(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "Reference , AMOUNT,Currency,Status,date\n"
+        "A,1.00,ngn,Successful,2026-01-02\n"
+        "B,2.00, NGN ,successful,2026-01-02\n"
+        "C,3.00,NGN,  FAILED ,2026-01-02\n"
+        " D ,4.00,Usd,,2026-01-02\n",
+    )
+    orders = read_orders_file(path)
+    assert orders.frame.columns == ["reference", "amount", "currency", "status", "date"]
+    assert orders.frame["currency"].to_list() == ["NGN", "NGN", "NGN", "USD"]
+    assert orders.frame["status"].to_list() == ["successful", "successful", "failed", None]
+    assert orders.frame["reference"].to_list() == ["A", "B", "C", "D"]
+    assert orders.normalised == {"reference": 1, "currency": 3, "status": 2}
+    assert orders.notes == (
+        "normalised 3 currency codes ('ngn' read as 'NGN', ' NGN ' read as 'NGN', 'Usd' read "
+        "as 'USD'), 2 statuses ('Successful' read as 'successful', '  FAILED ' read as "
+        "'failed') and 1 references with spaces around them (' D ' read as 'D')",
+    )
+    # Matched against the export as written by the service (upper-case codes, lower-case
+    # statuses): before, 'ngn' was a currency_mismatch.
+    export = tx_frame(
+        [_collection("t1", "A", "1.00"), _collection("t4", "D", "4.00", "USD", status="failed")]
+    )
+    result = reconcile(export, orders.frame.filter(pl.col("reference").is_in(["A", "D"])))
+    assert result["category"].to_list() == ["matched", "matched"]
+
+
+def test_the_sandbox_orders_with_lower_case_codes_still_match(tmp_path: Path) -> None:
+    case = load_case(1, 0.03)
+    text = case.ledger.orders_csv().decode()
+    lines = text.splitlines()
+    lowered = [lines[0]] + [
+        ",".join(f.lower() if i == 2 else f for i, f in enumerate(line.split(",")))
+        for line in lines[1:]
+    ]
+    path = _write(tmp_path, "\n".join(lowered) + "\n")
+    orders = read_orders_file(path)
+    assert_frame_equal(orders.frame, case.ledger.orders)
+    assert orders.normalised["currency"] == case.ledger.orders.height
+
+
+def test_a_windows_1252_file_is_read_with_a_note(tmp_path: Path) -> None:
+    path = tmp_path / "orders.csv"
+    path.write_bytes(
+        "reference,amount,currency,customer\nA,1.00,NGN,Ama\nB,2.00,NGN,Zoë Müller\n".encode(
+            "cp1252"
+        )
+    )
+    with pytest.warns(UserWarning, match="read as Windows-1252"):
+        frame = read_orders(path)
+    assert frame["customer"].to_list() == ["Ama", "Zoë Müller"]
+    notes = read_orders_file(path).notes
+    assert notes == (
+        "read as Windows-1252 text, not UTF-8 (first non-UTF-8 byte on line 3); its first "
+        "non-ASCII text is on line 3: 'B,2.00,NGN,Zoë Müller': check that it reads right, or "
+        "save the file as CSV UTF-8",
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", r"orders.csv: the file is empty \(0 bytes\); export it again"),
+        (b"\xef\xbb\xbf\r\n  \r\n", r"orders.csv: holds no text, only blank lines"),
+        (
+            b"reference,amount,currency,status,date\r\n\r\n",
+            r"orders.csv: has a header \(line 1\) but no orders after it; export the orders",
+        ),
+        (
+            b"reference,amount,currency\n,,\n,,\n",
+            r"orders.csv: has a header \(line 1\) but no orders after it",
+        ),
+        (
+            # 0x81 has no character in Windows-1252: not guessed
+            b"reference,amount,currency\nA,1,NGN\nB,2,\x81NGN\n",
+            r"orders.csv, line 3: is neither UTF-8 nor Windows-1252 text \(byte 5 of the line, "
+            r"0x81\); save the file as UTF-8",
+        ),
+        (
+            b"reference,amount,currency,note\nA,1,NGN,caf\xc3\xa9\nB,2,NGN,caf\xe9\n",
+            r"orders.csv, line 3: mixes UTF-8 text with bytes that are not UTF-8 \(first at byte "
+            r"12 of the line, 0xE9\)",
+        ),
+        (
+            b"PK\x03\x04rest of a workbook",
+            r"orders.csv: is a ZIP archive \(an Excel .xlsx workbook is one\), not text; save "
+            r"the sheet as CSV",
+        ),
+        (
+            b"reference,amount,currency\nA,1,NGN\nB,2\x00,NGN\n",
+            r"orders.csv, line 3: holds a NUL byte \(byte 4 of the line\)",
+        ),
+        (
+            b"reference,amount,currency\nA,1,NGN\nB,1,500.00,NGN\nC,2,NGN\n",
+            r"orders.csv, line 3: a record has 4 field\(s\) where the header has 3; a value "
+            r"holding the delimiter must be quoted",
+        ),
+        (
+            b'reference,amount,currency\nA,1,NGN\nB,"2,NGN\nC,2,NGN\n',
+            r"orders.csv, line 3: the record starting here cannot be read as CSV",
+        ),
+        (
+            # A quoted value over two lines: the next record's line is still the editor's.
+            b'reference,amount,currency,note\nA,1,NGN,"two\nlines"\nB,x,NGN,\n',
+            r"orders.csv, line 4: amount is empty or not a plain decimal number: 'x'",
+        ),
+        (
+            b"reference,amount,currency\nA,35700.000000000000000000000000001,NGN\n",
+            r"orders.csv, line 2: amount has more than 6 decimals \(trailing zeros aside\): "
+            r"'35700.000000000000000000000000001'; no currency of the service has more, and "
+            r"amounts are never rounded: round them in the file",
+        ),
+        (
+            b"reference,amount,currency\nA,0.30000000000000004,USD\n",
+            r"line 2: amount has more than 6 decimals",
+        ),
+        (
+            b"reference,amount,currency\nA,123456789012345678901,USD\n",
+            r"line 2: amount has more than 20 digits before the decimal point",
+        ),
+        (
+            "reference,amount,currency\nA,1,\u20a6\nB,1,\n".encode(),
+            r"orders.csv, line 3: no currency; every order needs its currency code \(NGN, USD",
+        ),
+        (
+            "reference,amount,currency\nA,1,\u20a6\nB,1,N G N\n".encode(),
+            r"lines 2 and 3: currency is not a 3- or 4-letter code: '\u20a6', 'N G N'",
+        ),
+        (
+            b"reference,amount,currency,status\nA,1,NGN,paid\n",
+            r"line 2: status is not one of the service's statuses: 'paid'; accepted: ongoing, "
+            r"pending, .*; leave it empty where unknown, or remove the status column",
+        ),
+        (
+            b"reference,amount,Amount,currency\nA,1,1,NGN\n",
+            r"line 1: the header names 'amount' more than once",
+        ),
+    ],
+    ids=[
+        "empty",
+        "blank",
+        "header-only",
+        "empty-fields-only",
+        "not-cp1252",
+        "mixed-encodings",
+        "xlsx-renamed",
+        "nul",
+        "ragged",
+        "open-quote",
+        "multi-line-record",
+        "27-decimals",
+        "float-remainder",
+        "huge",
+        "no-currency",
+        "bad-currency",
+        "bad-status",
+        "duplicate-column",
+    ],
+)
+def test_every_file_error_names_the_file_the_line_and_what_to_do(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "orders.csv"
+    path.write_bytes(content)
+    with pytest.raises(DataFileError, match=message) as caught:
+        read_orders(path)
+    assert str(caught.value).startswith(f"orders file {path}")
+    assert "\n" not in str(caught.value)
+
+
+def test_trailing_zeros_beyond_six_decimals_are_not_decimals(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "reference,amount,currency\nA,35700.000000000000000000000000,NGN\nB,0.123456,USDT\n",
+    )
+    frame = read_orders(path)
+    assert frame.schema["amount"] == pl.Decimal(38, 6)
+    assert frame["amount"].to_list() == [Decimal("35700"), Decimal("0.123456")]
+
+
+def test_semicolons_utf16_and_empty_lines_are_read(tmp_path: Path) -> None:
+    semi = tmp_path / "semi.csv"
+    semi.write_bytes(
+        b"\xef\xbb\xbfReference;Amount;Currency\r\nA;1.50;NGN\r\n;;\r\n\r\nB;2;NGN\r\n"
+    )
+    orders = read_orders_file(semi)
+    assert orders.frame["amount"].to_list() == [Decimal("1.50"), Decimal("2.00")]
+    assert orders.notes == ("columns separated by semicolons", "1 line(s) of empty fields skipped")
+    utf16 = tmp_path / "unicode.csv"
+    utf16.write_bytes("reference\tamount\tcurrency\r\nA\t1\tNGN\r\n".encode("utf-16"))
+    orders = read_orders_file(utf16)
+    assert orders.frame["reference"].to_list() == ["A"]
+    assert orders.notes[0].startswith("read as UTF-16 text")
+
+
+def test_parquet_errors_name_rows_and_decimals_are_proven_exact(tmp_path: Path) -> None:
+    path = tmp_path / "orders.parquet"
+    wide = pl.DataFrame(
+        {"reference": ["A", "B"], "amount": ["1.5", "2.25"], "currency": ["ngn", "NGN"]}
+    ).with_columns(pl.col("amount").cast(pl.Decimal(38, 10)))
+    wide.write_parquet(path)
+    orders = read_orders_file(path)
+    assert orders.frame.schema["amount"] == pl.Decimal(38, 2)  # the scale the values need
+    assert orders.frame["amount"].to_list() == [Decimal("1.50"), Decimal("2.25")]
+    assert orders.normalised["currency"] == 1
+    wide.with_columns(
+        pl.Series("amount", [Decimal("1.5"), Decimal("0.0000001")], dtype=pl.Decimal(38, 10))
+    ).write_parquet(path)
+    with pytest.raises(DataFileError, match=r"row 2: amount has more than 6 decimals"):
+        read_orders(path)
+    wide.head(0).write_parquet(path)
+    with pytest.raises(DataFileError, match=r"orders.parquet: holds no orders \(0 rows\)"):
+        read_orders(path)
+    path.write_bytes(b"PAR1 but not really")
+    with pytest.raises(DataFileError, match=r"orders.parquet: cannot be read as Parquet"):
+        read_orders(path)
+
+
+def test_file_errors_pickle_and_never_hold_the_key(tmp_path: Path) -> None:
+    import pickle
+
+    error = DataFileError(tmp_path / "o.csv", "bad", "fix it", lines=[3, 4], what="orders file")
+    again = pickle.loads(pickle.dumps(error))
+    assert str(again) == str(error) and again.lines == (3, 4)
+    assert str(error).endswith("o.csv, lines 3 and 4: bad; fix it")

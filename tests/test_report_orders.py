@@ -1,0 +1,192 @@
+"""``txkit report --orders FILE`` with the files merchants really export (issue 20).
+
+Every problem with the orders file stops the report before the sync and before any notebook
+kernel starts, naming the file, the line and what to do; currency codes and statuses written
+otherwise (``ngn``, ``Successful``) are normalised and counted; a month without orders is a
+warning on the page and the index, not a normal-looking report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.factories import run_cli
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MONTH = "2026-10"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the default sandbox's written files (orders.csv, ground_truth.json), as
+    ``txkit report`` finds them in ``data/sandbox/cache``."""
+    from txkit.source import sandbox_files
+
+    folder = tmp_path_factory.mktemp("report-orders")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TXKIT_DATA_DIR", str(folder / "data"))
+        files = sandbox_files()
+    (folder / "sandbox-files").symlink_to(files)
+    return folder
+
+
+def _sandbox_orders(workdir: Path) -> pl.DataFrame:
+    return pl.read_csv(workdir / "sandbox-files/orders.csv", infer_schema=False)
+
+
+def _report(workdir: Path, orders: Path, out: str) -> tuple[int, str, str]:
+    done = run_cli(
+        "report", "--month", MONTH, "--orders", str(orders), "--notebooks", str(NOTEBOOKS),
+        "--out", out, cwd=workdir, timeout=600,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def _text(page: str) -> str:
+    import html
+
+    page = re.sub(r"<style.*?</style>|<script.*?</script>", "", page, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+def test_lower_case_currencies_and_capitalised_statuses_still_match(workdir: Path) -> None:
+    """Before: 5,258 of October's references were currency mismatches."""
+    orders = _sandbox_orders(workdir).with_columns(
+        pl.col("currency").str.to_lowercase(),
+        pl.col("status").str.to_titlecase(),  # Successful, Failed, ...
+    )
+    path = workdir / "orders-lower.csv"
+    orders.write_csv(path)
+    code, out, err = _report(workdir, path, "lower")
+    assert code == 0, err
+    # The load line says what was done, with counts, on the terminal and on the page.
+    normalised = (
+        f"normalised {orders.height:,} currency codes ('ngn' read as 'NGN', 'ghs' read as "
+        f"'GHS', 'kes' read as 'KES') and {orders.height:,} statuses"
+    )
+    assert f"orders: orders file {path}" in out and normalised in out
+    folder = workdir / f"lower/{MONTH}"
+    assert normalised in _text((folder / "02_reconciliation.html").read_text())
+    # Exactly the planted currency discrepancies of the month remain, not every reference.
+    truth = json.loads((workdir / "sandbox-files/ground_truth.json").read_text())
+    planted = {
+        a["reference"]
+        for a in truth["anomalies"]
+        if a["kind"] == "order_currency" and a["createdAt"].startswith(MONTH)
+    }
+    mismatches = pl.read_csv(folder / "reconciliation_mismatches.csv", infer_schema=False)
+    currency = mismatches.filter(pl.col("category") == "currency_mismatch")
+    assert planted and set(currency["reference"]) == planted
+    assert mismatches.filter(pl.col("category") == "status_mismatch").height < 20
+    report = json.loads((folder / "report.json").read_text())
+    assert report["orders"]["in_month"] > 5000 and report["orders"]["warnings"] == []
+    assert report["reproduce"].endswith(f"--orders {path}")
+
+
+def test_a_month_without_orders_is_a_warning_on_the_page_and_the_index(workdir: Path) -> None:
+    orders = _sandbox_orders(workdir).filter(~pl.col("date").str.starts_with(MONTH))
+    path = workdir / "orders-without-october.csv"
+    orders.write_csv(path)
+    code, _, err = _report(workdir, path, "without")
+    assert code == 0, err
+    warning = (
+        f"No order is dated in {MONTH} in orders file {path} (its {orders.height:,} orders are "
+        f"dated 2025-11-01 to 2026-09-30): every collection of {MONTH} shows as "
+        "missing_in_orders"
+    )
+    assert f"txkit: WARNING: report: {warning}" in err
+    folder = workdir / f"without/{MONTH}"
+    index = (folder / "index.html").read_text()
+    # First thing on the index, in a warning box; the reconciliation's headline says look.
+    assert re.search(r"<h1>[^<]*</h1><p class=\"warn\" role=\"alert\"><strong>Warning:", index)
+    text = _text(index)
+    assert f"Warning: {warning}" in text
+    assert (
+        "Orders in the month (the merchant's file) 0 the file's orders are dated 2025-11-01 "
+        "to 2026-09-30 look at this"
+    ) in text
+    page = _text((folder / "02_reconciliation.html").read_text())
+    assert f"Warning: {warning}" in page
+    executed = (folder / "02_reconciliation.ipynb").read_text()
+    assert "**Warning:** No order is dated" in executed
+    assert json.loads((folder / "report.json").read_text())["orders"]["in_month"] == 0
+
+
+_BAD_FILES = {
+    "empty": ("orders.csv", b"", "orders.csv: the file is empty (0 bytes); export it again"),
+    "header-only": (
+        "orders.csv",
+        b"reference,amount,currency,status,date\n",
+        "orders.csv: has a header (line 1) but no orders after it",
+    ),
+    "not-windows-1252": (
+        "orders.csv",
+        b"reference,amount,currency\nA,1.00,NGN\nB,2.00,NGN\x81\n",
+        "orders.csv, line 3: is neither UTF-8 nor Windows-1252 text (byte 11 of the line, "
+        "0x81); save the file as UTF-8",
+    ),
+    "27-decimals": (
+        "orders.csv",
+        b"reference,amount,currency,date\nA,1.00,NGN,2026-10-01\n"
+        b"B,12.123456789012345678901234567,USDT,2026-10-01\n",
+        "orders.csv, line 3: amount has more than 6 decimals (trailing zeros aside): "
+        "'12.123456789012345678901234567'; no currency of the service has more",
+    ),
+    "not-a-number": (
+        "orders.csv",
+        b"reference,amount,currency\nA,1.00,NGN\nB,N/A,NGN\n",
+        "orders.csv, line 3: amount is empty or not a plain decimal number: 'N/A'; write "
+        "amounts as digits",
+    ),
+    "bad-date": (
+        "orders.csv",
+        b"reference,amount,currency,date\nA,1.00,NGN,31/10/2026\n",
+        "orders.csv, line 2: date is not YYYY-MM-DD: '31/10/2026'; write dates as YYYY-MM-DD",
+    ),
+    "missing-columns": (
+        "orders.csv",
+        b"Order ID,Total,currency\nA,1.00,NGN\n",
+        "orders.csv, line 1: no column 'reference', 'amount' in the header (found: "
+        "'Order ID', 'Total', 'currency'); the first line must name the columns: required "
+        "reference, amount, currency; optional status, date",
+    ),
+    "xlsx": (
+        "orders.xlsx",
+        b"PK\x03\x04 a workbook",
+        "orders.xlsx: an Excel workbook is not read (its amounts are binary floating-point "
+        "numbers, not the digits shown); save the sheet as CSV (Excel: File > Save As > 'CSV "
+        "UTF-8 (Comma delimited)'",
+    ),
+    "workbook-renamed-csv": (
+        "orders.csv",
+        b"PK\x03\x04 a workbook",
+        "orders.csv: is a ZIP archive (an Excel .xlsx workbook is one), not text",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_BAD_FILES))
+def test_a_bad_orders_file_stops_the_report_before_the_sync_and_the_kernels(
+    tmp_path: Path, case: str
+) -> None:
+    name, content, message = _BAD_FILES[case]
+    path = tmp_path / name
+    path.write_bytes(content)
+    done = run_cli(
+        "report", "--month", MONTH, "--orders", name, "--notebooks", str(NOTEBOOKS),
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr  # the user's own input, like a bad argument
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert lines[0].startswith(f"txkit: error: orders file {path}")
+    assert message in lines[0]
+    # Nothing was synced, nothing was started: no store, no sandbox, no report folder.
+    assert "source:" not in done.stdout
+    assert not (tmp_path / "data").exists() and not (tmp_path / "reports").exists()
