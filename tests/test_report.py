@@ -445,6 +445,12 @@ def test_kernel_leftovers_of_earlier_versions_are_cleaned(tmp_path: Path) -> Non
     (dead_folder / ".owner-pid").write_text(str(_dead_pid()))
     (dead_folder / "01_explore.json").write_text("{}")
     kernel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(busy)])
+    # Right after exec, /proc/PID/cmdline can read empty for a moment: wait until the kernel
+    # stand-in names its file, as a kernel that has been running would.
+    cmdline = Path(f"/proc/{kernel.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while str(busy).encode() not in cmdline.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         lines = clean_kernel_folders(tmp_path)
     finally:
