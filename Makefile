@@ -23,12 +23,12 @@ report: $(STAMP)
 	$(BIN)/txkit report --month $(MONTH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check txkit tests benchmarks tools
-	$(BIN)/ruff format --check txkit tests benchmarks tools
+	$(BIN)/ruff check conftest.py txkit tests benchmarks tools
+	$(BIN)/ruff format --check conftest.py txkit tests benchmarks tools
 
 format: $(STAMP)
-	$(BIN)/ruff format txkit tests benchmarks tools
-	$(BIN)/ruff check --fix txkit tests benchmarks tools
+	$(BIN)/ruff format conftest.py txkit tests benchmarks tools
+	$(BIN)/ruff check --fix conftest.py txkit tests benchmarks tools
 
 test: lint
 	$(SANDBOX_ENV) $(BIN)/python -m pytest --nbval tests notebooks \

@@ -12,27 +12,19 @@ from datetime import UTC, date, datetime
 import pytest
 
 import txkit
+from tests.exports import connect, expected_ids, export_cli
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
-from tests.test_load import connect, expected_ids
+from tests.hostile import HostileServer, Reply, Seen
 from txkit.errors import IncompleteExportError
-from txkit.sandbox import Sandbox, generate_ledger
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    # Small: the bound matrix alone runs 60 exports.
-    with Sandbox(ledger=generate_ledger(seed=11, records=2_500)) as box:
-        yield box
+from txkit.sandbox import Sandbox
 
 
 @pytest.fixture
-def box(sandbox: Sandbox) -> Iterator[Sandbox]:
-    sandbox.faults = None
-    sandbox.reset()
-    yield sandbox
-    sandbox.faults = None
-    sandbox.reset()
+def box(sandboxes) -> Iterator[Sandbox]:
+    """The run's sandbox of this ledger, with faults off and its data restored around the test."""
+    # Small: the bound matrix alone runs 60 exports.
+    with sandboxes.clean(seed=11, records=2_500) as shared:
+        yield shared
 
 
 BOUNDS = ["inclusive", "exclusive", "start_exclusive", "end_exclusive"]
@@ -149,7 +141,7 @@ def test_a_profile_for_another_service_is_ignored_with_a_warning(box: Sandbox, t
     assert not stats.notes
 
 
-def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:  # noqa: F811
+def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:
     """A service whose every answer holds one record fewer than its total: no window, however
     small, can add up, and the export says so instead of returning short."""
     requests = {"n": 0}
@@ -193,10 +185,8 @@ def test_a_day_above_the_offset_cap_fails_naming_the_day_and_the_cap(
 
 
 def test_the_cap_found_is_in_the_cli_summary(box: Sandbox, tmp_path) -> None:
-    from tests.test_load import _cli
-
     box.faults = "max_skip=1000,max_skip_mode=empty"
-    done = _cli(box, "export", "--page-size", "200", "-o", "all.parquet", cwd=tmp_path)
+    done = export_cli(box, "export", "--page-size", "200", "-o", "all.parquet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "; max skip 1,000; " in done.stdout and "date windows" in done.stdout
 
