@@ -108,8 +108,14 @@ def test_status_filter(client: httpx.Client, records: list[dict], status: str) -
 
 @pytest.mark.parametrize("currency", CURRENCIES)
 def test_currency_filter_matches_to_currency(
-    client: httpx.Client, records: list[dict], currency: str
+    every_currency: tuple[httpx.Client, list[dict]], currency: str
 ) -> None:
+    """Every accepted currency has records here (the generator's five, and three planted in
+    each of the others), so the filter is checked to find them, not merely to find nothing."""
+    client, records = every_currency
+    expected = brute_force(records, currency=currency)
+    assert expected, f"no {currency} record to filter"
+    assert len(expected) < len(records)  # and the others are left out
     _check(client, records, {"currency": currency})
 
 
