@@ -58,6 +58,7 @@ def test_the_store_uses_the_same_rule() -> None:
     assert _merge(newer_stored, _copy("pending", EARLY))["status"].to_list() == ["successful"]
 
 
+@pytest.mark.slow
 def test_loader_keeps_successful_over_an_earlier_pending_copy_with_the_same_updated_at(
     hostile_server,
 ) -> None:

@@ -80,6 +80,7 @@ HOSTILE_VALUES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", HOSTILE_VALUES)
 @pytest.mark.parametrize(
     "name", [*NUMBER_FIELDS, "isManual", "status", "createdAt", "customNotifyEmails", "disputes"]
@@ -113,6 +114,7 @@ def test_a_bare_string_is_not_wrapped_into_a_list() -> None:
     assert info.value.field == "customNotifyEmails"
 
 
+@pytest.mark.slow
 def test_to_amount_true_fails_over_http(hostile_server) -> None:
     body = _with_token("toAmount", "true")
     server: HostileServer = hostile_server(lambda r: _json(body))
@@ -139,6 +141,7 @@ def test_deep_nesting_is_a_one_line_error_on_every_path() -> None:
         decode_page(_with_token("riskModel", nested_objects))
 
 
+@pytest.mark.slow
 def test_an_implausible_total_fails_before_anything_is_sized_from_it(
     hostile_server,
     monkeypatch: pytest.MonkeyPatch,
@@ -212,6 +215,7 @@ def _serve_pages(bodies: list[bytes]) -> Any:
     return respond
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", ODD_TOKENS)
 def test_odd_money_tokens_are_kept_exactly_over_http(hostile_server, token: str) -> None:
     body = _with_token("toAmount", token)
@@ -226,6 +230,7 @@ def test_odd_money_tokens_are_kept_exactly_over_http(hostile_server, token: str)
     assert df.filter(pl.col("id") == record(0)["id"])["toAmount"].item() == Decimal("125000.5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", ODD_TOKENS)
 def test_odd_tokens_where_the_column_cannot_hold_them_name_the_token(
     hostile_server,
@@ -292,6 +297,7 @@ def test_extra_envelope_keys_do_not_hide_an_unknown_record_key() -> None:
     assert raw.exact and frame["riskScore"].to_list() == [None, 3]
 
 
+@pytest.mark.slow
 def test_extra_envelope_keys_over_http_take_no_exact_page(hostile_server) -> None:
     bodies = [
         _extra_envelope(page([record(i * 3 + k) for k in range(3)], total=9)) for i in range(3)
@@ -314,6 +320,7 @@ def test_a_wider_scale_on_one_page_leaves_room_for_the_others_or_fails_naming_th
     assert sorted(df["toAmount"].to_list())[-1] == Decimal("1" + "0" * 20)
 
 
+@pytest.mark.slow
 def test_sandbox_envelope_extras_keep_every_page_on_the_fast_path() -> None:
     from txkit.sandbox import Sandbox, generate_ledger
 

@@ -50,6 +50,7 @@ FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "filters", FILTERS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "all"
 )
@@ -59,6 +60,7 @@ def test_filters_match_brute_force(box: Sandbox, filters: dict) -> None:
     assert df["id"].to_list() == expected_ids(box, **filters)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 3, 8])
 def test_pages_in_flight_are_bounded_when_decoding_is_slow(
     box: Sandbox, monkeypatch: pytest.MonkeyPatch, concurrency: int
@@ -99,6 +101,7 @@ def test_pages_in_flight_are_bounded_when_decoding_is_slow(
     assert df["id"].to_list() == expected_ids(box)
 
 
+@pytest.mark.slow
 def test_frame_shape_types_and_exact_money(box: Sandbox) -> None:
     stats = txkit.ExportStats()
     with connect(box) as client:
@@ -153,6 +156,7 @@ def test_fault_modes_complete_exactly(box: Sandbox, spec: str) -> None:
     assert df["id"].to_list() == expected_ids(box)
 
 
+@pytest.mark.slow
 def test_slow_responses_are_retried_after_timeout(box: Sandbox) -> None:
     box.faults = "slow=0.3,slow_seconds=1.5,fault_seed=2"
     with connect(box, timeout=0.5) as client:
@@ -161,6 +165,7 @@ def test_slow_responses_are_retried_after_timeout(box: Sandbox) -> None:
     assert df["id"].to_list() == expected_ids(box, status=["successful"], currency=["USD"])
 
 
+@pytest.mark.slow
 def test_records_arriving_during_export(box: Sandbox) -> None:
     box.faults = "arrivals=25"
     with connect(box) as client:
@@ -171,6 +176,7 @@ def test_records_arriving_during_export(box: Sandbox) -> None:
     assert df.height == len(box.served_records())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [None, ["pending", "processing", "verified", "ongoing"]])
 def test_status_changes_during_export(box: Sandbox, status: list[str] | None) -> None:
     before = {r["id"]: r["status"] for r in box.served_records()}
@@ -187,6 +193,7 @@ def test_status_changes_during_export(box: Sandbox, status: list[str] | None) ->
             assert got in status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec",
     [
@@ -255,12 +262,14 @@ def test_bad_input_is_rejected_before_any_request(
     assert box.request_count == before
 
 
+@pytest.mark.slow
 def test_case_and_lists_are_normalised(box: Sandbox) -> None:
     with connect(box) as client:
         df = txkit.load_transactions(client, status=["SUCCESSFUL"], currency=["ngn", "NGN"])
     assert df["id"].to_list() == expected_ids(box, status=["successful"], currency=["NGN"])
 
 
+@pytest.mark.slow
 def test_verified_pager_survives_a_silent_cap(box: Sandbox) -> None:
     box.faults = "cap=70"
     stats = ExportStats()
@@ -307,6 +316,7 @@ def test_secret_key_never_leaks(
     assert box.secret_key.encode() not in out.read_bytes()
 
 
+@pytest.mark.slow
 def test_cli_export_parquet_and_csv(box: Sandbox, tmp_path: Path) -> None:
     args = ["--status", "successful,failed", "--currency", "NGN", "--start", "2026-03-01"]
     args += ["--end", "2026-03-31"]

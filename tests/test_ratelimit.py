@@ -97,6 +97,7 @@ def test_long_retry_after_pauses_every_worker() -> None:
     assert clock.now - start >= 20.0
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # an upper bound on the time waited
 @pytest.mark.parametrize(
     "header",
@@ -163,6 +164,7 @@ def test_shared_budget_against_a_token_bucket() -> None:
     assert shares[True] <= 0.3 and shares[True] < shares[False]
 
 
+@pytest.mark.slow
 def test_retry_after_garbage_in_the_cli_is_exit_1_not_2(tmp_path: Path) -> None:
     reply = json_reply({"success": False, "message": "Too many"}, 429, **{"Retry-After": "soon"})
     with HostileServer(lambda seen: reply) as server:
@@ -186,6 +188,7 @@ def test_retry_after_garbage_in_the_cli_is_exit_1_not_2(tmp_path: Path) -> None:
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_retry_after_too_long_fails_with_rate_limited() -> None:
     reply = json_reply({"success": False, "message": "quota"}, 429, **{"Retry-After": "86400"})
     with (

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import invoke_cli
 from txkit import Client, load_transactions
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_manifests, read_state, scan_store, sync, sync_needed
@@ -53,9 +53,10 @@ def ledger():
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_cli(*args, cwd=cwd)
+    return invoke_cli(*args, cwd=cwd)
 
 
+@pytest.mark.slow
 def test_an_old_store_is_refused_then_migrated(ledger, tmp_path: Path) -> None:
     store = tmp_path / "old"
     with (

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from txkit import Client
 from txkit.report import _summary_of, run_report
@@ -20,6 +21,7 @@ def summary(out: Path) -> list[str]:
     return _summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
 
 
+@pytest.mark.report
 def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
     tmp_path: Path,
 ) -> None:
