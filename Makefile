@@ -38,7 +38,7 @@ JOBS ?= 2
 PYTEST := $(SANDBOX_ENV) $(BIN)/python -m pytest
 
 test: lint
-	$(PYTEST) -m "not serial" -n $(JOBS) --dist loadgroup --durations=20 \
+	$(PYTEST) -m "not serial" -n $(JOBS) --durations=20 \
 		--nbval tests notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 	$(PYTEST) -m serial --durations=10 tests
 

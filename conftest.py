@@ -17,8 +17,8 @@ What lives here, and why:
   another having run first.
 * Markers (registered in ``pyproject.toml``): ``slow``, ``report``, ``s3``, ``serial``. The
   default run (``pytest``) leaves out ``slow``; ``make test`` runs everything: the parallel
-  pass (``-n 2``), then the ``serial`` tests alone. The notebooks' cells are grouped per
-  notebook (``xdist_group``), so one worker runs a notebook's cells in order in one kernel.
+  pass (``-n 2``), then the ``serial`` tests alone. With pytest-xdist a notebook's cells go to
+  one worker together, in order, for its one kernel (``pytest_xdist_make_scheduler``).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -87,18 +88,34 @@ def _reorder(items: list[pytest.Item], rng: random.Random | None) -> list[pytest
     return ordered
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if _is_notebook_cell(item):
+        item.add_marker(pytest.mark.slow)
+    elif "session_report" in getattr(item, "fixturenames", ()):
+        # A test that reads the shared report is a report test, whatever it says.
+        item.add_marker(pytest.mark.report)
+        item.add_marker(pytest.mark.slow)
+    elif item.get_closest_marker("report") or item.get_closest_marker("s3"):
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Tests one by one to whichever worker is free, except a notebook's cells: all on one
+    worker, in order (they share one kernel). (pytest-xdist's own loadgroup cannot do it
+    under pytest 9.2: it renames items through ``item._nodeid``, which pytest no longer
+    reads, so the cells were spread over both workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksWhole(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") else nodeid
+
+    return NotebooksWhole(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if _is_notebook_cell(item):
-            item.add_marker(pytest.mark.xdist_group(f"notebook-{item.path.stem}"))
-            item.add_marker(pytest.mark.slow)
-        elif "session_report" in getattr(item, "fixturenames", ()):
-            # A test that reads the shared report is a report test, whatever it says.
-            item.add_marker(pytest.mark.report)
-            item.add_marker(pytest.mark.slow)
-        elif item.get_closest_marker("report") or item.get_closest_marker("s3"):
-            item.add_marker(pytest.mark.slow)
     shuffle = config.getoption("--shuffle")
     if config.getoption("--reverse"):
         items[:] = _reorder(items, None)
@@ -190,34 +207,79 @@ def _shared_root(factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+def _build_session_report(root: Path, env: dict[str, str]) -> None:
+    """Run the shared report into ``root`` unless it is there (under a lock: one builder)."""
+    workdir, done = root / "session-report", root / "session-report.json"
+    with (root / "session-report.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            return
+        shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
+        workdir.mkdir()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "txkit.cli", "report", "--month", REPORT_MONTH,
+             "--notebooks", str(NOTEBOOKS)],
+            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        _running.append(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        outcome = {"returncode": proc.returncode, "stdout": stdout, "stderr": stderr}
+        tmp = done.with_suffix(".tmp")
+        tmp.write_text(json.dumps(outcome))
+        os.replace(tmp, done)
+
+
+#: The shared report's process while it runs (killed if the run ends first).
+_running: list[subprocess.Popen[str]] = []
+_builder: list[threading.Thread] = []
+
+
+@pytest.hookimpl(trylast=True)  # after the deselection by markers
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared report in the background as soon as a selected test will read it (on
+    the first xdist worker only), so no worker sits idle waiting for it later."""
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or session.config.option.collectonly:
+        return
+    if not any("session_report" in getattr(i, "fixturenames", ()) for i in session.items):
+        return
+    from tests.factories import cli_env
+
+    root = _shared_root(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+    # The environment is taken now, before any test changes this process's.
+    builder = threading.Thread(
+        target=_build_session_report, args=(root, cli_env()), name="session-report", daemon=True
+    )
+    builder.start()
+    _builder.append(builder)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for proc in _running:
+        if proc.poll() is None:
+            proc.kill()
+
+
 @pytest.fixture(scope="session")
 def session_report(tmp_path_factory: pytest.TempPathFactory) -> SessionReport:
     """The one report of the run: ``txkit report --month 2026-10`` in a fresh working folder,
     as an analyst runs it (a subprocess: its stderr holds the kernels' output too).
 
     Tests read it and must not change anything in it; a test that needs to change a report
-    runs its own. Built once per run under a file lock (pytest-xdist workers share it).
+    runs its own. Built once per run under a file lock (pytest-xdist workers share it),
+    started in the background when the collection shows a test will need it.
     """
-    root = _shared_root(tmp_path_factory)
-    workdir = root / "session-report"
-    done = root / "session-report.json"
-    with (root / "session-report.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not done.exists():
-            shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
-            workdir.mkdir()
-            from tests.factories import cli_env
+    from tests.factories import cli_env
 
-            ran = subprocess.run(
-                [sys.executable, "-m", "txkit.cli", "report", "--month", REPORT_MONTH,
-                 "--notebooks", str(NOTEBOOKS)],
-                cwd=workdir, env=cli_env(), capture_output=True, text=True, timeout=900,
-            )  # fmt: skip
-            outcome = {"returncode": ran.returncode, "stdout": ran.stdout, "stderr": ran.stderr}
-            tmp = done.with_suffix(".tmp")
-            tmp.write_text(json.dumps(outcome))
-            os.replace(tmp, done)
-    outcome = json.loads(done.read_text())
-    report = SessionReport(workdir, **outcome)
+    root = _shared_root(tmp_path_factory)
+    for builder in _builder:
+        builder.join()
+    _build_session_report(root, cli_env())  # waits for, or does, the build
+    outcome = json.loads((root / "session-report.json").read_text())
+    report = SessionReport(root / "session-report", **outcome)
     assert report.returncode == 0, report.stderr
     return report

@@ -1,8 +1,9 @@
 """``txkit report`` end to end on the embedded sandbox, as an analyst runs it.
 
 Tests that only read a report read the run's one report (the ``session_report`` fixture of the
-root ``conftest.py``); tests that change a report, or need another month or a killed one, run
-their own in their own folder, with only the notebooks they need.
+root ``conftest.py``, a real ``txkit`` process whose stderr holds the kernels' output too);
+tests that change a report, or need another month or a killed one, run their own in their own
+folder, with only the notebooks they need, in-process unless a process is the point.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own (for the killed report, which needs one)."""
     return run_cli(*args, cwd=cwd, timeout=600)
 
 
@@ -81,10 +83,10 @@ def test_report_renders_every_notebook_with_its_summary(session_report: SessionR
 @pytest.mark.report
 def test_rerun_of_a_closed_month_sends_no_request(tmp_path: Path) -> None:
     books = some_notebooks(tmp_path / "books", "01_explore")  # the sync is the same for all
-    first = run("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
+    first = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "source: the embedded sandbox" in first.stdout  # the first one did fetch
-    again = run("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
+    again = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "store up to date, no request sent" in again.stdout
     assert "source:" not in again.stdout  # no sandbox, no service: nothing was contacted
@@ -94,7 +96,7 @@ def test_rerun_of_a_closed_month_sends_no_request(tmp_path: Path) -> None:
 def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path: Path) -> None:
     workdir = tmp_path
     books = some_notebooks(workdir / "broken-notebooks", "01_explore")
-    good = run(
+    good = invoke_cli(
         "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
     )
     assert good.returncode == 0, good.stderr
@@ -110,7 +112,9 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path
         }
     )
     (books / "02_broken.ipynb").write_text(json.dumps(nb))
-    bad = run("report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir)
+    bad = invoke_cli(
+        "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
+    )
     assert bad.returncode == 1
     assert "02_broken.ipynb failed at cell" in bad.stderr and "planted failure" in bad.stderr
     assert (workdir / "r2/2026-05/index.html").read_text() == before
@@ -240,7 +244,7 @@ def test_open_items_across_two_months(session_report: SessionReport, tmp_path: P
     shutil.copytree(session_report.workdir / "data", workdir / "data")
     books = some_notebooks(workdir / "books", "02_reconciliation")
     out = workdir / "r-open"
-    first = run(
+    first = invoke_cli(
         "report", "--month", "2026-09", "--notebooks", str(books), "--out", str(out),
         cwd=workdir,
     )  # fmt: skip
@@ -254,7 +258,7 @@ def test_open_items_across_two_months(session_report: SessionReport, tmp_path: P
     september[carried] = "2026-08"  # still open in October, first seen in August
     september["TXK-PLANTED-GONE:amount_mismatch"] = "2026-07"  # resolved in October
     manifest.write_text(json.dumps(entries))
-    second = run(
+    second = invoke_cli(
         "report", "--month", "2026-10", "--notebooks", str(books), "--out", str(out),
         cwd=workdir,
     )  # fmt: skip
@@ -304,7 +308,7 @@ def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxe
     assert status.returncode == 0, status.stderr
     assert "2026-09: partial (20 day(s) never fetched)" in status.stdout
     assert "source the embedded sandbox" in status.stdout
-    report = run("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
+    report = invoke_cli("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "2026-09: gap" in report.stdout
     manifest = read_manifests(tmp_path / "data/store/sandbox")["2026-09"]

@@ -15,7 +15,7 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.factories import invoke_cli, run_cli
+from tests.factories import invoke_cli
 from txkit import Client
 from txkit.store import (
     StoreLockedError,
@@ -124,15 +124,15 @@ def test_cli_sync_report_and_status_on_s3(aws: dict[str, str], tmp_path: Path) -
     shutil.copy(ROOT / "notebooks/01_explore.ipynb", books)
     store = "s3://txkit/cli-store"
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, cwd=tmp_path, env=aws, timeout=600)
-
     done = invoke_cli(
         "sync", "--store", store, "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path,
         env=aws,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    report = run("report", "--month", "2026-10", "--store", store, "--notebooks", str(books))
+    report = invoke_cli(
+        "report", "--month", "2026-10", "--store", store, "--notebooks", str(books), cwd=tmp_path,
+        env=aws,
+    )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "2026-09: full" in report.stdout  # the month before, for the balance history
     page = (tmp_path / "reports/2026-10/index.html").read_text()
