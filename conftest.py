@@ -8,9 +8,10 @@ What lives here, and why:
   shared sandbox's faults or data takes it through ``sandboxes.clean(...)`` (or a module's
   ``box`` fixture built on it): faults off and data restored before and after the test.
 * ``session_report``: one ``txkit report --month 2026-10`` on the embedded sandbox, run once
-  and read by every test that only reads a report. With pytest-xdist each worker is its own
-  session: the first worker to ask builds it under a file lock in the run's shared temporary
-  folder, the other reuses it, so the report runs once per run.
+  and read by every test that only reads a report. It starts in the background as soon as the
+  collection shows a selected test will read it. With pytest-xdist each worker is its own
+  session: the report is built once, under a file lock in the run's shared temporary folder,
+  and both workers read it.
 * ``hostile_server``: scripted HTTP servers for one test (:mod:`tests.hostile`).
 * ``--reverse`` / ``--shuffle SEED``: run the tests in reverse or random order (modules and the
   tests within them; a notebook's cells keep their order), to show that no test depends on

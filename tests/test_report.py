@@ -105,6 +105,7 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path
     nb["cells"].append(
         {
             "cell_type": "code",
+            "id": "planted-failure",
             "execution_count": None,
             "metadata": {},
             "outputs": [],
