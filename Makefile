@@ -9,7 +9,7 @@ MONTH ?= 2026-10
 # Notebooks and tests run on the embedded sandbox: no real key, no progress bars in outputs.
 SANDBOX_ENV := env -u TXKIT_SECRET_KEY -u TXKIT_BASE_URL TXKIT_PROGRESS=0
 
-.PHONY: install report test lint format notebooks bench clean
+.PHONY: install report test test-fast lint format notebooks bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,16 +23,27 @@ report: $(STAMP)
 	$(BIN)/txkit report --month $(MONTH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check txkit tests benchmarks tools
-	$(BIN)/ruff format --check txkit tests benchmarks tools
+	$(BIN)/ruff check conftest.py txkit tests benchmarks tools
+	$(BIN)/ruff format --check conftest.py txkit tests benchmarks tools
 
 format: $(STAMP)
-	$(BIN)/ruff format txkit tests benchmarks tools
-	$(BIN)/ruff check --fix txkit tests benchmarks tools
+	$(BIN)/ruff format conftest.py txkit tests benchmarks tools
+	$(BIN)/ruff check --fix conftest.py txkit tests benchmarks tools
+
+# Every test and notebook in two passes (each prints its slowest tests): what is safe in
+# parallel on $(JOBS) workers (a notebook's cells stay on one worker, in order), then the tests
+# marked serial alone (they hold ports, measure rates or times, or kill processes).
+# `pytest` alone (no options) is the quick inner loop: it leaves out the slow tests.
+JOBS ?= 2
+PYTEST := $(SANDBOX_ENV) $(BIN)/python -m pytest
 
 test: lint
-	$(SANDBOX_ENV) $(BIN)/python -m pytest --nbval tests notebooks \
-		--nbval-sanitize-with notebooks/nbval_sanitize.cfg
+	$(PYTEST) -m "not serial" -n $(JOBS) --durations=20 \
+		--nbval tests notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg
+	$(PYTEST) -m serial --durations=10 tests
+
+test-fast: $(STAMP)
+	$(PYTEST)
 
 # Edit notebooks/NN_topic.py (or the .ipynb in JupyterLab), then re-run them all on the sandbox
 # seed and commit both files of each pair.

@@ -1,18 +1,51 @@
-"""Hand-written records and pages for unit tests (the sandbox provides realistic ones), and
-the one way tests run the CLI."""
+"""Hand-written records and pages for unit tests (the sandbox provides realistic ones), the
+run's ledger cache, and the two ways tests run the CLI: :func:`run_cli` (a real process) and
+:func:`invoke_cli` (in this process)."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
 import json
+import logging
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class Ledgers:
+    """Generated ledgers, one per settings (``generate_ledger``'s arguments), made once per
+    process (the 60,000-record default costs 2.4 s of CPU each time).
+
+    The ledgers are shared: read them, never change them (a sandbox serving one copies what
+    it edits, and arrivals are computed, not stored).
+    """
+
+    def __init__(self) -> None:
+        self._made: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def __call__(self, **settings: Any) -> Any:
+        import inspect
+
+        from txkit.sandbox import generate_ledger
+
+        bound = inspect.signature(generate_ledger).bind(**settings)
+        bound.apply_defaults()  # seed=7 and seed=7, records=20_000 are one ledger
+        key = tuple(sorted(bound.arguments.items()))
+        if key not in self._made:
+            self._made[key] = generate_ledger(**bound.arguments)
+        return self._made[key]
+
+
+#: The process's ledgers (the root conftest's ``ledgers`` fixture hands out this one).
+LEDGERS = Ledgers()
 
 
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -52,6 +85,104 @@ def run_cli(
         timeout=timeout,
         **kw,
     )
+
+
+def invoke_cli(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``txkit ARGS`` run in this process (``txkit.cli.main``), as :func:`run_cli` runs it in a
+    new one: in ``cwd``, with :func:`cli_env` (plus ``env``) as the whole environment, stdout
+    and stderr captured (log lines too, formatted as the command formats them), the exit code
+    as ``returncode``. The process's working folder, environment and logging are restored
+    after. An exception that escapes ``main`` (a traceback a user would see) is raised.
+
+    A second or so of CPU cheaper than a process per call. Use :func:`run_cli` instead where
+    the process is the point: exit codes of the real entry point, signals, memory or time
+    bounds, output written by child processes (notebook kernels), ``TXKIT_DATA_DIR`` (read
+    when :mod:`txkit.defaults` is imported).
+    """
+    from txkit.cli import main
+
+    if env and "TXKIT_DATA_DIR" in env:
+        raise ValueError("TXKIT_DATA_DIR is read at import: use run_cli for it")
+    out, err = io.StringIO(), io.StringIO()
+    with (
+        _isolated(cwd, cli_env(env)),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        _command_logging(),
+    ):
+        try:
+            code = main(list(args))
+        except SystemExit as exit_:  # argparse's own exit (--help, a bad argument)
+            code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    return subprocess.CompletedProcess(["txkit", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _isolated(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
+    """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache."""
+    import txkit.sandbox.server as server
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    generate = server.generate_ledger
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    server.generate_ledger = LEDGERS
+    try:
+        yield
+    finally:
+        server.generate_ledger = generate
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+
+
+@contextlib.contextmanager
+def _command_logging() -> Iterator[None]:
+    """Let the command configure logging as in a fresh process (its ``basicConfig`` then
+    writes to the captured stderr); put the test's logging back after."""
+    root, txkit_logger = logging.getLogger(), logging.getLogger("txkit")
+    handlers, level, txkit_level = root.handlers[:], root.level, txkit_logger.level
+    root.handlers = []
+    try:
+        yield
+    finally:
+        for handler in root.handlers:
+            handler.close()
+        root.handlers = handlers
+        root.setLevel(level)
+        txkit_logger.setLevel(txkit_level)
+
+
+#: The month of the run's shared report: the sandbox calendar's last (the README's default).
+REPORT_MONTH = "2026-10"
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    """A finished ``txkit report --month 2026-10`` on the embedded sandbox (read only).
+
+    Attributes:
+        workdir: the working folder it ran in (``data/store/sandbox``, ``reports/2026-10``).
+        folder: ``workdir/reports/2026-10``.
+        store: ``workdir/data/store/sandbox``.
+        returncode, stdout, stderr: the command's exit code and output.
+    """
+
+    workdir: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def folder(self) -> Path:
+        return self.workdir / "reports" / REPORT_MONTH
+
+    @property
+    def store(self) -> Path:
+        return self.workdir / "data" / "store" / "sandbox"
 
 
 BASE_RECORD: dict[str, Any] = {
@@ -128,3 +259,18 @@ def page(records: list[dict[str, Any]], total: int | None = None, **envelope: An
     }
     doc.update(envelope)
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def forget_digests(store: Path) -> None:
+    """Make the newest commit look written before digests (no ``files`` in its metadata)."""
+    log = sorted((store / "_delta_log").glob("*.json"))[-1]
+    lines = []
+    for line in log.read_text().splitlines():
+        action = json.loads(line)
+        info = action.get("commitInfo")
+        if info and "txkit.store" in info:
+            meta = json.loads(info["txkit.store"])
+            meta.pop("files", None)
+            info["txkit.store"] = json.dumps(meta)
+        lines.append(json.dumps(action))
+    log.write_text("\n".join(lines) + "\n")

@@ -24,8 +24,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import pytest
-
 from tests.factories import page, record
 from txkit import Client, RetryPolicy
 
@@ -278,21 +276,6 @@ class HostileServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-
-
-@pytest.fixture
-def hostile_server() -> Iterator[Callable[[Callable[[Seen], Reply]], HostileServer]]:
-    """Start :class:`HostileServer` objects for one test; all are stopped after it."""
-    servers: list[HostileServer] = []
-
-    def start(script: Callable[[Seen], Reply]) -> HostileServer:
-        server = HostileServer(script).__enter__()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.__exit__(None, None, None)
 
 
 _KINDS: dict[str, Callable[[], Callable[[Seen], Reply]]] = {

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 import txkit
-from tests.factories import run_cli
+from tests.factories import invoke_cli
 from txkit import errors
 from txkit.calendar import (
     MAX_DAY,
@@ -97,6 +97,7 @@ def test_month_arithmetic() -> None:
     assert month_of(date(2026, 3, 9)) == "2026-03"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args",
     [
@@ -106,13 +107,14 @@ def test_month_arithmetic() -> None:
     ],
 )
 def test_cli_out_of_range_dates_are_one_line_errors(args: list[str], tmp_path: Path) -> None:
-    done = run_cli(*args, cwd=tmp_path, timeout=120)
+    done = invoke_cli(*args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "out of range" in done.stderr and "Traceback" not in done.stderr
     assert "OverflowError" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_sync_connects_like_load_transactions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -129,6 +131,7 @@ def test_sync_connects_like_load_transactions(
     assert txkit.scan_store(tmp_path / "s").collect().height == expected.height  # positional
 
 
+@pytest.mark.slow
 def test_notebook_helpers_return_a_frame_and_a_load_info(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -242,12 +245,11 @@ def test_cli_months_and_days_are_parsed_at_the_edge(
     sandbox): with a service configured that cannot answer, anything sent would fail as 1."""
     day = month.replace("10", "10-01").replace("\uff11\uff10", "\uff11\uff10-\uff10\uff11")
     argv = [a.format(month=month, day=day) for a in args]
-    done = run_cli(
+    done = invoke_cli(
         *argv,
         cwd=tmp_path,
         env={"TXKIT_BASE_URL": "http://127.0.0.1:9", "TXKIT_SECRET_KEY": "sk_test_edge_0123",
              "TXKIT_MAX_RETRIES": "0"},
-        timeout=60,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

@@ -42,12 +42,14 @@ def env_for(server: HostileServer) -> dict[str, str]:
     return {"TXKIT_BASE_URL": server.base_url, "TXKIT_SECRET_KEY": KEY}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("port", ["99999", "-1", "http"])
 def test_sandbox_port_out_of_range_is_a_bad_argument(port: str, tmp_path: Path) -> None:
     line = one_line(cli("sandbox", "--port", port, cwd=tmp_path), 2)
     assert "0 to 65535" in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("output", "words"),
     [
@@ -66,6 +68,7 @@ def test_unwritable_output_fails_before_any_request(
     assert server.seen == [], "no request may be sent before the output path is known good"
 
 
+@pytest.mark.slow
 def test_output_folder_given_as_file(server: HostileServer, tmp_path: Path) -> None:
     (tmp_path / "out.parquet").mkdir()
     line = one_line(cli("export", "-o", "out.parquet", cwd=tmp_path, env=env_for(server)), 2)
@@ -77,6 +80,7 @@ def _file_size_limit() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
+@pytest.mark.slow
 def test_full_disk_fails_before_any_request(server: HostileServer, tmp_path: Path) -> None:
     """A file-size limit plays the full disk: the probe write fails, nothing is fetched."""
     done = cli(
@@ -87,12 +91,14 @@ def test_full_disk_fails_before_any_request(server: HostileServer, tmp_path: Pat
     assert server.seen == [] and not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("store", ["/proc/store", "/sys/store"])
 def test_read_only_store_fails_before_any_request(tmp_path: Path, store: str) -> None:
     line = one_line(cli("sync", "--store", store, cwd=tmp_path), 1)
     assert "cannot write" in line and store in line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     [
@@ -109,6 +115,7 @@ def test_bad_answers_are_exit_1_not_bad_arguments(tmp_path: Path, body: bytes) -
     assert not (tmp_path / "x.parquet").exists()
 
 
+@pytest.mark.slow
 def test_bad_filter_is_exit_2_before_any_request(server: HostileServer, tmp_path: Path) -> None:
     done = cli("export", "--status", "nope", "-o", "x.parquet", cwd=tmp_path, env=env_for(server))
     assert "accepted values" in one_line(done, 2)

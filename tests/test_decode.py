@@ -9,7 +9,7 @@ import pytest
 
 import txkit
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
+from tests.hostile import HostileServer, Reply, Seen
 from txkit.decode import decode_page, decode_pages, dedupe_latest
 from txkit.store import _merge
 
@@ -58,8 +58,9 @@ def test_the_store_uses_the_same_rule() -> None:
     assert _merge(newer_stored, _copy("pending", EARLY))["status"].to_list() == ["successful"]
 
 
+@pytest.mark.slow
 def test_loader_keeps_successful_over_an_earlier_pending_copy_with_the_same_updated_at(
-    hostile_server,  # noqa: F811
+    hostile_server,
 ) -> None:
     """Pass 1 misses a record (so a second pass runs); between the passes record 1 turns from
     pending to successful without a new updatedAt. The later copy must win."""

@@ -14,7 +14,7 @@ import pytest
 import txkit
 import txkit.frame
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
+from tests.hostile import HostileServer, Reply, Seen
 from txkit.decode import build_frames, decode_page, read_page
 from txkit.decode._exact import decode_exact
 from txkit.errors import LimitExceededError, ResponseFormatError, SchemaError
@@ -80,6 +80,7 @@ HOSTILE_VALUES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", HOSTILE_VALUES)
 @pytest.mark.parametrize(
     "name", [*NUMBER_FIELDS, "isManual", "status", "createdAt", "customNotifyEmails", "disputes"]
@@ -113,7 +114,8 @@ def test_a_bare_string_is_not_wrapped_into_a_list() -> None:
     assert info.value.field == "customNotifyEmails"
 
 
-def test_to_amount_true_fails_over_http(hostile_server) -> None:  # noqa: F811
+@pytest.mark.slow
+def test_to_amount_true_fails_over_http(hostile_server) -> None:
     body = _with_token("toAmount", "true")
     server: HostileServer = hostile_server(lambda r: _json(body))
     with server.client() as client, pytest.raises(SchemaError) as info:
@@ -139,8 +141,9 @@ def test_deep_nesting_is_a_one_line_error_on_every_path() -> None:
         decode_page(_with_token("riskModel", nested_objects))
 
 
+@pytest.mark.slow
 def test_an_implausible_total_fails_before_anything_is_sized_from_it(
-    hostile_server,  # noqa: F811
+    hostile_server,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     huge = page([record(0)], total=10**13)
@@ -212,8 +215,9 @@ def _serve_pages(bodies: list[bytes]) -> Any:
     return respond
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", ODD_TOKENS)
-def test_odd_money_tokens_are_kept_exactly_over_http(hostile_server, token: str) -> None:  # noqa: F811
+def test_odd_money_tokens_are_kept_exactly_over_http(hostile_server, token: str) -> None:
     body = _with_token("toAmount", token)
     assert _fast(body)[0], "a token float64 may not carry must go to the exact path"
     server: HostileServer = hostile_server(_serve_pages([body]))
@@ -226,9 +230,10 @@ def test_odd_money_tokens_are_kept_exactly_over_http(hostile_server, token: str)
     assert df.filter(pl.col("id") == record(0)["id"])["toAmount"].item() == Decimal("125000.5")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("token", ODD_TOKENS)
 def test_odd_tokens_where_the_column_cannot_hold_them_name_the_token(
-    hostile_server,  # noqa: F811
+    hostile_server,
     token: str,
 ) -> None:
     body = _with_token(f"{ACTIVITY}attempts", token)
@@ -292,7 +297,8 @@ def test_extra_envelope_keys_do_not_hide_an_unknown_record_key() -> None:
     assert raw.exact and frame["riskScore"].to_list() == [None, 3]
 
 
-def test_extra_envelope_keys_over_http_take_no_exact_page(hostile_server) -> None:  # noqa: F811
+@pytest.mark.slow
+def test_extra_envelope_keys_over_http_take_no_exact_page(hostile_server) -> None:
     bodies = [
         _extra_envelope(page([record(i * 3 + k) for k in range(3)], total=9)) for i in range(3)
     ]
@@ -314,6 +320,7 @@ def test_a_wider_scale_on_one_page_leaves_room_for_the_others_or_fails_naming_th
     assert sorted(df["toAmount"].to_list())[-1] == Decimal("1" + "0" * 20)
 
 
+@pytest.mark.slow
 def test_sandbox_envelope_extras_keep_every_page_on_the_fast_path() -> None:
     from txkit.sandbox import Sandbox, generate_ledger
 

@@ -241,6 +241,7 @@ def _pages_for_decode() -> list[bytes]:
     return bodies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2, 5])
 def test_decode_pages_equals_page_by_page(threads: int) -> None:
     bodies = _pages_for_decode()
@@ -280,6 +281,7 @@ def test_frame_facade_keeps_the_public_names() -> None:
     assert facade_history is activity_history is txkit.activity_history
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("builders", [2, 3])
 def test_parallel_builders_keep_the_pages_order_and_raise_the_bad_batch(builders: int) -> None:
     bodies = _pages_for_decode()

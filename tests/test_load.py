@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import logging
-import subprocess
 import warnings
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -15,67 +14,19 @@ import polars as pl
 import pytest
 
 import txkit
-from tests.factories import run_cli
-from txkit import Client, RetryPolicy
+from tests.exports import QUICK_RETRY, connect, expected_ids, export_cli, utc
+from txkit import Client
 from txkit.errors import AuthError, IncompleteExportError, NetworkError
 from txkit.pages import ExportStats, fetch_query
-from txkit.sandbox import Sandbox, generate_ledger
+from txkit.sandbox import Sandbox
 from txkit.schema import COLUMNS, MONEY_COLUMNS
-
-QUICK_RETRY = RetryPolicy(max_retries=10, backoff_base=0.01, backoff_cap=0.05)
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    ledger = generate_ledger(seed=5, records=6_000)
-    with Sandbox(ledger=ledger) as box:
-        yield box
 
 
 @pytest.fixture
-def box(sandbox: Sandbox) -> Iterator[Sandbox]:
-    """The shared sandbox, with faults off and its data restored after each test."""
-    sandbox.faults = None
-    sandbox.reset()
-    yield sandbox
-    sandbox.faults = None
-    sandbox.reset()
-
-
-def connect(box: Sandbox, **kw: Any) -> Client:
-    kw.setdefault("retry", QUICK_RETRY)
-    return Client(box.base_url, box.secret_key, env_file=None, seed=1, **kw)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def expected_ids(
-    box: Sandbox,
-    *,
-    trans_type: list[str] | None = None,
-    status: list[str] | None = None,
-    currency: list[str] | None = None,
-    start: date | None = None,
-    end: date | None = None,
-) -> list[str]:
-    """Brute force over what the sandbox serves now, sorted like the loader sorts."""
-    out = []
-    for rec in box.served_records():
-        created = _ts(rec["createdAt"])
-        if trans_type and rec["transType"] not in trans_type:
-            continue
-        if status and rec["status"] not in status:
-            continue
-        if currency and rec["toCurrency"] not in currency:
-            continue
-        if start and created < datetime(start.year, start.month, start.day, tzinfo=UTC):
-            continue
-        if end and created >= datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(1):
-            continue
-        out.append((created, rec["id"]))
-    return [rid for _, rid in sorted(out)]
+def box(sandboxes) -> Iterator[Sandbox]:
+    """The run's sandbox of this ledger, with faults off and its data restored around the test."""
+    with sandboxes.clean(seed=5, records=6_000) as shared:
+        yield shared
 
 
 FILTERS = [
@@ -99,6 +50,7 @@ FILTERS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "filters", FILTERS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "all"
 )
@@ -108,6 +60,7 @@ def test_filters_match_brute_force(box: Sandbox, filters: dict) -> None:
     assert df["id"].to_list() == expected_ids(box, **filters)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("concurrency", [1, 3, 8])
 def test_pages_in_flight_are_bounded_when_decoding_is_slow(
     box: Sandbox, monkeypatch: pytest.MonkeyPatch, concurrency: int
@@ -148,6 +101,7 @@ def test_pages_in_flight_are_bounded_when_decoding_is_slow(
     assert df["id"].to_list() == expected_ids(box)
 
 
+@pytest.mark.slow
 def test_frame_shape_types_and_exact_money(box: Sandbox) -> None:
     stats = txkit.ExportStats()
     with connect(box) as client:
@@ -164,7 +118,7 @@ def test_frame_shape_types_and_exact_money(box: Sandbox) -> None:
             for part in name.split("."):
                 value = value.get(part) if isinstance(value, dict) else None
             assert row[name] == (None if value is None else Decimal(value)), (row["id"], name)
-        assert row["createdAt"] == _ts(rec["createdAt"])
+        assert row["createdAt"] == utc(rec["createdAt"])
 
 
 def test_activity_history_is_a_long_table(box: Sandbox) -> None:
@@ -193,6 +147,7 @@ FAULTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", FAULTS)
 def test_fault_modes_complete_exactly(box: Sandbox, spec: str) -> None:
     box.faults = spec
@@ -201,6 +156,7 @@ def test_fault_modes_complete_exactly(box: Sandbox, spec: str) -> None:
     assert df["id"].to_list() == expected_ids(box)
 
 
+@pytest.mark.slow
 def test_slow_responses_are_retried_after_timeout(box: Sandbox) -> None:
     box.faults = "slow=0.3,slow_seconds=1.5,fault_seed=2"
     with connect(box, timeout=0.5) as client:
@@ -209,6 +165,7 @@ def test_slow_responses_are_retried_after_timeout(box: Sandbox) -> None:
     assert df["id"].to_list() == expected_ids(box, status=["successful"], currency=["USD"])
 
 
+@pytest.mark.slow
 def test_records_arriving_during_export(box: Sandbox) -> None:
     box.faults = "arrivals=25"
     with connect(box) as client:
@@ -219,6 +176,7 @@ def test_records_arriving_during_export(box: Sandbox) -> None:
     assert df.height == len(box.served_records())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [None, ["pending", "processing", "verified", "ongoing"]])
 def test_status_changes_during_export(box: Sandbox, status: list[str] | None) -> None:
     before = {r["id"]: r["status"] for r in box.served_records()}
@@ -235,6 +193,7 @@ def test_status_changes_during_export(box: Sandbox, status: list[str] | None) ->
             assert got in status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec",
     [
@@ -265,6 +224,7 @@ def test_schema_drift_is_coerced_losslessly(box: Sandbox) -> None:
     assert drifted.schema["riskScore"] == pl.Decimal(38, 2)
 
 
+@pytest.mark.slow
 def test_an_export_that_never_adds_up_fails_loudly(box: Sandbox) -> None:
     box.faults = "arrivals=100000"
     with connect(box) as client:
@@ -302,12 +262,14 @@ def test_bad_input_is_rejected_before_any_request(
     assert box.request_count == before
 
 
+@pytest.mark.slow
 def test_case_and_lists_are_normalised(box: Sandbox) -> None:
     with connect(box) as client:
         df = txkit.load_transactions(client, status=["SUCCESSFUL"], currency=["ngn", "NGN"])
     assert df["id"].to_list() == expected_ids(box, status=["successful"], currency=["NGN"])
 
 
+@pytest.mark.slow
 def test_verified_pager_survives_a_silent_cap(box: Sandbox) -> None:
     box.faults = "cap=70"
     stats = ExportStats()
@@ -354,14 +316,11 @@ def test_secret_key_never_leaks(
     assert box.secret_key.encode() not in out.read_bytes()
 
 
-def _cli(box: Sandbox, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": box.secret_key}
-    return run_cli(*args, cwd=cwd, env=env, timeout=120)
-
-
+@pytest.mark.slow
 def test_cli_export_parquet_and_csv(box: Sandbox, tmp_path: Path) -> None:
     args = ["--status", "successful,failed", "--currency", "NGN", "--start", "2026-03-01"]
-    done = _cli(box, "export", *args, "--end", "2026-03-31", "-o", "march.parquet", cwd=tmp_path)
+    args += ["--end", "2026-03-31"]
+    done = export_cli(box, "export", *args, "-o", "march.parquet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     expected = expected_ids(box, status=["successful", "failed"], currency=["NGN"],
                             start=date(2026, 3, 1), end=date(2026, 3, 31))  # fmt: skip
@@ -370,7 +329,7 @@ def test_cli_export_parquet_and_csv(box: Sandbox, tmp_path: Path) -> None:
     df = pl.read_parquet(tmp_path / "march.parquet")
     assert df["id"].to_list() == expected
     assert df.schema["toAmount"] == pl.Decimal(38, 2)
-    done = _cli(box, "export", "--currency", "GHS", "-o", "ghs.csv", cwd=tmp_path)
+    done = export_cli(box, "export", "--currency", "GHS", "-o", "ghs.csv", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     csv = pl.read_csv(tmp_path / "ghs.csv", infer_schema=False)
     assert csv["id"].to_list() == expected_ids(box, currency=["GHS"])
@@ -388,7 +347,7 @@ def test_cli_export_parquet_and_csv(box: Sandbox, tmp_path: Path) -> None:
 def test_cli_bad_arguments_exit_2_with_a_message(
     box: Sandbox, tmp_path: Path, args, message
 ) -> None:
-    done = _cli(box, "export", *args, cwd=tmp_path)
+    done = export_cli(box, "export", *args, cwd=tmp_path)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())

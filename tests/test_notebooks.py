@@ -42,6 +42,7 @@ def test_first_code_cell_is_parameters_and_all_cells_ran(path: Path) -> None:
         assert not [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_outputs_hold_no_customer_data_or_keys(path: Path) -> None:
     outputs = json.dumps([c.get("outputs", []) for c in json.loads(path.read_text())["cells"]])

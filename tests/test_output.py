@@ -50,6 +50,7 @@ def hostile_service() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_export_csv_neutralises_formulas_and_parquet_keeps_values(
     hostile_service: str, tmp_path: Path
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 import txkit
 from txkit.analysis import balance_breaks, not_reported_balances
@@ -10,6 +11,7 @@ from txkit.plots import plot_balance
 from txkit.sandbox import Sandbox
 
 
+@pytest.mark.slow
 def test_balance_plot_leaves_out_records_that_report_no_balance() -> None:
     with (
         Sandbox(seed=2, records=20_000, zero_balance_rate=0.3) as sb,

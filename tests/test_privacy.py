@@ -5,26 +5,67 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.factories import run_cli
+from tests.factories import invoke_cli, run_cli
 from txkit.privacy import looks_unmasked, mask_pii
-from txkit.sandbox import Sandbox, generate_ledger
+from txkit.sandbox import Sandbox
+from txkit.sandbox.ledger import Ledger
 from txkit.source import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk_live_DISTINCTIVE_KEY_7f3a9c1e5b2d48aa"
 
 
-@pytest.fixture(scope="module")
-def service() -> Iterator[Sandbox]:
+@dataclass(frozen=True)
+class ConfiguredRun:
+    """An export (``-v``, progress bar drawn) and a report against a sandbox that plays the real
+    service: it accepts only the distinctive key, configured in ``.env``. Its last month has
+    customers with two or three underpayments each (whose e-mails the findings name)."""
+
+    workdir: Path
+    export: subprocess.CompletedProcess[str]
+    report: subprocess.CompletedProcess[str]
+    ledger: Ledger
+    records: pl.DataFrame  # every record the service serves
+
+
+#: The service's ledger: its last month has customers with two or three underpayments.
+SERVICE = {"seed": 7, "records": 4_000, "start_month": "2026-09", "months": 2,
+           "repeat_underpayers": 2}  # fmt: skip
+
+
+@pytest.fixture
+def service(sandboxes) -> Sandbox:
     """A sandbox that accepts only the distinctive key: it plays the real service."""
-    with Sandbox(ledger=generate_ledger(seed=7, records=60_000), secret_key=KEY) as box:
-        yield box
+    return sandboxes.get(secret_key=KEY, **SERVICE)
+
+
+@pytest.fixture(scope="module")
+def configured_run(tmp_path_factory: pytest.TempPathFactory, sandboxes) -> ConfiguredRun:
+    """One export and one report for both tests that search a run's every output byte (one
+    for the key, one for customer data): the same run, so it is made once."""
+    from txkit import Client, load_transactions
+
+    workdir = tmp_path_factory.mktemp("configured")
+    env = {"TXKIT_PROGRESS": "1", "COLUMNS": "120"}
+    with sandboxes.clean(secret_key=KEY, **SERVICE) as box:
+        with Client(box.base_url, KEY, env_file=None) as client:
+            records = load_transactions(client, progress=False)
+        (workdir / ".env").write_text(f"TXKIT_BASE_URL={box.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
+        (workdir / "data").mkdir()
+        (workdir / "data/orders.csv").write_bytes(box.ledger.orders_csv())
+        export = run("-v", "export", "--currency", "GHS", "-o", "ghs.parquet", cwd=workdir, env=env)
+        report = run(
+            "report", "--month", "2026-10", "--notebooks", str(ROOT / "notebooks"),
+            cwd=workdir, env=env,
+        )  # fmt: skip
+    return ConfiguredRun(workdir, export, report, box.ledger, records)
 
 
 def run(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -37,32 +78,21 @@ def every_byte_under(path: Path) -> Iterator[tuple[Path, bytes]]:
             yield file, file.read_bytes()
 
 
-def test_key_never_reaches_any_output(service: Sandbox, tmp_path: Path) -> None:
+@pytest.mark.report
+def test_key_never_reaches_any_output(configured_run: ConfiguredRun) -> None:
     """Export (with a progress bar), sync, store, manifests, notebooks, HTML: no key byte."""
-    (tmp_path / ".env").write_text(f"TXKIT_BASE_URL={service.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data/orders.csv").write_bytes(service.ledger.orders_csv())
-    env = {"TXKIT_PROGRESS": "1", "COLUMNS": "120"}
     outputs = []
-    done = run("-v", "export", "--currency", "GHS", "-o", "ghs.parquet", cwd=tmp_path, env=env)
+    done = configured_run.export
     assert done.returncode == 0, done.stderr
     outputs += [done.stdout, done.stderr]
-    done = run(
-        "report",
-        "--month",
-        "2026-10",
-        "--notebooks",
-        str(ROOT / "notebooks"),
-        cwd=tmp_path,
-        env=env,
-    )
+    done = configured_run.report
     assert done.returncode == 0, done.stderr
     outputs += [done.stdout, done.stderr]
     assert "the configured service" in done.stdout
     assert "txkit export" in outputs[1], "the progress bar was drawn"
     for text in outputs:
         assert KEY not in text
-    files = list(every_byte_under(tmp_path))
+    files = list(every_byte_under(configured_run.workdir))
     assert any(f.suffix == ".html" for f, _ in files) and any(
         f.suffix == ".parquet" for f, _ in files
     )
@@ -76,7 +106,7 @@ def test_key_never_reaches_any_output(service: Sandbox, tmp_path: Path) -> None:
 
 def test_wrong_key_says_rejected_and_environments_differ(service: Sandbox, tmp_path: Path) -> None:
     env = {"TXKIT_BASE_URL": service.base_url, "TXKIT_SECRET_KEY": "sk_test_WRONG_0123456789"}
-    done = run("export", "-o", "x.parquet", cwd=tmp_path, env=env)
+    done = invoke_cli("export", "-o", "x.parquet", cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert "rejected" in done.stderr and "sandbox and production keys differ" in done.stderr
     assert "sk_test_WRONG_0123456789" not in done.stderr
@@ -84,7 +114,7 @@ def test_wrong_key_says_rejected_and_environments_differ(service: Sandbox, tmp_p
 
 
 def test_missing_key_names_the_variable(tmp_path: Path) -> None:
-    done = run(
+    done = invoke_cli(
         "export",
         "-o",
         "x.parquet",
@@ -110,7 +140,7 @@ def test_base_url_without_key_does_not_fall_back_to_the_sandbox(monkeypatch, tmp
 
 def test_key_is_refused_over_plain_http_off_loopback(tmp_path: Path) -> None:
     env = {"TXKIT_BASE_URL": "http://payments.example.test", "TXKIT_SECRET_KEY": KEY}
-    done = run("export", "-o", "x.parquet", cwd=tmp_path, env=env)
+    done = invoke_cli("export", "-o", "x.parquet", cwd=tmp_path, env=env)
     assert done.returncode == 1 and "plain http://" in done.stderr and KEY not in done.stderr
 
 
@@ -151,6 +181,7 @@ def test_mask_pii(lazy: bool) -> None:
     assert not looks_unmasked(str(got.to_dicts()))
 
 
+@pytest.mark.slow
 def test_committed_files_hold_no_customer_data_or_keys() -> None:
     """What CI checks in the repository: notebooks' outputs, data/ and reports/."""
     listed = subprocess.run(
@@ -180,29 +211,20 @@ def _readable_bytes(file: Path) -> Iterator[bytes]:
                 yield book.read(member)
 
 
-def test_report_with_repeat_underpayers_shows_no_customer_data(tmp_path: Path) -> None:
+@pytest.mark.report
+def test_report_with_repeat_underpayers_shows_no_customer_data(
+    configured_run: ConfiguredRun,
+) -> None:
     """A month with a repeat underpayer (whose e-mail the findings name): every byte of the
     reports folder, the downloads and the Excel files' contents included, is searched for
     every customer e-mail, name and account number of the ledger."""
-    from txkit import Client, load_transactions
     from txkit.analysis import repeat_shortfalls
 
     # The sandbox plants customers with two or three underpayments in its last month, each
     # with one customer's e-mail, name and bank.
-    ledger = generate_ledger(seed=7, records=4_000, start_month="2026-09", months=2,
-                             repeat_underpayers=2)  # fmt: skip
-    planted = {r["customerEmail"] for r in ledger.repeaters}
+    planted = {r["customerEmail"] for r in configured_run.ledger.repeaters}
     assert planted, "the month must have a repeat underpayer"
-    with Sandbox(ledger=ledger, secret_key=KEY) as box:
-        with Client(box.base_url, KEY, env_file=None) as client:
-            df = load_transactions(client, progress=False)
-        (tmp_path / ".env").write_text(f"TXKIT_BASE_URL={box.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
-        (tmp_path / "data").mkdir()
-        (tmp_path / "data/orders.csv").write_bytes(box.ledger.orders_csv())
-        done = run(
-            "report", "--month", "2026-10", "--notebooks", str(ROOT / "notebooks"),
-            cwd=tmp_path, env={"TXKIT_PROGRESS": "0"},
-        )  # fmt: skip
+    df, tmp_path, done = configured_run.records, configured_run.workdir, configured_run.report
     assert done.returncode == 0, done.stderr
     october = df.filter(pl.col("createdAt").dt.strftime("%Y-%m") == "2026-10")
     repeats = repeat_shortfalls(october, min_count=2)

@@ -146,6 +146,7 @@ def check(profile: ServiceProfile, expected: dict[str, Any], must_know: tuple[st
             assert finding.value == want, f"{name}: {finding} (expected {want!r})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("faults", "changes", "must_know"), MATRIX, ids=lambda v: str(v)[:40])
 def test_matrix(
     sandbox: Sandbox, faults: str | None, changes: dict[str, Any], must_know: tuple[str, ...]
@@ -167,6 +168,7 @@ def test_matrix(
         assert fields == {}
 
 
+@pytest.mark.slow
 def test_measured_dates_give_exact_windows(sandbox: Sandbox, ledger: Ledger) -> None:
     """server_window() from a probed profile covers the UTC days asked, and no more than the
     service's own window: checked against the records the service returns."""
@@ -193,6 +195,7 @@ def _day_ms(day: date) -> int:
     return (day.toordinal() - date(1970, 1, 1).toordinal()) * 86_400_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("budget", [2, 5, 9, 20, 33])
 def test_budget_never_exceeded(sandbox: Sandbox, budget: int) -> None:
     profile, served = run_probe(sandbox, "cap=37,shuffle_ties", max_requests=budget)
@@ -211,6 +214,7 @@ def test_budget_never_exceeded(sandbox: Sandbox, budget: int) -> None:
         ("rate_limit=0.3,retry_after_form=garbage,fault_seed=1", "soon"),
     ],
 )
+@pytest.mark.slow
 def test_budget_counts_429_retries(sandbox: Sandbox, faults: str, retry_after: str | None) -> None:
     profile, served = run_probe(sandbox, faults, max_requests=12)
     assert served == profile.requests <= 12
@@ -219,6 +223,7 @@ def test_budget_counts_429_retries(sandbox: Sandbox, faults: str, retry_after: s
     assert retry_after is None or seen["retry_after"] == [retry_after]
 
 
+@pytest.mark.slow
 def test_too_few_records_near_midnight_is_unknown_with_reason() -> None:
     sparse = generate_ledger(seed=3, records=40)
     with Sandbox(ledger=sparse, faults="bounds=exclusive,date_shift=3") as sb:
@@ -301,6 +306,7 @@ def test_server_window_is_the_smallest_covering(
 # -- the command line -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_probe_writes_profile_and_never_the_key(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
@@ -324,6 +330,7 @@ def test_cli_probe_writes_profile_and_never_the_key(
     assert profile.value("end_inclusive") is False and profile.value("utc_offset_hours") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "message"),
     [(["--max-requests", "1"], "at least 2"), (["--out", "p.txt"], "must end in .json")],
@@ -432,6 +439,7 @@ def front(sandbox: Sandbox) -> Iterator[_Front]:
         thread.join(timeout=5)
 
 
+@pytest.mark.slow
 def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox) -> None:
     sandbox.faults = "bounds=end_exclusive"
     url = f"http://127.0.0.1:{front.server_address[1]}"
@@ -445,6 +453,7 @@ def test_refused_large_limit_and_envelope_extras(front: _Front, sandbox: Sandbox
     assert profile.base_url == url
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["reject", "empty"])
 @pytest.mark.parametrize("cap", [3000, 12_345])
 def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: int) -> None:
@@ -462,6 +471,7 @@ def test_max_skip_both_modes(front: _Front, sandbox: Sandbox, mode: str, cap: in
     assert profile.value("max_limit") == 1000 and profile.value("date_field") == "createdAt"
 
 
+@pytest.mark.slow
 def test_query_window_for_updated_at_returns_every_created_record(
     sandbox: Sandbox, ledger: Ledger
 ) -> None:
@@ -528,6 +538,7 @@ def test_query_window_per_date_field(field: str, expected: tuple[date | None, da
     assert "max skip 10,000 (reject)" in profile.describe()
 
 
+@pytest.mark.slow
 def test_a_service_ignoring_date_filters_is_found_out(front: _Front, sandbox: Sandbox) -> None:
     sandbox.faults = None
     front.max_limit, front.ignore_dates = 10_000, True

@@ -64,6 +64,7 @@ def run(*flags: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
         )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_default_verbosity_prints_no_retry_lines(tmp_path: Path) -> None:
     done = run(tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -77,6 +78,7 @@ def test_default_verbosity_prints_no_retry_lines(tmp_path: Path) -> None:
     assert "429" in summary and "5xx" in summary and "dropped" in summary, summary
 
 
+@pytest.mark.slow
 def test_verbose_prints_one_line_per_retry(tmp_path: Path) -> None:
     done = run("-v", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,10 @@
-"""``txkit report`` end to end on the embedded sandbox, as an analyst runs it."""
+"""``txkit report`` end to end on the embedded sandbox, as an analyst runs it.
+
+Tests that only read a report read the run's one report (the ``session_report`` fixture of the
+root ``conftest.py``, a real ``txkit`` process whose stderr holds the kernels' output too);
+tests that change a report, or need another month or a killed one, run their own in their own
+folder, with only the notebooks they need, in-process unless a process is the point.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +19,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import cli_env, run_cli
+from tests.factories import SessionReport, cli_env, invoke_cli, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI in a process of its own (for the killed report, which needs one)."""
     return run_cli(*args, cwd=cwd, timeout=600)
+
+
+def some_notebooks(folder: Path, *names: str) -> Path:
+    """A notebooks folder holding copies of the named curated notebooks."""
+    folder.mkdir()
+    for name in names:
+        shutil.copy(NOTEBOOKS / f"{name}.ipynb", folder)
+    return folder
 
 
 def summary_lines(executed: Path) -> list[str]:
@@ -29,13 +44,8 @@ def summary_lines(executed: Path) -> list[str]:
     return _summary_of(json.loads(executed.read_text()))
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("report")
-
-
-def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
-    done = run("report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+def test_report_renders_every_notebook_with_its_summary(session_report: SessionReport) -> None:
+    done, workdir = session_report, session_report.workdir
     assert done.returncode == 0, done.stderr
     assert "embedded sandbox" in done.stdout
     index = workdir / "reports/2026-10/index.html"
@@ -72,20 +82,23 @@ def test_report_renders_every_notebook_with_its_summary(workdir: Path) -> None:
     assert "Alternative text is missing" not in done.stderr
 
 
-def test_rerun_of_a_closed_month_sends_no_request(workdir: Path) -> None:
-    first = run("report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+@pytest.mark.report
+def test_rerun_of_a_closed_month_sends_no_request(tmp_path: Path) -> None:
+    books = some_notebooks(tmp_path / "books", "01_explore")  # the sync is the same for all
+    first = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    again = run("report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS), cwd=workdir)
+    assert "source: the embedded sandbox" in first.stdout  # the first one did fetch
+    again = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "store up to date, no request sent" in again.stdout
     assert "source:" not in again.stdout  # no sandbox, no service: nothing was contacted
 
 
-def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir: Path) -> None:
-    books = workdir / "broken-notebooks"
-    books.mkdir()
-    shutil.copy(NOTEBOOKS / "01_explore.ipynb", books)
-    good = run(
+@pytest.mark.report
+def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path: Path) -> None:
+    workdir = tmp_path
+    books = some_notebooks(workdir / "broken-notebooks", "01_explore")
+    good = invoke_cli(
         "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
     )
     assert good.returncode == 0, good.stderr
@@ -94,6 +107,7 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir:
     nb["cells"].append(
         {
             "cell_type": "code",
+            "id": "planted-failure",
             "execution_count": None,
             "metadata": {},
             "outputs": [],
@@ -101,7 +115,9 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir:
         }
     )
     (books / "02_broken.ipynb").write_text(json.dumps(nb))
-    bad = run("report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir)
+    bad = invoke_cli(
+        "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
+    )
     assert bad.returncode == 1
     assert "02_broken.ipynb failed at cell" in bad.stderr and "planted failure" in bad.stderr
     assert (workdir / "r2/2026-05/index.html").read_text() == before
@@ -109,8 +125,8 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(workdir:
     assert not [p for p in (workdir / "r2").iterdir() if p.name.startswith(".")]
 
 
-def test_bad_month_is_a_clear_error(workdir: Path) -> None:
-    done = run("report", "--month", "2026-13", cwd=workdir)
+def test_bad_month_is_a_clear_error(tmp_path: Path) -> None:
+    done = invoke_cli("report", "--month", "2026-13", cwd=tmp_path)
     assert done.returncode == 2
     assert "must be YYYY-MM" in done.stderr
 
@@ -123,15 +139,14 @@ def _text_of(page: str) -> str:
     return html_module.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
-def test_pages_read_like_a_report(workdir: Path) -> None:
+def test_pages_read_like_a_report(session_report: SessionReport) -> None:
     """No code, no polars printout, a title with the month, a way back, print CSS."""
     import re
 
-    folder = workdir / "reports/2026-10"
-    if not (folder / "index.html").exists():
-        done = run("report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), cwd=workdir)
-        assert done.returncode == 0, done.stderr
-    for page in sorted(folder.glob("[0-9][0-9]_*.html")):
+    folder = session_report.folder
+    pages = sorted(folder.glob("[0-9][0-9]_*.html"))
+    assert [p.stem for p in pages] == sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    for page in pages:
         text = page.read_text()
         visible = _text_of(text)
         assert "shape: (" not in visible, page.name
@@ -153,7 +168,7 @@ def test_pages_read_like_a_report(workdir: Path) -> None:
     assert " NGN" in explore and "%" in explore  # money with its currency, rates as percents
 
 
-def test_downloads_match_the_findings_and_are_linked(workdir: Path) -> None:
+def test_downloads_match_the_findings_and_are_linked(session_report: SessionReport) -> None:
     import polars as pl
 
     from txkit.analysis import (
@@ -165,9 +180,9 @@ def test_downloads_match_the_findings_and_are_linked(workdir: Path) -> None:
     from txkit.findings import AGREED_CATEGORIES
     from txkit.notebook import load_history, load_margin, load_month, load_orders
 
-    folder = workdir / "reports/2026-10"
+    folder = session_report.folder
     index = (folder / "index.html").read_text()
-    store = str(workdir / "data/store/sandbox")
+    store = str(session_report.store)
     days = DEFAULT_DATE_TOLERANCE
     df, _ = load_month("2026-10", source="store", store=store)
     around, _ = load_margin("2026-10", days=days, source="store", store=store)
@@ -209,8 +224,10 @@ def test_downloads_match_the_findings_and_are_linked(workdir: Path) -> None:
     assert all("***@" in e for e in flagged["customerEmail"].drop_nulls())  # masked
 
 
-def test_index_has_headlines_and_the_change_against_last_month(workdir: Path) -> None:
-    text = _text_of((workdir / "reports/2026-10/index.html").read_text())
+def test_index_has_headlines_and_the_change_against_last_month(
+    session_report: SessionReport,
+) -> None:
+    text = _text_of((session_report.folder / "index.html").read_text())
     for currency in ("NGN", "USD", "GHS", "KES", "USDT"):  # every currency, none dropped
         assert f"Money in, {currency}" in text, currency
     assert "change against last month" in text
@@ -220,15 +237,22 @@ def test_index_has_headlines_and_the_change_against_last_month(workdir: Path) ->
     assert "Source: the embedded sandbox" in text
 
 
-def test_open_items_across_two_months(workdir: Path) -> None:
-    """September's report plants one item that October still has and one that is gone."""
+@pytest.mark.report
+def test_open_items_across_two_months(session_report: SessionReport, tmp_path: Path) -> None:
+    """September's report plants one item that October still has and one that is gone.
+
+    Its own reports of the reconciliation notebook (the one that publishes the mismatches),
+    over a copy of the shared report's store (September needs June too, fetched here)."""
+    workdir = tmp_path
+    shutil.copytree(session_report.workdir / "data", workdir / "data")
+    books = some_notebooks(workdir / "books", "02_reconciliation")
     out = workdir / "r-open"
-    first = run(
-        "report", "--month", "2026-09", "--notebooks", str(NOTEBOOKS), "--out", str(out),
+    first = invoke_cli(
+        "report", "--month", "2026-09", "--notebooks", str(books), "--out", str(out),
         cwd=workdir,
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
-    october_keys = pl_keys(workdir / "reports/2026-10/reconciliation_mismatches.csv")
+    october_keys = pl_keys(session_report.folder / "reconciliation_mismatches.csv")
     carried = october_keys[0]
     manifest = out / "2026-09/reconciliation_mismatches.download.json"
     entries = json.loads(manifest.read_text())
@@ -237,8 +261,8 @@ def test_open_items_across_two_months(workdir: Path) -> None:
     september[carried] = "2026-08"  # still open in October, first seen in August
     september["TXK-PLANTED-GONE:amount_mismatch"] = "2026-07"  # resolved in October
     manifest.write_text(json.dumps(entries))
-    second = run(
-        "report", "--month", "2026-10", "--notebooks", str(NOTEBOOKS), "--out", str(out),
+    second = invoke_cli(
+        "report", "--month", "2026-10", "--notebooks", str(books), "--out", str(out),
         cwd=workdir,
     )  # fmt: skip
     assert second.returncode == 0, second.stderr
@@ -253,6 +277,9 @@ def test_open_items_across_two_months(workdir: Path) -> None:
     assert all(status[k] == "new" for k in october_keys if k != carried)
     resolved = [k for k, s in status.items() if s == "resolved"]
     assert sorted(resolved) == sorted(k for k in september if k != carried)
+    assert pl_keys(out / "2026-10/reconciliation_mismatches.csv") == sorted(
+        october_keys + [k for k in september if k != carried]
+    )  # the same findings as the shared report's, plus the resolved ones
     opened = len(october_keys)
     text = _text_of((out / "2026-10/index.html").read_text())
     assert (
@@ -267,38 +294,35 @@ def pl_keys(path: Path) -> list[str]:
     return sorted(pl.read_csv(path, infer_schema=False)["key"].to_list())
 
 
-def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path) -> None:
+@pytest.mark.report
+def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxes) -> None:
     """The issue's scenario through the CLI: September 1-10, then October, then the report."""
     import txkit
     from txkit.defaults import SANDBOX
-    from txkit.sandbox import Sandbox
     from txkit.store import read_manifests
 
-    books = tmp_path / "books"
-    books.mkdir()
-    shutil.copy(NOTEBOOKS / "01_explore.ipynb", books)
-    done = run("sync", "--start", "2026-09-01", "--end", "2026-09-10", cwd=tmp_path)
+    books = some_notebooks(tmp_path / "books", "01_explore")
+    done = invoke_cli("sync", "--start", "2026-09-01", "--end", "2026-09-10", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "data/store/sandbox" in done.stdout  # the sandbox's own store
-    assert run("sync", "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path).returncode == 0
-    status = run("sync", "--status", cwd=tmp_path)
+    done = invoke_cli("sync", "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    status = invoke_cli("sync", "--status", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
     assert "2026-09: partial (20 day(s) never fetched)" in status.stdout
     assert "source the embedded sandbox" in status.stdout
-    report = run("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
+    report = invoke_cli("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "2026-09: gap" in report.stdout
     manifest = read_manifests(tmp_path / "data/store/sandbox")["2026-09"]
-    with (
-        Sandbox(seed=SANDBOX.seed, records=SANDBOX.records) as box,
-        txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
-    ):
+    box = sandboxes.get(seed=SANDBOX.seed, records=SANDBOX.records)  # the same ledger
+    with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
         september = txkit.load_transactions(client, start="2026-09-01", end="2026-09-30")
     assert manifest.complete and manifest.rows == september.height
     page = (tmp_path / "reports/2026-09/01_explore.html").read_text()
     assert f"{september.height:,} transactions in the month" in page
     assert "its windows cover it whole" in page
-    status = run("sync", "--status", cwd=tmp_path)
+    status = invoke_cli("sync", "--status", cwd=tmp_path)
     assert f"2026-09: complete; {september.height:,} rows" in status.stdout
 
 
@@ -370,15 +394,19 @@ def _wait_for_orphaned_kernels(temp: Path) -> None:
         time.sleep(0.2)
 
 
-def test_a_killed_report_leaves_nothing_behind_after_the_next_run(workdir: Path) -> None:
+@pytest.mark.report
+@pytest.mark.serial  # kills a process at a moment it waits for
+def test_a_killed_report_leaves_nothing_behind_after_the_next_run(tmp_path: Path) -> None:
     """SIGKILL while the notebooks run: the next report removes the staging folder, and the
     kernels' connection files (each with the key that signs the kernel's messages), which the
     killed run could not remove, from the system temporary folder."""
     import signal
 
+    workdir = tmp_path
     temp = workdir / "tmp"  # the system temporary folder of both runs
     temp.mkdir(exist_ok=True)
-    args = ["report", "--month", "2026-05", "--notebooks", str(NOTEBOOKS)]
+    books = some_notebooks(workdir / "books", "01_explore", "02_reconciliation")
+    args = ["report", "--month", "2026-05", "--notebooks", str(books)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "txkit.cli", *args],
         cwd=workdir,
@@ -465,6 +493,7 @@ def test_kernel_leftovers_of_earlier_versions_are_cleaned(tmp_path: Path) -> Non
     assert all("left by a killed report" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_the_report_syncs_what_every_notebook_reads() -> None:
     """The history months and the days after the month that the notebooks read by default are
     within what ``txkit report`` syncs (else a report would see less than the notebook)."""

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.factories import page, record, run_cli
+from tests.factories import invoke_cli, page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit._scrub import REDACTED, scrub_frame
 from txkit.downloads import publish_exceptions
@@ -72,7 +72,7 @@ def server():
 
 def cli(*args: str, cwd: Path, server: HostileServer) -> subprocess.CompletedProcess[str]:
     env = {"TXKIT_BASE_URL": server.base_url, "TXKIT_SECRET_KEY": KEY}
-    done = run_cli(*args, cwd=cwd, env=env, timeout=120)
+    done = invoke_cli(*args, cwd=cwd, env=env)
     assert done.returncode == 0, done.stderr
     assert_no_key(done.stdout + done.stderr, "the command's output")
     warnings = [line for line in done.stderr.splitlines() if WARNING in line]
@@ -106,6 +106,7 @@ def assert_scrubbed_values(df: pl.DataFrame) -> None:
     assert third["meta.narration"] == "TRF FROM ADA TO SANDBOX MERCHANT"
 
 
+@pytest.mark.slow
 def test_export_to_parquet_and_csv_holds_no_key(server: HostileServer, tmp_path: Path) -> None:
     for name in ("x.parquet", "x.csv"):
         cli("export", "--start", "2026-01-01", "--end", "2026-01-31", "-o", name,

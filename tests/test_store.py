@@ -65,6 +65,7 @@ def month_files(store: Path) -> dict[str, set[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_first_sync_stores_months_as_delta_partitions(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
@@ -105,6 +106,7 @@ def test_first_sync_stores_months_as_delta_partitions(box: Sandbox, tmp_path: Pa
     assert manifests["2026-09"].table_version == 0
 
 
+@pytest.mark.slow
 def test_second_sync_fetches_only_the_look_back_window(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
@@ -132,6 +134,7 @@ def test_second_sync_fetches_only_the_look_back_window(box: Sandbox, tmp_path: P
     assert not sync_needed(store=store, start="2026-06-01", end="2026-10-31", today=TODAY)
 
 
+@pytest.mark.slow
 def test_status_change_upstream_replaces_the_stored_row(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
@@ -155,6 +158,7 @@ def test_status_change_upstream_replaces_the_stored_row(box: Sandbox, tmp_path: 
     assert dict(old.select("id", "status").iter_rows()) == stored
 
 
+@pytest.mark.slow
 def test_refresh_forces_a_whole_month(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     march = date(2026, 3, 31)
@@ -170,6 +174,7 @@ def test_refresh_forces_a_whole_month(box: Sandbox, tmp_path: Path) -> None:
         sync_needed(store=store, refresh=["2026-2"])
 
 
+@pytest.mark.slow
 def test_a_half_fetched_month_is_completed_by_the_next_sync(box: Sandbox, tmp_path: Path) -> None:
     """The issue's scenario: 1-10 September, then October, then September must be whole."""
     store = tmp_path / "store"
@@ -196,6 +201,7 @@ def test_a_half_fetched_month_is_completed_by_the_next_sync(box: Sandbox, tmp_pa
     assert "2026-09-11..2026-09-30 (gap at" in status and "last fetch" in status
 
 
+@pytest.mark.slow
 def test_a_recent_fetch_is_not_complete_until_the_look_back_has_passed(
     box: Sandbox, tmp_path: Path
 ) -> None:
@@ -213,6 +219,7 @@ def test_a_second_sync_on_the_same_store_is_refused(box: Sandbox, tmp_path: Path
         sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
 
+@pytest.mark.slow
 def test_store_files_never_hold_the_key(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with client(box) as c:
@@ -227,6 +234,7 @@ def test_store_files_never_hold_the_key(box: Sandbox, tmp_path: Path) -> None:
     assert source is not None and source.fingerprint and source.salt
 
 
+@pytest.mark.slow
 def test_another_source_is_refused_naming_the_store_to_use(
     ledger, box: Sandbox, tmp_path: Path
 ) -> None:
@@ -294,6 +302,8 @@ KILLED_SYNC = textwrap.dedent(
 )
 
 
+@pytest.mark.serial  # kills a process at a moment it waits for
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["fetching", "writing"])
 def test_a_sync_killed_leaves_the_previous_version(
     box: Sandbox, tmp_path: Path, point: str
@@ -343,6 +353,7 @@ def test_a_sync_killed_leaves_the_previous_version(
     assert read_manifests(store)["2026-10"].complete
 
 
+@pytest.mark.slow
 def test_history_from_the_store_is_the_contiguous_months_before(
     box: Sandbox, tmp_path: Path
 ) -> None:
@@ -383,6 +394,7 @@ def _through_scan_delta(store: Path, months: list[str], version: int | None = No
     return finalize(lf.collect())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lazy_route", [False, True], ids=["direct-files", "scan_delta"])
 def test_read_months_matches_scan_delta_with_a_column_added_later(
     box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lazy_route: bool
@@ -430,6 +442,7 @@ def _two_months(box: Sandbox, tmp_path: Path) -> tuple[pl.DataFrame, pl.DataFram
     return read_months(["2026-09"], store=source), read_months(["2026-10"], store=source)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sep", "oct_", "stored"),
     [
@@ -479,6 +492,7 @@ def test_months_written_one_at_a_time_keep_an_undocumented_column_s_type(
     assert on_disk == {u.removeprefix("file://") for u in DeltaTable(str(store)).file_uris()}
 
 
+@pytest.mark.slow
 def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
     box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import ROOT, run_cli
+from tests.factories import ROOT, forget_digests, run_cli
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
@@ -137,13 +137,12 @@ def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -
 
 
 def test_unverified_files_get_digests_by_the_printed_refresh(workdir: Path) -> None:
-    from tests.test_store_digests import _forget_digests
 
     store = workdir / "unverified"
     done = run_cli("sync", "--store", str(store), "--start", "2026-09-01", "--end",
                    "2026-09-30", cwd=workdir)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    _forget_digests(store)
+    forget_digests(store)
     verify = run_cli("store", "verify", "--store", str(store), cwd=workdir)
     assert verify.returncode == 0 and "unverified (written before digests)" in verify.stdout
     command = printed_command(verify.stdout, "to give them digests:")

@@ -6,7 +6,6 @@ different data.
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import forget_digests, run_cli
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
@@ -147,28 +146,13 @@ def test_the_syncs_merge_read_checks_digests(client: Client, tmp_path: Path) -> 
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
-def _forget_digests(store: Path) -> None:
-    """Make the newest commit look written before digests (no ``files`` in its metadata)."""
-    log = sorted((store / "_delta_log").glob("*.json"))[-1]
-    lines = []
-    for line in log.read_text().splitlines():
-        action = json.loads(line)
-        info = action.get("commitInfo")
-        if info and "txkit.store" in info:
-            meta = json.loads(info["txkit.store"])
-            meta.pop("files", None)
-            info["txkit.store"] = json.dumps(meta)
-        lines.append(json.dumps(action))
-    log.write_text("\n".join(lines) + "\n")
-
-
 def test_files_written_before_digests_still_read_and_are_reported(
     client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
     sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     good = read_months(["2026-09"], store=store)
-    _forget_digests(store)
+    forget_digests(store)
     with caplog.at_level(logging.WARNING, logger="txkit"):
         assert read_months(["2026-09"], store=store).equals(good)
     assert "unverified (written before digests)" in caplog.text

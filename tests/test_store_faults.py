@@ -57,6 +57,7 @@ def snapshot(store: Path) -> tuple[int | None, pl.DataFrame]:
     return read_state(store).version, scan_store(store).sort("id").collect()
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_the_previous_version(client: Client, tmpfs: Path) -> None:
     store = tmpfs / "store"
     sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
@@ -79,6 +80,7 @@ def test_a_full_disk_leaves_the_previous_version(client: Client, tmpfs: Path) ->
     assert result.version == before[0] + 1  # type: ignore[operator]
 
 
+@pytest.mark.slow
 def test_an_injected_enospc_leaves_the_previous_version(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,6 +110,7 @@ def test_an_injected_enospc_leaves_the_previous_version(
     assert after[0] == before[0] and after[1].equals(before[1])
 
 
+@pytest.mark.slow
 def test_a_read_only_store_is_a_clear_error_and_still_readable(client: Client, tmpfs: Path) -> None:
     store = tmpfs / "store"
     sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
@@ -121,6 +124,7 @@ def test_a_read_only_store_is_a_clear_error_and_still_readable(client: Client, t
     assert read_months(["2026-09"], store=store).height == before[1].height
 
 
+@pytest.mark.slow
 def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
     client: Client, tmp_path: Path
 ) -> None:
@@ -145,6 +149,7 @@ def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
     assert read_months(["2026-09"], store=store).equals(good)
 
 
+@pytest.mark.slow
 def test_a_lost_log_entry_is_named_or_leaves_the_previous_version(
     client: Client, tmp_path: Path
 ) -> None:

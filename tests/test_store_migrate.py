@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import invoke_cli
 from txkit import Client, load_transactions
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_manifests, read_state, scan_store, sync, sync_needed
@@ -52,10 +52,13 @@ def ledger():
     return generate_ledger(seed=21, records=3_000)
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_cli(*args, cwd=cwd)
+def cli(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return invoke_cli(*args, cwd=cwd, env=env)
 
 
+@pytest.mark.slow
 def test_an_old_store_is_refused_then_migrated(ledger, tmp_path: Path) -> None:
     store = tmp_path / "old"
     with (
@@ -140,7 +143,7 @@ def test_the_advice_for_a_damaged_old_file_works(ledger, tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr
         assert "migrated 1 month(s)" in done.stdout
         env = {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": box.secret_key}
-        done = run_cli(*refresh, cwd=tmp_path, env=env)
+        done = cli(*refresh, cwd=tmp_path, env=env)
         assert done.returncode == 0, done.stderr
     df = scan_store(store).collect()
     assert df.filter(pl.col("month") == "2026-09").drop("month").equals(sept)

@@ -17,9 +17,8 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, run_cli
+from tests.factories import cli_env, invoke_cli
 from txkit import Client
-from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreLockedError,
     read_manifests,
@@ -28,6 +27,8 @@ from txkit.store import (
     scan_store,
     sync,
 )
+
+pytestmark = pytest.mark.s3
 
 ROOT = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 11, 21)
@@ -89,10 +90,10 @@ def aws(s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return s3
 
 
-def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path) -> None:
+def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path, sandboxes) -> None:
     store = "s3://txkit/api-store"
     with (
-        Sandbox(ledger=generate_ledger(seed=21, records=3_000)) as box,
+        sandboxes.clean(seed=21, records=3_000) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
         result = sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
@@ -120,37 +121,41 @@ def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.report
 def test_cli_sync_report_and_status_on_s3(aws: dict[str, str], tmp_path: Path) -> None:
     books = tmp_path / "books"
     books.mkdir()
     shutil.copy(ROOT / "notebooks/01_explore.ipynb", books)
     store = "s3://txkit/cli-store"
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(*args, cwd=tmp_path, env=aws, timeout=600)
-
-    done = run("sync", "--store", store, "--start", "2026-10-01", "--end", "2026-10-31")
+    done = invoke_cli(
+        "sync", "--store", store, "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path,
+        env=aws,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    report = run("report", "--month", "2026-10", "--store", store, "--notebooks", str(books))
+    report = invoke_cli(
+        "report", "--month", "2026-10", "--store", store, "--notebooks", str(books), cwd=tmp_path,
+        env=aws,
+    )  # fmt: skip
     assert report.returncode == 0, report.stderr
     assert "2026-09: full" in report.stdout  # the month before, for the balance history
     page = (tmp_path / "reports/2026-10/index.html").read_text()
     assert f"read from the store {store} at table version 1" in page
-    status = run("sync", "--store", store, "--status")
+    status = invoke_cli("sync", "--store", store, "--status", cwd=tmp_path, env=aws)
     assert status.returncode == 0, status.stderr
     assert "2026-09: complete" in status.stdout and "2026-10: complete" in status.stdout
     assert not (tmp_path / "data/store").exists()
 
 
 def test_a_concurrent_writer_on_s3_fails_and_keeps_the_others_commit(
-    aws: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    aws: dict[str, str], monkeypatch: pytest.MonkeyPatch, sandboxes
 ) -> None:
     """Object storage has no lock file: the commit of the second writer fails instead."""
     import txkit.store as store_module
 
     store = "s3://txkit/concurrent"
     with (
-        Sandbox(ledger=generate_ledger(seed=21, records=3_000)) as box,
+        sandboxes.clean(seed=21, records=3_000) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
         sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
@@ -177,7 +182,7 @@ def test_a_concurrent_writer_on_s3_fails_and_keeps_the_others_commit(
     assert again.fetched == {"2026-10": "full"} and again.version == 2
 
 
-def test_digests_on_s3_are_recorded_and_checked(aws: dict[str, str]) -> None:
+def test_digests_on_s3_are_recorded_and_checked(aws: dict[str, str], sandboxes) -> None:
     """The files txkit writes to S3 carry digests too; a changed object is a named error."""
     import boto3
 
@@ -192,7 +197,7 @@ def test_digests_on_s3_are_recorded_and_checked(aws: dict[str, str]) -> None:
         aws_secret_access_key="testing",
     )
     with (
-        Sandbox(ledger=generate_ledger(seed=21, records=3_000)) as box,
+        sandboxes.clean(seed=21, records=3_000) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
         sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)

@@ -23,6 +23,7 @@ def summary(out: Path) -> list[str]:
     return _summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
 
 
+@pytest.mark.report
 def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
     tmp_path: Path,
 ) -> None:

@@ -13,6 +13,7 @@ from txkit.privacy import mask_sentences, mask_text
 from txkit.tables import format_table
 
 
+@pytest.mark.slow
 def test_format_table_reads_like_a_report() -> None:
     df = pl.DataFrame(
         {

@@ -12,27 +12,19 @@ from datetime import UTC, date, datetime
 import pytest
 
 import txkit
+from tests.exports import connect, expected_ids, export_cli
 from tests.factories import page, record
-from tests.hostile import HostileServer, Reply, Seen, hostile_server  # noqa: F401
-from tests.test_load import connect, expected_ids
+from tests.hostile import HostileServer, Reply, Seen
 from txkit.errors import IncompleteExportError
-from txkit.sandbox import Sandbox, generate_ledger
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    # Small: the bound matrix alone runs 60 exports.
-    with Sandbox(ledger=generate_ledger(seed=11, records=2_500)) as box:
-        yield box
+from txkit.sandbox import Sandbox
 
 
 @pytest.fixture
-def box(sandbox: Sandbox) -> Iterator[Sandbox]:
-    sandbox.faults = None
-    sandbox.reset()
-    yield sandbox
-    sandbox.faults = None
-    sandbox.reset()
+def box(sandboxes) -> Iterator[Sandbox]:
+    """The run's sandbox of this ledger, with faults off and its data restored around the test."""
+    # Small: the bound matrix alone runs 60 exports.
+    with sandboxes.clean(seed=11, records=2_500) as shared:
+        yield shared
 
 
 BOUNDS = ["inclusive", "exclusive", "start_exclusive", "end_exclusive"]
@@ -45,6 +37,7 @@ RANGES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset", OFFSETS)
 @pytest.mark.parametrize("bounds", BOUNDS)
 def test_the_export_is_identical_whatever_the_bounds(
@@ -74,6 +67,7 @@ def test_edges_are_free_on_a_clean_service(box: Sandbox) -> None:
     assert stats.proof_requests == {} and stats.windows == 1 and stats.requests == stats.pages
 
 
+@pytest.mark.slow
 def test_the_issue_example_utc_plus_one_with_an_exclusive_end(box: Sandbox) -> None:
     """West Africa Time and an exclusive endDate lost the month's last hour before."""
     box.faults = "date_shift=1,bounds=end_exclusive"
@@ -91,6 +85,7 @@ def test_the_issue_example_utc_plus_one_with_an_exclusive_end(box: Sandbox) -> N
     assert late and set(late) <= set(df["id"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_capped_pages_with_shuffled_ties_converge_by_windows(box: Sandbox, seed: int) -> None:
     """Offset pages that never agree are replaced by date windows of one page each."""
@@ -112,6 +107,7 @@ def test_capped_pages_with_shuffled_ties_converge_by_windows(box: Sandbox, seed:
         assert "unstable order: windows of one page" in stats.summary()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec", ["bounds=exclusive,date_shift=-5", "bounds=end_exclusive,date_shift=1"]
 )
@@ -136,6 +132,7 @@ def test_a_measured_profile_sets_the_windows_and_the_edges_are_still_proven(
     assert stats.proof_requests.get("edges", 0) == 0 and stats.windows == 1
 
 
+@pytest.mark.slow
 def test_a_profile_for_another_service_is_ignored_with_a_warning(box: Sandbox, tmp_path) -> None:
     from txkit.probe import ProfileWarning, probe_service
 
@@ -149,7 +146,8 @@ def test_a_profile_for_another_service_is_ignored_with_a_warning(box: Sandbox, t
     assert not stats.notes
 
 
-def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:  # noqa: F811
+@pytest.mark.slow
+def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:
     """A service whose every answer holds one record fewer than its total: no window, however
     small, can add up, and the export says so instead of returning short."""
     requests = {"n": 0}
@@ -165,6 +163,7 @@ def test_a_window_that_never_adds_up_fails_loudly(hostile_server) -> None:  # no
     assert requests["n"] < 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["", ",max_skip_mode=empty"])
 @pytest.mark.parametrize("filters", [{}, {"start": date(2026, 1, 1), "end": date(2026, 6, 30)}])
 def test_an_offset_cap_splits_the_query_into_verified_date_windows(
@@ -180,6 +179,7 @@ def test_an_offset_cap_splits_the_query_into_verified_date_windows(
     assert "max skip 300" in stats.summary() and "date windows" in stats.summary()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["", ",max_skip_mode=empty"])
 def test_a_day_above_the_offset_cap_fails_naming_the_day_and_the_cap(
     box: Sandbox, mode: str
@@ -192,11 +192,10 @@ def test_a_day_above_the_offset_cap_fails_naming_the_day_and_the_cap(
     assert "a day cannot be split further" in message
 
 
+@pytest.mark.slow
 def test_the_cap_found_is_in_the_cli_summary(box: Sandbox, tmp_path) -> None:
-    from tests.test_load import _cli
-
     box.faults = "max_skip=1000,max_skip_mode=empty"
-    done = _cli(box, "export", "--page-size", "200", "-o", "all.parquet", cwd=tmp_path)
+    done = export_cli(box, "export", "--page-size", "200", "-o", "all.parquet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "; max skip 1,000; " in done.stdout and "date windows" in done.stdout
 
@@ -211,6 +210,7 @@ SWAPS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("spec", "kw"), SWAPS, ids=[s for s, _ in SWAPS])
 def test_records_swapping_in_and_out_end_as_the_quiet_service_lists_them(
     box: Sandbox, spec: str, kw: dict
@@ -235,6 +235,7 @@ def test_without_the_confirming_read_a_swap_goes_unseen(box: Sandbox) -> None:
     assert df.height == len(expected) and df["id"].to_list() != expected
 
 
+@pytest.mark.slow
 def test_the_confirming_read_costs_one_request_per_page_on_a_clean_service(box: Sandbox) -> None:
     with connect(box) as client:
         plain, confirmed = txkit.ExportStats(), txkit.ExportStats()
@@ -244,6 +245,7 @@ def test_the_confirming_read_costs_one_request_per_page_on_a_clean_service(box: 
     assert confirmed.requests == plain.requests + plain.pages
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", ["date_field=updatedAt", "date_field=updatedAt,bounds=exclusive"])
 def test_dates_on_updated_at_without_a_profile_are_exact(box: Sandbox, spec: str) -> None:
     box.faults = spec
@@ -259,6 +261,7 @@ def test_dates_on_updated_at_without_a_profile_are_exact(box: Sandbox, spec: str
     assert "date filters not on createdAt" in stats.summary()
 
 
+@pytest.mark.slow
 def test_dates_on_updated_at_with_a_profile_are_exact(box: Sandbox, tmp_path) -> None:
     from txkit.probe import probe_service
 
@@ -292,6 +295,7 @@ COMBINATIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", COMBINATIONS)
 def test_the_export_is_exact_under_combined_behaviours(box: Sandbox, spec: str) -> None:
     """Three months in pages of 50 (so a maximum skip of 300 is reached), with and without a
@@ -309,6 +313,7 @@ def test_the_export_is_exact_under_combined_behaviours(box: Sandbox, spec: str) 
     ), spec
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [None, "bounds=exclusive,date_shift=-12", "bounds=end_exclusive"])
 def test_a_filter_with_nothing_near_its_edges_is_proven_by_the_service_s_other_records(
     box: Sandbox, spec: str | None

@@ -117,6 +117,7 @@ def expected_breaks(case: Case) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SCHEMA).select(BREAK_COLUMNS).sort("id", "field")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zero_rate", [0.0, ZERO_RATE])
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("seed", SEEDS)
@@ -140,6 +141,7 @@ def test_auto_finds_exactly_the_planted_breaks_under_either_model(
     assert set(summary["model"]) == {model}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_fixed_net_model_floods_a_fee_only_ledger_and_auto_does_not(seed: int) -> None:
     case = load_case(seed, 0.0, balance_model="fee-only", zero_balance_rate=ZERO_RATE)
@@ -152,6 +154,7 @@ def test_the_fixed_net_model_floods_a_fee_only_ledger_and_auto_does_not(seed: in
     assert dict(rates.iter_rows())["net"] < 0.95
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
 def test_months_with_history_under_either_model_with_zero_balances(model: str) -> None:
     """A month checked with the month before as history: the full ledger's breaks inside it,
@@ -187,6 +190,7 @@ def _reconcile_month(case: Case, month: str, days: int = 3) -> pl.DataFrame:
     return reconcile(near, orders, month=month, date_tolerance=days)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_late_payments_are_matched_across_the_month_end(seed: int, model: str) -> None:
@@ -231,6 +235,7 @@ def test_late_payments_are_matched_across_the_month_end(seed: int, model: str) -
         assert categories == ["missing_in_export", "missing_in_orders"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", MODELS)
 def test_underpayment_originals_under_either_model(model: str) -> None:
     case = load_case(3, 0.03, balance_model=model, zero_balance_rate=ZERO_RATE)

@@ -116,6 +116,7 @@ def _values(entry: dict[str, Any], expected: str, reported: str) -> dict[str, An
 # The sandbox's planted anomalies.
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", RATES)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_finds_exactly_the_planted_balance_anomalies(
@@ -129,6 +130,7 @@ def test_finds_exactly_the_planted_balance_anomalies(
     assert_frame_equal(breaks.select(BREAK_COLUMNS).sort("id", "field"), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", [0.0, 0.03])
 def test_opening_balances_check_every_entry(rate: float) -> None:
     case = load_case(1, rate)
@@ -140,6 +142,7 @@ def test_opening_balances_check_every_entry(rate: float) -> None:
     assert (summary["checked"] == summary["entries"]).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_summary_counts_match_the_breaks(seed: int) -> None:
     case = load_case(seed, 0.03)
@@ -177,6 +180,7 @@ def _months(df: pl.DataFrame) -> list[pl.DataFrame]:
     return [part for _, part in df.sort("createdAt", "id").group_by(month, maintain_order=True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_one_month_exports_of_a_clean_ledger_have_no_breaks(seed: int) -> None:
     case = load_case(seed, 0.0)
@@ -202,6 +206,7 @@ def _windows(df: pl.DataFrame, seed: int) -> list[pl.DataFrame]:
     return [w for w in windows if w.height >= 50]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_partial_exports_find_the_anomalies_inside_them(seed: int) -> None:
     """A window finds the full ledger's breaks inside it, and nothing else.
@@ -559,6 +564,7 @@ def test_not_a_frame_is_refused() -> None:
         balance_breaks([{"id": "x"}])  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_month_with_the_previous_month_as_history_is_checked_whole(
     seed: int, as_input: Callable[[pl.DataFrame], Any]

@@ -9,6 +9,7 @@ from analysis_cases import load_case
 from txkit.analysis import balance_summary, not_reported_balances
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_not_reported_balances_are_the_planted_zero_balances(seed: int) -> None:
     case = load_case(seed, 0.01, zero_balance_rate=0.05)

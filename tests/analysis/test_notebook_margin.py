@@ -14,6 +14,7 @@ from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import sync
 
 
+@pytest.mark.slow
 def test_the_days_around_a_month_and_their_orders() -> None:
     df, _ = load_month("2026-09", source="sandbox")
     around, note = load_margin("2026-09", days=2, source="sandbox")
@@ -43,6 +44,7 @@ def test_bad_margins_are_refused(days: object, message: str) -> None:
         load_margin("2026-09", days=1, source="nowhere")
 
 
+@pytest.mark.slow
 def test_the_days_around_a_month_from_the_store(tmp_path: Path) -> None:
     """From the store: the neighbouring months it holds, cut to the days around the month."""
     ledger = generate_ledger(seed=21, records=4_000)

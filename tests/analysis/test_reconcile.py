@@ -61,6 +61,7 @@ def expected_unmatched(case: Case) -> pl.DataFrame:
     ).sort("reference")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate", RATES)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_finds_exactly_the_planted_order_anomalies(

@@ -134,6 +134,7 @@ def test_not_json_is_200_with_html(fresh: Sandbox) -> None:
         json.loads(response.content)
 
 
+@pytest.mark.slow
 def test_drop_closes_the_connection_without_a_response(fresh: Sandbox) -> None:
     fresh.faults = "drop=1"
     with client_for(fresh) as c, pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
@@ -143,6 +144,7 @@ def test_drop_closes_the_connection_without_a_response(fresh: Sandbox) -> None:
         assert _get(c).status_code == 200
 
 
+@pytest.mark.slow
 def test_slow_and_latency_delay_responses(fresh: Sandbox) -> None:
     with client_for(fresh) as c:
         fresh.faults = "slow=1,slow_seconds=0.3"
@@ -159,6 +161,7 @@ def test_slow_and_latency_delay_responses(fresh: Sandbox) -> None:
             c.get("/transaction", timeout=0.3)
 
 
+@pytest.mark.slow
 def test_cap_returns_fewer_records_than_asked_silently(fresh: Sandbox, ledger: Ledger) -> None:
     fresh.faults = "cap=7"
     with client_for(fresh) as c:
@@ -191,6 +194,7 @@ def test_faults_can_change_between_requests(fresh: Sandbox) -> None:
         assert _get(c).status_code == 200
 
 
+@pytest.mark.slow
 def test_the_fault_sequence_is_deterministic_under_the_seed(ledger: Ledger) -> None:
     spec = "rate_limit=0.3,server_error=0.2,not_json=0.1,fault_seed={}"
 
@@ -209,6 +213,7 @@ def test_the_fault_sequence_is_deterministic_under_the_seed(ledger: Ledger) -> N
     assert {200, 429, "html"} <= set(first)
 
 
+@pytest.mark.slow
 def test_arrivals_add_newer_records_one_per_page(fresh: Sandbox, ledger: Ledger) -> None:
     fresh.faults = "arrivals=3"
     last = max(r["createdAt"] for r in ledger.all_records())
@@ -236,6 +241,7 @@ def test_arrivals_add_newer_records_one_per_page(fresh: Sandbox, ledger: Ledger)
     assert len(ids) - len(set(ids)) == 2
 
 
+@pytest.mark.slow
 def test_status_changes_move_records_between_filters(fresh: Sandbox, ledger: Ledger) -> None:
     fresh.faults = "status_changes=3,fault_seed=2"
     served = {r["id"]: r for r in ledger.exported_records()}
@@ -263,6 +269,7 @@ def test_status_changes_move_records_between_filters(fresh: Sandbox, ledger: Led
             assert total == len(got)
 
 
+@pytest.mark.slow
 def test_shuffle_ties_reorders_equal_created_at_records_per_request(
     fresh: Sandbox, records: list[dict[str, Any]]
 ) -> None:
@@ -287,6 +294,7 @@ def test_shuffle_ties_reorders_equal_created_at_records_per_request(
         assert [times[i] for i in order] == sorted((times[i] for i in order), reverse=True)
 
 
+@pytest.mark.slow
 def test_shuffle_ties_moves_records_across_page_boundaries(
     fresh: Sandbox, records: list[dict[str, Any]]
 ) -> None:
@@ -303,6 +311,7 @@ def test_shuffle_ties_moves_records_across_page_boundaries(
     assert len(seen) > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shift", [-5, 1, 14])
 def test_date_shift_applies_days_in_another_timezone(
     fresh: Sandbox, records: list[dict[str, Any]], shift: int
@@ -322,6 +331,7 @@ def _local_day(iso: str, shift: int) -> date:
     return moment.date()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("bounds", "include_start", "include_end"),
     [
@@ -348,6 +358,7 @@ def test_bounds_modes(
     assert days <= {start, "2026-04-11", end}
 
 
+@pytest.mark.slow
 def test_drift_changes_types_not_values(fresh: Sandbox, ledger: Ledger) -> None:
     fresh.faults = "drift=0.5,fault_seed=8"
     with client_for(fresh) as c:

@@ -46,6 +46,7 @@ def _ms(iso: str) -> int:
 # -- determinism --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_arguments_give_byte_identical_records_and_files(tmp_path: Path) -> None:
     a = generate_ledger(seed=5, records=4_000, anomaly_rate=0.02)
     b = generate_ledger(seed=5, records=4_000, anomaly_rate=0.02)
@@ -64,6 +65,7 @@ def test_a_different_seed_gives_different_data() -> None:
     assert a.orders_csv() != b.orders_csv()
 
 
+@pytest.mark.slow
 def test_served_pages_are_byte_identical_across_sandboxes() -> None:
     pages = []
     for _ in range(2):
@@ -131,6 +133,7 @@ def test_tiny_ledgers_work() -> None:
 # -- balance model and fees ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("seed", "records", "rate"),
     [(11, 6_000, 0.03), (2, 8_000, 0.01), (99, 4_000, 0.05)],
@@ -152,6 +155,7 @@ def test_balance_model_holds_except_where_anomalies_were_planted(
     assert full == {k for k in got if k[2] != "jump"}
 
 
+@pytest.mark.slow
 def test_without_anomalies_the_model_and_fee_schedule_hold_exactly() -> None:
     clean = generate_ledger(seed=4, records=5_000, anomaly_rate=0)
     assert clean.ground_truth == []
@@ -183,6 +187,7 @@ def test_fee_schedule_examples() -> None:
     assert set(FEE_SCHEDULE) == {"collection", "transfer", "settlement", "conversion"}
 
 
+@pytest.mark.slow
 def test_balances_never_go_negative_and_balance_fields_only_on_successful_records(
     ledger: Ledger,
 ) -> None:
@@ -228,6 +233,7 @@ def test_ground_truth_file_matches_the_ledger(ledger: Ledger, tmp_path: Path) ->
     assert set(doc["anomaly_kinds"]) == set(ANOMALY_KINDS)
 
 
+@pytest.mark.slow
 def test_balance_anomalies_are_spaced_on_each_wallet(ledger: Ledger) -> None:
     chronological = _chronological(ledger)
     sequences: dict[str, list[str]] = collections.defaultdict(list)
@@ -245,6 +251,7 @@ def test_balance_anomalies_are_spaced_on_each_wallet(ledger: Ledger) -> None:
         assert all(b - a > 5 for a, b in itertools.pairwise(spots)), currency
 
 
+@pytest.mark.slow
 def test_missing_records_are_hidden_successful_collections_without_reserve(
     ledger: Ledger, records: list[dict[str, Any]]
 ) -> None:
@@ -261,6 +268,7 @@ def test_missing_records_are_hidden_successful_collections_without_reserve(
         assert str(record["toAmount"]) == entry["amount"]
 
 
+@pytest.mark.slow
 def test_corrupted_values_are_as_recorded(ledger: Ledger) -> None:
     everything = {r["id"]: r for r in ledger.all_records()}
     for entry in ledger.ground_truth:
@@ -320,6 +328,7 @@ def test_under_and_overpayments(ledger: Ledger, records: list[dict[str, Any]], k
     assert flagged == all_entries
 
 
+@pytest.mark.slow
 def test_orders_are_the_collections_with_planted_discrepancies(
     ledger: Ledger, records: list[dict[str, Any]]
 ) -> None:
@@ -401,6 +410,7 @@ def test_orders_are_the_collections_with_planted_discrepancies(
 # -- realism ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mix_of_types_statuses_and_currencies(ledger: Ledger) -> None:
     all_records = ledger.all_records()
     n = len(all_records)
@@ -417,6 +427,7 @@ def test_mix_of_types_statuses_and_currencies(ledger: Ledger) -> None:
     assert {"NGN", "USD", "GHS", "KES", "USDT"} <= set(currencies)
 
 
+@pytest.mark.slow
 def test_in_flight_statuses_are_mostly_recent(ledger: Ledger) -> None:
     last_days = ledger.end_ms - 3 * 86_400_000
     flight = ("ongoing", "pending", "processing", "verified", "initiated")
@@ -425,6 +436,7 @@ def test_in_flight_statuses_are_mostly_recent(ledger: Ledger) -> None:
     assert recent / len(in_flight) > 0.6
 
 
+@pytest.mark.slow
 def test_record_shapes(ledger: Ledger) -> None:
     seen = collections.Counter()
     for r in ledger.all_records():

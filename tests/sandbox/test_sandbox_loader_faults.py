@@ -81,6 +81,7 @@ def dense_records(dense: Sandbox) -> list[dict[str, Any]]:
     return dense.ledger.exported_records()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bounds", list(_ENDS))
 def test_every_bound_and_offset_matches_a_brute_force_filter(
     dense: Sandbox, dense_records: list[dict[str, Any]], bounds: str
@@ -102,6 +103,7 @@ def test_every_bound_and_offset_matches_a_brute_force_filter(
     assert len(results) == 27
 
 
+@pytest.mark.slow
 def test_the_bound_matrix_is_discriminating(dense_records: list[dict[str, Any]]) -> None:
     """Every (bounds, offset) setting that selects a different span of time selects
     different records from the window: the matrix test above cannot pass by accident."""
@@ -127,6 +129,7 @@ def test_the_bound_matrix_is_discriminating(dense_records: list[dict[str, Any]])
     assert len(answers) == len(spans)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shift", [-12, 1, 14])
 def test_bounds_and_offsets_on_the_small_ledger(
     fresh: Sandbox, records: list[dict[str, Any]], shift: int
@@ -175,6 +178,7 @@ def _status_of(sb: Sandbox) -> dict[str, tuple[str, str]]:
     return {r["id"]: (r["status"], r["updatedAt"]) for r in sb.served_records()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("source", "target"), [("pending", "verified"), ("initiated", "pending")])
 def test_swaps_move_one_record_in_and_one_out_per_request(
     fresh: Sandbox, source: str, target: str
@@ -202,6 +206,7 @@ def test_swaps_move_one_record_in_and_one_out_per_request(
     assert set(now) == (first - set(left)) | set(entered) != first
 
 
+@pytest.mark.slow
 def test_swaps_are_deterministic_under_the_fault_seed(ledger: Ledger) -> None:
     def run(seed: int) -> set[tuple[str, str]]:
         with Sandbox(ledger=ledger, faults=f"swaps=pending:verified,fault_seed={seed}") as sb:
@@ -253,6 +258,7 @@ def test_new_faults_round_trip_through_their_spec() -> None:
 # -- rate limit and Retry-After -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_rate_allows_a_burst_of_five_then_429_with_retry_after(fresh: Sandbox) -> None:
     fresh.faults = "rate=2,retry_after_form=decimal"
     with client_for(fresh) as c:
@@ -266,6 +272,8 @@ def test_rate_allows_a_burst_of_five_then_429_with_retry_after(fresh: Sandbox) -
         assert c.get("/transaction", params={"limit": 1}).status_code == 200
 
 
+@pytest.mark.slow
+@pytest.mark.serial  # counts requests served in 1.5 s
 def test_rate_holds_the_request_rate_over_time(fresh: Sandbox) -> None:
     fresh.faults = "rate=20"
     ok = limited = 0
@@ -284,6 +292,7 @@ def test_rate_holds_the_request_rate_over_time(fresh: Sandbox) -> None:
     assert 5 + 20 * elapsed - 3 <= ok <= 5 + 20 * elapsed + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["seconds", "decimal", "date", "negative", "garbage", "none"])
 def test_every_retry_after_form(fresh: Sandbox, form: str) -> None:
     fresh.faults = f"rate_limit=1,retry_after=2,retry_after_form={form}"
@@ -346,6 +355,7 @@ def test_records_are_updated_days_after_creation(records: list[dict[str, Any]]) 
     assert max(days) >= 7 and sum(d >= 2 for d in days) > 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("shift", "bounds"), [(0, "inclusive"), (1, "end_exclusive")])
 def test_date_field_updated_at_filters_on_updated_at(
     fresh: Sandbox, records: list[dict[str, Any]], shift: int, bounds: str
@@ -371,6 +381,7 @@ def test_date_field_updated_at_filters_on_updated_at(
     assert differ == 3  # the difference is observable in every month
 
 
+@pytest.mark.slow
 def test_date_field_follows_status_changes(fresh: Sandbox) -> None:
     """A record changed during the export is found on its new updatedAt's day."""
     fresh.faults = "status_changes=2,date_field=updatedAt"

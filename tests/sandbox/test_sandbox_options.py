@@ -43,6 +43,7 @@ def _violations(ledger: Ledger, records: list[dict[str, Any]], model: str) -> se
 # -- balance models -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("zero_rate", [0.0, 0.15])
 @pytest.mark.parametrize("model", BALANCE_MODELS)
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -67,6 +68,7 @@ def test_planted_balance_anomalies_are_exact_under_each_model(
     assert {v.id for v in check_fees(ledger.all_records())} == fee_ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", BALANCE_MODELS)
 def test_the_other_model_breaks_on_most_records(model: str) -> None:
     """The two models are distinguishable: checking with the wrong one floods."""
@@ -78,6 +80,7 @@ def test_the_other_model_breaks_on_most_records(model: str) -> None:
     assert len(wrong) > successful // 2
 
 
+@pytest.mark.slow
 def test_fee_only_balances_move_by_amount_net_of_the_fee_only() -> None:
     ledger = _ledger(2, "fee-only", 0.0)
     planted = {e["id"] for e in ledger.ground_truth}
@@ -119,6 +122,7 @@ def test_bad_balance_model_is_refused() -> None:
 # -- zero balances ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", BALANCE_MODELS)
 def test_zero_balance_records_report_four_zeros_while_the_chain_carries_on(model: str) -> None:
     ledger = _ledger(3, model, 0.15)
@@ -149,6 +153,7 @@ def test_zero_balance_records_report_four_zeros_while_the_chain_carries_on(model
     assert got == expected_violations(ledger)
 
 
+@pytest.mark.slow
 def test_zero_balances_change_nothing_else() -> None:
     plain = _ledger(1, "net", 0.0)
     zeroed = _ledger(1, "net", 0.15)
@@ -182,8 +187,9 @@ def test_zero_balances_are_in_the_ground_truth_file(tmp_path: Path) -> None:
 # -- order dates and late payments --------------------------------------------------------------
 
 
-def test_order_dates_precede_payment_within_the_month_except_late_payments() -> None:
-    ledger = generate_ledger(seed=7, records=60_000)
+@pytest.mark.slow
+def test_order_dates_precede_payment_within_the_month_except_late_payments(ledgers) -> None:
+    ledger = ledgers(seed=7, records=60_000)
     late = {e["reference"]: e for e in ledger.late_payments}
     records = {r["transactionReference"]: r for r in ledger.all_records()}
     lags = collections.Counter()
@@ -213,6 +219,7 @@ def test_order_dates_precede_payment_within_the_month_except_late_payments() -> 
     assert months["2026-10"] >= 1
 
 
+@pytest.mark.slow
 def test_late_payments_are_clean_collections_paid_after_midnight() -> None:
     ledger = _ledger(1, "net", 0.0, records=30_000)
     assert ledger.late_payments
@@ -237,6 +244,7 @@ def test_late_payments_are_clean_collections_paid_after_midnight() -> None:
         assert Decimal(e["amount"]) == amount
 
 
+@pytest.mark.slow
 def test_late_payments_can_be_turned_off() -> None:
     ledger = generate_ledger(seed=1, records=30_000, late_payments_per_month=0)
     assert ledger.late_payments == []
@@ -264,8 +272,9 @@ def test_sandbox_passes_the_options_through(tmp_path: Path) -> None:
 # -- repeat underpayers -------------------------------------------------------------------------
 
 
-def test_repeat_underpayers_share_a_customer_in_the_last_month() -> None:
-    plain = generate_ledger(seed=7, records=60_000)
+@pytest.mark.slow
+def test_repeat_underpayers_share_a_customer_in_the_last_month(ledgers) -> None:
+    plain = ledgers(seed=7, records=60_000)
     ledger = generate_ledger(seed=7, records=60_000, repeat_underpayers=2)
     assert plain.repeaters == [] and len(ledger.repeaters) == 2
     records = {r["id"]: r for r in ledger.exported_records()}

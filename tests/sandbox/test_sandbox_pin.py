@@ -116,6 +116,7 @@ _PINNED: list[tuple[dict[str, Any], dict[str, str]]] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "expected"), _PINNED, ids=["seed11-6k", "default", "tiny", "empty", "fee-only-zero"]
 )

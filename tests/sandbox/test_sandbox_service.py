@@ -59,6 +59,7 @@ def test_keys_are_random_per_instance_and_kept_out_of_repr(ledger: Ledger) -> No
         assert httpx.get(f"{given.base_url}/transaction", headers=headers).status_code == 200
 
 
+@pytest.mark.slow
 def test_lifecycle(ledger: Ledger, tmp_path: Path) -> None:
     sb = Sandbox(ledger=ledger, data_dir=tmp_path / "data")
     with pytest.raises(RuntimeError, match="not running"):
@@ -166,6 +167,7 @@ def _read_lines(proc: subprocess.Popen[bytes], count: int, timeout: float = 60) 
     return data.decode().splitlines(keepends=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
 def test_cli_prints_two_lines_serves_and_stops_cleanly(
     tmp_path: Path, stop_signal: signal.Signals
@@ -197,6 +199,7 @@ def test_cli_prints_two_lines_serves_and_stops_cleanly(
     assert "stopped" in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "match"),
     [
@@ -220,6 +223,7 @@ def test_cli_rejects_bad_arguments(tmp_path: Path, args: list[str], match: str) 
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 def test_cli_reports_a_busy_port(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

@@ -1,0 +1,286 @@
+"""Run-wide fixtures and hooks of the whole suite (``tests/`` and the notebooks under nbval).
+
+What lives here, and why:
+
+* ``ledgers`` and ``sandboxes`` (session scope): generated ledgers cached by their settings
+  (the 60,000-record default costs 2.4 s of CPU a time), and running sandboxes over them,
+  one per setting, shared by every module that asks for the same one. A test that changes a
+  shared sandbox's faults or data takes it through ``sandboxes.clean(...)`` (or a module's
+  ``box`` fixture built on it): faults off and data restored before and after the test.
+* ``session_report``: one ``txkit report --month 2026-10`` on the embedded sandbox, run once
+  and read by every test that only reads a report. It starts in the background as soon as the
+  collection shows a selected test will read it. With pytest-xdist each worker is its own
+  session: the report is built once, under a file lock in the run's shared temporary folder,
+  and both workers read it.
+* ``hostile_server``: scripted HTTP servers for one test (:mod:`tests.hostile`).
+* ``--reverse`` / ``--shuffle SEED``: run the tests in reverse or random order (modules and the
+  tests within them; a notebook's cells keep their order), to show that no test depends on
+  another having run first.
+* Markers (registered in ``pyproject.toml``): ``slow``, ``report``, ``s3``, ``serial``. The
+  default run (``pytest``) leaves out ``slow``; ``make test`` runs everything: the parallel
+  pass (``-n 2``), then the ``serial`` tests alone. With pytest-xdist a notebook's cells go to
+  one worker together, in order, for its one kernel (``pytest_xdist_make_scheduler``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.factories import LEDGERS, REPORT_MONTH, Ledgers, SessionReport
+
+ROOT = Path(__file__).resolve().parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+# -- order -------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("txkit")
+    group.addoption(
+        "--reverse",
+        action="store_true",
+        help="run the modules, and the tests in each, in reverse order (a notebook's cells "
+        "keep theirs): shows that no test depends on one that ran before it",
+    )
+    group.addoption(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="run the modules, and the tests in each, in a random order drawn from SEED",
+    )
+
+
+def _is_notebook_cell(item: pytest.Item) -> bool:
+    return item.path.suffix == ".ipynb"
+
+
+def _reorder(items: list[pytest.Item], rng: random.Random | None) -> list[pytest.Item]:
+    """Items by module, modules and the items in each reversed (``rng`` None) or shuffled."""
+    modules: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.path, []).append(item)
+    groups = list(modules.values())
+    if rng is None:
+        groups.reverse()
+    else:
+        rng.shuffle(groups)
+    ordered: list[pytest.Item] = []
+    for group in groups:
+        if not _is_notebook_cell(group[0]):  # a notebook's cells run in order, in one kernel
+            if rng is None:
+                group.reverse()
+            else:
+                rng.shuffle(group)
+        ordered.extend(group)
+    return ordered
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    if _is_notebook_cell(item):
+        item.add_marker(pytest.mark.slow)
+    elif "session_report" in getattr(item, "fixturenames", ()):
+        # A test that reads the shared report is a report test, whatever it says.
+        item.add_marker(pytest.mark.report)
+        item.add_marker(pytest.mark.slow)
+    elif item.get_closest_marker("report") or item.get_closest_marker("s3"):
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Tests one by one to whichever worker is free, except a notebook's cells: all on one
+    worker, in order (they share one kernel). (pytest-xdist's own loadgroup cannot do it
+    under pytest 9.2: it renames items through ``item._nodeid``, which pytest no longer
+    reads, so the cells were spread over both workers.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksWhole(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return path if path.endswith(".ipynb") else nodeid
+
+    return NotebooksWhole(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    shuffle = config.getoption("--shuffle")
+    if config.getoption("--reverse"):
+        items[:] = _reorder(items, None)
+    elif shuffle is not None:
+        items[:] = _reorder(items, random.Random(shuffle))
+
+
+# -- ledgers and sandboxes ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def ledgers() -> Ledgers:
+    """``ledgers(seed=5, records=6_000)``: the ledger of those settings, generated once a run
+    (shared: never change it)."""
+    return LEDGERS
+
+
+class Sandboxes:
+    """Running sandboxes, one per (ledger settings, secret key), started once a run.
+
+    ``get`` hands out the sandbox as it is (for tests that only read); ``clean`` is a context
+    manager that turns its faults off and restores its data before and after the block.
+    """
+
+    def __init__(self, ledgers: Ledgers, stack: contextlib.ExitStack) -> None:
+        self._ledgers = ledgers
+        self._stack = stack
+        self._running: dict[tuple[tuple[str, Any], ...], Any] = {}
+
+    def get(self, *, secret_key: str | None = None, **settings: Any) -> Any:
+        from txkit.sandbox import Sandbox
+
+        key = (*sorted(settings.items()), ("secret_key", secret_key))
+        if key not in self._running:
+            box = Sandbox(ledger=self._ledgers(**settings), secret_key=secret_key)
+            self._running[key] = self._stack.enter_context(box)
+        return self._running[key]
+
+    @contextlib.contextmanager
+    def clean(self, *, secret_key: str | None = None, **settings: Any) -> Iterator[Any]:
+        box = self.get(secret_key=secret_key, **settings)
+        restore(box)
+        try:
+            yield box
+        finally:
+            restore(box)
+
+
+def restore(box: Any) -> None:
+    """A shared sandbox as new: no faults, the generated data, the fault sequence restarted."""
+    box.faults = None
+    box.reset()
+
+
+@pytest.fixture(scope="session")
+def sandboxes(ledgers: Ledgers) -> Iterator[Sandboxes]:
+    """Shared running sandboxes (see :class:`Sandboxes`); all stop at the end of the run."""
+    with contextlib.ExitStack() as stack:
+        yield Sandboxes(ledgers, stack)
+
+
+# -- hostile servers ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hostile_server() -> Iterator[Callable[..., Any]]:
+    """Start :class:`tests.hostile.HostileServer` objects for one test; all stop after it."""
+    from tests.hostile import HostileServer
+
+    servers: list[HostileServer] = []
+
+    def start(script: Callable[..., Any]) -> HostileServer:
+        server = HostileServer(script).__enter__()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.__exit__(None, None, None)
+
+
+# -- the shared report ----------------------------------------------------------------------------
+
+
+def _shared_root(factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary folder that every xdist worker sees (each has one of its own
+    below it); the basetemp itself without xdist."""
+    base = factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def _build_session_report(root: Path, env: dict[str, str]) -> None:
+    """Run the shared report into ``root`` unless it is there (under a lock: one builder)."""
+    workdir, done = root / "session-report", root / "session-report.json"
+    with (root / "session-report.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            return
+        shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
+        workdir.mkdir()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "txkit.cli", "report", "--month", REPORT_MONTH,
+             "--notebooks", str(NOTEBOOKS)],
+            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        _running.append(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=900)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        outcome = {"returncode": proc.returncode, "stdout": stdout, "stderr": stderr}
+        tmp = done.with_suffix(".tmp")
+        tmp.write_text(json.dumps(outcome))
+        os.replace(tmp, done)
+
+
+#: The shared report's process while it runs (killed if the run ends first).
+_running: list[subprocess.Popen[str]] = []
+_builder: list[threading.Thread] = []
+
+
+@pytest.hookimpl(trylast=True)  # after the deselection by markers
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the shared report in the background as soon as a selected test will read it (on
+    the first xdist worker only), so no worker sits idle waiting for it later."""
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0" or session.config.option.collectonly:
+        return
+    if not any("session_report" in getattr(i, "fixturenames", ()) for i in session.items):
+        return
+    from tests.factories import cli_env
+
+    root = _shared_root(session.config._tmp_path_factory)  # type: ignore[attr-defined]
+    # The environment is taken now, before any test changes this process's.
+    builder = threading.Thread(
+        target=_build_session_report, args=(root, cli_env()), name="session-report", daemon=True
+    )
+    builder.start()
+    _builder.append(builder)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for proc in _running:
+        if proc.poll() is None:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def session_report(tmp_path_factory: pytest.TempPathFactory) -> SessionReport:
+    """The one report of the run: ``txkit report --month 2026-10`` in a fresh working folder,
+    as an analyst runs it (a subprocess: its stderr holds the kernels' output too).
+
+    Tests read it and must not change anything in it; a test that needs to change a report
+    runs its own. Built once per run under a file lock (pytest-xdist workers share it),
+    started in the background when the collection shows a test will need it.
+    """
+    from tests.factories import cli_env
+
+    root = _shared_root(tmp_path_factory)
+    for builder in _builder:
+        builder.join()
+    _build_session_report(root, cli_env())  # waits for, or does, the build
+    outcome = json.loads((root / "session-report.json").read_text())
+    report = SessionReport(root / "session-report", **outcome)
+    assert report.returncode == 0, report.stderr
+    return report
