@@ -157,12 +157,12 @@ def test_notebook_helpers_return_a_frame_and_a_load_info(
 def test_sandbox_orders_are_read_from_written_files_not_regenerated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from txkit import defaults
+    from txkit import config
     from txkit.analysis import read_orders
     from txkit.source import sandbox_files
 
     monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
-    settings = defaults.SandboxSettings(seed=3, records=2_000)
+    settings = config.SandboxSettings(seed=3, records=2_000)
     ledger = generate_ledger(seed=3, records=2_000)
     folder = sandbox_files(settings, ledger=ledger)
     assert folder == tmp_path / "data/sandbox/cache" / settings.key
@@ -175,7 +175,7 @@ def test_sandbox_orders_are_read_from_written_files_not_regenerated(
 
     monkeypatch.setattr("txkit.sandbox.generate_ledger", no_generation)
     assert sandbox_files(settings) == folder  # cached: no generation
-    other = defaults.SandboxSettings(seed=4, records=2_000)
+    other = config.SandboxSettings(seed=4, records=2_000)
     assert other.key != settings.key
     with pytest.raises(AssertionError, match="generated again"):
         sandbox_files(other)

@@ -26,9 +26,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TXKIT_BASE_URL", raising=False)
     monkeypatch.delenv("TXKIT_SECRET_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    import txkit.client
+    import txkit.config
 
-    monkeypatch.setattr(txkit.client, "_shadowed_warned", set(), raising=False)
+    monkeypatch.setattr(txkit.config, "_shadowed_warned", set())
 
 
 def recording() -> tuple[httpx.MockTransport, list[httpx.Request]]:

@@ -270,7 +270,7 @@ def pl_keys(path: Path) -> list[str]:
 def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path) -> None:
     """The issue's scenario through the CLI: September 1-10, then October, then the report."""
     import txkit
-    from txkit.defaults import SANDBOX
+    from txkit.config import SANDBOX
     from txkit.sandbox import Sandbox
     from txkit.store import read_manifests
 
@@ -464,13 +464,13 @@ def test_the_report_syncs_what_every_notebook_reads() -> None:
     within what ``txkit report`` syncs (else a report would see less than the notebook)."""
     import papermill
 
-    from txkit import defaults
+    from txkit import config
 
     for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         declared = papermill.inspect_notebook(str(notebook))
         if "history_months" in declared:
             months = int(declared["history_months"]["default"])
-            assert months <= defaults.HISTORY_MONTHS, notebook.name
+            assert months <= config.HISTORY_MONTHS, notebook.name
         if "date_tolerance" in declared:
             days = int(declared["date_tolerance"]["default"])
-            assert days <= defaults.MARGIN_DAYS, notebook.name
+            assert days <= config.MARGIN_DAYS, notebook.name

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 from typing import NoReturn
 
-from txkit import defaults
+from txkit import config
 from txkit._scrub import install_log_filter, scrub
 from txkit.calendar import parse_day, parse_month
 from txkit.errors import TxkitError, one_line
@@ -92,7 +92,8 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
         help="export transactions to Parquet or CSV",
         description=(
             "Export every matching transaction, verified against the service's total, to a "
-            "Parquet or CSV file. Reads TXKIT_BASE_URL and TXKIT_SECRET_KEY (environment or "
+            f"Parquet or CSV file. Reads {config.BASE_URL_VAR} and {config.SECRET_KEY_VAR} "
+            "(environment or "
             ".env). Filters take one value, a comma-separated list, or repeat."
         ),
     )
@@ -101,7 +102,9 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--currency", action="append", metavar="C", help="currency(ies)")
     p.add_argument("--start", type=day_arg, metavar="YYYY-MM-DD", help="first day (UTC, included)")
     p.add_argument("--end", type=day_arg, metavar="YYYY-MM-DD", help="last day (UTC, included)")
-    p.add_argument("--base-url", metavar="URL", help="service address (default TXKIT_BASE_URL)")
+    p.add_argument(
+        "--base-url", metavar="URL", help=f"service address (default {config.BASE_URL_VAR})"
+    )
     p.add_argument("--page-size", type=int, default=1000, metavar="N")
     p.add_argument("--concurrency", type=int, default=8, metavar="N", help="pages at once")
     p.add_argument(
@@ -166,7 +169,8 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
         description=(
             "Fetch what the store is missing: months not yet stored, days of a month never "
             "fetched, and days fetched before their look-back ended (statuses change after a "
-            "record is first seen); all in one commit. Uses TXKIT_BASE_URL/TXKIT_SECRET_KEY, "
+            "record is first seen); all in one commit. Uses "
+            f"{config.BASE_URL_VAR}/{config.SECRET_KEY_VAR}, "
             "or the embedded sandbox when no key is configured."
         ),
     )
@@ -177,7 +181,7 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", metavar="DIR|URI",
                    help="a folder or s3://bucket/prefix (default: data/store/sandbox without a "
                    "key, data/store/<host> with one)")  # fmt: skip
-    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
+    p.add_argument("--lookback-days", type=int, default=config.LOOKBACK_DAYS, metavar="N")
     p.add_argument("--refresh", action="append", default=[], type=month_arg, metavar="YYYY-MM",
                    help="fetch this month whole again (repeatable)")  # fmt: skip
     p.add_argument(
@@ -258,7 +262,7 @@ def _add_store(sub: argparse._SubParsersAction) -> None:
                         help="a table version (default: the newest)")  # fmt: skip
     verify.set_defaults(func=_run_store_verify)
     migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
-    migrate.add_argument("--store", default=str(defaults.STORE_DIR), metavar="DIR",
+    migrate.add_argument("--store", default=str(config.store_root()), metavar="DIR",
                          help="the old store (default: %(default)s)")  # fmt: skip
     migrate.add_argument("--to", metavar="DIR",
                          help="where the Delta store goes (default: in place; data/store goes "

@@ -18,7 +18,6 @@ or a log line, not even in part.
 from __future__ import annotations
 
 import hashlib
-import io
 import ipaddress
 import json
 import logging
@@ -26,10 +25,8 @@ import os
 import random
 import threading
 import time
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -37,6 +34,13 @@ import httpx
 
 from txkit._body import ACCEPT_ENCODING, BodyBudget, Bounds, read_body
 from txkit._scrub import register_secret
+from txkit.config import (
+    BASE_URL_VAR,
+    SECRET_KEY_VAR,
+    check_setting,
+    max_retries_setting,
+    read_setting,
+)
 from txkit.errors import (
     ApiError,
     AuthError,
@@ -54,18 +58,12 @@ from txkit.ratelimit import SharedLimiter, parse_retry_after
 __all__ = [
     "Client",
     "RetryPolicy",
-    "check_setting",
     "describe_retries",
-    "load_dotenv_values",
-    "read_setting",
     "requests_started",
 ]
 
 log = logging.getLogger("txkit")
 
-BASE_URL_VAR = "TXKIT_BASE_URL"
-SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
-MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 _REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-correlation-id")
 _sent_in_process = [0]
 
@@ -105,174 +103,12 @@ class RetryPolicy:
         Raises:
             ConfigError: the variable is not a whole number from 0 to 100.
         """
-        raw = os.environ.get(MAX_RETRIES_VAR)
-        if raw is None or not raw.strip():
-            return cls()
-        if not raw.strip().isdigit() or int(raw) > 100:
-            raise ConfigError(
-                f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}"
-            )
-        return cls(max_retries=int(raw))
+        retries = max_retries_setting()
+        return cls() if retries is None else cls(max_retries=retries)
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""
         return min(self.backoff_cap, self.backoff_base * 2**attempt) * rng.uniform(0.5, 1.0)
-
-
-_dotenv_cache: dict[tuple[str, int, int], dict[str, str]] = {}
-_shadowed_warned: set[str] = set()
-
-
-def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
-    """The variables a ``.env`` file sets, parsed by python-dotenv as most tools read them.
-
-    ``KEY=value # comment`` gives ``value``; ``KEY="value" # comment`` and ``KEY='value'``
-    give ``value``; ``export KEY=value`` (a space or a tab after ``export``) and a UTF-8 byte
-    order mark at the start are understood. ``${VAR}`` is not expanded (python-dotenv would
-    expand it even between single quotes): a key is taken as written. A line python-dotenv
-    cannot parse is skipped with a warning naming its number.
-
-    Args:
-        path: the file; a missing file gives an empty dict.
-
-    Returns:
-        The variables it sets (those without a value are left out).
-
-    Raises:
-        ConfigError: the file cannot be read, or is not UTF-8 text.
-    """
-    file = Path(path)
-    try:
-        if not file.is_file():
-            return {}
-        info = file.stat()
-        cache_key = (str(file.absolute()), info.st_mtime_ns, info.st_size)
-        if cache_key in _dotenv_cache:
-            return dict(_dotenv_cache[cache_key])
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")  # a BOM (Windows editors) would hide the first line
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(
-            f"{file.absolute()} is not UTF-8 text (line {line}): save it as UTF-8 (the key "
-            "itself is plain ASCII)"
-        ) from None
-    from dotenv import dotenv_values
-
-    parsed = dotenv_values(stream=io.StringIO(text), interpolate=False)
-    values = {k: v for k, v in parsed.items() if v is not None}
-    _dotenv_cache[cache_key] = values
-    return dict(values)
-
-
-def read_setting(
-    name: str, env_file: str | os.PathLike[str] | None = ".env"
-) -> tuple[str | None, str]:
-    """A setting's value and where it came from: the environment, else the ``.env`` file.
-
-    The environment wins (as with most tools that read ``.env``); an empty variable counts as
-    unset. When both set it to different values, one warning per process says which is used.
-
-    Args:
-        name: the variable, e.g. ``TXKIT_SECRET_KEY``.
-        env_file: the ``.env`` file (None: the environment only).
-
-    Returns:
-        ``(value, origin)``: ``origin`` is ``"the environment"`` or ``"the .env file PATH"``;
-        ``(None, "")`` when neither sets it.
-    """
-    from_env = os.environ.get(name) or None
-    from_file = load_dotenv_values(env_file).get(name) if env_file is not None else None
-    if from_env is not None:
-        if from_file and from_file != from_env and name not in _shadowed_warned:
-            _shadowed_warned.add(name)
-            log.warning(
-                "%s is set both in the environment and in %s, differently: the environment's "
-                "value is used (unset it to use the file's)",
-                name,
-                Path(env_file or ".env").absolute(),
-            )
-        return from_env, "the environment"
-    if from_file:
-        return from_file, f"the .env file {Path(env_file or '.env').absolute()}"
-    return None, ""
-
-
-_CHAR_NAMES = {
-    "\n": "a line break (\\n)",
-    "\r": "a carriage return (\\r)",
-    "\t": "a tab",
-    " ": "a space",
-}
-
-
-def _describe(char: str) -> str:
-    """A whitespace or control character by name and code (never part of a valid key)."""
-    if char in _CHAR_NAMES:
-        return _CHAR_NAMES[char]
-    name = unicodedata.name(char, "").lower()
-    return f"the character U+{ord(char):04X}" + (f" ({name})" if name else " (a control character)")
-
-
-def _problem(value: str, *, secret: bool) -> str | None:
-    """What is wrong with a setting's text, or None. For the key, printable characters are
-    never named (only where the bad one is): they could be the key's own."""
-    stripped = value.strip()
-    if not stripped:
-        return "is empty or only whitespace"
-    if value != value.lstrip():
-        return f"starts with {_describe(value[0])}"
-    if value != value.rstrip():
-        trail = value[len(value.rstrip()) :]
-        breaks = [c for c in trail if c in "\r\n"]
-        return f"ends with {_describe(breaks[-1] if breaks else trail[0])}"
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return "is wrapped in quote marks (a file or tool that keeps them)"
-    for char in value:
-        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
-            return f"holds {_describe(char)} inside"
-        if ord(char) > 127:
-            if secret:
-                return (
-                    "holds a non-ASCII character (a typographic quote or dash, or a letter of "
-                    "another keyboard layout, pasted with it?)"
-                )
-            named = unicodedata.name(char, "?")
-            return f"holds the non-ASCII character U+{ord(char):04X} ({named})"
-    return None
-
-
-def check_setting(name: str, value: str, origin: str, *, secret: bool) -> None:
-    """Refuse a setting that cannot be what was meant, before any request uses it.
-
-    A key or URL is printable ASCII without whitespace; a line break, a space, a tab, a
-    control or format character (a zero-width space, a BOM) or a non-ASCII character is the
-    trace of a copy, a paste or a secrets file read with its newline. Sent anyway, it fails as
-    a network error after every retry, or as a bare ``'ascii' codec`` message.
-
-    Args:
-        name: the variable (``TXKIT_SECRET_KEY``).
-        value: its value.
-        origin: where it came from (see :func:`read_setting`).
-        secret: the value is the key: the message names no character of it.
-
-    Raises:
-        ConfigError: naming the variable, where it came from and what is wrong.
-    """
-    problem = _problem(value, secret=secret)
-    if problem is None:
-        return
-    what = "the key" if secret else "it"
-    fix = f"set {what} again" if problem.startswith("is empty") else f"set {what} again without it"
-    fix += (
-        " (printable ASCII, no spaces; the key is not shown)"
-        if secret
-        else ", e.g. https://api.example.com"
-    )
-    raise ConfigError(f"{name} (from {origin}) {problem}: {fix}")
 
 
 def is_loopback(host: str) -> bool:
@@ -546,7 +382,7 @@ class Client:
             return ServerError(f"the service failed ({status})", **context), None
         if status == 401:
             raise AuthError(
-                "the secret key was rejected (401). Check TXKIT_SECRET_KEY; sandbox and "
+                f"the secret key was rejected (401). Check {SECRET_KEY_VAR}; sandbox and "
                 "production keys differ, and a key works only against its own environment",
                 **context,
             )

@@ -17,7 +17,7 @@ import polars as pl
 
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.client import Client
-from txkit.defaults import ORDERS_PATH
+from txkit.config import orders_path
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.privacy import mask_sentences
@@ -386,7 +386,7 @@ def _load_orders(
     month = parse_month(month)
     first, last = month_bounds(month)
     if orders == "auto":
-        orders = str(ORDERS_PATH) if key_configured() else "sandbox"
+        orders = str(orders_path()) if key_configured() else "sandbox"
     if orders == "sandbox":
         read = read_orders_file(sandbox_files() / "orders.csv")
         origin = "the embedded sandbox's merchant orders"

@@ -10,16 +10,14 @@ Every text the bar shows goes through :func:`txkit._scrub.scrub`.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from txkit._scrub import scrub
+from txkit.config import progress_setting
 
 __all__ = ["ExportBar", "export_bar", "interactive", "quiet_logging"]
-
-PROGRESS_VAR = "TXKIT_PROGRESS"
 
 
 def interactive() -> bool:
@@ -85,8 +83,8 @@ def export_bar(progress: bool | None, client: Any) -> ExportBar | None:
         The bar, or None.
     """
     if progress is None:
-        forced = os.environ.get(PROGRESS_VAR)
-        progress = forced == "1" if forced in ("0", "1") else interactive()
+        forced = progress_setting()
+        progress = interactive() if forced is None else forced
     return ExportBar(client) if progress else None
 
 

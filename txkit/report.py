@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from txkit import defaults
+from txkit import config
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.errors import TxkitError
 from txkit.report_html import Section, index_html, page_html, summary_of, title_of
@@ -272,7 +272,7 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
 
     from txkit.notebook import _load_orders
 
-    frame, info, read = _load_orders(orders, month, margin_days=defaults.MARGIN_DAYS)
+    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -350,7 +350,7 @@ def run_report(
     out: Path,
     notebooks: Path,
     show_pii: bool = False,
-    lookback_days: int = defaults.LOOKBACK_DAYS,
+    lookback_days: int = config.LOOKBACK_DAYS,
     orders: str | None = None,
     progress: bool | None = None,
     as_of: int | None = None,
@@ -395,7 +395,7 @@ def run_report(
     sources = _notebooks(notebooks)
     store = store or default_store()
     if orders is None:
-        orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
+        orders = str(config.orders_path()) if key_configured() else "sandbox"
     checked = None
     if orders != "sandbox":
         if not Path(orders).is_file():
@@ -410,8 +410,8 @@ def run_report(
     # The months before are synced too: the notebooks read them as history (the balance checks'
     # chains and reserves, the underpayments' original references), and so are the days just
     # after the month, where reconciliation looks for payments of orders placed at its end.
-    since, _ = month_bounds(previous_months(month, defaults.HISTORY_MONTHS)[0])
-    until = last + timedelta(days=defaults.MARGIN_DAYS)
+    since, _ = month_bounds(previous_months(month, config.HISTORY_MONTHS)[0])
+    until = last + timedelta(days=config.MARGIN_DAYS)
     started = time.perf_counter()
     sync_result = None
     if as_of is None and sync_needed(
@@ -458,8 +458,8 @@ def run_report(
     # itself, where a killed run leaves them with their signing key).
     sockets = _kernel_folder()
     # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
-    progress_env = os.environ.get("TXKIT_PROGRESS")
-    os.environ["TXKIT_PROGRESS"] = "0"
+    progress_env = os.environ.get(config.PROGRESS_VAR)
+    os.environ[config.PROGRESS_VAR] = "0"
     try:
         bar = tqdm(
             total=len(sources),
@@ -579,9 +579,9 @@ def run_report(
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
         if progress_env is None:
-            os.environ.pop("TXKIT_PROGRESS", None)
+            os.environ.pop(config.PROGRESS_VAR, None)
         else:
-            os.environ["TXKIT_PROGRESS"] = progress_env
+            os.environ[config.PROGRESS_VAR] = progress_env
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,
@@ -652,8 +652,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the monthly job: sync the month, run the notebooks, write HTML",
         description=(
             "Sync the month into the local store (the embedded sandbox when no "
-            "TXKIT_SECRET_KEY is configured), execute the curated notebooks for it and write "
-            "reports/YYYY-MM/ with HTML pages and an index."
+            f"{config.SECRET_KEY_VAR} is configured), execute the curated notebooks for it and "
+            "write reports/YYYY-MM/ with HTML pages and an index."
         ),
     )
     p.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
@@ -662,9 +662,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="DIR|URI",
         help="default: data/store/sandbox without a key, data/store/<host> with one",
     )
-    p.add_argument("--out", default=str(defaults.REPORTS_DIR), metavar="DIR")
-    p.add_argument("--notebooks", default=str(defaults.NOTEBOOKS_DIR), metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
+    p.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    p.add_argument("--notebooks", default=str(config.NOTEBOOKS_DIR), metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=config.LOOKBACK_DAYS, metavar="N")
     p.add_argument(
         "--orders",
         metavar="FILE",

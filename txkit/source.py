@@ -17,8 +17,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from txkit.client import BASE_URL_VAR, SECRET_KEY_VAR, Client, load_dotenv_values
-from txkit.defaults import SANDBOX, SandboxSettings, data_dir, sandbox_cache_dir
+from txkit.client import Client
+from txkit.config import (
+    BASE_URL_VAR,
+    SANDBOX,
+    SECRET_KEY_VAR,
+    SandboxSettings,
+    configured,
+    key_configured,
+    load_dotenv_values,
+    sandbox_cache_dir,
+    store_root,
+)
 from txkit.errors import ConfigError
 
 __all__ = [
@@ -31,7 +41,7 @@ __all__ = [
     "sandbox_files",
 ]
 
-#: The sandbox's settings when no key is configured (see :data:`txkit.defaults.SANDBOX`).
+#: The sandbox's settings when no key is configured (see :data:`txkit.config.SANDBOX`).
 DEFAULT_SANDBOX = SANDBOX
 
 
@@ -60,15 +70,6 @@ class Source:
         return default_store_for_url(self.url or self.client.base_url)
 
 
-def _configured(name: str, env_file: str = ".env") -> bool:
-    return bool(os.environ.get(name) or load_dotenv_values(env_file).get(name))
-
-
-def key_configured(env_file: str = ".env") -> bool:
-    """True when ``TXKIT_SECRET_KEY`` is set in the environment or in ``env_file``."""
-    return _configured(SECRET_KEY_VAR, env_file)
-
-
 @contextlib.contextmanager
 def connect(
     *, sandbox: bool | None = None, settings: SandboxSettings = DEFAULT_SANDBOX
@@ -88,7 +89,7 @@ def connect(
             service: starting the sandbox instead would silently report on fake data).
     """
     if sandbox is None:
-        if not key_configured() and _configured(BASE_URL_VAR):
+        if not key_configured() and configured(BASE_URL_VAR):
             raise ConfigError(
                 f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
                 "(in the environment or a .env file) to use that service, or unset "
@@ -136,7 +137,7 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
     """The folder of the sandbox's written files (``orders.csv``, ``ground_truth.json``).
 
     The files of each ``settings`` are written once, with :meth:`Ledger.write_files`, into
-    :func:`txkit.defaults.sandbox_cache_dir` (``data/sandbox/cache/<seed, records, ...>/``);
+    :func:`txkit.config.sandbox_cache_dir` (``data/sandbox/cache/<seed, records, ...>/``);
     later calls only return the folder. The folder appears whole or not at all (it is written
     aside and renamed), so a reader never sees half a file.
 
@@ -178,7 +179,7 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
 def default_store_for_url(url: str) -> Path:
     """The default store of a source: ``data/store/sandbox`` for the embedded sandbox,
     ``data/store/<host>`` (``<host>_<port>`` with a port) for a service."""
-    base = data_dir() / "store"
+    base = store_root()
     if url.startswith("sandbox:"):
         return base / "sandbox"
     parsed = urlsplit(url)
@@ -196,7 +197,7 @@ def default_store(env_file: str = ".env") -> Path:
     if key_configured(env_file):
         url = os.environ.get(BASE_URL_VAR) or load_dotenv_values(env_file).get(BASE_URL_VAR) or ""
         return default_store_for_url(url)
-    if _configured(BASE_URL_VAR, env_file):
+    if configured(BASE_URL_VAR, env_file):
         raise ConfigError(
             f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
             "(in the environment or a .env file) to use that service, or unset "

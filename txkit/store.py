@@ -47,7 +47,7 @@ from typing import Any
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from txkit import defaults
+from txkit import config
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
@@ -96,8 +96,8 @@ __all__ = [
 
 log = logging.getLogger("txkit")
 
-DEFAULT_STORE = defaults.STORE_DIR
-DEFAULT_LOOKBACK_DAYS = defaults.LOOKBACK_DAYS
+DEFAULT_STORE = config.store_root()
+DEFAULT_LOOKBACK_DAYS = config.LOOKBACK_DAYS
 _FORMAT = 1
 
 

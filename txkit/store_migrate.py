@@ -23,9 +23,9 @@ from pathlib import Path
 
 import polars as pl
 
+from txkit.config import SandboxSettings, store_root
 from txkit.coverage import Fetch, MonthCoverage
 from txkit.decode import finalize
-from txkit.defaults import STORE_DIR, SandboxSettings
 from txkit.storage import (
     LOCK_NAME,
     StoreError,
@@ -85,7 +85,7 @@ def default_target(store: Path, source: SourceIdentity) -> Path:
     goes to its source's default (``data/store/sandbox``, ``data/store/<host>``)."""
     from txkit.source import default_store_for_url
 
-    if store.absolute() == STORE_DIR.absolute():
+    if store.absolute() == store_root().absolute():
         return default_store_for_url(source.url)
     return store
 

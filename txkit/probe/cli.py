@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from txkit.config import BASE_URL_VAR, DATA_DIR_VAR, SECRET_KEY_VAR
 from txkit.probe.profile import default_path
 from txkit.probe.run import DEFAULT_MAX_REQUESTS
 
@@ -23,14 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "stability, what total counts, which timestamp the date filters use, whether "
             "each bound is inclusive, the UTC offset of the service's days, envelope extras "
             "and undocumented fields. Prints a table and writes the profile as JSON (the "
-            "base URL, never the key). Reads TXKIT_BASE_URL and TXKIT_SECRET_KEY."
+            f"base URL, never the key). Reads {BASE_URL_VAR} and {SECRET_KEY_VAR}."
         ),
     )
     p.add_argument(
         "--out",
         metavar="FILE",
         help="where to write the profile (default data/service-profile.json, or under "
-        "TXKIT_DATA_DIR)",
+        f"{DATA_DIR_VAR})",
     )
     p.add_argument(
         "--max-requests",
@@ -39,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"request budget, retries included (default {DEFAULT_MAX_REQUESTS})",
     )
-    p.add_argument("--base-url", metavar="URL", help="service address (default TXKIT_BASE_URL)")
+    p.add_argument("--base-url", metavar="URL", help=f"service address (default {BASE_URL_VAR})")
     p.set_defaults(func=_run)
 
 

@@ -27,7 +27,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from txkit.defaults import DATA_DIR, data_dir
+from txkit.config import data_dir
 from txkit.errors import scrub
 from txkit.output import atomic_path
 
@@ -46,7 +46,7 @@ __all__ = [
 FORMAT: Final = "txkit-service-profile/1"
 #: Where ``txkit probe`` writes and :func:`load_profile` looks by default (as of import; see
 #: :func:`default_path`).
-DEFAULT_PATH: Final = DATA_DIR / "service-profile.json"
+DEFAULT_PATH: Final = data_dir() / "service-profile.json"
 
 
 def default_path() -> Path:

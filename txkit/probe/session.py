@@ -23,7 +23,8 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from txkit.client import SECRET_KEY_VAR, Client, RetryPolicy, load_dotenv_values
+from txkit.client import Client, RetryPolicy
+from txkit.config import SECRET_KEY_VAR, load_dotenv_values
 from txkit.errors import (
     BadRequestError,
     NetworkError,

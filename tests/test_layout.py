@@ -1,0 +1,79 @@
+"""The package's shape: one configuration module, no import cycles, a pinned public API."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import txkit
+from txkit import config
+
+PACKAGE = Path(txkit.__file__).resolve().parent
+_TXKIT_NAME = re.compile(r"TXKIT_[A-Z]")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes that are docstrings (documentation may name a variable)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_every_txkit_variable_is_named_only_in_the_config_module() -> None:
+    # A name written twice drifts (issue 21 found TXKIT_* names in seven modules): messages,
+    # help texts and readers take it from txkit.config. Docstrings may mention it.
+    offenders = []
+    for name, path in _modules().items():
+        if name == "txkit.config":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docs
+                and _TXKIT_NAME.search(node.value)
+            ):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not offenders, f"TXKIT_* names outside txkit/config.py: {offenders}"
+
+
+def test_the_config_module_names_every_variable_once() -> None:
+    source = (PACKAGE / "config.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assigned = [
+        node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.value.value.startswith("TXKIT_")
+    ]
+    assert sorted(assigned) == sorted(set(assigned)) == sorted(config.VARIABLES)
+    assert {
+        "TXKIT_BASE_URL",
+        "TXKIT_SECRET_KEY",
+        "TXKIT_DATA_DIR",
+        "TXKIT_MAX_BODY_MB",
+        "TXKIT_MAX_RETRIES",
+        "TXKIT_MAX_TOTAL",
+        "TXKIT_PROGRESS",
+        "TXKIT_RESPONSE_DEADLINE",
+    } == set(config.VARIABLES)
