@@ -400,7 +400,8 @@ def _check_paths(args: argparse.Namespace) -> None:
     if command in ("sync", "report") and store and not reads_only:
         # Writability is checked once a sync is needed (a store with nothing to fetch may be
         # read-only); a folder that is not a store is refused before anything else.
-        from txkit.storage import StoreError, refuse_foreign_folder
+        from txkit.errors import StoreError
+        from txkit.storage import refuse_foreign_folder
 
         try:
             refuse_foreign_folder(store)

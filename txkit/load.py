@@ -15,7 +15,7 @@ from txkit._windows import WindowedExport
 from txkit.calendar import DateLike, parse_day
 from txkit.client import Client
 from txkit.decode import assemble
-from txkit.errors import IncompleteExportError
+from txkit.errors import IncompleteExportError, IncompleteExportWarning
 from txkit.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
@@ -36,10 +36,6 @@ __all__ = [
 log = logging.getLogger("txkit")
 
 Choice = str | Sequence[str] | None
-
-
-class IncompleteExportWarning(UserWarning):
-    """An export was returned although it does not add up (``allow_incomplete=True``)."""
 
 
 def _choices(name: str, value: Choice, accepted: Sequence[str], *, upper: bool) -> list[str | None]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from txkit import config
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.errors import TxkitError
+from txkit.errors import NotebookFailedError, TxkitError
 from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
 if TYPE_CHECKING:
@@ -65,10 +65,6 @@ _KERNELS = "txkit-kernel-"
 #: starts a kernel (new sockets, a newer mtime) within seconds of the previous one ending, and
 #: a kernel that runs long is named on its process's command line.
 _UNOWNED_IDLE_SECONDS = 600
-
-
-class NotebookFailedError(TxkitError):
-    """A report notebook raised an error."""
 
 
 @dataclass

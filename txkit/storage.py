@@ -22,7 +22,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from txkit.errors import TxkitError, one_line
+from txkit.errors import (
+    StoreDamagedError,
+    StoreError,
+    StoreLockedError,
+    StoreVersionError,
+    one_line,
+)
 
 __all__ = [
     "ACCEPTED_STORES",
@@ -51,29 +57,6 @@ __all__ = [
 LOCK_NAME = "_txkit.lock"
 
 
-class StoreError(TxkitError):
-    """The store cannot be used as asked (another source, an old format, damaged files)."""
-
-
-class StoreLockedError(StoreError):
-    """Another sync holds the store's lock, or committed to it meanwhile."""
-
-
-class StoreDamagedError(StoreError):
-    """A data file of the store is missing, or its bytes are not those committed (its digest
-    differs). The message names the month and the command that fetches it again.
-
-    Attributes:
-        months: the damaged months (``YYYY-MM``).
-        path: the damaged file, relative to the store.
-    """
-
-    def __init__(self, message: str, *, months: list[str], path: str) -> None:
-        super().__init__(message)
-        self.months = months
-        self.path = path
-
-
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
 #: xxHash's XXH3 (128 bits) detects any change of a file (it is not a defence against someone
 #: who can also rewrite the log); it hashes at memory speed (see README, "Data files prove
@@ -86,10 +69,6 @@ def digest_of(data: bytes | memoryview) -> str:
     import xxhash
 
     return f"{DIGEST_ALGORITHM}:{xxhash.xxh3_128_hexdigest(data)}"
-
-
-class StoreVersionError(StoreError, ValueError):
-    """A table version the store does not have (a bad argument: the CLI exits 2)."""
 
 
 #: The object-storage URIs a store may be given as (besides a folder), for messages.

@@ -52,13 +52,11 @@ from txkit.calendar import month_bounds, months_between, parse_day, parse_month,
 from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
 from txkit.decode import dedupe_latest, finalize
+from txkit.errors import StoreDamagedError, StoreError, StoreLockedError
 from txkit.load import load_transactions
 from txkit.pages import ExportStats
 from txkit.schema import COLUMNS
 from txkit.storage import (
-    StoreDamagedError,
-    StoreError,
-    StoreLockedError,
     digest_of,
     locked,
     new_store_beside,

@@ -26,9 +26,9 @@ import polars as pl
 from txkit.config import SandboxSettings, store_root
 from txkit.coverage import Fetch, MonthCoverage
 from txkit.decode import finalize
+from txkit.errors import StoreError
 from txkit.storage import (
     LOCK_NAME,
-    StoreError,
     is_remote,
     locked,
     os_problem,

@@ -39,10 +39,9 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
+from txkit.errors import StoreError, StoreLockedError
 from txkit.schema import COLUMNS
 from txkit.storage import (
-    StoreError,
-    StoreLockedError,
     digest_of,
     is_io_error,
     new_store_beside,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from txkit.config import data_dir
-from txkit.errors import scrub
+from txkit.errors import ProfileWarning, scrub
 from txkit.output import atomic_path
 
 __all__ = [
@@ -77,10 +77,6 @@ FINDINGS: Final[dict[str, str]] = {
 
 _DAY_MS: Final = 86_400_000
 _HOUR_MS: Final = 3_600_000
-
-
-class ProfileWarning(UserWarning):
-    """A profile was found but not used (another base URL, unreadable, another format)."""
 
 
 @dataclass(frozen=True, slots=True)
