@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from txkit.pages import DEFAULT_CONCURRENCY
+from txkit.fetch.pages import DEFAULT_CONCURRENCY
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))

@@ -159,7 +159,7 @@ def test_sandbox_orders_are_read_from_written_files_not_regenerated(
 ) -> None:
     from txkit import config
     from txkit.analysis import read_orders
-    from txkit.source import sandbox_files
+    from txkit.fetch.source import sandbox_files
 
     monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
     settings = config.SandboxSettings(seed=3, records=2_000)

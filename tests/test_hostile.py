@@ -42,8 +42,8 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
+from txkit.fetch.load import load_transactions
 from txkit.frame import decode_pages
-from txkit.load import load_transactions
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Not shaped like sk_...: only the configured key itself can find it.
@@ -234,7 +234,7 @@ def test_cli_log_handlers_scrub_other_libraries(tmp_path: Path) -> None:
 def test_log_lines_routed_above_the_bar_are_scrubbed(capsys) -> None:
     """The CLI's handler scrubs records of any library, also while redirected through tqdm."""
     from txkit._scrub import install_log_filter, register_secret
-    from txkit.progress import quiet_logging
+    from txkit.fetch.progress import quiet_logging
 
     register_secret(KEY)  # as the CLI's Client does
     handler = logging.StreamHandler(sys.stderr)

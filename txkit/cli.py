@@ -25,7 +25,7 @@ from txkit import config
 from txkit._scrub import install_log_filter, scrub
 from txkit.calendar import parse_day, parse_month
 from txkit.errors import TxkitError, one_line
-from txkit.progress import quiet_logging
+from txkit.fetch.progress import quiet_logging
 
 __all__ = [
     "build_parser",
@@ -124,10 +124,10 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from txkit.client import Client, describe_retries
-    from txkit.load import load_transactions, validate_filters
+    from txkit.fetch.client import Client, describe_retries
+    from txkit.fetch.load import load_transactions, validate_filters
+    from txkit.fetch.pages import ExportStats
     from txkit.output import write_frame
-    from txkit.pages import ExportStats
 
     output = Path(args.output)
     if output.suffix.lower() not in (".parquet", ".csv"):
@@ -194,7 +194,7 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from txkit.source import connect, default_store
+    from txkit.fetch.source import connect, default_store
     from txkit.store import format_status, sync, sync_needed
 
     store = args.store or str(default_store())
@@ -271,7 +271,7 @@ def _add_store(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_store_status(args: argparse.Namespace) -> int:
-    from txkit.source import default_store
+    from txkit.fetch.source import default_store
     from txkit.store import format_status
 
     print(format_status(args.store or str(default_store())))
@@ -286,7 +286,7 @@ def _version_number(text: str) -> int:
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:
-    from txkit.source import default_store
+    from txkit.fetch.source import default_store
     from txkit.store import format_verify, verify_store
 
     store = args.store or str(default_store())
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
     validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
     """
-    from txkit.client import requests_started
+    from txkit.fetch.client import requests_started
 
     parser = build_parser()
     args = parser.parse_args(argv)

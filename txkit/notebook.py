@@ -16,12 +16,12 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.client import Client
 from txkit.config import orders_path
-from txkit.load import load_transactions
-from txkit.pages import ExportStats
+from txkit.fetch.client import Client
+from txkit.fetch.load import load_transactions
+from txkit.fetch.pages import ExportStats
+from txkit.fetch.source import connect
 from txkit.privacy import mask_sentences
-from txkit.source import connect
 
 __all__ = [
     "LoadInfo",
@@ -120,9 +120,9 @@ def load_month(
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
         store: the store folder or URI, for ``source="store"`` (default: the one of the
-            source a sync would use, see :func:`txkit.source.default_store`).
+            source a sync would use, see :func:`txkit.fetch.source.default_store`).
         currency: optionally one currency.
-        client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        client: a connected :class:`~txkit.fetch.client.Client` to use instead of ``source``.
         version: the store's table version to read (default: the newest).
 
     Returns:
@@ -163,7 +163,7 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
 
 
 def _store(store: str | Path | None) -> str | Path:
-    from txkit.source import default_store
+    from txkit.fetch.source import default_store
 
     return store or default_store()
 
@@ -357,7 +357,7 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
     Args:
         orders: ``auto`` (``data/orders.csv`` when a key is configured, else the sandbox's
             orders), ``sandbox`` (the embedded sandbox's merchant-side record, read from its
-            written files: see :func:`txkit.source.sandbox_files`), or a CSV or Parquet path
+            written files: see :func:`txkit.fetch.source.sandbox_files`), or a CSV or Parquet path
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
         margin_days: also keep the orders dated this many days before and after the month.
@@ -381,7 +381,7 @@ def _load_orders(
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
     from txkit.analysis.reconcile import read_orders_file
-    from txkit.source import key_configured, sandbox_files
+    from txkit.fetch.source import key_configured, sandbox_files
 
     month = parse_month(month)
     first, last = month_bounds(month)

@@ -49,12 +49,12 @@ from polars.io.plugins import register_io_source
 
 from txkit import config
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
-from txkit.client import Client
 from txkit.coverage import Fetch, MonthCoverage, needed_window
 from txkit.decode import dedupe_latest, finalize
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError
-from txkit.load import load_transactions
-from txkit.pages import ExportStats
+from txkit.fetch.client import Client
+from txkit.fetch.load import load_transactions
+from txkit.fetch.pages import ExportStats
 from txkit.schema import COLUMNS
 from txkit.storage import (
     digest_of,
@@ -807,7 +807,7 @@ def _check_source(
     if stored.url == identity.url and stored.fingerprint and identity.fingerprint:
         notes.append(_same_account(store, state, client))
         return SourceIdentity(identity.url, identity.fingerprint, identity.salt, stored.label)
-    from txkit.source import default_store_for_url
+    from txkit.fetch.source import default_store_for_url
 
     other = str(default_store_for_url(identity.url))
     if os.path.abspath(other) == os.path.abspath(str(store)):
@@ -924,7 +924,7 @@ def sync(
     same account; :attr:`SyncResult.notes` says so), and refused otherwise.
 
     Args:
-        client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
+        client: a :class:`~txkit.fetch.client.Client`; default one from ``TXKIT_BASE_URL`` and
             ``TXKIT_SECRET_KEY`` (closed afterwards), as for :func:`txkit.load_transactions`.
         start: first day (default: the first day of the month 11 months before ``end``).
         end: last day (default: ``today``, UTC).
@@ -935,7 +935,7 @@ def sync(
         progress: show progress bars (default: when interactive).
         source: how the store names the source (default: the client's base URL).
         source_url: the source's identity when it is not the client's URL and key:
-            ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.source.Source.url`),
+            ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.fetch.source.Source.url`),
             whose port and key change at every start.
 
     Returns:

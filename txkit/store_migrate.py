@@ -83,7 +83,7 @@ def _identity(label: str) -> SourceIdentity:
 def default_target(store: Path, source: SourceIdentity) -> Path:
     """Where a store is migrated to: in place, except the old default ``data/store``, which
     goes to its source's default (``data/store/sandbox``, ``data/store/<host>``)."""
-    from txkit.source import default_store_for_url
+    from txkit.fetch.source import default_store_for_url
 
     if store.absolute() == store_root().absolute():
         return default_store_for_url(source.url)

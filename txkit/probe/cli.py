@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from txkit.config import BASE_URL_VAR, DATA_DIR_VAR, SECRET_KEY_VAR
-from txkit.probe.profile import default_path
+from txkit.fetch.profile import default_path
 from txkit.probe.run import DEFAULT_MAX_REQUESTS
 
 __all__ = ["add_parser"]

@@ -33,7 +33,7 @@ def interactive() -> bool:
 class ExportBar:
     """A tqdm bar in records, with the retries of ``client`` in its postfix.
 
-    It has the small tqdm interface :func:`txkit.pages.fetch_query` uses: ``total`` (read and
+    It has the small tqdm interface :func:`txkit.fetch.pages.fetch_query` uses: ``total`` (read and
     set), ``update(n)``, ``refresh()`` and ``close()``.
     """
 
@@ -77,7 +77,7 @@ def export_bar(progress: bool | None, client: Any) -> ExportBar | None:
     Args:
         progress: True or False to force; None: on a terminal or in Jupyter, unless
             ``TXKIT_PROGRESS=0`` (``1`` forces it on).
-        client: the :class:`~txkit.client.Client` whose retries the bar shows.
+        client: the :class:`~txkit.fetch.client.Client` whose retries the bar shows.
 
     Returns:
         The bar, or None.

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from txkit.client import Client
 from txkit.config import (
     BASE_URL_VAR,
     SANDBOX,
@@ -30,6 +29,7 @@ from txkit.config import (
     store_root,
 )
 from txkit.errors import ConfigError
+from txkit.fetch.client import Client
 
 __all__ = [
     "DEFAULT_SANDBOX",
@@ -50,7 +50,7 @@ class Source:
     """An open source of transactions.
 
     Attributes:
-        client: the connected :class:`~txkit.client.Client`.
+        client: the connected :class:`~txkit.fetch.client.Client`.
         sandbox: the running sandbox, or None for the configured service.
         description: one line saying which source this is (no secret in it).
         label: a short name of the source for manifests and reports.

@@ -2,7 +2,7 @@
 
 :class:`Client` sends ``GET {base_url}/transaction`` with ``Authorization: Bearer <key>`` and
 ``Content-Type: application/json`` and returns the raw body of a successful page; everything
-about pages and completeness lives in :mod:`txkit.pages`, everything about JSON in
+about pages and completeness lives in :mod:`txkit.fetch.pages`, everything about JSON in
 :mod:`txkit.frame`.
 
 Configuration comes from arguments, else the environment (``TXKIT_BASE_URL``,
@@ -32,7 +32,6 @@ from typing import Any
 
 import httpx
 
-from txkit._body import ACCEPT_ENCODING, BodyBudget, Bounds, read_body
 from txkit._scrub import register_secret
 from txkit.config import (
     BASE_URL_VAR,
@@ -53,7 +52,8 @@ from txkit.errors import (
     excerpt,
     scrub,
 )
-from txkit.ratelimit import SharedLimiter, parse_retry_after
+from txkit.fetch._body import ACCEPT_ENCODING, BodyBudget, Bounds, read_body
+from txkit.fetch.ratelimit import SharedLimiter, parse_retry_after
 
 __all__ = [
     "Client",
@@ -139,7 +139,7 @@ class Client:
         response_deadline: seconds for a whole response, from sending the request to the last
             byte of the body (not per read: a server that trickles bytes stops here); default
             ``TXKIT_RESPONSE_DEADLINE`` or 120.
-        shared_rate_limit: one :class:`~txkit.ratelimit.SharedLimiter` for every request of
+        shared_rate_limit: one :class:`~txkit.fetch.ratelimit.SharedLimiter` for every request of
             this client, so a 429 slows all workers down (False: each request only waits its
             own ``Retry-After``, as before; kept for benchmarks).
 

@@ -45,10 +45,10 @@ from typing import Any
 
 import polars as pl
 
-from txkit.client import Client
 from txkit.decode import PageSink, decode_page, read_page
 from txkit.errors import BadRequestError, IncompleteExportError, SchemaError
-from txkit.pages import (
+from txkit.fetch.client import Client
+from txkit.fetch.pages import (
     ExportStats,
     OffsetCapped,
     QueryResult,
@@ -123,12 +123,12 @@ class WindowedExport:
     """Export one set of filters over UTC days ``first..last``, proven complete.
 
     Args:
-        client: the :class:`~txkit.client.Client`.
+        client: the :class:`~txkit.fetch.client.Client`.
         filters: ``transType``/``status``/``currency`` parameters, validated.
         first, last: UTC days (None: unbounded on that side).
-        page_size, concurrency, max_passes: as for :func:`txkit.pages.fetch_query`.
+        page_size, concurrency, max_passes: as for :func:`txkit.fetch.pages.fetch_query`.
         confirm: read every window once more at the end to prove the set (see module doc).
-        stats: the :class:`~txkit.pages.ExportStats` to fill in.
+        stats: the :class:`~txkit.fetch.pages.ExportStats` to fill in.
         on_page: progress hook ``(pages done, pages more)``.
         start_end: the server window to start from (from a measured profile); default one
             day more on each side.

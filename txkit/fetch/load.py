@@ -11,12 +11,12 @@ from typing import Any
 
 import polars as pl
 
-from txkit._windows import WindowedExport
 from txkit.calendar import DateLike, parse_day
-from txkit.client import Client
 from txkit.decode import assemble
 from txkit.errors import IncompleteExportError, IncompleteExportWarning
-from txkit.pages import (
+from txkit.fetch._windows import WindowedExport
+from txkit.fetch.client import Client
+from txkit.fetch.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
     QueryResult,
@@ -24,7 +24,8 @@ from txkit.pages import (
     require_complete,
     timed,
 )
-from txkit.progress import export_bar
+from txkit.fetch.profile import ServiceProfile, load_profile
+from txkit.fetch.progress import export_bar
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = [
@@ -110,10 +111,10 @@ def load_transactions(
     records it got reach past each edge (or that the service holds nothing beyond), widens
     the window until one holds, and filters locally. Every query is verified against the
     service's ``total`` per date window, split by dates past an offset cap or when offset
-    pages do not converge, and read once more to prove the set (see :mod:`txkit._windows`).
+    pages do not converge, and read once more to prove the set (see :mod:`txkit.fetch._windows`).
 
     Args:
-        client: a :class:`~txkit.client.Client`; default one from ``TXKIT_BASE_URL`` and
+        client: a :class:`~txkit.fetch.client.Client`; default one from ``TXKIT_BASE_URL`` and
             ``TXKIT_SECRET_KEY`` (closed afterwards).
         trans_type: ``conversion``, ``settlement``, ``collection``, ``transfer``.
         status: values of :data:`txkit.schema.STATUSES`.
@@ -129,7 +130,7 @@ def load_transactions(
         allow_incomplete: return an export that does not add up, with an
             :class:`IncompleteExportWarning`, instead of raising.
         progress: show a progress bar; default: only on a terminal or in Jupyter.
-        stats: an :class:`~txkit.pages.ExportStats` to fill in.
+        stats: an :class:`~txkit.fetch.pages.ExportStats` to fill in.
         confirm: read every window once more at the end, proving the set of records and not
             only their count (one request per page; see the README).
         profile: the service profile ``txkit probe`` measured: None reads the default file
@@ -327,8 +328,6 @@ def _profile(profile: Any, client: Client) -> Any:
     """The :class:`~txkit.probe.ServiceProfile` to use, or None."""
     if profile is False:
         return None
-    from txkit.probe import ServiceProfile, load_profile
-
     if isinstance(profile, ServiceProfile):
         if profile is not None and _same_url(profile.base_url, client.base_url):
             return profile

@@ -29,9 +29,9 @@ from typing import Any
 
 import polars as pl
 
-from txkit.client import Client
 from txkit.decode import PageSink, RawPage, read_page
 from txkit.errors import BadRequestError, IncompleteExportError
+from txkit.fetch.client import Client
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -115,7 +115,7 @@ class QueryResult:
         complete: ``unique == total`` and the total was stable.
         ids: the unique ids fetched.
         slots: the ``(skip, limit)`` of every page of the last pass, with a digest of its body
-            (for the confirming re-read, :mod:`txkit._windows`).
+            (for the confirming re-read, :mod:`txkit.fetch._windows`).
         stride: the page size the service honoured.
     """
 
@@ -309,7 +309,7 @@ def fetch_query(
     """Fetch every record of one query, verified against the service's total.
 
     Args:
-        client: the :class:`~txkit.client.Client`.
+        client: the :class:`~txkit.fetch.client.Client`.
         params: the query's filters (``transType``, ``status``, ``currency``, ``startDate``,
             ``endDate``), already validated.
         page_size: the ``limit`` asked for (the server may cap it; that is detected).
@@ -325,7 +325,7 @@ def fetch_query(
 
     Raises:
         OffsetCapped: pages past some ``skip`` were refused (422) or empty below the total;
-            the caller splits the query (:mod:`txkit._windows`).
+            the caller splits the query (:mod:`txkit.fetch._windows`).
     """
     stats = stats if stats is not None else ExportStats()
 
