@@ -376,7 +376,7 @@ def test_history_from_the_store_is_the_contiguous_months_before(
 def _through_scan_delta(store: Path, months: list[str], version: int | None = None) -> pl.DataFrame:
     """The months as ``scan_delta`` reads them (statistics, protocol checks and all)."""
     from txkit.decode import finalize
-    from txkit.store import _typed
+    from txkit.store._read import _typed
 
     lf = pl.scan_delta(DeltaTable(str(store), version=version))
     lf = _typed(lf.filter(pl.col("month").is_in(months)).drop("month"))
@@ -389,7 +389,7 @@ def test_read_months_matches_scan_delta_with_a_column_added_later(
 ) -> None:
     from polars.testing import assert_frame_equal
 
-    from txkit import store as store_module
+    from txkit.store import _read as store_module
     from txkit.store import read_months
 
     store = tmp_path / "store"
@@ -446,7 +446,7 @@ def test_months_written_one_at_a_time_keep_an_undocumented_column_s_type(
     box: Sandbox, tmp_path: Path, sep: pl.DataType, oct_: pl.DataType, stored: pl.DataType
 ) -> None:
     from txkit.store import read_months
-    from txkit.store_write import MonthWriter
+    from txkit.store._write import MonthWriter
 
     september, october = _two_months(box, tmp_path)
 
@@ -483,7 +483,7 @@ def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
     box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from txkit import TxkitError
-    from txkit.store_write import MonthWriter
+    from txkit.store._write import MonthWriter
 
     store = tmp_path / "store"
     with client(box) as c:

@@ -296,7 +296,7 @@ def _run_store_verify(args: argparse.Namespace) -> int:
 
 
 def _run_store_migrate(args: argparse.Namespace) -> int:
-    from txkit.store_migrate import migrate_store
+    from txkit.store._migrate import migrate_store
 
     result = migrate_store(args.store, to=args.to)
     if result.version is None:
@@ -393,7 +393,7 @@ def _check_paths(args: argparse.Namespace) -> None:
         check_writable(Path(args.out), is_file=True, flag="--out")
     store = getattr(args, "store", None)
     if store:
-        from txkit.storage import check_store
+        from txkit.store._location import check_store
 
         check_store(store)  # before delta-rs (and the AWS SDK) ever sees it
     reads_only = getattr(args, "status", False) or getattr(args, "as_of", None) is not None
@@ -401,7 +401,7 @@ def _check_paths(args: argparse.Namespace) -> None:
         # Writability is checked once a sync is needed (a store with nothing to fetch may be
         # read-only); a folder that is not a store is refused before anything else.
         from txkit.errors import StoreError
-        from txkit.storage import refuse_foreign_folder
+        from txkit.store._location import refuse_foreign_folder
 
         try:
             refuse_foreign_folder(store)

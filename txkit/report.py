@@ -382,8 +382,8 @@ def run_report(
     from traitlets.config import Config
 
     from txkit.fetch.source import connect, default_store, key_configured
-    from txkit.storage import check_version
     from txkit.store import read_manifests, sync, sync_needed
+    from txkit.store._location import check_version
 
     month = parse_month(month)  # the parsed value, from here on
     as_of = check_version(as_of)

@@ -24,23 +24,23 @@ from pathlib import Path
 import polars as pl
 
 from txkit.config import SandboxSettings, store_root
-from txkit.coverage import Fetch, MonthCoverage
 from txkit.decode import finalize
 from txkit.errors import StoreError
-from txkit.storage import (
+from txkit.store._coverage import Fetch, MonthCoverage
+from txkit.store._location import (
     LOCK_NAME,
     is_remote,
     locked,
     os_problem,
     refuse_foreign_folder,
 )
-from txkit.store import (
+from txkit.store._state import (
     DEFAULT_LOOKBACK_DAYS,
     SourceIdentity,
     commit_metadata,
     read_state,
 )
-from txkit.store_write import commit
+from txkit.store._write import commit
 
 __all__ = ["MigrationResult", "migrate_store"]
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from txkit import config
 from txkit.errors import (
     StoreDamagedError,
     StoreError,
@@ -32,6 +33,7 @@ from txkit.errors import (
 
 __all__ = [
     "ACCEPTED_STORES",
+    "DEFAULT_STORE",
     "DIGEST_ALGORITHM",
     "StoreDamagedError",
     "StoreError",
@@ -55,6 +57,8 @@ __all__ = [
 ]
 
 LOCK_NAME = "_txkit.lock"
+#: The default store of the functions of :mod:`txkit.store`.
+DEFAULT_STORE = config.store_root()
 
 
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
