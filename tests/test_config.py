@@ -179,7 +179,7 @@ def test_dollars_are_taken_as_written(quote: str) -> None:
 def test_a_bom_no_longer_hides_the_only_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: the BOM made the first name ``\\ufeffTXKIT_SECRET_KEY``, so a ``.env`` holding
     only the key looked unconfigured and the sandbox started silently."""
-    from txkit.fetch.source import default_store, key_configured
+    from txkit.config import default_store, key_configured
 
     Path(".env").write_bytes(f"\ufeffTXKIT_SECRET_KEY={KEY}\n".encode())
     assert key_configured()

@@ -92,7 +92,10 @@ MOVED = {
     "txkit.client": ("txkit.fetch.client", "txkit.fetch (or txkit)"),
     "txkit.load": ("txkit.fetch.load", "txkit.fetch (or txkit)"),
     "txkit.pages": ("txkit.fetch.pages", "txkit.fetch"),
-    "txkit.source": ("txkit.fetch.source", "txkit.fetch.source"),
+    "txkit.source": (
+        "txkit.fetch.source",
+        "txkit.fetch.source (the store location and key_configured: txkit.config)",
+    ),
 }
 
 
@@ -131,6 +134,6 @@ def test_old_module_paths_warn_naming_the_new_home(tmp_path: Path) -> None:
 def test_old_module_paths_give_the_same_objects() -> None:
     for old, (new, _) in MOVED.items():
         shim, module = importlib.import_module(old), importlib.import_module(new)
-        assert shim.__all__ == module.__all__
+        assert set(module.__all__) <= set(shim.__all__)
         for name in module.__all__:
             assert getattr(shim, name) is getattr(module, name), f"{old}.{name}"

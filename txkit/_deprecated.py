@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import warnings
 
-__all__ = ["warn_moved"]
+__all__ = ["warn_moved", "warn_renamed"]
 
 
 def _stacklevel() -> int:
@@ -35,6 +35,15 @@ def warn_moved(old: str, new: str, since: str = "0.2.0") -> None:
     """Warn that the module ``old`` moved to ``new`` (``DeprecationWarning``)."""
     warnings.warn(
         f"{old} is deprecated since {since}: import from {new}",
+        DeprecationWarning,
+        stacklevel=_stacklevel(),
+    )
+
+
+def warn_renamed(old: str, new: str, since: str = "0.2.0") -> None:
+    """Warn that the name ``old`` is replaced by ``new`` (``DeprecationWarning``)."""
+    warnings.warn(
+        f"{old} is deprecated since {since}: use {new}",
         DeprecationWarning,
         stacklevel=_stacklevel(),
     )

@@ -194,7 +194,8 @@ def _add_sync(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    from txkit.fetch.source import connect, default_store
+    from txkit.config import default_store
+    from txkit.fetch.source import connect
     from txkit.store import format_status, sync, sync_needed
 
     store = args.store or str(default_store())
@@ -271,7 +272,7 @@ def _add_store(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_store_status(args: argparse.Namespace) -> int:
-    from txkit.fetch.source import default_store
+    from txkit.config import default_store
     from txkit.store import format_status
 
     print(format_status(args.store or str(default_store())))
@@ -286,7 +287,7 @@ def _version_number(text: str) -> int:
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:
-    from txkit.fetch.source import default_store
+    from txkit.config import default_store
     from txkit.store import format_verify, verify_store
 
     store = args.store or str(default_store())

@@ -32,9 +32,11 @@ import hashlib
 import io
 import logging
 import os
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from txkit._scrub import watch_secret_variable
 from txkit.errors import ConfigError
@@ -59,6 +61,7 @@ __all__ = [
     "check_setting",
     "configured",
     "data_dir",
+    "default_store",
     "key_configured",
     "load_dotenv_values",
     "max_retries_setting",
@@ -67,8 +70,10 @@ __all__ = [
     "orders_path",
     "progress_setting",
     "read_setting",
+    "refuse_base_url_without_key",
     "sandbox_cache_dir",
     "sandbox_data_dir",
+    "store_for_url",
     "store_root",
 ]
 
@@ -337,7 +342,7 @@ def data_dir() -> Path:
 
 def store_root() -> Path:
     """The folder of the local stores, one per source (``data/store/sandbox``,
-    ``data/store/<host>``): see :func:`txkit.store.default_store`."""
+    ``data/store/<host>``): see :func:`default_store`."""
     return data_dir() / "store"
 
 
@@ -349,6 +354,54 @@ def sandbox_data_dir() -> Path:
 def orders_path() -> Path:
     """The merchant's expected payments when a key is configured (``data/orders.csv``)."""
     return data_dir() / "orders.csv"
+
+
+def store_for_url(url: str) -> Path:
+    """The store of a source: ``data/store/sandbox`` for the embedded sandbox (``url``
+    ``sandbox:...``), ``data/store/<host>`` (``<host>_<port>`` with a port) for a service."""
+    base = store_root()
+    if url.startswith("sandbox:"):
+        return base / "sandbox"
+    parsed = urlsplit(url)
+    host = (parsed.hostname or "service").lower()
+    name = f"{host}_{parsed.port}" if parsed.port else host
+    return base / re.sub(r"[^a-z0-9._-]", "_", name)
+
+
+def default_store(env_file: str | os.PathLike[str] | None = ".env") -> Path:
+    """The one default store of txkit: the store of the source that
+    :func:`txkit.fetch.source.connect` would choose, without connecting.
+
+    The Python API (:func:`txkit.sync`, :func:`txkit.scan_store`, every function of
+    :mod:`txkit.store`), the CLI, the notebooks and the report all default to it:
+    ``data/store/sandbox`` when no key is configured, ``data/store/<host>`` for the configured
+    service (``TXKIT_DATA_DIR`` moves ``data/``; read at each call).
+
+    Raises:
+        ConfigError: ``TXKIT_BASE_URL`` is set without a key (as :func:`connect`).
+    """
+    if key_configured(env_file):
+        url = os.environ.get(BASE_URL_VAR) or ""
+        if not url and env_file is not None:
+            url = load_dotenv_values(env_file).get(BASE_URL_VAR) or ""
+        return store_for_url(url)
+    refuse_base_url_without_key(env_file)
+    return store_for_url("sandbox:")
+
+
+def refuse_base_url_without_key(env_file: str | os.PathLike[str] | None = ".env") -> None:
+    """Refuse ``TXKIT_BASE_URL`` set without a key: the analyst meant the real service, and
+    falling back to the embedded sandbox would silently report on fake data.
+
+    Raises:
+        ConfigError: naming both variables and what to do.
+    """
+    if not key_configured(env_file) and configured(BASE_URL_VAR, env_file):
+        raise ConfigError(
+            f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
+            "(in the environment or a .env file) to use that service, or unset "
+            f"{BASE_URL_VAR} to use the embedded sandbox"
+        )
 
 
 #: Where ``txkit report`` writes ``YYYY-MM/``.

@@ -120,7 +120,7 @@ def load_month(
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
         store: the store folder or URI, for ``source="store"`` (default: the one of the
-            source a sync would use, see :func:`txkit.fetch.source.default_store`).
+            source a sync would use, see :func:`txkit.config.default_store`).
         currency: optionally one currency.
         client: a connected :class:`~txkit.fetch.client.Client` to use instead of ``source``.
         version: the store's table version to read (default: the newest).
@@ -163,7 +163,7 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
 
 
 def _store(store: str | Path | None) -> str | Path:
-    from txkit.fetch.source import default_store
+    from txkit.config import default_store
 
     return store or default_store()
 
@@ -381,7 +381,8 @@ def _load_orders(
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
     from txkit.analysis.reconcile import read_orders_file
-    from txkit.fetch.source import key_configured, sandbox_files
+    from txkit.config import key_configured
+    from txkit.fetch.source import sandbox_files
 
     month = parse_month(month)
     first, last = month_bounds(month)

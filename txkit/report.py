@@ -356,7 +356,7 @@ def run_report(
     Args:
         month: ``YYYY-MM``.
         store: the store folder or URI (default: the source's, see
-            :func:`txkit.fetch.source.default_store`).
+            :func:`txkit.config.default_store`).
         out: the reports folder (``out/YYYY-MM/``).
         notebooks: the folder of curated notebooks.
         show_pii: render customer data unmasked (the pages say so).
@@ -381,7 +381,8 @@ def run_report(
     from tqdm.auto import tqdm
     from traitlets.config import Config
 
-    from txkit.fetch.source import connect, default_store, key_configured
+    from txkit.config import default_store, key_configured
+    from txkit.fetch.source import connect
     from txkit.store import read_manifests, sync, sync_needed
     from txkit.store._location import check_version
 

@@ -259,7 +259,7 @@ def trend_records(
         raise ValueError(f"months must be 1 or more, got {months}")
     wanted = [*previous_months(month, months - 1), month]
     if source == "store":
-        from txkit.fetch.source import default_store
+        from txkit.config import default_store
         from txkit.store import scan_store
 
         store = store or str(default_store())

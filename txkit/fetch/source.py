@@ -8,36 +8,29 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from txkit.config import (
     BASE_URL_VAR,
     SANDBOX,
     SECRET_KEY_VAR,
     SandboxSettings,
-    configured,
     key_configured,
-    load_dotenv_values,
+    refuse_base_url_without_key,
     sandbox_cache_dir,
-    store_root,
+    store_for_url,
 )
-from txkit.errors import ConfigError
 from txkit.fetch.client import Client
 
 __all__ = [
     "DEFAULT_SANDBOX",
     "Source",
     "connect",
-    "default_store",
-    "default_store_for_url",
-    "key_configured",
     "sandbox_files",
 ]
 
@@ -66,8 +59,8 @@ class Source:
 
     @property
     def store(self) -> Path:
-        """The default store of this source (see :func:`default_store_for_url`)."""
-        return default_store_for_url(self.url or self.client.base_url)
+        """The store of this source (see :func:`txkit.config.store_for_url`)."""
+        return store_for_url(self.url or self.client.base_url)
 
 
 @contextlib.contextmanager
@@ -89,12 +82,7 @@ def connect(
             service: starting the sandbox instead would silently report on fake data).
     """
     if sandbox is None:
-        if not key_configured() and configured(BASE_URL_VAR):
-            raise ConfigError(
-                f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
-                "(in the environment or a .env file) to use that service, or unset "
-                f"{BASE_URL_VAR} to use the embedded sandbox"
-            )
+        refuse_base_url_without_key()
         sandbox = not key_configured()
     if not sandbox:
         with Client() as client:
@@ -174,33 +162,3 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
-
-
-def default_store_for_url(url: str) -> Path:
-    """The default store of a source: ``data/store/sandbox`` for the embedded sandbox,
-    ``data/store/<host>`` (``<host>_<port>`` with a port) for a service."""
-    base = store_root()
-    if url.startswith("sandbox:"):
-        return base / "sandbox"
-    parsed = urlsplit(url)
-    host = (parsed.hostname or "service").lower()
-    name = f"{host}_{parsed.port}" if parsed.port else host
-    return base / re.sub(r"[^a-z0-9._-]", "_", name)
-
-
-def default_store(env_file: str = ".env") -> Path:
-    """The default store of the source :func:`connect` would choose, without connecting.
-
-    Raises:
-        ConfigError: ``TXKIT_BASE_URL`` is set without a key (as :func:`connect`).
-    """
-    if key_configured(env_file):
-        url = os.environ.get(BASE_URL_VAR) or load_dotenv_values(env_file).get(BASE_URL_VAR) or ""
-        return default_store_for_url(url)
-    if configured(BASE_URL_VAR, env_file):
-        raise ConfigError(
-            f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
-            "(in the environment or a .env file) to use that service, or unset "
-            f"{BASE_URL_VAR} to use the embedded sandbox"
-        )
-    return default_store_for_url("sandbox:")

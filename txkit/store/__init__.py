@@ -7,10 +7,11 @@ Layout: the store *is* a Delta table (``deltalake``/delta-rs), partitioned by th
     STORE/month=2026-10/part-...parquet             data files
     STORE/_txkit.lock                               held by the running sync (local stores)
 
-``STORE`` is a folder (default ``data/store/sandbox`` or ``data/store/<host>``, one per source)
-or a URI such as ``s3://bucket/prefix`` (credentials and endpoint from the standard AWS
-variables). Readers: :func:`scan_store` (``version=`` reads an earlier version), or any Delta
-reader: ``polars.scan_delta``, DuckDB's ``delta_scan``, Spark.
+``STORE`` is a folder (default :func:`default_store`: ``data/store/sandbox`` without a key,
+``data/store/<host>`` with one; the CLI, the notebooks and the report use the same) or a
+URI such as ``s3://bucket/prefix`` (credentials and endpoint from the standard AWS variables).
+Readers: :func:`scan_store` (``version=`` reads an earlier version), or any Delta reader:
+``polars.scan_delta``, DuckDB's ``delta_scan``, Spark.
 
 Every sync is one commit: the months it touched are rewritten (stored records merged with the
 re-fetched ones by ``id``: newest ``updatedAt`` wins, then the later fetch) and, in the same
@@ -37,8 +38,10 @@ month coverage and planning), ``_location`` (folders and URIs, data files' bytes
 the lock) and ``_migrate`` (``txkit store migrate``).
 """
 
+from txkit._deprecated import warn_renamed
+from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
-from txkit.store._location import DEFAULT_STORE, locked
+from txkit.store._location import locked
 from txkit.store._read import read_months, scan_store
 from txkit.store._state import (
     MonthManifest,
@@ -54,7 +57,6 @@ from txkit.store._verify import FileCheck, format_verify, verify_store
 _locked = locked  # the lock, for tests that hold it
 
 __all__ = [
-    "DEFAULT_STORE",
     "FileCheck",
     "MonthManifest",
     "SourceIdentity",
@@ -64,6 +66,7 @@ __all__ = [
     "StoreState",
     "StoreVersionError",
     "SyncResult",
+    "default_store",
     "format_status",
     "format_verify",
     "read_manifests",
@@ -74,3 +77,12 @@ __all__ = [
     "sync_needed",
     "verify_store",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # DEFAULT_STORE was data/store, fixed at import, while the CLI, the notebooks and the report
+    # used data/store/<source>: one rule now, computed at each call.
+    if name == "DEFAULT_STORE":
+        warn_renamed("txkit.store.DEFAULT_STORE", "txkit.store.default_store()")
+        return default_store()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -33,12 +33,8 @@ from txkit.errors import (
 
 __all__ = [
     "ACCEPTED_STORES",
-    "DEFAULT_STORE",
     "DIGEST_ALGORITHM",
-    "StoreDamagedError",
-    "StoreError",
-    "StoreLockedError",
-    "StoreVersionError",
+    "StoreLike",
     "check_store",
     "check_version",
     "digest_of",
@@ -52,13 +48,27 @@ __all__ = [
     "refuse_foreign_folder",
     "refuse_old_layout",
     "storage_options",
+    "store_location",
     "table_uri",
     "write_problem",
 ]
 
 LOCK_NAME = "_txkit.lock"
-#: The default store of the functions of :mod:`txkit.store`.
-DEFAULT_STORE = config.store_root()
+
+#: A store as the functions of :mod:`txkit.store` take it: a folder, a URI, or None for the
+#: default store (:func:`txkit.config.default_store`).
+StoreLike = str | os.PathLike[str] | None
+
+
+def store_location(store: StoreLike) -> str | os.PathLike[str]:
+    """``store`` itself, or the one default store when it is None or empty:
+    ``data/store/<source>`` (:func:`txkit.config.default_store`), as the CLI, the notebooks
+    and the report use.
+
+    Raises:
+        ConfigError: no store given, and ``TXKIT_BASE_URL`` is set without a key.
+    """
+    return config.default_store() if store is None or store == "" else store
 
 
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import polars as pl
 
-from txkit.config import SandboxSettings, store_root
+from txkit.config import SandboxSettings, store_for_url, store_root
 from txkit.decode import finalize
 from txkit.errors import StoreError
 from txkit.store._coverage import Fetch, MonthCoverage
@@ -83,10 +83,8 @@ def _identity(label: str) -> SourceIdentity:
 def default_target(store: Path, source: SourceIdentity) -> Path:
     """Where a store is migrated to: in place, except the old default ``data/store``, which
     goes to its source's default (``data/store/sandbox``, ``data/store/<host>``)."""
-    from txkit.fetch.source import default_store_for_url
-
     if store.absolute() == store_root().absolute():
-        return default_store_for_url(source.url)
+        return store_for_url(source.url)
     return store
 
 

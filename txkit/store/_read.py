@@ -20,11 +20,12 @@ from txkit.decode import finalize
 from txkit.errors import StoreDamagedError, StoreError
 from txkit.schema import COLUMNS
 from txkit.store._location import (
-    DEFAULT_STORE,
+    StoreLike,
     damaged_message,
     objects,
     open_table,
     read_verified,
+    store_location,
     table_files,
 )
 from txkit.store._state import _state_of
@@ -193,9 +194,7 @@ def _conjuncts(expr: pl.Expr) -> list[pl.Expr]:
     return [expr]
 
 
-def scan_store(
-    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
-) -> pl.LazyFrame:
+def scan_store(store: StoreLike = None, *, version: int | None = None) -> pl.LazyFrame:
     """Scan the store as one LazyFrame (documented columns first, plus ``month``).
 
     Nothing is read until the frame is collected; then only the months a filter on ``month``
@@ -216,6 +215,7 @@ def scan_store(
     Example:
         >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
     """
+    store = store_location(store)
     table = open_table(store, version)
     if table is None:
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
@@ -273,7 +273,7 @@ def scan_store(
 def read_months(
     months: Sequence[str],
     *,
-    store: str | os.PathLike[str] = DEFAULT_STORE,
+    store: StoreLike = None,
     currency: str | None = None,
     version: int | None = None,
 ) -> pl.DataFrame:
@@ -298,6 +298,7 @@ def read_months(
             and the command that repairs it).
         StoreError: the store cannot be read (the message names the file when it can).
     """
+    store = store_location(store)
     wanted = [parse_month(m) for m in months]
     table = open_table(store, version)
     reader = _reader(table, store, version) if table is not None else None

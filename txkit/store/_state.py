@@ -21,8 +21,9 @@ from txkit.calendar import month_bounds
 from txkit.errors import StoreError
 from txkit.store._coverage import MonthCoverage
 from txkit.store._location import (
-    DEFAULT_STORE,
+    StoreLike,
     open_table,
+    store_location,
 )
 from txkit.store._write import META_KEY
 
@@ -116,14 +117,13 @@ class MonthManifest:
     coverage: MonthCoverage | None = None
 
 
-def read_state(
-    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
-) -> StoreState:
+def read_state(store: StoreLike = None, *, version: int | None = None) -> StoreState:
     """The store's source and coverage at ``version`` (default: the newest).
 
     Raises:
         StoreError: a store of the previous format, or one that cannot be read.
     """
+    store = store_location(store)
     table = open_table(store, version)
     if table is None:
         return StoreState(version=None)
@@ -160,7 +160,7 @@ def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
 
 
 def read_manifests(
-    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
+    store: StoreLike = None, *, version: int | None = None
 ) -> dict[str, MonthManifest]:
     """A summary of each stored month's coverage, by month.
 
@@ -168,6 +168,7 @@ def read_manifests(
         store: the store folder or URI.
         version: a table version (default: the newest).
     """
+    store = store_location(store)
     state = read_state(store, version=version)
     label = (state.source.label or state.source.url) if state.source else ""
     return {m: _manifest(c, state, label) for m, c in sorted(state.coverage.items())}
@@ -208,15 +209,14 @@ def commit_metadata(
     }
 
 
-def format_status(
-    store: str | os.PathLike[str] = DEFAULT_STORE, *, lookback_days: int | None = None
-) -> str:
+def format_status(store: StoreLike = None, *, lookback_days: int | None = None) -> str:
     """Each stored month's coverage, rows, totals and last fetch, as printable lines.
 
     Args:
         store: the store folder or URI.
         lookback_days: the look-back to judge completeness by (default: the last sync's).
     """
+    store = store_location(store)
     state = read_state(store)
     if state.version is None:
         return f"store {store}: empty (no sync yet)"

@@ -15,18 +15,21 @@ from datetime import UTC, date, datetime
 import polars as pl
 
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
+from txkit.config import default_store, store_for_url
 from txkit.decode import dedupe_latest, finalize
 from txkit.errors import StoreError
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
+from txkit.fetch.source import connect
 from txkit.store._coverage import Fetch, MonthCoverage, needed_window
 from txkit.store._location import (
-    DEFAULT_STORE,
+    StoreLike,
     locked,
     new_store_beside,
     refuse_foreign_folder,
     refuse_old_layout,
+    store_location,
 )
 from txkit.store._read import read_months
 from txkit.store._state import (
@@ -152,9 +155,7 @@ def _check_source(
     if stored.url == identity.url and stored.fingerprint and identity.fingerprint:
         notes.append(_same_account(store, state, client))
         return SourceIdentity(identity.url, identity.fingerprint, identity.salt, stored.label)
-    from txkit.fetch.source import default_store_for_url
-
-    other = str(default_store_for_url(identity.url))
+    other = str(store_for_url(identity.url))
     if os.path.abspath(other) == os.path.abspath(str(store)):
         other = new_store_beside(store)
     raise StoreError(
@@ -247,7 +248,7 @@ def sync(
     *,
     start: date | str | None = None,
     end: date | str | None = None,
-    store: str | os.PathLike[str] = DEFAULT_STORE,
+    store: StoreLike = None,
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
     refresh: Sequence[str] = (),
     today: date | None = None,
@@ -269,11 +270,16 @@ def sync(
     same account; :attr:`SyncResult.notes` says so), and refused otherwise.
 
     Args:
-        client: a :class:`~txkit.fetch.client.Client`; default one from ``TXKIT_BASE_URL`` and
-            ``TXKIT_SECRET_KEY`` (closed afterwards), as for :func:`txkit.load_transactions`.
+        client: a :class:`~txkit.fetch.client.Client`; default: the source ``txkit sync``
+            uses (:func:`txkit.fetch.source.connect`: the configured service, or the embedded
+            sandbox when no key is configured; the first of :attr:`SyncResult.notes` says
+            which), opened only when something is to be fetched and closed afterwards.
         start: first day (default: the first day of the month 11 months before ``end``).
         end: last day (default: ``today``, UTC).
-        store: the store folder or URI (``s3://bucket/prefix``).
+        store: the store folder or URI (``s3://bucket/prefix``); default: with ``client``
+            None, the store the CLI, the notebooks and the report use
+            (:func:`txkit.config.default_store`, ``data/store/<source>``); with a client, the
+            store of its source (:func:`txkit.config.store_for_url`).
         lookback_days: days after which a stored record's status is taken as final.
         refresh: months (``YYYY-MM``) to fetch whole again.
         today: "today" for the defaults and the fetch times recorded (tests pin it).
@@ -294,6 +300,9 @@ def sync(
         ValueError: bad dates, months (a refresh month not begun) or look-back.
         TxkitError: the export failed (the store is then left as it was).
     """
+    own_client = client is None
+    if store is None or store == "":
+        store = default_store() if own_client else store_for_url(source_url or client.base_url)
     refresh_set = _refresh_months(refresh, today)
     months, _ = _range(start, end, today)
     refuse_old_layout(store)
@@ -303,13 +312,17 @@ def sync(
         state = read_state(store)
         rows = {m: state.coverage[m].rows for m in months if m in state.coverage}
         return SyncResult({}, months, rows, stats, str(store), state.version)
-    own_client = client is None
-    client = client or Client()
+    notes: list[str] = []
     with contextlib.ExitStack() as stack, locked(store):
-        if own_client:
-            stack.callback(client.close)
+        if client is None:
+            opened = stack.enter_context(connect())
+            notes.append(f"source: {opened.description}")
+            client, source, source_url = (
+                opened.client,
+                source or opened.label,
+                source_url or opened.url,
+            )
         state = read_state(store)
-        notes: list[str] = []
         ident = _check_source(store, state, _identity(client, source_url, state, source),
                               client, notes)  # fmt: skip
         plan = _plan(state, start, end, today, lookback_days, refresh_set)
@@ -350,7 +363,7 @@ def sync(
 
 def sync_needed(
     *,
-    store: str | os.PathLike[str] = DEFAULT_STORE,
+    store: StoreLike = None,
     start: date | str | None = None,
     end: date | str | None = None,
     lookback_days: int = DEFAULT_LOOKBACK_DAYS,
@@ -358,6 +371,7 @@ def sync_needed(
     today: date | None = None,
 ) -> bool:
     """True when :func:`sync` with these arguments would send any request."""
+    store = store_location(store)
     refresh_set = _refresh_months(refresh, today)
     return bool(_plan(read_state(store), start, end, today, lookback_days, refresh_set))
 

@@ -10,10 +10,11 @@ import polars as pl
 
 from txkit.errors import StoreError
 from txkit.store._location import (
-    DEFAULT_STORE,
+    StoreLike,
     digest_of,
     objects,
     open_table,
+    store_location,
     table_files,
 )
 from txkit.store._read import _digests
@@ -40,9 +41,7 @@ class FileCheck:
     detail: str = ""
 
 
-def verify_store(
-    store: str | os.PathLike[str] = DEFAULT_STORE, *, version: int | None = None
-) -> list[FileCheck]:
+def verify_store(store: StoreLike = None, *, version: int | None = None) -> list[FileCheck]:
     """Check every data file of a table version against the digest its commit recorded.
 
     Args:
@@ -55,6 +54,7 @@ def verify_store(
     Raises:
         StoreError: the store has no table, or its log cannot be read.
     """
+    store = store_location(store)
     table = open_table(store, version)
     if table is None:
         raise StoreError(f"the store {store} has no table yet: nothing to verify")
