@@ -287,11 +287,10 @@ def test_cli_months_and_days_are_parsed_at_the_edge(
 def test_python_entries_refuse_the_month_before_using_it(month: str, tmp_path: Path) -> None:
     """The notebooks' helpers, the report and the store refuse it; before, the stripped value
     chose the dates and the raw one was looked up ("the store has no data for the month")."""
-    from txkit.downloads import publish_exceptions
-    from txkit.notebook import load_history, load_margin, load_month, load_orders
+    from txkit.notebook import load_history, load_margin, load_month, load_orders, trend_records
+    from txkit.notebook._downloads import publish_exceptions
     from txkit.report import run_report
     from txkit.store import read_months, sync
-    from txkit.trends import trend_records
 
     store = tmp_path / "store"
     calls = [

@@ -162,8 +162,8 @@ def test_downloads_match_the_findings_and_are_linked(workdir: Path) -> None:
         not_reported_balances,
         reconcile,
     )
-    from txkit.findings import AGREED_CATEGORIES
     from txkit.notebook import load_history, load_margin, load_month, load_orders
+    from txkit.notebook.findings import AGREED_CATEGORIES
 
     folder = workdir / "reports/2026-10"
     index = (folder / "index.html").read_text()

@@ -42,7 +42,7 @@ from txkit.errors import NotebookFailedError, TxkitError
 from txkit.report_html import Section, index_html, page_html, summary_of, title_of
 
 if TYPE_CHECKING:
-    from txkit.notebook import LoadInfo
+    from txkit.notebook._load import LoadInfo
 
 log = logging.getLogger("txkit")
 
@@ -266,7 +266,7 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
     """
     import polars as pl
 
-    from txkit.notebook import _load_orders
+    from txkit.notebook._load import _load_orders
 
     frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
     if "date" in frame.columns:
@@ -292,15 +292,15 @@ def _add_headlines(
     """Each section's downloads and headline figures (this month against the one before)."""
     import polars as pl
 
-    from txkit.downloads import read_downloads
+    from txkit.analysis.trends import month_over_month, monthly_metrics
     from txkit.headlines import (
         exception_headlines,
         explore_headlines,
         orders_headline,
         underpayment_headlines,
     )
+    from txkit.notebook._downloads import read_downloads
     from txkit.store import scan_store
-    from txkit.trends import month_over_month, monthly_metrics
 
     before = previous_months(month, 1)[0]
     scan = scan_store(store, version=version)

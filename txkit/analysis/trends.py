@@ -3,9 +3,9 @@
 :func:`monthly_metrics` reads only the nine columns it needs from a lazy scan of the store
 (``txkit.scan_store()``), so twelve months of a million records each are summarised in
 seconds. The report's index uses it for the change against the previous month; the
-``05_trends`` notebook for the trends. :func:`report_history` adds what only the monthly
-reports know (reconciliation mismatches against the merchant's orders, balance breaks), from
-each report's ``NAME.download.json`` records.
+``05_trends`` notebook for the trends, with the records of :func:`txkit.notebook.trend_records`
+and, in :func:`trend_table`, what only the monthly reports know (reconciliation mismatches
+against the merchant's orders, balance breaks: :func:`txkit.notebook.report_history`).
 
 Amounts stay exact decimals; rates are floats (ratios, not money). Underpayments count
 ``successful`` records, like the rate's denominator (the month's successful collections).
@@ -13,17 +13,14 @@ Amounts stay exact decimals; rates are floats (ratios, not money). Underpayments
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import polars as pl
+
+from txkit.calendar import parse_month, previous_months
 
 __all__ = [
     "METRIC_COLUMNS",
     "month_over_month",
     "monthly_metrics",
-    "report_history",
-    "trend_records",
     "trend_table",
 ]
 
@@ -151,49 +148,12 @@ def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
     Every currency of either month is listed (none dropped); a currency absent in one month
     has nulls on that side.
     """
-    from txkit.calendar import parse_month, previous_months
-
     month = parse_month(month)
     before = previous_months(month, 1)[0]
     now = metrics.filter(pl.col("month") == month).drop("month")
     prev = metrics.filter(pl.col("month") == before).drop("month")
     prev = prev.rename({c: f"prev_{c}" for c in prev.columns if c != "currency"})
     return now.join(prev, on="currency", how="full", coalesce=True).sort("currency")
-
-
-def report_history(
-    reports: str | os.PathLike[str], *, current: tuple[str, str | os.PathLike[str]] | None = None
-) -> pl.DataFrame:
-    """What each month's report found: exception lists, their rows and what they were out of.
-
-    Args:
-        reports: the reports folder (``reports/``, one ``YYYY-MM/`` folder per month).
-        current: ``(month, folder)`` of a report being built (its folder is not yet in
-            place); it replaces that month's finished report.
-
-    Returns:
-        ``month``, ``list``, ``rows`` (open exceptions), ``population`` (e.g. the references
-        reconciled; null when not recorded), sorted by month; empty when no report has
-        downloads.
-    """
-    from txkit.downloads import read_downloads
-
-    folders = {f.name: f for f in sorted(Path(reports).glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]"))}
-    if current is not None and str(current[1]):
-        folders[current[0]] = Path(current[1])
-    rows = []
-    for month in sorted(folders):
-        for name, entry in read_downloads(folders[month]).items():
-            rows.append(
-                {
-                    "month": month,
-                    "list": name,
-                    "rows": entry.get("rows"),
-                    "population": entry.get("population"),
-                }
-            )
-    schema = {"month": pl.String, "list": pl.String, "rows": pl.Int64, "population": pl.Int64}
-    return pl.DataFrame(rows, schema=schema).sort("month", "list")
 
 
 def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
@@ -222,56 +182,3 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     else:
         extra.append(pl.lit(None, pl.Int64).alias("breaks"))
     return out.with_columns(extra).select(*metrics.columns, "match_rate", "breaks")
-
-
-def trend_records(
-    month: str,
-    *,
-    months: int = 12,
-    source: str = "store",
-    store: str | None = None,
-    version: int | None = None,
-) -> tuple[pl.LazyFrame, str]:
-    """The records of the ``months`` months up to ``month``, for :func:`monthly_metrics`.
-
-    From the store (``source="store"``) this is a lazy scan (``txkit.scan_store``) filtered
-    on the ``month`` partition: nothing is read until the metrics' projected columns are.
-    Otherwise the months are fetched from the service or the sandbox, verified.
-
-    Args:
-        month: the last month (``YYYY-MM``).
-        months: how many months up to it.
-        source: as for :func:`txkit.notebook.load_month`.
-        store: the store (folder or URI; None: the source's default store).
-        version: the store's table version (None: the newest).
-
-    Returns:
-        The records (lazy) and a line saying what they are.
-
-    Raises:
-        ValueError: a bad month, count or source.
-    """
-    from txkit.calendar import parse_month, previous_months
-    from txkit.notebook import load_history, load_month
-
-    month = parse_month(month)
-    if months < 1:
-        raise ValueError(f"months must be 1 or more, got {months}")
-    wanted = [*previous_months(month, months - 1), month]
-    if source == "store":
-        from txkit.config import default_store
-        from txkit.store import scan_store
-
-        store = store or str(default_store())
-        lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
-        at = f" at table version {version}" if version is not None else ""
-        return lf, (
-            f"the store {store}{at}, the months it holds from {wanted[0]} to {wanted[-1]} (read "
-            "lazily, only the "
-            "columns needed)"
-        )
-    df, info = load_month(month, source=source, store=store, version=version)
-    history, _ = load_history(month, months=months - 1, source=source, store=store, version=version)
-    frames = [df] if history is None else [history, df]
-    lf = pl.concat(frames, how="diagonal_relaxed").lazy()
-    return lf, f"{info.source}, months {wanted[0]} to {wanted[-1]} (fetched and verified)"

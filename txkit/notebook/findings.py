@@ -150,7 +150,7 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
 
 
 def trend_findings(table: pl.DataFrame) -> list[str]:
-    """Findings of the trends (``txkit.trends.trend_table``): the last month against the
+    """Findings of the trends (``txkit.analysis.trends.trend_table``): the last month against the
     months before it, per currency, and the months that stand out."""
     if table.height == 0:
         return ["The store holds no month yet: run `txkit sync` or `txkit report`."]

@@ -17,7 +17,8 @@ import polars as pl
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from txkit.findings import AGREED_CATEGORIES
+from txkit.analysis.not_reported import not_reported_balances
+from txkit.analysis.reconcile import AGREED_CATEGORIES
 from txkit.schema import STATUSES
 
 __all__ = [
@@ -211,8 +212,6 @@ def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Fi
     :func:`txkit.analysis.not_reported_balances`) are left out: they state nothing, and drawn
     as 0 they would look like the wallet emptying.
     """
-    from txkit.analysis.not_reported import not_reported_balances
-
     fig, ax = _figure(f"Ledger balance after each successful record, {currency} wallet")
     silent = not_reported_balances(df).select("id")
     ok = df.filter(pl.col("status") == "successful").join(silent, on="id", how="anti")
@@ -260,7 +259,7 @@ def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], per
 
 def plot_money_trend(metrics: pl.DataFrame) -> Figure:
     """Money in (collections, conversions in) and out (transfers, settlements) per month, one
-    panel per currency with its own unit (from :func:`txkit.trends.monthly_metrics`)."""
+    panel per currency with its own unit (from :func:`txkit.analysis.trends.monthly_metrics`)."""
     months = sorted(metrics["month"].unique().to_list())
     currencies = sorted(metrics["currency"].drop_nulls().unique().to_list()) or ["none"]
     columns = min(3, len(currencies))
@@ -291,7 +290,7 @@ def plot_money_trend(metrics: pl.DataFrame) -> Figure:
 
 def plot_rate_trends(table: pl.DataFrame) -> Figure:
     """Success, fee, underpayment and match rates per month, in percent (from
-    :func:`txkit.trends.trend_table`); one line per currency (the match rate: all of them)."""
+    :func:`txkit.analysis.trend_table`); one line per currency (the match rate: all of them)."""
     months = sorted(table["month"].unique().to_list())
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), layout="constrained")
     fig.suptitle("Rates per month")
@@ -324,7 +323,7 @@ def plot_rate_trends(table: pl.DataFrame) -> Figure:
 
 def plot_exception_trends(table: pl.DataFrame) -> Figure:
     """Underpayment shortfall per currency and balance breaks per month (from
-    :func:`txkit.trends.trend_table`); counts on a linear scale."""
+    :func:`txkit.analysis.trends.trend_table`); counts on a linear scale."""
     months = sorted(table["month"].unique().to_list())
     fig, (short, breaks) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     flagged = table.filter(pl.col("underpayments") > 0)
