@@ -92,6 +92,13 @@ MOVED = {
     "txkit.client": ("txkit.fetch.client", "txkit.fetch (or txkit)"),
     "txkit.load": ("txkit.fetch.load", "txkit.fetch (or txkit)"),
     "txkit.pages": ("txkit.fetch.pages", "txkit.fetch"),
+    "txkit.tables": ("txkit.notebook.tables", "txkit.notebook.tables"),
+    "txkit.plots": ("txkit.notebook.plots", "txkit.notebook.plots"),
+    "txkit.findings": ("txkit.notebook.findings", "txkit.notebook.findings"),
+    "txkit.trends": (
+        "txkit.analysis.trends",
+        "txkit.analysis (trend_records, report_history: txkit.notebook)",
+    ),
     "txkit.source": (
         "txkit.fetch.source",
         "txkit.fetch.source (the store location and key_configured: txkit.config)",
