@@ -8,7 +8,8 @@ from pathlib import Path
 
 from txkit.config import BASE_URL_VAR, DATA_DIR_VAR, SECRET_KEY_VAR
 from txkit.fetch.profile import default_path
-from txkit.probe.run import DEFAULT_MAX_REQUESTS
+from txkit.output import check_writable
+from txkit.probe.run import DEFAULT_MAX_REQUESTS, probe_service
 
 __all__ = ["add_parser"]
 
@@ -45,12 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from txkit.probe.run import probe_service
-
     if args.max_requests < 2:
         raise ValueError(f"--max-requests must be at least 2, got {args.max_requests}")
-    from txkit.cli import check_writable
-
     out = Path(args.out) if args.out else default_path()
     if out.suffix.lower() != ".json":
         raise ValueError(f"--out must end in .json, got {out.name!r}")

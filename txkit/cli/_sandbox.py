@@ -20,6 +20,7 @@ import threading
 import time
 from typing import Any
 
+from txkit.cli._args import month_arg
 from txkit.config import BASE_URL_VAR, SECRET_KEY_VAR, sandbox_data_dir
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
@@ -75,8 +76,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
     )
-    from txkit.cli import month_arg
-
     parser.add_argument(
         "--start-month",
         default="2025-11",
