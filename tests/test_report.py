@@ -24,9 +24,9 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def summary_lines(executed: Path) -> list[str]:
-    from txkit.report import _summary_of
+    from txkit.report._html import summary_of
 
-    return _summary_of(json.loads(executed.read_text()))
+    return summary_of(json.loads(executed.read_text()))
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import pytest
 
 from tests.factories import run_cli
 from txkit import Client
-from txkit.report import _summary_of, run_report
+from txkit.report import run_report
+from txkit.report._html import summary_of
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import read_manifests, read_state, scan_store, sync
 
@@ -20,7 +21,7 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def summary(out: Path) -> list[str]:
-    return _summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
+    return summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
 
 
 def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from txkit import sandbox as _sandbox  # looked up at each call (tests replace generate_ledger)
 from txkit.config import (
     BASE_URL_VAR,
     SANDBOX,
@@ -94,10 +95,8 @@ def connect(
                 client.base_url,
             )
         return
-    from txkit.sandbox import Sandbox
-
     with (
-        Sandbox(
+        _sandbox.Sandbox(
             seed=settings.seed,
             records=settings.records,
             start_month=settings.start_month,
@@ -141,9 +140,7 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
     if (folder / "orders.csv").is_file():
         return folder
     if ledger is None:
-        from txkit.sandbox import generate_ledger
-
-        ledger = generate_ledger(
+        ledger = _sandbox.generate_ledger(
             seed=settings.seed,
             records=settings.records,
             start_month=settings.start_month,

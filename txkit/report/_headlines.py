@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from txkit.report_html import Headline
+from txkit.report._html import Headline
 
 __all__ = [
     "exception_headlines",

@@ -33,16 +33,28 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import polars as pl
 
 from txkit import config
+from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import month_bounds, parse_month, previous_months
+from txkit.config import default_store, key_configured
 from txkit.errors import NotebookFailedError, TxkitError
+from txkit.fetch.source import connect
+from txkit.notebook._downloads import read_downloads
+from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.output import check_writable
-from txkit.report_html import Section, index_html, page_html, summary_of, title_of
-
-if TYPE_CHECKING:
-    from txkit.notebook._load import LoadInfo
+from txkit.report._headlines import (
+    exception_headlines,
+    explore_headlines,
+    orders_headline,
+    underpayment_headlines,
+)
+from txkit.report._html import Section, index_html, page_html, summary_of, title_of
+from txkit.store import read_manifests, scan_store, sync, sync_needed
+from txkit.store._location import check_version
 
 log = logging.getLogger("txkit")
 
@@ -234,11 +246,6 @@ def _notebooks(folder: Path) -> list[Path]:
     return found
 
 
-# The page and index rendering lives in txkit.report_html (these names are kept for callers).
-_summary_of = summary_of
-_title_of = title_of
-
-
 @dataclass(frozen=True)
 class OrdersCheck:
     """The orders file as the report checked it before running the notebooks.
@@ -263,10 +270,6 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    import polars as pl
-
-    from txkit.notebook._load import _load_orders
-
     frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
     if "date" in frame.columns:
         first, last = month_bounds(month)
@@ -289,18 +292,6 @@ def _add_headlines(
     orders: OrdersCheck | None = None,
 ) -> None:
     """Each section's downloads and headline figures (this month against the one before)."""
-    import polars as pl
-
-    from txkit.analysis.trends import month_over_month, monthly_metrics
-    from txkit.headlines import (
-        exception_headlines,
-        explore_headlines,
-        orders_headline,
-        underpayment_headlines,
-    )
-    from txkit.notebook._downloads import read_downloads
-    from txkit.store import scan_store
-
     before = previous_months(month, 1)[0]
     scan = scan_store(store, version=version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
@@ -379,11 +370,6 @@ def run_report(
     import papermill
     from tqdm.auto import tqdm
     from traitlets.config import Config
-
-    from txkit.config import default_store, key_configured
-    from txkit.fetch.source import connect
-    from txkit.store import read_manifests, sync, sync_needed
-    from txkit.store._location import check_version
 
     month = parse_month(month)  # the parsed value, from here on
     as_of = check_version(as_of)
