@@ -34,6 +34,7 @@ from tests.hostile import (
 )
 from txkit import Client, RetryPolicy
 from txkit._scrub import scrub, scrub_bytes
+from txkit.decode import decode_pages
 from txkit.errors import (
     ApiError,
     LimitExceededError,
@@ -43,7 +44,6 @@ from txkit.errors import (
     TxkitError,
 )
 from txkit.fetch.load import load_transactions
-from txkit.frame import decode_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Not shaped like sk_...: only the configured key itself can find it.

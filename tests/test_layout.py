@@ -99,6 +99,7 @@ MOVED = {
         "txkit.analysis.trends",
         "txkit.analysis (trend_records, report_history: txkit.notebook)",
     ),
+    "txkit.frame": ("txkit.decode", "txkit.decode (activity_history: txkit)"),
     "txkit.source": (
         "txkit.fetch.source",
         "txkit.fetch.source (the store location and key_configured: txkit.config)",

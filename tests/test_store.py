@@ -22,7 +22,6 @@ from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreError,
     StoreLockedError,
-    _locked,
     format_status,
     read_manifests,
     read_state,
@@ -30,6 +29,7 @@ from txkit.store import (
     sync,
     sync_needed,
 )
+from txkit.store._location import locked
 
 TODAY = date(2026, 11, 21)  # every month of the sandbox's calendar is past its look-back
 OPEN = date(2026, 10, 31)  # October is still open: its last 7 days are within the look-back
@@ -209,7 +209,7 @@ def test_a_recent_fetch_is_not_complete_until_the_look_back_has_passed(
 
 def test_a_second_sync_on_the_same_store_is_refused(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with _locked(store), client(box) as c, pytest.raises(StoreLockedError, match="another sync"):
+    with locked(store), client(box) as c, pytest.raises(StoreLockedError, match="another sync"):
         sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
 

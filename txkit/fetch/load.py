@@ -195,7 +195,6 @@ def load_transactions(
                 page_size=page_size,
                 concurrency=concurrency,
                 max_passes=max_passes,
-                confirm=False,  # every query is confirmed after the last one, below
                 digests=confirm,
                 stats=stats,
                 on_page=_on_page(bar),

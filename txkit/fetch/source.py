@@ -29,14 +29,10 @@ from txkit.config import (
 from txkit.fetch.client import Client
 
 __all__ = [
-    "DEFAULT_SANDBOX",
     "Source",
     "connect",
     "sandbox_files",
 ]
-
-#: The sandbox's settings when no key is configured (see :data:`txkit.config.SANDBOX`).
-DEFAULT_SANDBOX = SANDBOX
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +62,7 @@ class Source:
 
 @contextlib.contextmanager
 def connect(
-    *, sandbox: bool | None = None, settings: SandboxSettings = DEFAULT_SANDBOX
+    *, sandbox: bool | None = None, settings: SandboxSettings = SANDBOX
 ) -> Iterator[Source]:
     """Open the configured service, or start the embedded sandbox when no key is configured.
 

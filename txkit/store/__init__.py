@@ -41,7 +41,6 @@ the lock) and ``_migrate`` (``txkit store migrate``).
 from txkit._deprecated import warn_renamed
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
-from txkit.store._location import locked
 from txkit.store._read import read_months, scan_store
 from txkit.store._state import (
     MonthManifest,
@@ -53,8 +52,6 @@ from txkit.store._state import (
 )
 from txkit.store._sync import SyncResult, sync, sync_needed
 from txkit.store._verify import FileCheck, format_verify, verify_store
-
-_locked = locked  # the lock, for tests that hold it
 
 __all__ = [
     "FileCheck",
