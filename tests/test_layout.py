@@ -86,6 +86,193 @@ def test_the_config_module_names_every_variable_once() -> None:
     } == set(config.VARIABLES)
 
 
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int, bool]]:
+    """The txkit modules ``name`` imports: (module, line, inside a function). Imports under
+    ``if TYPE_CHECKING:`` are left out (they never run)."""
+    is_package = path.name == "__init__.py"
+    found: list[tuple[str, int, bool]] = []
+
+    def resolve(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    def targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [alias.name for alias in node.names]
+        base = node.module or ""
+        if node.level:
+            parts = name.split(".") if is_package else name.split(".")[:-1]
+            parts = parts[: len(parts) - (node.level - 1)]
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        # ``from package import module`` imports the module; ``from module import name`` the
+        # module itself.
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                for target in targets(child):
+                    resolved = resolve(target) if target.startswith("txkit") else None
+                    if resolved and resolved != name:
+                        found.append((resolved, child.lineno, inner))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the modules importing it runs, counting imports inside functions.
+
+    Importing ``txkit.a.b`` also runs the package ``txkit.a`` (its ``__init__``), unless the
+    importer is inside ``txkit.a`` already (then the package is being initialised anyway):
+    the sandbox importing ``txkit.fetch.client`` depends on everything ``txkit/fetch/__init__``
+    imports. The root package is left out: every module is inside it.
+    """
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, _, _ in _imports(name, path, modules):
+            parts = target.split(".")
+            for end in range(2, len(parts) + 1):
+                step = ".".join(parts[:end])
+                if step in modules and step != name and not name.startswith(step + "."):
+                    graph[name].add(step)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_between_txkit_modules() -> None:
+    # Imports inside functions count: they run too, and used to hide a cycle through cli,
+    # report, the probe's and the sandbox's commands.
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+#: Imports of txkit modules allowed inside a function, each with its reason. Function-level
+#: imports are for optional heavy dependencies (deltalake, papermill, matplotlib, great_tables,
+#: IPython), never for txkit's own modules: they hide cycles and the order of initialisation.
+FUNCTION_LEVEL_TXKIT_IMPORTS: dict[tuple[str, str], str] = {}
+
+
+def test_txkit_modules_are_imported_at_the_top() -> None:
+    modules = _modules()
+    inside = {
+        (name, target): line
+        for name, path in modules.items()
+        for target, line, in_function in _imports(name, path, modules)
+        if in_function
+    }
+    unexplained = {k: v for k, v in inside.items() if k not in FUNCTION_LEVEL_TXKIT_IMPORTS}
+    assert not unexplained, f"txkit imports inside functions (module, target): line {unexplained}"
+    assert set(FUNCTION_LEVEL_TXKIT_IMPORTS) <= set(inside), "an allowed import is gone"
+
+
+#: The top-level API (issue 21): a change here is a change of txkit's public interface.
+PUBLIC = [
+    "ApiError",
+    "AuthError",
+    "BadRequestError",
+    "Client",
+    "ConfigError",
+    "DataFileError",
+    "ExportStats",
+    "IncompleteExportError",
+    "IncompleteExportWarning",
+    "LimitExceededError",
+    "NetworkError",
+    "RateLimitedError",
+    "ResponseFormatError",
+    "RetryPolicy",
+    "SchemaError",
+    "ServerError",
+    "TxkitError",
+    "activity_history",
+    "load_transactions",
+    "mask_pii",
+    "read_orders",
+    "scan_store",
+    "sync",
+]
+
+
+def test_the_top_level_api_is_pinned_importable_and_documented() -> None:
+    assert txkit.__all__ == PUBLIC
+    for name in PUBLIC:
+        value = getattr(txkit, name)
+        assert (value.__doc__ or "").strip(), f"txkit.{name} has no docstring"
+        assert value.__module__.startswith("txkit."), name
+    namespace: dict[str, object] = {}
+    exec("from txkit import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(PUBLIC)
+
+
+def test_every_public_module_exports_what_it_lists() -> None:
+    for name in (
+        "txkit.analysis",
+        "txkit.cli",
+        "txkit.config",
+        "txkit.decode",
+        "txkit.errors",
+        "txkit.fetch",
+        "txkit.notebook",
+        "txkit.notebook.findings",
+        "txkit.notebook.plots",
+        "txkit.notebook.tables",
+        "txkit.probe",
+        "txkit.report",
+        "txkit.sandbox",
+        "txkit.store",
+    ):
+        module = importlib.import_module(name)
+        assert module.__all__ == sorted(module.__all__, key=str) or module.__all__, name
+        missing = [n for n in module.__all__ if not hasattr(module, n)]
+        assert not missing, f"{name} lists names it does not have: {missing}"
+        assert len(set(module.__all__)) == len(module.__all__), name
+
+
 #: Old module paths kept as deprecated shims: the module that now holds their names, and the
 #: home the warning names (issue 21 moved them).
 MOVED = {
