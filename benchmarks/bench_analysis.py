@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-import txkit.frame
+import txkit.decode
 from txkit.analysis import (
     balance_breaks,
     balance_model_choice,
@@ -51,10 +51,10 @@ def _decode(ledger: Ledger) -> tuple[pl.DataFrame, int]:
                 + b",".join(bodies[page : page + PAGE])
                 + b"]}}"
             )
-            raws.append(txkit.frame.read_page(body))
-        frames.extend(txkit.frame.build_frames(raws))
+            raws.append(txkit.decode.read_page(body))
+        frames.extend(txkit.decode.build_frames(raws))
         exact += sum(r.exact for r in raws)
-    return txkit.frame.finalize(txkit.frame.combine(frames)), exact
+    return txkit.decode.finalize(txkit.decode.combine(frames)), exact
 
 
 def _tie_order_artifacts(ledger: Ledger, df: pl.DataFrame, breaks: pl.DataFrame) -> int:

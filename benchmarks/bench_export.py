@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from txkit.pages import DEFAULT_CONCURRENCY
+from txkit.fetch.pages import DEFAULT_CONCURRENCY
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
@@ -101,7 +101,7 @@ def _bare(pages: list[bytes], threads: int = 1) -> Any:
 
 
 def _txkit(pages: list[bytes], threads: int | None = None) -> Any:
-    from txkit.frame import decode_pages
+    from txkit.decode import decode_pages
 
     return decode_pages(pages, threads=threads)
 
@@ -142,7 +142,7 @@ def _import_libraries() -> None:
     import polars  # noqa: F401
 
     import txkit
-    import txkit.frame  # noqa: F401
+    import txkit.decode  # noqa: F401
 
 
 def _run_decode(name: str, pages_file: str) -> dict:

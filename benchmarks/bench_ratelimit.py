@@ -7,7 +7,7 @@ its median time as a ratio of the ideal and its share of 429 answers among all r
 
 * per-worker retries (``Client(shared_rate_limit=False)``): each of the 8 workers waits its
   own ``Retry-After`` and tries again, as txkit did before;
-* shared budget (the default): one :class:`txkit.ratelimit.SharedLimiter` for all workers.
+* shared budget (the default): one :class:`txkit.fetch.ratelimit.SharedLimiter` for all workers.
 
 Targets: at most 1.3x the ideal, at most 10 % of requests answered 429.
 
@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from txkit import Client, RetryPolicy  # noqa: E402
-from txkit.load import load_transactions  # noqa: E402
-from txkit.pages import ExportStats  # noqa: E402
+from txkit.fetch.load import load_transactions  # noqa: E402
+from txkit.fetch.pages import ExportStats  # noqa: E402
 
 PAGE = 50
 

@@ -100,8 +100,8 @@ def main() -> None:
     from txkit import load_transactions
     from txkit.calendar import month_bounds
     from txkit.sandbox import Sandbox
-    from txkit.storage import open_table
     from txkit.store import read_months, sync
+    from txkit.store._location import open_table
 
     work = Path(tempfile.mkdtemp(prefix="txkit-bench-store-"))
     print(f"# txkit store benchmark: {args.records:,} sandbox records, seed {args.seed}")

@@ -2,7 +2,7 @@
 
 Writes a synthetic store (``--months`` months of ``--records`` records each, with the columns
 the metrics read plus wide ones they must not read: ids, e-mails, narrations, balances), then
-times ``txkit.trends.monthly_metrics(txkit.scan_store(path))`` in a fresh process and reports
+times ``txkit.analysis.monthly_metrics(txkit.scan_store(path))`` in a fresh process and reports
 its peak resident memory, beside reading every column of the same store. Target: 12 months of
 1,000,000 records in at most 10 s and 2 GB peak.
 
@@ -84,7 +84,7 @@ _MEASURE = """
 import json, resource, sys, time
 import polars as pl
 import txkit
-from txkit.trends import monthly_metrics
+from txkit.analysis.trends import monthly_metrics
 before = resource.getrusage(resource.RUSAGE_SELF)
 cpu_before = before.ru_utime + before.ru_stime
 started = time.perf_counter()

@@ -41,7 +41,7 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 import txkit
 from txkit.analysis import overview
 from txkit.notebook import display_table, load_month, what_to_look_at
-from txkit.plots import plot_daily_volume, plot_status_mix
+from txkit.notebook.plots import plot_daily_volume, plot_status_mix
 
 df, info = load_month(month, source=source, store=store, version=version)
 info

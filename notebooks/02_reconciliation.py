@@ -51,7 +51,7 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
-from txkit.findings import AGREED_CATEGORIES, reconcile_findings
+from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook import (
     display_exceptions,
     display_table,
@@ -60,7 +60,7 @@ from txkit.notebook import (
     load_orders,
     what_to_look_at,
 )
-from txkit.plots import plot_reconciliation
+from txkit.notebook.plots import plot_reconciliation
 
 df, info = load_month(month, source=source, store=store, version=version)
 around, around_info = load_margin(

@@ -53,7 +53,7 @@ from txkit.analysis import (
     underpayment_summary,
     underpayments,
 )
-from txkit.findings import underpayment_findings
+from txkit.notebook.findings import underpayment_findings
 from txkit.notebook import (
     display_exceptions,
     display_table,
@@ -61,7 +61,7 @@ from txkit.notebook import (
     load_month,
     what_to_look_at,
 )
-from txkit.plots import plot_shortfall_by
+from txkit.notebook.plots import plot_shortfall_by
 
 df, info = load_month(month, source=source, store=store, version=version)
 history, history_info = load_history(

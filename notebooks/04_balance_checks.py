@@ -69,7 +69,7 @@ from txkit.analysis import (
     describe_balance_models,
     not_reported_balances,
 )
-from txkit.findings import balance_findings
+from txkit.notebook.findings import balance_findings
 from txkit.notebook import (
     display_exceptions,
     display_table,
@@ -77,7 +77,7 @@ from txkit.notebook import (
     load_month,
     what_to_look_at,
 )
-from txkit.plots import plot_balance
+from txkit.notebook.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store, version=version)
 history, history_info = load_history(

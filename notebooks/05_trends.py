@@ -47,9 +47,9 @@ downloads = ""  # txkit report sets a folder: the reports beside it give the mat
 # %%
 from pathlib import Path
 
-from txkit.notebook import display_table, what_to_look_at
-from txkit.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
-from txkit.trends import monthly_metrics, report_history, trend_records, trend_table
+from txkit.analysis import monthly_metrics, trend_table
+from txkit.notebook import display_table, report_history, trend_records, what_to_look_at
+from txkit.notebook.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
 
 records, origin = trend_records(
     month, months=months, source=source, store=store, version=version
@@ -92,6 +92,6 @@ display_table(
 # ## What to look at
 
 # %%
-from txkit.findings import trend_findings
+from txkit.notebook.findings import trend_findings
 
 what_to_look_at(trend_findings(table), show_pii=show_pii)

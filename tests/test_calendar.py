@@ -160,12 +160,12 @@ def test_notebook_helpers_return_a_frame_and_a_load_info(
 def test_sandbox_orders_are_read_from_written_files_not_regenerated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from txkit import defaults
+    from txkit import config
     from txkit.analysis import read_orders
-    from txkit.source import sandbox_files
+    from txkit.fetch.source import sandbox_files
 
     monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
-    settings = defaults.SandboxSettings(seed=3, records=2_000)
+    settings = config.SandboxSettings(seed=3, records=2_000)
     ledger = generate_ledger(seed=3, records=2_000)
     folder = sandbox_files(settings, ledger=ledger)
     assert folder == tmp_path / "data/sandbox/cache" / settings.key
@@ -178,7 +178,7 @@ def test_sandbox_orders_are_read_from_written_files_not_regenerated(
 
     monkeypatch.setattr("txkit.sandbox.generate_ledger", no_generation)
     assert sandbox_files(settings) == folder  # cached: no generation
-    other = defaults.SandboxSettings(seed=4, records=2_000)
+    other = config.SandboxSettings(seed=4, records=2_000)
     assert other.key != settings.key
     with pytest.raises(AssertionError, match="generated again"):
         sandbox_files(other)
@@ -197,13 +197,13 @@ def test_all_lists_what_each_module_owns() -> None:
             assert hasattr(module, name), f"{module.__name__}.{name}"
 
 
-def test_errors_docstring_tree_matches_the_classes() -> None:
-    doc = errors.__doc__ or ""
+def _drawn_tree(text: str) -> dict[str, str]:
+    """Each class drawn in a ``├──`` tree (errors and warnings) with the class drawn above it."""
     drawn: dict[str, str] = {}
     parents: list[tuple[int, str]] = []
-    for line in doc.splitlines():
-        match = re.match(r"^(\s*)(?:[│ ]*[├└]── )?([A-Z]\w*Error)\b", line)
-        if not match or "Error" not in match.group(2):
+    for line in text.splitlines():
+        match = re.match(r"^(\s*)(?:[│ ]*[├└]── )?([A-Z]\w*(?:Error|Warning))\b", line)
+        if not match:
             continue
         depth = line.index(match.group(2))
         while parents and parents[-1][0] >= depth:
@@ -211,15 +211,42 @@ def test_errors_docstring_tree_matches_the_classes() -> None:
         if parents:
             drawn[match.group(2)] = parents[-1][1]
         parents.append((depth, match.group(2)))
+    return drawn
+
+
+def test_errors_docstring_tree_matches_the_classes() -> None:
+    # Every error and warning txkit defines lives in txkit.errors, and both drawings (the
+    # module's docstring and the README's) show each under its base class.
     actual = {
         name: cls.__mro__[1].__name__
         for name, cls in vars(errors).items()
         if isinstance(cls, type)
-        and issubclass(cls, errors.TxkitError)
+        and (issubclass(cls, errors.TxkitError) or issubclass(cls, Warning))
         and cls is not errors.TxkitError
+        and cls.__module__ == errors.__name__
     }
-    assert drawn == actual
-    assert drawn["ResponseFormatError"] == "ApiError"
+    assert _drawn_tree(errors.__doc__ or "") == actual
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert _drawn_tree(readme) == actual
+    assert actual["ResponseFormatError"] == "ApiError"
+    assert actual["StoreVersionError"] == "StoreError"
+    assert actual["IncompleteExportWarning"] == "UserWarning"
+
+
+def test_every_exception_class_is_defined_in_errors() -> None:
+    # The private signals that never leave their module (a probe's spent budget, an offset cap
+    # found mid-pass, the sandbox's bad parameter) are the only exceptions defined elsewhere.
+    internal = {"OffsetCapped", "ProbeStopped", "_BudgetSpent", "_BadParameter"}
+    package = Path(errors.__file__).resolve().parent
+    elsewhere = []
+    for path in package.rglob("*.py"):
+        if path.name == "errors.py" and path.parent == package:
+            continue
+        for match in re.finditer(r"^class (\w+)\(([^)]*)\):", path.read_text(), re.M):
+            name, bases = match.groups()
+            if re.search(r"Error|Exception|Warning", bases) and name not in internal:
+                elsewhere.append(f"{path.relative_to(package)}: {name}")
+    assert not elsewhere
 
 
 BAD_MONTHS = [" 2026-10", "2026-10\n", "\uff12\uff10\uff12\uff16-\uff11\uff10"]
@@ -262,11 +289,10 @@ def test_cli_months_and_days_are_parsed_at_the_edge(
 def test_python_entries_refuse_the_month_before_using_it(month: str, tmp_path: Path) -> None:
     """The notebooks' helpers, the report and the store refuse it; before, the stripped value
     chose the dates and the raw one was looked up ("the store has no data for the month")."""
-    from txkit.downloads import publish_exceptions
-    from txkit.notebook import load_history, load_margin, load_month, load_orders
+    from txkit.notebook import load_history, load_margin, load_month, load_orders, trend_records
+    from txkit.notebook._downloads import publish_exceptions
     from txkit.report import run_report
     from txkit.store import read_months, sync
-    from txkit.trends import trend_records
 
     store = tmp_path / "store"
     calls = [

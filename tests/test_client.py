@@ -33,7 +33,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
 @pytest.fixture
 def sleeps(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr("txkit.client.time.sleep", slept.append)
+    monkeypatch.setattr("txkit.fetch.client.time.sleep", slept.append)
     return slept
 
 

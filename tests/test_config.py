@@ -26,9 +26,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("TXKIT_BASE_URL", raising=False)
     monkeypatch.delenv("TXKIT_SECRET_KEY", raising=False)
     monkeypatch.chdir(tmp_path)
-    import txkit.client
+    import txkit.config
 
-    monkeypatch.setattr(txkit.client, "_shadowed_warned", set(), raising=False)
+    monkeypatch.setattr(txkit.config, "_shadowed_warned", set())
 
 
 def recording() -> tuple[httpx.MockTransport, list[httpx.Request]]:
@@ -179,7 +179,7 @@ def test_dollars_are_taken_as_written(quote: str) -> None:
 def test_a_bom_no_longer_hides_the_only_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before: the BOM made the first name ``\\ufeffTXKIT_SECRET_KEY``, so a ``.env`` holding
     only the key looked unconfigured and the sandbox started silently."""
-    from txkit.source import default_store, key_configured
+    from txkit.config import default_store, key_configured
 
     Path(".env").write_bytes(f"\ufeffTXKIT_SECRET_KEY={KEY}\n".encode())
     assert key_configured()

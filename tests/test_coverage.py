@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-from txkit.coverage import Fetch, MonthCoverage, needed_window
+from txkit.store._coverage import Fetch, MonthCoverage, needed_window
 
 
 def at(day: date, hour: int = 12) -> datetime:

@@ -11,7 +11,7 @@ import txkit
 from tests.factories import page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit.decode import decode_page, decode_pages, dedupe_latest
-from txkit.store import _merge
+from txkit.store._sync import _merge
 
 EARLY = "2026-01-02T03:04:06.000Z"
 LATE = "2026-01-02T03:09:00.000Z"

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import txkit
-import txkit.frame
+import txkit.decode
 from tests.factories import page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit.decode import build_frames, decode_page, read_page
@@ -313,10 +313,10 @@ def test_a_wider_scale_on_one_page_leaves_room_for_the_others_or_fails_naming_th
     odd = _with_token("toAmount", "1.1000000000000001")
     big = _with_token("toAmount", "1" + "0" * 22, index=2)  # 23 digits: fits at scale 2 or 0
     with pytest.raises(SchemaError, match="does not fit in 38 digits") as info:
-        txkit.frame.decode_pages([odd, big], threads=1)
+        txkit.decode.decode_pages([odd, big], threads=1)
     assert info.value.record_id == record(2)["id"] and info.value.field == "toAmount"
     fine = _with_token("toAmount", "1" + "0" * 20, index=2)
-    df = txkit.frame.decode_pages([odd, fine], threads=1)
+    df = txkit.decode.decode_pages([odd, fine], threads=1)
     assert sorted(df["toAmount"].to_list())[-1] == Decimal("1" + "0" * 20)
 
 

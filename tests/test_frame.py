@@ -271,16 +271,6 @@ def test_decode_pages_rejects_zero_threads() -> None:
         F.decode_pages([], threads=0)
 
 
-def test_frame_facade_keeps_the_public_names() -> None:
-    import txkit
-    from txkit import frame
-    from txkit.frame import activity_history as facade_history
-    from txkit.frame import decode_pages
-
-    assert decode_pages is F.decode_pages and frame.dedupe_latest is F.dedupe_latest
-    assert facade_history is activity_history is txkit.activity_history
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("builders", [2, 3])
 def test_parallel_builders_keep_the_pages_order_and_raise_the_bad_batch(builders: int) -> None:

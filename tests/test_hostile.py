@@ -34,6 +34,7 @@ from tests.hostile import (
 )
 from txkit import Client, RetryPolicy
 from txkit._scrub import scrub, scrub_bytes
+from txkit.decode import decode_pages
 from txkit.errors import (
     ApiError,
     LimitExceededError,
@@ -42,8 +43,7 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-from txkit.frame import decode_pages
-from txkit.load import load_transactions
+from txkit.fetch.load import load_transactions
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Not shaped like sk_...: only the configured key itself can find it.
@@ -245,7 +245,7 @@ def test_cli_log_handlers_scrub_other_libraries(tmp_path: Path) -> None:
 def test_log_lines_routed_above_the_bar_are_scrubbed(capsys) -> None:
     """The CLI's handler scrubs records of any library, also while redirected through tqdm."""
     from txkit._scrub import install_log_filter, register_secret
-    from txkit.progress import quiet_logging
+    from txkit.fetch.progress import quiet_logging
 
     register_secret(KEY)  # as the CLI's Client does
     handler = logging.StreamHandler(sys.stderr)

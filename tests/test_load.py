@@ -17,7 +17,7 @@ import txkit
 from tests.exports import QUICK_RETRY, connect, expected_ids, export_cli, utc
 from txkit import Client
 from txkit.errors import AuthError, IncompleteExportError, NetworkError
-from txkit.pages import ExportStats, fetch_query
+from txkit.fetch.pages import ExportStats, fetch_query
 from txkit.sandbox import Sandbox
 from txkit.schema import COLUMNS, MONEY_COLUMNS
 
@@ -69,11 +69,11 @@ def test_pages_in_flight_are_bounded_when_decoding_is_slow(
     import threading
     import time
 
-    import txkit.pages
+    import txkit.fetch.pages
 
     lock = threading.Lock()
     in_flight = [0, 0]  # now, most
-    real_get, real_read = Client.get_transactions, txkit.pages.read_page
+    real_get, real_read = Client.get_transactions, txkit.fetch.pages.read_page
 
     def get(self: Client, params: Any) -> Any:
         result = real_get(self, params)
@@ -91,7 +91,7 @@ def test_pages_in_flight_are_bounded_when_decoding_is_slow(
                 in_flight[0] -= 1
 
     monkeypatch.setattr(Client, "get_transactions", get)
-    monkeypatch.setattr(txkit.pages, "read_page", slow_read)
+    monkeypatch.setattr(txkit.fetch.pages, "read_page", slow_read)
     with connect(box) as client:
         # The confirming re-read (confirm=True) digests bodies without reading them; this
         # counts the pages of the decode pipeline only.

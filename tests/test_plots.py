@@ -7,7 +7,7 @@ import pytest
 
 import txkit
 from txkit.analysis import balance_breaks, not_reported_balances
-from txkit.plots import plot_balance
+from txkit.notebook.plots import plot_balance
 from txkit.sandbox import Sandbox
 
 

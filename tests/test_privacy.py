@@ -13,10 +13,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from tests.factories import invoke_cli, run_cli
+from txkit.fetch.source import connect
 from txkit.privacy import looks_unmasked, mask_pii
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
-from txkit.source import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk_live_DISTINCTIVE_KEY_7f3a9c1e5b2d48aa"

@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from txkit.cli import main
+from txkit.fetch.profile import FINDINGS, Finding
 from txkit.probe import ProfileWarning, ServiceProfile, load_profile, probe_service
-from txkit.probe.profile import FINDINGS, Finding
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.sandbox.ledger import Ledger
 

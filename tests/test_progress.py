@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile import HostileServer, Reply, Seen, json_reply, paged
-from txkit.client import describe_retries
+from txkit.fetch.client import describe_retries
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "progress-test-key-0123456789"

@@ -14,9 +14,9 @@ import pytest
 from tests.hostile import HostileServer, Reply, TokenBucket, json_reply, ok_page, paged
 from txkit import Client, RetryPolicy
 from txkit.errors import RateLimitedError
-from txkit.load import load_transactions
-from txkit.pages import ExportStats
-from txkit.ratelimit import SharedLimiter, parse_retry_after
+from txkit.fetch.load import load_transactions
+from txkit.fetch.pages import ExportStats
+from txkit.fetch.ratelimit import SharedLimiter, parse_retry_after
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "rate-limit-test-key-0123456789"

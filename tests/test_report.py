@@ -39,9 +39,9 @@ def some_notebooks(folder: Path, *names: str) -> Path:
 
 
 def summary_lines(executed: Path) -> list[str]:
-    from txkit.report import _summary_of
+    from txkit.report._html import summary_of
 
-    return _summary_of(json.loads(executed.read_text()))
+    return summary_of(json.loads(executed.read_text()))
 
 
 def test_report_renders_every_notebook_with_its_summary(session_report: SessionReport) -> None:
@@ -177,8 +177,8 @@ def test_downloads_match_the_findings_and_are_linked(session_report: SessionRepo
         not_reported_balances,
         reconcile,
     )
-    from txkit.findings import AGREED_CATEGORIES
     from txkit.notebook import load_history, load_margin, load_month, load_orders
+    from txkit.notebook.findings import AGREED_CATEGORIES
 
     folder = session_report.folder
     index = (folder / "index.html").read_text()
@@ -298,7 +298,7 @@ def pl_keys(path: Path) -> list[str]:
 def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxes) -> None:
     """The issue's scenario through the CLI: September 1-10, then October, then the report."""
     import txkit
-    from txkit.defaults import SANDBOX
+    from txkit.config import SANDBOX
     from txkit.store import read_manifests
 
     books = some_notebooks(tmp_path / "books", "01_explore")
@@ -499,13 +499,37 @@ def test_the_report_syncs_what_every_notebook_reads() -> None:
     within what ``txkit report`` syncs (else a report would see less than the notebook)."""
     import papermill
 
-    from txkit import defaults
+    from txkit import config
 
     for notebook in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
         declared = papermill.inspect_notebook(str(notebook))
         if "history_months" in declared:
             months = int(declared["history_months"]["default"])
-            assert months <= defaults.HISTORY_MONTHS, notebook.name
+            assert months <= config.HISTORY_MONTHS, notebook.name
         if "date_tolerance" in declared:
             days = int(declared["date_tolerance"]["default"])
-            assert days <= defaults.MARGIN_DAYS, notebook.name
+            assert days <= config.MARGIN_DAYS, notebook.name
+
+
+def test_kernel_sockets_fit_a_unix_socket_path_under_a_long_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Unix socket path holds 107 bytes: under a long TMPDIR the kernels' folder moves to
+    /tmp, and under a short one it stays there with room for every socket name."""
+    import tempfile
+
+    from txkit.report import _run
+
+    short = tmp_path / "t"
+    short.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(short))
+    assert _run._kernel_base() == short
+    long = tmp_path / ("x" * 60) / ("y" * 40)
+    long.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    assert _run._kernel_base() == Path("/tmp")
+    folder = Path(tempfile.mkdtemp(prefix=_run._KERNELS, dir=_run._kernel_base()))
+    try:
+        assert len(str(folder / "k99-99")) <= _run._SOCKET_PATH_MAX
+    finally:
+        folder.rmdir()

@@ -26,7 +26,7 @@ MONTH = "2026-10"
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the default sandbox's written files (orders.csv, ground_truth.json), as
     ``txkit report`` finds them in ``data/sandbox/cache``."""
-    from txkit.source import sandbox_files
+    from txkit.fetch.source import sandbox_files
 
     folder = tmp_path_factory.mktemp("report-orders")
     with pytest.MonkeyPatch.context() as mp:

@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from tests.factories import invoke_cli, page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit._scrub import REDACTED, scrub_frame
-from txkit.downloads import publish_exceptions
+from txkit.notebook._downloads import publish_exceptions
 
 KEY = "Zq9-unusual.KEY/with+chars=="
 #: The forms a leak would take in a file: as is, URL-encoded, base64 (and its URL-safe twin).

@@ -22,7 +22,6 @@ from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreError,
     StoreLockedError,
-    _locked,
     format_status,
     read_manifests,
     read_state,
@@ -30,6 +29,7 @@ from txkit.store import (
     sync,
     sync_needed,
 )
+from txkit.store._location import locked
 
 TODAY = date(2026, 11, 21)  # every month of the sandbox's calendar is past its look-back
 OPEN = date(2026, 10, 31)  # October is still open: its last 7 days are within the look-back
@@ -215,7 +215,7 @@ def test_a_recent_fetch_is_not_complete_until_the_look_back_has_passed(
 
 def test_a_second_sync_on_the_same_store_is_refused(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    with _locked(store), client(box) as c, pytest.raises(StoreLockedError, match="another sync"):
+    with locked(store), client(box) as c, pytest.raises(StoreLockedError, match="another sync"):
         sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
 
@@ -387,7 +387,7 @@ def test_history_from_the_store_is_the_contiguous_months_before(
 def _through_scan_delta(store: Path, months: list[str], version: int | None = None) -> pl.DataFrame:
     """The months as ``scan_delta`` reads them (statistics, protocol checks and all)."""
     from txkit.decode import finalize
-    from txkit.store import _typed
+    from txkit.store._read import _typed
 
     lf = pl.scan_delta(DeltaTable(str(store), version=version))
     lf = _typed(lf.filter(pl.col("month").is_in(months)).drop("month"))
@@ -401,7 +401,7 @@ def test_read_months_matches_scan_delta_with_a_column_added_later(
 ) -> None:
     from polars.testing import assert_frame_equal
 
-    from txkit import store as store_module
+    from txkit.store import _read as store_module
     from txkit.store import read_months
 
     store = tmp_path / "store"
@@ -459,7 +459,7 @@ def test_months_written_one_at_a_time_keep_an_undocumented_column_s_type(
     box: Sandbox, tmp_path: Path, sep: pl.DataType, oct_: pl.DataType, stored: pl.DataType
 ) -> None:
     from txkit.store import read_months
-    from txkit.store_write import MonthWriter
+    from txkit.store._write import MonthWriter
 
     september, october = _two_months(box, tmp_path)
 
@@ -497,7 +497,7 @@ def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
     box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from txkit import TxkitError
-    from txkit.store_write import MonthWriter
+    from txkit.store._write import MonthWriter
 
     store = tmp_path / "store"
     with client(box) as c:

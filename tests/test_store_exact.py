@@ -19,7 +19,7 @@ from deltalake import DeltaTable
 from txkit import Client, load_transactions
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_months, read_state, scan_store, sync
-from txkit.store_write import commit
+from txkit.store._write import commit
 
 TODAY = date(2026, 11, 21)
 
@@ -161,7 +161,7 @@ def test_a_widening_that_cannot_hold_a_stored_value_fails_naming_it(tmp_path: Pa
 def test_rounding_casts_are_caught_by_casting_back(tmp_path: Path) -> None:
     """The cast the store used before (polars' strict cast) rounds a reduced scale silently;
     the store's own cast refuses it."""
-    from txkit.store_write import cast_exactly
+    from txkit.store._write import cast_exactly
 
     frame = pl.DataFrame({"id": ["r1"], "toAmount": [Decimal("12.345678")]},
                          schema={"id": pl.String, "toAmount": pl.Decimal(38, 6)})  # fmt: skip

@@ -14,7 +14,7 @@ from tests.factories import invoke_cli
 from txkit import Client, load_transactions
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_manifests, read_state, scan_store, sync, sync_needed
-from txkit.store_migrate import migrate_store
+from txkit.store._migrate import migrate_store
 
 TODAY = date(2026, 11, 21)
 

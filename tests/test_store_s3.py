@@ -108,8 +108,8 @@ def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path, sandboxes) -> 
     assert df.schema["toAmount"] == pl.Decimal(38, 2)
     assert scan_store(store, version=0).collect().height == df.height
     # A month read straight from its data files on S3, as from scan_store.
-    from txkit.storage import open_table
-    from txkit.store import _plain_files
+    from txkit.store._location import open_table
+    from txkit.store._read import _plain_files
 
     assert _plain_files(open_table(store))
     month = read_months(["2026-09"], store=store)
@@ -151,7 +151,7 @@ def test_a_concurrent_writer_on_s3_fails_and_keeps_the_others_commit(
     aws: dict[str, str], monkeypatch: pytest.MonkeyPatch, sandboxes
 ) -> None:
     """Object storage has no lock file: the commit of the second writer fails instead."""
-    import txkit.store as store_module
+    import txkit.store._sync as store_module
 
     store = "s3://txkit/concurrent"
     with (

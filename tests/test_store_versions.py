@@ -12,7 +12,8 @@ import pytest
 
 from tests.factories import run_cli
 from txkit import Client
-from txkit.report import _summary_of, run_report
+from txkit.report import run_report
+from txkit.report._html import summary_of
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import read_manifests, read_state, scan_store, sync
 
@@ -20,7 +21,7 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def summary(out: Path) -> list[str]:
-    return _summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
+    return summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
 
 
 @pytest.mark.report
@@ -112,7 +113,7 @@ def test_a_version_the_store_does_not_have_names_those_it_has(
 
 def test_python_entries_validate_the_version(two_versions: Path) -> None:
     from txkit.notebook import load_month
-    from txkit.storage import StoreError, StoreVersionError
+    from txkit.store._location import StoreError, StoreVersionError
 
     for bad in (-1, True, 1.5, "1"):
         with pytest.raises(ValueError, match="version must be a whole number, 0 or more"):

@@ -8,9 +8,9 @@ from decimal import Decimal
 import polars as pl
 import pytest
 
-from txkit.open_items import classify
+from txkit.notebook._open_items import classify
+from txkit.notebook.tables import format_table
 from txkit.privacy import mask_sentences, mask_text
-from txkit.tables import format_table
 
 
 @pytest.mark.slow

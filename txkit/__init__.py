@@ -9,7 +9,6 @@ Example:
 
 from txkit.analysis.activity import activity_history
 from txkit.analysis.reconcile import read_orders
-from txkit.client import Client, RetryPolicy
 from txkit.errors import (
     ApiError,
     AuthError,
@@ -25,8 +24,9 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-from txkit.load import IncompleteExportWarning, load_transactions
-from txkit.pages import ExportStats
+from txkit.fetch.client import Client, RetryPolicy
+from txkit.fetch.load import IncompleteExportWarning, load_transactions
+from txkit.fetch.pages import ExportStats
 from txkit.privacy import mask_pii
 from txkit.store import scan_store, sync
 

@@ -12,8 +12,9 @@ the report's downloads), so a server that echoes the key inside a record value c
 written out. On data it removes only the known keys' forms, not the key-shaped patterns: a
 legitimate value (a reference such as ``pk_2026...``, a note saying ``Bearer``) must survive.
 
-Keys are known from :func:`register_secret` (every :class:`txkit.client.Client` registers its
-own) and from ``TXKIT_SECRET_KEY`` in the environment at the time of the call. Other modules
+Keys are known from :func:`register_secret` (every :class:`txkit.fetch.Client` registers its
+own) and from the environment variables :func:`watch_secret_variable` names (``txkit.config``
+names ``TXKIT_SECRET_KEY``), read at the time of the call. Other modules
 that write text out (reports, manifests, CSV) call :func:`scrub` or :func:`scrub_bytes` on it.
 
 Example:
@@ -44,12 +45,14 @@ __all__ = [
     "scrub_bytes",
     "scrub_frame",
     "secret_forms",
+    "watch_secret_variable",
 ]
 
 #: What a removed secret is replaced with.
 REDACTED = "***"
 
-_SECRET_VAR = "TXKIT_SECRET_KEY"
+#: Environment variables whose values are secrets (see :func:`watch_secret_variable`).
+_secret_variables: list[str] = []
 #: Shorter secrets are still removed as they are, but not in encoded forms (too many false hits).
 _MIN_ENCODED = 6
 _TOKEN_RE = re.compile(
@@ -127,11 +130,21 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     return ordered
 
 
+def watch_secret_variable(name: str) -> None:
+    """Treat the value of the environment variable ``name`` as a secret wherever it is found,
+    read at each call (so also a key no client has read). The variable's name is
+    :mod:`txkit.config`'s to know; this module imports nothing of txkit's."""
+    with _lock:
+        if name not in _secret_variables:
+            _secret_variables.append(name)
+
+
 def _secrets(extra: tuple[str | None, ...]) -> list[str]:
     with _lock:
         found = list(_registered)
-    env = os.environ.get(_SECRET_VAR)
-    for secret in (env, *extra):
+        names = list(_secret_variables)
+    env = [os.environ.get(name) for name in names]
+    for secret in (*env, *extra):
         for form in _usable(secret):
             if form not in found:
                 found.append(form)
@@ -143,7 +156,8 @@ def scrub(text: str, *secrets: str | None) -> str:
 
     Args:
         text: any text about to leave txkit.
-        *secrets: more secrets to remove besides the registered ones and ``TXKIT_SECRET_KEY``.
+        *secrets: more secrets to remove besides the registered ones and ``TXKIT_SECRET_KEY``
+            (every watched variable).
 
     Returns:
         The text with each secret replaced by ``***``.
@@ -275,7 +289,8 @@ def scrub_frame(
 
     Args:
         df: the records about to be written.
-        *secrets: more secrets to remove besides the registered ones and ``TXKIT_SECRET_KEY``.
+        *secrets: more secrets to remove besides the registered ones and ``TXKIT_SECRET_KEY``
+            (every watched variable).
         where: what is being written, for the warning (``"the export x.csv"``).
 
     Returns:

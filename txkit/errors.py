@@ -14,8 +14,22 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     ├── IncompleteExportError     the records fetched do not add up to the service's total
-    └── DataFileError             a file the user gave (orders) cannot be read as it is: names
-                                  the file, the lines and what to do (also a ``ValueError``)
+    ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
+    │                             the file, the lines and what to do (also a ``ValueError``)
+    ├── StoreError                the store cannot be used as asked (another source or account,
+    │   │                         an old format, a folder that is not a store, cannot write)
+    │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile
+    │   ├── StoreDamagedError     a data file missing or not the bytes committed (names the month)
+    │   └── StoreVersionError     a table version the store does not have (also a ``ValueError``)
+    └── NotebookFailedError       a report's notebook raised an error (names the notebook, the cell)
+
+Warnings (``warnings.warn``), for results that are returned but deserve a look::
+
+    UserWarning
+    ├── IncompleteExportWarning   an export returned although it does not add up
+    │                             (``allow_incomplete=True``)
+    └── ProfileWarning            a service profile found but not used (another base URL,
+                                  unreadable, another format)
 
 Caller mistakes (an unknown status, a malformed date, start after end) raise ``ValueError``
 before any request is sent.
@@ -42,13 +56,20 @@ __all__ = [
     "ConfigError",
     "DataFileError",
     "IncompleteExportError",
+    "IncompleteExportWarning",
     "LimitExceededError",
     "NetworkError",
+    "NotebookFailedError",
+    "ProfileWarning",
     "RateLimitedError",
     "RequestInfo",
     "ResponseFormatError",
     "SchemaError",
     "ServerError",
+    "StoreDamagedError",
+    "StoreError",
+    "StoreLockedError",
+    "StoreVersionError",
     "TxkitError",
     "describe_request",
     "excerpt",
@@ -332,3 +353,42 @@ class DataFileError(TxkitError, ValueError):
         if len(lines) > cls._LISTED:
             return f"{unit}s {', '.join(shown)}, ... ({len(lines):,} in all)"
         return f"{unit}s {', '.join(shown[:-1])} and {shown[-1]}"
+
+
+class StoreError(TxkitError):
+    """The store cannot be used as asked (another source, an old format, damaged files)."""
+
+
+class StoreLockedError(StoreError):
+    """Another sync holds the store's lock, or committed to it meanwhile."""
+
+
+class StoreDamagedError(StoreError):
+    """A data file of the store is missing, or its bytes are not those committed (its digest
+    differs). The message names the month and the command that fetches it again.
+
+    Attributes:
+        months: the damaged months (``YYYY-MM``).
+        path: the damaged file, relative to the store.
+    """
+
+    def __init__(self, message: str, *, months: list[str], path: str) -> None:
+        super().__init__(message)
+        self.months = months
+        self.path = path
+
+
+class StoreVersionError(StoreError, ValueError):
+    """A table version the store does not have (a bad argument: the CLI exits 2)."""
+
+
+class NotebookFailedError(TxkitError):
+    """A report notebook raised an error."""
+
+
+class IncompleteExportWarning(UserWarning):
+    """An export was returned although it does not add up (``allow_incomplete=True``)."""
+
+
+class ProfileWarning(UserWarning):
+    """A profile was found but not used (another base URL, unreadable, another format)."""

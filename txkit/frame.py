@@ -1,35 +1,14 @@
-"""Compatibility façade: the decoder's public names where they were before :mod:`txkit.decode`.
+"""Deprecated since 0.2.0: the decoder's names were here before :mod:`txkit.decode`.
 
-``from txkit.frame import decode_pages`` keeps working; new code imports from
-:mod:`txkit.decode` (decoding) and :mod:`txkit.analysis.activity` (:func:`activity_history`).
+``from txkit.frame import decode_pages`` still works and warns; import from
+:mod:`txkit.decode` (decoding) and :func:`txkit.activity_history` instead.
 """
 
+from txkit._deprecated import warn_moved
 from txkit.analysis.activity import activity_history
-from txkit.decode import (
-    BATCH_PAGES,
-    DecodedPage,
-    RawPage,
-    assemble,
-    build_frames,
-    combine,
-    decode_page,
-    decode_pages,
-    dedupe_latest,
-    finalize,
-    read_page,
-)
+from txkit.decode import *  # noqa: F403
+from txkit.decode import __all__ as _decode
 
-__all__ = [
-    "BATCH_PAGES",
-    "DecodedPage",
-    "RawPage",
-    "activity_history",
-    "assemble",
-    "build_frames",
-    "combine",
-    "decode_page",
-    "decode_pages",
-    "dedupe_latest",
-    "finalize",
-    "read_page",
-]
+__all__ = [*_decode, "activity_history"]
+
+warn_moved("txkit.frame", "txkit.decode (activity_history: txkit)")

@@ -10,6 +10,7 @@ written with ``***`` in its place, with a warning (:func:`txkit._scrub.scrub_fra
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ import polars as pl
 from txkit._scrub import scrub_frame
 from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
 
-__all__ = ["FORMULA_START", "atomic_path", "csv_safe", "write_frame"]
+__all__ = ["FORMULA_START", "atomic_path", "check_writable", "csv_safe", "write_frame"]
 
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
 
@@ -135,3 +136,41 @@ def write_frame(df: pl.DataFrame, path: str | os.PathLike[str]) -> Path:
     with atomic_path(path) as tmp:
         writers[suffix](df, tmp)
     return path
+
+
+def check_writable(path: Path, *, is_file: bool, flag: str) -> None:
+    """Raise ``OSError`` (with the file name) unless ``path`` can be written: a file whose
+    folder accepts a new file with some data in it, or a folder that does; ``ValueError`` (a bad
+    argument) for a folder given as a file or the other way round.
+
+    Args:
+        path: the output file or folder (it or its parents may not exist yet).
+        is_file: ``path`` is a file (else a folder).
+        flag: the option that named it, for the message.
+    """
+    if is_file and path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a folder: give a file name")
+    if not is_file and path.exists() and not path.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a file: give a folder")
+    folder = path.parent if is_file else path
+    existing = folder
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a folder", str(path))
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".txkit-probe-", dir=existing)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        block = memoryview(b"\0" * 65536)  # a full disk fails here, before the export starts
+        while block:
+            block = block[os.write(fd, block) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    finally:
+        os.close(fd)
+        os.unlink(probe)

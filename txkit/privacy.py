@@ -121,7 +121,7 @@ def mask_sentences(sentences: Iterable[str], *, show_pii: bool = False) -> list[
     """The one masking point for sentences that reach people (findings, the report's index).
 
     Args:
-        sentences: plain-language lines, e.g. from :mod:`txkit.findings`.
+        sentences: plain-language lines, e.g. from :mod:`txkit.notebook.findings`.
         show_pii: leave them as they are (the analyst asked for unmasked output).
 
     Returns:

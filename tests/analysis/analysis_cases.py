@@ -1,6 +1,6 @@
 """Helpers for the analysis tests: sandbox ledgers loaded into frames, small frame builders.
 
-The frames come from the ledger's served record bytes, decoded by ``txkit.frame`` (no HTTP
+The frames come from the ledger's served record bytes, decoded by ``txkit.decode`` (no HTTP
 server), so the analysis functions see the same columns and types as after an export. Ledgers
 are cached for the whole session (generating and decoding is the slow part of these tests).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-import txkit.frame
+import txkit.decode
 from txkit.sandbox.ledger import Ledger, generate_ledger
 from txkit.schema import COLUMNS
 
@@ -47,8 +47,8 @@ def frame_from_bodies(bodies: list[bytes]) -> pl.DataFrame:
             + b",".join(chunk)
             + b"]}}"
         )
-        frames.append(txkit.frame.decode_page(body).frame)
-    return txkit.frame.finalize(txkit.frame.combine(frames))
+        frames.append(txkit.decode.decode_page(body).frame)
+    return txkit.decode.finalize(txkit.decode.combine(frames))
 
 
 @cache

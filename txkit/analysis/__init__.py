@@ -10,6 +10,7 @@ integer minor units in between; never a float.
 * :mod:`txkit.analysis.balance_models`: the candidate balance models and the choice of one
   per wallet.
 * :mod:`txkit.analysis.overview`: what is in an export (volumes, statuses, fees), as a module.
+* :mod:`txkit.analysis.trends`: month over month figures, read lazily with projected columns.
 """
 
 from txkit.analysis import overview
@@ -40,6 +41,7 @@ from txkit.analysis.reconcile import (
     reconcile,
     reconcile_summary,
 )
+from txkit.analysis.trends import METRIC_COLUMNS, month_over_month, monthly_metrics, trend_table
 from txkit.analysis.underpayments import (
     COUNTED_STATUSES,
     activity_comparison,
@@ -56,6 +58,7 @@ __all__ = [
     "COUNTED_STATUSES",
     "DEFAULT_DATE_TOLERANCE",
     "MAX_ORDER_DECIMALS",
+    "METRIC_COLUMNS",
     "NO_MODEL_FITS",
     "OrdersFile",
     "activity_comparison",
@@ -67,6 +70,8 @@ __all__ = [
     "describe_balance_models",
     "describe_matching",
     "duplicate_references",
+    "month_over_month",
+    "monthly_metrics",
     "not_reported_balances",
     "overview",
     "read_orders",
@@ -74,6 +79,7 @@ __all__ = [
     "reconcile",
     "reconcile_summary",
     "repeat_shortfalls",
+    "trend_table",
     "underpayment_summary",
     "underpayments",
 ]

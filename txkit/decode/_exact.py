@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import reprlib
 from dataclasses import dataclass
@@ -21,10 +20,10 @@ from typing import Any, Final
 
 import polars as pl
 
+from txkit.config import MAX_TOTAL_VAR, max_total_setting
 from txkit.decode._wire import MAX_EPOCH_MS, MIN_EPOCH_MS
 from txkit.errors import (
     ApiError,
-    ConfigError,
     LimitExceededError,
     ResponseFormatError,
     SchemaError,
@@ -71,7 +70,6 @@ MAX_DEPTH: Final = 32
 #: Default of the largest ``data.total`` believed (``TXKIT_MAX_TOTAL`` raises it): 100 million
 #: records is about 120 GB of JSON. A larger total is refused before anything is sized from it.
 DEFAULT_MAX_TOTAL: Final = 100_000_000
-MAX_TOTAL_VAR: Final = "TXKIT_MAX_TOTAL"
 
 # Integer tokens longer than this are kept as Decimal (so they reach the 38-digit checks)
 # instead of Python ints (whose text conversion is capped at 4,300 digits).
@@ -84,12 +82,8 @@ def max_total() -> int:
     Raises:
         ConfigError: ``TXKIT_MAX_TOTAL`` is not a positive integer.
     """
-    text = os.environ.get(MAX_TOTAL_VAR)
-    if text is None:
-        return DEFAULT_MAX_TOTAL
-    if not (text.strip().isascii() and text.strip().isdigit() and int(text) > 0):
-        raise ConfigError(f"{MAX_TOTAL_VAR} must be a positive whole number, got {text[:40]!r}")
-    return int(text)
+    setting = max_total_setting()
+    return DEFAULT_MAX_TOTAL if setting is None else setting
 
 
 def check_total(total: int, request: Any = None) -> int:

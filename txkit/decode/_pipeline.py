@@ -1,6 +1,6 @@
 """The page pipeline: response bodies in, verified typed frames out, in bounded memory.
 
-One pipeline serves both the loader (:class:`txkit.pages._Pass`, which reads pages as they
+One pipeline serves both the loader (:class:`txkit.fetch.pages._Pass`, which reads pages as they
 arrive from the network) and :func:`decode_pages` (bodies saved elsewhere): each body is read by
 :func:`~txkit.decode._fast.read_page` on a reading thread, and a :class:`PageSink` verifies and
 converts them :data:`~txkit.decode._wire.BATCH_PAGES` at a time, in the order they were

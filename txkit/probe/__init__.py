@@ -9,7 +9,7 @@ written as JSON and read back by the loader with :func:`load_profile` (same base
 
 Modules: :mod:`~txkit.probe.run` (the steps), :mod:`~txkit.probe.dates` (date semantics),
 :mod:`~txkit.probe.sample` (order, ties, totals, fields),
-:mod:`~txkit.probe.session` (budgeted HTTP), :mod:`~txkit.probe.profile` (the profile, JSON).
+:mod:`~txkit.probe.session` (budgeted HTTP), :mod:`~txkit.fetch.profile` (the profile, JSON).
 
 Example:
     >>> from txkit.probe import probe_service, load_profile
@@ -19,7 +19,7 @@ Example:
     1000
 """
 
-from txkit.probe.profile import (
+from txkit.fetch.profile import (
     DEFAULT_PATH,
     FINDINGS,
     Finding,

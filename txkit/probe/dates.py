@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
-from txkit.probe.profile import Finding, unknown
+from txkit.fetch.profile import Finding, unknown
 
 __all__ = [
     "Candidate",

@@ -29,8 +29,8 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from txkit.errors import scrub
+from txkit.fetch.profile import Finding, ServiceProfile, unknown
 from txkit.probe.dates import DateModel, parse_ms, record_id, timestamp_fields
-from txkit.probe.profile import Finding, ServiceProfile, unknown
 from txkit.probe.sample import beyond_document, order, tie_groups, totals
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
 from txkit.schema import CURRENCIES, TRANS_TYPES

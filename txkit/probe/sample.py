@@ -9,8 +9,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any, Final
 
+from txkit.fetch.profile import Finding, unknown
 from txkit.probe.dates import parse_ms, record_id, timestamp_fields
-from txkit.probe.profile import Finding, unknown
 from txkit.schema import COLUMNS
 
 __all__ = ["beyond_document", "order", "tie_groups", "totals"]

@@ -1,6 +1,6 @@
 """The probe's HTTP session: read-only GETs under a hard request budget.
 
-Every attempt counts against the budget, retries included: the :class:`~txkit.client.Client`
+Every attempt counts against the budget, retries included: the :class:`~txkit.fetch.client.Client`
 is built with no retries of its own and a transport that counts each request, refuses to send
 one past the budget (whatever the client does), and remembers the last ``Retry-After``.
 A 429 stops sending: the session waits what ``Retry-After`` asks (or backs off when it says
@@ -23,7 +23,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from txkit.client import SECRET_KEY_VAR, Client, RetryPolicy, load_dotenv_values
+from txkit.config import SECRET_KEY_VAR, load_dotenv_values
 from txkit.errors import (
     BadRequestError,
     NetworkError,
@@ -32,6 +32,7 @@ from txkit.errors import (
     ServerError,
     scrub,
 )
+from txkit.fetch.client import Client, RetryPolicy
 
 __all__ = ["Page", "ProbeSession", "ProbeStopped"]
 
@@ -98,12 +99,12 @@ class ProbeSession:
     """Budgeted GETs of ``/transaction`` with a client of its own.
 
     Args:
-        base_url, secret_key, env_file, timeout: as for :class:`~txkit.client.Client`.
+        base_url, secret_key, env_file, timeout: as for :class:`~txkit.fetch.client.Client`.
         max_requests: the budget: no more requests than this are ever sent.
         sleep: the sleep function (tests may pass a fake one).
 
     Raises:
-        ConfigError: as :class:`~txkit.client.Client` does.
+        ConfigError: as :class:`~txkit.fetch.client.Client` does.
     """
 
     def __init__(

@@ -8,7 +8,7 @@ and optional injected faults (:class:`Faults`), for tests, notebooks and benchma
     with Sandbox(records=20_000, faults="rate_limit=0.1") as sb:
         ...  # sb.base_url, sb.secret_key, sb.ledger
 
-From a shell: ``txkit sandbox`` (see :mod:`txkit.sandbox.cli`).
+From a shell: ``txkit sandbox`` (see ``txkit/cli/_sandbox.py``).
 """
 
 from txkit.sandbox.faults import Faults

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from txkit.client import is_loopback
+from txkit.fetch.client import is_loopback
 from txkit.sandbox._effects import FaultEffects, error_body
 from txkit.sandbox._store import Store
 from txkit.sandbox.faults import Faults

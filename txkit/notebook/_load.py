@@ -7,7 +7,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -15,23 +15,22 @@ from typing import Any
 
 import polars as pl
 
+from txkit.analysis.reconcile import read_orders_file
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.client import Client
-from txkit.defaults import ORDERS_PATH
-from txkit.load import load_transactions
-from txkit.pages import ExportStats
-from txkit.privacy import mask_sentences
-from txkit.source import connect
+from txkit.config import default_store, key_configured, orders_path
+from txkit.fetch.client import Client
+from txkit.fetch.load import load_transactions
+from txkit.fetch.pages import ExportStats
+from txkit.fetch.source import connect, sandbox_files
+from txkit.store import read_manifests, read_months, scan_store
 
 __all__ = [
     "LoadInfo",
-    "display_exceptions",
-    "display_table",
     "load_history",
     "load_margin",
     "load_month",
     "load_orders",
-    "what_to_look_at",
+    "trend_records",
 ]
 
 _SOURCES = ("auto", "sandbox", "service", "store")
@@ -120,9 +119,9 @@ def load_month(
             sandbox), ``sandbox``, ``service``, or ``store`` (the local store that
             ``txkit sync``/``txkit report`` keep; no network).
         store: the store folder or URI, for ``source="store"`` (default: the one of the
-            source a sync would use, see :func:`txkit.source.default_store`).
+            source a sync would use, see :func:`txkit.config.default_store`).
         currency: optionally one currency.
-        client: a connected :class:`~txkit.client.Client` to use instead of ``source``.
+        client: a connected :class:`~txkit.fetch.client.Client` to use instead of ``source``.
         version: the store's table version to read (default: the newest).
 
     Returns:
@@ -163,8 +162,6 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
 
 
 def _store(store: str | Path | None) -> str | Path:
-    from txkit.source import default_store
-
     return store or default_store()
 
 
@@ -176,8 +173,6 @@ def _from_store(
     currency: str | None,
     version: int | None,
 ) -> tuple[pl.DataFrame, LoadInfo]:
-    from txkit.store import read_manifests, read_months
-
     manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
         raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
@@ -252,8 +247,6 @@ def load_history(
     if not wanted:
         return none(f"History: none; {month} is checked alone")
     if source == "store" and client is None:
-        from txkit.store import read_manifests, read_months
-
         store = _store(store)
         stored = read_manifests(store, version=version)
         usable: list[str] = []
@@ -328,8 +321,6 @@ def load_margin(
     windows = [(first - timedelta(days=days), first - timedelta(days=1))]
     windows.append((last + timedelta(days=1), last + timedelta(days=days)))
     if source == "store" and client is None:
-        from txkit.store import read_manifests, read_months
-
         store = _store(store)
         stored = read_manifests(store, version=version)
         wanted = {d.strftime("%Y-%m") for window in windows for d in window}
@@ -357,7 +348,7 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
     Args:
         orders: ``auto`` (``data/orders.csv`` when a key is configured, else the sandbox's
             orders), ``sandbox`` (the embedded sandbox's merchant-side record, read from its
-            written files: see :func:`txkit.source.sandbox_files`), or a CSV or Parquet path
+            written files: see :func:`txkit.fetch.source.sandbox_files`), or a CSV or Parquet path
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
         margin_days: also keep the orders dated this many days before and after the month.
@@ -380,13 +371,10 @@ def _load_orders(
     orders: str, month: str, *, margin_days: int = 0
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
-    from txkit.analysis.reconcile import read_orders_file
-    from txkit.source import key_configured, sandbox_files
-
     month = parse_month(month)
     first, last = month_bounds(month)
     if orders == "auto":
-        orders = str(ORDERS_PATH) if key_configured() else "sandbox"
+        orders = str(orders_path()) if key_configured() else "sandbox"
     if orders == "sandbox":
         read = read_orders_file(sandbox_files() / "orders.csv")
         origin = "the embedded sandbox's merchant orders"
@@ -419,102 +407,49 @@ def _load_orders(
     return frame, info, read
 
 
-def display_table(
-    df: pl.DataFrame,
-    *,
-    show_pii: bool = False,
-    rows: int = 30,
-    key: Sequence[str] = (),
-    sort: Sequence[str | pl.Expr] | None = None,
-    descending: bool | Sequence[bool] = False,
-    empty: str = "None this month.",
-) -> None:
-    """Display a formatted table (:func:`txkit.tables.format_table`), masked unless ``show_pii``.
-
-    Money with separators and its currency, rates as percentages, key columns first, sorted
-    by ``sort``; at most ``rows`` rows; an empty frame is shown as the ``empty`` sentence.
-    """
-    from IPython.display import display
-
-    from txkit.tables import format_table
-
-    display(
-        format_table(
-            df,
-            show_pii=show_pii,
-            rows=rows,
-            key=key,
-            sort=sort,
-            descending=descending,
-            empty=empty,
-        )
-    )
-
-
-def what_to_look_at(findings: Iterable[str], *, show_pii: bool = False) -> None:
-    """Display computed findings as a Markdown list under "What to look at".
-
-    Every sentence goes through :func:`txkit.privacy.mask_sentences` (customer e-mails and
-    account numbers masked unless ``show_pii``).
-    """
-    from IPython.display import Markdown, display
-
-    items = mask_sentences(findings, show_pii=show_pii) or ["Nothing unusual was found."]
-    display(Markdown("\n".join(f"* {item}" for item in items)))
-
-
-def display_exceptions(
-    df: pl.DataFrame,
-    name: str,
-    *,
-    title: str,
-    key: Sequence[str],
+def trend_records(
     month: str,
-    downloads: str | None,
-    page: str = "",
-    show_pii: bool = False,
-    rows: int = 30,
-    sort: Sequence[str | pl.Expr] | None = None,
-    descending: bool | Sequence[bool] = False,
-    empty: str = "None this month.",
-    population: int | None = None,
-    population_label: str = "",
-    first: Sequence[str] = (),
-) -> None:
-    """Display an exception list and, in a report, write it as CSV and Excel with links.
+    *,
+    months: int = 12,
+    source: str = "store",
+    store: str | None = None,
+    version: int | None = None,
+) -> tuple[pl.LazyFrame, str]:
+    """The records of the ``months`` months up to ``month``, for
+    :func:`txkit.analysis.monthly_metrics`.
 
-    The table is shown as by :func:`display_table` (``key`` columns first, then ``first``,
-    the ones that matter most, so they are in view without scrolling). When
-    ``downloads`` is a folder (``txkit report`` sets it), the whole list is written there by
-    :func:`txkit.downloads.publish_exceptions`, marked new / still open / resolved against the
-    previous month's report, and a line with the counts and the links follows the table.
-    ``population`` (what the list was drawn from, e.g. the references reconciled) gives the
-    index its rate.
+    From the store (``source="store"``) this is a lazy scan (``txkit.scan_store``) filtered
+    on the ``month`` partition: nothing is read until the metrics' projected columns are.
+    Otherwise the months are fetched from the service or the sandbox, verified.
+
+    Args:
+        month: the last month (``YYYY-MM``).
+        months: how many months up to it.
+        source: as for :func:`load_month`.
+        store: the store (folder or URI; None: the source's default store).
+        version: the store's table version (None: the newest).
+
+    Returns:
+        The records (lazy) and a line saying what they are.
+
+    Raises:
+        ValueError: a bad month, count or source.
     """
-    from IPython.display import Markdown, display
-
-    from txkit.downloads import publish_exceptions
-
-    display_table(
-        df,
-        show_pii=show_pii,
-        rows=rows,
-        key=[*key, *[c for c in first if c not in key]],
-        sort=sort,
-        descending=descending,
-        empty=empty,
-    )
-    written = publish_exceptions(
-        df,
-        name,
-        title=title,
-        key=key,
-        month=month,
-        folder=downloads,
-        page=page,
-        show_pii=show_pii,
-        population=population,
-        population_label=population_label,
-    )
-    if written is not None:
-        display(Markdown(written.links_markdown()))
+    month = parse_month(month)
+    if months < 1:
+        raise ValueError(f"months must be 1 or more, got {months}")
+    wanted = [*previous_months(month, months - 1), month]
+    if source == "store":
+        store = store or str(default_store())
+        lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
+        at = f" at table version {version}" if version is not None else ""
+        return lf, (
+            f"the store {store}{at}, the months it holds from {wanted[0]} to {wanted[-1]} (read "
+            "lazily, only the "
+            "columns needed)"
+        )
+    df, info = load_month(month, source=source, store=store, version=version)
+    history, _ = load_history(month, months=months - 1, source=source, store=store, version=version)
+    frames = [df] if history is None else [history, df]
+    lf = pl.concat(frames, how="diagonal_relaxed").lazy()
+    return lf, f"{info.source}, months {wanted[0]} to {wanted[-1]} (fetched and verified)"

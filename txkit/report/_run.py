@@ -21,7 +21,6 @@ the next report removes it (:func:`clean_kernel_folders`).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -34,15 +33,28 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from txkit import defaults
+import polars as pl
+
+from txkit import config
+from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.errors import TxkitError
-from txkit.report_html import Section, index_html, page_html, summary_of, title_of
-
-if TYPE_CHECKING:
-    from txkit.notebook import LoadInfo
+from txkit.config import default_store, key_configured
+from txkit.errors import NotebookFailedError, TxkitError
+from txkit.fetch.source import connect
+from txkit.notebook._downloads import read_downloads
+from txkit.notebook._load import LoadInfo, _load_orders
+from txkit.output import check_writable
+from txkit.report._headlines import (
+    exception_headlines,
+    explore_headlines,
+    orders_headline,
+    underpayment_headlines,
+)
+from txkit.report._html import Section, index_html, page_html, summary_of, title_of
+from txkit.store import read_manifests, scan_store, sync, sync_needed
+from txkit.store._location import check_version
 
 log = logging.getLogger("txkit")
 
@@ -50,7 +62,6 @@ __all__ = [
     "NotebookFailedError",
     "OrdersCheck",
     "ReportResult",
-    "add_parser",
     "check_orders",
     "clean_kernel_folders",
     "clean_leftovers",
@@ -65,10 +76,6 @@ _KERNELS = "txkit-kernel-"
 #: starts a kernel (new sockets, a newer mtime) within seconds of the previous one ending, and
 #: a kernel that runs long is named on its process's command line.
 _UNOWNED_IDLE_SECONDS = 600
-
-
-class NotebookFailedError(TxkitError):
-    """A report notebook raised an error."""
 
 
 @dataclass
@@ -220,11 +227,34 @@ def clean_kernel_folders(temp: Path | None = None) -> list[str]:
     return done
 
 
+# A Unix socket's path holds at most 107 bytes (``sockaddr_un.sun_path``); a kernel's sockets
+# are ``<folder>/k<N>-<port index>``. pytest's temporary folders alone reach 70 characters, and
+# with the notebooks' names in the socket path a report under them failed to start a kernel.
+_SOCKET_PATH_MAX = 107
+_SOCKET_NAME_MAX = len("/txkit-kernel-xxxxxxxx/k99-99")
+
+
+def _kernel_base() -> Path:
+    """The folder that holds the kernel folders: the temporary folder, or ``/tmp`` when the
+    temporary folder's path is too long for a Unix socket path inside it."""
+    temp = Path(tempfile.gettempdir())
+    if len(os.fsencode(temp)) + _SOCKET_NAME_MAX <= _SOCKET_PATH_MAX:
+        return temp
+    fallback = Path("/tmp")
+    if fallback.is_dir() and os.access(fallback, os.W_OK | os.X_OK):
+        return fallback
+    raise TxkitError(
+        f"the temporary folder {temp} is too long for the kernels' sockets (at most "
+        f"{_SOCKET_PATH_MAX - _SOCKET_NAME_MAX} characters): set TMPDIR to a shorter folder"
+    )
+
+
 def _kernel_folder() -> Path:
     """This run's private folder for its kernels' connection files and sockets (0700)."""
-    for line in clean_kernel_folders():
+    base = _kernel_base()
+    for line in clean_kernel_folders(base):
         log.warning("report: %s", line)
-    folder = Path(tempfile.mkdtemp(prefix=_KERNELS))
+    folder = Path(tempfile.mkdtemp(prefix=_KERNELS, dir=base))
     (folder / _OWNER).write_text(str(os.getpid()))
     return folder
 
@@ -237,11 +267,6 @@ def _notebooks(folder: Path) -> list[Path]:
             "or pass --notebooks DIR"
         )
     return found
-
-
-# The page and index rendering lives in txkit.report_html (these names are kept for callers).
-_summary_of = summary_of
-_title_of = title_of
 
 
 @dataclass(frozen=True)
@@ -268,11 +293,7 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    import polars as pl
-
-    from txkit.notebook import _load_orders
-
-    frame, info, read = _load_orders(orders, month, margin_days=defaults.MARGIN_DAYS)
+    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -294,18 +315,6 @@ def _add_headlines(
     orders: OrdersCheck | None = None,
 ) -> None:
     """Each section's downloads and headline figures (this month against the one before)."""
-    import polars as pl
-
-    from txkit.downloads import read_downloads
-    from txkit.headlines import (
-        exception_headlines,
-        explore_headlines,
-        orders_headline,
-        underpayment_headlines,
-    )
-    from txkit.store import scan_store
-    from txkit.trends import month_over_month, monthly_metrics
-
     before = previous_months(month, 1)[0]
     scan = scan_store(store, version=version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
@@ -350,7 +359,7 @@ def run_report(
     out: Path,
     notebooks: Path,
     show_pii: bool = False,
-    lookback_days: int = defaults.LOOKBACK_DAYS,
+    lookback_days: int = config.LOOKBACK_DAYS,
     orders: str | None = None,
     progress: bool | None = None,
     as_of: int | None = None,
@@ -360,7 +369,7 @@ def run_report(
     Args:
         month: ``YYYY-MM``.
         store: the store folder or URI (default: the source's, see
-            :func:`txkit.source.default_store`).
+            :func:`txkit.config.default_store`).
         out: the reports folder (``out/YYYY-MM/``).
         notebooks: the folder of curated notebooks.
         show_pii: render customer data unmasked (the pages say so).
@@ -385,17 +394,13 @@ def run_report(
     from tqdm.auto import tqdm
     from traitlets.config import Config
 
-    from txkit.source import connect, default_store, key_configured
-    from txkit.storage import check_version
-    from txkit.store import read_manifests, sync, sync_needed
-
     month = parse_month(month)  # the parsed value, from here on
     as_of = check_version(as_of)
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     store = store or default_store()
     if orders is None:
-        orders = str(defaults.ORDERS_PATH) if key_configured() else "sandbox"
+        orders = str(config.orders_path()) if key_configured() else "sandbox"
     checked = None
     if orders != "sandbox":
         if not Path(orders).is_file():
@@ -410,16 +415,14 @@ def run_report(
     # The months before are synced too: the notebooks read them as history (the balance checks'
     # chains and reserves, the underpayments' original references), and so are the days just
     # after the month, where reconciliation looks for payments of orders placed at its end.
-    since, _ = month_bounds(previous_months(month, defaults.HISTORY_MONTHS)[0])
-    until = last + timedelta(days=defaults.MARGIN_DAYS)
+    since, _ = month_bounds(previous_months(month, config.HISTORY_MONTHS)[0])
+    until = last + timedelta(days=config.MARGIN_DAYS)
     started = time.perf_counter()
     sync_result = None
     if as_of is None and sync_needed(
         store=store, start=since, end=until, lookback_days=lookback_days
     ):
         if "://" not in str(store):  # only when it will be written: it may be read-only
-            from txkit.cli import check_writable
-
             check_writable(Path(store), is_file=False, flag="--store")
         with connect() as source:
             print(f"source: {source.description}")
@@ -458,8 +461,8 @@ def run_report(
     # itself, where a killed run leaves them with their signing key).
     sockets = _kernel_folder()
     # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
-    progress_env = os.environ.get("TXKIT_PROGRESS")
-    os.environ["TXKIT_PROGRESS"] = "0"
+    progress_env = os.environ.get(config.PROGRESS_VAR)
+    os.environ[config.PROGRESS_VAR] = "0"
     try:
         bar = tqdm(
             total=len(sources),
@@ -482,12 +485,13 @@ def run_report(
             target = staging / source_nb.name
             began = time.perf_counter()
             declared = papermill.inspect_notebook(str(source_nb))
-            # Each kernel has its own socket names: two start at once.
+            # Each kernel has its own socket names: two start at once. Short names: see
+            # _SOCKET_PATH_MAX.
             config = Config(
                 {
                     "KernelManager": {
                         "transport": "ipc",
-                        "ip": str(sockets / source_nb.stem),
+                        "ip": str(sockets / f"k{sources.index(source_nb)}"),
                         "connection_file": str(sockets / f"{source_nb.stem}.json"),
                     }
                 }
@@ -579,9 +583,9 @@ def run_report(
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
         if progress_env is None:
-            os.environ.pop("TXKIT_PROGRESS", None)
+            os.environ.pop(config.PROGRESS_VAR, None)
         else:
-            os.environ["TXKIT_PROGRESS"] = progress_env
+            os.environ[config.PROGRESS_VAR] = progress_env
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,
@@ -641,72 +645,3 @@ def _freshness(month: str, store: str | Path, manifest: Any) -> str:
         f"the service's total for its query (last: {manifest.service_total:,} records, with a "
         "day of margin on each side)."
     )
-
-
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``txkit report``."""
-    from txkit.cli import month_arg, version_arg
-
-    p = sub.add_parser(
-        "report",
-        help="the monthly job: sync the month, run the notebooks, write HTML",
-        description=(
-            "Sync the month into the local store (the embedded sandbox when no "
-            "TXKIT_SECRET_KEY is configured), execute the curated notebooks for it and write "
-            "reports/YYYY-MM/ with HTML pages and an index."
-        ),
-    )
-    p.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
-    p.add_argument(
-        "--store",
-        metavar="DIR|URI",
-        help="default: data/store/sandbox without a key, data/store/<host> with one",
-    )
-    p.add_argument("--out", default=str(defaults.REPORTS_DIR), metavar="DIR")
-    p.add_argument("--notebooks", default=str(defaults.NOTEBOOKS_DIR), metavar="DIR")
-    p.add_argument("--lookback-days", type=int, default=defaults.LOOKBACK_DAYS, metavar="N")
-    p.add_argument(
-        "--orders",
-        metavar="FILE",
-        help="expected payments for the reconciliation (default: data/orders.csv with a key, "
-        "the sandbox's orders without)",
-    )
-    p.add_argument(
-        "--show-pii",
-        action="store_true",
-        help="render customer e-mails and account numbers unmasked (the report says so)",
-    )
-    p.add_argument(
-        "--as-of",
-        type=version_arg,
-        metavar="VERSION",
-        help="re-render from this table version of the store (no sync; see report.json)",
-    )
-    p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
-    result = run_report(
-        args.month,
-        store=args.store,
-        out=Path(args.out),
-        notebooks=Path(args.notebooks),
-        show_pii=args.show_pii,
-        lookback_days=args.lookback_days,
-        orders=args.orders,
-        progress=False if args.no_progress else None,
-        as_of=args.as_of,
-    )
-    synced = (
-        ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
-        if result.sync
-        else "store up to date, no request sent"
-    )
-    print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
-    for name, seconds in result.notebooks.items():
-        print(f"  {name}: {seconds:.1f} s")
-    print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")
-    print(f"index: {result.index.resolve()}")
-    return 0

@@ -23,24 +23,24 @@ from pathlib import Path
 
 import polars as pl
 
-from txkit.coverage import Fetch, MonthCoverage
+from txkit.config import SandboxSettings, store_for_url, store_root
 from txkit.decode import finalize
-from txkit.defaults import STORE_DIR, SandboxSettings
-from txkit.storage import (
+from txkit.errors import StoreError
+from txkit.store._coverage import Fetch, MonthCoverage
+from txkit.store._location import (
     LOCK_NAME,
-    StoreError,
     is_remote,
     locked,
     os_problem,
     refuse_foreign_folder,
 )
-from txkit.store import (
+from txkit.store._state import (
     DEFAULT_LOOKBACK_DAYS,
     SourceIdentity,
     commit_metadata,
     read_state,
 )
-from txkit.store_write import commit
+from txkit.store._write import commit
 
 __all__ = ["MigrationResult", "migrate_store"]
 
@@ -83,10 +83,8 @@ def _identity(label: str) -> SourceIdentity:
 def default_target(store: Path, source: SourceIdentity) -> Path:
     """Where a store is migrated to: in place, except the old default ``data/store``, which
     goes to its source's default (``data/store/sandbox``, ``data/store/<host>``)."""
-    from txkit.source import default_store_for_url
-
-    if store.absolute() == STORE_DIR.absolute():
-        return default_store_for_url(source.url)
+    if store.absolute() == store_root().absolute():
+        return store_for_url(source.url)
     return store
 
 

@@ -10,16 +10,14 @@ Every text the bar shows goes through :func:`txkit._scrub.scrub`.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 from txkit._scrub import scrub
+from txkit.config import progress_setting
 
 __all__ = ["ExportBar", "export_bar", "interactive", "quiet_logging"]
-
-PROGRESS_VAR = "TXKIT_PROGRESS"
 
 
 def interactive() -> bool:
@@ -35,7 +33,7 @@ def interactive() -> bool:
 class ExportBar:
     """A tqdm bar in records, with the retries of ``client`` in its postfix.
 
-    It has the small tqdm interface :func:`txkit.pages.fetch_query` uses: ``total`` (read and
+    It has the small tqdm interface :func:`txkit.fetch.pages.fetch_query` uses: ``total`` (read and
     set), ``update(n)``, ``refresh()`` and ``close()``.
     """
 
@@ -79,14 +77,14 @@ def export_bar(progress: bool | None, client: Any) -> ExportBar | None:
     Args:
         progress: True or False to force; None: on a terminal or in Jupyter, unless
             ``TXKIT_PROGRESS=0`` (``1`` forces it on).
-        client: the :class:`~txkit.client.Client` whose retries the bar shows.
+        client: the :class:`~txkit.fetch.client.Client` whose retries the bar shows.
 
     Returns:
         The bar, or None.
     """
     if progress is None:
-        forced = os.environ.get(PROGRESS_VAR)
-        progress = forced == "1" if forced in ("0", "1") else interactive()
+        forced = progress_setting()
+        progress = interactive() if forced is None else forced
     return ExportBar(client) if progress else None
 
 

@@ -22,15 +22,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from txkit.errors import TxkitError, one_line
+from txkit import config
+from txkit.errors import (
+    StoreDamagedError,
+    StoreError,
+    StoreLockedError,
+    StoreVersionError,
+    one_line,
+)
 
 __all__ = [
     "ACCEPTED_STORES",
     "DIGEST_ALGORITHM",
-    "StoreDamagedError",
-    "StoreError",
-    "StoreLockedError",
-    "StoreVersionError",
+    "StoreLike",
     "check_store",
     "check_version",
     "digest_of",
@@ -44,34 +48,27 @@ __all__ = [
     "refuse_foreign_folder",
     "refuse_old_layout",
     "storage_options",
+    "store_location",
     "table_uri",
     "write_problem",
 ]
 
 LOCK_NAME = "_txkit.lock"
 
-
-class StoreError(TxkitError):
-    """The store cannot be used as asked (another source, an old format, damaged files)."""
-
-
-class StoreLockedError(StoreError):
-    """Another sync holds the store's lock, or committed to it meanwhile."""
+#: A store as the functions of :mod:`txkit.store` take it: a folder, a URI, or None for the
+#: default store (:func:`txkit.config.default_store`).
+StoreLike = str | os.PathLike[str] | None
 
 
-class StoreDamagedError(StoreError):
-    """A data file of the store is missing, or its bytes are not those committed (its digest
-    differs). The message names the month and the command that fetches it again.
+def store_location(store: StoreLike) -> str | os.PathLike[str]:
+    """``store`` itself, or the one default store when it is None or empty:
+    ``data/store/<source>`` (:func:`txkit.config.default_store`), as the CLI, the notebooks
+    and the report use.
 
-    Attributes:
-        months: the damaged months (``YYYY-MM``).
-        path: the damaged file, relative to the store.
+    Raises:
+        ConfigError: no store given, and ``TXKIT_BASE_URL`` is set without a key.
     """
-
-    def __init__(self, message: str, *, months: list[str], path: str) -> None:
-        super().__init__(message)
-        self.months = months
-        self.path = path
+    return config.default_store() if store is None or store == "" else store
 
 
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
@@ -86,10 +83,6 @@ def digest_of(data: bytes | memoryview) -> str:
     import xxhash
 
     return f"{DIGEST_ALGORITHM}:{xxhash.xxh3_128_hexdigest(data)}"
-
-
-class StoreVersionError(StoreError, ValueError):
-    """A table version the store does not have (a bad argument: the CLI exits 2)."""
 
 
 #: The object-storage URIs a store may be given as (besides a folder), for messages.

@@ -1,7 +1,7 @@
 """Open items: which of this month's exceptions are new, which are still open, which resolved.
 
 Every exception list has a stable key per row (a reference or id plus its category, see
-:mod:`txkit.downloads`). An exception whose key was open in the previous month's report is
+:mod:`txkit.notebook._downloads`). An exception whose key was open in the previous month's report is
 ``still open`` (and keeps the month it first appeared); one that was not is ``new``; a key open
 last month that is no longer listed is ``resolved`` since last month and is carried once more,
 as a row with only its key, so the download says what went away.

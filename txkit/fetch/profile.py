@@ -27,8 +27,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from txkit.defaults import DATA_DIR, data_dir
-from txkit.errors import scrub
+from txkit.config import data_dir
+from txkit.errors import ProfileWarning, scrub
 from txkit.output import atomic_path
 
 __all__ = [
@@ -46,7 +46,7 @@ __all__ = [
 FORMAT: Final = "txkit-service-profile/1"
 #: Where ``txkit probe`` writes and :func:`load_profile` looks by default (as of import; see
 #: :func:`default_path`).
-DEFAULT_PATH: Final = DATA_DIR / "service-profile.json"
+DEFAULT_PATH: Final = data_dir() / "service-profile.json"
 
 
 def default_path() -> Path:
@@ -77,10 +77,6 @@ FINDINGS: Final[dict[str, str]] = {
 
 _DAY_MS: Final = 86_400_000
 _HOUR_MS: Final = 3_600_000
-
-
-class ProfileWarning(UserWarning):
-    """A profile was found but not used (another base URL, unreadable, another format)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from txkit.probe.profile import default_path
-from txkit.probe.run import DEFAULT_MAX_REQUESTS
+from txkit.config import BASE_URL_VAR, DATA_DIR_VAR, SECRET_KEY_VAR
+from txkit.fetch.profile import default_path
+from txkit.output import check_writable
+from txkit.probe.run import DEFAULT_MAX_REQUESTS, probe_service
 
 __all__ = ["add_parser"]
 
@@ -23,14 +25,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "stability, what total counts, which timestamp the date filters use, whether "
             "each bound is inclusive, the UTC offset of the service's days, envelope extras "
             "and undocumented fields. Prints a table and writes the profile as JSON (the "
-            "base URL, never the key). Reads TXKIT_BASE_URL and TXKIT_SECRET_KEY."
+            f"base URL, never the key). Reads {BASE_URL_VAR} and {SECRET_KEY_VAR}."
         ),
     )
     p.add_argument(
         "--out",
         metavar="FILE",
         help="where to write the profile (default data/service-profile.json, or under "
-        "TXKIT_DATA_DIR)",
+        f"{DATA_DIR_VAR})",
     )
     p.add_argument(
         "--max-requests",
@@ -39,17 +41,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help=f"request budget, retries included (default {DEFAULT_MAX_REQUESTS})",
     )
-    p.add_argument("--base-url", metavar="URL", help="service address (default TXKIT_BASE_URL)")
+    p.add_argument("--base-url", metavar="URL", help=f"service address (default {BASE_URL_VAR})")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from txkit.probe.run import probe_service
-
     if args.max_requests < 2:
         raise ValueError(f"--max-requests must be at least 2, got {args.max_requests}")
-    from txkit.cli import check_writable
-
     out = Path(args.out) if args.out else default_path()
     if out.suffix.lower() != ".json":
         raise ValueError(f"--out must end in .json, got {out.name!r}")

@@ -2,7 +2,7 @@
 
 Figures of the export itself (volumes in and out, success rate, underpayments and shortfall,
 for every currency) come from the store, for the month and the month before
-(:func:`txkit.trends.monthly_metrics`). Exception counts (reconciliation mismatches, flagged
+(:func:`txkit.analysis.monthly_metrics`). Exception counts (reconciliation mismatches, flagged
 payments, balance breaks) come from this report's downloads and the previous month's report.
 Each figure says ``look at this`` when it deserves a look (an open exception, a fall in the
 success rate of more than 5 points, an underpayment rate up by more than a quarter), else ok.
@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from txkit.report_html import Headline
+from txkit.report._html import Headline
 
 __all__ = [
     "exception_headlines",
@@ -54,7 +54,7 @@ def explore_headlines(mom: pl.DataFrame) -> list[Headline]:
     """Records, success rate and money in and out per currency (every currency, none dropped).
 
     Args:
-        mom: :func:`txkit.trends.month_over_month` of the month.
+        mom: :func:`txkit.analysis.trends.month_over_month` of the month.
     """
     out = []
     records = int(mom["records"].fill_null(0).sum())

@@ -3,8 +3,8 @@
 The months a sync touched are replaced in one commit that also carries txkit's metadata (the
 source, every month's coverage and the digest of every data file of the version). txkit writes
 each data file itself (polars' Parquet writer, about twice as fast as delta-rs's here), to a
-folder or to object storage, records its digest (:func:`txkit.storage.digest_of`) and commits
-the files with their add actions; nothing is visible before the commit: a sync killed or
+folder or to object storage, records its digest (``_location.digest_of``) and commits the
+files with their add actions; nothing is visible before the commit: a sync killed or
 failing earlier leaves files that no version references, and the table at its previous
 version. The records never carry the secret key into the table: a value a server echoed it
 into is stored with ``***`` in its place.
@@ -21,7 +21,7 @@ enough: polars rounds when it reduces a decimal scale); a value no common type h
 the sync naming the record, the field and the value, and nothing is written.
 
 The commit is made against the version the sync read, with no retry: if another writer
-committed meanwhile, this commit fails with :class:`~txkit.storage.StoreLockedError`.
+committed meanwhile, this commit fails with :class:`~txkit.store._location.StoreLockedError`.
 """
 
 from __future__ import annotations
@@ -39,10 +39,9 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
+from txkit.errors import StoreError, StoreLockedError
 from txkit.schema import COLUMNS
-from txkit.storage import (
-    StoreError,
-    StoreLockedError,
+from txkit.store._location import (
     digest_of,
     is_io_error,
     new_store_beside,

@@ -45,10 +45,10 @@ from typing import Any
 
 import polars as pl
 
-from txkit.client import Client
 from txkit.decode import PageSink, decode_page, read_page
 from txkit.errors import BadRequestError, IncompleteExportError, SchemaError
-from txkit.pages import (
+from txkit.fetch.client import Client
+from txkit.fetch.pages import (
     ExportStats,
     OffsetCapped,
     QueryResult,
@@ -123,12 +123,11 @@ class WindowedExport:
     """Export one set of filters over UTC days ``first..last``, proven complete.
 
     Args:
-        client: the :class:`~txkit.client.Client`.
+        client: the :class:`~txkit.fetch.client.Client`.
         filters: ``transType``/``status``/``currency`` parameters, validated.
         first, last: UTC days (None: unbounded on that side).
-        page_size, concurrency, max_passes: as for :func:`txkit.pages.fetch_query`.
-        confirm: read every window once more at the end to prove the set (see module doc).
-        stats: the :class:`~txkit.pages.ExportStats` to fill in.
+        page_size, concurrency, max_passes: as for :func:`txkit.fetch.pages.fetch_query`.
+        stats: the :class:`~txkit.fetch.pages.ExportStats` to fill in.
         on_page: progress hook ``(pages done, pages more)``.
         start_end: the server window to start from (from a measured profile); default one
             day more on each side.
@@ -137,8 +136,8 @@ class WindowedExport:
             no dates and filter locally.
         max_skip: a known maximum ``skip`` (from a profile).
         margin: days asked for beyond each edge at first (widened until each is proven).
-        digests: keep page digests for a confirming read (run here with ``confirm``, or by
-            the caller with :meth:`confirm_all`/:meth:`confirm_round`).
+        digests: keep page digests for the confirming read (the caller runs it, round after
+            round over every query's windows, with :meth:`confirm_round`).
     """
 
     client: Client
@@ -148,7 +147,6 @@ class WindowedExport:
     page_size: int
     concurrency: int
     max_passes: int
-    confirm: bool
     stats: ExportStats
     on_page: Callable[[int, int], None]
     start_end: tuple[date, date] | None = None
@@ -248,8 +246,6 @@ class WindowedExport:
             for span in extensions:
                 log.info("widening %s to prove an edge", span)
                 self.pieces = self.pieces + self._fetch_span(span)
-        if self.confirm:
-            self.confirm_all()
         return self.partial()
 
     def partial(self) -> QueryResult:
@@ -646,20 +642,6 @@ class WindowedExport:
         return read_page(body, request=request).total
 
     # -- the set -----------------------------------------------------------------------------
-
-    def confirm_all(self) -> None:
-        """Read every window again until a whole round finds no change (see
-        :meth:`confirm_round`), then check that the windows still add up.
-
-        Raises:
-            IncompleteExportError: the records kept changing, or the windows do not add up.
-        """
-        for _ in range(3 * self.max_passes):
-            if self.confirm_round():
-                break
-        else:
-            raise self.unquiet()
-        self.final_check()
 
     def confirm_round(self) -> bool:
         """Re-read every window once; fetch again those whose set changed.

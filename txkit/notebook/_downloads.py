@@ -8,7 +8,7 @@ each exception list it calls :func:`publish_exceptions`, which
   (:func:`txkit._scrub.scrub_frame`);
 * adds a stable ``key`` per row (a reference or id plus its category), then marks each row
   ``new`` or ``still open`` against the previous month's report and appends the keys
-  ``resolved`` since (:mod:`txkit.open_items`);
+  ``resolved`` since (:mod:`txkit.notebook._open_items`);
 * writes ``NAME.csv`` (formula-safe, :func:`txkit.output.csv_safe`) and ``NAME.xlsx``
   (xlsxwriter through polars) atomically, and records the list in ``NAME.download.json``
   (title, rows, files, open-item counts, and the open keys with their first month, which the
@@ -30,7 +30,8 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
-from txkit.open_items import RESOLVED, OpenCounts, classify
+from txkit.calendar import parse_month, previous_months
+from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
 
@@ -41,6 +42,7 @@ __all__ = [
     "previous_open",
     "publish_exceptions",
     "read_downloads",
+    "report_history",
 ]
 
 #: Each exception list's record, beside its HTML page: ``NAME.download.json``.
@@ -108,8 +110,6 @@ def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] |
 
 
 def _previous_month(month: str) -> str:
-    from txkit.calendar import previous_months
-
     return previous_months(month, 1)[0]
 
 
@@ -162,8 +162,6 @@ def publish_exceptions(
     """
     if not folder:
         return None
-    from txkit.calendar import parse_month
-
     month = parse_month(month)  # it names files and open items: the parsed value only
     folder = Path(folder)
     shown = df if show_pii else mask_pii(df)
@@ -204,3 +202,36 @@ def publish_exceptions(
     with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
         tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
     return download
+
+
+def report_history(
+    reports: str | os.PathLike[str], *, current: tuple[str, str | os.PathLike[str]] | None = None
+) -> pl.DataFrame:
+    """What each month's report found: exception lists, their rows and what they were out of.
+
+    Args:
+        reports: the reports folder (``reports/``, one ``YYYY-MM/`` folder per month).
+        current: ``(month, folder)`` of a report being built (its folder is not yet in
+            place); it replaces that month's finished report.
+
+    Returns:
+        ``month``, ``list``, ``rows`` (open exceptions), ``population`` (e.g. the references
+        reconciled; null when not recorded), sorted by month; empty when no report has
+        downloads.
+    """
+    folders = {f.name: f for f in sorted(Path(reports).glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]"))}
+    if current is not None and str(current[1]):
+        folders[current[0]] = Path(current[1])
+    rows = []
+    for month in sorted(folders):
+        for name, entry in read_downloads(folders[month]).items():
+            rows.append(
+                {
+                    "month": month,
+                    "list": name,
+                    "rows": entry.get("rows"),
+                    "population": entry.get("population"),
+                }
+            )
+    schema = {"month": pl.String, "list": pl.String, "rows": pl.Int64, "population": pl.Int64}
+    return pl.DataFrame(rows, schema=schema).sort("month", "list")

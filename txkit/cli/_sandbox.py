@@ -20,7 +20,8 @@ import threading
 import time
 from typing import Any
 
-from txkit.defaults import SANDBOX_DATA_DIR
+from txkit.cli._args import month_arg
+from txkit.config import BASE_URL_VAR, SECRET_KEY_VAR, sandbox_data_dir
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
@@ -62,7 +63,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=(
             "Serve a deterministic synthetic ledger over the documented transaction export "
             f"interface on loopback (newest first, default limit {DEFAULT_LIMIT}, pages capped "
-            f"at {MAX_LIMIT}). Prints TXKIT_BASE_URL and TXKIT_SECRET_KEY; Ctrl-C stops it."
+            f"at {MAX_LIMIT}). Prints {BASE_URL_VAR} and {SECRET_KEY_VAR}; Ctrl-C stops it."
         ),
     )
     parser.add_argument(
@@ -75,8 +76,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
     )
-    from txkit.cli import month_arg
-
     parser.add_argument(
         "--start-month",
         default="2025-11",
@@ -133,7 +132,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir",
-        default=str(SANDBOX_DATA_DIR),
+        default=str(sandbox_data_dir()),
         help="where orders.csv and ground_truth.json are written (default: %(default)s)",
     )
     parser.add_argument(
@@ -212,8 +211,8 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        print(f"TXKIT_BASE_URL={sandbox.base_url}", flush=True)
-        print(f"TXKIT_SECRET_KEY={sandbox.secret_key}", flush=True)
+        print(f"{BASE_URL_VAR}={sandbox.base_url}", flush=True)
+        print(f"{SECRET_KEY_VAR}={sandbox.secret_key}", flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -1,7 +1,7 @@
 """One request budget shared by every worker of an export: the service's rate limit, learned.
 
 Nothing documents the service's rate limit, so txkit learns it at run time. Every request of
-a :class:`~txkit.client.Client` (all of an export's workers share one) first takes a slot from
+a :class:`~txkit.fetch.client.Client` (all of an export's workers share one) first takes a slot from
 a :class:`SharedLimiter`:
 
 * Until the service answers 429 there is no limit but ``concurrency``.

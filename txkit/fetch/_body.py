@@ -12,7 +12,6 @@ the first chunk after the deadline. Each breach raises
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 import zlib
@@ -22,13 +21,12 @@ from typing import Any
 
 import httpx
 
+from txkit.config import DEADLINE_VAR, MAX_BODY_VAR, number_setting
 from txkit.errors import ConfigError, LimitExceededError, NetworkError, ResponseFormatError
 
 __all__ = [
-    "DEADLINE_VAR",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_RESPONSE_DEADLINE",
-    "MAX_BODY_VAR",
     "BodyBudget",
     "Bounds",
     "read_body",
@@ -38,25 +36,10 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES = 256 * 2**20
 #: Default deadline for a whole response (headers and body), in seconds.
 DEFAULT_RESPONSE_DEADLINE = 120.0
-MAX_BODY_VAR = "TXKIT_MAX_BODY_MB"
-DEADLINE_VAR = "TXKIT_RESPONSE_DEADLINE"
 #: Largest piece inflated at once.
 PIECE = 1 << 20
 #: Content codings txkit asks for (and decodes itself).
 ACCEPT_ENCODING = "gzip, deflate"
-
-
-def _env_number(name: str, low: float, high: float) -> float | None:
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise ConfigError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,10 +63,10 @@ class Bounds:
             ConfigError: a value that is not positive, or a variable that is not a number.
         """
         if max_body_bytes is None:
-            mb = _env_number(MAX_BODY_VAR, 0.001, 1 << 20)
+            mb = number_setting(MAX_BODY_VAR, 0.001, 1 << 20)
             max_body_bytes = DEFAULT_MAX_BODY_BYTES if mb is None else int(mb * 2**20)
         if response_deadline is None:
-            response_deadline = _env_number(DEADLINE_VAR, 0.01, 86_400.0)
+            response_deadline = number_setting(DEADLINE_VAR, 0.01, 86_400.0)
             response_deadline = response_deadline or DEFAULT_RESPONSE_DEADLINE
         if max_body_bytes < 1 or not response_deadline > 0:
             raise ConfigError(

@@ -1,0 +1,334 @@
+"""The package's shape: one configuration module, no import cycles, a pinned public API."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import txkit
+from txkit import config
+
+PACKAGE = Path(txkit.__file__).resolve().parent
+_TXKIT_NAME = re.compile(r"TXKIT_[A-Z]")
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by its dotted name (a package by its own name)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string nodes that are docstrings (documentation may name a variable)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def test_every_txkit_variable_is_named_only_in_the_config_module() -> None:
+    # A name written twice drifts (issue 21 found TXKIT_* names in seven modules): messages,
+    # help texts and readers take it from txkit.config. Docstrings may mention it.
+    offenders = []
+    for name, path in _modules().items():
+        if name == "txkit.config":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docs
+                and _TXKIT_NAME.search(node.value)
+            ):
+                offenders.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}")
+    assert not offenders, f"TXKIT_* names outside txkit/config.py: {offenders}"
+
+
+def test_the_config_module_names_every_variable_once() -> None:
+    source = (PACKAGE / "config.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assigned = [
+        node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and node.value.value.startswith("TXKIT_")
+    ]
+    assert sorted(assigned) == sorted(set(assigned)) == sorted(config.VARIABLES)
+    assert {
+        "TXKIT_BASE_URL",
+        "TXKIT_SECRET_KEY",
+        "TXKIT_DATA_DIR",
+        "TXKIT_MAX_BODY_MB",
+        "TXKIT_MAX_RETRIES",
+        "TXKIT_MAX_TOTAL",
+        "TXKIT_PROGRESS",
+        "TXKIT_RESPONSE_DEADLINE",
+    } == set(config.VARIABLES)
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, int, bool]]:
+    """The txkit modules ``name`` imports: (module, line, inside a function). Imports under
+    ``if TYPE_CHECKING:`` are left out (they never run)."""
+    is_package = path.name == "__init__.py"
+    found: list[tuple[str, int, bool]] = []
+
+    def resolve(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    def targets(node: ast.Import | ast.ImportFrom) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [alias.name for alias in node.names]
+        base = node.module or ""
+        if node.level:
+            parts = name.split(".") if is_package else name.split(".")[:-1]
+            parts = parts[: len(parts) - (node.level - 1)]
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        # ``from package import module`` imports the module; ``from module import name`` the
+        # module itself.
+        return [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                for target in targets(child):
+                    resolved = resolve(target) if target.startswith("txkit") else None
+                    if resolved and resolved != name:
+                        found.append((resolved, child.lineno, inner))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the modules importing it runs, counting imports inside functions.
+
+    Importing ``txkit.a.b`` also runs the package ``txkit.a`` (its ``__init__``), unless the
+    importer is inside ``txkit.a`` already (then the package is being initialised anyway):
+    the sandbox importing ``txkit.fetch.client`` depends on everything ``txkit/fetch/__init__``
+    imports. The root package is left out: every module is inside it.
+    """
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for target, _, _ in _imports(name, path, modules):
+            parts = target.split(".")
+            for end in range(2, len(parts) + 1):
+                step = ".".join(parts[:end])
+                if step in modules and step != name and not name.startswith(step + "."):
+                    graph[name].add(step)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_between_txkit_modules() -> None:
+    # Imports inside functions count: they run too, and used to hide a cycle through cli,
+    # report, the probe's and the sandbox's commands.
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+#: Imports of txkit modules allowed inside a function, each with its reason. Function-level
+#: imports are for optional heavy dependencies (deltalake, papermill, matplotlib, great_tables,
+#: IPython), never for txkit's own modules: they hide cycles and the order of initialisation.
+FUNCTION_LEVEL_TXKIT_IMPORTS: dict[tuple[str, str], str] = {}
+
+
+def test_txkit_modules_are_imported_at_the_top() -> None:
+    modules = _modules()
+    inside = {
+        (name, target): line
+        for name, path in modules.items()
+        for target, line, in_function in _imports(name, path, modules)
+        if in_function
+    }
+    unexplained = {k: v for k, v in inside.items() if k not in FUNCTION_LEVEL_TXKIT_IMPORTS}
+    assert not unexplained, f"txkit imports inside functions (module, target): line {unexplained}"
+    assert set(FUNCTION_LEVEL_TXKIT_IMPORTS) <= set(inside), "an allowed import is gone"
+
+
+#: The top-level API (issue 21): a change here is a change of txkit's public interface.
+PUBLIC = [
+    "ApiError",
+    "AuthError",
+    "BadRequestError",
+    "Client",
+    "ConfigError",
+    "DataFileError",
+    "ExportStats",
+    "IncompleteExportError",
+    "IncompleteExportWarning",
+    "LimitExceededError",
+    "NetworkError",
+    "RateLimitedError",
+    "ResponseFormatError",
+    "RetryPolicy",
+    "SchemaError",
+    "ServerError",
+    "TxkitError",
+    "activity_history",
+    "load_transactions",
+    "mask_pii",
+    "read_orders",
+    "scan_store",
+    "sync",
+]
+
+
+def test_the_top_level_api_is_pinned_importable_and_documented() -> None:
+    assert txkit.__all__ == PUBLIC
+    for name in PUBLIC:
+        value = getattr(txkit, name)
+        assert (value.__doc__ or "").strip(), f"txkit.{name} has no docstring"
+        assert value.__module__.startswith("txkit."), name
+    namespace: dict[str, object] = {}
+    exec("from txkit import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(PUBLIC)
+
+
+def test_every_public_module_exports_what_it_lists() -> None:
+    for name in (
+        "txkit.analysis",
+        "txkit.cli",
+        "txkit.config",
+        "txkit.decode",
+        "txkit.errors",
+        "txkit.fetch",
+        "txkit.notebook",
+        "txkit.notebook.findings",
+        "txkit.notebook.plots",
+        "txkit.notebook.tables",
+        "txkit.probe",
+        "txkit.report",
+        "txkit.sandbox",
+        "txkit.store",
+    ):
+        module = importlib.import_module(name)
+        assert module.__all__ == sorted(module.__all__, key=str) or module.__all__, name
+        missing = [n for n in module.__all__ if not hasattr(module, n)]
+        assert not missing, f"{name} lists names it does not have: {missing}"
+        assert len(set(module.__all__)) == len(module.__all__), name
+
+
+#: Old module paths kept as deprecated shims: the module that now holds their names, and the
+#: home the warning names (issue 21 moved them).
+MOVED = {
+    "txkit.client": ("txkit.fetch.client", "txkit.fetch (or txkit)"),
+    "txkit.load": ("txkit.fetch.load", "txkit.fetch (or txkit)"),
+    "txkit.pages": ("txkit.fetch.pages", "txkit.fetch"),
+    "txkit.tables": ("txkit.notebook.tables", "txkit.notebook.tables"),
+    "txkit.plots": ("txkit.notebook.plots", "txkit.notebook.plots"),
+    "txkit.findings": ("txkit.notebook.findings", "txkit.notebook.findings"),
+    "txkit.trends": (
+        "txkit.analysis.trends",
+        "txkit.analysis (trend_records, report_history: txkit.notebook)",
+    ),
+    "txkit.frame": ("txkit.decode", "txkit.decode (activity_history: txkit)"),
+    "txkit.source": (
+        "txkit.fetch.source",
+        "txkit.fetch.source (the store location and key_configured: txkit.config)",
+    ),
+}
+
+
+def test_old_module_paths_warn_naming_the_new_home(tmp_path: Path) -> None:
+    # In a fresh interpreter (an imported module warns once): each import line of the user's
+    # own file gets one DeprecationWarning with the new home and the version.
+    script = tmp_path / "user_code.py"
+    lines = ["import json, warnings", "found = {}"]
+    for old in MOVED:
+        lines += [
+            "with warnings.catch_warnings(record=True) as caught:",
+            "    warnings.simplefilter('always')",
+            f"    import {old}",
+            f"found[{old!r}] = [(str(w.message), w.category.__name__, w.filename, w.lineno)"
+            " for w in caught]",
+        ]
+    lines.append("print(json.dumps(found))")
+    script.write_text("\n".join(lines) + "\n")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=os.environ | {"PYTHONPATH": str(PACKAGE.parent)},
+    )
+    found = json.loads(done.stdout)
+    for old, (_, home) in MOVED.items():
+        [(message, category, filename, lineno)] = found[old]
+        assert category == "DeprecationWarning"
+        assert message == f"{old} is deprecated since 0.2.0: import from {home}"
+        assert filename == str(script)
+        assert script.read_text().splitlines()[lineno - 1].strip() == f"import {old}"
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_old_module_paths_give_the_same_objects() -> None:
+    for old, (new, _) in MOVED.items():
+        shim, module = importlib.import_module(old), importlib.import_module(new)
+        assert set(module.__all__) <= set(shim.__all__)
+        for name in module.__all__:
+            assert getattr(shim, name) is getattr(module, name), f"{old}.{name}"

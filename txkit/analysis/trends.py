@@ -1,0 +1,184 @@
+"""Month over month: the figures of every stored month, read lazily with projected columns.
+
+:func:`monthly_metrics` reads only the nine columns it needs from a lazy scan of the store
+(``txkit.scan_store()``), so twelve months of a million records each are summarised in
+seconds. The report's index uses it for the change against the previous month; the
+``05_trends`` notebook for the trends, with the records of :func:`txkit.notebook.trend_records`
+and, in :func:`trend_table`, what only the monthly reports know (reconciliation mismatches
+against the merchant's orders, balance breaks: :func:`txkit.notebook.report_history`).
+
+Amounts stay exact decimals; rates are floats (ratios, not money). Underpayments count
+``successful`` records, like the rate's denominator (the month's successful collections).
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from txkit.calendar import parse_month, previous_months
+
+__all__ = [
+    "METRIC_COLUMNS",
+    "month_over_month",
+    "monthly_metrics",
+    "trend_table",
+]
+
+#: The store columns :func:`monthly_metrics` reads (and nothing else).
+METRIC_COLUMNS = (
+    "createdAt",
+    "status",
+    "transType",
+    "toCurrency",
+    "toAmount",
+    "feeAmount",
+    "meta.paymentCollectionType",
+    "meta.existingTransaction.expectedAmount",
+)
+_INCOMING = ("collection", "conversion")  # conversions: what arrives in the currency
+_OUTGOING = ("transfer", "settlement")
+
+
+def monthly_metrics(
+    transactions: pl.LazyFrame | pl.DataFrame, months: int | None = None
+) -> pl.DataFrame:
+    """One row per month and currency: volumes, success, fee and underpayment rates.
+
+    Args:
+        transactions: records (e.g. ``txkit.scan_store()``); a ``month`` column is used when
+            present (the store's partition), else the UTC month of ``createdAt``.
+        months: keep only the last this many months (None: all).
+
+    Returns:
+        ``month``, ``currency``, ``records``, ``successful``, ``success_rate``, ``incoming``
+        (successful collections and conversions into the currency), ``outgoing`` (successful
+        transfers and settlements),
+        ``fees``, ``fee_rate`` (fees / incoming + outgoing), ``collections`` (successful),
+        ``underpayments``, ``underpayment_rate`` (of successful collections), ``shortfall``
+        (expected − paid over the underpayments), sorted by month then currency.
+
+    Raises:
+        ValueError: a needed column is missing.
+    """
+    lf = transactions.lazy()
+    names = set(lf.collect_schema().names())
+    missing = [c for c in METRIC_COLUMNS if c not in names and not c.startswith("meta.")]
+    if missing:
+        raise ValueError(f"missing columns {missing}: pass txkit.scan_store() or a loaded export")
+    month = (
+        pl.col("month").cast(pl.String)
+        if "month" in names
+        else pl.col("createdAt").dt.strftime("%Y-%m")
+    )
+    flag = (
+        pl.col("meta.paymentCollectionType").cast(pl.String).str.to_uppercase()
+        if "meta.paymentCollectionType" in names
+        else pl.lit(None, pl.String)
+    )
+    expected = (
+        pl.col("meta.existingTransaction.expectedAmount")
+        if "meta.existingTransaction.expectedAmount" in names
+        else pl.lit(None, pl.Decimal(38, 2))
+    )
+    ok = pl.col("status") == "successful"
+    collection = ok & (pl.col("transType") == "collection")
+    under = collection & (flag == "UNDERPAYMENT")
+    zero = pl.lit(0, pl.Decimal(38, 2))
+    frame = (
+        lf.select(
+            month.alias("month"),
+            pl.col("toCurrency").cast(pl.String).alias("currency"),
+            ok.alias("ok"),
+            pl.col("transType").cast(pl.String).alias("type"),
+            collection.alias("collection"),
+            under.alias("under"),
+            pl.col("toAmount").cast(pl.Decimal(38, 2)).alias("amount"),
+            pl.col("feeAmount").cast(pl.Decimal(38, 2)).alias("fee"),
+            expected.cast(pl.Decimal(38, 2)).alias("expected"),
+        )
+        .group_by("month", "currency")
+        .agg(
+            records=pl.len(),
+            successful=pl.col("ok").sum(),
+            incoming=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_INCOMING)).sum(),
+            outgoing=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_OUTGOING)).sum(),
+            fees=pl.col("fee").filter(pl.col("ok")).sum(),
+            collections=pl.col("collection").sum(),
+            underpayments=pl.col("under").sum(),
+            shortfall=(pl.col("expected") - pl.col("amount")).filter(pl.col("under")).sum(),
+        )
+        .with_columns(
+            success_rate=pl.col("successful") / pl.col("records"),
+            fee_rate=pl.when((pl.col("incoming") + pl.col("outgoing")) != 0).then(
+                pl.col("fees").cast(pl.Float64)
+                / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64)
+            ),
+            underpayment_rate=pl.when(pl.col("collections") > 0).then(
+                pl.col("underpayments") / pl.col("collections")
+            ),
+            shortfall=pl.col("shortfall").fill_null(zero),
+        )
+        .select(
+            "month",
+            "currency",
+            "records",
+            "successful",
+            "success_rate",
+            "incoming",
+            "outgoing",
+            "fees",
+            "fee_rate",
+            "collections",
+            "underpayments",
+            "underpayment_rate",
+            "shortfall",
+        )
+        .sort("month", "currency")
+        .collect()
+    )
+    if months is not None:
+        keep = sorted(frame["month"].unique().to_list())[-months:]
+        frame = frame.filter(pl.col("month").is_in(keep))
+    return frame
+
+
+def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
+    """The month's metrics per currency beside the previous month's (``prev_`` columns).
+
+    Every currency of either month is listed (none dropped); a currency absent in one month
+    has nulls on that side.
+    """
+    month = parse_month(month)
+    before = previous_months(month, 1)[0]
+    now = metrics.filter(pl.col("month") == month).drop("month")
+    prev = metrics.filter(pl.col("month") == before).drop("month")
+    prev = prev.rename({c: f"prev_{c}" for c in prev.columns if c != "currency"})
+    return now.join(prev, on="currency", how="full", coalesce=True).sort("currency")
+
+
+def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
+    """One row per month and currency: :func:`monthly_metrics` with the reports' match rate
+    and balance breaks of that month (null for months without a report)."""
+    found = history.filter(pl.col("list").is_in(["reconciliation_mismatches", "balance_breaks"]))
+    per_month = (
+        found.pivot(on="list", index="month", values=["rows", "population"])
+        if found.height
+        else pl.DataFrame(schema={"month": pl.String})
+    )
+    out = metrics.join(per_month, on="month", how="left")
+    extra = []
+    if "rows_reconciliation_mismatches" in out.columns:
+        extra.append(
+            (
+                1
+                - pl.col("rows_reconciliation_mismatches")
+                / pl.col("population_reconciliation_mismatches")
+            ).alias("match_rate")
+        )
+    else:
+        extra.append(pl.lit(None, pl.Float64).alias("match_rate"))
+    if "rows_balance_breaks" in out.columns:
+        extra.append(pl.col("rows_balance_breaks").alias("breaks"))
+    else:
+        extra.append(pl.lit(None, pl.Int64).alias("breaks"))
+    return out.with_columns(extra).select(*metrics.columns, "match_rate", "breaks")

@@ -1,0 +1,80 @@
+"""``txkit report``: the monthly job (:func:`txkit.report.run_report`) from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from txkit import config
+from txkit.cli._args import month_arg, version_arg
+from txkit.report import run_report
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``txkit report``."""
+    p = sub.add_parser(
+        "report",
+        help="the monthly job: sync the month, run the notebooks, write HTML",
+        description=(
+            "Sync the month into the local store (the embedded sandbox when no "
+            f"{config.SECRET_KEY_VAR} is configured), execute the curated notebooks for it and "
+            "write reports/YYYY-MM/ with HTML pages and an index."
+        ),
+    )
+    p.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
+    p.add_argument(
+        "--store",
+        metavar="DIR|URI",
+        help="default: data/store/sandbox without a key, data/store/<host> with one",
+    )
+    p.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    p.add_argument("--notebooks", default=str(config.NOTEBOOKS_DIR), metavar="DIR")
+    p.add_argument("--lookback-days", type=int, default=config.LOOKBACK_DAYS, metavar="N")
+    p.add_argument(
+        "--orders",
+        metavar="FILE",
+        help="expected payments for the reconciliation (default: data/orders.csv with a key, "
+        "the sandbox's orders without)",
+    )
+    p.add_argument(
+        "--show-pii",
+        action="store_true",
+        help="render customer e-mails and account numbers unmasked (the report says so)",
+    )
+    p.add_argument(
+        "--as-of",
+        type=version_arg,
+        metavar="VERSION",
+        help="re-render from this table version of the store (no sync; see report.json)",
+    )
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    result = run_report(
+        args.month,
+        store=args.store,
+        out=Path(args.out),
+        notebooks=Path(args.notebooks),
+        show_pii=args.show_pii,
+        lookback_days=args.lookback_days,
+        orders=args.orders,
+        progress=False if args.no_progress else None,
+        as_of=args.as_of,
+    )
+    synced = (
+        ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
+        if result.sync
+        else "store up to date, no request sent"
+    )
+    print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
+    for name, seconds in result.notebooks.items():
+        print(f"  {name}: {seconds:.1f} s")
+    print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")
+    print(f"index: {result.index.resolve()}")
+    return 0

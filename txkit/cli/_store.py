@@ -1,0 +1,73 @@
+"""``txkit store``: ``status``, ``verify`` and ``migrate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from txkit import config
+from txkit.config import default_store
+from txkit.store import format_status, format_verify, verify_store
+from txkit.store._migrate import migrate_store
+
+__all__ = ["add_parser"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``txkit store``."""
+    p = sub.add_parser(
+        "store",
+        help="the local store: status, verify, migrate",
+        description="Look after the store: `status` prints each month's coverage; `verify` "
+        "checks every data file of a version against the digest recorded when it was "
+        "committed; `migrate` converts a store of the previous format (Parquet generations) "
+        "to a Delta table.",
+    )
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    status = actions.add_parser("status", help="each month's coverage, rows, totals, last fetch")
+    status.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    status.set_defaults(func=_run_store_status)
+    verify = actions.add_parser(
+        "verify", help="check every data file of a version against its recorded digest"
+    )
+    verify.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    verify.add_argument("--version", type=_version_number, metavar="N",
+                        help="a table version (default: the newest)")  # fmt: skip
+    verify.set_defaults(func=_run_store_verify)
+    migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
+    migrate.add_argument("--store", default=str(config.store_root()), metavar="DIR",
+                         help="the old store (default: %(default)s)")  # fmt: skip
+    migrate.add_argument("--to", metavar="DIR",
+                         help="where the Delta store goes (default: in place; data/store goes "
+                         "to data/store/sandbox or data/store/<host>)")  # fmt: skip
+    migrate.set_defaults(func=_run_store_migrate)
+
+
+def _run_store_status(args: argparse.Namespace) -> int:
+    print(format_status(args.store or str(default_store())))
+    return 0
+
+
+def _version_number(text: str) -> int:
+    """A table version: a non-negative whole number (argparse type; bad input exits 2)."""
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a table version is a whole number from 0, got {text!r}")
+    return int(text)
+
+
+def _run_store_verify(args: argparse.Namespace) -> int:
+    store = args.store or str(default_store())
+    text, whole = format_verify(store, verify_store(store, version=args.version), args.version)
+    print(text)
+    return 0 if whole else 1
+
+
+def _run_store_migrate(args: argparse.Namespace) -> int:
+    result = migrate_store(args.store, to=args.to)
+    if result.version is None:
+        print(f"{result.source}: already migrated to {result.target}; old files removed")
+    else:
+        print(
+            f"migrated {len(result.months)} month(s), {result.rows:,} rows from {result.source} "
+            f"to the Delta store {result.target} (table version {result.version})"
+        )
+    return 0

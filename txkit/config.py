@@ -1,0 +1,464 @@
+"""txkit's configuration: every ``TXKIT_*`` variable, how it is read, and every shared default.
+
+Each environment variable txkit reads is named once, here, and read through a function here
+(a test fails on a ``TXKIT_`` name written anywhere else in the package):
+
+=========================== ==============================================================
+``TXKIT_BASE_URL``          the service's base address (:func:`read_setting`)
+``TXKIT_SECRET_KEY``        the merchant's secret key (:func:`read_setting`; scrubbed)
+``TXKIT_DATA_DIR``          the ``data/`` folder: store, sandbox files, orders, profile
+``TXKIT_MAX_BODY_MB``       the largest response body, after decompression
+``TXKIT_RESPONSE_DEADLINE`` seconds for a whole response, headers to last byte
+``TXKIT_MAX_RETRIES``       retries per request
+``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
+``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
+=========================== ==============================================================
+
+The base URL and the key come from the environment, else a ``.env`` file in the working
+directory (read by python-dotenv, as most tools read it); the environment wins, and a warning
+says so when both set a variable differently. Both are checked (:func:`check_setting`) before
+any request uses them.
+
+The defaults the CLI, the store, the report and the notebook helpers share are here too, so a
+default is changed once. Relative folders are relative to the working directory, except that
+``TXKIT_DATA_DIR`` moves the whole ``data/`` folder (the store, the sandbox's files and the
+merchant's orders) elsewhere; it is read at each call, never cached at import.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import logging
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from txkit._scrub import watch_secret_variable
+from txkit.errors import ConfigError
+
+__all__ = [
+    "BASE_URL_VAR",
+    "DATA_DIR_VAR",
+    "DEADLINE_VAR",
+    "HISTORY_MONTHS",
+    "LOOKBACK_DAYS",
+    "MARGIN_DAYS",
+    "MAX_BODY_VAR",
+    "MAX_RETRIES_VAR",
+    "MAX_TOTAL_VAR",
+    "NOTEBOOKS_DIR",
+    "PROGRESS_VAR",
+    "REPORTS_DIR",
+    "SANDBOX",
+    "SECRET_KEY_VAR",
+    "VARIABLES",
+    "SandboxSettings",
+    "check_setting",
+    "configured",
+    "data_dir",
+    "default_store",
+    "key_configured",
+    "load_dotenv_values",
+    "max_retries_setting",
+    "max_total_setting",
+    "number_setting",
+    "orders_path",
+    "progress_setting",
+    "read_setting",
+    "refuse_base_url_without_key",
+    "sandbox_cache_dir",
+    "sandbox_data_dir",
+    "store_for_url",
+    "store_root",
+]
+
+log = logging.getLogger("txkit")
+
+#: The service's base address (``https://...``; plain ``http://`` only to this machine).
+BASE_URL_VAR = "TXKIT_BASE_URL"
+#: The merchant's secret key, sent as ``Authorization: Bearer ...``.
+SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
+#: Moves the whole ``data/`` folder.
+DATA_DIR_VAR = "TXKIT_DATA_DIR"
+#: The largest response body accepted after decompression, in MB.
+MAX_BODY_VAR = "TXKIT_MAX_BODY_MB"
+#: Seconds for a whole response, headers to last byte.
+DEADLINE_VAR = "TXKIT_RESPONSE_DEADLINE"
+#: Retries per request.
+MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
+#: The largest ``data.total`` believed, in records.
+MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
+#: ``0`` or ``1`` forces progress bars off or on.
+PROGRESS_VAR = "TXKIT_PROGRESS"
+#: Every variable txkit reads.
+VARIABLES = (
+    BASE_URL_VAR,
+    SECRET_KEY_VAR,
+    DATA_DIR_VAR,
+    MAX_BODY_VAR,
+    DEADLINE_VAR,
+    MAX_RETRIES_VAR,
+    MAX_TOTAL_VAR,
+    PROGRESS_VAR,
+)
+
+# The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
+watch_secret_variable(SECRET_KEY_VAR)
+
+
+def number_setting(name: str, low: float, high: float) -> float | None:
+    """A number variable (``TXKIT_MAX_BODY_MB``, ``TXKIT_RESPONSE_DEADLINE``), or None when it
+    is unset or blank.
+
+    Raises:
+        ConfigError: it is not a number from ``low`` to ``high``.
+    """
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
+    return value
+
+
+def max_retries_setting() -> int | None:
+    """``TXKIT_MAX_RETRIES``, or None when it is unset or blank.
+
+    Raises:
+        ConfigError: it is not a whole number from 0 to 100.
+    """
+    raw = os.environ.get(MAX_RETRIES_VAR)
+    if raw is None or not raw.strip():
+        return None
+    if not raw.strip().isdigit() or int(raw) > 100:
+        raise ConfigError(f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}")
+    return int(raw)
+
+
+def max_total_setting() -> int | None:
+    """``TXKIT_MAX_TOTAL``, or None when it is unset.
+
+    Raises:
+        ConfigError: it is not a positive whole number.
+    """
+    text = os.environ.get(MAX_TOTAL_VAR)
+    if text is None:
+        return None
+    if not (text.strip().isascii() and text.strip().isdigit() and int(text) > 0):
+        raise ConfigError(f"{MAX_TOTAL_VAR} must be a positive whole number, got {text[:40]!r}")
+    return int(text)
+
+
+def progress_setting() -> bool | None:
+    """``TXKIT_PROGRESS``: True for ``1``, False for ``0``, else None (decide by the terminal)."""
+    forced = os.environ.get(PROGRESS_VAR)
+    return forced == "1" if forced in ("0", "1") else None
+
+
+_dotenv_cache: dict[tuple[str, int, int], dict[str, str]] = {}
+_shadowed_warned: set[str] = set()
+
+
+def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
+    """The variables a ``.env`` file sets, parsed by python-dotenv as most tools read them.
+
+    ``KEY=value # comment`` gives ``value``; ``KEY="value" # comment`` and ``KEY='value'``
+    give ``value``; ``export KEY=value`` (a space or a tab after ``export``) and a UTF-8 byte
+    order mark at the start are understood. ``${VAR}`` is not expanded (python-dotenv would
+    expand it even between single quotes): a key is taken as written. A line python-dotenv
+    cannot parse is skipped with a warning naming its number.
+
+    Args:
+        path: the file; a missing file gives an empty dict.
+
+    Returns:
+        The variables it sets (those without a value are left out).
+
+    Raises:
+        ConfigError: the file cannot be read, or is not UTF-8 text.
+    """
+    file = Path(path)
+    try:
+        if not file.is_file():
+            return {}
+        info = file.stat()
+        cache_key = (str(file.absolute()), info.st_mtime_ns, info.st_size)
+        if cache_key in _dotenv_cache:
+            return dict(_dotenv_cache[cache_key])
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8-sig")  # a BOM (Windows editors) would hide the first line
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{file.absolute()} is not UTF-8 text (line {line}): save it as UTF-8 (the key "
+            "itself is plain ASCII)"
+        ) from None
+    from dotenv import dotenv_values
+
+    parsed = dotenv_values(stream=io.StringIO(text), interpolate=False)
+    values = {k: v for k, v in parsed.items() if v is not None}
+    _dotenv_cache[cache_key] = values
+    return dict(values)
+
+
+def read_setting(
+    name: str, env_file: str | os.PathLike[str] | None = ".env"
+) -> tuple[str | None, str]:
+    """A setting's value and where it came from: the environment, else the ``.env`` file.
+
+    The environment wins (as with most tools that read ``.env``); an empty variable counts as
+    unset. When both set it to different values, one warning per process says which is used.
+
+    Args:
+        name: the variable, e.g. ``TXKIT_SECRET_KEY``.
+        env_file: the ``.env`` file (None: the environment only).
+
+    Returns:
+        ``(value, origin)``: ``origin`` is ``"the environment"`` or ``"the .env file PATH"``;
+        ``(None, "")`` when neither sets it.
+    """
+    from_env = os.environ.get(name) or None
+    from_file = load_dotenv_values(env_file).get(name) if env_file is not None else None
+    if from_env is not None:
+        if from_file and from_file != from_env and name not in _shadowed_warned:
+            _shadowed_warned.add(name)
+            log.warning(
+                "%s is set both in the environment and in %s, differently: the environment's "
+                "value is used (unset it to use the file's)",
+                name,
+                Path(env_file or ".env").absolute(),
+            )
+        return from_env, "the environment"
+    if from_file:
+        return from_file, f"the .env file {Path(env_file or '.env').absolute()}"
+    return None, ""
+
+
+_CHAR_NAMES = {
+    "\n": "a line break (\\n)",
+    "\r": "a carriage return (\\r)",
+    "\t": "a tab",
+    " ": "a space",
+}
+
+
+def _describe(char: str) -> str:
+    """A whitespace or control character by name and code (never part of a valid key)."""
+    if char in _CHAR_NAMES:
+        return _CHAR_NAMES[char]
+    name = unicodedata.name(char, "").lower()
+    return f"the character U+{ord(char):04X}" + (f" ({name})" if name else " (a control character)")
+
+
+def _problem(value: str, *, secret: bool) -> str | None:
+    """What is wrong with a setting's text, or None. For the key, printable characters are
+    never named (only where the bad one is): they could be the key's own."""
+    stripped = value.strip()
+    if not stripped:
+        return "is empty or only whitespace"
+    if value != value.lstrip():
+        return f"starts with {_describe(value[0])}"
+    if value != value.rstrip():
+        trail = value[len(value.rstrip()) :]
+        breaks = [c for c in trail if c in "\r\n"]
+        return f"ends with {_describe(breaks[-1] if breaks else trail[0])}"
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return "is wrapped in quote marks (a file or tool that keeps them)"
+    for char in value:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            return f"holds {_describe(char)} inside"
+        if ord(char) > 127:
+            if secret:
+                return (
+                    "holds a non-ASCII character (a typographic quote or dash, or a letter of "
+                    "another keyboard layout, pasted with it?)"
+                )
+            named = unicodedata.name(char, "?")
+            return f"holds the non-ASCII character U+{ord(char):04X} ({named})"
+    return None
+
+
+def check_setting(name: str, value: str, origin: str, *, secret: bool) -> None:
+    """Refuse a setting that cannot be what was meant, before any request uses it.
+
+    A key or URL is printable ASCII without whitespace; a line break, a space, a tab, a
+    control or format character (a zero-width space, a BOM) or a non-ASCII character is the
+    trace of a copy, a paste or a secrets file read with its newline. Sent anyway, it fails as
+    a network error after every retry, or as a bare ``'ascii' codec`` message.
+
+    Args:
+        name: the variable (``TXKIT_SECRET_KEY``).
+        value: its value.
+        origin: where it came from (see :func:`read_setting`).
+        secret: the value is the key: the message names no character of it.
+
+    Raises:
+        ConfigError: naming the variable, where it came from and what is wrong.
+    """
+    problem = _problem(value, secret=secret)
+    if problem is None:
+        return
+    what = "the key" if secret else "it"
+    fix = f"set {what} again" if problem.startswith("is empty") else f"set {what} again without it"
+    fix += (
+        " (printable ASCII, no spaces; the key is not shown)"
+        if secret
+        else ", e.g. https://api.example.com"
+    )
+    raise ConfigError(f"{name} (from {origin}) {problem}: {fix}")
+
+
+def configured(name: str, env_file: str | os.PathLike[str] | None = ".env") -> bool:
+    """True when ``name`` is set (not empty) in the environment or in ``env_file``."""
+    if os.environ.get(name):
+        return True
+    return bool(env_file is not None and load_dotenv_values(env_file).get(name))
+
+
+def key_configured(env_file: str | os.PathLike[str] | None = ".env") -> bool:
+    """True when ``TXKIT_SECRET_KEY`` is set in the environment or in ``env_file``."""
+    return configured(SECRET_KEY_VAR, env_file)
+
+
+# Shared defaults ---------------------------------------------------------------------------
+
+
+def data_dir() -> Path:
+    """The data folder: ``TXKIT_DATA_DIR`` when set, else ``data`` (in the working directory)."""
+    return Path(os.environ.get(DATA_DIR_VAR) or "data")
+
+
+def store_root() -> Path:
+    """The folder of the local stores, one per source (``data/store/sandbox``,
+    ``data/store/<host>``): see :func:`default_store`."""
+    return data_dir() / "store"
+
+
+def sandbox_data_dir() -> Path:
+    """Where ``txkit sandbox`` writes ``orders.csv`` and ``ground_truth.json``."""
+    return data_dir() / "sandbox"
+
+
+def orders_path() -> Path:
+    """The merchant's expected payments when a key is configured (``data/orders.csv``)."""
+    return data_dir() / "orders.csv"
+
+
+def store_for_url(url: str) -> Path:
+    """The store of a source: ``data/store/sandbox`` for the embedded sandbox (``url``
+    ``sandbox:...``), ``data/store/<host>`` (``<host>_<port>`` with a port) for a service."""
+    base = store_root()
+    if url.startswith("sandbox:"):
+        return base / "sandbox"
+    parsed = urlsplit(url)
+    host = (parsed.hostname or "service").lower()
+    name = f"{host}_{parsed.port}" if parsed.port else host
+    return base / re.sub(r"[^a-z0-9._-]", "_", name)
+
+
+def default_store(env_file: str | os.PathLike[str] | None = ".env") -> Path:
+    """The one default store of txkit: the store of the source that
+    :func:`txkit.fetch.source.connect` would choose, without connecting.
+
+    The Python API (:func:`txkit.sync`, :func:`txkit.scan_store`, every function of
+    :mod:`txkit.store`), the CLI, the notebooks and the report all default to it:
+    ``data/store/sandbox`` when no key is configured, ``data/store/<host>`` for the configured
+    service (``TXKIT_DATA_DIR`` moves ``data/``; read at each call).
+
+    Raises:
+        ConfigError: ``TXKIT_BASE_URL`` is set without a key (as :func:`connect`).
+    """
+    if key_configured(env_file):
+        url = os.environ.get(BASE_URL_VAR) or ""
+        if not url and env_file is not None:
+            url = load_dotenv_values(env_file).get(BASE_URL_VAR) or ""
+        return store_for_url(url)
+    refuse_base_url_without_key(env_file)
+    return store_for_url("sandbox:")
+
+
+def refuse_base_url_without_key(env_file: str | os.PathLike[str] | None = ".env") -> None:
+    """Refuse ``TXKIT_BASE_URL`` set without a key: the analyst meant the real service, and
+    falling back to the embedded sandbox would silently report on fake data.
+
+    Raises:
+        ConfigError: naming both variables and what to do.
+    """
+    if not key_configured(env_file) and configured(BASE_URL_VAR, env_file):
+        raise ConfigError(
+            f"{BASE_URL_VAR} is set but {SECRET_KEY_VAR} is not: set {SECRET_KEY_VAR} "
+            "(in the environment or a .env file) to use that service, or unset "
+            f"{BASE_URL_VAR} to use the embedded sandbox"
+        )
+
+
+#: Where ``txkit report`` writes ``YYYY-MM/``.
+REPORTS_DIR = Path("reports")
+#: The curated notebooks ``txkit report`` executes.
+NOTEBOOKS_DIR = Path("notebooks")
+#: Days re-fetched before the newest stored record: statuses change after a record is seen.
+LOOKBACK_DAYS = 7
+#: Months before a report's month that ``txkit report`` syncs for its notebooks' history
+#: (underpayments' original references, balance chains): at least every notebook's
+#: ``history_months`` default (a test checks).
+HISTORY_MONTHS = 3
+#: Days after a report's month that ``txkit report`` syncs, where reconciliation looks for
+#: payments of orders placed at the month's end: at least notebook 02's ``date_tolerance``.
+MARGIN_DAYS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    """The embedded sandbox used when no key is configured (fixed, so outputs reproduce)."""
+
+    seed: int = 7
+    records: int = 60_000
+    start_month: str = "2025-11"
+    months: int = 12
+    anomaly_rate: float = 0.01
+
+    @property
+    def name(self) -> str:
+        """The settings as one word (the sandbox's source identity in a store)."""
+        return (
+            f"seed{self.seed}-records{self.records}-from{self.start_month}"
+            f"-months{self.months}-anomalies{self.anomaly_rate:g}"
+        )
+
+    @property
+    def key(self) -> str:
+        """A folder name that identifies the generated ledger (same key, same bytes): the
+        settings and a digest of the generator's code, so a changed generator is not read
+        from an older cache."""
+        return f"{self.name}-gen{_generator_digest()}"
+
+
+@functools.cache
+def _generator_digest() -> str:
+    """A short digest of the sandbox ledger generator's source files."""
+    folder = Path(__file__).resolve().parent / "sandbox" / "ledger"
+    digest = hashlib.sha256()
+    for file in sorted(folder.glob("*.py")):
+        digest.update(file.name.encode() + b"\0" + file.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+#: The embedded sandbox of notebooks, reports and ``txkit sync`` without a key.
+SANDBOX = SandboxSettings()
+
+
+def sandbox_cache_dir(settings: SandboxSettings = SANDBOX) -> Path:
+    """The folder holding the written files of the sandbox generated with ``settings``."""
+    return data_dir() / "sandbox" / "cache" / settings.key

@@ -1,0 +1,425 @@
+"""``load_transactions``: filters in, one verified, flat, exact polars DataFrame out."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import warnings
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import polars as pl
+
+from txkit.calendar import DateLike, parse_day
+from txkit.decode import assemble
+from txkit.errors import IncompleteExportError, IncompleteExportWarning
+from txkit.fetch._windows import WindowedExport
+from txkit.fetch.client import Client
+from txkit.fetch.pages import (
+    DEFAULT_CONCURRENCY,
+    ExportStats,
+    QueryResult,
+    current_total,
+    require_complete,
+    timed,
+)
+from txkit.fetch.profile import ServiceProfile, load_profile
+from txkit.fetch.progress import export_bar
+from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
+
+__all__ = [
+    "IncompleteExportWarning",
+    "load_transactions",
+    "validate_filters",
+]
+
+log = logging.getLogger("txkit")
+
+Choice = str | Sequence[str] | None
+
+
+def _choices(name: str, value: Choice, accepted: Sequence[str], *, upper: bool) -> list[str | None]:
+    if value is None:
+        return [None]
+    values = [value] if isinstance(value, str) else list(value)
+    if not values:
+        raise ValueError(f"{name} is an empty list; give one or more of: {', '.join(accepted)}")
+    out: list[str | None] = []
+    for item in values:
+        if not isinstance(item, str):
+            raise ValueError(f"{name} must be a string or a list of strings, got {item!r}")
+        norm = item.strip().upper() if upper else item.strip().lower()
+        if norm not in accepted:
+            raise ValueError(f"unknown {name} {item!r}; accepted values: {', '.join(accepted)}")
+        if norm not in out:
+            out.append(norm)
+    return out
+
+
+def validate_filters(
+    *,
+    trans_type: Choice = None,
+    status: Choice = None,
+    currency: Choice = None,
+    start: DateLike | None = None,
+    end: DateLike | None = None,
+) -> tuple[list[str | None], list[str | None], list[str | None], date | None, date | None]:
+    """Check the filters before anything is sent.
+
+    Returns:
+        (trans types, statuses, currencies, start day, end day); ``[None]`` means unfiltered.
+
+    Raises:
+        ValueError: an unknown value (the message lists the accepted ones), a malformed date,
+            or ``start`` after ``end``.
+    """
+    types = _choices("trans_type", trans_type, TRANS_TYPES, upper=False)
+    statuses = _choices("status", status, STATUSES, upper=False)
+    currencies = _choices("currency", currency, CURRENCIES, upper=True)
+    first = parse_day(start, "start")
+    last = parse_day(end, "end")
+    if first and last and first > last:
+        raise ValueError(f"start {first} is after end {last}")
+    return types, statuses, currencies, first, last
+
+
+def load_transactions(
+    client: Client | None = None,
+    *,
+    trans_type: Choice = None,
+    status: Choice = None,
+    currency: Choice = None,
+    start: DateLike | None = None,
+    end: DateLike | None = None,
+    page_size: int | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_passes: int = 4,
+    margin_days: int = 1,
+    allow_incomplete: bool = False,
+    progress: bool | None = None,
+    stats: ExportStats | None = None,
+    confirm: bool = True,
+    profile: Any = None,
+) -> pl.DataFrame:
+    """Load every matching transaction into one flat, typed polars DataFrame.
+
+    ``status``, ``trans_type`` and ``currency`` take one value or a list (one query per
+    value, combined). ``start``/``end`` are UTC days, both included: the result is exactly the
+    records whose ``createdAt`` is in ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the
+    server's own bounds do: txkit asks for ``margin_days`` more on each side, proves that the
+    records it got reach past each edge (or that the service holds nothing beyond), widens
+    the window until one holds, and filters locally. Every query is verified against the
+    service's ``total`` per date window, split by dates past an offset cap or when offset
+    pages do not converge, and read once more to prove the set (see :mod:`txkit.fetch._windows`).
+
+    Args:
+        client: a :class:`~txkit.fetch.client.Client`; default one from ``TXKIT_BASE_URL`` and
+            ``TXKIT_SECRET_KEY`` (closed afterwards).
+        trans_type: ``conversion``, ``settlement``, ``collection``, ``transfer``.
+        status: values of :data:`txkit.schema.STATUSES`.
+        currency: values of :data:`txkit.schema.CURRENCIES`.
+        start: first day (``date``, ``datetime`` or ``'YYYY-MM-DD'``).
+        end: last day, included.
+        page_size: records asked per page; default the measured maximum of the service's
+            profile, else 1000.
+        concurrency: pages fetched at once.
+        max_passes: passes per query before the export is declared incomplete.
+        margin_days: extra days asked for on each side of the range at first (widened until
+            each edge is proven).
+        allow_incomplete: return an export that does not add up, with an
+            :class:`IncompleteExportWarning`, instead of raising.
+        progress: show a progress bar; default: only on a terminal or in Jupyter.
+        stats: an :class:`~txkit.fetch.pages.ExportStats` to fill in.
+        confirm: read every window once more at the end, proving the set of records and not
+            only their count (one request per page; see the README).
+        profile: the service profile ``txkit probe`` measured: None reads the default file
+            (:func:`txkit.probe.load_profile`, used only when it is for the client's base
+            URL), a path reads that file, a :class:`~txkit.probe.ServiceProfile` is used as
+            is, False uses none. It sets the page size, the first server window (measured
+            offset and inclusivity; the edges are still proven), the overlap of split windows
+            and a known maximum ``skip``; when the date filters apply to another field than
+            ``createdAt``, windows are open-ended and filtered locally.
+
+    Returns:
+        One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
+        column of :data:`txkit.schema.COLUMNS` and any undocumented field after them.
+
+    Raises:
+        ValueError: bad filters, before any request.
+        IncompleteExportError: the records do not add up to the total after every pass.
+        TxkitError: the subclasses of :mod:`txkit.errors` for HTTP and format failures.
+
+    Example:
+        >>> df = txkit.load_transactions(status=["successful", "verified"], currency="NGN",
+        ...                              start="2026-10-01", end="2026-10-31")
+    """
+    types, statuses, currencies, first, last = validate_filters(
+        trans_type=trans_type, status=status, currency=currency, start=start, end=end
+    )
+    if (
+        (page_size is not None and page_size < 1)
+        or concurrency < 1
+        or max_passes < 1
+        or (margin_days < 0)
+    ):
+        raise ValueError(
+            "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
+        )
+    own_client = client is None
+    client = client or Client()
+    stats = stats if stats is not None else ExportStats()
+    measured = _profile(profile, client)
+    plan = _profile_plan(measured, first, last, stats)
+    if page_size is None:
+        page_size = measured.page_size() if measured is not None else 1000
+    elapsed = timed()
+    requests_before, retries_before = client.requests_sent, client.retries
+    bar = export_bar(progress, client)
+    try:
+        queries = [
+            _params(t, s, c, first, last, 0)
+            for t, s, c in itertools.product(types, statuses, currencies)
+        ]
+        # What each query's proven windows add up to, with the server window that holds them
+        # (re-checked below when several queries ran).
+        outer: dict[str, dict[str, str | int]] = {}
+        exports: dict[str, WindowedExport] = {}
+
+        def fetch(params: dict[str, str | int]) -> QueryResult:
+            export = WindowedExport(
+                client,
+                {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
+                first,
+                last,
+                page_size=page_size,
+                concurrency=concurrency,
+                max_passes=max_passes,
+                digests=confirm,
+                stats=stats,
+                on_page=_on_page(bar),
+                margin=margin_days,
+                **plan,
+            )
+            try:
+                result = export.run()
+            except IncompleteExportError as exc:
+                if not allow_incomplete:
+                    raise
+                _incomplete(
+                    QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+                    params,
+                    max_passes,
+                    allow_incomplete,
+                    what=str(exc),
+                )
+                result = export.partial()
+            stats.totals[_key(params)] = result.total
+            outer[_key(params)] = export.outer_params()
+            exports[_key(params)] = export
+            return result
+
+        results = {_key(q): fetch(q) for q in queries}
+        if confirm:
+            results = _confirm(exports, stats, max_passes, allow_incomplete)
+        # Each query was verified when it ran; records may have moved since (a status change
+        # takes a record out of one query and into another). Check every total once more and
+        # fetch again the queries whose total moved, until all hold still. A single query was
+        # verified as a whole already: no other query ran after it. (The confirming read
+        # above re-reads every window after the last query: it covers this.)
+        now: dict[str, int] = {}
+        for _ in range(max_passes):
+            if len(queries) == 1 or confirm:
+                break
+            now = {_key(q): current_total(client, outer[_key(q)]) for q in queries}
+            stats.proof("totals", len(queries))
+            moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
+            if not moved:
+                break
+            log.warning("totals moved during the export of %s; fetching again", moved)
+            for q in moved:
+                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
+                del results[_key(q)]
+                results[_key(q)] = fetch(q)
+        else:
+            _incomplete(
+                QueryResult(
+                    frames=[],
+                    total=sum(now.values()),
+                    unique=sum(r.unique for r in results.values()),
+                    complete=False,
+                ),
+                {"queries": ", ".join(_key(q) for q in queries)},
+                max_passes,
+                allow_incomplete,
+                what="the totals kept moving while the export was re-checked",
+            )
+        frames = [f for result in results.values() for f in result.frames]
+    finally:
+        if bar is not None:
+            bar.close()
+        stats.requests += client.requests_sent - requests_before
+        stats.retries += client.retries - retries_before
+        if own_client:
+            client.close()
+    results.clear()
+    frame = assemble(frames, _day_range(first, last) if first or last else None)
+    stats.seconds += elapsed()
+    return frame
+
+
+def _params(
+    t: str | None,
+    s: str | None,
+    c: str | None,
+    first: date | None,
+    last: date | None,
+    margin_days: int,
+) -> dict[str, str | int]:
+    params: dict[str, str | int] = {}
+    if t:
+        params["transType"] = t
+    if s:
+        params["status"] = s
+    if c:
+        params["currency"] = c
+    if first:
+        params["startDate"] = (first - timedelta(days=margin_days)).isoformat()
+    if last:
+        params["endDate"] = (last + timedelta(days=margin_days)).isoformat()
+    return params
+
+
+def _confirm(
+    exports: dict[str, WindowedExport], stats: ExportStats, max_passes: int, allow: bool
+) -> dict[str, QueryResult]:
+    """Re-read every window of every query until a whole round finds no change.
+
+    After the last query, so that a record that left one query's filter and entered
+    another's while they ran (same totals, different sets) is seen.
+    """
+    try:
+        for _ in range(3 * max_passes):
+            if all([export.confirm_round() for export in exports.values()]):
+                break
+        else:
+            raise next(iter(exports.values())).unquiet()
+        for export in exports.values():
+            export.final_check()
+    except IncompleteExportError as exc:
+        if not allow:
+            raise
+        _incomplete(
+            QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+            {"queries": ", ".join(exports)},
+            max_passes,
+            allow,
+            what=str(exc),
+        )
+    results = {}
+    for key, export in exports.items():
+        results[key] = export.partial()
+        stats.totals[key] = results[key].total
+    return results
+
+
+def _profile(profile: Any, client: Client) -> Any:
+    """The :class:`~txkit.probe.ServiceProfile` to use, or None."""
+    if profile is False:
+        return None
+    if isinstance(profile, ServiceProfile):
+        if profile is not None and _same_url(profile.base_url, client.base_url):
+            return profile
+        warnings.warn(
+            f"service profile ignored: it was measured for {profile.base_url}, not "
+            f"{client.base_url}",
+            UserWarning,
+            stacklevel=3,
+        )
+        return None
+    return load_profile(client.base_url, None if profile in (None, True) else profile)
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _profile_plan(
+    profile: Any, first: date | None, last: date | None, stats: ExportStats
+) -> dict[str, Any]:
+    """What a measured profile changes in the windows (see :class:`WindowedExport`)."""
+    if profile is None:
+        return {}
+    stats.note(f"profile: {profile.describe()}")
+    plan: dict[str, Any] = {}
+    max_skip = profile.value("max_skip")
+    if isinstance(max_skip, int) and max_skip >= 0:
+        plan["max_skip"] = max_skip
+    field = profile.value("date_field")
+    if field is not None and field != "createdAt":
+        plan["open_dates"] = True
+        return plan
+    if profile.dates_known:
+        plan["overlap"] = int(not profile.value("start_inclusive")) + int(
+            not profile.value("end_inclusive")
+        )
+        if first is not None or last is not None:
+            # A day beyond each edge, so that records past it prove the edge for free.
+            low = (first or last) - timedelta(days=1)
+            high = (last or first) + timedelta(days=1)
+            plan["start_end"] = profile.server_window(low, high)
+    return plan
+
+
+def _on_page(bar: Any) -> Any:
+    def on_page(done: int, more: int) -> None:
+        if bar is not None:
+            if more:
+                bar.total = (bar.total or 0) + more
+                bar.refresh()
+            if done:
+                bar.update(done)
+
+    return on_page
+
+
+def _incomplete(
+    result: QueryResult,
+    params: dict[str, Any],
+    passes: int,
+    allow: bool,
+    what: str | None = None,
+) -> None:
+    """Raise IncompleteExportError, or (allow_incomplete) warn loudly and log it."""
+    if not allow:
+        if what is None:
+            require_complete(result, params, passes)
+        raise IncompleteExportError(
+            f"the export of {_key(params)} is not consistent: {what}",
+            expected=result.total,
+            got=result.unique,
+            attempts=passes,
+        )
+    message = (
+        f"RETURNING AN INCOMPLETE EXPORT of {_key(params)} as asked (allow_incomplete=True): "
+        + (
+            what
+            or f"expected {result.total} records (the service's total), "
+            f"got {result.unique} unique records after {passes} pass(es)"
+        )
+    )
+    warnings.warn(message, IncompleteExportWarning, stacklevel=3)
+    log.error(message)
+
+
+def _key(params: dict[str, Any]) -> str:
+    return "&".join(f"{k}={v}" for k, v in params.items()) or "all"
+
+
+def _day_range(first: date | None, last: date | None) -> pl.Expr:
+    expr = pl.lit(True)
+    if first:
+        expr &= pl.col("createdAt") >= datetime.combine(first, time(), tzinfo=UTC)
+    if last:
+        expr &= pl.col("createdAt") < datetime.combine(last + timedelta(days=1), time(), tzinfo=UTC)
+    return expr

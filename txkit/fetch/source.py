@@ -1,0 +1,157 @@
+"""Where transactions come from: the real service when a key is configured, else the sandbox.
+
+Notebooks and the monthly report call :func:`connect`; it says which source it chose, so an
+output never silently mixes sandbox and production numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from txkit import sandbox as _sandbox  # looked up at each call (tests replace generate_ledger)
+from txkit.config import (
+    BASE_URL_VAR,
+    SANDBOX,
+    SECRET_KEY_VAR,
+    SandboxSettings,
+    key_configured,
+    refuse_base_url_without_key,
+    sandbox_cache_dir,
+    store_for_url,
+)
+from txkit.fetch.client import Client
+
+__all__ = [
+    "Source",
+    "connect",
+    "sandbox_files",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """An open source of transactions.
+
+    Attributes:
+        client: the connected :class:`~txkit.fetch.client.Client`.
+        sandbox: the running sandbox, or None for the configured service.
+        description: one line saying which source this is (no secret in it).
+        label: a short name of the source for manifests and reports.
+        url: the source's identity for the store: the service's base URL, or
+            ``sandbox:<settings>`` for the embedded sandbox (whose port and key change).
+    """
+
+    client: Client
+    sandbox: object | None
+    description: str
+    label: str = ""
+    url: str = ""
+
+    @property
+    def store(self) -> Path:
+        """The store of this source (see :func:`txkit.config.store_for_url`)."""
+        return store_for_url(self.url or self.client.base_url)
+
+
+@contextlib.contextmanager
+def connect(
+    *, sandbox: bool | None = None, settings: SandboxSettings = SANDBOX
+) -> Iterator[Source]:
+    """Open the configured service, or start the embedded sandbox when no key is configured.
+
+    Args:
+        sandbox: force the sandbox (True) or the configured service (False); default: the
+            sandbox exactly when no ``TXKIT_SECRET_KEY`` is configured.
+        settings: the sandbox's seed, size and calendar.
+
+    Yields:
+        A :class:`Source`; the client is closed and the sandbox stopped afterwards.
+
+    Raises:
+        ConfigError: ``TXKIT_BASE_URL`` is set without a key (the analyst meant the real
+            service: starting the sandbox instead would silently report on fake data).
+    """
+    if sandbox is None:
+        refuse_base_url_without_key()
+        sandbox = not key_configured()
+    if not sandbox:
+        with Client() as client:
+            yield Source(
+                client,
+                None,
+                f"the configured service at {client.base_url}",
+                client.base_url,
+                client.base_url,
+            )
+        return
+    with (
+        _sandbox.Sandbox(
+            seed=settings.seed,
+            records=settings.records,
+            start_month=settings.start_month,
+            months=settings.months,
+            anomaly_rate=settings.anomaly_rate,
+        ) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        # Its files are written once per settings, so later readers of the orders (the
+        # reconciliation) need not generate the ledger again.
+        sandbox_files(settings, ledger=box.ledger)
+        yield Source(
+            client,
+            box,
+            f"the embedded sandbox (no {SECRET_KEY_VAR} configured; seed {settings.seed}, "
+            f"{settings.records:,} records, {settings.months} months from "
+            f"{settings.start_month}) - set {BASE_URL_VAR} and {SECRET_KEY_VAR} for the real "
+            "service",
+            f"the embedded sandbox (seed {settings.seed}, {settings.records:,} records)",
+            f"sandbox:{settings.name}",
+        )
+
+
+def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) -> Path:
+    """The folder of the sandbox's written files (``orders.csv``, ``ground_truth.json``).
+
+    The files of each ``settings`` are written once, with :meth:`Ledger.write_files`, into
+    :func:`txkit.config.sandbox_cache_dir` (``data/sandbox/cache/<seed, records, ...>/``);
+    later calls only return the folder. The folder appears whole or not at all (it is written
+    aside and renamed), so a reader never sees half a file.
+
+    Args:
+        settings: the sandbox's seed, size and calendar.
+        ledger: the ledger generated with ``settings``, when the caller has it already;
+            otherwise it is generated (about a second per 50,000 records).
+
+    Returns:
+        The folder.
+    """
+    folder = sandbox_cache_dir(settings)
+    if (folder / "orders.csv").is_file():
+        return folder
+    if ledger is None:
+        ledger = _sandbox.generate_ledger(
+            seed=settings.seed,
+            records=settings.records,
+            start_month=settings.start_month,
+            months=settings.months,
+            anomaly_rate=settings.anomaly_rate,
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        ledger.write_files(staging)
+        staging.chmod(0o755)
+        os.rename(staging, folder)
+    except OSError:
+        if not (folder / "orders.csv").is_file():  # not merely another writer that won
+            raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder

@@ -1,0 +1,40 @@
+"""Small helpers that keep notebook cells short: load a month, show a table, list findings.
+
+Everything shown is deterministic for a given source and month (no timings, ports or
+request ids), so the committed notebook outputs can be compared by nbval.
+
+* loading (``_load``): :func:`load_month`, :func:`load_history`, :func:`load_margin`,
+  :func:`load_orders` (a frame and a :class:`LoadInfo` that says what it holds),
+  :func:`trend_records` (the months of the trends, lazily from the store);
+* showing (``_display``): :func:`display_table`, :func:`display_exceptions` (in a report, with
+  CSV and Excel downloads marked new, still open or resolved: ``_downloads``,
+  ``_open_items``), :func:`what_to_look_at`; :func:`report_history` (what each month's report
+  listed);
+* :mod:`txkit.notebook.tables` (formatted tables), :mod:`txkit.notebook.plots` (matplotlib
+  figures; imported on its own, it loads matplotlib) and :mod:`txkit.notebook.findings` (the
+  "what to look at" sentences computed from analysis results).
+"""
+
+from txkit.notebook._display import display_exceptions, display_table, what_to_look_at
+from txkit.notebook._downloads import report_history
+from txkit.notebook._load import (
+    LoadInfo,
+    load_history,
+    load_margin,
+    load_month,
+    load_orders,
+    trend_records,
+)
+
+__all__ = [
+    "LoadInfo",
+    "display_exceptions",
+    "display_table",
+    "load_history",
+    "load_margin",
+    "load_month",
+    "load_orders",
+    "report_history",
+    "trend_records",
+    "what_to_look_at",
+]

@@ -1,0 +1,115 @@
+"""Showing results in a notebook: formatted tables, exception lists with their downloads, and
+the "what to look at" sentences.
+
+IPython is imported when a helper runs (it is Jupyter's, not needed to import txkit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import polars as pl
+
+from txkit.notebook._downloads import publish_exceptions
+from txkit.notebook.tables import format_table
+from txkit.privacy import mask_sentences
+
+__all__ = ["display_exceptions", "display_table", "what_to_look_at"]
+
+
+def display_table(
+    df: pl.DataFrame,
+    *,
+    show_pii: bool = False,
+    rows: int = 30,
+    key: Sequence[str] = (),
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
+    empty: str = "None this month.",
+) -> None:
+    """Display a formatted table (:func:`~txkit.notebook.tables.format_table`), masked unless
+    ``show_pii``.
+
+    Money with separators and its currency, rates as percentages, key columns first, sorted
+    by ``sort``; at most ``rows`` rows; an empty frame is shown as the ``empty`` sentence.
+    """
+    from IPython.display import display
+
+    display(
+        format_table(
+            df,
+            show_pii=show_pii,
+            rows=rows,
+            key=key,
+            sort=sort,
+            descending=descending,
+            empty=empty,
+        )
+    )
+
+
+def what_to_look_at(findings: Iterable[str], *, show_pii: bool = False) -> None:
+    """Display computed findings as a Markdown list under "What to look at".
+
+    Every sentence goes through :func:`txkit.privacy.mask_sentences` (customer e-mails and
+    account numbers masked unless ``show_pii``).
+    """
+    from IPython.display import Markdown, display
+
+    items = mask_sentences(findings, show_pii=show_pii) or ["Nothing unusual was found."]
+    display(Markdown("\n".join(f"* {item}" for item in items)))
+
+
+def display_exceptions(
+    df: pl.DataFrame,
+    name: str,
+    *,
+    title: str,
+    key: Sequence[str],
+    month: str,
+    downloads: str | None,
+    page: str = "",
+    show_pii: bool = False,
+    rows: int = 30,
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
+    empty: str = "None this month.",
+    population: int | None = None,
+    population_label: str = "",
+    first: Sequence[str] = (),
+) -> None:
+    """Display an exception list and, in a report, write it as CSV and Excel with links.
+
+    The table is shown as by :func:`display_table` (``key`` columns first, then ``first``,
+    the ones that matter most, so they are in view without scrolling). When
+    ``downloads`` is a folder (``txkit report`` sets it), the whole list is written there by
+    :func:`~txkit.notebook._downloads.publish_exceptions`, marked new / still open / resolved
+    against the previous month's report, and a line with the counts and the links follows the table.
+    ``population`` (what the list was drawn from, e.g. the references reconciled) gives the
+    index its rate.
+    """
+    from IPython.display import Markdown, display
+
+    display_table(
+        df,
+        show_pii=show_pii,
+        rows=rows,
+        key=[*key, *[c for c in first if c not in key]],
+        sort=sort,
+        descending=descending,
+        empty=empty,
+    )
+    written = publish_exceptions(
+        df,
+        name,
+        title=title,
+        key=key,
+        month=month,
+        folder=downloads,
+        page=page,
+        show_pii=show_pii,
+        population=population,
+        population_label=population_label,
+    )
+    if written is not None:
+        display(Markdown(written.links_markdown()))

@@ -1,0 +1,201 @@
+"""The "what to look at" sentences of the notebooks, computed from the analysis results.
+
+Each function takes what an analysis function returned and says, in plain words with exact
+amounts, what deserves a look first. Nothing here is written by hand per month.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from txkit.analysis.reconcile import AGREED_CATEGORIES
+
+__all__ = [
+    "AGREED_CATEGORIES",
+    "balance_findings",
+    "reconcile_findings",
+    "trend_findings",
+    "underpayment_findings",
+]
+
+
+_MEANING = {
+    "missing_in_export": "expected by the orders but absent from the export",
+    "missing_in_orders": "in the export but not in the orders",
+    "amount_mismatch": "with a different amount on each side",
+    "currency_mismatch": "with a different currency on each side",
+    "status_mismatch": "with a different status on each side",
+    "duplicate_reference": "whose reference occurs more than once",
+}
+
+
+def _money(value: object, currency: str | None) -> str:
+    return f"{value:,} {currency or ''}".strip()
+
+
+def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+    """Findings of a reconciliation (``reconcile`` and ``reconcile_summary`` results)."""
+    total = result.height
+    if total == 0:
+        return ["Neither the export nor the orders hold a collection for this month."]
+    matched = result.filter(pl.col("category") == "matched").height
+    out = [f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."]
+    agreed = (
+        result.filter(pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES[1:]))
+        .group_by(pl.col("category").cast(pl.String))
+        .len()
+        .sort("category")
+    )
+    if agreed.height:
+        listed = ", ".join(f"{n:,} {c}" for c, n in agreed.iter_rows())
+        out.append(
+            f"{int(agreed['len'].sum()):,} more agree across the month's ends or within the amount "
+            f"tolerance ({listed}): not exceptions."
+        )
+    for category, meaning in _MEANING.items():
+        rows = summary.filter(pl.col("category") == category)
+        if rows.height == 0:
+            continue
+        count = int(rows["references"].sum())
+        # What is at stake: the difference for a different amount; the export's amount when
+        # the orders lack the reference; else the amount the merchant expected.
+        side = {"amount_mismatch": "difference", "missing_in_orders": "export_amount"}.get(
+            category, "order_amount"
+        )
+        amounts = [
+            _money(row[side], row["currency"])
+            for row in rows.iter_rows(named=True)
+            if row[side] is not None
+        ]
+        at_stake = f" ({', '.join(amounts)})" if amounts else ""
+        out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
+    biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
+    if biggest.height:
+        row = biggest.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+        out.append(
+            f"Largest amount difference: {row['reference']} "
+            f"({_money(row['difference'], row['export_currency'])})."
+        )
+    return out
+
+
+def underpayment_findings(
+    flagged: pl.DataFrame, by_currency: pl.DataFrame, repeats: pl.DataFrame
+) -> list[str]:
+    """Findings of the underpayment analysis (``underpayments``, a summary by currency, and
+    ``repeat_shortfalls``)."""
+    if flagged.height == 0:
+        return ["No under- or overpayment was recorded this month."]
+    out = []
+    for row in by_currency.iter_rows(named=True):
+        if not (row.get("underpayments") or row.get("overpayments")):
+            continue
+        parts = [f"{row['currency']}: {row.get('underpayments', 0):,} underpayment(s)"]
+        if row.get("overpayments"):
+            parts.append(f"{row['overpayments']:,} overpayment(s)")
+        text = ", ".join(parts)
+        if row.get("underpayment_rate") is not None:
+            text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
+        if row.get("net_shortfall") is not None:
+            text += f"; net shortfall {_money(row['net_shortfall'], row['currency'])}"
+        out.append(text + ".")
+    orphans = flagged.filter(~pl.col("original_in_export")).height
+    if orphans:
+        out.append(
+            f"{orphans:,} flagged payment(s) refer to an original reference found neither in "
+            "this month nor in the history loaded (an older month, or a record the export "
+            "lacks): check them by reference."
+        )
+    if repeats.height:
+        top = repeats.row(0, named=True)
+        out.append(
+            f"{repeats.height:,} customer(s) underpaid more than once; the largest total is "
+            f"{_money(top['total_shortfall'], top['currency'])} over {top['underpayments']} "
+            f"payments ({top['customerEmail']})."
+        )
+    return out
+
+
+def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
+    """Findings of the balance-after checks (``balance_breaks`` and ``balance_summary``)."""
+    checked = int(summary["checked"].sum()) if summary.height else 0
+    unverifiable = int(summary["unverifiable"].sum()) if summary.height else 0
+    out = [
+        f"{checked:,} balance-after values checked, {unverifiable:,} unverifiable "
+        f"(no earlier value, reserves held from before the data, or fields missing), "
+        f"{breaks.height:,} break(s)."
+    ]
+    if breaks.height == 0:
+        out.append("Every checked balance follows the balance model exactly.")
+        return out
+    explain = {
+        "chain_gap": "the ledger jumps by what a missing record would explain; look for a "
+        "record the export lacks just before",
+        "bad_value": "one record's value is off and the chain resumes after it",
+        "reserve_mismatch": "available differs from ledger minus the reserves held",
+        "other": "does not fit a known pattern",
+    }
+    counts = breaks.group_by("kind", "currency").len().sort(["kind", "currency"])
+    for row in counts.iter_rows(named=True):
+        kind = str(row["kind"])
+        out.append(
+            f"{row['len']:,} {kind} break(s) in {row['currency']}: {explain.get(kind, kind)}."
+        )
+    worst = breaks.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+    out.append(
+        f"Largest break: {worst['id']} ({worst['field']}), off by "
+        f"{_money(worst['difference'], worst['currency'])}."
+    )
+    return out
+
+
+def trend_findings(table: pl.DataFrame) -> list[str]:
+    """Findings of the trends (``txkit.analysis.trends.trend_table``): the last month against the
+    months before it, per currency, and the months that stand out."""
+    if table.height == 0:
+        return ["The store holds no month yet: run `txkit sync` or `txkit report`."]
+    months = sorted(table["month"].unique().to_list())
+    last = months[-1]
+    out = [f"{len(months)} month(s), {months[0]} to {last}."]
+    for currency in sorted(table["currency"].drop_nulls().unique().to_list()):
+        rows = table.filter(pl.col("currency") == currency).sort("month")
+        now = rows.filter(pl.col("month") == last)
+        before = rows.filter(pl.col("month") != last)
+        if now.height == 0 or before.height == 0:
+            continue
+        incoming = now["incoming"][0] or 0
+        average = sum(v or 0 for v in before["incoming"].to_list()) / before.height
+        if average:
+            change = (float(incoming) - float(average)) / float(average)
+            out.append(
+                f"{currency}: money in {_money(incoming, currency)} in {last}, {change:+.1%} "
+                f"against the average of the {before.height} month(s) before."
+            )
+    total = (
+        table.group_by("month")
+        .agg(pl.col("successful").sum(), pl.col("records").sum())
+        .with_columns(rate=pl.col("successful") / pl.col("records"))
+        .sort("rate", "month")
+    )
+    low = total.row(0, named=True)
+    out.append(f"Lowest success rate: {low['month']} ({low['rate']:.1%} of all records).")
+    flagged = table.filter(
+        pl.col("underpayment_rate").is_not_null() & (pl.col("underpayments") > 0)
+    )
+    if flagged.height:
+        top = flagged.sort(["underpayment_rate", "month"], descending=[True, False]).row(
+            0, named=True
+        )
+        out.append(
+            f"Highest underpayment rate: {top['currency']} in {top['month']} "
+            f"({top['underpayment_rate']:.2%} of successful collections, shortfall "
+            f"{_money(top['shortfall'], top['currency'])})."
+        )
+    matched = table.filter(pl.col("match_rate").is_not_null()).unique("month")
+    if matched.height:
+        worst = matched.sort(["match_rate", "month"]).row(0, named=True)
+        out.append(
+            f"Lowest match rate among the {matched.height} reported month(s): "
+            f"{worst['month']} ({worst['match_rate']:.2%} of references)."
+        )
+    return out

@@ -1,0 +1,233 @@
+"""Tables for people: the one place that turns a result frame into a formatted table.
+
+Notebooks and the report show every table through :func:`format_table` (via
+``txkit.notebook.display_table``). It masks customer data through :func:`txkit.privacy.mask_pii`
+unless ``show_pii``, puts the key columns first, sorts, and formats each value for reading:
+
+* money (``Decimal`` columns): thousands separators and the row's currency
+  (``108,571,283.63 NGN``), exact, never through a float;
+* rates and shares (float columns named ``*rate*``, ``*share*``): percentages (``85.33%``);
+* counts: thousands separators; timestamps: ``2026-10-03 14:05:09`` (UTC), or the date alone
+  when every value is at midnight; booleans ``yes``/``no``; lists joined with commas.
+
+The HTML is a great_tables table (no dtype row, no quotes, no ``shape:``) inside a box that
+scrolls sideways when the table is wider than the page. The plain-text form (what nbval
+compares, and what a terminal shows) holds the same formatted values. An empty frame is shown as
+a sentence (``None this month.``), not as an empty grid.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import polars as pl
+
+from txkit.privacy import mask_pii
+
+__all__ = ["Table", "format_table", "format_value"]
+
+_IDS = itertools.count(1)
+# Where a money column finds its currency: ``order_amount`` -> ``order_currency``, then these.
+_CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
+
+
+class Table:
+    """A formatted table: ``_repr_html_`` for Jupyter and HTML, ``repr`` for plain text."""
+
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        *,
+        numeric: Sequence[str],
+        note: str | None,
+        empty: str,
+        total_rows: int,
+    ) -> None:
+        self.frame = frame  # every cell already formatted as text
+        self.numeric = list(numeric)
+        self.note = note
+        self.empty = empty
+        self.total_rows = total_rows
+        self._id = f"txkit-table-{next(_IDS)}"
+
+    def __repr__(self) -> str:
+        if self.frame.height == 0:
+            return self.empty
+        columns = self.frame.columns
+        cells = [[c for c in columns]] + [
+            ["" if v is None else str(v) for v in row] for row in self.frame.iter_rows()
+        ]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+        lines = []
+        for n, row in enumerate(cells):
+            lines.append(
+                "  ".join(
+                    v.rjust(w) if columns[i] in self.numeric and n else v.ljust(w)
+                    for i, (v, w) in enumerate(zip(row, widths, strict=True))
+                ).rstrip()
+            )
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if self.frame.height == 0:
+            return f'<p class="txkit-empty">{html.escape(self.empty)}</p>'
+        from great_tables import GT
+
+        table = (
+            GT(self.frame, id=self._id)
+            .sub_missing(missing_text="")
+            .opt_row_striping()
+            .tab_options(
+                container_width="100%",
+                container_overflow_x="auto",
+                table_font_size="13px",
+                data_row_padding="3px",
+                column_labels_font_weight="bold",
+                table_margin_left="0",
+            )
+        )
+        # Cells stay on one line; a table wider than the page scrolls inside its box.
+        table = table.opt_css(f"#{self._id} .gt_row, #{self._id} .gt_col_heading "
+                              "{ white-space: nowrap; }")  # fmt: skip
+        if self.numeric:
+            table = table.cols_align("right", columns=self.numeric)
+        if self.note:
+            table = table.tab_source_note(self.note)
+        return table.as_raw_html()
+
+
+def _currency_column(name: str, columns: Sequence[str]) -> str | None:
+    prefix = name.rsplit("_", 1)[0] if "_" in name else ""
+    for candidate in (f"{prefix}_currency", *_CURRENCY_COLUMNS):
+        if candidate in columns and candidate != name:
+            return candidate
+    # e.g. a reconciliation's ``difference``: the export's currency.
+    return next((c for c in columns if c.lower().endswith("currency")), None)
+
+
+def format_value(value: Any, kind: str, currency: str | None = None) -> str | None:
+    """One value as a person reads it (see the module docstring); None stays None.
+
+    Args:
+        value: the cell.
+        kind: ``money``, ``rate``, ``count``, ``number``, ``date``, ``datetime``, ``bool``,
+            ``list`` or ``text``.
+        currency: the row's currency, for money.
+
+    Returns:
+        The text, or None for a null.
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if kind == "money":
+        text = f"{Decimal(value):,}"
+        return f"{text} {currency}" if currency else text
+    if kind == "rate":
+        return f"{value:.2%}"
+    if kind == "count":
+        return f"{value:,}"
+    if kind == "number":
+        return f"{value:,.2f}"
+    if kind == "date":
+        return value.date().isoformat() if isinstance(value, datetime) else str(value)
+    if kind == "datetime":
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if kind == "bool":
+        return "yes" if value else "no"
+    if kind == "list":
+        return ", ".join("" if v is None else str(v) for v in value)
+    return str(value)
+
+
+def _kinds(df: pl.DataFrame) -> dict[str, str]:
+    kinds = {}
+    for name, dtype in df.schema.items():
+        lower = name.lower()
+        if isinstance(dtype, pl.Decimal):
+            kinds[name] = "money"
+        elif dtype.is_float():
+            kinds[name] = "rate" if ("rate" in lower or "share" in lower) else "number"
+        elif dtype.is_integer():
+            kinds[name] = "count"
+        elif isinstance(dtype, pl.Datetime):
+            times = df[name].drop_nulls()
+            at_midnight = times.len() == 0 or bool((times.dt.truncate("1d") == times).all())
+            kinds[name] = "date" if at_midnight else "datetime"
+        elif dtype == pl.Date:
+            kinds[name] = "date"
+        elif dtype == pl.Boolean:
+            kinds[name] = "bool"
+        elif isinstance(dtype, (pl.List, pl.Array)):
+            kinds[name] = "list"
+        else:
+            kinds[name] = "text"
+    return kinds
+
+
+def format_table(
+    df: pl.DataFrame,
+    *,
+    show_pii: bool = False,
+    key: Sequence[str] = (),
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
+    rows: int = 30,
+    empty: str = "None this month.",
+) -> Table:
+    """Format a result frame for people: masked, key columns first, sorted, readable values.
+
+    Args:
+        df: the frame (an analysis result, or records).
+        show_pii: show customer e-mails, names and account numbers unmasked.
+        key: columns shown first, in this order (those absent are skipped).
+        sort: columns or expressions to sort by before the first ``rows`` are taken (by what
+            matters: the category, then the size of the difference).
+        descending: for ``sort``, as in :meth:`polars.DataFrame.sort`.
+        rows: at most this many rows are shown; a note says how many there are in all.
+        empty: the sentence shown when the frame has no rows.
+
+    Returns:
+        A :class:`Table` (display it, or call ``_repr_html_``/``repr``).
+
+    Raises:
+        ValueError: ``rows`` below 1.
+
+    Example:
+        >>> display(format_table(summary, key=["category", "currency"], sort=["category"]))
+    """
+    if rows < 1:
+        raise ValueError(f"rows must be 1 or more, got {rows}")
+    shown = df if show_pii else mask_pii(df)
+    assert isinstance(shown, pl.DataFrame)
+    first = [c for c in key if c in shown.columns]
+    shown = shown.select(first + [c for c in shown.columns if c not in first])
+    if sort:
+        shown = shown.sort(list(sort), descending=descending, nulls_last=True)
+    total = shown.height
+    shown = shown.head(rows)
+    kinds = _kinds(shown)
+    columns = shown.columns
+    currencies = {
+        name: _currency_column(name, columns) for name, kind in kinds.items() if kind == "money"
+    }
+    out: dict[str, list[str | None]] = {name: [] for name in columns}
+    for record in shown.iter_rows(named=True):
+        for name in columns:
+            currency = currencies.get(name)
+            out[name].append(
+                format_value(record[name], kinds[name], record[currency] if currency else None)
+            )
+    text = pl.DataFrame(out, schema=dict.fromkeys(columns, pl.String))
+    note = f"Showing {shown.height:,} of {total:,} rows." if total > shown.height else None
+    numeric = [n for n, k in kinds.items() if k in ("money", "rate", "count", "number")]
+    return Table(text, numeric=numeric, note=note, empty=empty, total_rows=total)

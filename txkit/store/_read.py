@@ -1,0 +1,356 @@
+"""Reading the store: every data file's bytes checked against the digest its commit recorded,
+then parsed from memory (:class:`_Reader`), lazily (:func:`scan_store`) or by month
+(:func:`read_months`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import polars as pl
+from polars.io.plugins import register_io_source
+
+from txkit.calendar import parse_month
+from txkit.decode import finalize
+from txkit.errors import StoreDamagedError, StoreError
+from txkit.schema import COLUMNS
+from txkit.store._location import (
+    StoreLike,
+    damaged_message,
+    objects,
+    open_table,
+    read_verified,
+    store_location,
+    table_files,
+)
+from txkit.store._state import _state_of
+
+log = logging.getLogger("txkit")
+
+
+def _casts(schema: pl.Schema) -> list[pl.Expr]:
+    """Delta stores timestamps in microseconds: the casts back to the loader's milliseconds
+    (exact for what txkit writes: :func:`_check_millis` proves it on every read)."""
+    return [
+        pl.col(name).cast(dtype)
+        for name, dtype in COLUMNS.items()
+        if name in schema and schema[name] != dtype and isinstance(dtype, pl.Datetime)
+    ]
+
+
+def _check_millis(frame: pl.DataFrame, store: str | os.PathLike[str]) -> None:
+    """Fail, naming the record, when a stored timestamp has a part below the millisecond
+    (written by another writer): the cast to the loader's milliseconds would drop it."""
+    names = [
+        n
+        for n, d in frame.schema.items()
+        if n in COLUMNS and isinstance(d, pl.Datetime) and d.time_unit != "ms"
+    ]
+    if not names or frame.height == 0:
+        return
+    fine = pl.any_horizontal(pl.col(n).dt.microsecond() % 1000 != 0 for n in names)
+    bad = frame.filter(fine).head(1)
+    if bad.height:
+        row = bad.row(0, named=True)
+        name = next(n for n in names if row[n] is not None and row[n].microsecond % 1000)
+        raise StoreError(
+            f"the store {store} holds record {row.get('id')}'s {name} = {row[name].isoformat()}, "
+            "finer than the milliseconds txkit reads it in: it was not written by txkit; point "
+            "--store at a store `txkit sync` wrote"
+        )
+
+
+def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
+    """``lf`` with the loader's types (see :func:`_casts`)."""
+    casts = _casts(lf.collect_schema())
+    return lf.with_columns(casts) if casts else lf
+
+
+def _plain_files(table: Any) -> bool:
+    """Whether the table's data files can be read as they are: no column mapping (reader
+    version 2, or the feature) and no deletion vectors. txkit's own tables qualify; a table
+    another writer upgraded is read through ``scan_delta`` (unverified)."""
+    protocol = table.protocol()
+    return protocol.min_reader_version == 1 or (
+        protocol.min_reader_version >= 3 and not set(protocol.reader_features or ())
+    )
+
+
+def _digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str]:
+    """The digests recorded for the version's files ({} for a table txkit did not write)."""
+    try:
+        return _state_of(table, store).files
+    except StoreError:
+        return {}
+
+
+class _Reader:
+    """The data files of one table version, read with their digests checked.
+
+    Every read txkit makes goes through it (:func:`read_months`, :func:`scan_store`, the sync's
+    merge read, the report's reads): each file's bytes are read once, checked against the
+    digest recorded when the file was committed, and parsed from memory, so what is parsed
+    is what was checked. A file without a digest (written before digests) is read as it is;
+    :func:`verify_store` lists those.
+    """
+
+    def __init__(self, table: Any, store: str | os.PathLike[str], version: int | None) -> None:
+        self.table = table
+        self.store = store
+        self.version = version
+        self.digests = _digests(table, store)
+        self.files = table_files(table)
+        self.objects = objects(store)
+        full = pl.Schema(table.schema())
+        self.schema = pl.Schema({k: v for k, v in full.items() if k != "month"})
+
+    def months(self) -> list[str]:
+        return sorted({month for _, month, _ in self.files})
+
+    def buffers(self, month: str) -> list[bytes]:
+        """The month's files, each proven (or unverified: written before digests)."""
+        out = []
+        for rel, m, _ in self.files:
+            if m == month:
+                expected = self.digests.get(rel)
+                if expected is None:
+                    _note_unverified(self.store, rel)
+                out.append(
+                    read_verified(self.objects, self.store, rel, month, expected, self.version)
+                )
+        return out
+
+    def scan(self, month: str) -> pl.LazyFrame:
+        """The month's records in the stored types (without ``month``)."""
+        buffers = self.buffers(month)
+        if not buffers:
+            return pl.LazyFrame(schema=self.schema)
+        return pl.scan_parquet(
+            buffers,
+            schema=self.schema,
+            missing_columns="insert",  # a file written before a column was added to the table
+            extra_columns="ignore",
+        )
+
+
+_UNVERIFIED_SEEN: set[tuple[str, str]] = set()
+
+
+def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:
+    """Say once per store (per process) that it holds files written before digests."""
+    if any(seen == str(store) for seen, _ in _UNVERIFIED_SEEN):
+        _UNVERIFIED_SEEN.add((str(store), rel))
+        return
+    _UNVERIFIED_SEEN.add((str(store), rel))
+    month = rel.split("/", 1)[0].removeprefix("month=")
+    log.warning(
+        "the store %s holds data files unverified (written before digests), e.g. %s: `txkit "
+        "store verify --store %s` lists them; `txkit sync --store %s --refresh %s` rewrites a "
+        "month with digests",
+        store,
+        rel,
+        store,
+        store,
+        month,
+    )
+
+
+def _reader(table: Any, store: str | os.PathLike[str], version: int | None) -> _Reader | None:
+    """A verifying reader, or None for a table whose files need ``scan_delta`` (column
+    mapping, deletion vectors, partitions other than ``month``: not written by txkit)."""
+    if not _plain_files(table) or set(table.metadata().partition_columns) != {"month"}:
+        return None
+    return _Reader(table, store, version)
+
+
+def _month_filter(predicate: pl.Expr | None, months: list[str]) -> list[str]:
+    """The months a pushed-down predicate can select: its conjuncts on ``month`` alone,
+    evaluated on the month names (all months when it has none, or cannot be split)."""
+    if predicate is None:
+        return months
+    on_month = [c for c in _conjuncts(predicate) if set(c.meta.root_names()) == {"month"}]
+    if not on_month or not months:
+        return months
+    try:
+        return pl.DataFrame({"month": months}).filter(*on_month)["month"].to_list()
+    except Exception:  # an expression that needs other columns after all: read every month
+        return months
+
+
+def _conjuncts(expr: pl.Expr) -> list[pl.Expr]:
+    """``a & b & c`` as ``[a, b, c]`` (``expr`` itself when its top is not an AND)."""
+    try:
+        tree = json.loads(expr.meta.serialize(format="json"))
+        top = tree.get("BinaryExpr") if isinstance(tree, dict) else None
+        if isinstance(top, dict) and top.get("op") == "And":
+            return [c for part in expr.meta.pop() for c in _conjuncts(part)]
+    except Exception:  # a serialisation this version does not offer: no split
+        pass
+    return [expr]
+
+
+def scan_store(store: StoreLike = None, *, version: int | None = None) -> pl.LazyFrame:
+    """Scan the store as one LazyFrame (documented columns first, plus ``month``).
+
+    Nothing is read until the frame is collected; then only the months a filter on ``month``
+    selects are read, each data file checked against its recorded digest first.
+
+    Args:
+        store: the store folder or URI (``s3://bucket/prefix``).
+        version: read this table version instead of the newest (time travel).
+
+    Returns:
+        A :class:`polars.LazyFrame`; empty (with every documented column) if nothing is stored.
+
+    Raises:
+        StoreError: an old-format store, a missing version, or a store that cannot be read;
+            :class:`StoreDamagedError` (when collected) for a data file whose bytes are not
+            those committed, naming the month and the command that repairs it.
+
+    Example:
+        >>> txkit.scan_store().filter(pl.col("month") == "2026-10").collect()
+    """
+    store = store_location(store)
+    table = open_table(store, version)
+    if table is None:
+        return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
+    reader = _reader(table, store, version)
+    if reader is None:
+        lf = pl.scan_delta(table)  # the version opened above, with its storage options
+        names = lf.collect_schema().names()
+        extra = sorted(c for c in names if c not in COLUMNS and c != "month")
+        return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
+    names = reader.schema.names()
+    order = [
+        *(c for c in COLUMNS if c in names),
+        *sorted(c for c in names if c not in COLUMNS),
+        "month",
+    ]
+    stored = {**reader.schema, "month": pl.String()}
+    typed = {name: stored[name] for name in order}
+    for cast in _casts(pl.Schema(typed)):
+        name = cast.meta.output_name()
+        typed[name] = COLUMNS[name]
+
+    def source(
+        with_columns: list[str] | None,
+        predicate: pl.Expr | None,
+        n_rows: int | None,
+        batch_size: int | None,
+    ) -> Iterator[pl.DataFrame]:
+        left = n_rows
+        needed = None
+        if with_columns is not None:
+            needed = set(with_columns)
+            if predicate is not None:
+                needed |= set(predicate.meta.root_names())
+        for month in _month_filter(predicate, reader.months()):
+            if left is not None and left <= 0:
+                return
+            lf = reader.scan(month).with_columns(pl.lit(month).alias("month"))
+            lf = lf.select([c for c in order if needed is None or c in needed])
+            frame = _collect(lf, store, [month])
+            _check_millis(frame, store)
+            lf = frame.lazy().with_columns(_casts(frame.schema))
+            if predicate is not None:
+                lf = lf.filter(predicate)
+            lf = lf.select(with_columns if with_columns is not None else order)
+            if left is not None:
+                lf = lf.head(left)
+            out = lf.collect()
+            if left is not None:
+                left -= out.height
+            yield out
+
+    return register_io_source(source, schema=pl.Schema(typed), explain_name=f"txkit store {store}")
+
+
+def read_months(
+    months: Sequence[str],
+    *,
+    store: StoreLike = None,
+    currency: str | None = None,
+    version: int | None = None,
+) -> pl.DataFrame:
+    """The stored records of ``months``, as :func:`txkit.load_transactions` would return them.
+
+    Each data file is checked against the digest recorded when it was committed before it is
+    parsed (see :class:`_Reader`).
+
+    Args:
+        months: ``YYYY-MM`` months.
+        store: the store folder or URI.
+        currency: optionally one ``toCurrency``.
+        version: a table version (default: the newest).
+
+    Returns:
+        One row per transaction, documented columns first, sorted by ``createdAt`` then ``id``
+        (no ``month`` column).
+
+    Raises:
+        ValueError: a malformed month.
+        StoreDamagedError: a data file of the months is missing or changed (names the month
+            and the command that repairs it).
+        StoreError: the store cannot be read (the message names the file when it can).
+    """
+    store = store_location(store)
+    wanted = [parse_month(m) for m in months]
+    table = open_table(store, version)
+    reader = _reader(table, store, version) if table is not None else None
+    if reader is not None:
+        parts = [reader.scan(m) for m in wanted]
+        lf = pl.concat(parts, how="vertical") if parts else pl.LazyFrame(schema=reader.schema)
+    else:
+        lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
+        lf = lf.drop("month")
+    if currency is not None:
+        lf = lf.filter(pl.col("toCurrency") == currency)
+    # Sorted before the casts to the loader's types: a frame cast in the scan comes back in
+    # chunks, and sorting those costs a third more (see benchmarks/bench_store.py).
+    frame = finalize(_collect(lf, store, wanted))
+    _check_millis(frame, store)
+    casts = _casts(frame.schema)
+    return frame.with_columns(casts) if casts else frame
+
+
+def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
+    """Collect, turning a file that does not parse (one written before digests, or damaged
+    in a way its digest could not be checked) into a :class:`StoreDamagedError`."""
+    try:
+        return lf.collect()
+    except StoreError:
+        raise
+    except (pl.exceptions.ComputeError, pl.exceptions.PanicException, OSError) as exc:
+        text = " ".join(str(exc).split())[:200]
+        bad = _damaged_file(store, months)
+        if bad is not None:
+            rel, month, why = bad
+            raise StoreDamagedError(
+                damaged_message(store, rel, month, f"does not read ({why})"),
+                months=[month],
+                path=rel,
+            ) from None
+        refresh = " ".join(f"--refresh {m}" for m in months)
+        raise StoreError(
+            f"a data file of the store {store} cannot be read: {text}; run `txkit sync "
+            f"--store {store} {refresh}` to fetch the month(s) again"
+        ) from None
+
+
+def _damaged_file(store: str | os.PathLike[str], months: list[str]) -> tuple[str, str, str] | None:
+    """The first data file of ``months`` that does not read whole (after a failed read)."""
+    table = open_table(store)
+    files = objects(store)
+    for rel, month, _ in table_files(table) if table is not None else []:
+        if month not in months:
+            continue
+        try:
+            pl.read_parquet(io.BytesIO(files.get(rel)))
+        except Exception as exc:  # any parse failure or a lost file names the file
+            return rel, month, " ".join(str(exc).split())[:120]
+    return None

@@ -1,0 +1,247 @@
+"""The store's state: the txkit metadata of the newest commit at or before a version.
+
+Every sync's commit carries, in its commit info, the store's source (:class:`SourceIdentity`),
+the look-back, each month's coverage (:mod:`txkit.store._coverage`) and the digest of every
+data file (:func:`commit_metadata` writes it, :func:`read_state` reads it back).
+:func:`read_manifests` summarises each month; :func:`format_status` prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from txkit import config
+from txkit.calendar import month_bounds
+from txkit.errors import StoreError
+from txkit.store._coverage import MonthCoverage
+from txkit.store._location import (
+    StoreLike,
+    open_table,
+    store_location,
+)
+from txkit.store._write import META_KEY
+
+if TYPE_CHECKING:
+    from txkit.fetch.client import Client
+
+log = logging.getLogger("txkit")
+
+DEFAULT_LOOKBACK_DAYS = config.LOOKBACK_DAYS
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """Which source a store holds: its address and a salted hash of its key (never the key).
+
+    Attributes:
+        url: the service's base URL, or ``sandbox:<settings>`` for the embedded sandbox.
+        fingerprint: PBKDF2 hash of the key with ``salt`` (None for the embedded sandbox,
+            whose key is new each run).
+        salt: hex salt of the fingerprint.
+        label: how reports name the source.
+    """
+
+    url: str
+    fingerprint: str | None = None
+    salt: str | None = None
+    label: str = ""
+
+    @classmethod
+    def of_client(cls, client: Client, label: str = "", salt: str | None = None) -> SourceIdentity:
+        """The identity of ``client``'s service and key (a fresh salt unless given)."""
+        salt = salt or secrets.token_hex(16)
+        return cls(client.base_url, client.key_fingerprint(bytes.fromhex(salt)), salt, label or "")
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """The store at one table version.
+
+    Attributes:
+        version: the Delta table version (None: no table yet).
+        source: the source that wrote it.
+        coverage: month -> :class:`~txkit.store._coverage.MonthCoverage`.
+        lookback_days: the look-back of the sync that wrote this version.
+        committed_at: when that version was committed (UTC).
+        files: the digest recorded for each data file (path relative to the store); a file
+            of the version not in it was written before digests (unverified).
+    """
+
+    version: int | None
+    source: SourceIdentity | None = None
+    coverage: dict[str, MonthCoverage] = field(default_factory=dict)
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS
+    committed_at: datetime | None = None
+    files: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MonthManifest:
+    """What a stored month holds and how fresh it is (a summary of its coverage).
+
+    Attributes:
+        month: ``YYYY-MM``.
+        fetched_at: when the month was last fetched, fully or in part (UTC, ISO 8601).
+        full_fetch_at: when it was last fetched whole in one window (None if never).
+        windows: the ``[first, last]`` day ranges of its fetches, oldest fetch first.
+        rows: records stored for the month.
+        service_total: the service's ``total`` for the last fetch's queries (a day of margin
+            on each side, so it counts more than the window's rows).
+        source: how the store names its source (never the key).
+        complete: the windows cover the month whole and the newest fetch happened after the
+            month ended plus the look-back.
+        newest_created_at: the newest ``createdAt`` stored.
+        query: the last fetch's queries (``{"queries": [...]}``).
+        table_version: the store's table version this summary describes.
+        coverage: the full :class:`~txkit.store._coverage.MonthCoverage`.
+    """
+
+    month: str
+    fetched_at: str
+    full_fetch_at: str | None
+    windows: list[list[str]]
+    rows: int
+    service_total: int
+    source: str
+    complete: bool
+    newest_created_at: str | None
+    query: dict[str, Any] = field(default_factory=dict)
+    table_version: int | None = None
+    coverage: MonthCoverage | None = None
+
+
+def read_state(store: StoreLike = None, *, version: int | None = None) -> StoreState:
+    """The store's source and coverage at ``version`` (default: the newest).
+
+    Raises:
+        StoreError: a store of the previous format, or one that cannot be read.
+    """
+    store = store_location(store)
+    table = open_table(store, version)
+    if table is None:
+        return StoreState(version=None)
+    return _state_of(table, store)
+
+
+def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
+    at = table.version()
+    for entry in table.history():
+        if entry.get("version", -1) > at or META_KEY not in entry:
+            continue
+        try:
+            meta = json.loads(entry[META_KEY])
+            source = SourceIdentity(**meta["source"])
+            coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
+            files = {str(k): str(v) for k, v in meta.get("files", {}).items()}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise StoreError(
+                f"the store {store}'s commit {entry.get('version')} has unreadable txkit "
+                f"metadata ({type(exc).__name__}: {exc})"
+            ) from None
+        return StoreState(
+            version=at,
+            source=source,
+            coverage=coverage,
+            lookback_days=int(meta.get("lookback_days", DEFAULT_LOOKBACK_DAYS)),
+            committed_at=datetime.fromtimestamp(entry["timestamp"] / 1000, UTC),
+            files=files,
+        )
+    raise StoreError(
+        f"{store} is a Delta table without txkit's metadata: it was not written by `txkit "
+        "sync`; point --store at another folder"
+    )
+
+
+def read_manifests(
+    store: StoreLike = None, *, version: int | None = None
+) -> dict[str, MonthManifest]:
+    """A summary of each stored month's coverage, by month.
+
+    Args:
+        store: the store folder or URI.
+        version: a table version (default: the newest).
+    """
+    store = store_location(store)
+    state = read_state(store, version=version)
+    label = (state.source.label or state.source.url) if state.source else ""
+    return {m: _manifest(c, state, label) for m, c in sorted(state.coverage.items())}
+
+
+def _manifest(cov: MonthCoverage, state: StoreState, label: str) -> MonthManifest:
+    last = cov.last_fetch
+    m_first, m_last = month_bounds(cov.month)
+    whole = [f for f in cov.fetches if f.first <= m_first and f.last >= m_last]
+    ordered = sorted(cov.fetches, key=lambda f: f.fetched_at)
+    return MonthManifest(
+        month=cov.month,
+        fetched_at=last.fetched_at.isoformat(timespec="seconds") if last else "",
+        full_fetch_at=max(f.fetched_at for f in whole).isoformat(timespec="seconds")
+        if whole
+        else None,
+        windows=[[f.first.isoformat(), f.last.isoformat()] for f in ordered],
+        rows=cov.rows,
+        service_total=last.service_total if last else 0,
+        source=label,
+        complete=cov.complete(state.lookback_days),
+        newest_created_at=cov.newest_created_at,
+        query={"queries": list(last.queries) if last else []},
+        table_version=state.version,
+        coverage=cov,
+    )
+
+
+def commit_metadata(
+    source: SourceIdentity, lookback_days: int, coverage: dict[str, MonthCoverage]
+) -> dict[str, Any]:
+    """The txkit metadata every commit carries: the source and the whole coverage."""
+    return {
+        "format": _FORMAT,
+        "source": source.__dict__,
+        "lookback_days": lookback_days,
+        "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
+    }
+
+
+def format_status(store: StoreLike = None, *, lookback_days: int | None = None) -> str:
+    """Each stored month's coverage, rows, totals and last fetch, as printable lines.
+
+    Args:
+        store: the store folder or URI.
+        lookback_days: the look-back to judge completeness by (default: the last sync's).
+    """
+    store = store_location(store)
+    state = read_state(store)
+    if state.version is None:
+        return f"store {store}: empty (no sync yet)"
+    lookback = state.lookback_days if lookback_days is None else lookback_days
+    source = state.source.label or state.source.url if state.source else "?"
+    lines = [
+        f"store {store}: table version {state.version}, source {source}, look-back {lookback} days"
+    ]
+    for month, cov in sorted(state.coverage.items()):
+        last = cov.last_fetch
+        uncovered = cov.uncovered()
+        status = (
+            "complete"
+            if cov.complete(lookback)
+            else f"partial ({len(uncovered)} day(s) never fetched)"
+            if uncovered
+            else "open (within the look-back)"
+        )
+        lines.append(
+            f"  {month}: {status}; {cov.rows:,} rows; windows {cov.describe_windows()}; "
+            + (
+                f"last fetch {last.fetched_at:%Y-%m-%d %H:%M}Z, service total "
+                f"{last.service_total:,} for {', '.join(last.queries) or 'its query'}"
+                if last
+                else "never fetched"
+            )
+        )
+    return "\n".join(lines)

@@ -1,0 +1,391 @@
+"""The sync: what each month needs (its coverage), fetched, merged and written in one commit.
+
+The store belongs to one account of one service: a new key of the same account is recognised
+by the records it returns (:func:`_same_account`), another account's key is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+
+import polars as pl
+
+from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
+from txkit.config import default_store, store_for_url
+from txkit.decode import dedupe_latest, finalize
+from txkit.errors import StoreError
+from txkit.fetch.client import Client
+from txkit.fetch.load import load_transactions
+from txkit.fetch.pages import ExportStats
+from txkit.fetch.source import connect
+from txkit.store._coverage import Fetch, MonthCoverage, needed_window
+from txkit.store._location import (
+    StoreLike,
+    locked,
+    new_store_beside,
+    refuse_foreign_folder,
+    refuse_old_layout,
+    store_location,
+)
+from txkit.store._read import read_months
+from txkit.store._state import (
+    DEFAULT_LOOKBACK_DAYS,
+    SourceIdentity,
+    StoreState,
+    commit_metadata,
+    read_state,
+)
+from txkit.store._write import MonthWriter
+
+
+@dataclass
+class SyncResult:
+    """What a sync did.
+
+    Attributes:
+        fetched: month -> ``"full"``, ``"refresh"``, ``"gap"`` or ``"look-back"``.
+        skipped: months already complete enough (nothing to fetch).
+        rows: rows stored per month after the sync.
+        stats: the export statistics (requests, pages, passes).
+        store: the store.
+        version: the table version after the sync.
+        notes: lines to show the user (a new key of the same account recognised).
+    """
+
+    fetched: dict[str, str]
+    skipped: list[str]
+    rows: dict[str, int]
+    stats: ExportStats
+    store: str
+    version: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
+    """Stored and re-fetched records, merged on ``id`` by the one rule of
+    :func:`txkit.decode.dedupe_latest`: the newest ``updatedAt`` wins; on a tie, the re-fetched
+    copy."""
+    if old is None or old.height == 0:
+        return new
+    return finalize(dedupe_latest([old.drop("month", strict=False), new]))
+
+
+def _clock(today: date | None) -> datetime:
+    now = datetime.now(UTC)
+    return now if today is None else datetime.combine(today, now.time(), tzinfo=UTC)
+
+
+def _range(
+    start: date | str | None, end: date | str | None, today: date | None
+) -> tuple[list[str], date]:
+    today = today or datetime.now(UTC).date()
+    last = parse_day(end, "end") or today
+    first = parse_day(start, "start") or month_bounds(previous_months(f"{last:%Y-%m}", 11)[0])[0]
+    if first > last:
+        raise ValueError(f"start {first} is after end {last}")
+    return months_between(first, last), last
+
+
+def _plan(
+    state: StoreState,
+    start: date | str | None,
+    end: date | str | None,
+    today: date | None,
+    lookback_days: int,
+    refresh: set[str],
+) -> dict[str, tuple[str, date, date]]:
+    """month -> (kind, first day, last day) of what must be fetched.
+
+    A ``refresh`` month outside the range widens it: it is fetched whole (up to today).
+    """
+    if lookback_days < 0:
+        raise ValueError(f"lookback_days must be 0 or more, got {lookback_days}")
+    months, last = _range(start, end, today)
+    now = _clock(today)
+    plan = {}
+    for month in sorted(set(months) | refresh):
+        need = needed_window(
+            month,
+            state.coverage.get(month),
+            last=last if month in months else now.date(),
+            lookback_days=lookback_days,
+            now=now,
+            refresh=month in refresh,
+        )
+        if need is not None:
+            plan[month] = need
+    return plan
+
+
+def _refresh_months(refresh: Sequence[str], today: date | None) -> set[str]:
+    """The ``--refresh`` months, parsed; a month that has not begun is refused (there is
+    nothing of it to fetch)."""
+    months = {parse_month(m, "refresh month") for m in refresh}
+    now = _clock(today).date()
+    for month in sorted(months):
+        if month_bounds(month)[0] > now:
+            raise ValueError(
+                f"refresh month {month} has not begun (today is {now:%Y-%m-%d} UTC): give a "
+                "month up to the current one"
+            )
+    return months
+
+
+def _check_source(
+    store: str | os.PathLike[str],
+    state: StoreState,
+    identity: SourceIdentity,
+    client: Client,
+    notes: list[str],
+) -> SourceIdentity:
+    """The identity to record: the stored one if it is the same source; a new key's when it
+    is the same account (:func:`_same_account`); else refuse."""
+    stored = state.source
+    if stored is None:
+        return identity
+    same = stored.url == identity.url and stored.fingerprint == identity.fingerprint
+    if same:
+        return stored
+    if stored.url == identity.url and stored.fingerprint is None and identity.fingerprint:
+        return identity  # a migrated store learns the key's fingerprint from its first sync
+    if stored.url == identity.url and stored.fingerprint and identity.fingerprint:
+        notes.append(_same_account(store, state, client))
+        return SourceIdentity(identity.url, identity.fingerprint, identity.salt, stored.label)
+    other = str(store_for_url(identity.url))
+    if os.path.abspath(other) == os.path.abspath(str(store)):
+        other = new_store_beside(store)
+    raise StoreError(
+        f"the store {store} holds data from {stored.label or stored.url}, not from "
+        f"{identity.label or identity.url}: use --store {other} (or another new folder) for "
+        "this source"
+    )
+
+
+#: How many records of the chosen day the account check compares (by id, createdAt and the
+#: merchant), at most: one page of the service.
+_ACCOUNT_SAMPLE = 1000
+
+
+def _same_account(store: str | os.PathLike[str], state: StoreState, client: Client) -> str:
+    """Prove that ``client``'s key (not the one that wrote the store) belongs to the same
+    account: the service, asked with it for one day the store holds, returns every stored
+    record of that day with the same ``createdAt`` and merchant. Returns the line to show.
+
+    The store's identity is the account and the service, not the key: merchants rotate keys.
+    A record id belongs to one account, so another account's key gets none of them back.
+
+    Raises:
+        StoreError: the records do not match (another account), or the store holds no record
+            to compare with.
+    """
+    stored, day = _account_sample(store, state)
+    if stored is None or day is None:
+        raise StoreError(
+            f"the store {store} was written with another key and holds no record to tell "
+            "whether this key is of the same account: sync this key into a new store "
+            f"(--store {new_store_beside(store)})"
+        )
+    fetched = load_transactions(client, start=day, end=day, progress=False, confirm=False)
+    merchant = [c for c in stored.columns if c.startswith("merchantInfo.")]
+    keys = ["id", "createdAt", *merchant]
+    there = fetched.select([c for c in keys if c in fetched.columns])
+    matched = stored.join(there, on=[c for c in keys if c in there.columns], how="semi").height
+    if matched == stored.height:
+        return (
+            f"a new key for the store {store}: the service returns with it the {matched:,} "
+            f"record(s) the store holds for {day} (same ids, createdAt and merchant), so it is "
+            "the same account; its fingerprint is recorded in this sync's commit"
+        )
+    raise StoreError(
+        f"the store {store} holds another account's records: with this key the service "
+        f"returns {matched:,} of the {stored.height:,} record(s) the store holds for {day} "
+        "(compared by id, createdAt and merchant), so this key belongs to another account; "
+        f"keep {store} for its own account's key and sync this key into a store of its own "
+        f"(--store {new_store_beside(store)})"
+    )
+
+
+def _account_sample(
+    store: str | os.PathLike[str], state: StoreState
+) -> tuple[pl.DataFrame | None, date | None]:
+    """The stored records of one day to compare: in the newest month holding any (complete
+    months first, whose records are settled), the day with the fewest records."""
+    months = sorted(
+        (m for m, c in state.coverage.items() if c.rows > 0),
+        key=lambda m: (state.coverage[m].complete(state.lookback_days), m),
+        reverse=True,
+    )
+    for month in months[:2]:
+        frame = read_months([month], store=store, version=state.version)
+        merchant = [c for c in frame.columns if c.startswith("merchantInfo.")]
+        frame = frame.select("id", "createdAt", *merchant).with_columns(
+            pl.col("createdAt").dt.date().alias("day")
+        )
+        counts = frame.group_by("day").len().filter(pl.col("len") <= _ACCOUNT_SAMPLE)
+        if counts.height == 0:
+            continue
+        day = counts.sort(["len", "day"], descending=[False, True])["day"][0]
+        return frame.filter(pl.col("day") == day).drop("day"), day
+    return None, None
+
+
+def _identity(
+    client: Client, source_url: str | None, state: StoreState, label: str | None
+) -> SourceIdentity:
+    label = label or client.base_url
+    if source_url and source_url.startswith("sandbox:"):
+        return SourceIdentity(source_url, None, None, label)
+    salt = state.source.salt if state.source and state.source.salt else None
+    return SourceIdentity.of_client(client, label, salt)
+
+
+def sync(
+    client: Client | None = None,
+    *,
+    start: date | str | None = None,
+    end: date | str | None = None,
+    store: StoreLike = None,
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    refresh: Sequence[str] = (),
+    today: date | None = None,
+    progress: bool | None = None,
+    source: str | None = None,
+    source_url: str | None = None,
+) -> SyncResult:
+    """Bring the store up to date for the months from ``start`` to ``end``, in one commit.
+
+    Each month's coverage decides what is fetched (:mod:`txkit.store._coverage`): a month not yet
+    stored is fetched whole; a stored month only from its first day that was never fetched,
+    or fetched before its look-back ended (statuses change after a record is first seen);
+    ``refresh`` forces whole months, widening the range when a month lies outside it.
+    Re-fetched records replace their older versions (by id, newest ``updatedAt`` wins, then
+    the later fetch). A sync with nothing to fetch writes nothing (a read-only store is fine).
+
+    The store belongs to one account of one service: a key other than the one that wrote it
+    is accepted when the service returns with it the records the store holds for a day (the
+    same account; :attr:`SyncResult.notes` says so), and refused otherwise.
+
+    Args:
+        client: a :class:`~txkit.fetch.client.Client`; default: the source ``txkit sync``
+            uses (:func:`txkit.fetch.source.connect`: the configured service, or the embedded
+            sandbox when no key is configured; the first of :attr:`SyncResult.notes` says
+            which), opened only when something is to be fetched and closed afterwards.
+        start: first day (default: the first day of the month 11 months before ``end``).
+        end: last day (default: ``today``, UTC).
+        store: the store folder or URI (``s3://bucket/prefix``); default: with ``client``
+            None, the store the CLI, the notebooks and the report use
+            (:func:`txkit.config.default_store`, ``data/store/<source>``); with a client, the
+            store of its source (:func:`txkit.config.store_for_url`).
+        lookback_days: days after which a stored record's status is taken as final.
+        refresh: months (``YYYY-MM``) to fetch whole again.
+        today: "today" for the defaults and the fetch times recorded (tests pin it).
+        progress: show progress bars (default: when interactive).
+        source: how the store names the source (default: the client's base URL).
+        source_url: the source's identity when it is not the client's URL and key:
+            ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.fetch.source.Source.url`),
+            whose port and key change at every start.
+
+    Returns:
+        A :class:`SyncResult`.
+
+    Raises:
+        StoreLockedError: another sync holds the lock, or committed meanwhile.
+        StoreError: the store holds another source or account, is of the old format, is a
+            folder that is not a store, a value would change in it (named), or it cannot be
+            written (full disk, read-only); it is then left at its previous version.
+        ValueError: bad dates, months (a refresh month not begun) or look-back.
+        TxkitError: the export failed (the store is then left as it was).
+    """
+    own_client = client is None
+    if store is None or store == "":
+        store = default_store() if own_client else store_for_url(source_url or client.base_url)
+    refresh_set = _refresh_months(refresh, today)
+    months, _ = _range(start, end, today)
+    refuse_old_layout(store)
+    refuse_foreign_folder(store)
+    stats = ExportStats()
+    if not _plan(read_state(store), start, end, today, lookback_days, refresh_set):
+        state = read_state(store)
+        rows = {m: state.coverage[m].rows for m in months if m in state.coverage}
+        return SyncResult({}, months, rows, stats, str(store), state.version)
+    notes: list[str] = []
+    with contextlib.ExitStack() as stack, locked(store):
+        if client is None:
+            opened = stack.enter_context(connect())
+            notes.append(f"source: {opened.description}")
+            client, source, source_url = (
+                opened.client,
+                source or opened.label,
+                source_url or opened.url,
+            )
+        state = read_state(store)
+        ident = _check_source(store, state, _identity(client, source_url, state, source),
+                              client, notes)  # fmt: skip
+        plan = _plan(state, start, end, today, lookback_days, refresh_set)
+        result = SyncResult(fetched={}, skipped=[m for m in months if m not in plan], rows={},
+                            stats=stats, store=str(store), version=state.version,
+                            notes=notes)  # fmt: skip
+        coverage = dict(state.coverage)
+        writer = MonthWriter(store, state.version, state.files)
+        stack.callback(writer.close)
+        for month, (kind, f_first, f_last) in plan.items():
+            month_stats = ExportStats()
+            fetched = load_transactions(
+                client, start=f_first, end=f_last, stats=month_stats, progress=progress
+            )
+            _add_stats(stats, month_stats)
+            m_first, m_last = month_bounds(month)
+            replace = (f_first <= m_first and f_last >= m_last) or month not in coverage
+            old = None if replace else read_months([month], store=store, version=state.version)
+            merged = _merge(old, fetched)
+            fetch = Fetch(f_first, f_last, _clock(today), kind, sorted(month_stats.totals),
+                          sum(month_stats.totals.values()), fetched.height)  # fmt: skip
+            previous = coverage.get(month) or MonthCoverage(month, (), 0)
+            coverage[month] = previous.with_fetch(
+                fetch, replace=replace, rows=merged.height, newest=_newest(merged)
+            )
+            result.fetched[month] = kind
+            result.rows[month] = merged.height
+            writer.add(month, merged)
+            del merged, fetched, old  # the month is written now: one month in memory
+        if plan:
+            meta = commit_metadata(ident, lookback_days, coverage)
+            result.version = writer.commit(list(plan), meta)
+        for month in result.skipped:
+            if month in coverage:
+                result.rows[month] = coverage[month].rows
+        return result
+
+
+def sync_needed(
+    *,
+    store: StoreLike = None,
+    start: date | str | None = None,
+    end: date | str | None = None,
+    lookback_days: int = DEFAULT_LOOKBACK_DAYS,
+    refresh: Sequence[str] = (),
+    today: date | None = None,
+) -> bool:
+    """True when :func:`sync` with these arguments would send any request."""
+    store = store_location(store)
+    refresh_set = _refresh_months(refresh, today)
+    return bool(_plan(read_state(store), start, end, today, lookback_days, refresh_set))
+
+
+def _add_stats(total: ExportStats, part: ExportStats) -> None:
+    total.pages += part.pages
+    total.requests += part.requests
+    total.retries += part.retries
+    total.passes += part.passes
+    total.exact_pages += part.exact_pages
+    total.seconds += part.seconds
+    total.totals.update(part.totals)
+
+
+def _newest(frame: pl.DataFrame) -> str | None:
+    value = frame["createdAt"].max() if frame.height else None
+    return value.isoformat() if value is not None else None
