@@ -15,6 +15,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from txkit.analysis._common import column_or_null, money, money_scale
+from txkit.analysis.underpayments import (
+    COUNTED_STATUSES,
+    is_underpayment,
+    successful_collections,
+)
 from txkit.calendar import parse_month, previous_months
 
 __all__ = [
@@ -35,6 +41,7 @@ METRIC_COLUMNS = (
     "meta.paymentCollectionType",
     "meta.existingTransaction.expectedAmount",
 )
+_EXPECTED = "meta.existingTransaction.expectedAmount"
 _INCOMING = ("collection", "conversion")  # conversions: what arrives in the currency
 _OUTGOING = ("transfer", "settlement")
 
@@ -70,20 +77,14 @@ def monthly_metrics(
         if "month" in names
         else pl.col("createdAt").dt.strftime("%Y-%m")
     )
-    flag = (
-        pl.col("meta.paymentCollectionType").cast(pl.String).str.to_uppercase()
-        if "meta.paymentCollectionType" in names
-        else pl.lit(None, pl.String)
-    )
-    expected = (
-        pl.col("meta.existingTransaction.expectedAmount")
-        if "meta.existingTransaction.expectedAmount" in names
-        else pl.lit(None, pl.Decimal(38, 2))
-    )
-    ok = pl.col("status") == "successful"
-    collection = ok & (pl.col("transType") == "collection")
-    under = collection & (flag == "UNDERPAYMENT")
-    zero = pl.lit(0, pl.Decimal(38, 2))
+    schema = lf.collect_schema()
+    # Money at its own scale (six decimals for USDT/USDC): a cast to two would round it.
+    scale = money_scale(schema, ["toAmount", "feeAmount", _EXPECTED])
+    expected = column_or_null(schema, _EXPECTED, pl.Decimal(38, scale))
+    ok = pl.col("status").is_in(COUNTED_STATUSES)
+    collection = successful_collections()
+    under = is_underpayment(schema)
+    zero = pl.lit(0, pl.Decimal(38, scale))
     frame = (
         lf.select(
             month.alias("month"),
@@ -92,9 +93,9 @@ def monthly_metrics(
             pl.col("transType").cast(pl.String).alias("type"),
             collection.alias("collection"),
             under.alias("under"),
-            pl.col("toAmount").cast(pl.Decimal(38, 2)).alias("amount"),
-            pl.col("feeAmount").cast(pl.Decimal(38, 2)).alias("fee"),
-            expected.cast(pl.Decimal(38, 2)).alias("expected"),
+            money("toAmount", scale).alias("amount"),
+            money("feeAmount", scale).alias("fee"),
+            expected.cast(pl.Decimal(38, scale)).alias("expected"),
         )
         .group_by("month", "currency")
         .agg(

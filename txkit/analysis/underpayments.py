@@ -20,6 +20,8 @@ from txkit.schema import require
 __all__ = [
     "COUNTED_STATUSES",
     "activity_comparison",
+    "is_underpayment",
+    "payment_flag",
     "repeat_shortfalls",
     "underpayment_summary",
     "underpayments",
@@ -79,12 +81,28 @@ def _prepare(transactions: Frame, caller: str, required: dict[str, Kind]) -> pl.
     return lf
 
 
-def _flag() -> pl.Expr:
+def payment_flag(schema: pl.Schema | None = None) -> pl.Expr:
+    """The under/overpayment flag (``meta.paymentCollectionType``), stripped and upper-cased:
+    ``" underpayment "`` and ``"UnderPayment"`` are ``"UNDERPAYMENT"``. The one reading of the
+    flag for every figure txkit shows (notebook 03, the trends, the index headlines).
+
+    Args:
+        schema: the frame's schema; when given and the column is absent, a null flag.
+    """
+    if schema is not None and _TYPE not in schema:
+        return pl.lit(None, pl.String)
     return pl.col(_TYPE).cast(pl.String).str.strip_chars().str.to_uppercase()
 
 
-def _successful_collections() -> pl.Expr:
+def successful_collections() -> pl.Expr:
+    """Collections of the counted statuses (:data:`COUNTED_STATUSES`)."""
     return (pl.col("transType") == "collection") & pl.col("status").is_in(COUNTED_STATUSES)
+
+
+def is_underpayment(schema: pl.Schema | None = None) -> pl.Expr:
+    """A counted underpayment: a successful collection flagged ``UNDERPAYMENT`` (see
+    :func:`payment_flag`). Its shortfall is expected minus paid, at the money's own scale."""
+    return successful_collections() & (payment_flag(schema) == "UNDERPAYMENT")
 
 
 def _flagged(
@@ -100,16 +118,16 @@ def _flagged(
         .unique()
         .with_columns(pl.lit(True).alias("original_in_export"))
     )
-    counted = _flag().is_in(_FLAGS)
+    counted = payment_flag().is_in(_FLAGS)
     if not all_statuses:
-        counted = counted & _successful_collections()
+        counted = counted & successful_collections()
     return (
         lf.filter(counted)
         .select(
             pl.col("id").cast(pl.String),
             "createdAt",
             pl.col("transactionReference").cast(pl.String),
-            _flag().alias("type"),
+            payment_flag().alias("type"),
             pl.col("status").cast(pl.String),
             pl.col("toCurrency").cast(pl.String).alias("currency"),
             money(_EXPECTED, scale).alias("expected"),
@@ -250,7 +268,7 @@ def underpayment_summary(
         (-pl.col("shortfall")).filter(over).sum().cast(pl.Decimal(38, scale)).alias("excess"),
     )
     base = (
-        keyed.filter(_successful_collections())
+        keyed.filter(successful_collections())
         .group_by(keys)
         .agg(pl.len().cast(pl.UInt32).alias("successful_collections"))
     )
@@ -363,13 +381,13 @@ def activity_comparison(transactions: Frame, channel: str | None = None) -> pl.D
         ValueError: a required column is missing or of the wrong type.
     """
     lf = _prepare(transactions, "activity_comparison", _ACTIVITY_REQUIRED)
-    lf = lf.filter(_successful_collections())
+    lf = lf.filter(successful_collections())
     if channel is not None:
         lf = lf.filter(pl.col("meta.paymentChannel") == channel)
     group = (
-        pl.when(_flag() == "UNDERPAYMENT")
+        pl.when(payment_flag() == "UNDERPAYMENT")
         .then(pl.lit("underpaid"))
-        .when(_flag() == "OVERPAYMENT")
+        .when(payment_flag() == "OVERPAYMENT")
         .then(pl.lit("overpaid"))
         .otherwise(pl.lit("exact"))
         .cast(pl.Enum(_GROUPS))
