@@ -93,3 +93,23 @@ def test_csv_safe_touches_only_text_that_starts_like_a_formula(tmp_path: Path) -
     assert back["text"][0] == "'=1+1" and back["number"][0] == "-1"
     # Nested values are written as JSON text, which cannot start like a formula.
     assert back["tags"][0] == '["=x"]'
+
+
+def test_atomic_path_gives_the_mode_a_plain_write_gives(tmp_path: Path) -> None:
+    import os
+
+    from txkit.output import atomic_path
+
+    old = os.umask(0o027)
+    try:
+        with atomic_path(tmp_path / "new.csv") as tmp:
+            tmp.write_text("a\n")
+        assert (tmp_path / "new.csv").stat().st_mode & 0o777 == 0o640
+        kept = tmp_path / "kept.csv"
+        kept.write_text("old\n")
+        kept.chmod(0o604)
+        with atomic_path(kept) as tmp:
+            tmp.write_text("new\n")
+        assert kept.stat().st_mode & 0o777 == 0o604 and kept.read_text() == "new\n"
+    finally:
+        os.umask(old)

@@ -533,3 +533,17 @@ def test_kernel_sockets_fit_a_unix_socket_path_under_a_long_temporary_folder(
         assert len(str(folder / "k99-99")) <= _run._SOCKET_PATH_MAX
     finally:
         folder.rmdir()
+
+
+def test_downloads_have_the_pages_permissions(session_report: SessionReport) -> None:
+    """Served by a web server or copied to a shared drive, a page whose CSV/XLSX links fail is
+    no use: every file of the report has the index's mode (the umask's, not mkstemp's 0600)."""
+    folder = session_report.folder
+    index_mode = (folder / "index.html").stat().st_mode & 0o777
+    modes = {
+        path.relative_to(folder).as_posix(): path.stat().st_mode & 0o777
+        for path in folder.rglob("*")
+        if path.is_file()
+    }
+    assert any(name.endswith((".csv", ".xlsx")) for name in modes)
+    assert {name: mode for name, mode in modes.items() if mode != index_mode} == {}

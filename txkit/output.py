@@ -26,9 +26,31 @@ __all__ = ["FORMULA_START", "atomic_path", "check_writable", "csv_safe", "write_
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it to read it, which
+    another thread writing a file at that moment would see)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode(target: Path) -> int:
+    """The mode a plain ``open(target, "w")`` would leave: the existing file's, else 0666 less
+    the umask. ``mkstemp`` creates 0600, which made the report's downloads unreadable where its
+    pages (0644) were served or shared."""
+    with contextlib.suppress(OSError):
+        return target.stat().st_mode & 0o7777
+    return 0o666 & ~_umask()
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; on success it replaces ``target`` at once.
+    """Yield a temporary path beside ``target``; on success it replaces ``target`` at once,
+    with the mode a plain write would give it (:func:`file_mode`).
 
     On any error the temporary file is removed and ``target`` is left as it was.
     """
@@ -39,6 +61,7 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        tmp_path.chmod(file_mode(target))
         os.replace(tmp_path, target)
     finally:
         tmp_path.unlink(missing_ok=True)
