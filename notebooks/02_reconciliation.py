@@ -53,6 +53,7 @@ from IPython.display import Markdown, display
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
 from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook import (
+    count_by_currency,
     display_exceptions,
     display_table,
     load_margin,
@@ -117,7 +118,7 @@ display_exceptions(
     show_pii=show_pii,
     rows=60,
     empty="None this month: every reference matches.",
-    population=result.height,
+    population=count_by_currency(result),
     population_label="references",
 )
 

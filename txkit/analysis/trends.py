@@ -158,28 +158,44 @@ def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
 
 
 def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
-    """One row per month and currency: :func:`monthly_metrics` with the reports' match rate
-    and balance breaks of that month (null for months without a report)."""
-    found = history.filter(pl.col("list").is_in(["reconciliation_mismatches", "balance_breaks"]))
-    per_month = (
-        found.pivot(on="list", index="month", values=["rows", "population"])
-        if found.height
-        else pl.DataFrame(schema={"month": pl.String})
+    """One row per month and currency: :func:`monthly_metrics` with that currency's match rate
+    and balance breaks from the month's report.
+
+    Each row holds its own currency's figures (a month's total on every currency row read as
+    18 breaks per currency). Null when the month has no report, or its report recorded no
+    per-currency figures (reports before txkit 0.2); a currency absent from a recorded list
+    has 0 breaks.
+
+    Args:
+        metrics: :func:`monthly_metrics`.
+        history: :func:`txkit.notebook.report_history` (``month``, ``list``, ``currency``,
+            ``rows``, ``population``).
+    """
+    if "currency" not in history.columns:
+        history = history.with_columns(currency=pl.lit(None, pl.String))
+    per_currency = history.filter(pl.col("currency").is_not_null())
+
+    def figure(name: str, value: pl.Expr) -> pl.DataFrame:
+        return per_currency.filter(pl.col("list") == name).select("month", "currency", value)
+
+    breaks = figure("balance_breaks", pl.col("rows").alias("breaks"))
+    breaks_months = breaks["month"].unique().implode()
+    matched = figure(
+        "reconciliation_mismatches",
+        pl.when(pl.col("population") > 0)
+        .then(1 - pl.col("rows") / pl.col("population"))
+        .alias("match_rate"),
     )
-    out = metrics.join(per_month, on="month", how="left")
-    extra = []
-    if "rows_reconciliation_mismatches" in out.columns:
-        extra.append(
-            (
-                1
-                - pl.col("rows_reconciliation_mismatches")
-                / pl.col("population_reconciliation_mismatches")
-            ).alias("match_rate")
+    out = (
+        metrics.join(breaks, on=["month", "currency"], how="left")
+        .join(matched, on=["month", "currency"], how="left")
+        .with_columns(
+            # A recorded list without the currency: none of its rows were in that currency.
+            breaks=pl.when(pl.col("month").is_in(breaks_months))
+            .then(pl.col("breaks").fill_null(0))
+            .otherwise(pl.col("breaks"))
+            .cast(pl.Int64),
+            match_rate=pl.col("match_rate").cast(pl.Float64),
         )
-    else:
-        extra.append(pl.lit(None, pl.Float64).alias("match_rate"))
-    if "rows_balance_breaks" in out.columns:
-        extra.append(pl.col("rows_balance_breaks").alias("breaks"))
-    else:
-        extra.append(pl.lit(None, pl.Int64).alias("breaks"))
-    return out.with_columns(extra).select(*metrics.columns, "match_rate", "breaks")
+    )
+    return out.select(*metrics.columns, "match_rate", "breaks")

@@ -16,7 +16,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
 """
 
 from txkit.notebook._display import display_exceptions, display_table, what_to_look_at
-from txkit.notebook._downloads import report_history
+from txkit.notebook._downloads import count_by_currency, report_history
 from txkit.notebook._load import (
     LoadInfo,
     load_history,
@@ -28,6 +28,7 @@ from txkit.notebook._load import (
 
 __all__ = [
     "LoadInfo",
+    "count_by_currency",
     "display_exceptions",
     "display_table",
     "load_history",

@@ -6,7 +6,7 @@ IPython is imported when a helper runs (it is Jupyter's, not needed to import tx
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
@@ -74,7 +74,7 @@ def display_exceptions(
     sort: Sequence[str | pl.Expr] | None = None,
     descending: bool | Sequence[bool] = False,
     empty: str = "None this month.",
-    population: int | None = None,
+    population: int | Mapping[str, int] | None = None,
     population_label: str = "",
     first: Sequence[str] = (),
 ) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from txkit.privacy import mask_pii
 __all__ = [
     "MANIFEST",
     "Download",
+    "count_by_currency",
     "exception_key",
     "previous_open",
     "publish_exceptions",
@@ -62,6 +63,10 @@ class Download:
     counts: OpenCounts
     population: int | None = None  # what the list was drawn from (references reconciled, ...)
     population_label: str = ""
+    #: Rows and population per currency (a list's month total read on a currency's row was
+    #: the trends' ``breaks 18`` on every currency of 2026-10); None when not recorded.
+    rows_by_currency: dict[str, int] | None = None
+    population_by_currency: dict[str, int] | None = None
 
     def links_markdown(self) -> str:
         """``Download: CSV · Excel`` with the counts, for the notebook page."""
@@ -113,6 +118,33 @@ def _previous_month(month: str) -> str:
     return previous_months(month, 1)[0]
 
 
+def _currency(schema: pl.Schema) -> pl.Expr | None:
+    """A row's currency: ``currency``, else the export's currency or, without one, the order's
+    (a reconciliation row); None when the list has no currency."""
+    if "currency" in schema:
+        return pl.col("currency").cast(pl.String)
+    sides = [
+        pl.col(c).cast(pl.String) for c in ("export_currency", "order_currency") if c in schema
+    ]
+    return pl.coalesce(sides) if sides else None
+
+
+def count_by_currency(df: pl.DataFrame) -> dict[str, int]:
+    """Rows per currency (see :func:`_currency`); rows without one count under ``""``.
+
+    Raises:
+        ValueError: the frame has no currency column.
+    """
+    expr = _currency(df.schema)
+    if expr is None:
+        raise ValueError(
+            f"no currency column in {df.columns}: expected currency, export_currency or "
+            "order_currency"
+        )
+    counts = df.select(expr.fill_null("").alias("c")).group_by("c").len()
+    return dict(zip(counts["c"].to_list(), counts["len"].to_list(), strict=True))
+
+
 def _for_files(df: pl.DataFrame) -> pl.DataFrame:
     """Lists as text; timestamps as naive UTC (Excel has no time zones; the header says UTC)."""
     out = []
@@ -136,7 +168,7 @@ def publish_exceptions(
     folder: str | os.PathLike[str] | None,
     page: str = "",
     show_pii: bool = False,
-    population: int | None = None,
+    population: int | Mapping[str, int] | None = None,
     population_label: str = "",
 ) -> Download | None:
     """Write an exception list as CSV and Excel into the report, with open-item status.
@@ -151,7 +183,8 @@ def publish_exceptions(
         page: the notebook page that shows the list (``02_reconciliation.html``).
         show_pii: write customer data unmasked (the report says so).
         population: how many items the list was drawn from (e.g. references reconciled), for
-            the index's rates; None when it has no meaning.
+            the index's rates, or those counts per currency (:func:`count_by_currency`), for
+            the trends' per-currency rates; None when it has no meaning.
         population_label: what those items are (``references``).
 
     Returns:
@@ -192,8 +225,10 @@ def publish_exceptions(
         xlsx=f"{name}.xlsx",
         rows=keyed.height,
         counts=counts,
-        population=population,
+        population=sum(population.values()) if isinstance(population, Mapping) else population,
         population_label=population_label,
+        rows_by_currency=count_by_currency(keyed) if _currency(keyed.schema) is not None else None,
+        population_by_currency=dict(population) if isinstance(population, Mapping) else None,
     )
     still = marked.filter(pl.col("open_status") != RESOLVED)
     entry = asdict(download) | {
@@ -215,9 +250,10 @@ def report_history(
             place); it replaces that month's finished report.
 
     Returns:
-        ``month``, ``list``, ``rows`` (open exceptions), ``population`` (e.g. the references
-        reconciled; null when not recorded), sorted by month; empty when no report has
-        downloads.
+        ``month``, ``list``, ``currency`` (null: the month's whole list; then a row per
+        currency where the report recorded them), ``rows`` (exceptions), ``population`` (e.g.
+        the references reconciled; null when not recorded), sorted by month; empty when no
+        report has downloads.
     """
     folders = {f.name: f for f in sorted(Path(reports).glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]"))}
     if current is not None and str(current[1]):
@@ -229,9 +265,30 @@ def report_history(
                 {
                     "month": month,
                     "list": name,
+                    "currency": None,
                     "rows": entry.get("rows"),
                     "population": entry.get("population"),
                 }
             )
-    schema = {"month": pl.String, "list": pl.String, "rows": pl.Int64, "population": pl.Int64}
-    return pl.DataFrame(rows, schema=schema).sort("month", "list")
+            by_rows = entry.get("rows_by_currency")
+            if by_rows is None:
+                continue
+            by_population = entry.get("population_by_currency") or {}
+            for currency in sorted(set(by_rows) | set(by_population)):
+                rows.append(
+                    {
+                        "month": month,
+                        "list": name,
+                        "currency": currency,
+                        "rows": by_rows.get(currency, 0),
+                        "population": by_population.get(currency),
+                    }
+                )
+    schema = {
+        "month": pl.String,
+        "list": pl.String,
+        "currency": pl.String,
+        "rows": pl.Int64,
+        "population": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema).sort("month", "list", "currency", nulls_last=False)

@@ -290,7 +290,7 @@ def plot_money_trend(metrics: pl.DataFrame) -> Figure:
 
 def plot_rate_trends(table: pl.DataFrame) -> Figure:
     """Success, fee, underpayment and match rates per month, in percent (from
-    :func:`txkit.analysis.trend_table`); one line per currency (the match rate: all of them)."""
+    :func:`txkit.analysis.trend_table`); one line per currency."""
     months = sorted(table["month"].unique().to_list())
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5), layout="constrained")
     fig.suptitle("Rates per month")
@@ -306,15 +306,13 @@ def plot_rate_trends(table: pl.DataFrame) -> Figure:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
         _month_axis(ax, months)
     axes.flat[0].legend(title="currency", fontsize="small")
-    match = table.select("month", "match_rate").unique("month").sort("month")
     ax = axes.flat[3]
-    known = match.filter(pl.col("match_rate").is_not_null())
+    known = table.filter(pl.col("match_rate").is_not_null())
     ax.set_title("Match rate (each month's report)")
     ax.set_ylabel("references matched (%)")
     _month_axis(ax, months)
     if known.height:
-        where = [months.index(m) for m in known["month"].to_list()]
-        ax.plot(where, [v * 100 for v in known["match_rate"].to_list()], marker="o", ms=3)
+        _lines(ax, known, "match_rate", months, percent=True)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
     else:
         ax.text(0.5, 0.5, "No monthly report yet", ha="center", transform=ax.transAxes)
@@ -339,15 +337,18 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
     short.set_ylabel("expected − paid (its currency)")
     short.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_amount(v)))
     _month_axis(short, months)
-    counts = table.select("month", "breaks").unique("month").sort("month")
-    known = counts.filter(pl.col("breaks").is_not_null())
-    breaks.set_title("Balance breaks (each month's report)")
+    known = table.filter(pl.col("breaks").is_not_null())
+    breaks.set_title("Balance breaks per currency (each month's report)")
     breaks.set_ylabel("breaks (count)")
     _month_axis(breaks, months)
     if known.height:
-        where = [months.index(m) for m in known["month"].to_list()]
-        bars = breaks.bar(where, known["breaks"].to_list(), color="#d62728")
-        breaks.bar_label(bars, labels=[f"{v:,}" for v in known["breaks"].to_list()])
+        currencies = sorted(known["currency"].drop_nulls().unique().to_list())
+        width = 0.8 / max(1, len(currencies))
+        for i, currency in enumerate(currencies):
+            part = known.filter(pl.col("currency") == currency).sort("month")
+            where = [months.index(m) - 0.4 + width * (i + 0.5) for m in part["month"].to_list()]
+            breaks.bar(where, part["breaks"].to_list(), width=width, label=currency)
+        breaks.legend(title="currency", fontsize="small")
     else:
         breaks.text(0.5, 0.5, "No monthly report yet", ha="center", transform=breaks.transAxes)
     return fig
