@@ -219,6 +219,38 @@ def test_a_second_sync_on_the_same_store_is_refused(box: Sandbox, tmp_path: Path
         sync(c, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
 
+def test_the_lock_file_goes_with_the_sync_and_still_excludes_while_held(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    """A lock file left after every run (``pid 6356 since ...``) read as a sync still running."""
+    store = tmp_path / "store"
+    with client(box) as c:
+        sync(c, start="2026-10-01", end="2026-10-03", store=store, today=TODAY)
+    assert not (store / "_txkit.lock").exists()
+    with locked(store):
+        held = (store / "_txkit.lock").read_text()
+        assert held.startswith(f"pid {os.getpid()} since ")
+        # Another process is refused, naming the holder.
+        other = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys\nfrom txkit.store._location import locked\n"
+                "try:\n    locked(sys.argv[1]).__enter__()\n"
+                "except Exception as exc:\n    print(type(exc).__name__, exc)",
+                str(store),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert other.stdout.startswith("StoreLockedError another sync is running"), other
+        assert f"pid {os.getpid()}" in other.stdout
+    assert not (store / "_txkit.lock").exists()
+    with locked(store):  # and it can be taken again
+        pass
+
+
 @pytest.mark.slow
 def test_store_files_never_hold_the_key(box: Sandbox, tmp_path: Path) -> None:
     store = tmp_path / "store"

@@ -5,7 +5,7 @@ Layout: the store *is* a Delta table (``deltalake``/delta-rs), partitioned by th
 
     STORE/_delta_log/00000000000000000007.json     one commit per sync
     STORE/month=2026-10/part-...parquet             data files
-    STORE/_txkit.lock                               held by the running sync (local stores)
+    STORE/_txkit.lock                               while a sync runs: who holds it (local stores)
 
 ``STORE`` is a folder (default :func:`default_store`: ``data/store/sandbox`` without a key,
 ``data/store/<host>`` with one; the CLI, the notebooks and the report use the same) or a
