@@ -547,3 +547,17 @@ def test_downloads_have_the_pages_permissions(session_report: SessionReport) -> 
     }
     assert any(name.endswith((".csv", ".xlsx")) for name in modes)
     assert {name: mode for name, mode in modes.items() if mode != index_mode} == {}
+
+
+def test_no_page_holds_the_analysts_local_path(session_report: SessionReport) -> None:
+    """Pages are forwarded and printed: the store is named (``data/store/sandbox``), never by
+    the analyst's absolute local path."""
+    workdir = str(session_report.workdir.resolve())
+    pages = sorted(session_report.folder.glob("*.html"))
+    assert len(pages) >= 6
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert workdir not in text and str(session_report.workdir) not in text, page.name
+    assert "data/store/sandbox at table version" in (
+        session_report.folder / "01_explore.html"
+    ).read_text(encoding="utf-8")

@@ -559,3 +559,15 @@ def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
     assert written == ["2026-06", "2026-07"]
     assert {str(p) for p in store.glob("month=*/*.parquet")} == before
     assert read_state(store).version == 0
+
+
+def test_a_store_is_named_without_the_local_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from txkit.store._location import store_name
+
+    monkeypatch.chdir(tmp_path)
+    assert store_name(tmp_path / "data" / "store" / "sandbox") == "data/store/sandbox"
+    assert store_name("/srv/elsewhere/data/store/acme") == "data/store/acme"
+    assert store_name("/mnt/share/ledger") == "ledger"
+    assert store_name("s3://bucket/txkit") == "s3://bucket/txkit"

@@ -64,4 +64,4 @@ def test_the_days_around_a_month_from_the_store(tmp_path: Path) -> None:
     assert str(note).startswith(
         f"Days around the month: {around.height:,} transactions of 2026-08-29"
     )
-    assert "from the local store" in str(note)
+    assert "from the store " in str(note)

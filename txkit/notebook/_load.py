@@ -23,6 +23,7 @@ from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect, sandbox_files
 from txkit.store import read_manifests, read_months, scan_store
+from txkit.store._location import store_name
 
 __all__ = [
     "LoadInfo",
@@ -187,7 +188,7 @@ def _from_store(
         first=first,
         last=last,
         source=(
-            f"the store {store} at table version {manifest.table_version} (data from "
+            f"the store {store_name(store)} at table version {manifest.table_version} (data from "
             f"{manifest.source}, last fetched {manifest.fetched_at})"
         ),
         rows=df.height,
@@ -256,12 +257,13 @@ def load_history(
             usable.insert(0, name)
         if not usable:
             return none(
-                f"History: none (the store {store} does not hold {wanted[-1]}); {month} is "
+                f"History: none (the store {store_name(store)} does not hold {wanted[-1]}); "
+                f"{month} is "
                 "checked alone"
             )
         version = stored[usable[-1]].table_version  # one version for every month read
         df = read_months(usable, store=store, version=version)
-        origin = f"the local store {store}"
+        origin = f"the store {store_name(store)}"
     else:
         usable = wanted
         with _connected(source, client) as (conn, _, origin):
@@ -327,7 +329,7 @@ def load_margin(
         df = read_months(sorted(m for m in wanted if m in stored), store=store, version=version)
         day = pl.col("createdAt").dt.date()
         df = df.filter(pl.any_horizontal(day.is_between(a, b) for a, b in windows))
-        origin = f"the local store {store}"
+        origin = f"the store {store_name(store)}"
     else:
         with _connected(source, client) as (conn, _, origin):
             frames = [load_transactions(conn, start=a, end=b) for a, b in windows]
@@ -444,7 +446,8 @@ def trend_records(
         lf = scan_store(store, version=version).filter(pl.col("month").is_in(wanted))
         at = f" at table version {version}" if version is not None else ""
         return lf, (
-            f"the store {store}{at}, the months it holds from {wanted[0]} to {wanted[-1]} (read "
+            f"the store {store_name(store)}{at}, the months it holds from {wanted[0]} to "
+            f"{wanted[-1]} (read "
             "lazily, only the "
             "columns needed)"
         )

@@ -49,6 +49,7 @@ __all__ = [
     "refuse_old_layout",
     "storage_options",
     "store_location",
+    "store_name",
     "table_uri",
     "write_problem",
 ]
@@ -58,6 +59,28 @@ LOCK_NAME = "_txkit.lock"
 #: A store as the functions of :mod:`txkit.store` take it: a folder, a URI, or None for the
 #: default store (:func:`txkit.config.default_store`).
 StoreLike = str | os.PathLike[str] | None
+
+
+def store_name(store: StoreLike) -> str:
+    """The store as pages and "as run" lines name it: a URI as given; a folder by its path
+    inside the working folder, else by its last parts (``data/store/sandbox``), never the
+    analyst's absolute local path (pages are forwarded and printed).
+
+    Examples: ``/home/ana/txkit/data/store/sandbox`` -> ``data/store/sandbox``;
+    ``/mnt/share/ledger`` -> ``ledger``.
+    """
+    where = store_location(store)
+    if is_remote(where):
+        return str(where)
+    path = Path(where).absolute()
+    with contextlib.suppress(ValueError):
+        inside = path.relative_to(Path.cwd())
+        if inside.parts:
+            return inside.as_posix()
+    parts = path.parts
+    if len(parts) >= 3 and parts[-3:-1] == ("data", "store"):
+        return "/".join(parts[-3:])
+    return path.name or str(path)
 
 
 def store_location(store: StoreLike) -> str | os.PathLike[str]:
