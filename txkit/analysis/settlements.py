@@ -131,7 +131,11 @@ def match_settlements(
             "match_settlements: statement must be a txkit.bank.BankStatement or its entries "
             f"frame, got {type(statement).__name__}"
         )
-    if isinstance(date_tolerance, bool) or not isinstance(date_tolerance, int) or date_tolerance < 0:
+    if (
+        isinstance(date_tolerance, bool)
+        or not isinstance(date_tolerance, int)
+        or date_tolerance < 0
+    ):
         raise ValueError(
             f"match_settlements: date_tolerance must be a whole number of business days, 0 or "
             f"more, got {date_tolerance!r}"
@@ -176,9 +180,12 @@ def match_settlements(
     bank = (
         entries.filter(pl.col("booked"))
         .select(
-            pl.concat_str(pl.col("file"), pl.lit(":"), pl.col("line").cast(pl.String)).alias(
-                "bank_line"
-            ),
+            # The file's name, not its folder: the same statement reads the same anywhere.
+            pl.concat_str(
+                pl.col("file").str.extract(r"([^/\\]+)$", 1),
+                pl.lit(":"),
+                pl.col("line").cast(pl.String),
+            ).alias("bank_line"),
             "file",
             "line",
             "currency",
@@ -316,9 +323,10 @@ def _reversals(
     pairs = (
         pairs.join(shared, on=["d", "b"], how="left")
         .with_columns(
-            (pl.col("shared").fill_null(False) | (pl.col("d_ref") == pl.col("c_ref")).fill_null(
-                False
-            )).alias("shared")
+            (
+                pl.col("shared").fill_null(False)
+                | (pl.col("d_ref") == pl.col("c_ref")).fill_null(False)
+            ).alias("shared")
         )
         .filter(pl.col("reversal") | pl.col("shared"))
         .sort(["d", "shared", "date", "b"], descending=[False, True, True, True])
@@ -357,8 +365,7 @@ def _window_pairs(
         )
     else:
         pairs = left.join(right, on="currency").filter(
-            (pl.col("bank_amount") - pl.col("settlement_amount")).abs()
-            <= _limit(tolerance, scale)
+            (pl.col("bank_amount") - pl.col("settlement_amount")).abs() <= _limit(tolerance, scale)
         )
     return (
         pairs.filter(pl.col("date").is_between(pl.col("_from"), pl.col("_until")))
@@ -476,7 +483,7 @@ def _categorise(
         if row["settlement_date"] > (last or date.max):
             continue  # the next month's, credited early by a bank's local day
         note: list[str] = []
-        if got is None or got["category"] is None and not bs:
+        if got is None or (got["category"] is None and not bs):
             category = "missing_in_bank"
             rule = None
             for b in reversed_bs:
@@ -528,7 +535,9 @@ def _categorise(
                 else total - row["settlement_amount"],
                 "settlement_id": row["settlement_id"],
                 "bank_line": b0["bank_line"] if single or category == "duplicate_credit" else None,
-                "narration": b0["narration"] if b0 is not None and category != "ambiguous" else None,
+                "narration": b0["narration"]
+                if b0 is not None and category != "ambiguous"
+                else None,
                 "note": "; ".join(note) or None,
             }
         )
@@ -658,9 +667,10 @@ def settlement_summary(result: Frame) -> pl.DataFrame:
         lf.group_by(pl.col("category").cast(pl.String).cast(_CATEGORY), "currency")
         .agg(
             pl.len().cast(pl.UInt32).alias("rows"),
-            money("settlement_amount", scale).sum(),
-            money("bank_amount", scale).sum(),
-            money("difference", scale).sum(),
+            *(
+                pl.when(pl.col(c).is_not_null().any()).then(money(c, scale).sum()).alias(c)
+                for c in ("settlement_amount", "bank_amount", "difference")
+            ),
         )
         .sort("category", "currency")
         .collect()
