@@ -421,14 +421,32 @@ def _amount_sum_rules(
         .unique("reference", keep="first")
         .collect()
     )
+    open_collections = open_collections.join(tx_info, on="reference", how="left")
+    open_orders = open_orders.join(od_info, on="reference", how="left")
+    # Only what can be linked at all is looked at in Python (a million open orders without a
+    # customer cost 10 s there, and none can be a part of anything).
+    linkable_refs = pl.concat(
+        [open_collections["reference"], open_collections["existing"].drop_nulls()]
+    ).implode()
+    customers = open_collections["customer"].drop_nulls().implode()
+    open_orders = open_orders.filter(
+        pl.col("reference").is_in(linkable_refs) | pl.col("customer").is_in(customers)
+    )
+    order_customers = open_orders["customer"].drop_nulls().implode()
+    order_links = open_orders["reference"].implode()
+    open_collections = open_collections.filter(
+        pl.col("reference").is_in(order_links)
+        | pl.col("existing").is_in(order_links)
+        | pl.col("customer").is_in(order_customers)
+    )
     pays = [
         {**r, "amount": r["export_amount"], "currency": r["export_currency"],
          "day": r["export_date"]}
-        for r in open_collections.join(tx_info, on="reference", how="left").iter_rows(named=True)
+        for r in open_collections.iter_rows(named=True)
     ]  # fmt: skip
     dues = [
         {**r, "amount": r["order_amount"], "currency": r["order_currency"], "day": r["order_date"]}
-        for r in open_orders.join(od_info, on="reference", how="left").iter_rows(named=True)
+        for r in open_orders.iter_rows(named=True)
     ]
 
     def limit(currency: str | None) -> Decimal:
