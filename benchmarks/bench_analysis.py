@@ -11,14 +11,25 @@ break, so the expected count is 0.
     python benchmarks/bench_analysis.py --rate 0.001          # with planted anomalies
     python benchmarks/bench_analysis.py --records 100000      # quick look
     python benchmarks/bench_analysis.py --balance-model fee-only --zero-rate 0.05
+    python benchmarks/bench_analysis.py --close               # the month-end close (issue 25)
+
+``--close`` times the month-end close on one month of ``--records`` records (a one-month
+calendar): today's one-to-one ``reconcile`` against 1,000,000 orders (the baseline), then
+the close's matching: ``reconcile`` with the amount-sum rules plus ``match_settlements``
+against a statement of 50,000 lines (target: within 2x the baseline), beside the floor (a
+bare polars join of the same references) and the statement's reading in each format.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -33,6 +44,10 @@ from txkit.analysis import (
     underpayments,
 )
 from txkit.sandbox.ledger import Ledger, generate_ledger
+from txkit.sandbox.ledger._bank import CSV_COLUMNS
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import round_robin
 
 PAGE = 5_000
 BATCH = 40  # pages verified together, as the loader does
@@ -114,7 +129,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--balance-model", choices=["net", "fee-only"], default="net")
     parser.add_argument("--zero-rate", type=float, default=0.0, help="zero-balance transfers")
+    parser.add_argument("--close", action="store_true", help="the month-end close benchmark")
     args = parser.parse_args()
+    if args.close:
+        close_benchmark(args)
+        return
 
     start = time.perf_counter()
     ledger = generate_ledger(
@@ -190,6 +209,89 @@ def main() -> None:
     print(f"false breaks: {unplanted - explained}; missed: {len(expected - got)}")
     if unplanted - explained or expected - got:
         raise SystemExit("MISMATCH with the ground truth")
+
+
+def close_benchmark(args: argparse.Namespace) -> None:
+    """One month of ``--records`` records, 1,000,000 orders, a 50,000-line statement."""
+    from txkit.analysis.settlements import match_settlements
+    from txkit.bank import read_statements
+
+    start = time.perf_counter()
+    ledger = generate_ledger(
+        seed=args.seed, records=args.records, months=1, start_month="2026-10", anomaly_rate=0.001
+    )
+    df, _ = _decode(ledger)
+    month = "2026-10"
+    orders = ledger.orders
+    if orders.height < 1_000_000:  # pad to 1,000,000 orders with ones no collection pays
+        extra = 1_000_000 - orders.height
+        orders = pl.concat(
+            [
+                orders,
+                pl.DataFrame(
+                    {
+                        "reference": [f"PAD-{k:09d}" for k in range(extra)],
+                        "amount": [Decimal("100.00")] * extra,
+                        "currency": ["NGN"] * extra,
+                        "status": ["successful"] * extra,
+                        "date": [orders["date"].min()] * extra,
+                        "customer": [None] * extra,
+                    },
+                    schema=orders.schema,
+                ),
+            ]
+        )
+    folder = Path(tempfile.mkdtemp())
+    paths = {}
+    for fmt, suffix in (("csv", ".csv"), ("mt940", ".mt940"), ("camt053", ".xml")):
+        paths[fmt] = []
+        for m in ledger.statement_months():
+            path = folder / f"statement_{m}{suffix}"
+            path.write_bytes(ledger.bank_statement(m, fmt))
+            paths[fmt].append(path)
+    statement = read_statements(paths["camt053"])
+    print(
+        f"set-up {time.perf_counter() - start:.1f} s: {df.height:,} records in {month}, "
+        f"{orders.height:,} orders, a statement of {statement.entries.height:,} lines"
+    )
+    refs = df.filter(pl.col("transType") == "collection").select(
+        pl.col("transactionReference").alias("reference")
+    )
+
+    def floor() -> object:
+        return refs.join(orders.select("reference"), on="reference", how="full").height
+
+    def baseline() -> object:
+        return reconcile(df, orders, month=month, parts=False)
+
+    def close() -> object:
+        result = reconcile(df, orders, month=month)
+        return result, match_settlements(df, statement, month=month)
+
+    results = round_robin({"floor": floor, "baseline": baseline, "close": close}, runs=args.repeat)
+    base = results["baseline"]["seconds"]
+    for name, label in (
+        ("floor", "bare polars full join of the references (floor)"),
+        ("baseline", "reconcile one to one (today's reconciliation)"),
+        ("close", "reconcile with amount-sum rules + match_settlements"),
+    ):
+        r = results[name]
+        print(
+            f"{label:<55} {r['seconds']:6.2f} s (min {r['min']:.2f}, max {r['max']:.2f}) "
+            f"{df.height / r['seconds']:>12,.0f} rec/s  peak {r['peak_mb']:6.0f} MB  "
+            f"{r['seconds'] / base:4.2f}x baseline"
+        )
+    ratio = results["close"]["seconds"] / base
+    print(
+        f"close / baseline: {ratio:.2f}x (target: at most 2x) {'met' if ratio <= 2 else 'NOT met'}"
+    )
+    for fmt, files in paths.items():
+        began = time.perf_counter()
+        read = read_statements(files, columns=CSV_COLUMNS if fmt == "csv" else None)
+        print(
+            f"read the statement as {fmt:<8} {time.perf_counter() - began:6.2f} s "
+            f"({read.entries.height:,} lines)"
+        )
 
 
 if __name__ == "__main__":

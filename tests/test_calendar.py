@@ -169,7 +169,8 @@ def test_sandbox_orders_are_read_from_written_files_not_regenerated(
     ledger = generate_ledger(seed=3, records=2_000)
     folder = sandbox_files(settings, ledger=ledger)
     assert folder == tmp_path / "data/sandbox/cache" / settings.key
-    assert sorted(p.name for p in folder.iterdir()) == ["ground_truth.json", "orders.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == ["bank", "ground_truth.json", "orders.csv"]
+    assert (folder / "bank" / "statement_2026-10.camt053.xml").is_file()
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no staging left
     assert read_orders(folder / "orders.csv").equals(ledger.orders)
 

@@ -83,6 +83,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_MAX_TOTAL",
         "TXKIT_PROGRESS",
         "TXKIT_RESPONSE_DEADLINE",
+        "TXKIT_BANK_COLUMNS",
     } == set(config.VARIABLES)
 
 

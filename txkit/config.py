@@ -12,6 +12,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_MAX_RETRIES``       retries per request
 ``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
+``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the working
@@ -42,6 +43,7 @@ from txkit._scrub import watch_secret_variable
 from txkit.errors import ConfigError
 
 __all__ = [
+    "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
     "DATA_DIR_VAR",
     "DEADLINE_VAR",
@@ -58,6 +60,7 @@ __all__ = [
     "SECRET_KEY_VAR",
     "VARIABLES",
     "SandboxSettings",
+    "bank_columns_setting",
     "check_setting",
     "configured",
     "data_dir",
@@ -95,6 +98,8 @@ MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
 MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
 #: ``0`` or ``1`` forces progress bars off or on.
 PROGRESS_VAR = "TXKIT_PROGRESS"
+#: A CSV bank statement's column mapping (``txkit report --bank-columns`` wins over it).
+BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
 #: Every variable txkit reads.
 VARIABLES = (
     BASE_URL_VAR,
@@ -105,6 +110,7 @@ VARIABLES = (
     MAX_RETRIES_VAR,
     MAX_TOTAL_VAR,
     PROGRESS_VAR,
+    BANK_COLUMNS_VAR,
 )
 
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
@@ -162,6 +168,13 @@ def progress_setting() -> bool | None:
     """``TXKIT_PROGRESS``: True for ``1``, False for ``0``, else None (decide by the terminal)."""
     forced = os.environ.get(PROGRESS_VAR)
     return forced == "1" if forced in ("0", "1") else None
+
+
+def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
+    """``TXKIT_BANK_COLUMNS`` (environment, else ``.env``): a CSV bank statement's column
+    mapping, ``key=Column Name`` pairs separated by commas; None when unset."""
+    value, _ = read_setting(BANK_COLUMNS_VAR, env_file)
+    return value
 
 
 _dotenv_cache: dict[tuple[str, int, int], dict[str, str]] = {}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 
@@ -41,6 +41,7 @@ __all__ = [
     "AGREED_CATEGORIES",
     "CATEGORIES",
     "DEFAULT_DATE_TOLERANCE",
+    "GROUP_CATEGORIES",
     "MAX_ORDER_DECIMALS",
     "ORDERS_FORMATS",
     "OrdersFile",
@@ -60,6 +61,8 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "paid_previous_month",
     "ordered_next_month",
     "amount_within_tolerance",
+    "paid_in_parts",
+    "grouped",
     "missing_in_export",
     "missing_in_orders",
     "duplicate_reference",
@@ -71,6 +74,9 @@ CATEGORIES: Final[tuple[str, ...]] = (
 #: found within the date tolerance) or within the amount tolerance. Every other category is an
 #: exception to look at.
 AGREED_CATEGORIES: Final[tuple[str, ...]] = CATEGORIES[:6]
+#: Matches of several collections to one order (``paid_in_parts``) or of one collection to
+#: several orders (``grouped``), by the amount-sum rule: matched, and listed for allocation.
+GROUP_CATEGORIES: Final[tuple[str, ...]] = ("paid_in_parts", "grouped")
 _CATEGORY = pl.Enum(CATEGORIES)
 _MONTH_END: Final = CATEGORIES[1:5]
 _SIDE_COLUMNS: Final = {
@@ -95,7 +101,11 @@ _ORDERS_REQUIRED: Final[dict[str, Kind]] = {
     "amount": "money",
     "currency": "string",
 }
-_ORDERS_OPTIONAL: Final[dict[str, Kind]] = {"status": "string", "date": "date"}
+_ORDERS_OPTIONAL: Final[dict[str, Kind]] = {
+    "status": "string",
+    "date": "date",
+    "customer": "string",
+}
 # A plain decimal: optional sign, digits, optional fraction. No exponent, no separators.
 _AMOUNT_RE: Final = r"^[+-]?[0-9]+(\.[0-9]+)?$"
 _DATE_RE: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
@@ -110,6 +120,7 @@ def reconcile(
     month: str | None = None,
     date_tolerance: int | timedelta = DEFAULT_DATE_TOLERANCE,
     amount_tolerance: Tolerance | Mapping[str, Tolerance] | None = None,
+    parts: bool = True,
 ) -> pl.DataFrame:
     """Match the export's collections against the merchant's orders, one row per reference.
 
@@ -137,6 +148,26 @@ def reconcile(
     Collections without a ``transactionReference`` and orders without a ``reference`` cannot be
     matched and are left out.
 
+    Then, among what is left unmatched (``missing_in_export``, ``missing_in_orders`` and
+    ``amount_mismatch``, each once on its side), the amount-sum rules (``parts``, on by
+    default):
+
+    * ``paid_in_parts``: an order paid by two or more collections whose amounts sum to its
+      amount (within ``amount_tolerance``), in its currency. A collection is a candidate part
+      when it carries the order's reference (``transactionReference``, or
+      ``meta.existingTransaction.reference`` for the provider's under- and overpayments) or,
+      with the orders' ``customer`` column, comes from that customer (``customerEmail``,
+      case ignored) within ``date_tolerance`` days of the order;
+    * ``grouped``: one collection whose amount equals the sum of two or more open orders of
+      its customer (within ``date_tolerance`` days), or of orders carrying its reference.
+
+    A set is matched only when it is the one set that fits: two sets summing to the same
+    amount, or a collection or order fitting two sets, are left as they were (never
+    guessed). Every row of a set gets the category, ``group`` (the order's reference for
+    parts, the collection's for a group) and ``rule``; the set's difference is on its
+    ``group`` row. An under- or overpaid part keeps its underpayment meaning for
+    :func:`~txkit.analysis.underpayments`, which this does not change.
+
     Args:
         transactions: the export (eager or lazy), e.g. from :func:`txkit.load_transactions`;
             needs ``id``, ``createdAt``, ``transType``, ``status``, ``transactionReference``,
@@ -152,15 +183,25 @@ def reconcile(
         amount_tolerance: optional largest difference (a ``Decimal``, ``int`` or exact
             ``str``, in the record's currency; or a mapping of currency to one, currencies
             it lacks having none) that makes ``amount_within_tolerance`` instead of
-            ``amount_mismatch``. Off by default: every difference is a mismatch.
+            ``amount_mismatch`` (and by which parts may miss their order's amount). Off by
+            default: every difference is a mismatch.
+        parts: apply the amount-sum rules (``paid_in_parts``, ``grouped``); False gives the
+            one-to-one reconciliation alone.
 
     Returns:
         One row per reference, sorted by reference: ``reference``, ``category`` (an Enum in the
         order of :data:`CATEGORIES`), ``export_count`` and ``order_count`` (occurrences on each
         side), ``export_id``, ``export_amount``, ``export_currency``, ``export_status``,
         ``export_date`` (UTC date of ``createdAt``), ``order_amount``, ``order_currency``,
-        ``order_status``, ``order_date`` and ``difference`` (export amount minus order amount,
-        when both exist and the currencies agree). Money columns share one decimal scale.
+        ``order_status``, ``order_date``, ``difference`` (export amount minus order amount,
+        when both exist and the currencies agree; for a group of parts, on its ``group`` row,
+        the sum of the collections minus the sum of the orders), ``rule`` (what matched:
+        ``reference`` one to one; for a group, ``amount-sum`` with ``reference`` and/or
+        ``date window`` for how its members were linked; null when nothing matched),
+        ``group`` (the reference a part or grouped order belongs to) and
+        ``other_candidates`` (for a group: candidates linked the same way but not in the
+        set; for a set left unmatched because several fit, how many fitting sets there
+        were). Money columns share one decimal scale.
         Where a reference occurs more than once, the values shown are those of its earliest
         collection (by ``createdAt``, ``id``) and its first order row.
 
@@ -290,7 +331,7 @@ def reconcile(
         .then(gap)
         .cast(pl.Decimal(38, scale))
     )
-    return (
+    result = (
         joined.select(
             "reference",
             category.cast(_CATEGORY).alias("category"),
@@ -310,6 +351,259 @@ def reconcile(
         .sort("reference")
         .collect()
     )
+    linked = pl.col("export_count").gt(0) & pl.col("order_count").gt(0)
+    result = result.with_columns(
+        pl.when(linked).then(pl.lit("reference")).alias("rule"),
+        pl.lit(None, dtype=pl.String).alias("group"),
+        pl.lit(None, dtype=pl.UInt32).alias("other_candidates"),
+    )
+    if not parts:
+        return result
+    return _amount_sum_rules(
+        result, collections, merchant_rows, tx_schema, od_schema, days, tolerance, scale
+    )
+
+
+# The most candidates searched for one order or collection: 2^14 subsets at most.
+_MAX_CANDIDATES: Final = 14
+
+
+def _amount_sum_rules(
+    result: pl.DataFrame,
+    collections: pl.LazyFrame,
+    merchant_rows: pl.LazyFrame,
+    tx_schema: pl.Schema,
+    od_schema: pl.Schema,
+    days: timedelta,
+    tolerance: dict[str, Decimal] | Decimal | None,
+    scale: int,
+) -> pl.DataFrame:
+    """``paid_in_parts`` and ``grouped`` among the references left unmatched."""
+    cat = pl.col("category").cast(pl.String)
+    open_orders = result.filter(
+        cat.is_in(["missing_in_export", "amount_mismatch"]) & (pl.col("order_count") == 1)
+    )
+    open_collections = result.filter(
+        cat.is_in(["missing_in_orders", "amount_mismatch"]) & (pl.col("export_count") == 1)
+    )
+    if open_orders.height == 0 or open_collections.height == 0:
+        return result
+    refs = pl.Series(open_collections["reference"]).implode()
+    customer = (
+        pl.col("customerEmail").cast(pl.String).str.strip_chars().str.to_lowercase()
+        if "customerEmail" in tx_schema
+        else pl.lit(None, dtype=pl.String)
+    )
+    existing = (
+        pl.col("meta.existingTransaction.reference").cast(pl.String)
+        if "meta.existingTransaction.reference" in tx_schema
+        else pl.lit(None, dtype=pl.String)
+    )
+    tx_info = (
+        collections.filter(pl.col("transactionReference").cast(pl.String).is_in(refs))
+        .select(
+            pl.col("transactionReference").cast(pl.String).alias("reference"),
+            customer.alias("customer"),
+            existing.alias("existing"),
+        )
+        .unique("reference", keep="first")
+        .collect()
+    )
+    order_customer = (
+        pl.col("customer").cast(pl.String).str.strip_chars().str.to_lowercase()
+        if "customer" in od_schema
+        else pl.lit(None, dtype=pl.String)
+    )
+    order_refs = pl.Series(open_orders["reference"]).implode()
+    od_info = (
+        merchant_rows.filter(pl.col("reference").cast(pl.String).is_in(order_refs))
+        .select(pl.col("reference").cast(pl.String), order_customer.alias("customer"))
+        .unique("reference", keep="first")
+        .collect()
+    )
+    open_collections = open_collections.join(tx_info, on="reference", how="left")
+    open_orders = open_orders.join(od_info, on="reference", how="left")
+    # Only what can be linked at all is looked at in Python (a million open orders without a
+    # customer cost 10 s there, and none can be a part of anything).
+    linkable_refs = pl.concat(
+        [open_collections["reference"], open_collections["existing"].drop_nulls()]
+    ).implode()
+    customers = open_collections["customer"].drop_nulls().implode()
+    open_orders = open_orders.filter(
+        pl.col("reference").is_in(linkable_refs) | pl.col("customer").is_in(customers)
+    )
+    order_customers = open_orders["customer"].drop_nulls().implode()
+    order_links = open_orders["reference"].implode()
+    open_collections = open_collections.filter(
+        pl.col("reference").is_in(order_links)
+        | pl.col("existing").is_in(order_links)
+        | pl.col("customer").is_in(order_customers)
+    )
+    pays = [
+        {**r, "amount": r["export_amount"], "currency": r["export_currency"],
+         "day": r["export_date"]}
+        for r in open_collections.iter_rows(named=True)
+    ]  # fmt: skip
+    dues = [
+        {**r, "amount": r["order_amount"], "currency": r["order_currency"], "day": r["order_date"]}
+        for r in open_orders.iter_rows(named=True)
+    ]
+
+    def limit(currency: str | None) -> Decimal:
+        if tolerance is None:
+            return Decimal(0)
+        if isinstance(tolerance, Decimal):
+            return tolerance
+        return tolerance.get(currency or "", Decimal(0))
+
+    def near(a: Any, b: Any) -> bool:
+        return a is not None and b is not None and abs(a - b) <= days
+
+    def links(item: dict, other: dict) -> set[str]:
+        """How ``other`` is linked to ``item`` (empty: not a candidate)."""
+        how = set()
+        if other["reference"] == item["reference"]:
+            how.add("reference")
+        if other.get("existing") and other["existing"] == item["reference"]:
+            how.add("reference")
+        if item.get("existing") and item["existing"] == other["reference"]:
+            how.add("reference")
+        if (
+            item.get("customer")
+            and item["customer"] == other.get("customer")
+            and near(item["day"], other["day"])
+        ):
+            how.add("date window")
+        return how
+
+    def index(pool: list[dict]) -> dict[tuple[str, Any], list[int]]:
+        """Pool items by reference, by the reference they pay, and by customer."""
+        found: dict[tuple[str, Any], list[int]] = {}
+        for i, item in enumerate(pool):
+            found.setdefault(("ref", item["reference"]), []).append(i)
+            if item.get("existing"):
+                found.setdefault(("ref", item["existing"]), []).append(i)
+            if item.get("customer"):
+                found.setdefault(("customer", item["customer"]), []).append(i)
+        return found
+
+    fits: list[tuple[str, str, list[str], set[str], int]] = []  # kind, anchor, members, how
+    undecided: dict[str, int] = {}
+    for kind, targets, pool in (("paid_in_parts", dues, pays), ("grouped", pays, dues)):
+        by_key = index(pool)
+        for target in targets:
+            if target["amount"] is None or target["currency"] is None:
+                continue
+            near_ids = {
+                *by_key.get(("ref", target["reference"]), []),
+                *by_key.get(("ref", target.get("existing")), []),
+                *by_key.get(("customer", target.get("customer")), []),
+            }
+            candidates = []
+            for i in sorted(near_ids):
+                item = pool[i]
+                if item["currency"] != target["currency"] or item["amount"] is None:
+                    continue
+                how = links(target, item)
+                if how:
+                    candidates.append((item, how))
+            if len(candidates) < 2 or len(candidates) > _MAX_CANDIDATES:
+                continue
+            found = _subsets(
+                [c[0]["amount"] for c in candidates], target["amount"], limit(target["currency"])
+            )
+            if len(found) == 1:
+                members = [candidates[i] for i in found[0]]
+                how = set().union(*(h for _, h in members))
+                fits.append(
+                    (
+                        kind,
+                        target["reference"],
+                        [m["reference"] for m, _ in members],
+                        how,
+                        len(candidates) - len(members),
+                    )
+                )
+            elif len(found) > 1:
+                undecided[target["reference"]] = len(found)
+    # A reference in two fits (as anchor or member) would be guessed: neither fit is taken.
+    seen: dict[str, int] = {}
+    for _, anchor, members, _, _ in fits:
+        for ref in {anchor, *members}:
+            seen[ref] = seen.get(ref, 0) + 1
+    taken = [f for f in fits if all(seen[r] == 1 for r in {f[1], *f[2]})]
+    for f in fits:
+        if f not in taken:
+            undecided[f[1]] = undecided.get(f[1], 1) + 1
+    if not taken and not undecided:
+        return result
+    updates: dict[str, tuple[str, str, str, int]] = {}
+    sums: dict[str, Any] = {}
+    for kind, anchor, members, how, others in taken:
+        rule = "amount-sum" + "".join(f" + {h}" for h in sorted(how))
+        for ref in {anchor, *members}:
+            updates[ref] = (kind, rule, anchor, others)
+        rows = result.filter(pl.col("reference").is_in([anchor, *members]))
+        sums[anchor] = (
+            rows["export_amount"].sum() or Decimal(0),
+            rows["order_amount"].sum() or Decimal(0),
+        )
+    frame = pl.DataFrame(
+        [(ref, *u) for ref, u in updates.items()],
+        schema={
+            "reference": pl.String,
+            "_cat": pl.String,
+            "_rule": pl.String,
+            "_group": pl.String,
+            "_others": pl.UInt32,
+        },
+        orient="row",
+    )
+    diffs = pl.DataFrame(
+        [(a, e - o) for a, (e, o) in sums.items()],
+        schema={"reference": pl.String, "_diff": pl.Decimal(38, scale)},
+        orient="row",
+    )
+    waiting = pl.DataFrame(
+        list(undecided.items()), schema={"reference": pl.String, "_sets": pl.UInt32}, orient="row"
+    )
+    grouped = pl.col("_cat").is_not_null()
+    return (
+        result.join(frame, on="reference", how="left")
+        .join(diffs, on="reference", how="left")
+        .join(waiting, on="reference", how="left")
+        .with_columns(
+            pl.when(grouped).then(pl.col("_cat")).otherwise(cat).cast(_CATEGORY).alias("category"),
+            pl.when(grouped).then(pl.col("_rule")).otherwise("rule").alias("rule"),
+            pl.when(grouped).then(pl.col("_group")).otherwise("group").alias("group"),
+            pl.when(grouped)
+            .then(pl.col("_others"))
+            .otherwise(pl.col("_sets"))
+            .alias("other_candidates"),
+            pl.when(grouped)
+            .then(pl.col("_diff"))
+            .otherwise("difference")
+            .cast(pl.Decimal(38, scale))
+            .alias("difference"),
+        )
+        .drop("_cat", "_rule", "_group", "_others", "_diff", "_sets")
+    )
+
+
+def _subsets(amounts: list[Decimal], target: Decimal, tolerance: Decimal) -> list[tuple[int, ...]]:
+    """Every set of two or more of ``amounts`` whose sum is within ``tolerance`` of
+    ``target`` (at most two are returned: one fits, or more than one does)."""
+    from itertools import combinations
+
+    found: list[tuple[int, ...]] = []
+    indices = range(len(amounts))
+    for size in range(2, len(amounts) + 1):
+        for combo in combinations(indices, size):
+            if abs(sum((amounts[i] for i in combo), Decimal(0)) - target) <= tolerance:
+                found.append(combo)
+                if len(found) > 1:
+                    return found
+    return found
 
 
 def _days(tolerance: object) -> timedelta:

@@ -40,6 +40,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the sandbox's orders without)",
     )
     p.add_argument(
+        "--bank-statement",
+        action="append",
+        metavar="FILE",
+        dest="bank_statements",
+        help="the merchant's bank statement (CSV, MT940 or camt.053; the format is found from "
+        "the content); repeat it for the next month's, where the month's last settlements "
+        "arrive (default: the sandbox's own without a key, none with one)",
+    )
+    p.add_argument(
+        "--bank-columns",
+        metavar="MAPPING",
+        help="a CSV statement's columns: key=Column Name pairs separated by commas, e.g. "
+        "'date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details' "
+        f"(default: {config.BANK_COLUMNS_VAR})",
+    )
+    p.add_argument(
         "--show-pii",
         action="store_true",
         help="render customer e-mails and account numbers unmasked (the report says so)",
@@ -66,6 +82,8 @@ def _run(args: argparse.Namespace) -> int:
         orders=args.orders,
         progress=False if args.no_progress else None,
         as_of=args.as_of,
+        bank_statements=args.bank_statements,
+        bank_columns=args.bank_columns,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"

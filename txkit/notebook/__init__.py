@@ -5,7 +5,8 @@ request ids), so the committed notebook outputs can be compared by nbval.
 
 * loading (``_load``): :func:`load_month`, :func:`load_history`, :func:`load_margin`,
   :func:`load_orders` (a frame and a :class:`LoadInfo` that says what it holds),
-  :func:`trend_records` (the months of the trends, lazily from the store);
+  :func:`trend_records` (the months of the trends, lazily from the store),
+  :func:`load_bank_statements` (``_close``: the merchant's bank statements);
 * showing (``_display``): :func:`display_table`, :func:`display_exceptions` (in a report, with
   CSV and Excel downloads marked new, still open or resolved: ``_downloads``,
   ``_open_items``), :func:`what_to_look_at`; :func:`report_history` (what each month's report
@@ -15,6 +16,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
   "what to look at" sentences computed from analysis results).
 """
 
+from txkit.notebook._close import load_bank_statements, publish_table
 from txkit.notebook._display import display_exceptions, display_table, what_to_look_at
 from txkit.notebook._downloads import count_by_currency, report_history
 from txkit.notebook._load import (
@@ -31,10 +33,12 @@ __all__ = [
     "count_by_currency",
     "display_exceptions",
     "display_table",
+    "load_bank_statements",
     "load_history",
     "load_margin",
     "load_month",
     "load_orders",
+    "publish_table",
     "report_history",
     "trend_records",
     "what_to_look_at",

@@ -26,6 +26,8 @@ _MEANING = {
     "currency_mismatch": "with a different currency on each side",
     "status_mismatch": "with a different status on each side",
     "duplicate_reference": "whose reference occurs more than once",
+    "paid_in_parts": "matched as orders paid in parts (amount-sum rule: allocate each payment)",
+    "grouped": "matched as one collection covering several orders (allocate it)",
 }
 
 

@@ -207,7 +207,14 @@ def _downloads_list(downloads: list[dict[str, Any]]) -> str:
         return ""
     items = []
     for d in downloads:
-        counts = d["counts"]
+        counts = d.get("counts")
+        if counts is None:  # a whole table, not an exception list
+            items.append(
+                f"<li>{html.escape(d['title'])}: {d['rows']:,} rows. "
+                f'<a href="{html.escape(d["csv"])}">CSV</a> · '
+                f'<a href="{html.escape(d["xlsx"])}">Excel</a></li>'
+            )
+            continue
         if counts["compared"]:
             open_items = (
                 f"{counts['open']:,} open, {counts['new']:,} new, "

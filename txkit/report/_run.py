@@ -39,8 +39,9 @@ import polars as pl
 
 from txkit import config
 from txkit.analysis.trends import month_over_month, monthly_metrics
+from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.config import default_store, key_configured
+from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import NotebookFailedError, TxkitError
 from txkit.fetch.source import connect
 from txkit.notebook._downloads import read_downloads
@@ -52,7 +53,7 @@ from txkit.report._headlines import (
     orders_headline,
     underpayment_headlines,
 )
-from txkit.report._html import Section, index_html, page_html, summary_of, title_of
+from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
 from txkit.store import read_manifests, scan_store, sync, sync_needed
 from txkit.store._location import check_version
 
@@ -330,6 +331,9 @@ def _add_headlines(
             section.headlines.append(orders_headline(orders.in_month, orders.dates))
         section.downloads = [d for d in published.values() if d.get("page") == section.href]
         for entry in section.downloads:
+            if entry.get("kind") == "table":  # a whole table: its own headline figures
+                section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
+                continue
             section.headlines += exception_headlines(entry, previous.get(entry["name"]))
 
 
@@ -363,6 +367,8 @@ def run_report(
     orders: str | None = None,
     progress: bool | None = None,
     as_of: int | None = None,
+    bank_statements: list[str] | None = None,
+    bank_columns: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -379,6 +385,10 @@ def run_report(
         progress: progress bars (default: when interactive).
         as_of: re-render from this table version of the store (no sync): the same data, so
             the same findings, as the report that read it first.
+        bank_statements: the merchant's bank statements for the settlements (CSV, MT940,
+            camt.053; the month's and the next month's); default: none with a key (the
+            settlements are then not checked), the sandbox's own without.
+        bank_columns: a CSV statement's column mapping (default ``TXKIT_BANK_COLUMNS``).
 
     Returns:
         A :class:`ReportResult`.
@@ -412,6 +422,12 @@ def run_report(
         # Read and checked now, before the sync and the kernels: a file that cannot be read
         # stops the report here, naming its lines, not in a notebook after the sync.
         checked = check_orders(orders, month)
+    if bank_statements:
+        bank_statements = [str(Path(p).resolve()) for p in bank_statements]
+        # Read and checked now, like the orders: a statement that cannot be read stops the
+        # report here, naming its line, before the sync and the kernels.
+        statement = read_statements(bank_statements, columns=bank_columns or bank_columns_setting())
+        print(statement.describe())
     # The months before are synced too: the notebooks read them as history (the balance checks'
     # chains and reserves, the underpayments' original references), and so are the days just
     # after the month, where reconciliation looks for payments of orders placed at its end.
@@ -479,6 +495,8 @@ def run_report(
             "orders": orders,
             "show_pii": show_pii,
             "downloads": str(staging.resolve()),
+            "bank_statements": bank_statements or "auto",
+            "bank_columns": bank_columns,
         }
 
         def execute(source_nb: Path) -> Section:

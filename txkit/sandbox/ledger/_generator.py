@@ -52,6 +52,7 @@ class _Generator:
         self.zero_rows: list[int] = []
         self.zero_truth: list[dict[str, Any]] = []
         self.late_truth: list[dict[str, Any]] = []
+        self.group_truth: list[dict[str, Any]] = []
         self.balance_planted: dict[str, set[int]] = {c: set() for c in WALLET_CURRENCIES}
         self.n = n
         self.start_month = start_month

@@ -10,10 +10,11 @@ index, orders frame and sorted ground truth.
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from datetime import date
 from decimal import Decimal
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
@@ -21,6 +22,7 @@ from txkit.sandbox._render import (
     iso_ms,
     money,
 )
+from txkit.sandbox.ledger._bank import bank_account
 from txkit.sandbox.ledger._model import (
     _ORDER_STATUS_SWAP,
     DAY_MS,
@@ -36,8 +38,9 @@ if TYPE_CHECKING:
     from txkit.sandbox.ledger._generator import _Generator
 
 
-def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
-    """The merchant's orders as ``(reference, amount, currency, status, date)`` rows."""
+def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
+    """The merchant's orders as ``(reference, amount, currency, status, date, customer)``
+    rows."""
     cols, rand, n = g.cols, g.rng.random, g.n
     free = [
         i
@@ -55,11 +58,14 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
                 continue
             order_kind[i] = kind
             count += 1
-    rows: list[tuple[str, int, str, str, str]] = []
-    ordered = _order_times(g, order_kind)
+    rows: list[tuple[str, int, str, str, str, str]] = []
+    grouped = _choose_groups(g, order_kind)
+    ordered = _order_times(g, {**order_kind, **dict.fromkeys(grouped, "group")})
     order_days = _iso_days(ordered)
+    customers = g.ctx.customers
+    rows.extend(_group_orders(g, grouped, order_days))
     for i in range(n):
-        if cols.ttype[i] != "collection":
+        if cols.ttype[i] != "collection" or i in grouped:
             continue
         ref, amount, cur, status = cols.ref[i], cols.amt[i], cols.cur[i], cols.status[i]
         kind = order_kind.get(i)
@@ -82,14 +88,18 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
             reported = others[int(rand() * len(others))]
             g.add_truth(i, kind, field="currency", expected=cur, reported=reported)
             cur = reported
-        rows.append((ref, amount, cur, status, order_days[i]))
+        rows.append((ref, amount, cur, status, order_days[i], customers[cols.party[i]][1]))
     days = (g.end_ms - g.start_ms) // DAY_MS
+    # The extra orders' customers come from a random source of their own (the records and
+    # the other orders are the same as before orders had customers).
+    pick = random.Random(f"txkit-order-customers:{g.seed}").random
     for _ in range(g.quota["order_extra"]):
         ref = g.new_reference()
         day_ms = g.start_ms + int(rand() * days) * DAY_MS
         amount = _draw_amount(g.rng, "collection", "NGN")
         day = iso_ms(day_ms)[:10]
-        rows.append((ref, amount, "NGN", "successful", day))
+        customer = customers[int(pick() * len(customers))][1]
+        rows.append((ref, amount, "NGN", "successful", day, customer))
         g.truth.append(
             (
                 day_ms,
@@ -109,8 +119,151 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str]]:
     return rows
 
 
+#: Planted per month (with a non-zero anomaly rate): orders paid in parts and collections
+#: covering several orders, each in two forms (the order keeps a payment's reference, or
+#: carries the merchant's own invoice number).
+_GROUP_FORMS: Final = (
+    ("paid_in_parts", "kept"),
+    ("paid_in_parts", "invoice"),
+    ("grouped", "kept"),
+    ("grouped", "invoice"),
+)
+# Members lie this close in time, and this far inside their month (the reconciliation's
+# date window is 3 days; a group across a month's end would be two months' business).
+_GROUP_SPAN_MS: Final = 2 * DAY_MS
+_GROUP_MARGIN_MS: Final = 4 * DAY_MS
+
+
+def _choose_groups(g: _Generator, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
+    """Collections planted into groups: ``i -> (kind, form, group number)``; a random source
+    of its own, so nothing else changes. Each customer gets at most one group, and only
+    customers without another unmatched collection or order."""
+    out: dict[int, tuple[str, str, int]] = {}
+    if g.anomaly_rate <= 0:
+        return out
+    cols = g.cols
+    rng = random.Random(f"txkit-order-groups:{g.seed}")
+    busy = {cols.party[i] for i in order_kind} | {
+        cols.party[i] for i in range(g.n) if g.hidden[i] and cols.ttype[i] == "collection"
+    }
+
+    def free(i: int) -> bool:
+        return (
+            cols.ttype[i] == "collection"
+            and cols.status[i] == "successful"
+            and not g.hidden[i]
+            and i not in g.taken
+            and i not in g.protected
+            and i not in order_kind
+            and i not in cols.existing
+            and cols.party[i] not in busy
+        )
+
+    starts = _month_starts(g.start_ms, g.end_ms)
+    number = 0
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else g.end_ms
+        lo = bisect.bisect_left(cols.created, start + _GROUP_MARGIN_MS)
+        hi = bisect.bisect_left(cols.created, end - _GROUP_MARGIN_MS)
+        by_customer: dict[tuple[int, str], list[int]] = {}
+        for i in range(lo, hi):
+            if free(i):
+                by_customer.setdefault((cols.party[i], cols.cur[i]), []).append(i)
+        pairs = [
+            (a, b)
+            for members in by_customer.values()
+            for a, b in itertools.pairwise(members)
+            if cols.created[b] - cols.created[a] <= _GROUP_SPAN_MS
+        ]
+        singles = [i for members in by_customer.values() for i in members if cols.amt[i] >= 2_000]
+        rng.shuffle(pairs)
+        rng.shuffle(singles)
+        for kind, form in _GROUP_FORMS:
+            if kind == "paid_in_parts":
+                while pairs and (cols.party[pairs[-1][0]] in busy):
+                    pairs.pop()
+                if not pairs:
+                    continue
+                a, b = pairs.pop()
+                members = [a, b]
+            else:
+                while singles and cols.party[singles[-1]] in busy:
+                    singles.pop()
+                if not singles:
+                    continue
+                members = [singles.pop()]
+            busy.add(cols.party[members[0]])
+            number += 1
+            for i in members:
+                out[i] = (kind, form, number)
+    return out
+
+
+def _group_orders(
+    g: _Generator, grouped: dict[int, tuple[str, str, int]], order_days: list[str]
+) -> list[tuple[str, int, str, str, str, str]]:
+    """The planted groups' orders, and their ground truth (``g.group_truth``)."""
+    cols = g.cols
+    rng = random.Random(f"txkit-order-group-orders:{g.seed}")
+    customers = g.ctx.customers
+    by_group: dict[int, list[int]] = {}
+    for i, (_, _, number) in sorted(grouped.items()):
+        by_group.setdefault(number, []).append(i)
+    rows: list[tuple[str, int, str, str, str, str]] = []
+
+    def invoice() -> str:
+        ref = f"INV-{rng.getrandbits(40):010X}"
+        while ref in g.used_refs:
+            ref = f"INV-{rng.getrandbits(40):010X}"
+        g.used_refs.add(ref)
+        return ref
+
+    for _, members in sorted(by_group.items()):
+        kind, form, _ = grouped[members[0]]
+        first = members[0]
+        cur, customer = cols.cur[first], customers[cols.party[first]][1]
+        day = min(order_days[i] for i in members)
+        entry: dict[str, Any] = {
+            "kind": kind,
+            "form": form,
+            "currency": cur,
+            "customerEmail": customer,
+            "createdAt": iso_ms(cols.created[first]),
+        }
+        if kind == "paid_in_parts":
+            total = sum(cols.amt[i] for i in members)
+            reference = cols.ref[first] if form == "kept" else invoice()
+            rows.append((reference, total, cur, "successful", day, customer))
+            entry |= {
+                "reference": reference,
+                "amount": money(total),
+                "parts": [
+                    {"reference": cols.ref[i], "id": cols.oid[i], "amount": money(cols.amt[i])}
+                    for i in members
+                ],
+            }
+        else:
+            amount = cols.amt[first]
+            split = max(100, min(amount - 100, amount * (30 + int(rng.random() * 40)) // 100))
+            split -= split % 100 if split % 100 and split > 100 else 0
+            shares = [split, amount - split]
+            refs = [cols.ref[first] if form == "kept" else invoice(), invoice()]
+            for ref, share in zip(refs, shares, strict=True):
+                rows.append((ref, share, cur, "successful", day, customer))
+            entry |= {
+                "reference": cols.ref[first],
+                "id": cols.oid[first],
+                "amount": money(amount),
+                "orders": [
+                    {"reference": r, "amount": money(a)} for r, a in zip(refs, shares, strict=True)
+                ],
+            }
+        g.group_truth.append(entry)
+    return rows
+
+
 def assemble(
-    g: _Generator, bodies: list[bytes], orders: list[tuple[str, int, str, str, str]]
+    g: _Generator, bodies: list[bytes], orders: list[tuple[str, int, str, str, str, str]]
 ) -> Ledger:
     cols = g.cols
     index = pl.DataFrame(
@@ -142,6 +295,7 @@ def assemble(
             "currency": [r[2] for r in orders],
             "status": [r[3] for r in orders],
             "date": [date.fromisoformat(r[4]) for r in orders],
+            "customer": [r[5] for r in orders],
         },
         schema={
             "reference": pl.String,
@@ -149,6 +303,7 @@ def assemble(
             "currency": pl.String,
             "status": pl.String,
             "date": pl.Date,
+            "customer": pl.String,
         },
     )
     truth = [
@@ -187,6 +342,8 @@ def assemble(
         _open_reserves=reserves,
         _id_proc=g.id_proc,
         _id_counter=g.id_counter,
+        order_groups=sorted(g.group_truth, key=lambda e: (e["createdAt"], e["reference"])),
+        bank=bank_account(g),
     )
 
 

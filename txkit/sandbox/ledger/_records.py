@@ -24,6 +24,7 @@ from txkit.sandbox._render import (
     Context,
     render_rows,
 )
+from txkit.sandbox.ledger import _bank
 from txkit.sandbox.ledger._fees import (
     schedule_fee,
     schedule_tax,
@@ -36,6 +37,8 @@ from txkit.sandbox.ledger._model import (
 
 #: Arrivals (a fault) are generated in blocks of this size, each from its own seed.
 _ARRIVAL_BLOCK: Final = 64
+#: The bank statements' file names end so, by format (``bank/statement_2026-10.mt940``).
+STATEMENT_SUFFIXES: Final = {"csv": ".csv", "mt940": ".mt940", "camt053": ".camt053.xml"}
 
 
 class Arrival(NamedTuple):
@@ -101,6 +104,8 @@ class Ledger:
     _id_proc: int = field(repr=False)
     _id_counter: int = field(repr=False)
     _export_rows: list[int] | None = field(default=None, repr=False)
+    order_groups: list[dict[str, Any]] = field(default_factory=list)
+    bank: Any = field(default=None, repr=False)
 
     def __repr__(self) -> str:
         return (
@@ -170,11 +175,27 @@ class Ledger:
         return [parse_record(self._bodies[r]) for r in rows]
 
     def orders_csv(self) -> bytes:
-        """``orders.csv``: ``reference,amount,currency,status,date``, one order a line."""
-        lines = ["reference,amount,currency,status,date"]
-        for ref, amount, cur, status, day in self.orders.iter_rows():
-            lines.append(f"{ref},{amount:.2f},{cur},{status},{day.isoformat()}")
+        """``orders.csv``: ``reference,amount,currency,status,date,customer``, one order a
+        line (``customer``: the customer's e-mail, which links an order paid in parts)."""
+        lines = ["reference,amount,currency,status,date,customer"]
+        for ref, amount, cur, status, day, customer in self.orders.iter_rows():
+            lines.append(f"{ref},{amount:.2f},{cur},{status},{day.isoformat()},{customer}")
         return ("\n".join(lines) + "\n").encode()
+
+    @property
+    def bank_cases(self) -> list[dict[str, Any]]:
+        """Every planted (or natural) settlement and bank credit that does not simply match,
+        with its category (``kind``): see :mod:`txkit.sandbox.ledger._bank`."""
+        return list(self.bank.cases) if self.bank is not None else []
+
+    def statement_months(self) -> list[str]:
+        """The months the merchant's bank statements cover (the calendar and the month after
+        it, where the last settlements arrive)."""
+        return list(self.bank.months) if self.bank is not None else []
+
+    def bank_statement(self, month: str, fmt: str = "camt053") -> bytes:
+        """The merchant's bank statement of ``month`` as ``csv``, ``mt940`` or ``camt053``."""
+        return self.bank.statement(month, fmt)
 
     def ground_truth_json(self) -> bytes:
         """``ground_truth.json``: the generation arguments, the planted anomalies, the late
@@ -196,6 +217,12 @@ class Ledger:
             "late_payments": self.late_payments,
             "zero_balances": self.zero_balances,
             "repeat_underpayers": self.repeaters,
+            "order_groups": self.order_groups,
+            "bank": {
+                "account": _bank.ACCOUNT,
+                "csv_columns": _bank.CSV_COLUMNS,
+                "cases": self.bank_cases,
+            },
         }
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
 
@@ -211,6 +238,14 @@ class Ledger:
         truth = out / "ground_truth.json"
         orders.write_bytes(self.orders_csv())
         truth.write_bytes(self.ground_truth_json())
+        if self.bank is not None:
+            folder = out / "bank"
+            folder.mkdir(exist_ok=True)
+            for month in self.statement_months():
+                for fmt, suffix in STATEMENT_SUFFIXES.items():
+                    (folder / f"statement_{month}{suffix}").write_bytes(
+                        self.bank_statement(month, fmt)
+                    )
         return orders, truth
 
     def final_balances(self) -> dict[str, Decimal]:

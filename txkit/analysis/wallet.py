@@ -1,0 +1,483 @@
+"""The month's wallet statement per currency, read like a bank statement, and what explains
+any difference.
+
+For each wallet (currency) of the month:
+
+* ``opening_ledger`` and ``opening_available``: the balances reported by the wallet's last
+  record before the month (from ``history``; a record that reports no balance is carried
+  through by its own amounts, as the balance checks do);
+* the month's activity by category, signed (money in positive): ``collections``,
+  ``transfers``, ``settlements``, ``conversions_in``, ``conversions_out``, ``fees`` and
+  ``tax`` (as the wallet's balance model moves them: under ``fee-only`` the tax is part of the
+  fee and ``tax`` is 0; under ``gross`` fees and tax are charged outside the wallet and both
+  are 0), then ``reserves_held`` and ``reserves_released`` (rolling reserves move the
+  available balance only);
+* ``closing_computed`` = ``opening_ledger`` + the seven ledger categories;
+  ``closing_reported``: the ledger balance reported by the month's last record;
+  ``difference`` = reported - computed, which is 0 when the month's records explain the
+  change;
+* the same for the available balance: ``closing_available_computed`` = ``opening_available``
+  + the seven ledger categories + both reserve columns, ``closing_available_reported`` and
+  ``available_difference``.
+
+A difference is never left unexplained: ``explained_by`` names the records that the balance
+checks (:func:`~txkit.analysis.balance_breaks`) find, with what each contributes, and
+:func:`wallet_differences` lists them one per row: a ``chain_gap`` (a record the export
+lacks, whose amount the reported balances include), a wrong value at the month's last record
+(``bad_value`` or ``reserve_mismatch``), or one at the opening record. The statement and the
+breaks agree by construction: ``unexplained`` is the difference less what the breaks
+explain, and is 0 unless the checks could not classify a value.
+
+Everything is exact (integer minor units in between) and per currency: no figure adds two
+currencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import polars as pl
+
+from txkit.analysis._common import (
+    Frame,
+    check_columns,
+    column_or_null,
+    from_minor,
+    lazy,
+    money_scale,
+    to_minor,
+)
+from txkit.analysis.balances import _MONEY, _OPTIONAL, _REQUIRED, BREAK_KINDS, _check
+from txkit.calendar import month_bounds
+
+__all__ = ["ACTIVITY_COLUMNS", "LEDGER_ACTIVITY", "wallet_differences", "wallet_statement"]
+
+#: The ledger's activity columns: each adds to ``opening_ledger`` to make ``closing_computed``.
+LEDGER_ACTIVITY: Final[tuple[str, ...]] = (
+    "collections",
+    "transfers",
+    "settlements",
+    "conversions_in",
+    "conversions_out",
+    "fees",
+    "tax",
+)
+#: Every activity column, the reserves (available balance only) last.
+ACTIVITY_COLUMNS: Final[tuple[str, ...]] = (*LEDGER_ACTIVITY, "reserves_held", "reserves_released")
+_TS = pl.Datetime("ms", "UTC")
+_UTC_MIDNIGHT = "%Y-%m-%dT00:00:00Z"
+
+
+def wallet_statement(
+    transactions: Frame,
+    *,
+    month: str,
+    history: Frame | None = None,
+    model: Any = "auto",
+) -> pl.DataFrame:
+    """The month's statement of every wallet: opening, activity by category, closing, and the
+    difference between the closing computed and the closing reported.
+
+    Args:
+        transactions: the month's records (eager or lazy), e.g. from
+            :func:`txkit.notebook.load_month`; records outside the month are ignored.
+        month: ``YYYY-MM`` (UTC).
+        history: records before the month (at least the month before: its last record on
+            each wallet gives the opening balance, and its reserves the ones still held).
+            Without it, or for a wallet it lacks, the opening is unknown and so are the
+            closing computed and the difference (the ``note`` says so): never assumed 0.
+        model: the balance model, as for :func:`~txkit.analysis.balance_breaks`
+            (``"auto"``: per wallet, from the data).
+
+    Returns:
+        One row per wallet currency, sorted: ``currency``, ``opening_ledger``,
+        ``opening_available``, the :data:`ACTIVITY_COLUMNS`, ``closing_computed``,
+        ``closing_reported``, ``difference``, ``closing_available_computed``,
+        ``closing_available_reported``, ``available_difference``, ``explained``,
+        ``unexplained``, ``explained_by`` (the records behind a difference, ``; ``-separated),
+        ``model``, ``records`` (successful records moving the wallet in the month) and
+        ``note``. Money is exact at the widest scale of the input's money columns.
+
+    Raises:
+        ValueError: a required column is missing or of the wrong type; a bad month or model.
+    """
+    statement, _ = _statement(transactions, month, history, model)
+    return statement
+
+
+def wallet_differences(
+    transactions: Frame,
+    *,
+    month: str,
+    history: Frame | None = None,
+    model: Any = "auto",
+) -> pl.DataFrame:
+    """The records that explain each wallet's difference (one row each), as the balance
+    checks classify them.
+
+    Args:
+        transactions, month, history, model: as for :func:`wallet_statement`.
+
+    Returns:
+        ``currency``, ``side`` (``ledger`` or ``available``), ``id``, ``createdAt``,
+        ``where`` (``opening`` record, ``in the month``, ``closing`` record), ``kind`` (a
+        :data:`~txkit.analysis.BREAK_KINDS` value), ``contribution`` (what it adds to the
+        difference), sorted by currency, side and time.
+    """
+    _, items = _statement(transactions, month, history, model)
+    return items
+
+
+def _statement(
+    transactions: Frame, month: str, history: Frame | None, model: Any
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    first, last = month_bounds(month)
+    start = datetime(first.year, first.month, first.day)
+    end = datetime(last.year, last.month, last.day) + timedelta(days=1)
+    lf = lazy(transactions, "transactions", "wallet_statement")
+    schema = lf.collect_schema()
+    check_columns(schema, _REQUIRED, "transactions", "wallet_statement", optional=_OPTIONAL)
+    scale = money_scale(schema, _MONEY)
+    in_month = (
+        pl.col("createdAt")
+        .cast(_TS)
+        .is_between(
+            pl.lit(start).dt.replace_time_zone("UTC").cast(_TS),
+            pl.lit(end).dt.replace_time_zone("UTC").cast(_TS),
+            closed="left",
+        )
+    )
+    month_lf = lf.filter(in_month)
+    frames = [month_lf]
+    if history is not None:
+        hlf = lazy(history, "history", "wallet_statement")
+        hschema = hlf.collect_schema()
+        check_columns(hschema, _REQUIRED, "history", "wallet_statement", optional=_OPTIONAL)
+        scale = max(scale, money_scale(hschema, _MONEY))
+        before = hlf.filter(
+            pl.col("createdAt").cast(_TS) < pl.lit(start).dt.replace_time_zone("UTC").cast(_TS)
+        )
+        frames.insert(0, before.join(month_lf.select("id"), on="id", how="anti"))
+    records = pl.concat(frames, how="diagonal_relaxed")
+    entries, check_scale = _check(records, None, "wallet_statement", None, model)
+    scale = max(scale, check_scale)
+    start_ts = pl.lit(start).dt.replace_time_zone("UTC").cast(_TS)
+    entries = entries.with_columns((pl.col("createdAt") >= start_ts).alias("_in_month"))
+    activity = _activity(month_lf, lf.collect_schema(), scale)
+    rows, items = [], []
+    released = _releases(records, records.collect_schema(), scale)
+    for (currency,), wallet in entries.sort("row").group_by("currency", maintain_order=True):
+        row, wallet_items = _wallet(currency, wallet, activity.get(currency, {}), released)
+        if row is not None:
+            rows.append(row)
+            items.extend(wallet_items)
+    for currency in sorted(set(activity) - {r["currency"] for r in rows}):
+        rows.append(_empty_row(currency, activity[currency]))
+    return _frame(rows, scale), _items_frame(items, scale)
+
+
+def _activity(month: pl.LazyFrame, schema: pl.Schema, scale: int) -> dict[str, dict[str, Any]]:
+    """Per wallet: each category's sum in minor units (signed), fee and tax by model, held
+    reserves, the count of records and whether any record's type is unknown."""
+    minor = {
+        name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale).fill_null(0)
+        for name in ("toAmount", "fromAmount", "feeAmount", "taxAmount", "rollingReserve.amount")
+    }
+    ok = month.filter(pl.col("status") == "successful").select(
+        pl.col("transType").cast(pl.String).alias("type"),
+        pl.col("toCurrency").cast(pl.String).alias("to"),
+        column_or_null(schema, "fromCurrency", pl.String()).alias("from"),
+        minor["toAmount"].alias("amount"),
+        minor["fromAmount"].alias("from_amount"),
+        minor["feeAmount"].alias("fee"),
+        minor["taxAmount"].alias("tax"),
+        pl.when(_holding()).then(minor["rollingReserve.amount"]).otherwise(0).alias("reserve"),
+    )
+    to_side = ok.filter(pl.col("type") != "conversion").select(
+        pl.col("to").alias("currency"),
+        "type",
+        "amount",
+        "fee",
+        "tax",
+        "reserve",
+    )
+    conv_in = ok.filter(pl.col("type") == "conversion").select(
+        pl.col("to").alias("currency"),
+        pl.lit("conversion_in").alias("type"),
+        "amount",
+        "fee",
+        "tax",
+        pl.lit(0, dtype=pl.Int128).alias("reserve"),
+    )
+    conv_out = ok.filter(pl.col("type") == "conversion").select(
+        pl.col("from").alias("currency"),
+        pl.lit("conversion_out").alias("type"),
+        pl.col("from_amount").alias("amount"),
+        pl.lit(0, dtype=pl.Int128).alias("fee"),
+        pl.lit(0, dtype=pl.Int128).alias("tax"),
+        pl.lit(0, dtype=pl.Int128).alias("reserve"),
+    )
+    parts = pl.concat([to_side, conv_in, conv_out], how="vertical_relaxed").collect()
+    out: dict[str, dict[str, Any]] = {}
+    for (currency, kind), group in parts.group_by("currency", "type", maintain_order=True):
+        if currency is None:
+            continue
+        wallet = out.setdefault(
+            currency, {"amount": {}, "fee": 0, "tax": 0, "reserve": 0, "records": 0, "unknown": []}
+        )
+        wallet["amount"][kind] = int(group["amount"].sum())
+        wallet["fee"] += int(group["fee"].sum())
+        wallet["tax"] += int(group["tax"].sum())
+        wallet["reserve"] += int(group["reserve"].sum())
+        wallet["records"] += group.height
+        if kind not in ("collection", "transfer", "settlement", "conversion_in", "conversion_out"):
+            wallet["unknown"].append(f"{group.height:,} record(s) of type {kind!r}")
+    return out
+
+
+def _holding() -> pl.Expr:
+    amount = pl.col("rollingReserve.amount")
+    release = pl.col("rollingReserve.reserveReleaseDate").cast(_TS)
+    flagged = pl.col("hasRollingReserve").fill_null(amount.is_not_null())
+    return (
+        (pl.col("transType") == "collection")
+        & flagged
+        & ~(release.is_not_null() & (release <= pl.col("createdAt").cast(_TS)))
+    ).fill_null(False)
+
+
+def _releases(records: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.DataFrame:
+    """Every known reserve's release: ``currency``, ``release`` time and ``amount`` (minor)."""
+    return (
+        records.filter((pl.col("status") == "successful") & _holding())
+        .select(
+            pl.col("toCurrency").cast(pl.String).alias("currency"),
+            pl.col("rollingReserve.reserveReleaseDate").cast(_TS).alias("release"),
+            to_minor(
+                column_or_null(schema, "rollingReserve.amount", pl.Decimal(38, scale)), scale
+            ).alias("amount"),
+        )
+        .filter(pl.col("release").is_not_null() & pl.col("amount").is_not_null())
+        .collect()
+    )
+
+
+def _value(entry: Mapping[str, Any], reported: str, expected: str) -> tuple[int | None, bool]:
+    """The entry's balance as reported, or carried by the chain when it reports none."""
+    if entry[reported] is not None:
+        return int(entry[reported]), False
+    value = entry[expected]
+    return (None if value is None else int(value)), True
+
+
+def _wallet(
+    currency: str,
+    wallet: pl.DataFrame,
+    activity: Mapping[str, Any],
+    released: pl.DataFrame,
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """One wallet's statement row and the records explaining its differences."""
+    month = wallet.filter(pl.col("_in_month"))
+    if month.height == 0:
+        return None, []  # no record of the wallet in the month: nothing to state
+    before = wallet.filter(~pl.col("_in_month"))
+    opening = before.row(before.height - 1, named=True) if before.height else None
+    closing = month.row(month.height - 1, named=True)
+    model = closing["model"]
+    notes: list[str] = []
+    amounts = activity.get("amount", {})
+    categories = {
+        "collections": amounts.get("collection", 0),
+        "transfers": -amounts.get("transfer", 0),
+        "settlements": -amounts.get("settlement", 0),
+        "conversions_in": amounts.get("conversion_in", 0),
+        "conversions_out": -amounts.get("conversion_out", 0),
+        "fees": 0 if model == "gross" else -activity.get("fee", 0),
+        "tax": 0 if model in ("gross", "fee-only") else -activity.get("tax", 0),
+        "reserves_held": -activity.get("reserve", 0),
+    }
+    if model is None:
+        notes.append("no balance model fits this wallet: its activity cannot be stated")
+    if activity.get("unknown"):
+        notes.append(
+            "records of unknown type move it ("
+            + ", ".join(activity["unknown"])
+            + "): the closing balance cannot be computed"
+        )
+    if opening is None:
+        notes.append(
+            "no record of this wallet before the month in the history given: the opening "
+            "balance is unknown (load the month before)"
+        )
+    if month["delta"].is_null().any() or (opening is not None and opening["delta"] is None):
+        notes.append("a record's amounts are missing: the closing balance cannot be computed")
+    computable = not notes
+    open_ledger, open_carried = (
+        _value(opening, "reported_ledger", "expected_ledger") if opening else (None, False)
+    )
+    open_avail, _ = (
+        _value(opening, "reported_available", "avail_expected") if opening else (None, False)
+    )
+    close_ledger, close_carried = _value(closing, "reported_ledger", "expected_ledger")
+    close_avail, _ = _value(closing, "reported_available", "avail_expected")
+    if open_carried:
+        notes.append("the opening record reports no balance: carried by its amounts")
+    if close_carried:
+        notes.append("the month's last record reports no balance: carried by its amounts")
+    t0 = opening["createdAt"] if opening else None
+    t1 = closing["createdAt"]
+    released_sum = 0
+    if t0 is not None:
+        window = released.filter(
+            (pl.col("currency") == currency) & (pl.col("release") > t0) & (pl.col("release") <= t1)
+        )
+        released_sum = int(window["amount"].sum() or 0)
+    categories["reserves_released"] = released_sum
+    unknown_reserves = bool(
+        (opening is not None and opening["unknown_held"]) or closing["unknown_held"]
+    )
+    ledger_activity = sum(categories[c] for c in LEDGER_ACTIVITY)
+    computed = open_ledger + ledger_activity if computable and open_ledger is not None else None
+    difference = None if computed is None or close_ledger is None else close_ledger - computed
+    avail_computed = None
+    if computable and open_avail is not None and not unknown_reserves:
+        avail_computed = open_avail + ledger_activity + categories["reserves_held"] + released_sum
+    elif unknown_reserves:
+        notes.append("reserves of unknown amount or release are held: available not stated")
+    avail_difference = (
+        None if avail_computed is None or close_avail is None else close_avail - avail_computed
+    )
+    items = [i for i in _explanations(currency, month, opening, closing) if i["contribution"]]
+    explained = sum(i["contribution"] for i in items if i["side"] == "ledger")
+    shown = [
+        f"{i['id']} {i['kind']} ({i['where']}, {i['side']})"
+        for i in items
+        if i["contribution"] != 0
+    ]
+    row = {
+        "currency": currency,
+        "opening_ledger": open_ledger,
+        "opening_available": open_avail,
+        **categories,
+        "closing_computed": computed,
+        "closing_reported": close_ledger,
+        "difference": difference,
+        "closing_available_computed": avail_computed,
+        "closing_available_reported": close_avail,
+        "available_difference": avail_difference,
+        "explained": explained if difference is not None else None,
+        "unexplained": None if difference is None else difference - explained,
+        "explained_by": "; ".join(shown) or None,
+        "model": model,
+        "records": int(activity.get("records", 0)),
+        "note": "; ".join(notes) or None,
+    }
+    return row, items
+
+
+def _explanations(
+    currency: str,
+    month: pl.DataFrame,
+    opening: Mapping[str, Any] | None,
+    closing: Mapping[str, Any],
+) -> list[dict[str, Any]]:
+    """What each break adds to the ledger and available differences.
+
+    A record missing from the export (``chain_gap``) or an unclassified jump (``other``)
+    adds its whole difference; a wrong value in the middle of the month is undone by the
+    next record, so only one at the month's last record (the closing) or at the opening
+    record changes the statement.
+    """
+    out: list[dict[str, Any]] = []
+    last_reported = month.filter(pl.col("reported_ledger").is_not_null())
+    last_id = last_reported["id"][-1] if last_reported.height else None
+
+    def add(entry: Mapping[str, Any], side: str, kind: str, where: str, amount: int) -> None:
+        out.append(
+            {
+                "currency": currency,
+                "side": side,
+                "id": entry["id"],
+                "createdAt": entry["createdAt"],
+                "where": where,
+                "kind": kind,
+                "contribution": amount,
+            }
+        )
+
+    for entry in month.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).iter_rows(named=True):
+        gap = int(entry["reported_ledger"]) - int(entry["expected_ledger"])
+        kind = entry["ledger_kind"]
+        at_close = entry["id"] == last_id
+        where = "closing" if at_close else "in the month"
+        if kind in ("chain_gap", "other"):
+            add(entry, "ledger", kind, where, gap)
+            add(entry, "available", kind, where, gap)
+        else:
+            add(entry, "ledger", kind, where, gap if at_close else 0)
+    if closing["avail_kind"] == "reserve_mismatch" and closing["reported_available"] is not None:
+        gap = int(closing["reported_available"]) - int(closing["avail_expected"])
+        add(closing, "available", "reserve_mismatch", "closing", gap)
+    if opening is not None:
+        if opening["ledger_kind"] == "bad_value":
+            gap = int(opening["reported_ledger"]) - int(opening["expected_ledger"])
+            add(opening, "ledger", "bad_value", "opening", -gap)
+        if (
+            opening["avail_kind"] == "reserve_mismatch"
+            and opening["reported_available"] is not None
+        ):
+            gap = int(opening["reported_available"]) - int(opening["avail_expected"])
+            add(opening, "available", "reserve_mismatch", "opening", -gap)
+    return out
+
+
+def _empty_row(currency: str, activity: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "currency": currency,
+        "records": int(activity.get("records", 0)),
+        "note": "no record of this wallet reports a balance: nothing to state",
+    }
+
+
+_MONEY_COLUMNS: Final = (
+    "opening_ledger",
+    "opening_available",
+    *ACTIVITY_COLUMNS,
+    "closing_computed",
+    "closing_reported",
+    "difference",
+    "closing_available_computed",
+    "closing_available_reported",
+    "available_difference",
+    "explained",
+    "unexplained",
+)
+
+
+def _frame(rows: list[dict[str, Any]], scale: int) -> pl.DataFrame:
+    schema: dict[str, Any] = {"currency": pl.String}
+    schema.update(dict.fromkeys(_MONEY_COLUMNS, pl.Int128))
+    schema.update({"explained_by": pl.String, "model": pl.String, "records": pl.UInt32,
+                   "note": pl.String})  # fmt: skip
+    frame = pl.DataFrame([{k: r.get(k) for k in schema} for r in rows], schema=schema, orient="row")
+    return frame.with_columns(from_minor(pl.col(c), scale).alias(c) for c in _MONEY_COLUMNS).sort(
+        "currency"
+    )
+
+
+def _items_frame(items: list[dict[str, Any]], scale: int) -> pl.DataFrame:
+    schema = {
+        "currency": pl.String,
+        "side": pl.String,
+        "id": pl.String,
+        "createdAt": _TS,
+        "where": pl.String,
+        "kind": pl.String,
+        "contribution": pl.Int128,
+    }
+    frame = pl.DataFrame(items, schema=schema, orient="row")
+    return frame.with_columns(from_minor(pl.col("contribution"), scale).alias("contribution")).sort(
+        "currency", "side", "createdAt", "id"
+    )

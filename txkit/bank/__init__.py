@@ -1,0 +1,211 @@
+"""The merchant's bank statements: CSV, SWIFT MT940 and ISO 20022 camt.053, read exactly.
+
+:func:`read_statements` reads one or more files, finding each one's format from its content
+(not its name): XML is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
+anything else is CSV read through a column mapping (:func:`parse_mapping`). Every file is
+checked before anything is matched against it, and every problem is a one-line
+:class:`~txkit.errors.DataFileError` naming the file, the line (an XML element's line) and
+what to do:
+
+* amounts are exact decimals from their digits, never through a float; a statement's opening
+  balance plus its booked entries must equal its closing balance (MT940, camt.053, a CSV
+  with a running ``balance`` column), so a truncated or damaged file is refused, never read
+  as a statement with fewer lines;
+* the same entry in two files (statements that overlap) is refused, since matching would
+  read it as a credit received twice.
+
+The result is a :class:`BankStatement`: one row per entry (``file``, ``line``, ``format``,
+``account``, ``statement``, ``currency``, ``date`` (booking), ``value_date``, ``amount``
+(signed: credits positive), ``direction`` (``credit``/``debit``), ``reversal``, ``booked``,
+``reference`` (the structured reference where the format has one), ``narration`` and
+``bank_reference``) and one row per statement and currency with its balances.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from txkit.bank import _camt, _csv, _mt940
+from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
+from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
+from txkit.datafile import check_suffix, read_text
+from txkit.errors import DataFileError
+
+__all__ = [
+    "BALANCE_COLUMNS",
+    "ENTRY_COLUMNS",
+    "FORMATS",
+    "MAPPING_KEYS",
+    "BankStatement",
+    "describe_mapping",
+    "parse_mapping",
+    "read_statement",
+    "read_statements",
+]
+
+#: The formats read, found from a file's content.
+FORMATS: Final[dict[str, str]] = {
+    "csv": "CSV with a column mapping (every bank its own columns)",
+    "mt940": "SWIFT MT940 customer statement",
+    "camt.053": "ISO 20022 camt.053 bank-to-customer statement (XML)",
+}
+# Spreadsheets are refused as for the orders (their amounts are binary floats); any other
+# name is accepted, since banks name these files every way (.sta, .940, .txt, .xml, none).
+_SPREADSHEETS: Final = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods", ".numbers")
+
+
+@dataclass(frozen=True)
+class BankStatement:
+    """Bank statement entries and balances, from one or more files.
+
+    Attributes:
+        entries: one row per entry (see the module docstring), in file then line order.
+        balances: one row per statement and currency: ``file``, ``statement``,
+            ``account``, ``currency``, ``opening_date``, ``opening``, ``closing_date``,
+            ``closing``, ``entries`` (booked entries between them), ``opening_line``,
+            ``closing_line``; empty for a CSV file.
+        files: the files read, with their format.
+        notes: what a reader should know, one sentence each (encoding, delimiter, a
+            statement without balances).
+    """
+
+    entries: pl.DataFrame
+    balances: pl.DataFrame
+    files: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line: files, formats, entries, credits and the dates covered."""
+        if not self.files:
+            return "no bank statement"
+        credits = self.entries.filter(pl.col("direction") == "credit").height
+        first, last = self.entries["date"].min(), self.entries["date"].max()
+        files = "; ".join(f"{Path(f).name} ({fmt})" for f, fmt in self.files.items())
+        span = f", dated {first} to {last}" if first is not None else ""
+        notes = f"; {'; '.join(self.notes)}" if self.notes else ""
+        return (
+            f"bank statements: {files}: {self.entries.height:,} entries, {credits:,} credits"
+            f"{span}{notes}"
+        )
+
+
+def _format_of(path: Path, head: str) -> str:
+    if _mt940.looks_like(head):
+        return "mt940"
+    return "csv"
+
+
+def read_statement(
+    path: str | Path, *, columns: str | Mapping[str, str] | None = None
+) -> BankStatement:
+    """Read one bank statement file, its format found from its content.
+
+    Args:
+        path: the file (CSV, MT940 or camt.053).
+        columns: the column mapping of a CSV file (``key=Column Name`` pairs separated by
+            commas, or a mapping; see :data:`MAPPING_KEYS`); ignored for MT940 and camt.053.
+
+    Returns:
+        A :class:`BankStatement`.
+
+    Raises:
+        DataFileError: the file cannot be read as it is (named, with the line or element and
+            what to do); a ``ValueError``.
+        ValueError: a bad column mapping.
+    """
+    return read_statements([path], columns=columns)
+
+
+def read_statements(
+    paths: Iterable[str | Path], *, columns: str | Mapping[str, str] | None = None
+) -> BankStatement:
+    """Read several bank statement files (e.g. this month's and the next), checked together.
+
+    Args:
+        paths: the files, in any order and any of the formats.
+        columns: as for :func:`read_statement`, for every CSV file among them.
+
+    Returns:
+        A :class:`BankStatement` of all of them.
+
+    Raises:
+        DataFileError: a file cannot be read as it is, or two files hold the same entry
+            (their statements overlap).
+        ValueError: a bad column mapping.
+    """
+    mapping = parse_mapping(columns)
+    entries, balances, files, notes = [], [], {}, []
+    for given in paths:
+        path = Path(given)
+        if path.suffix.lower() in _SPREADSHEETS:
+            check_suffix(path, {".csv": "CSV text"}, what=WHAT)  # raises, saying how to save
+        if not path.exists() or path.is_dir():
+            check_suffix(path, {path.suffix.lower(): "a statement"}, what=WHAT)
+        if str(path) in files:
+            raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
+        data = path.read_bytes()
+        if _is_xml(data):
+            read = _camt.read(path, data)
+            source = None
+        else:
+            source = read_text(path, what=WHAT)
+            kind = _format_of(path, source.text)
+            if kind == "mt940":
+                read = _mt940.read(path, source.text)
+            else:
+                read = _csv.read(path, source, mapping)
+        if source is not None:
+            read.notes[:0] = [n for n in source.notes if n not in read.notes]
+        if not read.entries:
+            raise DataFileError(
+                path,
+                "holds no statement entry",
+                "pass the statement of the month (an empty statement proves nothing)",
+                what=WHAT,
+            )
+        got_entries, got_balances = frames(path, read)
+        entries.append(got_entries)
+        balances.append(got_balances)
+        files[str(path)] = read.format
+        notes += [f"{path.name}: {n}" for n in read.notes]
+    if not files:
+        raise ValueError("read_statements: no file given")
+    all_entries = pl.concat(entries, how="vertical_relaxed")
+    _refuse_overlaps(all_entries)
+    return BankStatement(
+        all_entries, pl.concat(balances, how="vertical_relaxed"), files, tuple(notes)
+    )
+
+
+def _is_xml(data: bytes) -> bool:
+    """XML, with or without a byte-order mark (lxml reads the mark itself)."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace").lstrip("\ufeff").lstrip()[:1] == "<"
+    return data.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"<"
+
+
+def _refuse_overlaps(entries: pl.DataFrame) -> None:
+    """The same entry (account, currency, date, amount, references, narration) in two files."""
+    key = ["account", "currency", "date", "amount", "reference", "narration", "bank_reference"]
+    seen = (
+        entries.group_by(key, maintain_order=True)
+        .agg(pl.col("file").unique(maintain_order=True), pl.col("line"))
+        .filter(pl.col("file").list.len() > 1)
+    )
+    if seen.height:
+        first = seen.row(0, named=True)
+        raise DataFileError(
+            first["file"][1],
+            f"holds the same entry as {first['file'][0]} ({first['date']}, {first['amount']} "
+            f"{first['currency']}; {seen.height:,} such entries): the statements overlap",
+            "pass each period's statement once (the same credit in two files would read as a "
+            "credit received twice)",
+            lines=[first["line"][-1]],
+            what=WHAT,
+        )

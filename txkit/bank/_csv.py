@@ -1,0 +1,331 @@
+"""Bank statements as CSV, every bank its own columns: read through a column mapping (private).
+
+A mapping names the file's columns for what txkit needs (see :data:`MAPPING_KEYS`):
+``date``, the amount as one signed ``amount`` column or as ``credit`` and ``debit``
+columns, ``currency`` (or ``account_currency=NGN`` for a file of one currency), and a
+``reference`` or ``narration`` column (or both); optionally ``value_date``, ``balance`` (the
+running balance after each line, which then proves every line is there),
+``bank_reference`` and ``account``; and how the file writes values: ``date_format``
+(``%d/%m/%Y``; default ``%Y-%m-%d``), ``decimal`` (``dot`` or ``comma``) and ``thousands``
+(``comma``, ``dot``, ``space``, ``apostrophe`` or ``none``).
+Without a mapping the columns must be called ``date``, ``amount``, ``currency``,
+``reference`` and ``narration`` (case and spaces around names do not matter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
+from txkit.datafile import LINE, TextFile, fail_lines, read_csv_table
+from txkit.errors import DataFileError
+
+#: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
+MAPPING_KEYS: Final[dict[str, str]] = {
+    "date": "the booking date's column",
+    "value_date": "the value date's column (optional)",
+    "amount": "a signed amount column (credits positive), or:",
+    "credit": "the credited amount's column (with debit)",
+    "debit": "the debited amount's column (with credit)",
+    "currency": "the currency code's column, or:",
+    "account_currency": "the one currency of the whole file (e.g. NGN)",
+    "reference": "the reference's column",
+    "narration": "the narration's (description's) column",
+    "bank_reference": "the bank's own reference (optional)",
+    "balance": "the running balance after each line (optional; proves no line is missing)",
+    "account": "the account's column (optional)",
+    "date_format": "how dates are written, e.g. %d/%m/%Y (default %Y-%m-%d)",
+    "decimal": "the decimal separator: dot (default) or comma",
+    "thousands": "the thousands separator: comma, dot, space, apostrophe or none (default)",
+}
+_VALUE_KEYS: Final = ("date_format", "decimal", "thousands", "account_currency")
+# Separators by name (a comma cannot be written inside the comma-separated mapping).
+_SEPARATORS: Final = {"comma": ",", ",": ",", "dot": ".", "period": ".", ".": ".",
+                      "space": " ", " ": " ", "apostrophe": "'", "'": "'", "none": ""}  # fmt: skip
+
+
+def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
+    """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping).
+
+    Raises:
+        ValueError: an unknown key, a pair without ``=``, a key given twice, or values that
+            do not go together (one message naming the accepted keys).
+    """
+    if text is None or text == "":
+        return {}
+    pairs: list[tuple[str, str]]
+    if isinstance(text, Mapping):
+        pairs = [(str(k), str(v)) for k, v in text.items()]
+    else:
+        pairs = []
+        for part in str(text).split(","):
+            if not part.strip():
+                continue
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise ValueError(
+                    f"bank statement columns: {part.strip()!r} is not key=Column Name; "
+                    f"accepted keys: {', '.join(MAPPING_KEYS)}"
+                )
+            pairs.append((key.strip().lower(), value.strip()))
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if key not in MAPPING_KEYS:
+            raise ValueError(
+                f"bank statement columns: unknown key {key!r}; accepted: {', '.join(MAPPING_KEYS)}"
+            )
+        if key in out:
+            raise ValueError(f"bank statement columns: {key!r} is given twice")
+        if not value:
+            raise ValueError(f"bank statement columns: {key!r} has no column name")
+        out[key] = value
+    if "amount" in out and ({"credit", "debit"} & out.keys()):
+        raise ValueError(
+            "bank statement columns: give either amount (signed) or credit and debit, not both"
+        )
+    if ("credit" in out) != ("debit" in out):
+        raise ValueError("bank statement columns: credit and debit go together")
+    if "currency" in out and "account_currency" in out:
+        raise ValueError(
+            "bank statement columns: give either currency (a column) or account_currency "
+            "(one code for the file), not both"
+        )
+    if _SEPARATORS.get(out.get("decimal", "dot")) not in (".", ","):
+        raise ValueError("bank statement columns: decimal must be dot or comma")
+    if out.get("thousands", "none") not in _SEPARATORS:
+        raise ValueError(
+            "bank statement columns: thousands must be comma, dot, space, apostrophe or none"
+        )
+    if _SEPARATORS[out.get("thousands", "none")] == _SEPARATORS[out.get("decimal", "dot")]:
+        raise ValueError("bank statement columns: thousands and decimal separators must differ")
+    return out
+
+
+def describe_mapping(mapping: Mapping[str, str]) -> str:
+    """The mapping as it would be written: ``date=Value Date,amount=Amount``."""
+    return ",".join(f"{k}={v}" for k, v in mapping.items())
+
+
+def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
+    """The entries of a CSV statement read through ``mapping`` (see the module docstring)."""
+    columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
+    required = list(columns.values())
+    if not columns:
+        columns = {k: k for k in ("date", "amount", "currency", "reference", "narration")}
+        required = ["date", "amount", "currency"]
+    if "amount" not in columns and "credit" not in columns:
+        raise _config(path, "no amount column in the mapping (amount, or credit and debit)")
+    if "currency" not in columns and "account_currency" not in mapping:
+        raise _config(path, "no currency in the mapping (currency, or account_currency)")
+    if "date" not in columns:
+        raise _config(path, "no date column in the mapping")
+    if not {"reference", "narration"} & columns.keys():
+        raise _config(path, "neither a reference nor a narration column in the mapping")
+    table = read_csv_table(
+        path,
+        columns=list(columns.values()),
+        required=required,
+        what=WHAT,
+        rows="statement lines",
+        source=source,
+    )
+    frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
+    if not {"reference", "narration"} & set(frame.columns):
+        raise DataFileError(
+            path,
+            f"neither a reference nor a narration column (found: {', '.join(table.header)})",
+            "name them reference and narration, or map the file's columns with --bank-columns "
+            "(e.g. narration=Details)",
+            lines=[1],
+            what=WHAT,
+        )
+    result = Read("csv", notes=list(table.notes))
+    date_format = mapping.get("date_format", "%Y-%m-%d")
+    for key in ("date", "value_date"):
+        if key in frame.columns:
+            frame = frame.with_columns(_dates(path, frame, key, date_format))
+    amount = _signed_amount(path, frame, mapping)
+    frame = frame.with_columns(amount.alias("_amount"))
+    if "currency" in frame.columns:
+        currency = pl.col("currency").str.strip_chars().str.to_uppercase()
+    else:
+        currency = pl.lit(mapping["account_currency"].strip().upper())
+    frame = frame.with_columns(currency.alias("currency"))
+    fail_lines(
+        path,
+        frame,
+        ~pl.col("currency").str.contains(r"^[A-Z]{3,4}$"),
+        problem="currency is not a 3- or 4-letter code",
+        advice="map the currency code's column (currency=...) or set account_currency=NGN",
+        shown="currency",
+        what=WHAT,
+    )
+    if "balance" in frame.columns:
+        _check_running_balance(path, frame, mapping)
+    text = {k: pl.col(k).str.strip_chars() for k in ("reference", "narration", "bank_reference")}
+    frame = frame.with_columns(
+        pl.when(expr != "").then(expr).alias(k) for k, expr in text.items() if k in frame.columns
+    )
+
+    def column(key: str) -> list:
+        return frame.get_column(key).to_list() if key in frame.columns else [None] * frame.height
+
+    for line, cur, day, value_day, amount, ref, narration, bank_ref, account in zip(
+        frame.get_column(LINE).to_list(),
+        column("currency"),
+        column("date"),
+        column("value_date"),
+        column("_amount"),
+        column("reference"),
+        column("narration"),
+        column("bank_reference"),
+        column("account"),
+        strict=True,
+    ):
+        result.entries.append(
+            Entry(
+                line=line,
+                currency=cur,
+                date=day,
+                value_date=value_day,
+                amount=amount,
+                reference=ref,
+                narration=narration,
+                bank_reference=bank_ref,
+                account=account,
+            )
+        )
+    return result
+
+
+def _config(path: Path, problem: str) -> DataFileError:
+    return DataFileError(
+        path,
+        problem,
+        "name the file's columns with --bank-columns (or the notebook's bank_columns), e.g. "
+        "date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details",
+        what=WHAT,
+    )
+
+
+def _dates(path: Path, frame: pl.DataFrame, key: str, date_format: str) -> pl.Series:
+    text = pl.col(key).str.strip_chars()
+    parsed = text.str.strptime(pl.Date, date_format, strict=False)
+    fail_lines(
+        path,
+        frame,
+        (text == "") | parsed.is_null(),
+        problem=f"{key} is not a date written as {datetime(2026, 10, 31).strftime(date_format)}"
+        f" ({date_format})",
+        advice="set date_format in the column mapping to how the file writes dates",
+        shown=key,
+        what=WHAT,
+    )
+    return frame.select(parsed.alias(key)).to_series()
+
+
+def _plain(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
+    """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``."""
+    out = expr.str.strip_chars()
+    thousands = _SEPARATORS[mapping.get("thousands", "none")]
+    if thousands:
+        out = out.str.replace_all(thousands, "", literal=True)
+    if _SEPARATORS[mapping.get("decimal", "dot")] == ",":
+        out = out.str.replace_all(",", ".", literal=True)
+    negative = out.str.starts_with("(") & out.str.ends_with(")")
+    out = pl.when(negative).then("-" + out.str.slice(1, out.str.len_chars() - 2)).otherwise(out)
+    return out.str.strip_prefix("+")
+
+
+_PLAIN: Final = rf"^-?[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"
+
+
+def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.Series:
+    advice = (
+        "set decimal and thousands in the column mapping to how the file writes amounts "
+        f"(e.g. thousands=,), with at most {MAX_DECIMALS} decimals; amounts are never guessed"
+    )
+    if "amount" in frame.columns:
+        text = _plain(pl.col("amount"), mapping)
+        fail_lines(
+            path,
+            frame,
+            ~text.str.contains(_PLAIN),
+            problem="amount is not a plain decimal number",
+            advice=advice,
+            shown="amount",
+            what=WHAT,
+        )
+        return frame.select(text).to_series()
+    credit = _plain(pl.col("credit"), mapping)
+    debit = _plain(pl.col("debit"), mapping)
+    empty_c, empty_d = credit == "", debit == ""
+    fail_lines(
+        path,
+        frame,
+        empty_c == empty_d,
+        problem="a line needs exactly one of its credit and debit amounts",
+        advice="check the credit and debit columns of the mapping",
+        shown=pl.concat_str([pl.col("credit"), pl.col("debit")], separator=" / "),
+        what=WHAT,
+    )
+    for name, expr, empty in (("credit", credit, empty_c), ("debit", debit, empty_d)):
+        fail_lines(
+            path,
+            frame,
+            ~empty & ~expr.str.contains(rf"^[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"),
+            problem=f"{name} is not a plain decimal number without a sign",
+            advice=advice,
+            shown=name,
+            what=WHAT,
+        )
+    signed = pl.when(empty_c).then("-" + debit).otherwise(credit)
+    return frame.select(signed).to_series()
+
+
+def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> None:
+    """Each line's balance must follow from the previous one and its amount, in the file's
+    order or the reverse (newest first); else the first line where it does not is named."""
+    text = _plain(pl.col("balance"), mapping)
+    fail_lines(
+        path,
+        frame,
+        ~text.str.contains(_PLAIN),
+        problem="balance is not a plain decimal number",
+        advice="set decimal and thousands in the column mapping to how the file writes amounts",
+        shown="balance",
+        what=WHAT,
+    )
+    rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_balance")).rows()
+    for order in (rows, rows[::-1]):
+        broken = _first_break(order)
+        if broken is None:
+            return
+    first = _first_break(rows)
+    assert first is not None
+    raise DataFileError(
+        path,
+        f"the running balance does not follow from the line before and this line's amount "
+        f"({first[1]})",
+        "a line is missing or damaged: export the statement again (nothing is matched against "
+        "a statement that does not add up)",
+        lines=[first[0]],
+        what=WHAT,
+    )
+
+
+def _first_break(rows: list[tuple[int, str, str, str]]) -> tuple[int, str] | None:
+    last: dict[str, Decimal] = {}
+    for line, currency, amount, balance in rows:
+        now = Decimal(balance)
+        before = last.get(currency)
+        if before is not None and before + Decimal(amount) != now:
+            return line, f"{before:,} + {Decimal(amount):,} is not {now:,}"
+        last[currency] = now
+    return None

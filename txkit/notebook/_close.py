@@ -1,0 +1,270 @@
+"""What notebook 06 (closing the month) needs: the bank statements, table downloads, and
+its "what to look at" sentences.
+
+* :func:`load_bank_statements`: the statements given (``sandbox``: the embedded sandbox's own
+  statements of the month and the month after it), read and checked by
+  :func:`txkit.bank.read_statements`, with a line saying what was read;
+* :func:`publish_table`: a whole table (the wallet statement, every settlement) written as
+  CSV and Excel beside the report's pages, with the index's headline figures; exception lists
+  keep :func:`~txkit.notebook.display_exceptions` (open items against last month);
+* :func:`wallet_findings`, :func:`settlement_findings`: the sentences, with exact amounts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from txkit._scrub import scrub_frame
+from txkit.bank import BankStatement, read_statements
+from txkit.calendar import month_bounds, parse_month
+from txkit.config import bank_columns_setting, key_configured
+from txkit.fetch.source import sandbox_files
+from txkit.notebook._downloads import MANIFEST, _for_files
+from txkit.notebook._load import LoadInfo
+from txkit.output import atomic_path, csv_safe
+from txkit.privacy import mask_pii
+
+__all__ = [
+    "load_bank_statements",
+    "publish_table",
+    "sandbox_statements",
+    "settlement_findings",
+    "wallet_findings",
+    "wallet_statement_lines",
+]
+
+_SANDBOX_FORMAT = ".camt053.xml"
+
+
+def sandbox_statements(month: str) -> list[str]:
+    """The embedded sandbox's camt.053 statements of ``month`` and of the month after it."""
+    month = parse_month(month)
+    nxt = _next_month(month)
+    folder = sandbox_files() / "bank"
+    return [
+        str(folder / f"statement_{m}{_SANDBOX_FORMAT}")
+        for m in (month, nxt)
+        if (folder / f"statement_{m}{_SANDBOX_FORMAT}").is_file()
+    ]
+
+
+def _next_month(month: str) -> str:
+    year, mon = int(month[:4]), int(month[5:])
+    return f"{year + (mon == 12):04d}-{mon % 12 + 1:02d}"
+
+
+def load_bank_statements(
+    bank_statements: str | Sequence[str] | None,
+    month: str,
+    *,
+    columns: str | None = None,
+) -> tuple[BankStatement | None, LoadInfo]:
+    """The merchant's bank statements for ``month``'s settlements.
+
+    Args:
+        bank_statements: ``auto`` (none with a key configured: pass them; the sandbox's
+            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
+            month's statement and the next month's, where its last settlements arrive).
+        month: ``YYYY-MM``.
+        columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``).
+
+    Returns:
+        The statements (None when none is given) and a :class:`LoadInfo` whose line says
+        what was read.
+
+    Raises:
+        DataFileError: a statement cannot be read as it is (its line and what to do).
+    """
+    month = parse_month(month)
+    if bank_statements == "auto":
+        bank_statements = None if key_configured() else "sandbox"
+    origin = ""
+    if bank_statements == "sandbox":
+        paths = sandbox_statements(month)
+        origin = "the embedded sandbox's bank account: "
+    elif isinstance(bank_statements, str):
+        paths = [bank_statements]
+    else:
+        paths = list(bank_statements or [])
+    first, last = month_bounds(month)
+    if not paths:
+        note = (
+            "Bank statements: none given, so settlements are not checked against the bank "
+            "(txkit report --bank-statement FILE, or the notebook's bank_statements)"
+        )
+        return None, LoadInfo(
+            month=month, first=None, last=None, source="", rows=0, kind="bank", note=note,
+            warnings=(note,),
+        )  # fmt: skip
+    statement = read_statements(paths, columns=columns or bank_columns_setting())
+    note = origin + statement.describe()
+    return statement, LoadInfo(
+        month=month, first=first, last=last, source=origin or "files",
+        rows=statement.entries.height, kind="bank", note=note,
+    )  # fmt: skip
+
+
+def publish_table(
+    df: pl.DataFrame,
+    name: str,
+    *,
+    title: str,
+    month: str,
+    folder: str | os.PathLike[str] | None,
+    page: str = "",
+    show_pii: bool = False,
+    headlines: Sequence[dict[str, Any]] = (),
+) -> str | None:
+    """Write a whole table (not an exception list) as CSV and Excel into the report.
+
+    Masked and scrubbed like the exception lists; recorded in ``NAME.download.json`` with
+    ``kind: table``, its rows and the index's ``headlines`` (``label``, ``value``, ``change``,
+    ``look``). Returns the links as Markdown, or None outside a report.
+    """
+    if not folder:
+        return None
+    month = parse_month(month)
+    folder = Path(folder)
+    shown = df if show_pii else mask_pii(df)
+    assert isinstance(shown, pl.DataFrame)
+    shown, _ = scrub_frame(shown, where=f"the report's {name} download")
+    files = csv_safe(_for_files(shown))
+    with atomic_path(folder / f"{name}.csv") as tmp:
+        files.write_csv(tmp)
+    with atomic_path(folder / f"{name}.xlsx") as tmp:
+        files.write_excel(tmp, worksheet=name[:31], autofit=True, freeze_panes=(1, 0))
+    entry = {
+        "name": name,
+        "kind": "table",
+        "title": title,
+        "page": page,
+        "csv": f"{name}.csv",
+        "xlsx": f"{name}.xlsx",
+        "rows": df.height,
+        "month": month,
+        "headlines": list(headlines),
+    }
+    with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
+        tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
+    return f"{title}: {df.height:,} rows. Download: [CSV]({name}.csv) · [Excel]({name}.xlsx)"
+
+
+def _money(value: Any, currency: str | None) -> str:
+    return f"{value:,} {currency or ''}".strip()
+
+
+def wallet_findings(statement: pl.DataFrame) -> list[str]:
+    """One sentence per wallet whose statement does not tie out (or cannot be stated), and
+    one for those that do."""
+    out = []
+    tied = []
+    for row in statement.iter_rows(named=True):
+        currency = row["currency"]
+        if row["difference"] is None:
+            out.append(f"Wallet {currency}: not stated ({row['note']}).")
+        elif row["difference"] != 0:
+            out.append(
+                f"Wallet {currency} does not tie out: the closing balance reported is "
+                f"{_money(row['closing_reported'], currency)}, the month's records make it "
+                f"{_money(row['closing_computed'], currency)}; difference "
+                f"{_money(row['difference'], currency)}, explained by {row['explained_by']}."
+                + (
+                    f" Unexplained: {_money(row['unexplained'], currency)}."
+                    if row["unexplained"]
+                    else ""
+                )
+            )
+        else:
+            tied.append(currency)
+        if row["available_difference"] not in (None, 0) and row["difference"] == 0:
+            out.append(
+                f"Wallet {currency}: the available balance differs by "
+                f"{_money(row['available_difference'], currency)} ({row['explained_by']})."
+            )
+    if tied:
+        out.insert(0, f"Wallets that tie out to 0.00 (opening + activity = closing): "
+                   f"{', '.join(tied)}.")  # fmt: skip
+    return out
+
+
+_SETTLEMENT_MEANING = {
+    "amount_differs": "credited with another amount",
+    "missing_in_bank": "not found on the bank statement",
+    "unknown_credit": "bank credit(s) that match no settlement",
+    "duplicate_credit": "credited more than once",
+    "ambiguous": "with several candidate credits, listed for a person to choose",
+}
+
+
+def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -> list[str]:
+    """The settlements' sentences: how many matched, then each exception with its amounts."""
+    if statement is None:
+        return [
+            "No bank statement was given: the month's settlements were not checked against "
+            "the bank (txkit report --bank-statement FILE)."
+        ]
+    counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
+    settled = result.filter(pl.col("settlement_id").is_not_null()).height
+    out = [
+        f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
+        "within the month."
+    ]
+    if counts.get("timing_next_month"):
+        out.append(
+            f"{counts['timing_next_month']:,} arrived after the month's end (timing: clears by "
+            "itself, no entry)."
+        )
+    for category, meaning in _SETTLEMENT_MEANING.items():
+        rows = result.filter(pl.col("category") == category)
+        if rows.height == 0:
+            continue
+        column = "bank_amount" if category == "unknown_credit" else "settlement_amount"
+        if category == "amount_differs":
+            column = "difference"
+        sums = rows.group_by("currency").agg(pl.col(column).sum()).sort("currency")
+        amounts = ", ".join(_money(v, c) for c, v in sums.iter_rows())
+        out.append(f"{rows.height:,} {meaning} ({amounts}).")
+    return out
+
+
+_LINES = (
+    ("opening_ledger", "Opening ledger balance (last record before the month)"),
+    ("collections", "Collections (money in)"),
+    ("transfers", "Transfers (money out)"),
+    ("settlements", "Settlements to the bank (money out)"),
+    ("conversions_in", "Conversions in"),
+    ("conversions_out", "Conversions out"),
+    ("fees", "Fees"),
+    ("tax", "Tax on fees"),
+    ("closing_computed", "Closing balance computed"),
+    ("closing_reported", "Closing balance reported by the last record"),
+    ("difference", "Difference (reported - computed)"),
+    ("opening_available", "Opening available balance"),
+    ("reserves_held", "Rolling reserves held"),
+    ("reserves_released", "Rolling reserves released"),
+    ("closing_available_computed", "Closing available computed"),
+    ("closing_available_reported", "Closing available reported"),
+    ("available_difference", "Available difference"),
+)
+
+
+def wallet_statement_lines(statement: pl.DataFrame) -> pl.DataFrame:
+    """The wallet statement as a bank statement reads: one line per figure, per currency
+    (``currency``, ``line``, ``amount``), the ledger first, then the available balance."""
+    rows = [
+        {"currency": r["currency"], "line": label, "amount": r[column]}
+        for r in statement.iter_rows(named=True)
+        for column, label in _LINES
+    ]
+    scale = next((d.scale for d in statement.schema.values() if isinstance(d, pl.Decimal)), 2)
+    return pl.DataFrame(
+        rows,
+        schema={"currency": pl.String, "line": pl.String, "amount": pl.Decimal(38, scale)},
+        orient="row",
+    )
