@@ -17,6 +17,10 @@ from sandbox_helpers import chronological, expected_violations, wallets
 from txkit.sandbox import Sandbox, check_balance_model, check_fees, generate_ledger
 from txkit.sandbox.ledger import BALANCE_MODELS, Ledger
 
+#: The orders columns these tests read (the orders also name the `customer`, for grouped
+#: payments).
+ORDER_COLUMNS = ["reference", "amount", "currency", "status", "date"]
+
 _FOUR = (
     "toBalanceAfterAvailable",
     "toBalanceAfterLedger",
@@ -193,7 +197,9 @@ def test_order_dates_precede_payment_within_the_month_except_late_payments(ledge
     late = {e["reference"]: e for e in ledger.late_payments}
     records = {r["transactionReference"]: r for r in ledger.all_records()}
     lags = collections.Counter()
-    for reference, _amount, _currency, _status, ordered in ledger.orders.iter_rows():
+    for reference, _amount, _currency, _status, ordered in ledger.orders.select(
+        ORDER_COLUMNS
+    ).iter_rows():
         record = records.get(reference)
         if record is None:
             continue  # order_extra
@@ -225,7 +231,7 @@ def test_late_payments_are_clean_collections_paid_after_midnight() -> None:
     assert ledger.late_payments
     anomalies = {e["reference"] for e in ledger.ground_truth}
     records = {r["id"]: r for r in ledger.exported_records()}
-    orders = {row[0]: row for row in ledger.orders.iter_rows()}
+    orders = {row[0]: row for row in ledger.orders.select(ORDER_COLUMNS).iter_rows()}
     for e in ledger.late_payments:
         record = records[e["id"]]  # served, never hidden
         assert e["reference"] not in anomalies
@@ -249,7 +255,7 @@ def test_late_payments_can_be_turned_off() -> None:
     ledger = generate_ledger(seed=1, records=30_000, late_payments_per_month=0)
     assert ledger.late_payments == []
     created = dict(ledger.index.select("transactionReference", "createdAt").iter_rows())
-    for reference, *_, ordered in ledger.orders.iter_rows():
+    for reference, *_, ordered in ledger.orders.select(ORDER_COLUMNS).iter_rows():
         if reference in created:
             paid = datetime.fromtimestamp(created[reference] / 1000, tz=UTC).date()
             assert (ordered.year, ordered.month) == (paid.year, paid.month)
@@ -292,7 +298,9 @@ def test_repeat_underpayers_share_a_customer_in_the_last_month(ledgers) -> None:
     # Only the regrouped underpayments changed (their customer); everything else is the same.
     differ = [r for r in range(len(plain.index)) if plain.body(r) != ledger.body(r)]
     assert len(differ) == changed
-    assert plain.ground_truth == ledger.ground_truth and plain.orders.equals(ledger.orders)
+    # The orders name each order's customer: the regrouped underpayments' orders change theirs.
+    assert plain.ground_truth == ledger.ground_truth
+    assert plain.orders.select(ORDER_COLUMNS).equals(ledger.orders.select(ORDER_COLUMNS))
     doc = json.loads(ledger.ground_truth_json())
     assert doc["repeat_underpayers"] == ledger.repeaters
     assert doc["generator"]["repeat_underpayers"] == 2
