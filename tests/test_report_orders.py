@@ -55,6 +55,7 @@ def _text(page: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
+@pytest.mark.slow
 def test_lower_case_currencies_and_capitalised_statuses_still_match(workdir: Path) -> None:
     """Before: 5,258 of October's references were currency mismatches."""
     orders = _sandbox_orders(workdir).with_columns(
@@ -89,6 +90,7 @@ def test_lower_case_currencies_and_capitalised_statuses_still_match(workdir: Pat
     assert report["reproduce"].endswith(f"--orders {path}")
 
 
+@pytest.mark.slow
 def test_a_month_without_orders_is_a_warning_on_the_page_and_the_index(workdir: Path) -> None:
     orders = _sandbox_orders(workdir).filter(~pl.col("date").str.starts_with(MONTH))
     path = workdir / "orders-without-october.csv"
@@ -171,6 +173,7 @@ _BAD_FILES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(_BAD_FILES))
 def test_a_bad_orders_file_stops_the_report_before_the_sync_and_the_kernels(
     tmp_path: Path, case: str

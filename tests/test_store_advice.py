@@ -89,6 +89,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("advice")
 
 
+@pytest.mark.slow
 def test_a_damaged_month_older_than_the_default_range_is_repaired_by_the_printed_command(
     workdir: Path,
 ) -> None:
@@ -117,6 +118,7 @@ def test_a_damaged_month_older_than_the_default_range_is_repaired_by_the_printed
     assert run_cli("store", "verify", "--store", str(store), cwd=workdir).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -> None:
     store = workdir / "lost-log"
     for month in ("2026-08", "2026-09", "2026-10"):
@@ -136,6 +138,7 @@ def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
+@pytest.mark.slow
 def test_unverified_files_get_digests_by_the_printed_refresh(workdir: Path) -> None:
 
     store = workdir / "unverified"
@@ -226,6 +229,7 @@ def test_another_service_is_refused_and_the_store_it_names_works(
 # ---- folders that are not stores; read-only stores ------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_folder_that_is_not_a_store_is_refused(box: Sandbox, tmp_path: Path) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
@@ -262,6 +266,7 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
+@pytest.mark.slow
 def test_a_read_only_store_with_nothing_to_write_is_not_refused(
     box: Sandbox, tmpfs: Path, tmp_path: Path
 ) -> None:

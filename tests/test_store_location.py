@@ -58,6 +58,7 @@ def _one_notebook(folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_the_api_reads_and_adds_to_the_store_the_report_used(project: Path) -> None:
     result = run_report(
         "2026-10", out=Path("reports"), notebooks=_one_notebook(project / "nb"), progress=False

@@ -101,6 +101,7 @@ def test_a_bad_version_argument_is_exit_2_not_advice_to_move_the_store(
     assert not (tmp_path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_a_version_the_store_does_not_have_names_those_it_has(
     two_versions: Path, tmp_path: Path
 ) -> None:
