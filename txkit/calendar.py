@@ -17,7 +17,7 @@ from __future__ import annotations
 import calendar as _stdlib_calendar
 import re
 import unicodedata
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 __all__ = [
     "MAX_DAY",
@@ -26,8 +26,10 @@ __all__ = [
     "month_bounds",
     "month_of",
     "months_between",
+    "next_month",
     "parse_day",
     "parse_month",
+    "previous_month",
     "previous_months",
 ]
 
@@ -149,6 +151,17 @@ def month_bounds(month: str) -> tuple[date, date]:
 def month_of(day: date) -> str:
     """The ``'YYYY-MM'`` month of a day."""
     return f"{day.year:04d}-{day.month:02d}"
+
+
+def previous_month(month: str) -> str:
+    """The calendar month before ``month``: ``previous_month("2026-01") == "2025-12"``."""
+    return previous_months(month, 1)[0]
+
+
+def next_month(month: str) -> str:
+    """The calendar month after ``month``: ``next_month("2026-12") == "2027-01"``."""
+    _, last = month_bounds(month)
+    return month_of(last + timedelta(days=1))
 
 
 def previous_months(month: str, count: int) -> list[str]:

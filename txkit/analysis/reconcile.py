@@ -43,6 +43,9 @@ __all__ = [
     "DEFAULT_DATE_TOLERANCE",
     "GROUP_CATEGORIES",
     "MAX_ORDER_DECIMALS",
+    "MISMATCH_CATEGORIES",
+    "MONTH_END_CATEGORIES",
+    "NEAR_MATCH_CATEGORIES",
     "ORDERS_FORMATS",
     "OrdersFile",
     "describe_matching",
@@ -53,16 +56,24 @@ __all__ = [
     "reconcile_summary",
 ]
 
-#: Reconciliation categories, in the order summaries list them.
-CATEGORIES: Final[tuple[str, ...]] = (
-    "matched",
+#: Found across a month's end: the counterpart lies in the next or previous month, within
+#: the date tolerance.
+MONTH_END_CATEGORIES: Final[tuple[str, ...]] = (
     "paid_next_month",
     "ordered_previous_month",
     "paid_previous_month",
     "ordered_next_month",
-    "amount_within_tolerance",
-    "paid_in_parts",
-    "grouped",
+)
+#: Agreeing, but not exactly: across a month's end or within the amount tolerance.
+NEAR_MATCH_CATEGORIES: Final[tuple[str, ...]] = (*MONTH_END_CATEGORIES, "amount_within_tolerance")
+#: The categories where both sides agree: exactly, across a month's end or within the amount
+#: tolerance. Every other category is listed for a look.
+AGREED_CATEGORIES: Final[tuple[str, ...]] = ("matched", *NEAR_MATCH_CATEGORIES)
+#: Matches of several collections to one order (``paid_in_parts``) or of one collection to
+#: several orders (``grouped``), by the amount-sum rule: matched, and listed for allocation.
+GROUP_CATEGORIES: Final[tuple[str, ...]] = ("paid_in_parts", "grouped")
+#: The references that do not agree.
+MISMATCH_CATEGORIES: Final[tuple[str, ...]] = (
     "missing_in_export",
     "missing_in_orders",
     "duplicate_reference",
@@ -70,15 +81,13 @@ CATEGORIES: Final[tuple[str, ...]] = (
     "amount_mismatch",
     "status_mismatch",
 )
-#: The categories where both sides agree: exactly, across a month's end (the counterpart
-#: found within the date tolerance) or within the amount tolerance. Every other category is an
-#: exception to look at.
-AGREED_CATEGORIES: Final[tuple[str, ...]] = CATEGORIES[:6]
-#: Matches of several collections to one order (``paid_in_parts``) or of one collection to
-#: several orders (``grouped``), by the amount-sum rule: matched, and listed for allocation.
-GROUP_CATEGORIES: Final[tuple[str, ...]] = ("paid_in_parts", "grouped")
+#: Reconciliation categories, in the order summaries list them.
+CATEGORIES: Final[tuple[str, ...]] = (
+    *AGREED_CATEGORIES,
+    *GROUP_CATEGORIES,
+    *MISMATCH_CATEGORIES,
+)
 _CATEGORY = pl.Enum(CATEGORIES)
-_MONTH_END: Final = CATEGORIES[1:5]
 _SIDE_COLUMNS: Final = {
     "export": (
         "export_id",
@@ -689,7 +698,7 @@ def describe_matching(
     if month is None:
         dates = "Order dates are shown, not compared: every record and order given is matched."
     else:
-        crossing = {c: counts[c] for c in _MONTH_END if counts.get(c)}
+        crossing = {c: counts[c] for c in MONTH_END_CATEGORIES if counts.get(c)}
         found = ", ".join(f"{n:,} {c}" for c, n in crossing.items()) or "none"
         dates = (
             f"{month} is reconciled with {days} day(s) of margin: a payment or order up to "

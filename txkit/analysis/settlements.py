@@ -69,7 +69,9 @@ SETTLEMENT_CATEGORIES: Final[tuple[str, ...]] = (
 )
 #: The categories that need a look (all but ``matched`` and ``timing_next_month``, which
 #: clears by itself within days and needs no entry).
-SETTLEMENT_EXCEPTIONS: Final = SETTLEMENT_CATEGORIES[2:]
+SETTLEMENT_EXCEPTIONS: Final[tuple[str, ...]] = tuple(
+    c for c in SETTLEMENT_CATEGORIES if c not in ("matched", "timing_next_month")
+)
 #: Business days after a settlement in which its credit is looked for by amount.
 DEFAULT_BUSINESS_DAYS: Final = 3
 _CATEGORY = pl.Enum(SETTLEMENT_CATEGORIES)

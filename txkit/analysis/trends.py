@@ -21,7 +21,7 @@ from txkit.analysis.underpayments import (
     is_underpayment,
     successful_collections,
 )
-from txkit.calendar import parse_month, previous_months
+from txkit.calendar import parse_month, previous_month
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -150,7 +150,7 @@ def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:
     has nulls on that side.
     """
     month = parse_month(month)
-    before = previous_months(month, 1)[0]
+    before = previous_month(month)
     now = metrics.filter(pl.col("month") == month).drop("month")
     prev = metrics.filter(pl.col("month") == before).drop("month")
     prev = prev.rename({c: f"prev_{c}" for c in prev.columns if c != "currency"})

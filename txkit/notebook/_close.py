@@ -22,7 +22,7 @@ import polars as pl
 
 from txkit._scrub import scrub_frame
 from txkit.bank import BankStatement, read_statements
-from txkit.calendar import month_bounds, parse_month
+from txkit.calendar import month_bounds, next_month, parse_month
 from txkit.config import bank_columns_setting, key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.notebook._downloads import MANIFEST, _for_files
@@ -45,18 +45,13 @@ _SANDBOX_FORMAT = ".camt053.xml"
 def sandbox_statements(month: str) -> list[str]:
     """The embedded sandbox's camt.053 statements of ``month`` and of the month after it."""
     month = parse_month(month)
-    nxt = _next_month(month)
+    nxt = next_month(month)
     folder = sandbox_files() / "bank"
     return [
         str(folder / f"statement_{m}{_SANDBOX_FORMAT}")
         for m in (month, nxt)
         if (folder / f"statement_{m}{_SANDBOX_FORMAT}").is_file()
     ]
-
-
-def _next_month(month: str) -> str:
-    year, mon = int(month[:4]), int(month[5:])
-    return f"{year + (mon == 12):04d}-{mon % 12 + 1:02d}"
 
 
 def load_bank_statements(

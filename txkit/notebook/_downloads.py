@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
-from txkit.calendar import parse_month, previous_months
+from txkit.calendar import parse_month, previous_month
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
@@ -112,10 +112,6 @@ def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] |
     """The keys open in a report's list ``name``, with their first month; None without one."""
     entry = read_downloads(folder).get(name)
     return None if entry is None else dict(entry.get("open", {}))
-
-
-def _previous_month(month: str) -> str:
-    return previous_months(month, 1)[0]
 
 
 def _currency(schema: pl.Schema) -> pl.Expr | None:
@@ -204,7 +200,7 @@ def publish_exceptions(
     keyed = shown.with_columns(exception_key(shown, key))
     keyed = keyed.select("key", *[c for c in keyed.columns if c != "key"])
     # The previous report sits beside this one (reports/YYYY-MM/, this one being built aside).
-    previous = previous_open(folder.parent / _previous_month(month), name)
+    previous = previous_open(folder.parent / previous_month(month), name)
     marked, counts = classify(keyed, previous, month=month)
     files = _for_files(marked)
     with atomic_path(folder / f"{name}.csv") as tmp:

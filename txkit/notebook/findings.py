@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from txkit.analysis.reconcile import AGREED_CATEGORIES
+from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
 
 __all__ = [
     "AGREED_CATEGORIES",
@@ -43,7 +43,7 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
     matched = result.filter(pl.col("category") == "matched").height
     out = [f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."]
     agreed = (
-        result.filter(pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES[1:]))
+        result.filter(pl.col("category").cast(pl.String).is_in(NEAR_MATCH_CATEGORIES))
         .group_by(pl.col("category").cast(pl.String))
         .len()
         .sort("category")

@@ -52,7 +52,6 @@ assert set(STATUS_COLOURS) == set(STATUSES)
 _OTHER = "#bcbd22"  # a status the interface document does not list
 UNKNOWN = "unknown"
 _INCOMING = ("collection", "conversion")
-_AGREED = AGREED_CATEGORIES
 
 
 def human_amount(value: float, unit: str = "") -> str:
@@ -151,7 +150,7 @@ def plot_reconciliation(summary: pl.DataFrame) -> Figure:
     scale, each bar with its count."""
     counts = summary.group_by("category").agg(pl.col("references").sum()).sort("category")
     # Matched across a month's end or within the amount tolerance counts as matched.
-    agreed = pl.col("category").cast(pl.String).is_in(_AGREED)
+    agreed = pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)
     matched = counts.filter(agreed)
     others = counts.filter(~agreed)
     fig, (left, right) = plt.subplots(

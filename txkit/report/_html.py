@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from txkit.notebook._open_items import OpenCounts
 from txkit.privacy import mask_sentences
 
 log = logging.getLogger("txkit")
@@ -215,13 +216,7 @@ def _downloads_list(downloads: list[dict[str, Any]]) -> str:
                 f'<a href="{html.escape(d["xlsx"])}">Excel</a></li>'
             )
             continue
-        if counts["compared"]:
-            open_items = (
-                f"{counts['open']:,} open, {counts['new']:,} new, "
-                f"{counts['still_open']:,} still open, {counts['resolved']:,} resolved"
-            )
-        else:
-            open_items = f"{counts['open']:,} open (no previous report to compare with)"
+        open_items = OpenCounts(**counts).sentence()
         items.append(
             f"<li>{html.escape(d['title'])}: {html.escape(open_items)}. "
             f'<a href="{html.escape(d["csv"])}">CSV</a> · '

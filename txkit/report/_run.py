@@ -40,7 +40,7 @@ import polars as pl
 from txkit import config
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
-from txkit.calendar import month_bounds, parse_month, previous_months
+from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import NotebookFailedError, TxkitError
 from txkit.fetch.source import connect
@@ -316,7 +316,7 @@ def _add_headlines(
     orders: OrdersCheck | None = None,
 ) -> None:
     """Each section's downloads and headline figures (this month against the one before)."""
-    before = previous_months(month, 1)[0]
+    before = previous_month(month)
     scan = scan_store(store, version=version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
     mom = month_over_month(metrics, month)

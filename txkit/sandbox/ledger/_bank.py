@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
 from xml.sax.saxutils import escape
 
+from txkit.calendar import month_bounds
 from txkit.sandbox._render import MERCHANT_NAME
 
 if TYPE_CHECKING:
@@ -203,9 +204,7 @@ def _choose_cases(
 
 
 def _month_end(month: str) -> date:
-    year, mon = int(month[:4]), int(month[5:])
-    nxt = date(year + (mon == 12), mon % 12 + 1, 1)
-    return nxt - timedelta(days=1)
+    return month_bounds(month)[1]
 
 
 def _credit(
