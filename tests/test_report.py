@@ -283,8 +283,8 @@ def test_open_items_across_two_months(session_report: SessionReport, tmp_path: P
     opened = len(october_keys)
     text = _text_of((out / "2026-10/index.html").read_text())
     assert (
-        f"Reconciliation mismatches: {opened} open, {opened - 1} new, 1 still open, "
-        f"{len(resolved)} resolved" in text
+        f"Reconciliation mismatches: {opened} open ({opened - 1} new, 1 still open), "
+        f"{len(resolved)} resolved since last month" in text
     )
 
 

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from txkit import config
 from txkit.cli._args import day_arg, month_arg
 from txkit.config import default_store
-from txkit.fetch.source import connect
-from txkit.output import check_writable
-from txkit.store import format_status, sync, sync_needed
+from txkit.store import format_status, sync
 
 __all__ = ["add_parser"]
 
@@ -59,20 +56,12 @@ def _run(args: argparse.Namespace) -> int:
         "lookback_days": args.lookback_days,
         "refresh": args.refresh,
     }
-    if not sync_needed(**kwargs):
+    # With no client, sync connects (the service, or the sandbox without a key) only when
+    # something is to be fetched, and checks then that the store can be written.
+    result = sync(**kwargs, progress=False if args.no_progress else None)
+    if not result.fetched:
         print(f"store {store} is up to date: no request sent")
         return 0
-    if "://" not in str(store):  # only now: a store with nothing to fetch may be read-only
-        check_writable(Path(store), is_file=False, flag="--store")
-    with connect() as source:
-        print(f"source: {source.description}")
-        result = sync(
-            client=source.client,
-            **kwargs,
-            progress=False if args.no_progress else None,
-            source=source.label,
-            source_url=source.url,
-        )
     for note in result.notes:
         print(note)
     for month, kind in result.fetched.items():

@@ -43,10 +43,8 @@ from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import NotebookFailedError, TxkitError
-from txkit.fetch.source import connect
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
-from txkit.output import check_writable
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -54,7 +52,7 @@ from txkit.report._headlines import (
     underpayment_headlines,
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
-from txkit.store import read_manifests, scan_store, sync, sync_needed
+from txkit.store import read_manifests, scan_store, sync
 from txkit.store._location import check_version
 
 log = logging.getLogger("txkit")
@@ -435,26 +433,13 @@ def run_report(
     until = last + timedelta(days=config.MARGIN_DAYS)
     started = time.perf_counter()
     sync_result = None
-    if as_of is None and sync_needed(
-        store=store, start=since, end=until, lookback_days=lookback_days
-    ):
-        if "://" not in str(store):  # only when it will be written: it may be read-only
-            check_writable(Path(store), is_file=False, flag="--store")
-        with connect() as source:
-            print(f"source: {source.description}")
-            sync_result = sync(
-                client=source.client,
-                start=since,
-                end=until,
-                store=store,
-                lookback_days=lookback_days,
-                progress=progress,
-                source=source.label,
-                source_url=source.url,
-            )
+    if as_of is None:  # sync connects only when something is to be fetched
+        sync_result = sync(
+            start=since, end=until, store=store, lookback_days=lookback_days, progress=progress
+        )
         for note in sync_result.notes:
             print(note)
-    sync_seconds = time.perf_counter() - started if sync_result else 0.0
+    sync_seconds = time.perf_counter() - started if sync_result and sync_result.fetched else 0.0
     if checked is None:  # the sandbox's orders, written by its first start
         checked = check_orders(orders, month)
     manifest = read_manifests(store, version=as_of).get(month)
@@ -607,7 +592,7 @@ def run_report(
     return ReportResult(
         index=final / "index.html",
         notebooks=timings,
-        sync=sync_result,
+        sync=sync_result if sync_result and sync_result.fetched else None,
         sync_seconds=sync_seconds,
     )
 
