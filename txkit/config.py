@@ -74,6 +74,7 @@ __all__ = [
     "progress_setting",
     "read_setting",
     "refuse_base_url_without_key",
+    "resolve_orders",
     "sandbox_cache_dir",
     "sandbox_data_dir",
     "store_for_url",
@@ -367,6 +368,15 @@ def sandbox_data_dir() -> Path:
 def orders_path() -> Path:
     """The merchant's expected payments when a key is configured (``data/orders.csv``)."""
     return data_dir() / "orders.csv"
+
+
+def resolve_orders(orders: str | None) -> str:
+    """The orders a reconciliation reads: ``orders`` as given, else (None or ``"auto"``)
+    :func:`orders_path` when a key is configured and ``"sandbox"`` (the embedded sandbox's
+    own orders) without one."""
+    if orders is None or orders == "auto":
+        return str(orders_path()) if key_configured() else "sandbox"
+    return orders
 
 
 def store_for_url(url: str) -> Path:

@@ -52,6 +52,7 @@ from txkit.fetch.pages import (
     ExportStats,
     OffsetCapped,
     QueryResult,
+    describe_query,
     digest,
     fetch_query,
 )
@@ -767,10 +768,5 @@ class _Hook:
 
 
 def _describe(filters: Mapping[str, Any], span: Span) -> str:
-    shown = ", ".join(f"{k}={v}" for k, v in filters.items())
-    dates = []
-    if span.start is not None:
-        dates.append(f"startDate={span.start}")
-    if span.end is not None:
-        dates.append(f"endDate={span.end}")
-    return "[" + ", ".join(x for x in (shown, *dates) if x) + "]" if shown or dates else "[all]"
+    dates = {"startDate": span.start, "endDate": span.end}
+    return describe_query({**filters, **{k: v for k, v in dates.items() if v is not None}})

@@ -388,7 +388,7 @@ def fetch_query(
             log.warning(
                 "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
                 attempt,
-                _describe(params),
+                describe_query(params),
                 len(union),
                 sorted(current.totals),
                 "" if stable else " (the total changed during the pass)",
@@ -422,14 +422,16 @@ def require_complete(result: QueryResult, params: Mapping[str, Any], passes: int
     """Raise :class:`IncompleteExportError` for an incomplete :class:`QueryResult`."""
     if not result.complete:
         raise IncompleteExportError(
-            f"the export of {_describe(params)} does not add up",
+            f"the export of {describe_query(params)} does not add up",
             expected=result.total,
             got=result.unique,
             attempts=passes,
         )
 
 
-def _describe(params: Mapping[str, Any]) -> str:
+def describe_query(params: Mapping[str, Any]) -> str:
+    """A query as errors and notes name it: ``[transType=collection, startDate=2026-10-01]``,
+    its paging left out; ``[all records]`` without a filter."""
     shown = ", ".join(f"{k}={v}" for k, v in params.items() if k not in ("skip", "limit"))
     return f"[{shown}]" if shown else "[all records]"
 

@@ -17,7 +17,7 @@ import polars as pl
 
 from txkit.analysis.reconcile import read_orders_file
 from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.config import default_store, key_configured, orders_path
+from txkit.config import default_store, resolve_orders
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -375,8 +375,7 @@ def _load_orders(
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
     month = parse_month(month)
     first, last = month_bounds(month)
-    if orders == "auto":
-        orders = str(orders_path()) if key_configured() else "sandbox"
+    orders = resolve_orders(orders)
     if orders == "sandbox":
         read = read_orders_file(sandbox_files() / "orders.csv")
         origin = "the embedded sandbox's merchant orders"

@@ -41,7 +41,7 @@ from txkit import config
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
-from txkit.config import bank_columns_setting, default_store, key_configured
+from txkit.config import bank_columns_setting, default_store
 from txkit.errors import NotebookFailedError, TxkitError
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
@@ -407,8 +407,7 @@ def run_report(
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     store = store or default_store()
-    if orders is None:
-        orders = str(config.orders_path()) if key_configured() else "sandbox"
+    orders = config.resolve_orders(orders)
     checked = None
     if orders != "sandbox":
         if not Path(orders).is_file():
