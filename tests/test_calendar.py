@@ -217,7 +217,7 @@ def _drawn_tree(text: str) -> dict[str, str]:
 
 def test_errors_docstring_tree_matches_the_classes() -> None:
     # Every error and warning txkit defines lives in txkit.errors, and both drawings (the
-    # module's docstring and the README's) show each under its base class.
+    # module's docstring and docs/failure-modes.md) show each under its base class.
     actual = {
         name: cls.__mro__[1].__name__
         for name, cls in vars(errors).items()
@@ -227,8 +227,8 @@ def test_errors_docstring_tree_matches_the_classes() -> None:
         and cls.__module__ == errors.__name__
     }
     assert _drawn_tree(errors.__doc__ or "") == actual
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert _drawn_tree(readme) == actual
+    page = Path(__file__).resolve().parent.parent / "docs" / "failure-modes.md"
+    assert _drawn_tree(page.read_text(encoding="utf-8")) == actual
     assert actual["ResponseFormatError"] == "ApiError"
     assert actual["StoreVersionError"] == "StoreError"
     assert actual["IncompleteExportWarning"] == "UserWarning"
