@@ -11,7 +11,6 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import polars as pl
 
@@ -23,7 +22,6 @@ from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect
-from txkit.output import check_writable
 from txkit.store._coverage import Fetch, MonthCoverage, needed_window
 from txkit.store._location import (
     StoreLike,
@@ -314,8 +312,6 @@ def sync(
         state = read_state(store)
         rows = {m: state.coverage[m].rows for m in months if m in state.coverage}
         return SyncResult({}, months, rows, stats, str(store), state.version)
-    if "://" not in str(store):  # only now: a store with nothing to fetch may be read-only
-        check_writable(Path(store), is_file=False, flag="store")
     notes: list[str] = []
     with contextlib.ExitStack() as stack, locked(store):
         if client is None:
