@@ -628,6 +628,9 @@ def _write_manifest(
         "month": month,
         "store": _absolute(store),
         "table_version": manifest.table_version,
+        # The table's id: the retention policy keeps this version of this table only (a store
+        # moved aside and synced again is another table, whose versions start at 0 again).
+        "table_id": manifest.table_id,
         "as_of": as_of,
         "source": manifest.source,
         "rows": manifest.rows,

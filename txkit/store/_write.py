@@ -378,7 +378,13 @@ class MonthWriter:
                 meta,
             )
         self._committed = True
-        return _version(self.store)
+        version = _version(self.store)
+        from txkit.store._compact import checkpoint_due, write_checkpoint
+
+        if checkpoint_due(version):
+            with _store_errors(self.store, version):
+                write_checkpoint(self.store, version)
+        return version
 
     def _rewrite(self, written: _File) -> None:
         """Write one of this sync's files again under the widened types."""
@@ -491,6 +497,16 @@ def _properties(meta: dict[str, Any]) -> Any:
     return CommitProperties(custom_metadata={META_KEY: json.dumps(meta)}, max_commit_retries=0)
 
 
+def _no_hooks() -> Any:
+    """No post-commit checkpoint or log cleanup by delta-rs: txkit writes checkpoints at its
+    own interval (:mod:`txkit.store._compact`), and delta-rs's cleanup would remove the log
+    entries of versions a report cites once they are 30 days old (the retention policy,
+    :mod:`txkit.store._retention`, decides)."""
+    from deltalake import PostCommitHookProperties
+
+    return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+
+
 def _commit_actions(
     store: str | os.PathLike[str],
     version: int | None,
@@ -516,6 +532,7 @@ def _commit_actions(
             configuration=TABLE_CONFIGURATION,
             storage_options=options,
             commit_properties=_properties(meta),
+            post_commithook_properties=_no_hooks(),
         )
         return
     table = DeltaTable(table_uri(store), version=version, storage_options=options)
@@ -526,6 +543,7 @@ def _commit_actions(
         partition_by=["month"],
         partition_filters=[("month", "in", months)],
         commit_properties=_properties(meta),
+        post_commithook_properties=_no_hooks(),
     )
 
 
