@@ -51,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help=f"days of versions to keep (default: {config.STORE_KEEP_DAYS_VAR} "
                         f"or {config.STORE_KEEP_DAYS})")  # fmt: skip
     vacuum.add_argument("--reports", metavar="DIR", default=str(config.REPORTS_DIR),
-                        help="the reports whose versions are kept (default: %(default)s)")  # fmt: skip
+                        help="reports whose versions are kept (default: %(default)s)")  # fmt: skip
     vacuum.set_defaults(func=_run_store_vacuum)
     migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
     migrate.add_argument("--store", default=str(config.store_root()), metavar="DIR",

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from txkit import config
 from txkit.errors import StoreError
@@ -46,8 +47,10 @@ from txkit.store._location import (
     locked,
     objects,
     open_table,
+    storage_options,
     store_location,
     table_files,
+    table_uri,
 )
 from txkit.store._state import commit_info
 from txkit.store._write import META_KEY
@@ -272,7 +275,14 @@ def apply_retention(
         if not item.rel.endswith(".parquet"):
             continue  # only data files: anything else is not the policy's to remove
         result.files.append((item.rel, item.size))
-    needed_log = _needed_log(kept, checkpoints)
+    # Each run of kept versions is read from a checkpoint at its first version (written now
+    # when missing), so no version between runs needs its log entry: it is gone, and opening
+    # it says so, rather than finding its data files gone.
+    starts = [v for v in sorted(kept) if v > 0 and v - 1 not in kept]
+    missing = [v for v in starts if v not in checkpoints]
+    if missing and not dry_run:
+        _checkpoints_at(store, missing)
+    needed_log = _needed_log(kept, sorted({*checkpoints, *missing}))
     for version, items in sorted(entries.items()):
         if version in needed_log or version > newest:
             continue
@@ -285,9 +295,42 @@ def apply_retention(
             files.delete(rel)
         for rel in result.log_entries:
             files.delete(rel)
+        _fix_hint(files, sorted({*checkpoints, *missing} & needed_log))
         if not is_remote(store):
             _remove_empty_folders(Path(store))
     return result
+
+
+def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
+    """Write a checkpoint of each of ``versions`` (older than the newest), leaving the
+    ``_last_checkpoint`` hint on the newest checkpoint as it was."""
+    from deltalake import DeltaTable
+
+    files = objects(store)
+    hint = "_delta_log/_last_checkpoint"
+    try:
+        before = files.get(hint)
+    except Exception:  # none yet (no checkpoint so far)
+        before = None
+    for version in versions:
+        DeltaTable(table_uri(store), version=version,
+                   storage_options=storage_options(store)).create_checkpoint()  # fmt: skip
+    if before is not None:
+        files.put(hint, before)
+    else:
+        files.delete(hint)
+
+
+def _fix_hint(files: Any, remaining: list[int]) -> None:
+    """Drop the ``_last_checkpoint`` hint when the checkpoint it names was removed (readers
+    then list the log; the hint is optional in the Delta protocol)."""
+    hint = "_delta_log/_last_checkpoint"
+    try:
+        version = json.loads(files.get(hint)).get("version")
+    except Exception:  # no hint, or an unreadable one: nothing to fix
+        return
+    if version not in remaining:
+        files.delete(hint)
 
 
 def _remove_empty_folders(root: Path) -> None:
