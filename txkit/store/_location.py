@@ -509,25 +509,36 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
         return DeltaTable(uri, version=version, storage_options=options)
     except TableNotFoundError:
         if version is not None:
+            missing = _missing_version(store, version)
+            if missing is not None:
+                raise missing from None
             raise StoreVersionError(
                 f"the store {store} has no table yet, so no version {version}"
             ) from None
         return None
     except Exception as exc:  # delta-rs raises several types for a damaged or absent log
         if version is not None:
-            versions = _versions(store)
-            if versions is not None and version not in versions:
-                removed = (
-                    ", the others were removed by the retention policy (`txkit store vacuum`)"
-                    if version < versions[-1] and versions != list(range(versions[-1] + 1))
-                    else ""
-                )
-                raise StoreVersionError(
-                    f"the store {store} has no table version {version}: it has "
-                    f"{describe_versions(versions)}{removed} (`txkit store status --store "
-                    f"{store}` shows the newest)"
-                ) from None
+            missing = _missing_version(store, version)
+            if missing is not None:
+                raise missing from None
         raise StoreError(_store_problem(store, exc, version)) from None
+
+
+def _missing_version(store: str | os.PathLike[str], version: int) -> StoreVersionError | None:
+    """The error for a version the table does not have (None: it has it, or has no log)."""
+    versions = _versions(store)
+    if versions is None or version in versions:
+        return None
+    removed = (
+        ", the others were removed by the retention policy (`txkit store vacuum`)"
+        if version < versions[-1] and versions != list(range(versions[-1] + 1))
+        else ""
+    )
+    return StoreVersionError(
+        f"the store {store} has no table version {version}: it has "
+        f"{describe_versions(versions)}{removed} (`txkit store status --store {store}` shows "
+        "the newest)"
+    )
 
 
 def log_versions(store: str | os.PathLike[str]) -> list[int]:
