@@ -1,8 +1,9 @@
 """Keeping the store cheap to open and read: log checkpoints at a fixed interval, and one data
 file per month.
 
-**Checkpoints.** Opening a Delta table reads its newest checkpoint and the commits after it.
-txkit writes a checkpoint at every version divisible by
+**Checkpoints** (:func:`txkit.store._write.write_checkpoint`, after each commit). Opening a
+Delta table reads its newest checkpoint and the commits after it. txkit writes a checkpoint at
+every version divisible by
 :data:`txkit.config.STORE_CHECKPOINT_INTERVAL` (10), so opening reads at most 10 commits
 whether the store has seen 10 syncs or 365 (delta-rs's own default interval is 100, and its
 post-commit hook would also remove log entries older than 30 days, including those of versions
@@ -23,30 +24,11 @@ from datetime import datetime
 
 import polars as pl
 
-from txkit import config
-from txkit.store._location import (
-    objects,
-    open_table,
-    read_verified,
-    storage_options,
-    table_files,
-    table_uri,
-)
+from txkit.store._location import objects, open_table, read_verified, table_files
+from txkit.store._state import commit_metadata, read_state
+from txkit.store._write import commit
 
-__all__ = ["checkpoint_due", "compact_months", "crowded_months", "write_checkpoint"]
-
-
-def checkpoint_due(version: int, interval: int = config.STORE_CHECKPOINT_INTERVAL) -> bool:
-    """Whether ``version`` gets a checkpoint (every ``interval`` versions, never version 0)."""
-    return version > 0 and version % interval == 0
-
-
-def write_checkpoint(store: str | os.PathLike[str], version: int) -> None:
-    """Write the log checkpoint of ``version`` (the table's newest)."""
-    from deltalake import DeltaTable
-
-    DeltaTable(table_uri(store), version=version,
-               storage_options=storage_options(store)).create_checkpoint()  # fmt: skip
+__all__ = ["compact_months", "crowded_months"]
 
 
 def crowded_months(store: str | os.PathLike[str], version: int | None = None) -> list[str]:
@@ -77,9 +59,6 @@ def compact_months(
         StoreDamagedError: a file of such a month is missing or changed.
         StoreError: the store cannot be written.
     """
-    from txkit.store._state import commit_metadata, read_state
-    from txkit.store._write import commit
-
     state = read_state(store)
     if state.version is None or state.source is None:
         return None

@@ -47,13 +47,11 @@ from txkit.store._location import (
     locked,
     objects,
     open_table,
-    storage_options,
     store_location,
     table_files,
-    table_uri,
 )
 from txkit.store._state import commit_info
-from txkit.store._write import META_KEY
+from txkit.store._write import META_KEY, write_checkpoint
 
 __all__ = [
     "KEEP_SOURCES",
@@ -304,8 +302,6 @@ def apply_retention(
 def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
     """Write a checkpoint of each of ``versions`` (older than the newest), leaving the
     ``_last_checkpoint`` hint on the newest checkpoint as it was."""
-    from deltalake import DeltaTable
-
     files = objects(store)
     hint = "_delta_log/_last_checkpoint"
     try:
@@ -313,8 +309,7 @@ def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
     except Exception:  # none yet (no checkpoint so far)
         before = None
     for version in versions:
-        DeltaTable(table_uri(store), version=version,
-                   storage_options=storage_options(store)).create_checkpoint()  # fmt: skip
+        write_checkpoint(store, version)
     if before is not None:
         files.put(hint, before)
     else:

@@ -38,6 +38,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit import config
 from txkit._scrub import scrub_frame
 from txkit.errors import StoreError, StoreLockedError
 from txkit.schema import COLUMNS
@@ -55,7 +56,15 @@ from txkit.store._location import (
     write_problem,
 )
 
-__all__ = ["META_KEY", "TABLE_CONFIGURATION", "MonthWriter", "commit", "wider_type"]
+__all__ = [
+    "META_KEY",
+    "TABLE_CONFIGURATION",
+    "MonthWriter",
+    "checkpoint_due",
+    "commit",
+    "wider_type",
+    "write_checkpoint",
+]
 
 #: The commit-metadata key of txkit's metadata.
 META_KEY = "txkit.store"
@@ -379,8 +388,6 @@ class MonthWriter:
             )
         self._committed = True
         version = _version(self.store)
-        from txkit.store._compact import checkpoint_due, write_checkpoint
-
         if checkpoint_due(version):
             with _store_errors(self.store, version):
                 write_checkpoint(self.store, version)
@@ -483,6 +490,20 @@ def commit(
         return writer.commit(months, meta)
     finally:
         writer.close()
+
+
+def checkpoint_due(version: int, interval: int = config.STORE_CHECKPOINT_INTERVAL) -> bool:
+    """Whether ``version`` gets a log checkpoint (every ``interval`` versions, never 0)."""
+    return version > 0 and version % interval == 0
+
+
+def write_checkpoint(store: str | os.PathLike[str], version: int) -> None:
+    """Write the log checkpoint of ``version`` (see :mod:`txkit.store._compact`)."""
+    from deltalake import DeltaTable
+
+    DeltaTable(
+        table_uri(store), version=version, storage_options=storage_options(store)
+    ).create_checkpoint()
 
 
 def _version(store: str | os.PathLike[str]) -> int:
