@@ -11,6 +11,7 @@ from txkit.config import default_store
 from txkit.fetch.source import connect
 from txkit.output import check_writable
 from txkit.store import format_status, sync, sync_needed
+from txkit.store._retention import format_vacuum
 
 __all__ = ["add_parser"]
 
@@ -82,4 +83,6 @@ def _run(args: argparse.Namespace) -> int:
         f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {store} "
         f"(table version {result.version})"
     )
+    if result.vacuum is not None and (result.vacuum.files or result.vacuum.log_entries):
+        print(format_vacuum(result.vacuum, verbose=False))
     return 0
