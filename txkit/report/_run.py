@@ -54,7 +54,7 @@ from txkit.report._headlines import (
     underpayment_headlines,
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
-from txkit.store import read_manifests, scan_store, sync, sync_needed
+from txkit.store import RetentionPolicy, read_manifests, scan_store, sync, sync_needed
 from txkit.store._location import check_version
 
 log = logging.getLogger("txkit")
@@ -451,6 +451,8 @@ def run_report(
                 progress=progress,
                 source=source.label,
                 source_url=source.url,
+                # The policy keeps the versions the reports in this folder cite.
+                retention=RetentionPolicy.from_config(reports=out),
             )
         for note in sync_result.notes:
             print(note)
