@@ -17,7 +17,7 @@ import polars as pl
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.config import default_store, store_for_url
 from txkit.decode import dedupe_latest, finalize
-from txkit.errors import ConfigError, StoreError
+from txkit.errors import ConfigError, StoreError, one_line
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -82,7 +82,12 @@ def _retain(
         return apply_retention(store, policy=policy, now=now)
     except (StoreError, ConfigError) as exc:
         notes.append(f"the store's retention policy was not applied: {exc}")
-        return None
+    except Exception as exc:  # the commit is made: a failed clean-up must not fail the sync
+        notes.append(
+            f"the store's retention policy was not applied ({one_line(exc, 200)}); run "
+            f"`txkit store vacuum --store {store}` to apply it"
+        )
+    return None
 
 
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
