@@ -8,13 +8,14 @@ data file (:func:`commit_metadata` writes it, :func:`read_state` reads it back).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from txkit import config
 from txkit.calendar import month_bounds
@@ -157,7 +158,9 @@ def commit_info(store: str | os.PathLike[str], version: int) -> dict[str, Any] |
         raise
     for line in data.splitlines():
         if b'"commitInfo"' in line:
-            entry = json.loads(line).get("commitInfo")
+            # orjson: a year's commit metadata is about 84 KB, 1.5 ms with json, which is a
+            # tenth of a small month's read (see docs/store-readers.md).
+            entry = orjson.loads(line).get("commitInfo")
             if isinstance(entry, dict):
                 return entry
     return None
@@ -175,11 +178,11 @@ def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
         if META_KEY not in entry:
             continue
         try:
-            meta = json.loads(entry[META_KEY])
+            meta = orjson.loads(entry[META_KEY])
             source = SourceIdentity(**meta["source"])
             coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
             files = {str(k): str(v) for k, v in meta.get("files", {}).items()}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # orjson: ValueError
             raise StoreError(
                 f"the store {store}'s commit {version} has unreadable txkit "
                 f"metadata ({type(exc).__name__}: {exc})"
