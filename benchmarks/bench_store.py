@@ -12,6 +12,19 @@
   proportional to the window's month, not to the table.
 * **Month read-back** (``read_months``, the loader's column and row order) against the
   previous store's ``scan_parquet`` of the month's file; median of 5.
+
+``--year`` runs a year of daily syncs instead (``--records 60000`` by default there, so that
+it runs in minutes)::
+
+    python benchmarks/bench_store.py --year
+    python benchmarks/bench_store.py --year --records 200000 --keep-days 30
+
+365 syncs over the sandbox's calendar (2025-11-01 to 2026-10-31), ``--end`` and the clock
+advancing a day at a time, look-back on (7 days), each applying the retention policy after
+its commit (``--keep-days``, no reports). Then, beside the same records written once
+(one sync of the 12 months into a new store): disk size, data files, log entries and
+the time to open the table and read the newest month (a fresh ``read_months`` each time,
+which opens the table: median of ``--runs``, round-robin).
 """
 
 from __future__ import annotations
@@ -85,14 +98,113 @@ def _table(title: str, rows: int, results: dict[str, dict[str, float]], base: st
         print(_row(name, m, rows, None if name == base else results[base]))
 
 
+def _footprint(store: Path) -> dict[str, int]:
+    """Disk bytes, data files, log entries (commits, checkpoints) of a folder store."""
+    files = [p for p in store.rglob("*") if p.is_file()]
+    log = [p for p in files if p.parent.name == "_delta_log"]
+    return {
+        "bytes": sum(p.stat().st_size for p in files),
+        "data_files": sum(1 for p in files if p.suffix == ".parquet" and p not in log),
+        "log_entries": len(log),
+        "commits": sum(1 for p in log if p.suffix == ".json" and p.stem.isdigit()),
+        "checkpoints": sum(1 for p in log if p.name.endswith(".checkpoint.parquet")),
+    }
+
+
+def year(args: argparse.Namespace) -> None:
+    """365 daily look-back syncs under the retention policy, beside a table written once."""
+    import time
+    from datetime import timedelta
+
+    import txkit
+    from txkit.sandbox import Sandbox
+    from txkit.store import read_months, sync
+    from txkit.store._location import open_table, table_files
+    from txkit.store._retention import RetentionPolicy
+
+    work = Path(tempfile.mkdtemp(prefix="txkit-bench-year-"))
+    records = args.records or 60_000
+    policy = RetentionPolicy(keep_days=args.keep_days, reports=None)
+    print(f"# txkit store, a year of daily syncs: {records:,} sandbox records, seed {args.seed}")
+    days = [date(2025, 11, 1) + timedelta(days=i) for i in range(365)]
+    daily, fresh = work / "daily", work / "fresh"
+    with (
+        Sandbox(seed=args.seed, records=records) as box,
+        txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        began = time.perf_counter()
+        sync_seconds = []
+        for i, day in enumerate(days):
+            t = time.perf_counter()
+            sync(client, start=days[0], end=day, store=daily, today=day, retention=policy)
+            sync_seconds.append(time.perf_counter() - t)
+            if (i + 1) % 30 == 0:
+                f = _footprint(daily)
+                print(f"  day {i + 1:3d} {day}: {f['bytes'] / 1e6:.1f} MB, {f['data_files']} "
+                      f"data files, {f['log_entries']} log entries, last sync "
+                      f"{sync_seconds[-1]:.2f} s", flush=True)  # fmt: skip
+        total = time.perf_counter() - began
+        sync(client, start=days[0], end=days[-1], store=fresh, today=days[-1], retention=False)
+    newest = days[-1].strftime("%Y-%m")
+    a = read_months([newest], store=daily)
+    b = read_months([newest], store=fresh)
+    assert a.equals(b), "the daily store and the table written once differ"
+    table = open_table(daily)
+    current = {rel for rel, _, _ in table_files(table)}
+    kept_extra = sum(
+        p.stat().st_size
+        for p in daily.rglob("*.parquet")
+        if p.parent.name != "_delta_log" and p.relative_to(daily).as_posix() not in current
+    )
+    year_f, fresh_f = _footprint(daily), _footprint(fresh)
+    timing = round_robin(
+        {
+            "written once": lambda: read_months([newest], store=fresh),
+            "after 365 daily syncs": lambda: read_months([newest], store=daily),
+        },
+        runs=args.runs,
+    )
+    print(f"\n365 daily syncs in {total:.0f} s (median sync {sorted(sync_seconds)[182]:.2f} s); "
+          f"version {table.version()}; newest month {newest}: {a.height:,} rows\n")  # fmt: skip
+    print("| store | disk | data files | log entries (commits, checkpoints) | open + read "
+          "newest month (median, min-max) |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|")
+    for name, f, m in (
+        ("written once", fresh_f, timing["written once"]),
+        ("after 365 daily syncs", year_f, timing["after 365 daily syncs"]),
+    ):
+        print(
+            f"| {name} | {f['bytes'] / 1e6:.2f} MB | {f['data_files']} | {f['log_entries']} "
+            f"({f['commits']}, {f['checkpoints']}) | {m['seconds'] * 1000:.1f} ms "
+            f"({m['min'] * 1000:.1f}-{m['max'] * 1000:.1f}) |"
+        )
+    base = fresh_f["bytes"] + kept_extra
+    print(
+        f"\ndisk: {year_f['bytes'] / fresh_f['bytes']:.2f}x the table written once; "
+        f"{year_f['bytes'] / base:.2f}x it plus the files only the versions the policy keeps "
+        f"read ({kept_extra / 1e6:.2f} MB; target <= 1.5x)\n"
+        f"open + read newest month: "
+        f"{timing['after 365 daily syncs']['seconds'] / timing['written once']['seconds']:.2f}x "
+        "the table written once (target <= 1.2x)"
+    )
+    print(f"(stores under {work}; remove when done)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=None,
+                        help="sandbox records (default 1,000,000; 60,000 with --year)")  # fmt: skip
+    parser.add_argument("--year", action="store_true", help="365 daily syncs (see above)")
+    parser.add_argument("--keep-days", type=int, default=30, help="with --year: days kept")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--month", default="2026-09")
     parser.add_argument("--runs", type=int, default=21, help="read-back runs (median)")
     args = parser.parse_args()
     os.environ["TXKIT_PROGRESS"] = "0"
+    if args.year:
+        year(args)
+        return
+    args.records = args.records or 1_000_000
 
     import polars as pl
 

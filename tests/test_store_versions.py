@@ -58,6 +58,7 @@ def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
     for out, version in ((first, 0), (latest, 1), (again, 0)):
         doc = json.loads((out.index.parent / "report.json").read_text())
         assert doc["table_version"] == version and doc["month"] == "2026-10"
+        assert doc["table_id"] == read_state(store).table_id  # what the retention policy keeps
         assert doc["reproduce"].endswith(f"--as-of {version}")
         assert f"at table version {version}" in out.index.read_text()
     assert json.loads((again.index.parent / "report.json").read_text())["as_of"] == 0

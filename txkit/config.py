@@ -13,6 +13,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
+``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the working
@@ -58,6 +59,9 @@ __all__ = [
     "REPORTS_DIR",
     "SANDBOX",
     "SECRET_KEY_VAR",
+    "STORE_CHECKPOINT_INTERVAL",
+    "STORE_KEEP_DAYS",
+    "STORE_KEEP_DAYS_VAR",
     "VARIABLES",
     "SandboxSettings",
     "bank_columns_setting",
@@ -78,6 +82,7 @@ __all__ = [
     "sandbox_cache_dir",
     "sandbox_data_dir",
     "store_for_url",
+    "store_keep_days",
     "store_root",
 ]
 
@@ -101,6 +106,8 @@ MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
 PROGRESS_VAR = "TXKIT_PROGRESS"
 #: A CSV bank statement's column mapping (``txkit report --bank-columns`` wins over it).
 BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
+#: Days of store versions kept for time travel by the retention policy (``txkit store vacuum``).
+STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: Every variable txkit reads.
 VARIABLES = (
     BASE_URL_VAR,
@@ -112,6 +119,7 @@ VARIABLES = (
     MAX_TOTAL_VAR,
     PROGRESS_VAR,
     BANK_COLUMNS_VAR,
+    STORE_KEEP_DAYS_VAR,
 )
 
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
@@ -176,6 +184,25 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     mapping, ``key=Column Name`` pairs separated by commas; None when unset."""
     value, _ = read_setting(BANK_COLUMNS_VAR, env_file)
     return value
+
+
+def store_keep_days(env_file: str | os.PathLike[str] | None = ".env") -> int:
+    """``TXKIT_STORE_KEEP_DAYS`` (environment, else ``.env``): the days of store versions the
+    retention policy keeps for time travel; :data:`STORE_KEEP_DAYS` when unset.
+
+    Raises:
+        ConfigError: it is not a whole number from 0 to 36500.
+    """
+    value, origin = read_setting(STORE_KEEP_DAYS_VAR, env_file)
+    if value is None:
+        return STORE_KEEP_DAYS
+    text = value.strip()
+    if not (text.isascii() and text.isdigit() and int(text) <= 36_500):
+        raise ConfigError(
+            f"{STORE_KEEP_DAYS_VAR} (from {origin}) must be a whole number of days from 0 to "
+            f"36500, got {value[:40]!r}"
+        )
+    return int(text)
 
 
 _dotenv_cache: dict[tuple[str, int, int], dict[str, str]] = {}
@@ -433,6 +460,11 @@ REPORTS_DIR = Path("reports")
 NOTEBOOKS_DIR = Path("notebooks")
 #: Days re-fetched before the newest stored record: statuses change after a record is seen.
 LOOKBACK_DAYS = 7
+#: Days of store versions the retention policy keeps for time travel (``TXKIT_STORE_KEEP_DAYS``).
+STORE_KEEP_DAYS = 30
+#: Commits between two checkpoints of the store's log: opening the table reads the newest
+#: checkpoint and at most this many commits, however many syncs the store has seen.
+STORE_CHECKPOINT_INTERVAL = 10
 #: Months before a report's month that ``txkit report`` syncs for its notebooks' history
 #: (underpayments' original references, balance chains): at least every notebook's
 #: ``history_months`` default (a test checks).

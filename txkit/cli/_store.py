@@ -1,4 +1,4 @@
-"""``txkit store``: ``status``, ``verify`` and ``migrate``."""
+"""``txkit store``: ``status``, ``verify``, ``vacuum`` and ``migrate``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from txkit import config
 from txkit.config import default_store
 from txkit.store import format_status, format_verify, verify_store
 from txkit.store._migrate import migrate_store
+from txkit.store._retention import RetentionPolicy, format_vacuum, vacuum_store
 
 __all__ = ["add_parser"]
 
@@ -16,10 +17,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit store``."""
     p = sub.add_parser(
         "store",
-        help="the local store: status, verify, migrate",
+        help="the local store: status, verify, vacuum, migrate",
         description="Look after the store: `status` prints each month's coverage; `verify` "
         "checks every data file of a version against the digest recorded when it was "
-        "committed; `migrate` converts a store of the previous format (Parquet generations) "
+        "committed; `vacuum` removes the versions the retention policy does not keep; "
+        "`migrate` converts a store of the previous format (Parquet generations) "
         "to a Delta table.",
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -33,6 +35,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     verify.add_argument("--version", type=_version_number, metavar="N",
                         help="a table version (default: the newest)")  # fmt: skip
     verify.set_defaults(func=_run_store_verify)
+    vacuum = actions.add_parser(
+        "vacuum",
+        help="remove the versions the retention policy does not keep, listing what goes",
+        description="Keep the newest version, every version of the last N days "
+        f"({config.STORE_KEEP_DAYS_VAR}, default {config.STORE_KEEP_DAYS}) and every version a "
+        "report under reports/ cites; remove the data files and log entries of the rest (a "
+        "file a kept version needs is never removed). A sync applies the same policy after "
+        "its commit.",
+    )
+    vacuum.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    vacuum.add_argument("--dry-run", action="store_true",
+                        help="list what would be removed, remove nothing")  # fmt: skip
+    vacuum.add_argument("--keep-days", type=_days, metavar="N",
+                        help=f"days of versions to keep (default: {config.STORE_KEEP_DAYS_VAR} "
+                        f"or {config.STORE_KEEP_DAYS})")  # fmt: skip
+    vacuum.add_argument("--reports", metavar="DIR", default=str(config.REPORTS_DIR),
+                        help="reports whose versions are kept (default: %(default)s)")  # fmt: skip
+    vacuum.set_defaults(func=_run_store_vacuum)
     migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
     migrate.add_argument("--store", default=str(config.store_root()), metavar="DIR",
                          help="the old store (default: %(default)s)")  # fmt: skip
@@ -52,6 +72,22 @@ def _version_number(text: str) -> int:
     if not text.isascii() or not text.isdigit():
         raise argparse.ArgumentTypeError(f"a table version is a whole number from 0, got {text!r}")
     return int(text)
+
+
+def _days(text: str) -> int:
+    """A number of days: a whole number from 0 (argparse type; bad input exits 2)."""
+    if not text.isascii() or not text.isdigit() or int(text) > 36_500:
+        raise argparse.ArgumentTypeError(
+            f"a number of days is a whole number from 0 to 36500, got {text!r}"
+        )
+    return int(text)
+
+
+def _run_store_vacuum(args: argparse.Namespace) -> int:
+    store = args.store or str(default_store())
+    policy = RetentionPolicy.from_config(args.keep_days, args.reports)
+    print(format_vacuum(vacuum_store(store, policy=policy, dry_run=args.dry_run)))
+    return 0
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ from txkit import config
 from txkit.cli._args import day_arg, month_arg
 from txkit.config import default_store
 from txkit.store import format_status, sync
+from txkit.store._retention import format_vacuum
 
 __all__ = ["add_parser"]
 
@@ -57,7 +58,7 @@ def _run(args: argparse.Namespace) -> int:
         "refresh": args.refresh,
     }
     # With no client, sync connects (the service, or the sandbox without a key) only when
-    # something is to be fetched, and checks then that the store can be written.
+    # something is to be fetched (a store with nothing to fetch may be read-only).
     result = sync(**kwargs, progress=False if args.no_progress else None)
     if not result.fetched:
         print(f"store {store} is up to date: no request sent")
@@ -71,4 +72,6 @@ def _run(args: argparse.Namespace) -> int:
         f"({result.stats.requests:,} requests, {result.stats.seconds:.1f} s) -> {store} "
         f"(table version {result.version})"
     )
+    if result.vacuum is not None and (result.vacuum.files or result.vacuum.log_entries):
+        print(format_vacuum(result.vacuum, verbose=False))
     return 0

@@ -52,7 +52,7 @@ from txkit.report._headlines import (
     underpayment_headlines,
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
-from txkit.store import read_manifests, scan_store, sync
+from txkit.store import RetentionPolicy, read_manifests, scan_store, sync
 from txkit.store._location import check_version
 
 log = logging.getLogger("txkit")
@@ -434,7 +434,13 @@ def run_report(
     sync_result = None
     if as_of is None:  # sync connects only when something is to be fetched
         sync_result = sync(
-            start=since, end=until, store=store, lookback_days=lookback_days, progress=progress
+            start=since,
+            end=until,
+            store=store,
+            lookback_days=lookback_days,
+            progress=progress,
+            # The policy keeps the versions the reports in this folder cite.
+            retention=RetentionPolicy.from_config(reports=out),
         )
         for note in sync_result.notes:
             print(note)
@@ -612,6 +618,9 @@ def _write_manifest(
         "month": month,
         "store": _absolute(store),
         "table_version": manifest.table_version,
+        # The table's id: the retention policy keeps this version of this table only (a store
+        # moved aside and synced again is another table, whose versions start at 0 again).
+        "table_id": manifest.table_id,
         "as_of": as_of,
         "source": manifest.source,
         "rows": manifest.rows,

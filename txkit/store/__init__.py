@@ -31,17 +31,31 @@ The store keeps raw data, customer e-mails and account numbers included: it is t
 own copy (mask it for display with :func:`txkit.mask_pii`). It never holds the secret key, only
 a salted hash of it that tells which key wrote it.
 
+After its commit a sync compacts a month held in several files and applies the retention
+policy (:mod:`txkit.store._retention`: the newest version, the last ``TXKIT_STORE_KEEP_DAYS``
+days of versions, every version a report under ``reports/`` cites; the rest is removed);
+``txkit store vacuum`` applies it on demand. The log gets a checkpoint every 10 commits.
+
 Modules (private; everything public is exported here): ``_sync`` (the sync and its plan),
 ``_read`` (verified reads), ``_state`` (the commit metadata: source, coverage, digests),
 ``_verify`` (``txkit store verify``), ``_write`` (the one-commit write), ``_coverage`` (per
 month coverage and planning), ``_location`` (folders and URIs, data files' bytes and digests,
-the lock) and ``_migrate`` (``txkit store migrate``).
+the lock), ``_retention`` (the retention policy, ``txkit store vacuum``), ``_compact``
+(compaction; checkpoints) and ``_migrate`` (``txkit store migrate``).
 """
 
 from txkit._deprecated import warn_renamed
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
-from txkit.store._read import read_months, scan_store
+from txkit.store._compact import compact_months
+from txkit.store._read import read_months, reader_problems, scan_store
+from txkit.store._retention import (
+    KEEP_SOURCES,
+    RetentionPolicy,
+    VacuumResult,
+    format_vacuum,
+    vacuum_store,
+)
 from txkit.store._state import (
     MonthManifest,
     SourceIdentity,
@@ -54,8 +68,10 @@ from txkit.store._sync import SyncResult, sync, sync_needed
 from txkit.store._verify import FileCheck, format_verify, verify_store
 
 __all__ = [
+    "KEEP_SOURCES",
     "FileCheck",
     "MonthManifest",
+    "RetentionPolicy",
     "SourceIdentity",
     "StoreDamagedError",
     "StoreError",
@@ -63,15 +79,20 @@ __all__ = [
     "StoreState",
     "StoreVersionError",
     "SyncResult",
+    "VacuumResult",
+    "compact_months",
     "default_store",
     "format_status",
+    "format_vacuum",
     "format_verify",
     "read_manifests",
     "read_months",
     "read_state",
+    "reader_problems",
     "scan_store",
     "sync",
     "sync_needed",
+    "vacuum_store",
     "verify_store",
 ]
 

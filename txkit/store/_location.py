@@ -18,6 +18,7 @@ import operator
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,12 +36,14 @@ __all__ = [
     "ACCEPTED_STORES",
     "DIGEST_ALGORITHM",
     "StoreLike",
+    "StoredObject",
     "check_store",
     "check_version",
     "digest_of",
     "is_io_error",
     "is_remote",
     "locked",
+    "log_versions",
     "new_store_beside",
     "objects",
     "open_table",
@@ -256,6 +259,15 @@ def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
     return options
 
 
+@dataclass(frozen=True, order=True)
+class StoredObject:
+    """A file of a store: its path relative to the store, size in bytes, last modification."""
+
+    rel: str
+    size: int
+    modified: datetime
+
+
 class _Folder:
     """A local store's files by path relative to the store."""
 
@@ -276,6 +288,21 @@ class _Folder:
     def delete(self, rel: str) -> None:
         with contextlib.suppress(OSError):
             (self.root / rel).unlink()
+
+    def list(self, prefix: str = "") -> list[StoredObject]:
+        """Every file under ``prefix`` (relative paths, sizes, modification times)."""
+        base = self.root / prefix if prefix else self.root
+        if not base.is_dir():
+            return []
+        out = []
+        for path in base.rglob("*"):
+            with contextlib.suppress(OSError):
+                if path.is_file():
+                    info = path.stat()
+                    modified = datetime.fromtimestamp(info.st_mtime, UTC)
+                    rel = path.relative_to(self.root).as_posix()
+                    out.append(StoredObject(rel, info.st_size, modified))
+        return sorted(out)
 
 
 class _Bucket:
@@ -310,6 +337,17 @@ class _Bucket:
 
         with contextlib.suppress(Exception):
             obstore.delete(self._store, rel)
+
+    def list(self, prefix: str = "") -> list[StoredObject]:
+        """Every object under ``prefix`` (keys relative to the store, sizes, times)."""
+        import obstore
+
+        out = []
+        for batch in obstore.list(self._store, prefix=prefix or None):
+            for meta in batch:
+                out.append(StoredObject(str(meta["path"]), int(meta["size"]),
+                                        meta["last_modified"]))  # fmt: skip
+        return sorted(out)
 
 
 def objects(store: str | os.PathLike[str]) -> _Folder | _Bucket:
@@ -471,37 +509,67 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
         return DeltaTable(uri, version=version, storage_options=options)
     except TableNotFoundError:
         if version is not None:
+            missing = _missing_version(store, version)
+            if missing is not None:
+                raise missing from None
             raise StoreVersionError(
                 f"the store {store} has no table yet, so no version {version}"
             ) from None
         return None
     except Exception as exc:  # delta-rs raises several types for a damaged or absent log
         if version is not None:
-            versions = _versions(uri, options)
-            if versions is not None and version not in range(versions[0], versions[1] + 1):
-                has = (
-                    f"only version {versions[0]}"
-                    if versions[0] == versions[1]
-                    else f"versions {versions[0]} to {versions[1]}"
-                )
-                raise StoreVersionError(
-                    f"the store {store} has no table version {version}: it has {has} "
-                    f"(`txkit store status --store {store}` shows the newest)"
-                ) from None
+            missing = _missing_version(store, version)
+            if missing is not None:
+                raise missing from None
         raise StoreError(_store_problem(store, exc, version)) from None
 
 
-def _versions(uri: str, options: dict[str, str] | None) -> tuple[int, int] | None:
-    """The oldest and newest versions a table can be read at (None when it does not open)."""
-    from deltalake import DeltaTable
+def _missing_version(store: str | os.PathLike[str], version: int) -> StoreVersionError | None:
+    """The error for a version the table does not have (None: it has it, or has no log)."""
+    versions = _versions(store)
+    if versions is None or version in versions:
+        return None
+    removed = (
+        ", the others were removed by the retention policy (`txkit store vacuum`)"
+        if version < versions[-1] and versions != list(range(versions[-1] + 1))
+        else ""
+    )
+    return StoreVersionError(
+        f"the store {store} has no table version {version}: it has "
+        f"{describe_versions(versions)}{removed} (`txkit store status --store {store}` shows "
+        "the newest)"
+    )
 
+
+def log_versions(store: str | os.PathLike[str]) -> list[int]:
+    """The versions whose commit entries the store's log holds, oldest first (a version the
+    retention policy removed has none and cannot be read)."""
+    names = (o.rel.rsplit("/", 1)[-1] for o in objects(store).list("_delta_log"))
+    return sorted(
+        int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()
+    )
+
+
+def _versions(store: str | os.PathLike[str]) -> list[int] | None:
+    """The versions a table can be read at (None when its log cannot be listed)."""
     try:
-        table = DeltaTable(uri, storage_options=options)
-        newest = table.version()
-        oldest = min((int(e["version"]) for e in table.history() if "version" in e), default=0)
+        return log_versions(store) or None
     except Exception:
         return None
-    return oldest, newest
+
+
+def describe_versions(versions: list[int]) -> str:
+    """``versions 0 to 5``, ``only version 3``, ``versions 3, 40 to 72``: runs of versions."""
+    runs: list[list[int]] = []
+    for v in versions:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    if len(runs) == 1 and runs[0][0] == runs[0][1]:
+        return f"only version {runs[0][0]}"
+    parts = [f"{a}" if a == b else f"{a} to {b}" for a, b in runs]
+    return "versions " + ", ".join(parts)
 
 
 # What object storage answers when it cannot be reached or refuses (credentials, region, DNS,

@@ -81,6 +81,51 @@ def _plain_files(table: Any) -> bool:
     )
 
 
+#: Delta table features some reader of the store cannot read: DuckDB's delta extension, Daft
+#: and Spark read a table at reader version 1, and choke on these (deletion vectors above all;
+#: column mapping renames what they see; timestamps without a time zone).
+UNREAD_FEATURES = ("deletionVectors", "columnMapping", "timestampNtz", "v2Checkpoint",
+                   "typeWidening", "variantType")  # fmt: skip
+
+
+def reader_problems(table: Any) -> list[str]:
+    """What in ``table`` (a DeltaTable) some reader of the store cannot read; [] for a table
+    as txkit writes it: reader version 1, no reader feature, no deletion vectors, timestamps
+    with their time zone (UTC) and none inside a nested column, the ``month`` partition as
+    text."""
+    problems = []
+    protocol = table.protocol()
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    problems += [f"the table feature {f} is enabled" for f in UNREAD_FEATURES if f in features]
+    if protocol.min_reader_version > 1 and not problems:
+        problems.append(f"reader version {protocol.min_reader_version} (readers expect 1)")
+    config = table.metadata().configuration or {}
+    if str(config.get("delta.enableDeletionVectors", "false")).lower() == "true":
+        problems.append("delta.enableDeletionVectors is true")
+    schema = json.loads(table.schema().to_json())
+
+    def walk(kind: Any, where: str, nested: bool) -> None:
+        if isinstance(kind, str):
+            if kind == "timestamp_ntz":
+                problems.append(f"{where} is a timestamp without a time zone")
+            elif kind == "timestamp" and nested:
+                problems.append(f"{where} is a timestamp inside a nested column")
+        elif kind.get("type") == "struct":
+            for f in kind["fields"]:
+                walk(f["type"], f"{where}.{f['name']}" if where else f["name"], bool(where))
+        elif kind.get("type") == "array":
+            walk(kind["elementType"], f"{where}[]", True)
+        elif kind.get("type") == "map":
+            walk(kind["valueType"], f"{where}{{}}", True)
+
+    walk(schema, "", False)
+    partitions = table.metadata().partition_columns
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    if partitions != ["month"] or types.get("month") != "string":
+        problems.append(f"the partition columns are {partitions}, not month as text")
+    return problems
+
+
 def _digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str]:
     """The digests recorded for the version's files ({} for a table txkit did not write)."""
     try:

@@ -8,7 +8,6 @@ data file (:func:`commit_metadata` writes it, :func:`read_state` reads it back).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import secrets
@@ -16,12 +15,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from txkit import config
 from txkit.calendar import month_bounds
 from txkit.errors import StoreError
 from txkit.store._coverage import MonthCoverage
 from txkit.store._location import (
     StoreLike,
+    objects,
     open_table,
     store_location,
 )
@@ -72,6 +74,11 @@ class StoreState:
         committed_at: when that version was committed (UTC).
         files: the digest recorded for each data file (path relative to the store); a file
             of the version not in it was written before digests (unverified).
+        table_id: the Delta table's id (a new one when the store is moved aside and synced
+            again), so a report's version is never taken for another table's.
+        synced_at: the "now" of the sync that wrote the version (its pinned ``today`` in
+            tests and the benchmark; else the commit time): what the retention policy ages
+            versions by.
     """
 
     version: int | None
@@ -80,6 +87,8 @@ class StoreState:
     lookback_days: int = DEFAULT_LOOKBACK_DAYS
     committed_at: datetime | None = None
     files: dict[str, str] = field(default_factory=dict)
+    table_id: str | None = None
+    synced_at: datetime | None = None
 
 
 @dataclass
@@ -100,6 +109,7 @@ class MonthManifest:
         newest_created_at: the newest ``createdAt`` stored.
         query: the last fetch's queries (``{"queries": [...]}``).
         table_version: the store's table version this summary describes.
+        table_id: the Delta table's id (see :attr:`StoreState.table_id`).
         coverage: the full :class:`~txkit.store._coverage.MonthCoverage`.
     """
 
@@ -115,6 +125,7 @@ class MonthManifest:
     query: dict[str, Any] = field(default_factory=dict)
     table_version: int | None = None
     coverage: MonthCoverage | None = None
+    table_id: str | None = None
 
 
 def read_state(store: StoreLike = None, *, version: int | None = None) -> StoreState:
@@ -130,28 +141,63 @@ def read_state(store: StoreLike = None, *, version: int | None = None) -> StoreS
     return _state_of(table, store)
 
 
+def commit_info(store: str | os.PathLike[str], version: int) -> dict[str, Any] | None:
+    """The ``commitInfo`` of ``version``'s own log entry (None when the entry is gone, e.g.
+    removed with its version by the retention policy, or holds none).
+
+    Read from ``_delta_log/<version>.json`` itself: delta-rs's ``history()`` of a table opened
+    at an older version numbers the newest commits as if they were that version's (opened at
+    version 0 of three, it labels commit 2 as version 0), so it cannot be trusted for an old
+    version.
+    """
+    try:
+        data = objects(store).get(f"_delta_log/{version:020d}.json")
+    except Exception as exc:  # a lost or removed entry; obstore raises its own errors
+        if isinstance(exc, OSError) or type(exc).__module__.startswith("obstore"):
+            return None
+        raise
+    for line in data.splitlines():
+        if b'"commitInfo"' in line:
+            # orjson: a year's commit metadata is about 84 KB, 1.5 ms with json, which is a
+            # tenth of a small month's read (see docs/store-readers.md).
+            entry = orjson.loads(line).get("commitInfo")
+            if isinstance(entry, dict):
+                return entry
+    return None
+
+
 def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
+    """The txkit metadata of the newest commit at or before ``table``'s version (a commit of
+    another writer, which has none, is skipped)."""
     at = table.version()
-    for entry in table.history():
-        if entry.get("version", -1) > at or META_KEY not in entry:
+    table_id = str(table.metadata().id)
+    for version in range(at, -1, -1):
+        entry = commit_info(store, version)
+        if entry is None:
+            break  # removed by the retention policy: no older entry is kept for this version
+        if META_KEY not in entry:
             continue
         try:
-            meta = json.loads(entry[META_KEY])
+            meta = orjson.loads(entry[META_KEY])
             source = SourceIdentity(**meta["source"])
             coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
             files = {str(k): str(v) for k, v in meta.get("files", {}).items()}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:  # orjson: ValueError
             raise StoreError(
-                f"the store {store}'s commit {entry.get('version')} has unreadable txkit "
+                f"the store {store}'s commit {version} has unreadable txkit "
                 f"metadata ({type(exc).__name__}: {exc})"
             ) from None
+        committed = datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)
+        synced = meta.get("synced_at")
         return StoreState(
             version=at,
             source=source,
             coverage=coverage,
             lookback_days=int(meta.get("lookback_days", DEFAULT_LOOKBACK_DAYS)),
-            committed_at=datetime.fromtimestamp(entry["timestamp"] / 1000, UTC),
+            committed_at=committed,
             files=files,
+            table_id=table_id,
+            synced_at=datetime.fromisoformat(synced) if synced else committed,
         )
     raise StoreError(
         f"{store} is a Delta table without txkit's metadata: it was not written by `txkit "
@@ -194,19 +240,27 @@ def _manifest(cov: MonthCoverage, state: StoreState, label: str) -> MonthManifes
         query={"queries": list(last.queries) if last else []},
         table_version=state.version,
         coverage=cov,
+        table_id=state.table_id,
     )
 
 
 def commit_metadata(
-    source: SourceIdentity, lookback_days: int, coverage: dict[str, MonthCoverage]
+    source: SourceIdentity,
+    lookback_days: int,
+    coverage: dict[str, MonthCoverage],
+    synced_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """The txkit metadata every commit carries: the source and the whole coverage."""
-    return {
+    """The txkit metadata every commit carries: the source, the whole coverage and when the
+    sync ran (its clock: ``today`` when pinned)."""
+    meta: dict[str, Any] = {
         "format": _FORMAT,
         "source": source.__dict__,
         "lookback_days": lookback_days,
         "coverage": {m: c.to_json() for m, c in sorted(coverage.items())},
     }
+    if synced_at is not None:
+        meta["synced_at"] = synced_at.isoformat()
+    return meta
 
 
 def format_status(store: StoreLike = None, *, lookback_days: int | None = None) -> str:

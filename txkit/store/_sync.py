@@ -17,11 +17,12 @@ import polars as pl
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.config import default_store, store_for_url
 from txkit.decode import dedupe_latest, finalize
-from txkit.errors import StoreError
+from txkit.errors import ConfigError, StoreError, one_line
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect
+from txkit.store._compact import compact_months
 from txkit.store._coverage import Fetch, MonthCoverage, needed_window
 from txkit.store._location import (
     StoreLike,
@@ -32,6 +33,7 @@ from txkit.store._location import (
     store_location,
 )
 from txkit.store._read import read_months
+from txkit.store._retention import RetentionPolicy, VacuumResult, apply_retention
 from txkit.store._state import (
     DEFAULT_LOOKBACK_DAYS,
     SourceIdentity,
@@ -54,6 +56,7 @@ class SyncResult:
         store: the store.
         version: the table version after the sync.
         notes: lines to show the user (a new key of the same account recognised).
+        vacuum: what the retention policy removed after the commit (None: not applied).
     """
 
     fetched: dict[str, str]
@@ -63,6 +66,28 @@ class SyncResult:
     store: str
     version: int | None = None
     notes: list[str] = field(default_factory=list)
+    vacuum: VacuumResult | None = None
+
+
+def _retain(
+    store: str | os.PathLike[str],
+    retention: RetentionPolicy | bool | None,
+    now: datetime,
+    notes: list[str],
+) -> VacuumResult | None:
+    """The retention policy applied after a sync's commit; a failure is a note, not a failed
+    sync (the commit is made, and nothing is removed)."""
+    policy = retention if isinstance(retention, RetentionPolicy) else None
+    try:
+        return apply_retention(store, policy=policy, now=now)
+    except (StoreError, ConfigError) as exc:
+        notes.append(f"the store's retention policy was not applied: {exc}")
+    except Exception as exc:  # the commit is made: a failed clean-up must not fail the sync
+        notes.append(
+            f"the store's retention policy was not applied ({one_line(exc, 200)}); run "
+            f"`txkit store vacuum --store {store}` to apply it"
+        )
+    return None
 
 
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
@@ -255,6 +280,7 @@ def sync(
     progress: bool | None = None,
     source: str | None = None,
     source_url: str | None = None,
+    retention: RetentionPolicy | bool | None = None,
 ) -> SyncResult:
     """Bring the store up to date for the months from ``start`` to ``end``, in one commit.
 
@@ -288,6 +314,10 @@ def sync(
         source_url: the source's identity when it is not the client's URL and key:
             ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.fetch.source.Source.url`),
             whose port and key change at every start.
+        retention: after the commit, months held in several files are compacted and the
+            retention policy is applied (:mod:`txkit.store._retention`): None for the
+            configured one (``TXKIT_STORE_KEEP_DAYS``, the reports under ``reports/``), a
+            :class:`~txkit.store._retention.RetentionPolicy`, or False to keep everything.
 
     Returns:
         A :class:`SyncResult`.
@@ -353,8 +383,13 @@ def sync(
             writer.add(month, merged)
             del merged, fetched, old  # the month is written now: one month in memory
         if plan:
-            meta = commit_metadata(ident, lookback_days, coverage)
+            meta = commit_metadata(ident, lookback_days, coverage, _clock(today))
             result.version = writer.commit(list(plan), meta)
+            compacted = compact_months(store, now=_clock(today))
+            if compacted is not None:
+                result.version = compacted
+            if retention is not False:
+                result.vacuum = _retain(store, retention, _clock(today), notes)
         for month in result.skipped:
             if month in coverage:
                 result.rows[month] = coverage[month].rows

@@ -38,6 +38,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit import config
 from txkit._scrub import scrub_frame
 from txkit.errors import StoreError, StoreLockedError
 from txkit.schema import COLUMNS
@@ -55,7 +56,15 @@ from txkit.store._location import (
     write_problem,
 )
 
-__all__ = ["META_KEY", "TABLE_CONFIGURATION", "MonthWriter", "commit", "wider_type"]
+__all__ = [
+    "META_KEY",
+    "TABLE_CONFIGURATION",
+    "MonthWriter",
+    "checkpoint_due",
+    "commit",
+    "wider_type",
+    "write_checkpoint",
+]
 
 #: The commit-metadata key of txkit's metadata.
 META_KEY = "txkit.store"
@@ -378,7 +387,11 @@ class MonthWriter:
                 meta,
             )
         self._committed = True
-        return _version(self.store)
+        version = _version(self.store)
+        if checkpoint_due(version):
+            with _store_errors(self.store, version):
+                write_checkpoint(self.store, version)
+        return version
 
     def _rewrite(self, written: _File) -> None:
         """Write one of this sync's files again under the widened types."""
@@ -479,6 +492,20 @@ def commit(
         writer.close()
 
 
+def checkpoint_due(version: int, interval: int = config.STORE_CHECKPOINT_INTERVAL) -> bool:
+    """Whether ``version`` gets a log checkpoint (every ``interval`` versions, never 0)."""
+    return version > 0 and version % interval == 0
+
+
+def write_checkpoint(store: str | os.PathLike[str], version: int) -> None:
+    """Write the log checkpoint of ``version`` (see :mod:`txkit.store._compact`)."""
+    from deltalake import DeltaTable
+
+    DeltaTable(
+        table_uri(store), version=version, storage_options=storage_options(store)
+    ).create_checkpoint()
+
+
 def _version(store: str | os.PathLike[str]) -> int:
     from deltalake import DeltaTable
 
@@ -489,6 +516,16 @@ def _properties(meta: dict[str, Any]) -> Any:
     from deltalake import CommitProperties
 
     return CommitProperties(custom_metadata={META_KEY: json.dumps(meta)}, max_commit_retries=0)
+
+
+def _no_hooks() -> Any:
+    """No post-commit checkpoint or log cleanup by delta-rs: txkit writes checkpoints at its
+    own interval (:mod:`txkit.store._compact`), and delta-rs's cleanup would remove the log
+    entries of versions a report cites once they are 30 days old (the retention policy,
+    :mod:`txkit.store._retention`, decides)."""
+    from deltalake import PostCommitHookProperties
+
+    return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
 
 
 def _commit_actions(
@@ -516,6 +553,7 @@ def _commit_actions(
             configuration=TABLE_CONFIGURATION,
             storage_options=options,
             commit_properties=_properties(meta),
+            post_commithook_properties=_no_hooks(),
         )
         return
     table = DeltaTable(table_uri(store), version=version, storage_options=options)
@@ -526,6 +564,7 @@ def _commit_actions(
         partition_by=["month"],
         partition_filters=[("month", "in", months)],
         commit_properties=_properties(meta),
+        post_commithook_properties=_no_hooks(),
     )
 
 
