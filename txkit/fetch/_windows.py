@@ -37,6 +37,7 @@ window it was returned for), the query is fetched without dates and filtered loc
 from __future__ import annotations
 
 import concurrent.futures as cf
+import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,13 +48,16 @@ import polars as pl
 
 from txkit.decode import PageSink, decode_page, read_page
 from txkit.errors import BadRequestError, IncompleteExportError, SchemaError
+from txkit.fetch._ties import cut_groups, mark_from_columns, mark_page
 from txkit.fetch.client import Client
 from txkit.fetch.pages import (
     ExportStats,
     OffsetCapped,
     QueryResult,
+    SlotRead,
     digest,
     fetch_query,
+    split_group,
 )
 
 __all__ = ["Span", "WindowedExport"]
@@ -70,6 +74,29 @@ MAX_MARGIN_DAYS = 64
 _IDS_SCHEMA = {
     "data": pl.Struct({"transactions": pl.List(pl.Struct({"id": pl.String})), "total": pl.Int64})
 }
+#: What the confirming read parses of a page whose bytes changed: the set's keys and the
+#: timestamp that places ties.
+_KEYS_SCHEMA = {
+    "data": pl.Struct(
+        {
+            "transactions": pl.List(
+                pl.Struct({"id": pl.String, "createdAt": pl.String, "updatedAt": pl.String})
+            ),
+            "total": pl.Int64,
+        }
+    )
+}
+
+
+class Verdict(enum.Enum):
+    """What the confirming re-read of a window found."""
+
+    #: The same records (ids with ``updatedAt``), whatever their order.
+    SAME = "same"
+    #: Another total, or a record not fetched before (or updated since): the set changed.
+    MOVED = "moved"
+    #: Only records fetched before, but fewer of them: the order moved under the pages.
+    LOST = "lost"
 
 
 @dataclass(frozen=True)
@@ -100,10 +127,11 @@ class Piece:
     frames: list[pl.DataFrame]
     ids: set[str]
     total: int
-    slots: dict[tuple[int, int], bytes]
+    slots: dict[tuple[int, int], SlotRead]
     low: datetime | None = None
     high: datetime | None = None
     single: bool = False
+    stride: int = 0
 
     def __post_init__(self) -> None:
         lows = [f["createdAt"].min() for f in self.frames if f.height and "createdAt" in f.columns]
@@ -138,6 +166,8 @@ class WindowedExport:
         margin: days asked for beyond each edge at first (widened until each is proven).
         digests: keep page digests for the confirming read (the caller runs it, round after
             round over every query's windows, with :meth:`confirm_round`).
+        ties: read whole the tie groups page edges cut (False: the service's tie order was
+            measured stable).
     """
 
     client: Client
@@ -155,6 +185,7 @@ class WindowedExport:
     max_skip: int | None = None
     margin: int = 1
     digests: bool = True
+    ties: bool = True
     _page_mode: bool = field(default=False, init=False)
     outer: Span = field(default=Span(None, None), init=False)
     pieces: list[Piece] = field(default_factory=list, init=False)
@@ -433,7 +464,9 @@ class WindowedExport:
         return self._split(span)
 
     def _piece(self, span: Span, result: QueryResult) -> Piece:
-        return Piece(span, result.frames, result.ids, result.total, result.slots)
+        return Piece(
+            span, result.frames, result.ids, result.total, result.slots, stride=result.stride
+        )
 
     def _fetch(self, span: Span) -> QueryResult:
         """One verified server query over ``span`` (raises ``OffsetCapped`` past a cap)."""
@@ -446,6 +479,7 @@ class WindowedExport:
             stats=self.stats,
             progress=_Hook(self.on_page),
             digests=self.digests,
+            ties=self.ties,
         )
 
     def _learn_cap(self, span: Span, cap: OffsetCapped) -> None:
@@ -563,6 +597,7 @@ class WindowedExport:
         params = span.params(self.filters)
         body, request = self.client.get_transactions({**params, "skip": 0, "limit": self.page_size})
         page = read_page(body, request=request)
+        mark = mark_page(0, page) if self.ties else None
         self.on_page(page.count, page.count)
         sink = PageSink()
         self.stats.pages += 1
@@ -575,8 +610,9 @@ class WindowedExport:
             sink.frames,
             sink.ids,
             page.total,
-            {(0, self.page_size): digest(body)},
+            {(0, self.page_size): SlotRead(digest(body), mark, page)},
             single=True,
+            stride=stride,
         )
         return _First(page.total, page.count, stride, piece)
 
@@ -651,12 +687,12 @@ class WindowedExport:
             a change found in one window may have touched windows already re-read.
         """
         verdicts = [(p, self._same_set(p)) for p in self.pieces]
-        changed = [p for p, verdict in verdicts if verdict != "same"]
+        changed = [p for p, verdict in verdicts if verdict is not Verdict.SAME]
         if not changed:
             return True
-        if any(v == "lost" for _, v in verdicts) and not self._page_mode:
-            # A re-read that lost records without finding new ones: the order is not stable
-            # between requests, so offset pages cannot be confirmed.
+        if any(v is Verdict.LOST for _, v in verdicts) and not self._page_mode:
+            # Fewer of the same records, every tie group whole: the order moved otherwise
+            # than inside tie groups, so offset pages cannot be confirmed.
             self._page_mode = True
             self.stats.note("unstable order: windows of one page")
         log.warning(
@@ -664,7 +700,7 @@ class WindowedExport:
             len(changed),
             _describe(self.filters, self.outer),
         )
-        same = [p for p, verdict in verdicts if verdict == "same"]
+        same = [p for p, verdict in verdicts if verdict is Verdict.SAME]
         self.pieces = same + [q for p in changed for q in self._fetch_span(p.span)]
         return False
 
@@ -691,12 +727,13 @@ class WindowedExport:
                 attempts=self.stats.passes,
             )
 
-    def _same_set(self, piece: Piece) -> str:
-        """Re-read the piece's pages: identical bodies, or (order changed) the same ids.
+    def _same_set(self, piece: Piece) -> Verdict:
+        """Re-read the piece's pages: identical bodies (a digest each, nothing parsed), or the
+        same set of records (ids with ``updatedAt``) whatever their order.
 
-        Returns:
-            ``"same"``; ``"moved"`` (another total, or ids not fetched before: the set
-            changed); ``"lost"`` (fewer of the same ids: the order moved under the pages).
+        Pages whose bytes changed are parsed for their keys; the re-read's tie groups cut by
+        page edges are read whole as in the first read (:mod:`txkit.fetch._ties`), so a
+        group cut differently is no change, while a record that entered or left is.
         """
         slots = list(piece.slots)
         params = piece.span.params(self.filters)
@@ -707,26 +744,109 @@ class WindowedExport:
 
         self.stats.proof("confirm", len(slots))
         workers = max(1, min(self.concurrency, len(slots)))
-        if piece.single or len(slots) == 1:
-            return self._ids_match(piece, [get(slots[0])])
         with cf.ThreadPoolExecutor(workers, thread_name_prefix="txkit-confirm") as pool:
-            digests = list(pool.map(lambda s: digest(get(s)), slots))
-        if digests == [piece.slots[s] for s in slots]:
-            return "same"
-        self.stats.proof("confirm", len(slots))
-        with cf.ThreadPoolExecutor(workers, thread_name_prefix="txkit-confirm") as pool:
-            pages = list(pool.map(lambda s: _ids_of(get(s)), slots))
-        return _verdict(piece, pages)
+            bodies = list(pool.map(get, slots))
+        changed = {
+            slot: body
+            for slot, body in zip(slots, bodies, strict=True)
+            if digest(body) != piece.slots[slot].digest
+        }
+        del bodies
+        if not changed:
+            return Verdict.SAME
+        return self._same_records(piece, params, changed)
 
-    def _ids_match(self, piece: Piece, bodies: list[bytes]) -> str:
-        return _verdict(piece, [_ids_of(body) for body in bodies])
+    def _same_records(
+        self, piece: Piece, params: dict[str, str | int], changed: dict[tuple[int, int], bytes]
+    ) -> Verdict:
+        """The verdict on a re-read whose ``changed`` pages differ in bytes."""
+        marks = {s: r.mark for s, r in piece.slots.items() if s not in changed}
+        ids: set[str] = set()
+        for slot, read in piece.slots.items():
+            if slot not in changed:
+                if read.ids is None:
+                    return Verdict.MOVED  # not decoded: nothing to compare with
+                ids.update(read.ids.drop_nulls().to_list())
+        keys = []
+        for slot, body in changed.items():
+            total, frame = _keys_of(body)
+            if total != piece.total:
+                return Verdict.MOVED
+            marks[slot] = mark_from_columns(slot[0], frame["id"], frame["createdAt"])
+            keys.append(frame)
+        seen = pl.concat(keys)
+        ids.update(seen["id"].to_list())
+        for group in cut_groups(m for m in marks.values() if m is not None):
+            if group.whole:
+                continue
+            whole = self._whole_group(params, group, piece)
+            if whole is None:
+                return Verdict.MOVED
+            ids.update(whole["id"].to_list())
+            seen = pl.concat([seen, whole], how="diagonal_relaxed")
+        if _unknown(seen, piece.frames):
+            return Verdict.MOVED
+        return Verdict.SAME if len(ids) == piece.total else Verdict.LOST
+
+    def _whole_group(self, params: dict[str, str | int], group: Any, piece: Piece) -> Any:
+        """The keys of a cut tie group read whole again (None: the total moved)."""
+        stride, total = piece.stride or self.page_size, piece.total
+        if group.size <= stride:
+            self.stats.proof("ties")
+            body, _ = self.client.get_transactions(
+                {**params, "skip": group.start, "limit": group.size}
+            )
+            got, frame = _keys_of(body)
+            return frame if got == total else None
+        frames = split_group(
+            self.client,
+            params,
+            group,
+            stride=stride,
+            page_size=self.page_size,
+            concurrency=self.concurrency,
+            stats=self.stats,
+        )
+        return pl.concat(
+            [f.select("id", "updatedAt") for f in frames], how="vertical_relaxed"
+        ).with_columns(pl.col("updatedAt").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"))
 
 
-def _verdict(piece: Piece, pages: list[tuple[int, set[str]]]) -> str:
-    ids = set().union(*(page[1] for page in pages))
-    if {page[0] for page in pages} != {piece.total} or not ids <= piece.ids:
-        return "moved"
-    return "same" if ids == piece.ids else "lost"
+def _keys_of(body: bytes) -> tuple[int, pl.DataFrame]:
+    """The total and the ``id``, ``createdAt`` and ``updatedAt`` text of a page's records."""
+    try:
+        data = pl.read_json(body, schema=_KEYS_SCHEMA)["data"]
+        total = int(data.struct.field("total")[0])
+        frame = data.struct.field("transactions").explode().struct.unnest().drop_nulls("id")
+        return total, frame
+    except Exception:  # not the envelope we know: the full reader says what is wrong
+        page = read_page(body)
+        frame = decode_page(body).frame.select("id", "createdAt", "updatedAt")
+        return page.total, frame.with_columns(
+            pl.col("createdAt", "updatedAt").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        )
+
+
+def _unknown(seen: pl.DataFrame, frames: list[pl.DataFrame]) -> bool:
+    """Whether a record re-read (id, ``updatedAt`` text) was not among those fetched."""
+    fetched = (
+        pl.concat([f.select("id", "updatedAt") for f in frames if f.height], how="vertical_relaxed")
+        if any(f.height for f in frames)
+        else pl.DataFrame(
+            {"id": [], "updatedAt": []},
+            schema={"id": pl.String, "updatedAt": pl.Datetime("ms", "UTC")},
+        )
+    )
+    stamped = seen.select(
+        "id",
+        pl.col("updatedAt")
+        .str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_unit="ms", time_zone="UTC", strict=False)
+        .alias("updatedAt"),
+    )
+    if stamped["updatedAt"].null_count() > seen["updatedAt"].null_count():
+        return True  # a timestamp written otherwise: not provably the same record
+    fetched = fetched.with_columns(pl.col("updatedAt").cast(pl.Datetime("ms", "UTC")))
+    return stamped.join(fetched, on=["id", "updatedAt"], how="anti", nulls_equal=True).height > 0
 
 
 def _ids_of(body: bytes) -> tuple[int, set[str]]:
