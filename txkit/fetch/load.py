@@ -352,6 +352,8 @@ def _profile_plan(
         return {}
     stats.note(f"profile: {profile.describe()}")
     plan: dict[str, Any] = {}
+    if profile.ties_stable:
+        plan["ties"] = False  # measured: a cut tie group's parts never miss a record
     max_skip = profile.value("max_skip")
     if isinstance(max_skip, int) and max_skip >= 0:
         plan["max_skip"] = max_skip

@@ -383,7 +383,7 @@ def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]
 
     Each group takes its oldest member's timestamp (moving ``createdAt`` earlier never puts it
     after ``updatedAt``). The big group is mixed across ``transType`` values, nearest records
-    first around a third of the listing, so that a ``transType`` filter splits it.
+    first around 70 % of the way down the listing, so that a ``transType`` filter splits it.
     """
     rng = random.Random(f"txkit-tie-groups:{seed}")
     created, n = store.created, len(store)
@@ -391,7 +391,7 @@ def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]
     taken: set[int] = set()
     if big:
         types = store.frame.get_column("transType").cast(pl.String).to_list()
-        centre = n // 3
+        centre = 7 * n // 10
         near = sorted(range(n), key=lambda p: (abs(p - centre), p))
         by_type: dict[str, list[int]] = {}
         for p in near:

@@ -41,7 +41,7 @@ is decided per record id. Faults never apply to authentication or validation err
                           its group's oldest), one straddling every N-th position of the full
                           listing (with ``cap=N``, every page boundary); ties then come in a new
                           order on every request, as with ``shuffle_ties`` (N is 0, off, or 6+)
-``big_tie=M``             plants one group of M records with one ``createdAt`` a third of the way
+``big_tie=M``             plants one group of M records with one ``createdAt`` 70 % of the way
                           down the listing, mixed across ``transType`` values (a settlement
                           batch); ties come in a new order on every request
 ``date_shift=H``          ``startDate``/``endDate`` are applied as days in UTC+H (-14 to 14)
