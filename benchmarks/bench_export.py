@@ -8,10 +8,11 @@ Measures, on pages served by the sandbox (same bytes for every decoder):
 * the full export over loopback HTTP: naive (sequential ``httpx`` + the naive decoder) vs
   ``txkit.load_transactions``;
 * 100 ms of added latency per page: txkit with one page at a time vs the default concurrency;
-* reshuffled ties (issue 22): 2026-09-15..2026-10-31 of a 20,000-record ledger (about 13,000
-  records) from a service capping pages at 37, with equal ``createdAt`` in a new order on every
-  request, against the same export from a stable-order service; then both with a 429 on about
-  every 50th request, a 503 on about every 31st, an exclusive ``endDate`` and days in UTC+1.
+* reshuffled ties (issue 22): 2026-09-15..2026-10-31 of a 22,000-record ledger over
+  2026-08..2026-10 (13,000-odd records) from a service capping pages at 37, with equal
+  ``createdAt`` in a new order on every request, against the same export from a stable-order
+  service; then both with a 429 on about every 50th request, a 503 on about every 31st, an
+  exclusive ``endDate`` and days in UTC+1.
 
 Each measurement runs in its own subprocess, with every library imported before the clock
 starts; peak memory is that process's peak resident set above what it held before the
@@ -542,13 +543,13 @@ def _ties_section(args: argparse.Namespace) -> None:
     from txkit.sandbox import Sandbox
 
     print(
-        f"\n## Reshuffled ties (20,000-record ledger, 2026-09-15..2026-10-31, pages capped at "
-        f"37; median of {args.repeat} runs)\n"
+        f"\n## Reshuffled ties (22,000-record ledger over 2026-08..2026-10, exported "
+        f"2026-09-15..2026-10-31, pages capped at 37; median of {args.repeat} runs)\n"
     )
     print("| service | rows | exact | requests | retries | tie requests | seconds (median) |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
     seen: dict[str, tuple[int, float]] = {}
-    with Sandbox(seed=args.seed, records=20_000) as box:
+    with Sandbox(seed=args.seed, records=22_000, start_month="2026-08", months=3) as box:
         for label, spec in _TIE_SERVICES.items():
             runs = []
             for _ in range(args.repeat):
