@@ -411,15 +411,7 @@ def fetch_query(
             into groups that fit (names its ``createdAt`` and size).
     """
     stats = stats if stats is not None else ExportStats()
-
-    def on_page(done: int, more: int) -> None:
-        if progress is not None:
-            if more:
-                progress.total = (progress.total or 0) + more
-                progress.refresh()
-            if done:
-                progress.update(done)
-
+    on_page = _progress_hook(progress)
     previous: _Pass | None = None
     current: _Pass | None = None
     fetching = max(1, concurrency)
@@ -491,6 +483,20 @@ def fetch_query(
         slots=current.slots,
         stride=current.stride,
     )
+
+
+def _progress_hook(progress: Any) -> Callable[[int, int], None]:
+    """``on_page(records done, records more)`` for a tqdm-like bar (or nothing)."""
+
+    def on_page(done: int, more: int) -> None:
+        if progress is not None:
+            if more:
+                progress.total = (progress.total or 0) + more
+                progress.refresh()
+            if done:
+                progress.update(done)
+
+    return on_page
 
 
 class _GroupTooLarge(Exception):
