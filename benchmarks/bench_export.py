@@ -7,7 +7,12 @@ Measures, on pages served by the sandbox (same bytes for every decoder):
   decoder (fast path with its losslessness proofs);
 * the full export over loopback HTTP: naive (sequential ``httpx`` + the naive decoder) vs
   ``txkit.load_transactions``;
-* 100 ms of added latency per page: txkit with one page at a time vs the default concurrency.
+* 100 ms of added latency per page: txkit with one page at a time vs the default concurrency;
+* reshuffled ties (issue 22): 2026-09-15..2026-10-31 of a 22,000-record ledger over
+  2026-08..2026-10 (13,000-odd records) from a service capping pages at 37, with equal
+  ``createdAt`` in a new order on every request, against the same export from a stable-order
+  service; then both with a 429 on about every 50th request, a 503 on about every 31st, an
+  exclusive ``endDate`` and days in UTC+1.
 
 Each measurement runs in its own subprocess, with every library imported before the clock
 starts; peak memory is that process's peak resident set above what it held before the
@@ -15,6 +20,7 @@ measured step (``/proc/self/clear_refs`` resets the peak).
 
     python benchmarks/bench_export.py                 # 200,000 records (about 5 minutes)
     python benchmarks/bench_export.py --records 20000 --repeat 1  # quick look
+    python benchmarks/bench_export.py --sections export,ties      # the issue-22 rows only
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -364,6 +371,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--child", nargs="*")
+    parser.add_argument(
+        "--sections",
+        default="decode,export,latency,ties",
+        help="comma-separated: decode, export, latency, ties (default all)",
+    )
     args = parser.parse_args()
     if args.child is not None:
         kind, *rest = args.child
@@ -376,10 +388,22 @@ def main() -> None:
         print(json.dumps(result))
         return
 
-    from txkit.sandbox import Sandbox
-
+    sections = set(args.sections.split(","))
     print(f"# txkit export benchmark: {args.records:,} sandbox records, seed {args.seed}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    if "decode" in sections:
+        _decode_section(args)
+    if "export" in sections:
+        _export_section(args)
+    if "latency" in sections:
+        _latency_section(args)
+    if "ties" in sections:
+        _ties_section(args)
+
+
+def _decode_section(args: argparse.Namespace) -> None:
+    from txkit.sandbox import Sandbox
+
     with Sandbox(seed=args.seed, records=args.records) as box:
         pages = _fetch_pages(box.base_url, box.secret_key)
         size = sum(map(len, pages))
@@ -423,6 +447,11 @@ def main() -> None:
             f"{live['bare']['peak_mb']:,.0f} MB).\n"
         )
 
+
+def _export_section(args: argparse.Namespace) -> None:
+    from txkit.sandbox import Sandbox
+
+    with Sandbox(seed=args.seed, records=args.records) as box:
         os.environ["BENCH_KEY"] = box.secret_key
         print(f"\n## Full export over loopback HTTP (median of {args.repeat} runs)\n")
         print(_HEADER.format(first="path", vs="vs naive"))
@@ -447,14 +476,14 @@ def main() -> None:
                    bare_export, naive))  # fmt: skip
         print(_row("txkit.load_transactions (default: set confirmed)", ours, naive))
         print(_row("txkit.load_transactions (confirm=False)", unconfirmed, naive))
-        bare_all = decoded["bare-all"]["seconds"]
-        limit = max(download["seconds"], bare_all)
+        limit = bare_export["seconds"]
         confirm_cost = ours["seconds"] - unconfirmed["seconds"]
+        d, e = download["seconds"], bare_export["seconds"]
         print(
-            f"\nThe machine's limit: max(download {download['seconds']:.2f} s, bare polars read on "
-            f"all cores {bare_all:.2f} s) = {limit:.2f} s. Full export / limit: "
-            f"**{ours['seconds'] / limit:.2f}x** (target 1.25x); without the confirming "
-            f"re-read {unconfirmed['seconds'] / limit:.2f}x.\n"
+            f"\nRatios (issue 22): D = download {d:.2f} s, E = bare polars export {e:.2f} s. "
+            f"Default export / (E + D): **{ours['seconds'] / (e + d):.2f}x** (target 1.25x); "
+            f"confirm=False / E: **{unconfirmed['seconds'] / e:.2f}x** (target 1.2x); "
+            f"default / E: {ours['seconds'] / e:.2f}x; E / D: {e / d:.2f}x.\n"
             f"Proofs on this clean service: requests {ours['requests']:,} for "
             f"{ours['pages']:,} pages ({ours['proofs']}); the confirming re-read costs "
             f"{ours['requests'] - unconfirmed['requests']:,} requests and {confirm_cost:+.2f} s "
@@ -472,10 +501,13 @@ def main() -> None:
             f"\nCPU time (client and the sandbox server share the {cores} cores on loopback): "
             f"download {cpu(download)}; bare polars export {cpu(bare_export)}; txkit "
             f"{cpu(unconfirmed)} without the re-read, {cpu(ours)} with it.\n"
-            f"Bare polars export / limit: {bare_export['seconds'] / limit:.2f}x; txkit / bare "
-            f"polars export: {ours['seconds'] / bare_export['seconds']:.2f}x "
-            f"({unconfirmed['seconds'] / bare_export['seconds']:.2f}x without the re-read)."
+            f"txkit / bare polars export: {ours['seconds'] / limit:.2f}x "
+            f"({unconfirmed['seconds'] / limit:.2f}x without the re-read)."
         )
+
+
+def _latency_section(args: argparse.Namespace) -> None:
+    from txkit.sandbox import Sandbox
 
     print(
         f"\n## 100 ms added latency per page ({args.latency_records:,} records; "
@@ -493,6 +525,74 @@ def main() -> None:
         )
         print(_row("1 (one page at a time)", latency["one"], latency["one"]))
         print(_row(f"{DEFAULT_CONCURRENCY} (default)", latency["default"], latency["one"]))
+
+
+#: The services of the ties rows: stable and reshuffled ties, each with and without faults.
+_TIE_FAULTS = ",rate_limit=0.02,server_error=0.032,bounds=end_exclusive,date_shift=1"
+_TIE_SERVICES = {
+    "stable order, cap 37": "cap=37",
+    "ties reshuffled, cap 37": "cap=37,shuffle_ties",
+    "stable, cap 37, 429/503 faults": "cap=37" + _TIE_FAULTS,
+    "reshuffled, cap 37, 429/503 faults": "cap=37,shuffle_ties" + _TIE_FAULTS,
+}
+
+
+def _ties_section(args: argparse.Namespace) -> None:
+    """Reshuffled ties vs a stable order: requests and time of the default export."""
+    import txkit
+    from txkit.sandbox import Sandbox
+
+    print(
+        f"\n## Reshuffled ties (22,000-record ledger over 2026-08..2026-10, exported "
+        f"2026-09-15..2026-10-31, pages capped at 37; median of {args.repeat} runs)\n"
+    )
+    print("| service | rows | exact | requests | retries | tie requests | seconds (median) |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: |")
+    seen: dict[str, tuple[int, float]] = {}
+    runs: dict[str, list[tuple[float, Any, Any]]] = {label: [] for label in _TIE_SERVICES}
+    with Sandbox(seed=args.seed, records=22_000, start_month="2026-08", months=3) as box:
+        for _ in range(args.repeat):
+            for label, spec in _TIE_SERVICES.items():  # round-robin: drift hits all alike
+                box.faults = spec
+                box.reset()
+                stats = txkit.ExportStats()
+                began = time.perf_counter()
+                with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
+                    frame = txkit.load_transactions(
+                        client, start="2026-09-15", end="2026-10-31", stats=stats,
+                        progress=False, profile=False,
+                    )  # fmt: skip
+                runs[label].append((time.perf_counter() - began, stats, frame))
+        box.faults = None
+        expected = _expected_ids(box, "2026-09-15", "2026-10-31")
+        for label, measured in runs.items():
+            seconds = statistics.median(r[0] for r in measured)
+            stats = measured[0][1]
+            exact = all(r[2]["id"].to_list() == expected for r in measured)
+            seen[label] = (stats.requests, seconds)
+            print(
+                f"| {label} | {measured[0][2].height:,} | {'yes' if exact else '**no**'} | "
+                f"{stats.requests:,} | {stats.retries:,} | "
+                f"{stats.proof_requests.get('ties', 0):,} | {seconds:.2f} |"
+            )
+    for plain, faulty in ((0, 1), (2, 3)):
+        (r0, s0), (r1, s1) = seen[list(seen)[plain]], seen[list(seen)[faulty]]
+        print(
+            f"\n{list(seen)[faulty]} / {list(seen)[plain]}: requests {r1 / r0:.2f}x "
+            f"(target 1.2x), time {s1 / s0:.2f}x (target 1.5x)"
+        )
+
+
+def _expected_ids(box: Any, first: str, last: str) -> list[str]:
+    """Brute force over what the sandbox serves: ids created in [first, last], sorted like
+    the loader sorts (``createdAt``, then ``id``)."""
+    end = (date.fromisoformat(last) + timedelta(days=1)).isoformat()
+    rows = [
+        (r["createdAt"], r["id"])
+        for r in box.served_records()
+        if first <= r["createdAt"][:10] and r["createdAt"] < end
+    ]
+    return [rid for _, rid in sorted(rows)]
 
 
 if __name__ == "__main__":

@@ -129,6 +129,12 @@ MATRIX: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
         ("max_limit", *DATES),
     ),
     ("rate=10", {"rate_limit": "seen"}, ("rate_limit", "max_limit", "ties_stable", *DATES)),
+    (
+        # groups of 2 to 5 across every page boundary, reshuffled on every request (issue 22)
+        "cap=37,tie_groups=37,fault_seed=1",
+        {"default_limit": 37, "max_limit": 37, "ties_stable": False},
+        ("max_limit", "ties_stable", "largest_tie_group", *DATES),
+    ),
 ]
 
 
@@ -158,6 +164,10 @@ def test_matrix(
     if faults and "cap=20" in faults:
         assert profile.windows
         assert all(set(w) & {"transType", "currency"} for w in profile.windows)
+    largest = profile.findings["largest_tie_group"]
+    if faults and "tie_groups" in faults:
+        assert largest.value >= 2 and largest.certainty == "measured"
+        assert "ties reshuffled (largest group seen" in profile.describe()
     fields = profile.findings["fields_beyond_document"].value
     if faults and "drift" in faults:
         assert set(fields) == {"riskScore", "device.os", "device.appVersion"}

@@ -6,8 +6,9 @@ swapping in and out of a filter, and unstable tie order with capped pages.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -292,6 +293,15 @@ COMBINATIONS = [
     "bounds=inclusive,date_shift=14,max_skip=300,shuffle_ties,swaps=pending:verified",
     "bounds=end_exclusive,date_shift=-5,max_skip=300,max_skip_mode=empty,date_field=updatedAt,"
     "envelope_extras",
+    # Ties reshuffled on every request (issue 22): groups of 2 to 5 across page boundaries and
+    # one of 45, more than a page of 37, with the other behaviours.
+    "bounds=exclusive,date_shift=-12,cap=37,tie_groups=37,big_tie=45",
+    "bounds=end_exclusive,date_shift=1,cap=37,tie_groups=37,big_tie=45,rate_limit=0.02,"
+    "server_error=0.03,retry_after=0",
+    "bounds=start_exclusive,date_shift=14,cap=37,tie_groups=37,big_tie=45,swaps=pending:verified",
+    "bounds=inclusive,date_shift=-5,tie_groups=37,big_tie=45,max_skip=300",
+    "bounds=exclusive,date_shift=1,cap=37,tie_groups=37,big_tie=45,max_skip=300,"
+    "max_skip_mode=empty,rate_limit=0.02,server_error=0.03,retry_after=0,swaps=pending:verified",
 ]
 
 
@@ -311,6 +321,38 @@ def test_the_export_is_exact_under_combined_behaviours(box: Sandbox, spec: str) 
     assert verified["id"].to_list() == expected_ids(
         box, status=["verified"], start=first, end=last
     ), spec
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1])
+def test_reshuffled_tie_groups_are_exact_in_one_pass(box: Sandbox, seed: int) -> None:
+    """Every page boundary of the full listing cuts a group of 2 to 5 whose order changes on
+    every request, and one group of 45 outgrows a page of 37: one offset pass (no window of
+    one page, no second pass) returns every record, proven by the re-read."""
+    box.faults = f"cap=37,tie_groups=37,big_tie=45,fault_seed={seed}"
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(client, stats=stats, max_passes=1, profile=False)
+    assert df["id"].to_list() == expected_ids(box)
+    assert stats.windows == 1 and "unstable order" not in stats.summary()
+    assert stats.largest_tie == 45 and stats.proof_requests["ties"] > 0
+    assert "45 records sharing createdAt" in stats.summary()
+    assert "read by transType" in stats.summary()
+
+
+@pytest.mark.slow
+def test_a_tie_group_no_filter_splits_into_a_page_fails_naming_it(box: Sandbox) -> None:
+    """Pages of 2 records: the group of 45 splits by type into parts of about 11, by
+    currency and status not below 3; no set of pages is sure to hold them all."""
+    box.faults = "big_tie=45"
+    sizes = collections.Counter(r["createdAt"] for r in box.served_records())
+    stamp = next(t for t, n in sizes.items() if n == 45)
+    day = date.fromisoformat(stamp[:10])
+    with connect(box) as client, pytest.raises(IncompleteExportError) as info:
+        txkit.load_transactions(client, start=day, end=day, page_size=2, profile=False)
+    message = str(info.value)
+    assert f"45 records of [startDate={day - timedelta(days=1)}" in message
+    assert f"share createdAt {stamp}" in message and "at most 2" in message
 
 
 @pytest.mark.slow

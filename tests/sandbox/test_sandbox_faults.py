@@ -57,6 +57,8 @@ def test_empty_specs_mean_no_faults(spec: str | None) -> None:
         ("date_shift=15", r"'date_shift' needs an integer number of hours from -14 to 14"),
         ("bounds=open", r"'bounds' needs one of inclusive, exclusive, start_exclusive"),
         ("shuffle_ties=maybe", r"'shuffle_ties' needs true or false"),
+        ("tie_groups=3", r"'tie_groups' needs 0 \(off\) or an integer of at least 6, got 3"),
+        ("big_tie=-1", r"'big_tie' needs a non-negative integer"),
         ("slow_seconds=-1", r"'slow_seconds' needs a number of seconds"),
         ("cap=5,cap=6", r"fault 'cap' given more than once"),
     ],
@@ -311,6 +313,39 @@ def test_shuffle_ties_moves_records_across_page_boundaries(
             page = _get(c, skip=boundary - 5, limit=5).json()["data"]["transactions"]
             seen.add(page[-1]["id"])
     assert len(seen) > 1
+
+
+@pytest.mark.slow
+def test_tie_groups_straddle_every_page_boundary_and_reshuffle(fresh: Sandbox) -> None:
+    """``tie_groups=37`` with ``cap=37``: a group of 2 to 5 across every boundary of the full
+    listing's pages, one group of 45 mixed across types, and a new order on every request."""
+    fresh.faults = "cap=37,tie_groups=37,big_tie=45,fault_seed=2"
+    served = fresh.served_records()
+    created = [r["createdAt"] for r in served]
+    sizes = collections.Counter(created)
+    assert max(sizes.values()) == 45
+    big = next(t for t, n in sizes.items() if n == 45)
+    kinds = collections.Counter(r["transType"] for r in served if r["createdAt"] == big)
+    assert len(kinds) == 4 and max(kinds.values()) <= 37
+    straddling = [
+        k
+        for k in range(37, len(created), 37)
+        if created[k - 1] == created[k] and sizes[created[k]] <= 5
+    ]
+    assert len(straddling) >= 0.9 * (len(created) // 37 - 2)
+    assert all(r["createdAt"] <= r["updatedAt"] for r in served)
+    boundary = straddling[3]
+    with client_for(fresh) as c:
+        pages = {
+            tuple(
+                r["id"]
+                for r in _get(c, skip=boundary - 37, limit=37).json()["data"]["transactions"]
+            )
+            for _ in range(12)
+        }
+    assert len(pages) > 1  # the group across skip=boundary comes cut differently
+    fresh.faults = None
+    assert max(collections.Counter(r["createdAt"] for r in fresh.served_records()).values()) < 45
 
 
 @pytest.mark.slow

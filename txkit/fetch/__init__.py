@@ -7,8 +7,9 @@ The layers of one fetch, each in its own module:
   (:mod:`~txkit.fetch.ratelimit`);
 * :mod:`~txkit.fetch.pages`: one server query read in offset passes verified against its
   ``total`` (:class:`ExportStats` says what it took);
-* ``_windows``: one set of filters over UTC days (date windows, edge proofs, splits, the
-  confirming re-read);
+* ``_windows`` (a package, one module per proof: span, edges, split, confirm): one set of
+  filters over UTC days (date windows, edge proofs, splits, the confirming re-read);
+* ``_ties``: tie groups (equal ``createdAt``) cut by page edges, found and sized;
 * :mod:`~txkit.fetch.load`: :func:`load_transactions`, the filters, date margins and dedupe;
 * :mod:`~txkit.fetch.profile`: the service's measured behaviour (``txkit probe`` writes it,
   the loader reads it);

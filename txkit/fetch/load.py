@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import enum
 import itertools
 import logging
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -157,15 +159,7 @@ def load_transactions(
     types, statuses, currencies, first, last = validate_filters(
         trans_type=trans_type, status=status, currency=currency, start=start, end=end
     )
-    if (
-        (page_size is not None and page_size < 1)
-        or concurrency < 1
-        or max_passes < 1
-        or (margin_days < 0)
-    ):
-        raise ValueError(
-            "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
-        )
+    _check_sizes(page_size, concurrency, max_passes, margin_days)
     own_client = client is None
     client = client or Client()
     stats = stats if stats is not None else ExportStats()
@@ -176,85 +170,27 @@ def load_transactions(
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
     bar = export_bar(progress, client)
+    export = _Export(
+        client,
+        stats,
+        first,
+        last,
+        plan,
+        _on_page(bar),
+        page_size=page_size,
+        concurrency=concurrency,
+        max_passes=max_passes,
+        margin_days=margin_days,
+        allow_incomplete=allow_incomplete,
+        confirm=confirm,
+    )
     try:
-        queries = [
-            _params(t, s, c, first, last, 0)
-            for t, s, c in itertools.product(types, statuses, currencies)
-        ]
-        # What each query's proven windows add up to, with the server window that holds them
-        # (re-checked below when several queries ran).
-        outer: dict[str, dict[str, str | int]] = {}
-        exports: dict[str, WindowedExport] = {}
-
-        def fetch(params: dict[str, str | int]) -> QueryResult:
-            export = WindowedExport(
-                client,
-                {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
-                first,
-                last,
-                page_size=page_size,
-                concurrency=concurrency,
-                max_passes=max_passes,
-                digests=confirm,
-                stats=stats,
-                on_page=_on_page(bar),
-                margin=margin_days,
-                **plan,
-            )
-            try:
-                result = export.run()
-            except IncompleteExportError as exc:
-                if not allow_incomplete:
-                    raise
-                _incomplete(
-                    QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
-                    params,
-                    max_passes,
-                    allow_incomplete,
-                    what=str(exc),
-                )
-                result = export.partial()
-            stats.totals[_key(params)] = result.total
-            outer[_key(params)] = export.outer_params()
-            exports[_key(params)] = export
-            return result
-
-        results = {_key(q): fetch(q) for q in queries}
-        if confirm:
-            results = _confirm(exports, stats, max_passes, allow_incomplete)
-        # Each query was verified when it ran; records may have moved since (a status change
-        # takes a record out of one query and into another). Check every total once more and
-        # fetch again the queries whose total moved, until all hold still. A single query was
-        # verified as a whole already: no other query ran after it. (The confirming read
-        # above re-reads every window after the last query: it covers this.)
-        now: dict[str, int] = {}
-        for _ in range(max_passes):
-            if len(queries) == 1 or confirm:
-                break
-            now = {_key(q): current_total(client, outer[_key(q)]) for q in queries}
-            stats.proof("totals", len(queries))
-            moved = [q for q in queries if now[_key(q)] != results[_key(q)].total]
-            if not moved:
-                break
-            log.warning("totals moved during the export of %s; fetching again", moved)
-            for q in moved:
-                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
-                del results[_key(q)]
-                results[_key(q)] = fetch(q)
-        else:
-            _incomplete(
-                QueryResult(
-                    frames=[],
-                    total=sum(now.values()),
-                    unique=sum(r.unique for r in results.values()),
-                    complete=False,
-                ),
-                {"queries": ", ".join(_key(q) for q in queries)},
-                max_passes,
-                allow_incomplete,
-                what="the totals kept moving while the export was re-checked",
-            )
-        frames = [f for result in results.values() for f in result.frames]
+        frames = export.run(
+            [
+                _params(t, s, c, first, last, 0)
+                for t, s, c in itertools.product(types, statuses, currencies)
+            ]
+        )
     finally:
         if bar is not None:
             bar.close()
@@ -262,10 +198,134 @@ def load_transactions(
         stats.retries += client.retries - retries_before
         if own_client:
             client.close()
-    results.clear()
     frame = assemble(frames, _day_range(first, last) if first or last else None)
     stats.seconds += elapsed()
     return frame
+
+
+class SetProof(enum.Enum):
+    """How an export proves its records once every query ran."""
+
+    #: Re-read every window of every query, round after round until none changed (the set).
+    CONFIRM = enum.auto()
+    #: ``confirm=False`` with several queries: re-read every query's total, fetch again those
+    #: that moved (a record that left one query for another).
+    TOTALS = enum.auto()
+    #: ``confirm=False`` with one query: verified as a whole when it ran.
+    NONE = enum.auto()
+
+
+def _check_sizes(page_size: int | None, concurrency: int, max_passes: int, margin: int) -> None:
+    if (page_size is not None and page_size < 1) or concurrency < 1 or max_passes < 1 or margin < 0:
+        raise ValueError(
+            "page_size, concurrency and max_passes must be at least 1, margin_days at least 0"
+        )
+
+
+@dataclass
+class _Export:
+    """The steps of :func:`load_transactions` once its filters are checked: fetch every
+    query (each a :class:`WindowedExport`), then prove the whole (:class:`SetProof`)."""
+
+    client: Client
+    stats: ExportStats
+    first: date | None
+    last: date | None
+    plan: dict[str, Any]
+    on_page: Any
+    page_size: int
+    concurrency: int
+    max_passes: int
+    margin_days: int
+    allow_incomplete: bool
+    confirm: bool
+    #: What each query's proven windows add up to, with the server window that holds them.
+    outer: dict[str, dict[str, str | int]] = field(default_factory=dict)
+    exports: dict[str, WindowedExport] = field(default_factory=dict)
+    results: dict[str, QueryResult] = field(default_factory=dict)
+
+    def run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
+        """Fetch every query, prove the whole; the frames in fetch order."""
+        self.results = {_key(q): self.fetch(q) for q in queries}
+        proof = self.proof(len(queries))
+        if proof is SetProof.CONFIRM:
+            self.results = _confirm(
+                self.exports, self.stats, self.max_passes, self.allow_incomplete
+            )
+        elif proof is SetProof.TOTALS:
+            self.recheck_totals(queries)
+        frames = [f for result in self.results.values() for f in result.frames]
+        self.results.clear()
+        return frames
+
+    def proof(self, queries: int) -> SetProof:
+        """The proof after the last query (see :class:`SetProof`)."""
+        if self.confirm:
+            return SetProof.CONFIRM
+        return SetProof.TOTALS if queries > 1 else SetProof.NONE
+
+    def fetch(self, params: dict[str, str | int]) -> QueryResult:
+        """One query over the days, proven (or, with ``allow_incomplete``, what was got)."""
+        export = WindowedExport(
+            self.client,
+            {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
+            self.first,
+            self.last,
+            page_size=self.page_size,
+            concurrency=self.concurrency,
+            max_passes=self.max_passes,
+            digests=self.confirm,
+            stats=self.stats,
+            on_page=self.on_page,
+            margin=self.margin_days,
+            **self.plan,
+        )
+        try:
+            result = export.run()
+        except IncompleteExportError as exc:
+            if not self.allow_incomplete:
+                raise
+            _incomplete(
+                QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
+                params,
+                self.max_passes,
+                self.allow_incomplete,
+                what=str(exc),
+            )
+            result = export.partial()
+        self.stats.totals[_key(params)] = result.total
+        self.outer[_key(params)] = export.outer_params()
+        self.exports[_key(params)] = export
+        return result
+
+    def recheck_totals(self, queries: list[dict[str, str | int]]) -> None:
+        """Each query was verified when it ran; records may have moved since (a status change
+        takes a record out of one query and into another). Check every total once more and
+        fetch again the queries whose total moved, until all hold still."""
+        now: dict[str, int] = {}
+        for _ in range(self.max_passes):
+            now = {_key(q): current_total(self.client, self.outer[_key(q)]) for q in queries}
+            self.stats.proof("totals", len(queries))
+            moved = [q for q in queries if now[_key(q)] != self.results[_key(q)].total]
+            if not moved:
+                return
+            log.warning("totals moved during the export of %s; fetching again", moved)
+            for q in moved:
+                # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
+                del self.results[_key(q)]
+                self.results[_key(q)] = self.fetch(q)
+        _incomplete(
+            QueryResult(
+                frames=[],
+                total=sum(now.values()),
+                unique=sum(r.unique for r in self.results.values()),
+                complete=False,
+            ),
+            {"queries": ", ".join(_key(q) for q in queries)},
+            self.max_passes,
+            self.allow_incomplete,
+            what="the totals kept moving while the export was re-checked",
+        )
 
 
 def _params(
@@ -352,6 +412,8 @@ def _profile_plan(
         return {}
     stats.note(f"profile: {profile.describe()}")
     plan: dict[str, Any] = {}
+    if profile.ties_stable:
+        plan["ties"] = False  # measured: a cut tie group's parts never miss a record
     max_skip = profile.value("max_skip")
     if isinstance(max_skip, int) and max_skip >= 0:
         plan["max_skip"] = max_skip

@@ -18,28 +18,33 @@ next pass.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import logging
 import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import polars as pl
+import xxhash
 
 from txkit.decode import PageSink, RawPage, read_page
 from txkit.errors import BadRequestError, IncompleteExportError
+from txkit.fetch._ties import Group, PageMark, cut_groups, mark_page
 from txkit.fetch.client import Client
+from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "ExportStats",
     "OffsetCapped",
     "QueryResult",
+    "SlotRead",
     "current_total",
     "fetch_query",
+    "split_group",
 ]
 
 log = logging.getLogger("txkit")
@@ -64,7 +69,9 @@ class ExportStats:
         windows: server-side date windows fetched (1 per query when nothing had to be split).
         proof_requests: requests spent on each completeness proof beyond the plain pages:
             ``edges`` (date edges), ``split`` (windows planned by their totals), ``confirm``
-            (the re-read that proves the set), ``totals`` (totals re-checked across queries).
+            (the re-read that proves the set), ``totals`` (totals re-checked across queries),
+            ``ties`` (tie groups cut by page edges, read whole).
+        largest_tie: the largest group of records sharing a ``createdAt`` seen at a page edge.
         notes: what the export had to do differently (shown in the one-line summary).
     """
 
@@ -79,6 +86,7 @@ class ExportStats:
     windows: int = 0
     proof_requests: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    largest_tie: int = 0
 
     def note(self, text: str) -> None:
         """Add ``text`` to :attr:`notes` once."""
@@ -103,6 +111,21 @@ class ExportStats:
         return "; " + "; ".join(parts) if parts else ""
 
 
+@dataclass(frozen=True, slots=True)
+class SlotRead:
+    """One page of a pass as the confirming re-read needs it: a digest of its body, its edge
+    runs (:class:`~txkit.fetch._ties.PageMark`) and its record ids (set once decoded)."""
+
+    digest: bytes
+    mark: PageMark | None
+    page: RawPage | None = None
+
+    @property
+    def ids(self) -> pl.Series | None:
+        """The page's ids (None before it is decoded)."""
+        return self.page.ids if self.page is not None else None
+
+
 @dataclass
 class QueryResult:
     """The verified records of one query.
@@ -114,8 +137,8 @@ class QueryResult:
         unique: the unique ids fetched.
         complete: ``unique == total`` and the total was stable.
         ids: the unique ids fetched.
-        slots: the ``(skip, limit)`` of every page of the last pass, with a digest of its body
-            (for the confirming re-read, :mod:`txkit.fetch._windows`).
+        slots: the ``(skip, limit)`` of every page of the last pass, with a digest of its body,
+            its edge runs and its ids (for the confirming re-read, :mod:`txkit.fetch._windows`).
         stride: the page size the service honoured.
     """
 
@@ -124,7 +147,7 @@ class QueryResult:
     unique: int
     complete: bool
     ids: set[str] = field(default_factory=set)
-    slots: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    slots: dict[tuple[int, int], SlotRead] = field(default_factory=dict)
     stride: int = 0
 
 
@@ -146,11 +169,11 @@ class OffsetCapped(Exception):
 def digest(body: bytes) -> bytes:
     """A digest of a response body, to tell whether a page changed between two reads.
 
-    SHA-1 (not for security: no one forges these pages) because it is the fastest of
-    hashlib's digests here: 0.14 s for 245 MB, blake2b 0.21 s, md5 0.34 s; hashlib releases
-    the GIL on large inputs.
+    XXH3-128 (not for security: no one forges these pages): 0.02 s for 245 MB against 0.14 s
+    for SHA-1, the fastest of hashlib's (``benchmarks/bench_digest.py``); 128 bits make an
+    accidental match of two different pages negligible.
     """
-    return hashlib.sha1(body, usedforsecurity=False).digest()
+    return xxhash.xxh3_128_digest(body)
 
 
 def _pages_needed(total: int, stride: int) -> int:
@@ -181,6 +204,8 @@ class _Pass:
         stats: ExportStats,
         on_page: Callable[[int, int], None],
         digests: bool = True,
+        ties: bool = True,
+        split_dims: tuple[str, ...] = (),
     ) -> None:
         self.client = client
         self.params = dict(params)
@@ -191,8 +216,13 @@ class _Pass:
         self.stats = stats
         self.on_page = on_page
         self.sink = PageSink()
-        self.slots: dict[tuple[int, int], bytes] = {}
+        self.slots: dict[tuple[int, int], SlotRead] = {}
+        self._digests: dict[tuple[int, int], bytes] = {}
+        self._marks: dict[tuple[int, int], PageMark | None] = {}
+        self._pages: dict[tuple[int, int], RawPage] = {}
         self.digests = digests
+        self.ties = ties
+        self.split_dims = split_dims
         self.stride = page_size
         self._refused: list[int] = []  # 422 past the first page
         self._empty: list[int] = []  # empty pages below the total
@@ -223,24 +253,28 @@ class _Pass:
             if skip > 0 and exc.status_code == 422:
                 return skip, limit, None, exc.request  # past a maximum skip (checked at the end)
             raise
-        self.slots[(skip, limit)] = digest(body) if self.digests else b""
+        self._digests[(skip, limit)] = digest(body) if self.digests else b""
         return skip, limit, body, request
 
-    @staticmethod
-    def _read(skip: int, limit: int, body: bytes, request: Any) -> tuple[int, int, RawPage]:
-        return skip, limit, read_page(body, request=request)
+    def _read(self, skip: int, limit: int, body: bytes, request: Any) -> tuple[int, int, RawPage]:
+        page = read_page(body, request=request)
+        # Edge runs are read before the page's frames are built (which frees its envelope).
+        self._marks[(skip, limit)] = mark_page(skip, page) if self.ties else None
+        return skip, limit, page
 
-    def _accept(self, page: RawPage) -> None:
+    def _accept(self, page: RawPage, slot: tuple[int, int] | None = None) -> None:
         self.stats.pages += 1
         self.sink.add(page)
+        if slot is not None:
+            self._pages[slot] = page
 
     def run(self) -> int:
         """Fetch every page once; returns the total reported by the first page."""
         _, _, body, request = self._fetch(0, self.page_size)
         assert body is not None
-        first = read_page(body, request=request)
+        _, _, first = self._read(0, self.page_size, body, request)
         del body
-        self._accept(first)
+        self._accept(first, (0, self.page_size))
         total = first.total
         # A first page shorter than both the limit and the total reveals a silent cap.
         stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
@@ -271,7 +305,7 @@ class _Pass:
                     continue
                 reading.discard(future)
                 skip, limit, page = future.result()
-                self._accept(page)
+                self._accept(page, (skip, limit))
                 self.on_page(page.count, 0)
                 if page.count:
                     self._worked.append(skip)
@@ -283,7 +317,13 @@ class _Pass:
                     # for the rest of its slot instead of assuming the export ended.
                     slots.append((skip + page.count, wanted - page.count))
                     sent += 1
+        if self.ties:
+            self._read_cut_groups(stride)
         self.sink.flush()
+        self.slots = {
+            slot: SlotRead(self._digests[slot], self._marks.get(slot), self._pages.get(slot))
+            for slot in self._digests
+        }
         self.stats.exact_pages += self.sink.exact_pages
         self.worked = max(self._worked)
         if self._refused and min(self._refused) > self.worked:
@@ -293,6 +333,42 @@ class _Pass:
         if self._empty and min(self._empty) > self.worked:
             self.empty_from = min(self._empty)
         return total
+
+    def _read_cut_groups(self, stride: int) -> None:
+        """Read whole every tie group that page edges cut and whose parts missed a record.
+
+        One request per group that fits in a page (``skip`` its first position, ``limit`` its
+        size); a larger group is split by another filter (:func:`_split_group`).
+        """
+        groups = cut_groups(m for m in self._marks.values() if m is not None)
+        if groups:
+            self.stats.largest_tie = max(self.stats.largest_tie, *(g.size for g in groups))
+        cut = [g for g in groups if not g.whole]
+        small = [g for g in cut if g.size <= stride]
+        if small:
+            self.stats.proof("ties", len(small))
+        for future in [self.fetchers.submit(self._fetch_group, g) for g in small]:
+            self._accept(future.result())
+        for group in cut:
+            if group.size > stride:
+                frames = split_group(
+                    self.client,
+                    self.params,
+                    group,
+                    stride=stride,
+                    page_size=self.page_size,
+                    concurrency=max(1, self.window // 2),
+                    stats=self.stats,
+                    split_dims=self.split_dims,
+                )
+                self.sink.frames.extend(frames)
+                self.sink.ids.update(i for f in frames for i in f["id"].to_list())
+
+    def _fetch_group(self, group: Group) -> RawPage:
+        body, request = self.client.get_transactions(
+            {**self.params, "skip": group.start, "limit": group.size}
+        )
+        return read_page(body, request=request)
 
 
 def fetch_query(
@@ -305,6 +381,8 @@ def fetch_query(
     stats: ExportStats | None = None,
     progress: Any = None,
     digests: bool = True,
+    ties: bool = True,
+    split_dims: tuple[str, ...] = (),
 ) -> QueryResult:
     """Fetch every record of one query, verified against the service's total.
 
@@ -318,6 +396,9 @@ def fetch_query(
         stats: an :class:`ExportStats` to add to.
         digests: keep a digest of every page's body (for a confirming re-read).
         progress: a tqdm-like bar (``update``, ``total``) counting records, or None.
+        ties: read whole the tie groups (equal ``createdAt``) that page edges cut (see
+            :mod:`txkit.fetch._ties`); False when the service's tie order is known stable.
+        split_dims: filters already added to split a tie group larger than a page (internal).
 
     Returns:
         A :class:`QueryResult`; ``complete`` is False only when every pass disagreed with the
@@ -326,17 +407,11 @@ def fetch_query(
     Raises:
         OffsetCapped: pages past some ``skip`` were refused (422) or empty below the total;
             the caller splits the query (:mod:`txkit.fetch._windows`).
+        IncompleteExportError: a tie group larger than a page that no other filter splits
+            into groups that fit (names its ``createdAt`` and size).
     """
     stats = stats if stats is not None else ExportStats()
-
-    def on_page(done: int, more: int) -> None:
-        if progress is not None:
-            if more:
-                progress.total = (progress.total or 0) + more
-                progress.refresh()
-            if done:
-                progress.update(done)
-
+    on_page = _progress_hook(progress)
     previous: _Pass | None = None
     current: _Pass | None = None
     fetching = max(1, concurrency)
@@ -356,6 +431,8 @@ def fetch_query(
                 stats=stats,
                 on_page=on_page,
                 digests=digests,
+                ties=ties,
+                split_dims=split_dims,
             )
             total = current.run()
             stats.passes += 1
@@ -406,6 +483,117 @@ def fetch_query(
         slots=current.slots,
         stride=current.stride,
     )
+
+
+def _progress_hook(progress: Any) -> Callable[[int, int], None]:
+    """``on_page(records done, records more)`` for a tqdm-like bar (or nothing)."""
+
+    def on_page(done: int, more: int) -> None:
+        if progress is not None:
+            if more:
+                progress.total = (progress.total or 0) + more
+                progress.refresh()
+            if done:
+                progress.update(done)
+
+    return on_page
+
+
+class _GroupTooLarge(Exception):
+    """A tie group larger than a page that no further filter splits (internal signal)."""
+
+    def __init__(self, group: Group, stride: int) -> None:
+        self.group, self.stride = group, stride
+        super().__init__(f"{group.size} records share createdAt {group.stamp}")
+
+
+#: Filters that can split a tie group larger than a page, in the order tried.
+_SPLIT_BY: dict[str, tuple[str, ...]] = {
+    "transType": TRANS_TYPES,
+    "currency": CURRENCIES,
+    "status": STATUSES,
+}
+
+
+def split_group(
+    client: Client,
+    params: Mapping[str, str | int],
+    group: Group,
+    *,
+    stride: int,
+    page_size: int,
+    concurrency: int,
+    stats: ExportStats,
+    split_dims: tuple[str, ...] = (),
+) -> list[pl.DataFrame]:
+    """A tie group larger than a page, read whole as the union of one query per value of
+    another filter (``transType``, then ``currency``, then ``status``), each of whose part of
+    the group fits in a page (a part still too large is split by the next filter).
+
+    Each query is narrowed to two days either side of the group's day, then, if that missed
+    some of the group (dates on another field than ``createdAt``), asked with the window's
+    own dates. Cost: one offset pass per filter value over those days.
+
+    Raises:
+        IncompleteExportError: no filter splits the group into parts that fit (at the top
+            level; nested splits signal their parent to try the next filter).
+    """
+    stamp = _instant(group.stamp)
+    for dim, values in _SPLIT_BY.items():
+        if dim in params or dim in split_dims:
+            continue
+        for narrowed in _narrowed(params, stamp):
+            before = client.requests_sent
+            try:
+                frames = [
+                    f.filter(pl.col("createdAt") == stamp)
+                    for value in values
+                    for f in fetch_query(
+                        client,
+                        {**narrowed, dim: value},
+                        page_size=page_size,
+                        concurrency=concurrency,
+                        stats=stats,
+                        digests=False,
+                        split_dims=(*split_dims, dim),
+                    ).frames
+                    if f.height
+                ]
+            except _GroupTooLarge:
+                break  # this filter leaves a part too large: try the next one
+            finally:
+                stats.proof("ties", client.requests_sent - before)
+            if len({i for f in frames for i in f["id"].to_list()}) >= group.size:
+                stats.note(f"{group.size} records sharing createdAt {group.stamp} read by {dim}")
+                return frames
+    if split_dims:
+        raise _GroupTooLarge(group, stride)
+    raise IncompleteExportError(
+        f"{group.size} records of {describe_query(params)} share createdAt {group.stamp}: "
+        f"more than one page ({stride}) holds, the service returns them in another order on "
+        "every request, and no transType, currency or status filter splits them into groups "
+        f"of at most {stride}, so no set of pages is sure to hold them all; ask with a larger "
+        "page size if the service allows one",
+        expected=group.size,
+        got=len(group.ids),
+        attempts=stats.passes,
+    )
+
+
+def _narrowed(params: Mapping[str, str | int], stamp: datetime) -> list[dict[str, str | int]]:
+    """The query with dates narrowed to two days either side of ``stamp``'s day, then as is."""
+    day = stamp.date()
+    low, high = day - timedelta(days=2), day + timedelta(days=2)
+    if "startDate" in params:
+        low = max(low, date.fromisoformat(str(params["startDate"])))
+    if "endDate" in params:
+        high = min(high, date.fromisoformat(str(params["endDate"])))
+    narrow = {**params, "startDate": low.isoformat(), "endDate": high.isoformat()}
+    return [narrow] if narrow == dict(params) else [narrow, dict(params)]
+
+
+def _instant(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
 def current_total(client: Client, params: Mapping[str, str | int]) -> int:

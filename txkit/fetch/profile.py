@@ -65,6 +65,7 @@ FINDINGS: Final[dict[str, str]] = {
     "max_skip_mode": "past max_skip: 'reject' (4xx) or 'empty' (empty pages, real total)",
     "order": "sort order of the listing, e.g. 'createdAt desc'",
     "ties_stable": "records with equal createdAt come back in the same order every time",
+    "largest_tie_group": "the most records sharing one createdAt in the sample (1: no ties)",
     "total_counts_all_matching": "data.total equals the records a full listing returns",
     "date_field": "the timestamp startDate/endDate filter on",
     "start_inclusive": "the startDate day itself is included",
@@ -163,7 +164,19 @@ class ServiceProfile:
             parts.append("date semantics unknown")
         if self.value("max_skip") is not None:
             parts.append(f"max skip {self.value('max_skip'):,} ({self.value('max_skip_mode')})")
+        if self.ties_stable:
+            parts.append("ties in a stable order")
+        elif self.value("ties_stable") is False:
+            largest = self.value("largest_tie_group")
+            parts.append(f"ties reshuffled (largest group seen {largest})")
         return ", ".join(parts)
+
+    @property
+    def ties_stable(self) -> bool:
+        """True when equal-``createdAt`` records were measured in the same order every time
+        (an export then needs no tie bookkeeping; inferred from few groups is not enough)."""
+        finding = self.findings.get("ties_stable")
+        return finding is not None and finding.value is True and finding.certainty == "measured"
 
     @property
     def dates_known(self) -> bool:

@@ -129,7 +129,7 @@ class _Probe:
             (self.step_default, ("default_limit",)),
             (self.step_max_limit, ("max_limit",)),
             (self.step_reference, ("order",)),
-            (self.step_ties, ("ties_stable",)),
+            (self.step_ties, ("ties_stable", "largest_tie_group")),
             (
                 self.step_dates,
                 (
@@ -360,6 +360,17 @@ class _Probe:
                     compared += 1
                     differed += after[stamp] != group
         sampled = sum(len(ids) for _, ids in plain)
+        sizes = [
+            len(g)
+            for _, ids in plain
+            for g in tie_groups([by_id[i] for i in ids if i in by_id]).values()
+        ]
+        self.findings["largest_tie_group"] = Finding(
+            max(sizes, default=1),
+            "measured",
+            f"the largest group of records sharing a createdAt among the {sampled:,} newest "
+            f"records ({len(sizes)} group(s) of 2 or more); older records may hold larger ones",
+        )
         if differed:
             finding = Finding(
                 False,

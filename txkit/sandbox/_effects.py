@@ -125,6 +125,7 @@ class FaultEffects:
         self._arrivals: tuple[int, list[Arrival]] | None = None
         self._change_order: tuple[int, list[str]] | None = None
         self._drift: dict[str, tuple[bytes, bytes]] = {}
+        self._planted: tuple[int, int, int] | None = None
 
     def reset(self) -> None:
         """Undo every data change and forget the faults' progress (the bucket refills)."""
@@ -200,13 +201,14 @@ class FaultEffects:
         """The JSON body of one page (envelope included)."""
         store = self.store
         with store.lock:
+            self.plant(faults)
             selection = self.select(query, faults)
             total = len(selection)
             limit = query.limit if faults.cap is None else min(query.limit, faults.cap)
             skip = min(query.skip, total)
             if faults.max_skip is not None and query.skip > faults.max_skip:
                 chunk = []  # max_skip_mode=empty: nothing past the limit, the real total
-            elif faults.shuffle_ties:
+            elif faults.ties_shuffled:
                 positions = self._shuffled(selection, skip, limit, faults.fault_seed, seq)
                 chunk = [store.bodies[p] for p in positions]
             else:
@@ -271,6 +273,19 @@ class FaultEffects:
         rng.shuffle(group)
         out.extend(group)
         return out[skip - low : stop - low]
+
+    def plant(self, faults: Faults) -> None:
+        """Plant the tie groups ``tie_groups`` and ``big_tie`` ask for, once (other planted
+        groups are undone first, with every other data change: the store is reset)."""
+        wanted = faults.planted_ties
+        with self.store.lock:
+            if wanted == self._planted:
+                return
+            if self._planted is not None:
+                self.store.reset()
+            self._planted = wanted
+            if wanted is not None:
+                self.store.set_created(_tie_stamps(self.store, *wanted))
 
     def _drifted(self, body: bytes, faults: Faults) -> bytes:
         record_id = body[8:32].decode()  # bodies start with {"_id":"<24 hex>"
@@ -361,3 +376,44 @@ class FaultEffects:
             low, high, query.trans_type, status, query.currency, field=faults.date_field
         )
         return list(selection) if isinstance(selection, range) else selection.to_list()
+
+
+def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]:
+    """New ``createdAt`` values (position -> epoch ms) planting the tie groups.
+
+    Each group takes its oldest member's timestamp (moving ``createdAt`` earlier never puts it
+    after ``updatedAt``). The big group is mixed across ``transType`` values, nearest records
+    first around 70 % of the way down the listing, so that a ``transType`` filter splits it.
+    """
+    rng = random.Random(f"txkit-tie-groups:{seed}")
+    created, n = store.created, len(store)
+    groups: list[list[int]] = []
+    taken: set[int] = set()
+    if big:
+        types = store.frame.get_column("transType").cast(pl.String).to_list()
+        centre = 7 * n // 10
+        near = sorted(range(n), key=lambda p: (abs(p - centre), p))
+        by_type: dict[str, list[int]] = {}
+        for p in near:
+            by_type.setdefault(types[p], []).append(p)
+        queues = [by_type[t] for t in sorted(by_type)]
+        chosen: list[int] = []
+        while len(chosen) < min(big, n):
+            for queue in queues:
+                if queue and len(chosen) < big:
+                    chosen.append(queue.pop(0))
+        groups.append(chosen)
+        taken.update(chosen)
+    if every:
+        for boundary in range(every, n, every):
+            size = rng.randint(2, 5)
+            start = max(0, boundary - rng.randint(1, size - 1))
+            members = list(range(start, min(n, start + size)))
+            if len(members) > 1 and not taken.intersection(members):
+                groups.append(members)
+                taken.update(members)
+    stamps: dict[int, int] = {}
+    for members in groups:
+        oldest = min(created[p] for p in members)
+        stamps.update({p: oldest for p in members if created[p] != oldest})
+    return stamps

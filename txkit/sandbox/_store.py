@@ -25,6 +25,7 @@ __all__ = ["Store"]
 
 _UPDATED_RE = re.compile(rb'"updatedAt":"[^"]*"')
 _UPDATED_VALUE = re.compile(rb'"updatedAt":"([^"]*)"')
+_CREATED_RE = re.compile(rb'"createdAt":"[^"]*"')
 
 
 class Store:
@@ -209,6 +210,22 @@ class Store:
         status = self.frame.get_column("status").clone().scatter(position, new)
         self.frame = self.frame.with_columns(status)
         self.changed.append(self.ids[position])
+        self._changed_data()
+
+    def set_created(self, stamps: dict[int, int]) -> None:
+        """Give the records at some positions another ``createdAt`` (epoch ms), then put every
+        record back in export order (newest first, ties by ``id``)."""
+        text = {p: b'"createdAt":"%s"' % iso_ms(ms).encode() for p, ms in stamps.items()}
+        for position, stamp in stamps.items():
+            self.bodies[position] = _CREATED_RE.sub(text[position], self.bodies[position], count=1)
+            self.created[position] = stamp
+        created, ids = self.created, self.ids
+        order = sorted(range(len(created)), key=lambda p: (-created[p], ids[p]))
+        self.bodies = [self.bodies[p] for p in order]
+        self.ids = [ids[p] for p in order]
+        self.created = [created[p] for p in order]
+        self.frame = self.frame[order]
+        self._updated = None
         self._changed_data()
 
     def _changed_data(self) -> None:

@@ -37,6 +37,13 @@ is decided per record id. Faults never apply to authentication or validation err
                           becomes the status after ``TO`` (:data:`NEXT_STATUS`), each with a
                           new ``updatedAt``; ``total`` of a ``status=TO`` query is unchanged
 ``shuffle_ties``          records with equal ``createdAt`` come in a new order on every request
+``tie_groups=N``          plants groups of 2 to 5 records with one ``createdAt`` (each moved to
+                          its group's oldest), one straddling every N-th position of the full
+                          listing (with ``cap=N``, every page boundary); ties then come in a new
+                          order on every request, as with ``shuffle_ties`` (N is 0, off, or 6+)
+``big_tie=M``             plants one group of M records with one ``createdAt`` 70 % of the way
+                          down the listing, mixed across ``transType`` values (a settlement
+                          batch); ties come in a new order on every request
 ``date_shift=H``          ``startDate``/``endDate`` are applied as days in UTC+H (-14 to 14)
 ``bounds=B``              ``inclusive`` (default), ``exclusive``, ``start_exclusive``,
                           ``end_exclusive``: which of the two days are included
@@ -129,6 +136,8 @@ _COUNTS: Final = {
     "max_skip": 0,
     "swap_count": 0,
     "burst": 1,
+    "tie_groups": 0,
+    "big_tie": 0,
 }
 _FLAGS: Final = ("shuffle_ties", "envelope_extras")
 _CHOICES: Final = {
@@ -142,7 +151,7 @@ _USAGE: Final = (
     "retry_after_form=seconds|decimal|date|negative|garbage|none, server_error=P, slow=P, "
     "slow_seconds=S, latency=MS, drop=P, not_json=P, cap=N, max_skip=N, "
     "max_skip_mode=reject|empty, arrivals=N, status_changes=N, swaps=FROM:TO, swap_count=N, "
-    "shuffle_ties, date_shift=H (-14..14), "
+    "shuffle_ties, tie_groups=N (0 or 6+), big_tie=M, date_shift=H (-14..14), "
     "bounds=inclusive|exclusive|start_exclusive|end_exclusive, date_field=createdAt|updatedAt, "
     "envelope_extras, drift=P, precision=P, precision_from=YYYY-MM-DD, fault_seed=N (P is a "
     "probability from 0 to 1, R requests per second)"
@@ -185,6 +194,8 @@ class Faults:
     arrivals: int = 0
     status_changes: int = 0
     shuffle_ties: bool = False
+    tie_groups: int = 0
+    big_tie: int = 0
     date_shift: int = 0
     bounds: str = "inclusive"
     drift: float = 0.0
@@ -272,6 +283,18 @@ class Faults:
         return Decision(delay=delay)
 
     @property
+    def ties_shuffled(self) -> bool:
+        """Whether records with equal ``createdAt`` come in a new order on every request."""
+        return self.shuffle_ties or self.tie_groups > 0 or self.big_tie > 0
+
+    @property
+    def planted_ties(self) -> tuple[int, int, int] | None:
+        """``(tie_groups, big_tie, fault_seed)`` when ties are planted in the data, else None."""
+        if not self.tie_groups and not self.big_tie:
+            return None
+        return self.tie_groups, self.big_tie, self.fault_seed
+
+    @property
     def swap_statuses(self) -> tuple[str, str] | None:
         """``(FROM, TO)`` of the ``swaps`` fault, or None when it is off."""
         if self.swaps is None:
@@ -337,6 +360,7 @@ def _bad(name: str, value: Any) -> str:
         "fault_seed": "an integer",
         "cap": "an integer of at least 1",
         "burst": "an integer of at least 1",
+        "tie_groups": "0 (off) or an integer of at least 6",
         "rate": "a number of requests per second from 0 (off) to 100000",
         "swaps": ("FROM:TO, two different statuses with TO one of " + ", ".join(NEXT_STATUS)),
         "precision_from": "a day YYYY-MM-DD",
@@ -387,6 +411,8 @@ def _validate(name: str, value: Any) -> Any:
     if name == "date_shift" and not -14 <= value <= 14:
         raise ValueError(_bad(name, value))
     if name in _COUNTS and value < _COUNTS[name]:
+        raise ValueError(_bad(name, value))
+    if name == "tie_groups" and 0 < value < 6:
         raise ValueError(_bad(name, value))
     return value
 

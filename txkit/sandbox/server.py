@@ -532,6 +532,8 @@ class Sandbox:
     @faults.setter
     def faults(self, value: Faults | str | None) -> None:
         self._faults = _as_faults(value)
+        if hasattr(self, "_effects"):
+            self._effects.plant(self._faults)  # planted ties show in served_records() at once
 
     @property
     def request_count(self) -> int:
@@ -560,6 +562,7 @@ class Sandbox:
         if not hasattr(self, "_store"):
             raise RuntimeError("the sandbox is not running; use it as a context manager")
         self._effects.reset()
+        self._effects.plant(self._faults)
         with self._counter_lock:
             self._seq = itertools.count(1)
 
@@ -589,6 +592,7 @@ class Sandbox:
             self._ledger = generate_ledger(**self._ledger_args)  # type: ignore[arg-type]
         self._store = Store(self._ledger)
         self._effects = FaultEffects(self._store)
+        self._effects.plant(self._faults)
         if self._data_dir is not None:
             self._ledger.write_files(self._data_dir)
         self._server = _Server((self.host, self.port), self)
