@@ -13,11 +13,13 @@ import random
 import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from itertools import combinations
 from typing import Any
 
 import polars as pl
 import pytest
 
+from txkit.analysis.reconcile import reconcile
 from txkit.analysis.settlements import match_settlements
 from txkit.bank._model import ENTRY_COLUMNS
 from txkit.calendar import month_bounds
@@ -458,3 +460,182 @@ def test_the_random_inputs_reach_every_category() -> None:
         "duplicate_credit",
         "ambiguous",
     }
+
+
+def oracle_groups(collections: list[dict], orders: list[dict], days: int) -> dict[str, tuple]:
+    """``reconcile``'s amount-sum rules by brute force: every open order against every open
+    collection (and the reverse), every subset of its candidates."""
+    by_ref: dict[str, dict] = {}
+    for c in collections:
+        by_ref.setdefault(c["reference"], {})["pay"] = c
+    for o in orders:
+        by_ref.setdefault(o["reference"], {})["due"] = o
+    pays, dues = [], []
+    for sides in by_ref.values():
+        pay, due = sides.get("pay"), sides.get("due")
+        if pay is None or due is None or pay["amount"] != due["amount"]:
+            if pay is not None:  # missing_in_orders or amount_mismatch
+                pays.append(pay)
+            if due is not None:  # missing_in_export or amount_mismatch
+                dues.append(due)
+
+    def norm(email: str | None) -> str | None:
+        return email.strip().lower() if email is not None else None
+
+    def how(target: dict, other: dict) -> set[str]:
+        found = set()
+        if other["reference"] == target["reference"]:
+            found.add("reference")
+        if other.get("existing") and other["existing"] == target["reference"]:
+            found.add("reference")
+        if target.get("existing") and target["existing"] == other["reference"]:
+            found.add("reference")
+        customer = norm(target["customer"])
+        near = abs((target["day"] - other["day"]).days) <= days
+        if customer and customer == norm(other["customer"]) and near:
+            found.add("date window")
+        return found
+
+    fits, undecided = [], {}
+    for kind, targets, pool in (("paid_in_parts", dues, pays), ("grouped", pays, dues)):
+        for target in targets:
+            candidates = [(x, how(target, x)) for x in pool if x["currency"] == target["currency"]]
+            candidates = [(x, h) for x, h in candidates if h]
+            if not 2 <= len(candidates) <= 14:
+                continue
+            sums = [
+                combo
+                for size in range(2, len(candidates) + 1)
+                for combo in combinations(candidates, size)
+                if sum(x["amount"] for x, _ in combo) == target["amount"]
+            ]
+            if len(sums) == 1:
+                members = [x["reference"] for x, _ in sums[0]]
+                links = set().union(*(h for _, h in sums[0]))
+                fits.append(
+                    (kind, target["reference"], members, links, len(candidates) - len(members))
+                )
+            elif sums:
+                undecided[target["reference"]] = min(len(sums), 2)  # reconcile stops at two
+    seen: dict[str, int] = {}
+    for _, anchor, members, _, _ in fits:
+        for ref in {anchor, *members}:
+            seen[ref] = seen.get(ref, 0) + 1
+    out: dict[str, tuple] = {}
+    for kind, anchor, members, links, others in fits:
+        refs = {anchor, *members}
+        if any(seen[r] > 1 for r in refs):
+            undecided[anchor] = undecided.get(anchor, 1) + 1
+            continue
+        paid = sum((by_ref[r]["pay"]["amount"] for r in refs if "pay" in by_ref[r]), Decimal(0))
+        due = sum((by_ref[r]["due"]["amount"] for r in refs if "due" in by_ref[r]), Decimal(0))
+        rule = "amount-sum" + "".join(f" + {h}" for h in sorted(links))
+        for ref in refs:
+            out[ref] = (kind, rule, anchor, others, paid - due if ref == anchor else None)
+    for ref, sets in undecided.items():
+        out.setdefault(ref, (None, None, None, sets, None))
+    return out
+
+
+def _random_orders(rng: random.Random) -> tuple[list[dict], list[dict]]:
+    """Collections and orders of a few customers: parts, groups, their look-alikes, noise."""
+    emails = ["ada@example.test", " Ada@Example.test", "bo@example.test", "cy@example.test"]
+    pool = [Decimal(a) for a in ("10.00", "15.00", "25.00", "40.00", "60.00")]
+    collections: list[dict] = []
+    orders: list[dict] = []
+    start = date(2026, 10, 5)
+
+    def pay(amount: Decimal, customer: str | None, day: date, ref: str | None = None,
+            existing: str | None = None) -> None:  # fmt: skip
+        ref = ref or f"C{len(collections)}"
+        collections.append({"reference": ref, "amount": amount, "currency": "NGN",
+                            "customer": customer, "day": day, "existing": existing})  # fmt: skip
+
+    def due(amount: Decimal, customer: str | None, day: date, ref: str | None = None) -> str:
+        ref = ref or f"O{len(orders)}"
+        orders.append({"reference": ref, "amount": amount, "currency": "NGN",
+                       "customer": customer, "day": day})  # fmt: skip
+        return ref
+
+    for _ in range(rng.randint(2, 7)):
+        customer = rng.choice([*emails, None])
+        day = start + timedelta(days=rng.randint(0, 12))
+        near = day + timedelta(days=rng.randint(-4, 4))
+        amounts = [rng.choice(pool) for _ in range(rng.randint(2, 3))]
+        shape = rng.choice(["parts", "group", "existing", "one", "mismatch", "noise"])
+        if shape == "parts":
+            due(sum(amounts, Decimal(0)), customer, day)
+            for a in amounts:
+                pay(a, customer, near)
+        elif shape == "group":
+            for a in amounts:
+                due(a, customer, near)
+            pay(sum(amounts, Decimal(0)), customer, day)
+        elif shape == "existing":  # a part paid under the order's reference, one linked to it
+            ref = due(amounts[0] + amounts[1], None, day)
+            pay(amounts[0], None, near, ref=ref)
+            pay(amounts[1], rng.choice(emails), near, existing=ref)
+        elif shape == "one":
+            ref = due(amounts[0], customer, day)
+            pay(amounts[0], customer, near, ref=ref)
+        elif shape == "mismatch":
+            ref = due(amounts[0] + amounts[1], customer, day)
+            pay(amounts[0], customer, near, ref=ref)
+            pay(amounts[1], customer, near)
+        else:
+            rng.choice([pay, due])(rng.choice(pool), customer, near)
+    return collections, orders
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_parts_and_groups_equal_the_brute_force_reference(seed: int) -> None:
+    collections, orders = _random_orders(random.Random(seed))
+    tx = pl.DataFrame(
+        [
+            {
+                "id": f"id-{c['reference']}",
+                "createdAt": datetime.combine(c["day"], datetime.min.time(), UTC),
+                "transType": "collection",
+                "status": "successful",
+                "transactionReference": c["reference"],
+                "toAmount": c["amount"],
+                "toCurrency": c["currency"],
+                "customerEmail": c["customer"],
+                "meta.existingTransaction.reference": c["existing"],
+            }
+            for c in collections
+        ],
+        schema_overrides={
+            "toAmount": pl.Decimal(38, 2),
+            "customerEmail": pl.String,
+            "meta.existingTransaction.reference": pl.String,
+        },
+    )
+    od = pl.DataFrame(
+        [{k: o[k] for k in ("reference", "amount", "currency", "customer")} | {"date": o["day"]}
+         for o in orders],
+        schema_overrides={"amount": pl.Decimal(38, 2), "customer": pl.String},
+    )  # fmt: skip
+    for days in (3, 1):
+        result = reconcile(tx, od, date_tolerance=days)
+        got = {
+            r["reference"]: (
+                r["category"] if r["category"] in ("paid_in_parts", "grouped") else None,
+                r["rule"] if r["group"] else None,
+                r["group"],
+                r["other_candidates"],
+                r["difference"] if r["group"] else None,
+            )
+            for r in result.with_columns(pl.col("category").cast(pl.String)).iter_rows(named=True)
+            if r["group"] or r["other_candidates"] is not None
+        }
+        assert got == oracle_groups(collections, orders, days), days
+
+
+def test_the_random_orders_reach_parts_groups_and_undecided_sets() -> None:
+    seen: dict[str | None, int] = {}
+    for seed in SEEDS:
+        for kind, *_, sets, _ in oracle_groups(*_random_orders(random.Random(seed)), 3).values():
+            key = kind if kind else "undecided" if sets else None
+            seen[key] = seen.get(key, 0) + 1
+    assert {"paid_in_parts", "grouped", "undecided"} <= set(seen), seen
