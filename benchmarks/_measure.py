@@ -34,18 +34,21 @@ def step(call: Callable[[], object]) -> tuple[float, float, object]:
 
 def round_robin(calls: dict[str, Callable[[], object]], runs: int) -> dict[str, dict[str, float]]:
     """Each call ``runs`` times, in turn (so drift on the machine hits all alike): the median
-    seconds, the fastest and slowest, and the median peak MB, by name."""
-    seen: dict[str, list[tuple[float, float]]] = {name: [] for name in calls}
+    seconds, the fastest and slowest, the median CPU seconds of the process (every thread:
+    steadier than the wall clock on a shared machine) and the median peak MB, by name."""
+    seen: dict[str, list[tuple[float, float, float]]] = {name: [] for name in calls}
     for _ in range(runs):
         for name, call in calls.items():
+            cpu = time.process_time()
             seconds, peak, _ = step(call)
-            seen[name].append((seconds, peak))
+            seen[name].append((seconds, peak, time.process_time() - cpu))
     return {
         name: {
-            "seconds": statistics.median(s for s, _ in ms),
-            "min": min(s for s, _ in ms),
-            "max": max(s for s, _ in ms),
-            "peak_mb": statistics.median(p for _, p in ms),
+            "seconds": statistics.median(s for s, _, _ in ms),
+            "min": min(s for s, _, _ in ms),
+            "max": max(s for s, _, _ in ms),
+            "cpu": statistics.median(c for _, _, c in ms),
+            "peak_mb": statistics.median(p for _, p, _ in ms),
         }
         for name, ms in seen.items()
     }

@@ -37,7 +37,6 @@ Amounts stay exact decimals and are compared only within one currency.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
@@ -202,8 +201,10 @@ def match_settlements(
         .with_row_index("b")
     )
     tokens = _tokens(bank)
-    cancelled, reversal_notes = _reversals(bank, tokens, known_refs)
-    credits = bank.filter((pl.col("direction") == "credit") & ~pl.col("b").is_in(cancelled))
+    reversed_credits = _reversals(bank, tokens, known_refs)
+    credits = bank.filter(
+        (pl.col("direction") == "credit") & ~pl.col("b").is_in(reversed_credits["b"].implode())
+    )
 
     # Rule 1: the reference, in the same currency, on any date.
     by_reference = (
@@ -244,7 +245,7 @@ def match_settlements(
         exact,
         near,
         other_currency,
-        reversal_notes,
+        reversed_credits,
         claimed,
         bank,
         bounds,
@@ -276,18 +277,19 @@ def _tokens(bank: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _reversals(
-    bank: pl.DataFrame, tokens: pl.DataFrame, known_refs: pl.Series
-) -> tuple[list[int], dict[int, str]]:
-    """Credits cancelled by a later reversing debit, and a note per cancelled credit.
+def _reversals(bank: pl.DataFrame, tokens: pl.DataFrame, known_refs: pl.Series) -> pl.DataFrame:
+    """Credits cancelled by a later reversing debit: ``(b, note, order)``, ``order`` the
+    sequence in which they were found.
 
     A reversing debit is one marked as a reversal, or a debit of a credit's amount and
     currency, dated no earlier, carrying the same reference (its ``reference``, or a
     settlement's reference in both narrations). Each takes the latest such credit not taken.
     """
+    found: list[tuple[int, str]] = []
+    schema = {"b": pl.UInt32, "note": pl.String, "order": pl.UInt32}
     debits = bank.filter(pl.col("direction") == "debit")
     if debits.height == 0:
-        return [], {}
+        return pl.DataFrame(schema=schema)
     amount_type = bank.schema["amount"]
     credit_rows = bank.filter(pl.col("direction") == "credit")
     pairs = (
@@ -313,7 +315,7 @@ def _reversals(
         .filter(pl.col("date") <= pl.col("d_date"))
     )
     if pairs.height == 0:
-        return [], {}
+        return pl.DataFrame(schema=schema)
     known = tokens.filter(pl.col("token").is_in(known_refs.implode()))
     shared = (
         known.rename({"b": "d"})
@@ -333,16 +335,19 @@ def _reversals(
         .filter(pl.col("reversal") | pl.col("shared"))
         .sort(["d", "shared", "date", "b"], descending=[False, True, True, True])
     )
-    cancelled: list[int] = []
-    notes: dict[int, str] = {}
+    # Greedy, in order (a debit takes one credit, a credit is taken once): sequential by
+    # nature, and over the debits alone (a few per statement).
     taken: set[int] = set()
+    cancelled: set[int] = set()
     for d, b, d_line, d_date in pairs.select("d", "b", "d_line", "d_date").iter_rows():
-        if d in taken or b in notes:
+        if d in taken or b in cancelled:
             continue
         taken.add(d)
-        cancelled.append(b)
-        notes[b] = f"credited, then reversed by {_line_text(d_line)} on {d_date}"
-    return cancelled, notes
+        cancelled.add(b)
+        found.append((b, f"credited, then reversed by {_line_text(d_line)} on {d_date}"))
+    return pl.DataFrame(
+        [(b, note, i) for i, (b, note) in enumerate(found)], schema=schema, orient="row"
+    )
 
 
 def _line_text(bank_line: str) -> str:
@@ -384,24 +389,69 @@ def _limit(tolerance: dict[str, Decimal] | Decimal, scale: int) -> pl.Expr:
     )
 
 
-def _components(pairs: pl.DataFrame) -> list[tuple[set[int], set[int]]]:
-    """Connected sets of settlements and credits joined by candidate pairs."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
+def _components(pairs: pl.DataFrame) -> pl.DataFrame:
+    """Connected sets of settlements and credits joined by candidate pairs: ``(s, b, set)``,
+    ``set`` the smallest settlement of each set.
 
-    def find(x: tuple[str, int]) -> tuple[str, int]:
-        while parent.setdefault(x, x) != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
+    The smallest label is spread over the pairs until nothing changes: each round crosses
+    two edges, and the sets found are small (one or two of each side), so a few rounds do.
+    """
+    comp = pairs.select("s", "b").unique().with_columns(pl.col("s").alias("set"))
+    while True:
+        step = comp.with_columns(pl.col("set").min().over("b")).with_columns(
+            pl.col("set").min().over("s")
+        )
+        if step["set"].equals(comp["set"]):
+            return step
+        comp = step
 
-    for s, b in pairs.iter_rows():
-        parent[find(("s", s))] = find(("b", b))
-    groups: dict[tuple[str, int], tuple[set[int], set[int]]] = {}
-    for node in list(parent):
-        root = find(node)
-        group = groups.setdefault(root, (set(), set()))
-        (group[0] if node[0] == "s" else group[1]).add(node[1])
-    return list(groups.values())
+
+def _decisions(
+    by_reference: pl.DataFrame, exact: pl.DataFrame, near: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What the rules decided: ``(s, key, category, rule)`` per settlement with candidates,
+    and ``(key, b)``, the credits of each candidate set (``key``: the rule and the set).
+
+    A set of one settlement and one credit is a match by its rule (a set of rule 1 with
+    several credits: ``duplicate_credit``); any other set is ``ambiguous``, rule 1's keeping
+    its rule. ``category`` is null where the amounts and dates decide it.
+    """
+    decided = []
+    members = []
+    for number, (rule, pairs) in enumerate(
+        (("reference", by_reference), ("amount+date", exact), ("amount-tolerance+date", near))
+    ):
+        comp = _components(pairs).with_columns(
+            (pl.lit(number << 32, dtype=pl.UInt64) + pl.col("set").cast(pl.UInt64)).alias("key")
+        )
+        sizes = comp.group_by("key").agg(
+            pl.col("s").n_unique().alias("n_s"), pl.col("b").n_unique().alias("n_b")
+        )
+        if rule == "reference":
+            category = (
+                pl.when(pl.col("n_s") > 1)
+                .then(pl.lit("ambiguous"))
+                .when(pl.col("n_b") > 1)
+                .then(pl.lit("duplicate_credit"))
+            )
+            how = pl.lit(rule)
+        else:
+            single = (pl.col("n_s") == 1) & (pl.col("n_b") == 1)
+            category = pl.when(~single).then(pl.lit("ambiguous"))
+            how = pl.when(single).then(pl.lit(rule))
+        decided.append(
+            comp.select("s", "key")
+            .unique()
+            .join(sizes, on="key")
+            .select(
+                "s",
+                "key",
+                category.cast(pl.String).alias("category"),
+                how.cast(pl.String).alias("rule"),
+            )
+        )
+        members.append(comp.select("key", "b").unique())
+    return pl.concat(decided), pl.concat(members)
 
 
 def _categorise(
@@ -411,205 +461,217 @@ def _categorise(
     exact: pl.DataFrame,
     near: pl.DataFrame,
     other_currency: pl.DataFrame,
-    reversal_notes: dict[int, str],
+    reversed_credits: pl.DataFrame,
     claimed: pl.DataFrame,
     bank: pl.DataFrame,
     bounds: tuple[date, date] | None,
     scale: int,
 ) -> pl.DataFrame:
     """One row per settlement in scope and per unmatched credit of the month."""
-    s_rows = {r["s"]: r for r in settlements.iter_rows(named=True)}
-    b_rows = {r["b"]: r for r in bank.iter_rows(named=True)}
-    decided: dict[int, dict[str, Any]] = {}
-    used_b: set[int] = set()
-
-    def describe(bs: Iterable[int]) -> str:
-        parts = []
-        for b in sorted(bs, key=lambda x: (b_rows[x]["date"], x)):
-            r = b_rows[b]
-            parts.append(
-                f"{_line_text(r['bank_line'])} ({r['date']}, {r['amount']} {r['currency']})"
+    money_type = pl.Decimal(38, scale)
+    decided, members = _decisions(by_reference, exact, near)
+    # Each candidate set's credits, in date order: their total, the first, the list.
+    line_text = pl.col("bank_line").str.replace(r":([0-9]+)$", " line ${1}")
+    sets = (
+        members.join(bank, on="b")
+        .sort("key", "date", "b")
+        .group_by("key", maintain_order=True)
+        .agg(
+            pl.len().cast(pl.UInt32).alias("candidate_count"),
+            pl.col("amount").sum().cast(money_type).alias("total"),
+            pl.col("date").first().alias("first_date"),
+            pl.col("bank_line").first().alias("first_line"),
+            pl.col("narration").first().alias("first_narration"),
+            pl.format(
+                "{} ({}, {} {})", line_text, pl.col("date"), pl.col("amount"), pl.col("currency")
             )
-        return "; ".join(parts)
+            .str.join("; ")
+            .alias("candidates"),
+            *_in_month(pl.col("date"), bounds, "credited_in_month"),
+        )
+    )
+    reference = pl.col("reference").str.to_uppercase()
+    row_tokens = (
+        pl.concat_str(
+            [pl.col("reference").fill_null(""), pl.col("narration").fill_null("")], separator=" "
+        )
+        .str.replace_all(_TOKEN_SPLIT, " ")
+        .str.split(" ")
+    )
+    # The reversed credits carrying each settlement's reference, in the order found.
+    reversals = (
+        reversed_credits.join(bank.select("b", "date", "reference", "narration"), on="b")
+        .select("note", "order", "date", row_tokens.alias("token"))
+        .explode("token")
+        .filter(pl.col("token").str.len_chars() > 2)
+        .select("note", "order", "date", pl.col("token").str.to_uppercase())
+        .unique()
+        .join(settlements.select("s", reference.alias("token")), on="token")
+        .sort("s", "order")
+        .group_by("s", maintain_order=True)
+        .agg(
+            pl.col("note").str.join("; ").alias("reversal_notes"),
+            *_in_month(pl.col("date"), bounds, "reversed_in_month"),
+        )
+    )
+    other = (
+        other_currency.join(bank.select("b", "bank_line"), on="b")
+        .sort("s", "b")
+        .group_by("s", maintain_order=True)
+        .agg(
+            pl.format(
+                "its reference is on {}, a credit in {}: not compared across currencies",
+                line_text.first(),
+                pl.col("bank_currency").first(),
+            ).alias("other_note")
+        )
+    )
+    coverage = bank.group_by("currency").agg(pl.col("date").max().alias("covered"))
 
-    # Rule 1 (reference). A credit carrying two settlements' references cannot be given to
-    # one of them: the set is ambiguous.
-    for s_set, b_set in _components(by_reference):
-        if len(s_set) > 1:
-            for s in s_set:
-                decided[s] = {"category": "ambiguous", "rule": "reference", "bs": b_set}
-            used_b |= b_set
-            continue
-        (s,) = s_set
-        decided[s] = {
-            "category": "duplicate_credit" if len(b_set) > 1 else None,
-            "rule": "reference",
-            "bs": b_set,
-        }
-        used_b |= b_set
-    for rule, pairs in (("amount+date", exact), ("amount-tolerance+date", near)):
-        for s_set, b_set in _components(pairs):
-            if len(s_set) == 1 and len(b_set) == 1:
-                (s,) = s_set
-                decided[s] = {"category": None, "rule": rule, "bs": b_set}
-            else:
-                for s in s_set:
-                    decided[s] = {"category": "ambiguous", "rule": None, "bs": b_set}
-            used_b |= b_set
-    other_notes: dict[int, str] = {}
-    for s, b in other_currency.select("s", "b").iter_rows():
-        r = b_rows[b]
-        other_notes[s] = (
-            f"its reference is on {_line_text(r['bank_line'])}, a credit in {r['currency']}: "
-            "not compared across currencies"
-        )
-    reversed_of: dict[str, list[int]] = {}
-    for b in reversal_notes:
-        for token in _row_tokens(b_rows[b]):
-            reversed_of.setdefault(token, []).append(b)
-    coverage = _coverage(bank)
     first, last = bounds if bounds is not None else (None, None)
-    out: list[dict[str, Any]] = []
-    for s, row in s_rows.items():
-        got = decided.get(s)
-        bs = got["bs"] if got else set()
-        total = sum((b_rows[b]["amount"] for b in bs), Decimal(0)) if bs else None
-        in_month = first is None or row["settlement_date"] >= first
-        bank_dates = sorted(b_rows[b]["date"] for b in bs)
-        reversed_bs = reversed_of.get(row["reference"].upper(), [])
-        credited_in_month = first is not None and any(
-            first <= d <= last for d in [*bank_dates, *(b_rows[b]["date"] for b in reversed_bs)]
-        )
-        if not in_month and not credited_in_month:
-            continue  # an earlier month's settlement, settled (or not) in that month
-        if row["settlement_date"] > (last or date.max):
-            continue  # the next month's, credited early by a bank's local day
-        note: list[str] = []
-        if got is None or (got["category"] is None and not bs):
-            category = "missing_in_bank"
-            rule = None
-            for b in reversed_bs:
-                note.append(reversal_notes[b])
-            until = row["_until"]
-            covered = coverage.get(row["currency"])
-            if covered is None:
-                note.append(f"no bank statement in {row['currency']} was given")
-            elif covered < until:
-                note.append(
-                    f"the statements in {row['currency']} end on {covered}, before its credit "
-                    f"is due (up to {until}): pass the next statement"
-                )
-        else:
-            rule = got["rule"]
-            category = got["category"]
-            if category is None:
-                if total != row["settlement_amount"]:
-                    category = "amount_differs"
-                elif last is not None and bank_dates[0] > last:
-                    category = "timing_next_month"
-                else:
-                    category = "matched"
-            if category in ("amount_differs",) and last is not None and bank_dates[0] > last:
-                note.append(f"credited after the month's end, on {bank_dates[0]}")
-            if not in_month and category == "matched":
-                note.append(
-                    f"a settlement of {row['settlement_date']} credited this month: last month's "
-                    "timing item, cleared"
-                )
-        if s in other_notes:
-            note.append(other_notes[s])
-        single = len(bs) == 1 and category != "ambiguous"
-        b0 = b_rows[min(bs, key=lambda b: (b_rows[b]["date"], b))] if bs else None
-        out.append(
-            {
-                "reference": row["reference"],
-                "currency": row["currency"],
-                "settlement_amount": row["settlement_amount"],
-                "bank_amount": None if category == "ambiguous" else total,
-                "settlement_date": row["settlement_date"],
-                "bank_date": None if category == "ambiguous" or b0 is None else b0["date"],
-                "category": category,
-                "rule": rule,
-                "candidates": describe(bs) if bs else None,
-                "candidate_count": len(bs),
-                "difference": None
-                if category == "ambiguous" or total is None
-                else total - row["settlement_amount"],
-                "settlement_id": row["settlement_id"],
-                "bank_line": b0["bank_line"] if single or category == "duplicate_credit" else None,
-                "narration": b0["narration"]
-                if b0 is not None and category != "ambiguous"
-                else None,
-                "note": "; ".join(note) or None,
-            }
-        )
-    claimed_b = set(claimed["b"].to_list())
-    for r in credits.iter_rows(named=True):
-        b = r["b"]
-        if b in used_b:
-            continue
-        if first is not None and not first <= r["date"] <= last:
-            continue  # another month's credit
-        note = []
-        if b in claimed_b:
-            note.append(
+    rows = (
+        settlements.join(decided, on="s", how="left", maintain_order="left")
+        .join(sets, on="key", how="left", maintain_order="left")
+        .join(reversals, on="s", how="left", maintain_order="left")
+        .join(other, on="s", how="left", maintain_order="left")
+        .join(coverage, on="currency", how="left", maintain_order="left")
+    )
+    in_month = pl.lit(True) if first is None else pl.col("settlement_date") >= first
+    credited = pl.lit(False)
+    if first is not None:
+        credited = pl.col("credited_in_month").fill_null(False) | pl.col(
+            "reversed_in_month"
+        ).fill_null(False)
+    # An earlier month's settlement, settled (or not) in that month, and the next month's
+    # (credited early by a bank's local day) are not this month's.
+    rows = rows.filter(in_month | credited)
+    if last is not None:
+        rows = rows.filter(pl.col("settlement_date") <= last)
+    missing = pl.col("key").is_null()
+    after = pl.lit(False) if last is None else pl.col("first_date") > last
+    category = (
+        pl.when(missing)
+        .then(pl.lit("missing_in_bank"))
+        .when(pl.col("category").is_not_null())
+        .then(pl.col("category"))
+        .when(pl.col("total") != pl.col("settlement_amount"))
+        .then(pl.lit("amount_differs"))
+        .when(after)
+        .then(pl.lit("timing_next_month"))
+        .otherwise(pl.lit("matched"))
+    )
+    rows = rows.with_columns(category.alias("category"))
+    cat = pl.col("category")
+    ambiguous = cat == "ambiguous"
+    due = pl.col("_until")
+    notes = pl.concat_list(
+        pl.when(missing).then(pl.col("reversal_notes")),
+        pl.when(missing & pl.col("covered").is_null()).then(
+            pl.format("no bank statement in {} was given", pl.col("currency"))
+        ),
+        pl.when(missing & (pl.col("covered") < due)).then(
+            pl.format(
+                "the statements in {} end on {}, before its credit is due (up to {}): pass "
+                "the next statement",
+                pl.col("currency"),
+                pl.col("covered"),
+                due,
+            )
+        ),
+        pl.when((cat == "amount_differs") & after).then(
+            pl.format("credited after the month's end, on {}", pl.col("first_date"))
+        ),
+        pl.when(~in_month & (cat == "matched")).then(
+            pl.format(
+                "a settlement of {} credited this month: last month's timing item, cleared",
+                pl.col("settlement_date"),
+            )
+        ),
+        pl.col("other_note"),
+    ).list.drop_nulls()
+    single = (pl.col("candidate_count") == 1) & ~ambiguous
+    settled = rows.select(
+        "reference",
+        "currency",
+        "settlement_amount",
+        pl.when(~ambiguous).then(pl.col("total")).alias("bank_amount"),
+        "settlement_date",
+        pl.when(~ambiguous).then(pl.col("first_date")).alias("bank_date"),
+        "category",
+        pl.when(~missing).then(pl.col("rule")).alias("rule"),
+        "candidates",
+        pl.col("candidate_count").fill_null(0),
+        pl.when(~ambiguous)
+        .then(pl.col("total") - pl.col("settlement_amount"))
+        .cast(money_type)
+        .alias("difference"),
+        "settlement_id",
+        pl.when(single | (cat == "duplicate_credit")).then(pl.col("first_line")).alias("bank_line"),
+        pl.when(~ambiguous).then(pl.col("first_narration")).alias("narration"),
+        pl.when(notes.list.len() > 0).then(notes.list.join("; ")).alias("note"),
+    )
+    unknown = credits.join(members.select("b"), on="b", how="anti", maintain_order="left")
+    if first is not None:
+        unknown = unknown.filter(pl.col("date").is_between(first, last))  # the month's
+    unmatched = unknown.select(
+        "reference",
+        "currency",
+        pl.lit(None, dtype=money_type).alias("settlement_amount"),
+        pl.col("amount").alias("bank_amount"),
+        pl.lit(None, dtype=pl.Date).alias("settlement_date"),
+        pl.col("date").alias("bank_date"),
+        pl.lit("unknown_credit").alias("category"),
+        pl.lit(None, dtype=pl.String).alias("rule"),
+        pl.lit(None, dtype=pl.String).alias("candidates"),
+        pl.lit(0, dtype=pl.UInt32).alias("candidate_count"),
+        pl.lit(None, dtype=money_type).alias("difference"),
+        pl.lit(None, dtype=pl.String).alias("settlement_id"),
+        "bank_line",
+        "narration",
+        pl.when(pl.col("b").is_in(claimed["b"].implode()))
+        .then(
+            pl.lit(
                 "it carries the reference of a settlement dated outside the days matched "
                 "(more than the date tolerance before the month)"
             )
-        out.append(
-            {
-                "reference": r["reference"],
-                "currency": r["currency"],
-                "settlement_amount": None,
-                "bank_amount": r["amount"],
-                "settlement_date": None,
-                "bank_date": r["date"],
-                "category": "unknown_credit",
-                "rule": None,
-                "candidates": None,
-                "candidate_count": 0,
-                "difference": None,
-                "settlement_id": None,
-                "bank_line": r["bank_line"],
-                "narration": r["narration"],
-                "note": "; ".join(note) or None,
-            }
         )
-    money_type = pl.Decimal(38, scale)
-    schema = {
-        "reference": pl.String,
-        "currency": pl.String,
-        "settlement_amount": money_type,
-        "bank_amount": money_type,
-        "settlement_date": pl.Date,
-        "bank_date": pl.Date,
-        "category": pl.String,
-        "rule": pl.String,
-        "candidates": pl.String,
-        "candidate_count": pl.UInt32,
-        "difference": money_type,
-        "settlement_id": pl.String,
-        "bank_line": pl.String,
-        "narration": pl.String,
-        "note": pl.String,
-    }
-    frame = pl.DataFrame(out, schema=schema, orient="row")
+        .alias("note"),
+    )
+    frame = pl.concat([settled.cast(_result_schema(scale)), unmatched.cast(_result_schema(scale))])
     return frame.with_columns(pl.col("category").cast(_CATEGORY)).sort(
         ["category", "currency", pl.coalesce("settlement_date", "bank_date"), "reference"],
         nulls_last=True,
+        maintain_order=True,
     )
 
 
-def _row_tokens(row: Mapping[str, Any]) -> set[str]:
-    text = f"{row.get('reference') or ''} {row.get('narration') or ''}"
-    return {t.upper() for t in re.split(_TOKEN_SPLIT, text) if len(t) > 2}
+def _result_schema(scale: int) -> dict[str, pl.DataType]:
+    """The result's columns and types (before ``category`` becomes the Enum)."""
+    money_type = pl.Decimal(38, scale)
+    return {
+        "reference": pl.String(),
+        "currency": pl.String(),
+        "settlement_amount": money_type,
+        "bank_amount": money_type,
+        "settlement_date": pl.Date(),
+        "bank_date": pl.Date(),
+        "category": pl.String(),
+        "rule": pl.String(),
+        "candidates": pl.String(),
+        "candidate_count": pl.UInt32(),
+        "difference": money_type,
+        "settlement_id": pl.String(),
+        "bank_line": pl.String(),
+        "narration": pl.String(),
+        "note": pl.String(),
+    }
 
 
-def _coverage(bank: pl.DataFrame) -> dict[str, date]:
-    """The last date the statements cover, per currency."""
-    if bank.height == 0:
-        return {}
-    return dict(bank.group_by("currency").agg(pl.col("date").max()).iter_rows())
+def _in_month(day: pl.Expr, bounds: tuple[date, date] | None, name: str) -> list[pl.Expr]:
+    """``[any day within the month, as name]``, or nothing without a month."""
+    if bounds is None:
+        return [pl.lit(False).alias(name)]
+    return [day.is_between(*bounds).any().alias(name)]
 
 
 def _tolerance_scales(tolerance: object) -> list[int]:

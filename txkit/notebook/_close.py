@@ -27,7 +27,7 @@ from txkit.config import bank_columns_setting, key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.notebook._downloads import MANIFEST, _for_files
 from txkit.notebook._load import LoadInfo
-from txkit.output import atomic_path, csv_safe
+from txkit.output import atomic_path, csv_safe, write_workbook
 from txkit.privacy import mask_pii
 
 __all__ = [
@@ -133,7 +133,7 @@ def publish_table(
     with atomic_path(folder / f"{name}.csv") as tmp:
         files.write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        files.write_excel(tmp, worksheet=name[:31], autofit=True, freeze_panes=(1, 0))
+        write_workbook(files, tmp, worksheet=name)
     entry = {
         "name": name,
         "kind": "table",

@@ -32,7 +32,7 @@ import polars as pl
 from txkit._scrub import scrub_frame
 from txkit.calendar import parse_month, previous_month
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
-from txkit.output import atomic_path, csv_safe
+from txkit.output import atomic_path, csv_safe, write_workbook
 from txkit.privacy import mask_pii
 
 __all__ = [
@@ -206,13 +206,7 @@ def publish_exceptions(
     with atomic_path(folder / f"{name}.csv") as tmp:
         csv_safe(files).write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        csv_safe(files).write_excel(
-            tmp,
-            worksheet=name[:31],
-            autofit=True,
-            freeze_panes=(1, 0),
-            float_precision=2,
-        )
+        write_workbook(csv_safe(files), tmp, worksheet=name, float_precision=2)
     download = Download(
         name=name,
         title=title,

@@ -13,6 +13,7 @@ from txkit.report._run import (
     check_orders,
     clean_kernel_folders,
     clean_leftovers,
+    reproduce_command,
     run_report,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "check_orders",
     "clean_kernel_folders",
     "clean_leftovers",
+    "reproduce_command",
     "run_report",
 ]

@@ -25,10 +25,12 @@ import contextlib
 import json
 import logging
 import os
+import shlex
 import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import timedelta
@@ -64,6 +66,7 @@ __all__ = [
     "check_orders",
     "clean_kernel_folders",
     "clean_leftovers",
+    "reproduce_command",
     "run_report",
 ]
 
@@ -562,7 +565,16 @@ def run_report(
             orders=checked,
         )
         _write_manifest(
-            staging / "report.json", month, store, manifest, as_of, show_pii, timings, checked
+            staging / "report.json",
+            month,
+            store,
+            manifest,
+            as_of,
+            show_pii,
+            timings,
+            checked,
+            bank_statements=bank_statements,
+            bank_columns=(bank_columns or bank_columns_setting()) if bank_statements else None,
         )
         (staging / "index.html").write_text(
             index_html(
@@ -611,6 +623,9 @@ def _write_manifest(
     show_pii: bool,
     timings: dict[str, float],
     orders: OrdersCheck | None = None,
+    *,
+    bank_statements: Sequence[str] | None = None,
+    bank_columns: str | None = None,
 ) -> None:
     """``report.json``: what the report read (store, table version, source, orders) and
     rendered."""
@@ -635,11 +650,51 @@ def _write_manifest(
             "in_month": orders.in_month,
             "warnings": list(orders.info.warnings),
         },
-        "reproduce": f"txkit report --month {month} --store {store} "
-        f"--as-of {manifest.table_version}"
-        + (f" --orders {orders.path}" if orders is not None and orders.path else ""),
+        "reproduce": reproduce_command(
+            month,
+            store,
+            manifest.table_version,
+            orders=orders.path if orders is not None else None,
+            bank_statements=bank_statements,
+            bank_columns=bank_columns,
+        ),
     }
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def reproduce_command(
+    month: str,
+    store: str | Path,
+    version: int,
+    *,
+    orders: str | Path | None = None,
+    bank_statements: Sequence[str | Path] | None = None,
+    bank_columns: str | None = None,
+) -> str:
+    """The shell command that renders the same report again: the month, store and table
+    version it read, and the orders file, bank statements and CSV column mapping it was
+    given (each argument quoted for a POSIX shell: a mapping holds spaces).
+
+    Args:
+        month: ``YYYY-MM``.
+        store: the store read.
+        version: its table version.
+        orders: the orders file (None: the sandbox's own).
+        bank_statements: the statements given (None: the sandbox's own, or none).
+        bank_columns: the CSV mapping in effect, from the flag or ``TXKIT_BANK_COLUMNS``
+            (written as a flag, so the command does not depend on the environment).
+
+    Returns:
+        One line, e.g. ``txkit report --month 2026-10 --store data/store/sandbox --as-of 3``.
+    """
+    argv = ["txkit", "report", "--month", month, "--store", str(store), "--as-of", str(version)]
+    if orders:
+        argv += ["--orders", str(orders)]
+    for path in bank_statements or ():
+        argv += ["--bank-statement", str(path)]
+    if bank_statements and bank_columns:
+        argv += ["--bank-columns", bank_columns]
+    return shlex.join(argv)
 
 
 def _absolute(store: str | Path) -> str:
