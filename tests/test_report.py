@@ -558,6 +558,6 @@ def test_no_page_holds_the_analysts_local_path(session_report: SessionReport) ->
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert workdir not in text and str(session_report.workdir) not in text, page.name
-    assert "data/store/sandbox at table version" in (
+    assert "the store data/store/sandbox, table version" in (
         session_report.folder / "01_explore.html"
     ).read_text(encoding="utf-8")

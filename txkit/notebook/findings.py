@@ -65,6 +65,15 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         side = {"amount_mismatch": "difference", "missing_in_orders": "export_amount"}.get(
             category, "order_amount"
         )
+        if category == "currency_mismatch":
+            # The summary's currency is the export's; the orders' amounts are in the orders'
+            # currencies: summed per order currency, never labelled with the export's.
+            rows = (
+                result.filter(pl.col("category") == category)
+                .group_by(pl.col("order_currency").alias("currency"))
+                .agg(pl.col("order_amount").sum())
+                .sort("currency")
+            )
         amounts = [
             _money(row[side], row["currency"])
             for row in rows.iter_rows(named=True)

@@ -478,6 +478,19 @@ def sync_for_report(
     return result, time.perf_counter() - started
 
 
+def month_manifest(plan: ReportPlan) -> Any:
+    """The store's record of the plan's month (at ``as_of``, else the newest).
+
+    Raises:
+        TxkitError: the store has no data for the month.
+    """
+    manifest = read_manifests(plan.store, version=plan.as_of).get(plan.month)
+    if manifest is None:
+        at = f" at version {plan.as_of}" if plan.as_of is not None else " after the sync"
+        raise TxkitError(f"the store {store_name(plan.store)} has no data for {plan.month}{at}")
+    return manifest
+
+
 def stage(out: Path, month: str) -> Path:
     """Step 3: a staging folder beside the reports (what killed reports left is cleaned
     first); the report is built there and swapped in at the end."""
@@ -625,7 +638,7 @@ def run_notebooks(
 
 
 def attach_downloads(sections: list[Section], staging: Path) -> None:
-    """Step 6: each section's downloads (the lists and tables its notebook wrote)."""
+    """Step 5: each section's downloads (the lists and tables its notebook wrote)."""
     published = read_downloads(staging)
     for section in sections:
         section.downloads = [d for d in published.values() if d.get("page") == section.href]
@@ -633,18 +646,19 @@ def attach_downloads(sections: list[Section], staging: Path) -> None:
 
 def add_headlines(
     sections: list[Section],
+    plan: ReportPlan,
+    manifest: Any,
     *,
-    month: str,
-    store: str | Path,
-    version: int | None,
     out: Path,
     orders: OrdersCheck | None = None,
 ) -> None:
-    """Step 5: each section's headline figures (this month against the one before): the
-    store's figures, the orders' count, and one per download (after :func:`attach_downloads`).
+    """Step 6: each section's headline figures (this month against the one before, from the
+    table version the notebooks read): the store's figures, the orders' count, and one per
+    download (after :func:`attach_downloads`); ``out`` holds last month's report.
     """
+    month = plan.month
     before = previous_months(month, 1)[0]
-    scan = scan_store(store, version=version)
+    scan = scan_store(plan.store, version=manifest.table_version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
     mom = month_over_month(metrics, month)
     previous = read_downloads(out / before)
@@ -709,11 +723,9 @@ def run_report(
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
 ) -> ReportResult:
-    """Sync the month into the store, execute the notebooks, write HTML and an index.
-
-    The steps, each a function of this module: :func:`plan_report`, :func:`sync_for_report`,
-    :func:`stage`, :func:`run_notebooks`, :func:`add_headlines` after
-    :func:`attach_downloads`, :func:`write_index`, :func:`swap`.
+    """Sync the month into the store, execute the notebooks, write HTML and an index: the
+    steps :func:`plan_report`, :func:`sync_for_report`, :func:`stage`, :func:`run_notebooks`,
+    :func:`attach_downloads`, :func:`add_headlines`, :func:`write_index`, :func:`swap`.
 
     Args:
         month: ``YYYY-MM``.
@@ -758,22 +770,12 @@ def run_report(
     )
     # The sandbox's orders are written by its first start: checked after the sync.
     checked = plan.checked or check_orders(plan.orders, plan.month)
-    manifest = read_manifests(plan.store, version=plan.as_of).get(plan.month)
-    if manifest is None:
-        at = f" at version {plan.as_of}" if plan.as_of is not None else " after the sync"
-        raise TxkitError(f"the store {store_name(plan.store)} has no data for {plan.month}{at}")
+    manifest = month_manifest(plan)
     staging = stage(out, plan.month)
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=progress)
         attach_downloads(sections, staging)
-        add_headlines(
-            sections,
-            month=plan.month,
-            store=plan.store,
-            version=manifest.table_version,
-            out=out,
-            orders=checked,
-        )
+        add_headlines(sections, plan, manifest, out=out, orders=checked)
         _write_manifest(staging / "report.json", plan, manifest, sorted(timings), checked)
         write_index(staging, plan, sections, manifest, checked)
         final = swap(staging, out, plan.month)
