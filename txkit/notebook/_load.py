@@ -80,9 +80,10 @@ class LoadInfo:
         from where (the store's name and table version; never a local path)."""
         if self.kind != "month":
             return self.note.removeprefix("History: ")
-        where = (
-            f"the store {self.store}, table version {self.version}" if self.store else self.source
-        )
+        if self.store:
+            where = f"the store {self.store}, table version {self.version}"
+        else:
+            where = f"{self.source}, verified against the service's total"
         return f"{self.rows:,} transactions of {self.month} from {where}"
 
     def _lines(self) -> list[str]:
