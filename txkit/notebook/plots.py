@@ -343,7 +343,7 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
     months = sorted(table["month"].unique().to_list())
     fig, (short, breaks) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     flagged = table.filter(pl.col("underpayments") > 0)
-    short.set_title("Underpayment shortfall per month")
+    short.set_title("Gross shortfall of underpayments per month")
     if flagged.height:
         for currency in sorted(flagged["currency"].unique().to_list()):
             part = flagged.filter(pl.col("currency") == currency).sort("month")

@@ -104,6 +104,9 @@ class Table:
         # paper, text wraps instead: PAGE_CSS's print rules).
         table = table.opt_css(f"#{self._id} .gt_row, #{self._id} .gt_col_heading "
                               "{ white-space: nowrap; }")  # fmt: skip
+        # A long column name may wrap after its underscores (on paper), not letter by letter.
+        labels = {c: GT_html(html.escape(c).replace("_", "_<wbr>")) for c in self.frame.columns}
+        table = table.cols_label(**labels)
         if self.numeric:
             table = table.cols_align("right", columns=self.numeric)
             # Inline, so that an untrusted notebook (JupyterLab drops its <style>) and a

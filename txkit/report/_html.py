@@ -53,8 +53,12 @@ PAGE_CSS = """
   div[id^="txkit-table-"]{overflow:visible!important;width:auto!important;height:auto!important}
   div[id^="txkit-table-"] table{width:100%!important;table-layout:auto!important}
   .gt_table{font-size:7pt!important}
-  .gt_row,.gt_col_heading{white-space:normal!important;overflow-wrap:anywhere;
+  .gt_row,.gt_col_heading{white-space:normal!important;overflow-wrap:break-word;
     padding:1px 3px!important}
+  /* a long table's cell flows on to the next page (nbconvert keeps cells whole: a table
+     taller than what was left of a page left that page blank) */
+  .jp-Cell,.jp-Cell-outputWrapper,.jp-OutputArea,.jp-OutputArea-child,.jp-OutputArea-output{
+    break-inside:auto!important;page-break-inside:auto!important}
   tr{break-inside:avoid;page-break-inside:avoid}
   thead{display:table-header-group}
   ::-webkit-scrollbar{display:none}
@@ -187,6 +191,7 @@ _INDEX_CSS = (
     ".warn{padding:.5rem;background:#fff4e5;border-left:4px solid #b35900}"
     ".action{padding:.2rem .8rem;border:2px solid #b35900;border-radius:4px}"
     "footer{margin-top:2rem;border-top:1px solid #ddd}"
+    "@page{size:A4;margin:12mm}"
     "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}"
     "section{break-inside:avoid}}"
 )
