@@ -321,8 +321,9 @@ def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxe
         september = txkit.load_transactions(client, start="2026-09-01", end="2026-09-30")
     assert manifest.complete and manifest.rows == september.height
     page = (tmp_path / "reports/2026-09/01_explore.html").read_text()
-    assert f"{september.height:,} transactions in the month" in page
-    assert "its windows cover it whole" in page
+    assert f"{september.height:,} transactions of 2026-09 from the store" in page
+    index = (tmp_path / "reports/2026-09/index.html").read_text()
+    assert "the month is complete" in index
     status = invoke_cli("sync", "--status", cwd=tmp_path)
     assert f"2026-09: complete; {september.height:,} rows" in status.stdout
 

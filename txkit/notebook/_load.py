@@ -79,7 +79,8 @@ class LoadInfo:
         """This load in a few words for the page's one "as run" line: what was read and
         from where (the store's name and table version; never a local path)."""
         if self.kind != "month":
-            return self.note.removeprefix("History: ")
+            note = self.note.removeprefix("History: ")
+            return note[:1].lower() + note[1:] if note.startswith("Days ") else note
         if self.store:
             where = f"the store {self.store}, table version {self.version}"
         else:
@@ -352,7 +353,7 @@ def load_margin(
             frames = [load_transactions(conn, start=a, end=b) for a, b in windows]
         df = pl.concat(frames, how="diagonal_relaxed")
     note = (
-        f"days around the month: {df.height:,} transactions of {windows[0][0]} to "
+        f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
         f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]}"
     )
     if not origin.startswith("the store "):
