@@ -40,6 +40,8 @@ def _ordered(df: pl.DataFrame, first: Sequence[str], last: Sequence[str]) -> pl.
 def _width(series: pl.Series, name: str) -> float:
     text = series.head(500).cast(pl.String, strict=False).drop_nulls()
     longest = int(text.str.len_chars().max() or 0) if text.len() else 0
+    if isinstance(series.dtype, pl.Decimal):
+        longest += longest // 3  # the thousands separators #,##0.00 shows
     return float(min(max(longest, len(name)) + 2, _MAX_WIDTH))
 
 
