@@ -511,6 +511,8 @@ def test_the_report_syncs_what_every_notebook_reads() -> None:
         if "date_tolerance" in declared:
             days = int(declared["date_tolerance"]["default"])
             assert days <= config.MARGIN_DAYS, notebook.name
+        if "months" in declared:  # the trends: every month they show is synced
+            assert int(declared["months"]["default"]) <= config.TREND_MONTHS, notebook.name
 
 
 def test_kernel_sockets_fit_a_unix_socket_path_under_a_long_temporary_folder(
