@@ -12,6 +12,7 @@ SANDBOX_ENV := env -u TXKIT_SECRET_KEY -u TXKIT_BASE_URL TXKIT_PROGRESS=0
 .PHONY: install report test test-fast lint format notebooks bench clean
 
 $(STAMP): pyproject.toml
+	@echo "Setting up .venv from pyproject.toml: a few minutes the first time (JupyterLab is large); later runs reuse it."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

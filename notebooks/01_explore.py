@@ -36,15 +36,16 @@ source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sand
 store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
 version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: cut tables are written there whole (CSV, Excel)
 
 # %%
 import txkit
 from txkit.analysis import overview
-from txkit.notebook import display_table, load_month, what_to_look_at
+from txkit.notebook import as_run, display_table, load_month, publish_table, what_to_look_at
 from txkit.notebook.plots import plot_daily_volume, plot_status_mix
 
 df, info = load_month(month, source=source, store=store, version=version)
-info
+as_run(info)
 
 # %% [markdown]
 # ## Volumes by type and currency, then the status mix
@@ -65,7 +66,14 @@ plot_status_mix(mix);
 
 # %%
 daily = overview.daily_volume(df)
-display_table(daily.filter(daily["toCurrency"] == currency).head(10), show_pii=show_pii)
+written = publish_table(
+    daily, "daily_volume", title="Volume per day", month=month, folder=downloads,
+    page="01_explore.html", show_pii=show_pii,
+)
+display_table(
+    daily.filter(daily["toCurrency"] == currency), show_pii=show_pii, rows=10,
+    download="daily_volume" if written else None,
+)
 
 # %% tags=["nbval-ignore-output"]
 plot_daily_volume(daily, currency=currency);

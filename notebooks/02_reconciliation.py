@@ -53,6 +53,7 @@ from IPython.display import Markdown, display
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
 from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook import (
+    as_run,
     count_by_currency,
     display_exceptions,
     display_table,
@@ -68,9 +69,7 @@ around, around_info = load_margin(
     month, days=date_tolerance, source=source, store=store, version=version
 )
 expected, orders_info = load_orders(orders, month, margin_days=date_tolerance)
-print(around_info)
-display(orders_info)  # with a warning when no order is dated in the month
-info
+as_run(info, around_info, orders_info)  # with a warning when no order is dated in the month
 
 # %%
 records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
@@ -84,7 +83,7 @@ result = reconcile(
 settings = describe_matching(
     result, month=month, date_tolerance=date_tolerance, amount_tolerance=amount_tolerance
 )
-display(Markdown("**As run.**\n" + "\n".join(f"* {line}" for line in settings)))
+display(Markdown("**Matching rules.**\n" + "\n".join(f"* {line}" for line in settings)))
 
 # %% [markdown]
 # ## Summary by category and currency
@@ -108,10 +107,10 @@ display_exceptions(
     "reconciliation_mismatches",
     title="Reconciliation mismatches",
     key=["reference", "category"],
-    first=["difference", "export_amount", "order_amount", "export_currency", "order_currency",
-           "export_status", "order_status"],
-    sort=["category", pl.col("difference").abs()],
-    descending=[False, True],
+    first=["at_stake", "export_currency", "order_currency", "export_date", "order_date",
+           "difference", "export_amount", "order_amount", "export_status", "order_status"],
+    sort=[pl.col("at_stake").abs(), "category"],
+    descending=[True, False],
     month=month,
     downloads=downloads,
     page="02_reconciliation.html",

@@ -27,7 +27,10 @@
 #   `meta.existingTransaction` (provider notes; the interface document only names the fields);
 # * every table below counts the same records: flagged collections of the statuses stated
 #   below the loading cell; the rates divide by the successful collections of the same group;
-# * shortfall = expected − paid, exact; negative for an overpayment;
+# * shortfall = expected − paid, exact; negative for an overpayment; summed over
+#   underpayments it is the **gross shortfall of underpayments** (`shortfall` in the tables);
+#   `excess` sums paid − expected over overpayments, and the **net shortfall** is the gross
+#   shortfall less that excess (`txkit.analysis.underpayments.SHORTFALL_NAMES`);
 # * an original reference is looked up in this month and in the months before it
 #   (`history_months`) before it is reported as not found;
 # * the unit of `customerActivity.time_spent` is not stated anywhere: it is shown as given.
@@ -55,6 +58,7 @@ from txkit.analysis import (
 )
 from txkit.notebook.findings import underpayment_findings
 from txkit.notebook import (
+    as_run,
     display_exceptions,
     display_table,
     load_history,
@@ -67,16 +71,13 @@ df, info = load_month(month, source=source, store=store, version=version)
 history, history_info = load_history(
     month, months=history_months, source=source, store=store, version=version
 )
-print(history_info)
-display(
-    Markdown(
-        f"**As run.** Counted: flagged collections with status "
-        f"{', '.join(f'`{s}`' for s in COUNTED_STATUSES)}, in every table. Original references "
-        f"are looked up in {month} and in the history: "
-        f"{history_info.note.removeprefix('History: ')}."
-    )
+as_run(
+    info,
+    history_info,
+    f"counted in every table: flagged collections with status "
+    f"{', '.join(f'`{s}`' for s in COUNTED_STATUSES)}; original references are looked up in "
+    f"{month} and in the history",
 )
-info
 
 # %% [markdown]
 # ## Every flagged payment
@@ -88,9 +89,9 @@ display_exceptions(
     "flagged_payments",
     title="Flagged under- and overpayments",
     key=["id", "type"],
-    first=["transactionReference", "currency", "shortfall", "expected", "paid"],
-    sort=["type", pl.col("shortfall").abs()],
-    descending=[False, True],
+    first=["transactionReference", "shortfall", "currency", "createdAt", "expected", "paid"],
+    sort=[pl.col("shortfall").abs(), "type"],
+    descending=[True, False],
     month=month,
     downloads=downloads,
     page="03_underpayments.html",
@@ -119,8 +120,8 @@ plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currenc
 # ## Customers who underpay repeatedly
 
 # %%
-repeats = repeat_shortfalls(df, min_count=2, top=10)
-display_table(repeats, show_pii=show_pii, empty="None this month: no customer underpaid more than once.")
+repeats = repeat_shortfalls(df, min_count=2, top=None)  # every one: a cut table says so
+display_table(repeats, show_pii=show_pii, rows=10, empty="None this month: no customer underpaid more than once.")
 
 # %% [markdown]
 # ## Checkout behaviour: underpaid vs overpaid vs exact (virtual-account payments)

@@ -71,6 +71,7 @@ from txkit.analysis import (
 )
 from txkit.notebook.findings import balance_findings
 from txkit.notebook import (
+    as_run,
     display_exceptions,
     display_table,
     load_history,
@@ -83,8 +84,7 @@ df, info = load_month(month, source=source, store=store, version=version)
 history, history_info = load_history(
     month, months=history_months, source=source, store=store, version=version
 )
-print(history_info)
-info
+as_run(info, history_info)
 
 # %% [markdown]
 # ## Which balance model fits each wallet

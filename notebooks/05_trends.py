@@ -48,7 +48,10 @@ downloads = ""  # txkit report sets a folder: the reports beside it give the mat
 from pathlib import Path
 
 from txkit.analysis import monthly_metrics, trend_table
+from IPython.display import Markdown, display
+
 from txkit.notebook import display_table, report_history, trend_records, what_to_look_at
+from txkit.notebook.plots import MIN_POINTS
 from txkit.notebook.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
 
 records, origin = trend_records(
@@ -58,7 +61,12 @@ metrics = monthly_metrics(records)
 reports = Path(downloads).parent if downloads else Path("reports")
 history = report_history(reports, current=(month, downloads) if downloads else None)
 table = trend_table(metrics, history)
-print(f"Source: {origin}; {metrics['month'].n_unique()} month(s)")
+held = sorted(metrics["month"].unique().to_list())
+span = f"{held[0]} to {held[-1]}" if held else "none"
+display(Markdown(
+    f"**As run:** {origin}. **{len(held)} of the {months} months** asked for are in it "
+    f"({span}); a figure needs {MIN_POINTS} months to be drawn as a line."
+))
 
 # %% [markdown]
 # ## Money in and out per month, by currency

@@ -56,6 +56,7 @@ from IPython.display import Markdown, display
 from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import wallet_differences, wallet_statement
 from txkit.notebook import (
+    as_run,
     display_exceptions,
     display_table,
     load_bank_statements,
@@ -75,9 +76,7 @@ history, history_info = load_history(
     month, months=history_months, source=source, store=store, version=version
 )
 statement, bank_info = load_bank_statements(bank_statements, month, columns=bank_columns)
-print(history_info)
-display(bank_info)
-info
+as_run(info, history_info, bank_info)
 
 # %% [markdown]
 # ## Wallet statement per currency

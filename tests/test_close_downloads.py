@@ -16,7 +16,7 @@ from txkit.analysis.settlements import match_settlements
 from txkit.analysis.wallet import wallet_statement
 from txkit.bank import read_statements
 from txkit.notebook._close import publish_table
-from txkit.output import MAX_COLUMN_CHARS
+from txkit.notebook._excel import MAX_WIDTH as MAX_COLUMN_CHARS
 
 MONTH, BEFORE, AFTER = "2026-06", "2026-05", "2026-07"
 

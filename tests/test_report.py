@@ -162,7 +162,8 @@ def test_pages_read_like_a_report(session_report: SessionReport) -> None:
         executed = json.loads(page.with_suffix(".ipynb").read_text())
         for cell in executed["cells"]:
             for output in cell.get("outputs", []):
-                assert output.get("name") != "stderr", (page.name, output)
+                # No console printout ("History: ..." lines): a page says things in sentences.
+                assert output["output_type"] != "stream", (page.name, output)
                 assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
     explore = _text_of((folder / "01_explore.html").read_text())
     assert " NGN" in explore and "%" in explore  # money with its currency, rates as percents
@@ -320,8 +321,9 @@ def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxe
         september = txkit.load_transactions(client, start="2026-09-01", end="2026-09-30")
     assert manifest.complete and manifest.rows == september.height
     page = (tmp_path / "reports/2026-09/01_explore.html").read_text()
-    assert f"{september.height:,} transactions in the month" in page
-    assert "its windows cover it whole" in page
+    assert f"{september.height:,} transactions of 2026-09 from the store" in page
+    index = (tmp_path / "reports/2026-09/index.html").read_text()
+    assert "the month is complete" in index
     status = invoke_cli("sync", "--status", cwd=tmp_path)
     assert f"2026-09: complete; {september.height:,} rows" in status.stdout
 
@@ -509,6 +511,8 @@ def test_the_report_syncs_what_every_notebook_reads() -> None:
         if "date_tolerance" in declared:
             days = int(declared["date_tolerance"]["default"])
             assert days <= config.MARGIN_DAYS, notebook.name
+        if "months" in declared:  # the trends: every month they show is synced
+            assert int(declared["months"]["default"]) <= config.TREND_MONTHS, notebook.name
 
 
 def test_kernel_sockets_fit_a_unix_socket_path_under_a_long_temporary_folder(
@@ -558,6 +562,47 @@ def test_no_page_holds_the_analysts_local_path(session_report: SessionReport) ->
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert workdir not in text and str(session_report.workdir) not in text, page.name
-    assert "data/store/sandbox at table version" in (
+    assert "the store data/store/sandbox, table version" in (
         session_report.folder / "01_explore.html"
     ).read_text(encoding="utf-8")
+
+
+def test_pages_and_downloads_follow_the_figure_rules(session_report: SessionReport) -> None:
+    """Issue 23 on the report itself: the index opens with what needs action and keeps its
+    notes for the footer; a cut table says so and links its download; the Excel downloads
+    read like an analyst's sheet, what is at stake first; each page has one "as run" line;
+    the trends show the twelve months the report synced."""
+    from decimal import Decimal
+
+    import polars as pl
+    from openpyxl import load_workbook
+
+    folder = session_report.folder
+    index = (folder / "index.html").read_text()
+    assert index.index("What needs action") < index.index('<section><h2><a href="01_explore')
+    assert index.index("<footer") < index.index("Customer data: masked")
+    explore = (folder / "01_explore.html").read_text()
+    assert "left out." in explore and 'href="daily_volume.csv"' in explore
+    daily = pl.read_csv(folder / "daily_volume.csv")
+    shown = _text_of(explore)
+    assert f"of {daily.filter(pl.col('toCurrency') == 'NGN').height:,} rows" in shown
+    for page in sorted(folder.glob("[0-9][0-9]_*.html")):
+        assert _text_of(page.read_text()).count("As run:") == 1, page.name
+    assert "12 of the 12 months" in _text_of((folder / "05_trends.html").read_text())
+
+    sheet = load_workbook(folder / "reconciliation_mismatches.xlsx").active
+    header = [c.value for c in sheet[1]]
+    assert header[:3] == ["reference", "category", "at_stake"] and header[-1] == "key"
+    at_stake = header.index("at_stake") + 1
+    cells = [sheet.cell(row, at_stake) for row in range(2, sheet.max_row + 1)]
+    assert all(c.number_format == "#,##0.00" for c in cells if c.value is not None)
+    open_rows = [
+        abs(Decimal(str(c.value)))
+        for c in cells
+        if c.value is not None
+        and sheet.cell(c.row, header.index("open_status") + 1).value != "resolved"
+    ]
+    assert open_rows == sorted(open_rows, reverse=True) and open_rows[0] > 0
+    assert sheet.freeze_panes == "A2" and sheet.page_setup.orientation == "landscape"
+    dated = header.index("export_date") + 1
+    assert sheet.column_dimensions[sheet.cell(1, dated).column_letter].width >= 10

@@ -62,6 +62,7 @@ __all__ = [
     "STORE_CHECKPOINT_INTERVAL",
     "STORE_KEEP_DAYS",
     "STORE_KEEP_DAYS_VAR",
+    "TREND_MONTHS",
     "VARIABLES",
     "SandboxSettings",
     "bank_columns_setting",
@@ -377,8 +378,16 @@ def key_configured(env_file: str | os.PathLike[str] | None = ".env") -> bool:
 
 
 def data_dir() -> Path:
-    """The data folder: ``TXKIT_DATA_DIR`` when set, else ``data`` (in the working directory)."""
-    return Path(os.environ.get(DATA_DIR_VAR) or "data")
+    """The data folder: ``TXKIT_DATA_DIR`` when set, else ``data`` in the working directory,
+    or in the project's folder when working in its ``notebooks/`` (JupyterLab starts a
+    notebook's kernel there; a second sandbox cache and store appeared under
+    ``notebooks/data/``)."""
+    if os.environ.get(DATA_DIR_VAR):
+        return Path(os.environ[DATA_DIR_VAR])
+    here = Path.cwd()
+    if here.name == "notebooks" and (here.parent / "pyproject.toml").is_file():
+        return here.parent / "data"
+    return Path("data")
 
 
 def store_root() -> Path:
@@ -469,6 +478,9 @@ STORE_CHECKPOINT_INTERVAL = 10
 #: (underpayments' original references, balance chains): at least every notebook's
 #: ``history_months`` default (a test checks).
 HISTORY_MONTHS = 3
+#: Months a report's trends show (the month and the eleven before it): ``txkit report`` syncs
+#: them, inside the service's calendar, so that the trends show what they promise.
+TREND_MONTHS = 12
 #: Days after a report's month that ``txkit report`` syncs, where reconciliation looks for
 #: payments of orders placed at the month's end: at least notebook 02's ``date_tolerance``.
 MARGIN_DAYS = 3

@@ -27,7 +27,6 @@ __all__ = [
     "check_writable",
     "csv_safe",
     "write_frame",
-    "write_workbook",
 ]
 
 FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
@@ -125,62 +124,6 @@ def csv_safe(df: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col(name).cast(pl.String))
         .alias(name)
         for name in text
-    )
-
-
-#: The widest a text column is made in a workbook, in characters: a list of candidates or a
-#: note can run to hundreds (the settlements' reached 94); the cell still holds it all.
-MAX_COLUMN_CHARS = 60
-# Calibri 11, Excel's default: about 7 pixels a character, and 10 of padding with the
-# header's filter button.
-_PIXELS_PER_CHAR, _PADDING = 7, 10
-
-
-def write_workbook(
-    df: pl.DataFrame,
-    path: str | os.PathLike[str],
-    *,
-    worksheet: str,
-    float_precision: int = 3,
-) -> None:
-    """Write ``df`` as an Excel workbook people read: money as numbers in a money format.
-
-    Decimal columns are written as numbers (never text) formatted ``#,##0.00`` at their
-    scale (negative amounts with a minus sign); every column is as wide as its header or its
-    widest value as shown (thousands separators and decimals counted), at most
-    :data:`MAX_COLUMN_CHARS` characters; the header row is frozen. ``df`` is written as it is:
-    make it formula-safe first (:func:`csv_safe`).
-
-    Args:
-        df: the frame, text already made safe.
-        path: the ``.xlsx`` file to write (e.g. an :func:`atomic_path`).
-        worksheet: the sheet's name (31 characters at most).
-        float_precision: decimals shown for float columns.
-    """
-    formats: dict[str, str] = {}
-    widths: dict[str, int] = {}
-    for name, dtype in df.schema.items():
-        column = df[name]
-        if isinstance(dtype, pl.Decimal):
-            scale = dtype.scale or 0
-            formats[name] = "#,##0" + ("." + "0" * scale if scale else "")
-            largest = column.abs().max() if column.null_count() < len(column) else None
-            shown = len(f"{largest:,.{scale}f}") + 1 if largest is not None else 0  # 1: a sign
-        elif dtype == pl.String:
-            shown = int(column.str.len_chars().max() or 0)
-        elif dtype.is_temporal():
-            shown = 10 if dtype == pl.Date else 19
-        else:
-            shown = max((len(str(v)) for v in column.drop_nulls().head(1000)), default=0)
-        chars = min(max(len(name), shown), MAX_COLUMN_CHARS)
-        widths[name] = chars * _PIXELS_PER_CHAR + _PADDING
-    df.write_excel(
-        path,
-        worksheet=worksheet[:31],
-        column_formats=formats,  # type: ignore[arg-type]
-        column_widths=widths,  # type: ignore[arg-type]
-        float_precision=float_precision,
-        freeze_panes=(1, 0),
     )
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "NEAR_MATCH_CATEGORIES",
     "ORDERS_FORMATS",
     "OrdersFile",
+    "at_stake",
     "describe_matching",
     "duplicate_references",
     "read_orders",
@@ -204,7 +205,9 @@ def reconcile(
         ``export_date`` (UTC date of ``createdAt``), ``order_amount``, ``order_currency``,
         ``order_status``, ``order_date``, ``difference`` (export amount minus order amount,
         when both exist and the currencies agree; for a group of parts, on its ``group`` row,
-        the sum of the collections minus the sum of the orders), ``rule`` (what matched:
+        the sum of the collections minus the sum of the orders), ``at_stake`` (see
+        :func:`at_stake`: the difference, or the whole amount of a missing reference or a
+        status mismatch), ``rule`` (what matched:
         ``reference`` one to one; for a group, ``amount-sum`` with ``reference`` and/or
         ``date window`` for how its members were linked; null when nothing matched),
         ``group`` (the reference a part or grouped order belongs to) and
@@ -366,10 +369,33 @@ def reconcile(
         pl.lit(None, dtype=pl.String).alias("group"),
         pl.lit(None, dtype=pl.UInt32).alias("other_candidates"),
     )
-    if not parts:
-        return result
-    return _amount_sum_rules(
-        result, collections, merchant_rows, tx_schema, od_schema, days, tolerance, scale
+    if parts:
+        result = _amount_sum_rules(
+            result, collections, merchant_rows, tx_schema, od_schema, days, tolerance, scale
+        )
+    return result.with_columns(at_stake().cast(pl.Decimal(38, scale))).select(
+        *[c for c in result.columns if c != "rule" and c != "group" and c != "other_candidates"],
+        "at_stake",
+        "rule",
+        "group",
+        "other_candidates",
+    )
+
+
+def at_stake() -> pl.Expr:
+    """The amount at stake on a reconciliation row (``reconcile``'s ``at_stake``), in the row's
+    one currency: the export's amount where the orders lack the reference or the statuses
+    differ (``difference`` is then null or 0 while the whole payment is in question), minus
+    the order's amount where the export lacks it, else ``difference``; null for a currency
+    mismatch (two currencies: nothing to subtract)."""
+    category = pl.col("category").cast(pl.String)
+    return (
+        pl.when(category.is_in(["missing_in_orders", "status_mismatch"]))
+        .then(pl.col("export_amount"))
+        .when(category == "missing_in_export")
+        .then(-pl.col("order_amount"))
+        .otherwise(pl.col("difference"))
+        .alias("at_stake")
     )
 
 

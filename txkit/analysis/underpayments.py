@@ -19,6 +19,7 @@ from txkit.schema import require
 
 __all__ = [
     "COUNTED_STATUSES",
+    "SHORTFALL_NAMES",
     "activity_comparison",
     "is_underpayment",
     "payment_flag",
@@ -64,6 +65,15 @@ _ACTIVITY_REQUIRED: Final[dict[str, Kind]] = require(
     f"{_ACTIVITY}time_spent",
     f"{_ACTIVITY}mobile",
 )
+
+#: The shortfall figures' names, defined once for every page, headline and finding (an index
+#: once showed "shortfall 60,703.00 NGN" and "net shortfall 9,269.11 NGN" side by side with
+#: no word on how they differ). Keys are :func:`underpayment_summary`'s columns.
+SHORTFALL_NAMES: Final[dict[str, str]] = {
+    "shortfall": "gross shortfall of underpayments",
+    "excess": "excess of overpayments",
+    "net_shortfall": "net shortfall (gross shortfall less the excess of overpayments)",
+}
 
 #: Dimensions :func:`underpayment_summary` can group by, and the column each comes from.
 SUMMARY_DIMENSIONS: Final[dict[str, pl.Expr]] = {

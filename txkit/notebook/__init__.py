@@ -9,15 +9,15 @@ request ids), so the committed notebook outputs can be compared by nbval.
   :func:`load_bank_statements` (``_close``: the merchant's bank statements);
 * showing (``_display``): :func:`display_table`, :func:`display_exceptions` (in a report, with
   CSV and Excel downloads marked new, still open or resolved: ``_downloads``,
-  ``_open_items``), :func:`what_to_look_at`; :func:`report_history` (what each month's report
-  listed);
+  ``_open_items``), :func:`what_to_look_at`, :func:`as_run` (a page's one line on what it
+  read); :func:`report_history` (what each month's report listed);
 * :mod:`txkit.notebook.tables` (formatted tables), :mod:`txkit.notebook.plots` (matplotlib
   figures; imported on its own, it loads matplotlib) and :mod:`txkit.notebook.findings` (the
   "what to look at" sentences computed from analysis results).
 """
 
 from txkit.notebook._close import load_bank_statements, publish_table
-from txkit.notebook._display import display_exceptions, display_table, what_to_look_at
+from txkit.notebook._display import as_run, display_exceptions, display_table, what_to_look_at
 from txkit.notebook._downloads import count_by_currency, report_history
 from txkit.notebook._load import (
     LoadInfo,
@@ -30,6 +30,7 @@ from txkit.notebook._load import (
 
 __all__ = [
     "LoadInfo",
+    "as_run",
     "count_by_currency",
     "display_exceptions",
     "display_table",

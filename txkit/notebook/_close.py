@@ -26,8 +26,9 @@ from txkit.calendar import month_bounds, next_month, parse_month
 from txkit.config import bank_columns_setting, key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.notebook._downloads import MANIFEST, _for_files
+from txkit.notebook._excel import write_xlsx
 from txkit.notebook._load import LoadInfo
-from txkit.output import atomic_path, csv_safe, write_workbook
+from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
 
 __all__ = [
@@ -115,12 +116,14 @@ def publish_table(
     page: str = "",
     show_pii: bool = False,
     headlines: Sequence[dict[str, Any]] = (),
+    first: Sequence[str] = (),
 ) -> str | None:
     """Write a whole table (not an exception list) as CSV and Excel into the report.
 
     Masked and scrubbed like the exception lists; recorded in ``NAME.download.json`` with
     ``kind: table``, its rows and the index's ``headlines`` (``label``, ``value``, ``change``,
-    ``look``). Returns the links as Markdown, or None outside a report.
+    ``look``); ``first`` names the columns the Excel sheet shows first. Returns the links as
+    Markdown, or None outside a report.
     """
     if not folder:
         return None
@@ -133,7 +136,7 @@ def publish_table(
     with atomic_path(folder / f"{name}.csv") as tmp:
         files.write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        write_workbook(files, tmp, worksheet=name)
+        write_xlsx(files, tmp, sheet=name, first=first)
     entry = {
         "name": name,
         "kind": "table",

@@ -11,10 +11,27 @@ from collections.abc import Iterable, Mapping, Sequence
 import polars as pl
 
 from txkit.notebook._downloads import publish_exceptions
+from txkit.notebook._load import LoadInfo
 from txkit.notebook.tables import format_table
 from txkit.privacy import mask_sentences
 
-__all__ = ["display_exceptions", "display_table", "what_to_look_at"]
+__all__ = ["as_run", "display_exceptions", "display_table", "what_to_look_at"]
+
+
+def as_run_line(*loads: LoadInfo | str) -> str:
+    """The "as run" facts of a page as one Markdown line: each load's few words
+    (:meth:`LoadInfo.as_run`) or a sentence, joined; no local path, no console printout."""
+    parts = [x.as_run() if isinstance(x, LoadInfo) else str(x) for x in loads]
+    return "**As run:** " + "; ".join(p.rstrip(".") for p in parts if p) + "."
+
+
+def as_run(*loads: LoadInfo | str) -> None:
+    """Display :func:`as_run_line` (and each load's warnings, one line each)."""
+    from IPython.display import Markdown, display
+
+    warnings = [w for x in loads if isinstance(x, LoadInfo) for w in x.warnings]
+    lines = [as_run_line(*loads), *(f"**Warning:** {w}" for w in warnings)]
+    display(Markdown("\n\n".join(lines)))
 
 
 def display_table(
@@ -26,12 +43,15 @@ def display_table(
     sort: Sequence[str | pl.Expr] | None = None,
     descending: bool | Sequence[bool] = False,
     empty: str = "None this month.",
+    download: str | None = None,
 ) -> None:
     """Display a formatted table (:func:`~txkit.notebook.tables.format_table`), masked unless
     ``show_pii``.
 
     Money with separators and its currency, rates as percentages, key columns first, sorted
-    by ``sort``; at most ``rows`` rows; an empty frame is shown as the ``empty`` sentence.
+    by ``sort``; at most ``rows`` rows (a cut table says how many it leaves out and, given
+    ``download``, the file stem of its CSV and Excel beside the page, links them); an empty
+    frame is shown as the ``empty`` sentence.
     """
     from IPython.display import display
 
@@ -44,6 +64,7 @@ def display_table(
             sort=sort,
             descending=descending,
             empty=empty,
+            download=download,
         )
     )
 
@@ -90,15 +111,6 @@ def display_exceptions(
     """
     from IPython.display import Markdown, display
 
-    display_table(
-        df,
-        show_pii=show_pii,
-        rows=rows,
-        key=[*key, *[c for c in first if c not in key]],
-        sort=sort,
-        descending=descending,
-        empty=empty,
-    )
     written = publish_exceptions(
         df,
         name,
@@ -110,6 +122,19 @@ def display_exceptions(
         show_pii=show_pii,
         population=population,
         population_label=population_label,
+        first=first,
+        sort=sort,
+        descending=descending,
+    )
+    display_table(
+        df,
+        show_pii=show_pii,
+        rows=rows,
+        key=[*key, *[c for c in first if c not in key]],
+        sort=sort,
+        descending=descending,
+        empty=empty,
+        download=name if written is not None else None,
     )
     if written is not None:
         display(Markdown(written.links_markdown()))

@@ -31,8 +31,9 @@ import polars as pl
 
 from txkit._scrub import scrub_frame
 from txkit.calendar import parse_month, previous_month
+from txkit.notebook._excel import write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
-from txkit.output import atomic_path, csv_safe, write_workbook
+from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
 
 __all__ = [
@@ -154,6 +155,10 @@ def _for_files(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(out) if out else df
 
 
+def _flags(descending: bool | Sequence[bool], n: int) -> list[bool]:
+    return [descending] * n if isinstance(descending, bool) else list(descending)
+
+
 def publish_exceptions(
     df: pl.DataFrame,
     name: str,
@@ -166,6 +171,9 @@ def publish_exceptions(
     show_pii: bool = False,
     population: int | Mapping[str, int] | None = None,
     population_label: str = "",
+    first: Sequence[str] = (),
+    sort: Sequence[str | pl.Expr] | None = None,
+    descending: bool | Sequence[bool] = False,
 ) -> Download | None:
     """Write an exception list as CSV and Excel into the report, with open-item status.
 
@@ -182,6 +190,11 @@ def publish_exceptions(
             the index's rates, or those counts per currency (:func:`count_by_currency`), for
             the trends' per-currency rates; None when it has no meaning.
         population_label: what those items are (``references``).
+        first: the columns a reader needs first in the files, after ``key``'s (amount,
+            currency, date, what is wrong); the technical ``key`` column comes last.
+        sort: the files' row order (as the page's: what is at stake first); resolved items
+            follow the open ones.
+        descending: for ``sort``.
 
     Returns:
         The :class:`Download`, or None when ``folder`` is empty.
@@ -202,11 +215,18 @@ def publish_exceptions(
     # The previous report sits beside this one (reports/YYYY-MM/, this one being built aside).
     previous = previous_open(folder.parent / previous_month(month), name)
     marked, counts = classify(keyed, previous, month=month)
+    if sort:  # the files in the order of the page: what is at stake first
+        order = marked.with_row_index("_at").sort(
+            [pl.col("open_status") == RESOLVED, *sort, "_at"],
+            descending=[False, *_flags(descending, len(sort)), False],
+            nulls_last=True,
+        )
+        marked = order.drop("_at")
     files = _for_files(marked)
     with atomic_path(folder / f"{name}.csv") as tmp:
         csv_safe(files).write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        write_workbook(csv_safe(files), tmp, worksheet=name, float_precision=2)
+        write_xlsx(csv_safe(files), tmp, sheet=name, first=[*key, *first], last=["key"])
     download = Download(
         name=name,
         title=title,

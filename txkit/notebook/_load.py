@@ -72,6 +72,20 @@ class LoadInfo:
     kind: str = "month"
     note: str = ""
     warnings: tuple[str, ...] = ()
+    store: str = ""
+    version: int | None = None
+
+    def as_run(self) -> str:
+        """This load in a few words for the page's one "as run" line: what was read and
+        from where (the store's name and table version; never a local path)."""
+        if self.kind != "month":
+            note = self.note.removeprefix("History: ")
+            return note[:1].lower() + note[1:] if note.startswith("Days ") else note
+        if self.store:
+            where = f"the store {self.store}, table version {self.version}"
+        else:
+            where = f"{self.source}, verified against the service's total"
+        return f"{self.rows:,} transactions of {self.month} from {where}"
 
     def _lines(self) -> list[str]:
         if self.kind != "month":
@@ -192,6 +206,8 @@ def _from_store(
             f"{manifest.source}, last fetched {manifest.fetched_at})"
         ),
         rows=df.height,
+        store=store_name(store),
+        version=manifest.table_version,
         queries={", ".join(manifest.query.get("queries", [])) or "month": manifest.service_total},
         pages=0,
         passes=0,
@@ -273,7 +289,9 @@ def load_history(
     first, _ = month_bounds(usable[0])
     _, last = month_bounds(usable[-1])
     span = usable[0] if len(usable) == 1 else f"{usable[0]} to {usable[-1]}"
-    note = f"History: {df.height:,} transactions of {span} from {origin}"
+    note = f"History: {df.height:,} transactions of {span}"
+    if not origin.startswith("the store "):  # the store is named once, on the month's line
+        note += f" from {origin}"
     return df, LoadInfo(
         month=month, first=first, last=last, source=origin, rows=df.height, kind="history",
         note=note,
@@ -336,8 +354,10 @@ def load_margin(
         df = pl.concat(frames, how="diagonal_relaxed")
     note = (
         f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
-        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]}"
     )
+    if not origin.startswith("the store "):
+        note += f" from {origin}"
     return df, LoadInfo(
         month=month, first=windows[0][0], last=windows[1][1], source=origin, rows=df.height,
         kind="margin", note=note,
@@ -380,7 +400,8 @@ def _load_orders(
         read = read_orders_file(sandbox_files() / "orders.csv")
         origin = "the embedded sandbox's merchant orders"
     else:
-        read, origin = read_orders_file(orders), f"orders file {orders}"
+        # The file's name only: a page never shows the analyst's local path.
+        read, origin = read_orders_file(orders), f"orders file {Path(orders).name}"
     frame = read.frame
     warnings: list[str] = []
     if "date" in frame.columns:

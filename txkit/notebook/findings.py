@@ -9,6 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
+from txkit.analysis.underpayments import SHORTFALL_NAMES
 
 __all__ = [
     "AGREED_CATEGORIES",
@@ -64,12 +65,26 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         side = {"amount_mismatch": "difference", "missing_in_orders": "export_amount"}.get(
             category, "order_amount"
         )
+        if category == "currency_mismatch":
+            # The summary's currency is the export's; the orders' amounts are in the orders'
+            # currencies: summed per order currency, never labelled with the export's.
+            rows = (
+                result.filter(pl.col("category") == category)
+                .group_by(pl.col("order_currency").alias("currency"))
+                .agg(pl.col("order_amount").sum())
+                .sort("currency")
+            )
         amounts = [
             _money(row[side], row["currency"])
             for row in rows.iter_rows(named=True)
             if row[side] is not None
         ]
-        at_stake = f" ({', '.join(amounts)})" if amounts else ""
+        # A sum of one side says which side (a currency mismatch has two currencies: the
+        # orders' amounts are summed in the orders' currency, never added to the export's).
+        named = {"difference": "difference", "export_amount": "the export's side"}.get(
+            side, "the orders' side"
+        )
+        at_stake = f" ({named}: {', '.join(amounts)})" if amounts else ""
         out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
     biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
     if biggest.height:
@@ -98,8 +113,13 @@ def underpayment_findings(
         text = ", ".join(parts)
         if row.get("underpayment_rate") is not None:
             text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
-        if row.get("net_shortfall") is not None:
-            text += f"; net shortfall {_money(row['net_shortfall'], row['currency'])}"
+        if row.get("shortfall") is not None:
+            text += f"; {SHORTFALL_NAMES['shortfall']} {_money(row['shortfall'], row['currency'])}"
+        if row.get("overpayments") and row.get("net_shortfall") is not None:
+            text += (
+                f", {SHORTFALL_NAMES['net_shortfall']} "
+                f"{_money(row['net_shortfall'], row['currency'])}"
+            )
         out.append(text + ".")
     orphans = flagged.filter(~pl.col("original_in_export")).height
     if orphans:

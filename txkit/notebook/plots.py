@@ -246,14 +246,31 @@ def _month_axis(ax: plt.Axes, months: list[str]) -> None:
     ax.grid(True, alpha=0.3)
 
 
-def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> None:
+#: A series is drawn as a line from this many months on: one point on an axis scaled around it
+#: (the match rate's single dot on a 94-104 % axis) says nothing a table does not say better.
+MIN_POINTS = 2
+
+
+def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> int:
+    """One line per currency with at least :data:`MIN_POINTS` months; returns how many were
+    drawn (none: the panel says why)."""
+    drawn = 0
     for currency in sorted(data["currency"].drop_nulls().unique().to_list()):
         part = data.filter(pl.col("currency") == currency).sort("month")
+        if part.height < MIN_POINTS:
+            continue
         values = part[column].cast(pl.Float64).to_list()
         if percent:
             values = [None if v is None else v * 100 for v in values]
         where = [months.index(m) for m in part["month"].to_list()]
         ax.plot(where, values, marker="o", ms=3, label=currency)
+        drawn += 1
+    if not drawn:
+        ax.set_yticks([])
+        ax.text(
+            0.5, 0.5, "Fewer than two months: see the table", ha="center", transform=ax.transAxes
+        )
+    return drawn
 
 
 def plot_money_trend(metrics: pl.DataFrame) -> Figure:
@@ -304,15 +321,16 @@ def plot_rate_trends(table: pl.DataFrame) -> Figure:
         ax.set_ylabel(label)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
         _month_axis(ax, months)
-    axes.flat[0].legend(title="currency", fontsize="small")
+    if axes.flat[0].get_legend_handles_labels()[0]:
+        axes.flat[0].legend(title="currency", fontsize="small")
     ax = axes.flat[3]
     known = table.filter(pl.col("match_rate").is_not_null())
     ax.set_title("Match rate (each month's report)")
     ax.set_ylabel("references matched (%)")
     _month_axis(ax, months)
     if known.height:
-        _lines(ax, known, "match_rate", months, percent=True)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
+        if _lines(ax, known, "match_rate", months, percent=True):
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
     else:
         ax.text(0.5, 0.5, "No monthly report yet", ha="center", transform=ax.transAxes)
     return fig
@@ -324,7 +342,7 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
     months = sorted(table["month"].unique().to_list())
     fig, (short, breaks) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     flagged = table.filter(pl.col("underpayments") > 0)
-    short.set_title("Underpayment shortfall per month")
+    short.set_title("Gross shortfall of underpayments per month")
     if flagged.height:
         for currency in sorted(flagged["currency"].unique().to_list()):
             part = flagged.filter(pl.col("currency") == currency).sort("month")
@@ -340,7 +358,12 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
     breaks.set_title("Balance breaks per currency (each month's report)")
     breaks.set_ylabel("breaks (count)")
     _month_axis(breaks, months)
-    if known.height:
+    if known["month"].n_unique() == 1:
+        breaks.set_yticks([])
+        breaks.text(
+            0.5, 0.5, "One month of reports: see the table", ha="center", transform=breaks.transAxes
+        )
+    elif known.height:
         currencies = sorted(known["currency"].drop_nulls().unique().to_list())
         width = 0.8 / max(1, len(currencies))
         for i, currency in enumerate(currencies):

@@ -30,11 +30,12 @@ import polars as pl
 
 from txkit.privacy import mask_pii
 
-__all__ = ["Table", "format_table", "format_value"]
+__all__ = ["Table", "cut_notice", "format_table", "format_value"]
 
 _IDS = itertools.count(1)
 # Where a money column finds its currency: ``order_amount`` -> ``order_currency``, then these.
 _CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
+_NUMBER_STYLE = "white-space:nowrap!important;text-align:right"
 
 
 class Table:
@@ -48,12 +49,14 @@ class Table:
         note: str | None,
         empty: str,
         total_rows: int,
+        download: str | None = None,
     ) -> None:
         self.frame = frame  # every cell already formatted as text
         self.numeric = list(numeric)
         self.note = note
         self.empty = empty
         self.total_rows = total_rows
+        self.download = download
         self._id = f"txkit-table-{next(_IDS)}"
 
     def __repr__(self) -> str:
@@ -81,7 +84,8 @@ class Table:
     def _repr_html_(self) -> str:
         if self.frame.height == 0:
             return f'<p class="txkit-empty">{html.escape(self.empty)}</p>'
-        from great_tables import GT
+        from great_tables import GT, loc, style
+        from great_tables import html as GT_html
 
         table = (
             GT(self.frame, id=self._id)
@@ -96,23 +100,40 @@ class Table:
                 table_margin_left="0",
             )
         )
-        # Cells stay on one line; a table wider than the page scrolls inside its box.
+        # Cells stay on one line; a table wider than the page scrolls inside its box (on
+        # paper, text wraps instead: PAGE_CSS's print rules).
         table = table.opt_css(f"#{self._id} .gt_row, #{self._id} .gt_col_heading "
                               "{ white-space: nowrap; }")  # fmt: skip
+        # A long column name may wrap after its underscores (on paper), not letter by letter.
+        labels = {c: GT_html(html.escape(c).replace("_", "_<wbr>")) for c in self.frame.columns}
+        table = table.cols_label(**labels)
         if self.numeric:
             table = table.cols_align("right", columns=self.numeric)
+            # Inline, so that an untrusted notebook (JupyterLab drops its <style>) and a
+            # printed page keep an amount and its currency on one line.
+            table = table.tab_style(
+                style=style.css(_NUMBER_STYLE), locations=loc.body(columns=self.numeric)
+            )
         if self.note:
-            table = table.tab_source_note(self.note)
+            note = html.escape(self.note)
+            if self.download:
+                href = html.escape(self.download, quote=True)
+                note += (
+                    f' Every row is in the download: <a href="{href}.csv">CSV</a> · '
+                    f'<a href="{href}.xlsx">Excel</a>.'
+                )
+            table = table.tab_source_note(GT_html(note))
         return table.as_raw_html()
 
 
-def _currency_column(name: str, columns: Sequence[str]) -> str | None:
+def _currency_columns(name: str, columns: Sequence[str]) -> list[str]:
+    """Where a money column's currency is, in order: a row takes the first that is set."""
     prefix = name.rsplit("_", 1)[0] if "_" in name else ""
-    for candidate in (f"{prefix}_currency", *_CURRENCY_COLUMNS):
-        if candidate in columns and candidate != name:
-            return candidate
-    # e.g. a reconciliation's ``difference``: the export's currency.
-    return next((c for c in columns if c.lower().endswith("currency")), None)
+    found = [c for c in (f"{prefix}_currency", *_CURRENCY_COLUMNS) if c in columns and c != name]
+    # e.g. a reconciliation's ``at_stake``: the export's currency, else the order's (a
+    # reference missing in the export has only the order's).
+    found += [c for c in columns if c.lower().endswith("currency") and c not in found]
+    return found
 
 
 def format_value(value: Any, kind: str, currency: str | None = None) -> str | None:
@@ -183,6 +204,7 @@ def format_table(
     descending: bool | Sequence[bool] = False,
     rows: int = 30,
     empty: str = "None this month.",
+    download: str | None = None,
 ) -> Table:
     """Format a result frame for people: masked, key columns first, sorted, readable values.
 
@@ -195,6 +217,8 @@ def format_table(
         descending: for ``sort``, as in :meth:`polars.DataFrame.sort`.
         rows: at most this many rows are shown; a note says how many there are in all.
         empty: the sentence shown when the frame has no rows.
+        download: the name (file stem) of the CSV and Excel files beside the page that hold
+            every row; a cut table links them under its notice.
 
     Returns:
         A :class:`Table` (display it, or call ``_repr_html_``/``repr``).
@@ -218,16 +242,28 @@ def format_table(
     kinds = _kinds(shown)
     columns = shown.columns
     currencies = {
-        name: _currency_column(name, columns) for name, kind in kinds.items() if kind == "money"
+        name: _currency_columns(name, columns) for name, kind in kinds.items() if kind == "money"
     }
     out: dict[str, list[str | None]] = {name: [] for name in columns}
     for record in shown.iter_rows(named=True):
         for name in columns:
-            currency = currencies.get(name)
-            out[name].append(
-                format_value(record[name], kinds[name], record[currency] if currency else None)
-            )
+            currency = next((record[c] for c in currencies.get(name, ()) if record[c]), None)
+            out[name].append(format_value(record[name], kinds[name], currency))
     text = pl.DataFrame(out, schema=dict.fromkeys(columns, pl.String))
-    note = f"Showing {shown.height:,} of {total:,} rows." if total > shown.height else None
     numeric = [n for n, k in kinds.items() if k in ("money", "rate", "count", "number")]
-    return Table(text, numeric=numeric, note=note, empty=empty, total_rows=total)
+    return Table(
+        text,
+        numeric=numeric,
+        note=cut_notice(shown.height, total),
+        empty=empty,
+        total_rows=total,
+        download=download if total > shown.height else None,
+    )
+
+
+def cut_notice(shown: int, total: int) -> str | None:
+    """The sentence under a cut table: how many rows it shows and how many it leaves out
+    (None when nothing is left out)."""
+    if total <= shown:
+        return None
+    return f"Showing the first {shown:,} of {total:,} rows: {total - shown:,} left out."

@@ -4,8 +4,9 @@ Figures of the export itself (volumes in and out, success rate, underpayments an
 for every currency) come from the store, for the month and the month before
 (:func:`txkit.analysis.monthly_metrics`). Exception counts (reconciliation mismatches, flagged
 payments, balance breaks) come from this report's downloads and the previous month's report.
-Each figure says ``look at this`` when it deserves a look (an open exception, a fall in the
-success rate of more than 5 points, an underpayment rate up by more than a quarter), else ok.
+Each figure says ``look at this`` when it needs action (an exception list with items new this
+month or longer than last month's, a fall in the success rate of more than 5 points, an
+underpayment rate up by more than a quarter), else ok; the index lists those first.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit.analysis.underpayments import SHORTFALL_NAMES
 from txkit.report._html import Headline
 
 __all__ = [
@@ -111,7 +113,7 @@ def underpayment_headlines(mom: pl.DataFrame) -> list[Headline]:
         )
         out.append(
             Headline(
-                f"Shortfall, {currency}",
+                f"{SHORTFALL_NAMES['shortfall'].capitalize()}, {currency}",
                 _money(row.get("shortfall"), currency),
                 _pct_change(row.get("shortfall"), row.get("prev_shortfall")),
                 look=rising,
@@ -159,4 +161,8 @@ def exception_headlines(
         change = f"{rows - before:+,} (last month {before:,})" if rows != before else "no change"
     counts = entry["counts"]
     new = f", {counts['new']:,} new" if counts.get("compared") else ""
-    return [Headline(f"{entry['title']} (open{new})", value, change, look=rows > 0)]
+    # Needs action: items new this month, or a list longer than last month's ("look at this"
+    # on every non-empty list was always on, so it said nothing).
+    grew = previous is not None and rows > int(previous["rows"])
+    fresh = counts["new"] > 0 if counts.get("compared") else rows > 0
+    return [Headline(f"{entry['title']} (open{new})", value, change, look=grew or fresh)]

@@ -29,6 +29,7 @@ __all__ = [
     "Section",
     "figure_descriptions",
     "index_html",
+    "needs_action",
     "page_html",
     "summary_of",
     "title_of",
@@ -43,13 +44,25 @@ PAGE_CSS = """
 .txkit-month{font-weight:normal;color:#555;font-size:70%}
 .txkit-empty{font-style:italic}
 .jp-OutputArea-output table{font-variant-numeric:tabular-nums}
+@page{size:A4 landscape;margin:10mm}
 @media print{
   .txkit-nav{display:none}
-  body,.jp-Notebook{background:#fff!important;padding:0!important}
-  .jp-Cell{break-inside:avoid;page-break-inside:avoid}
+  body,.jp-Notebook{background:#fff!important;padding:0!important;margin:0!important}
+  .jp-Cell{padding:0!important}
   .jp-OutputArea-output img{max-width:100%!important;height:auto}
-  div[id^="txkit-table-"]{overflow:visible!important;width:auto!important}
-  .gt_table{font-size:8pt!important}
+  .jp-OutputArea-output,.jp-RenderedHTMLCommon{overflow:visible!important;padding:0!important}
+  div[id^="txkit-table-"]{overflow:visible!important;width:auto!important;height:auto!important}
+  div[id^="txkit-table-"] table{width:100%!important;table-layout:auto!important}
+  .gt_table{font-size:7pt!important}
+  .gt_row,.gt_col_heading{white-space:normal!important;overflow-wrap:break-word;
+    padding:1px 3px!important}
+  /* a long table's cell flows on to the next page (nbconvert keeps cells whole: a table
+     taller than what was left of a page left that page blank) */
+  .jp-Cell,.jp-Cell-outputWrapper,.jp-OutputArea,.jp-OutputArea-child,.jp-OutputArea-output{
+    break-inside:auto!important;page-break-inside:auto!important}
+  tr{break-inside:avoid;page-break-inside:avoid}
+  thead{display:table-header-group}
+  ::-webkit-scrollbar{display:none}
   a{color:#000;text-decoration:none}
   h1,h2{break-after:avoid;page-break-after:avoid}
 }
@@ -177,6 +190,9 @@ _INDEX_CSS = (
     ".ok{color:#1a7f37;font-weight:bold}.look{color:#b35900;font-weight:bold}"
     ".downloads{margin:.3rem 0}"
     ".warn{padding:.5rem;background:#fff4e5;border-left:4px solid #b35900}"
+    ".action{padding:.2rem .8rem;border:2px solid #b35900;border-radius:4px}"
+    "footer{margin-top:2rem;border-top:1px solid #ddd}"
+    "@page{size:A4;margin:12mm}"
     "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}"
     "section{break-inside:avoid}}"
 )
@@ -276,7 +292,33 @@ def index_html(
             f'<p class="warn" role="alert"><strong>Warning:</strong> {html.escape(w)}</p>'
             for w in mask_sentences(list(warnings), show_pii=show_pii)
         )
-        + f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
-        f'<p class="meta">Source: {html.escape(source)}{version}.</p>'
-        f'<p class="meta">{html.escape(freshness)}</p>' + "".join(items) + "</body></html>\n"
+        + _actions_html(sections, show_pii)
+        + "".join(items)
+        + f'<footer class="meta"><p>Customer data: {html.escape(mode)}.</p>'
+        f"<p>Source: {html.escape(source)}{version}.</p>"
+        f"<p>{html.escape(freshness)}</p></footer></body></html>\n"
     )
+
+
+def needs_action(sections: Sequence[Section]) -> list[tuple[Section, Headline]]:
+    """The figures an analyst must act on this month, in section order: every headline
+    marked ``look`` (new or growing exceptions, a falling success rate, a rising underpayment
+    rate, an orders file without the month)."""
+    return [(section, h) for section in sections for h in section.headlines if h.look]
+
+
+def _actions_html(sections: Sequence[Section], show_pii: bool) -> str:
+    actions = needs_action(sections)
+    if not actions:
+        body = "<p>Nothing new or growing this month: no exception list grew or gained items.</p>"
+    else:
+        lines = []
+        for section, h in actions:
+            label, value, change = mask_sentences([h.label, h.value, h.change], show_pii=show_pii)
+            why = f" ({html.escape(change)})" if change else ""
+            lines.append(
+                f'<li><a href="{html.escape(section.href)}">{html.escape(label)}</a>: '
+                f"{html.escape(value)}{why}</li>"
+            )
+        body = f"<ul>{''.join(lines)}</ul>"
+    return f'<section class="action"><h2>What needs action</h2>{body}</section>'

@@ -1,11 +1,13 @@
 """``txkit report --month YYYY-MM``: the monthly job.
 
-1. Sync the local store for the month (only what is missing, plus the look-back window; a
+1. Plan: check the arguments and the merchant's files; choose the days to sync (the months the
+   trends show, up to twelve, and the days after the month; inside the sandbox's calendar).
+2. Sync the local store for those days (only what is missing, plus the look-back window; a
    closed month already stored costs no request at all).
-2. Execute every curated notebook (``notebooks/NN_*.ipynb``) for the month with papermill,
+3. Execute every curated notebook (``notebooks/NN_*.ipynb``) for the month with papermill,
    reading from the store.
-3. Write each executed notebook, a self-contained HTML rendering of it, and an index page to
-   ``reports/YYYY-MM/``; print where the index is.
+4. Write each executed notebook, a self-contained HTML rendering of it, the headlines and an
+   index page to ``reports/YYYY-MM/`` (built aside, swapped in); print where the index is.
 
 A failing notebook fails the command, naming the notebook and the cell; the previous report of
 that month is then left untouched (the new one is built aside and swapped in at the end). A
@@ -33,7 +35,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from txkit import config
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
-from txkit.config import bank_columns_setting, default_store
+from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import NotebookFailedError, TxkitError
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
@@ -55,7 +57,7 @@ from txkit.report._headlines import (
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
 from txkit.store import RetentionPolicy, read_manifests, scan_store, sync
-from txkit.store._location import check_version
+from txkit.store._location import check_version, store_name
 
 log = logging.getLogger("txkit")
 
@@ -306,38 +308,6 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
     return OrdersCheck(info, frame.height, read.dates, None if orders == "sandbox" else orders)
 
 
-def _add_headlines(
-    sections: list[Section],
-    *,
-    month: str,
-    store: str | Path,
-    version: int | None,
-    staging: Path,
-    out: Path,
-    orders: OrdersCheck | None = None,
-) -> None:
-    """Each section's downloads and headline figures (this month against the one before)."""
-    before = previous_month(month)
-    scan = scan_store(store, version=version)
-    metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
-    mom = month_over_month(metrics, month)
-    published = read_downloads(staging)
-    previous = read_downloads(out / before)
-    by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
-    for section in sections:
-        topic = Path(section.href).stem.split("_", 1)[-1]
-        if topic in by_topic:
-            section.headlines += by_topic[topic](mom)
-        if topic == "reconciliation" and orders is not None:
-            section.headlines.append(orders_headline(orders.in_month, orders.dates))
-        section.downloads = [d for d in published.values() if d.get("page") == section.href]
-        for entry in section.downloads:
-            if entry.get("kind") == "table":  # a whole table: its own headline figures
-                section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
-                continue
-            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
-
-
 def _waves(sources: list[Path]) -> list[list[Path]]:
     """The notebooks in two waves: the others, then those marked ``txkit.after_others``."""
     late = []
@@ -357,6 +327,383 @@ def _table_version(manifest: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ReportPlan:
+    """What a report will read and run, decided before anything is fetched (step 1).
+
+    Attributes:
+        month: ``YYYY-MM`` (parsed).
+        store: the store folder or URI.
+        notebooks: the curated notebooks, in order.
+        orders: the orders file (absolute) or ``"sandbox"``.
+        checked: the orders as checked up front (None for the sandbox's, read after the sync).
+        since: the first day synced: the trends' first month (:data:`config.TREND_MONTHS`), at
+            least the history months, inside the service's calendar when it is known.
+        until: the last day synced (the month and :data:`config.MARGIN_DAYS` after it, inside
+            the calendar).
+        as_of: the table version to re-render from (no sync), or None.
+        bank_statements: the bank statements (absolute paths), or None.
+        bank_columns: a CSV statement's column mapping.
+        show_pii: render customer data unmasked.
+    """
+
+    month: str
+    store: str | Path
+    notebooks: list[Path]
+    orders: str
+    checked: OrdersCheck | None
+    since: date
+    until: date
+    as_of: int | None = None
+    bank_statements: list[str] | None = None
+    bank_columns: str | None = None
+    show_pii: bool = False
+
+
+def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[date, date]:
+    """The days a report of ``month`` syncs: from the first month its trends show (up to
+    :data:`config.TREND_MONTHS`, at least the :data:`config.HISTORY_MONTHS` the notebooks read
+    as history) to :data:`config.MARGIN_DAYS` after the month; clipped to ``calendar`` (the
+    first and last day the service holds data, when known: the sandbox's), so that no month
+    outside it is planned.
+
+    Raises:
+        ValueError: the month lies outside ``calendar`` (names the calendar).
+    """
+    month = parse_month(month)
+    back = max(config.HISTORY_MONTHS, config.TREND_MONTHS - 1)
+    since, _ = month_bounds(previous_months(month, back)[0])
+    first, last = month_bounds(month)
+    until = last + timedelta(days=config.MARGIN_DAYS)
+    if calendar is not None:
+        if last < calendar[0] or first > calendar[1]:
+            raise ValueError(
+                f"--month {month} is outside the sandbox's calendar ({calendar[0]:%Y-%m} to "
+                f"{calendar[1]:%Y-%m}): pick a month in it"
+            )
+        since, until = max(since, calendar[0]), min(until, calendar[1])
+    return since, until
+
+
+def sandbox_calendar() -> tuple[date, date] | None:
+    """The first and last day of the embedded sandbox's ledger when the report will read the
+    sandbox (no key configured), else None (a service's calendar is not known up front)."""
+    if key_configured():
+        return None
+    settings = config.SANDBOX
+    first, _ = month_bounds(settings.start_month)
+    year, month = divmod(first.year * 12 + first.month - 1 + settings.months - 1, 12)
+    _, last = month_bounds(f"{year:04d}-{month + 1:02d}")
+    return first, last
+
+
+def plan_report(
+    month: str,
+    *,
+    store: str | Path | None,
+    notebooks: Path,
+    orders: str | None,
+    as_of: int | None = None,
+    bank_statements: list[str] | None = None,
+    bank_columns: str | None = None,
+    show_pii: bool = False,
+) -> ReportPlan:
+    """Step 1: check the arguments and the merchant's files, and choose what to sync.
+
+    Raises:
+        ValueError: a bad month, version, missing notebooks or orders file.
+        DataFileError: the orders or a bank statement cannot be read as they are.
+    """
+    month = parse_month(month)  # the parsed value, from here on
+    as_of = check_version(as_of)
+    sources = _notebooks(notebooks)
+    orders = config.resolve_orders(orders)
+    checked = None
+    if orders != "sandbox":
+        if not Path(orders).is_file():
+            raise ValueError(
+                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
+                "or Parquet file with reference, amount, currency and optionally status, date)"
+            )
+        orders = str(Path(orders).resolve())
+        # Read and checked now, before the sync and the kernels: a file that cannot be read
+        # stops the report here, naming its lines, not in a notebook after the sync.
+        checked = check_orders(orders, month)
+    if bank_statements:
+        bank_statements = [str(Path(p).resolve()) for p in bank_statements]
+        statement = read_statements(bank_statements, columns=bank_columns or bank_columns_setting())
+        print(statement.describe())
+    since, until = sync_range(month, sandbox_calendar())
+    return ReportPlan(
+        month=month,
+        store=store or default_store(),
+        notebooks=sources,
+        orders=orders,
+        checked=checked,
+        since=since,
+        until=until,
+        as_of=as_of,
+        bank_statements=bank_statements or None,
+        bank_columns=bank_columns,
+        show_pii=show_pii,
+    )
+
+
+def sync_for_report(
+    plan: ReportPlan, *, out: Path, lookback_days: int, progress: bool | None
+) -> tuple[Any, float]:
+    """Step 2: sync the plan's days into the store (nothing when it holds them, or with
+    ``as_of``), then apply the store's retention policy, keeping every version the reports in
+    ``out`` cite; returns the sync's result (None when nothing was fetched) and its seconds."""
+    if plan.as_of is not None:
+        return None, 0.0
+    started = time.perf_counter()
+    result = sync(  # it connects only when something is to be fetched
+        start=plan.since,
+        end=plan.until,
+        store=plan.store,
+        lookback_days=lookback_days,
+        progress=progress,
+        retention=RetentionPolicy.from_config(reports=out),
+    )
+    for note in result.notes:
+        print(note)
+    if not result.fetched:
+        return None, 0.0
+    return result, time.perf_counter() - started
+
+
+def month_manifest(plan: ReportPlan) -> Any:
+    """The store's record of the plan's month (at ``as_of``, else the newest).
+
+    Raises:
+        TxkitError: the store has no data for the month.
+    """
+    manifest = read_manifests(plan.store, version=plan.as_of).get(plan.month)
+    if manifest is None:
+        at = f" at version {plan.as_of}" if plan.as_of is not None else " after the sync"
+        raise TxkitError(f"the store {store_name(plan.store)} has no data for {plan.month}{at}")
+    return manifest
+
+
+def stage(out: Path, month: str) -> Path:
+    """Step 3: a staging folder beside the reports (what killed reports left is cleaned
+    first); the report is built there and swapped in at the end."""
+    out.mkdir(parents=True, exist_ok=True)
+    for line in clean_leftovers(out):
+        log.warning("report: %s", line)
+    staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
+    staging.chmod(0o755)
+    (staging / _OWNER).write_text(str(os.getpid()))
+    return staging
+
+
+def kernel_environment(data: Path | None = None) -> dict[str, str]:
+    """What the notebooks' kernels get beside this process's environment: no progress bars
+    in executed pages, and this process's data folder (absolute), so that a kernel started in
+    the notebooks' folder finds the same sandbox cache and store, not a second one under
+    ``notebooks/data/``. Nothing of this process's environment is changed."""
+    return {
+        config.PROGRESS_VAR: "0",
+        config.DATA_DIR_VAR: str((data or config.data_dir()).resolve()),
+    }
+
+
+def _kernel_config(sockets: Path, index: int, stem: str) -> Any:
+    """One kernel's settings: Unix sockets in the private folder (short names: see
+    :data:`_SOCKET_PATH_MAX`), its connection file there, and :func:`kernel_environment`."""
+    from traitlets.config import Config
+
+    return Config(
+        {
+            "NotebookClient": {"kernel_manager_class": "txkit.report._kernel.ReportKernelManager"},
+            "ReportKernelManager": {
+                "transport": "ipc",
+                "ip": str(sockets / f"k{index}"),
+                "connection_file": str(sockets / f"{stem}.json"),
+                "extra_env": kernel_environment(),
+            },
+        }
+    )
+
+
+def _parameters(plan: ReportPlan, manifest: Any, staging: Path) -> dict[str, Any]:
+    return {
+        "month": plan.month,
+        "source": "store",
+        "store": _absolute(plan.store),
+        # Every notebook reads the version the index names, whatever syncs run later.
+        "version": manifest.table_version,
+        "orders": plan.orders,
+        "show_pii": plan.show_pii,
+        "downloads": str(staging.resolve()),
+        "bank_statements": plan.bank_statements or "auto",
+        "bank_columns": plan.bank_columns,
+    }
+
+
+def execute_notebook(
+    source_nb: Path, *, plan: ReportPlan, parameters: dict[str, Any], staging: Path, sockets: Path
+) -> tuple[Section, float]:
+    """Run one notebook into ``staging`` and render its page; its index section and seconds.
+
+    Raises:
+        NotebookFailedError: a cell failed (names the notebook and the cell).
+    """
+    import papermill
+
+    began = time.perf_counter()
+    target = staging / source_nb.name
+    declared = papermill.inspect_notebook(str(source_nb))
+    try:
+        papermill.execute_notebook(
+            str(source_nb),
+            str(target),
+            parameters={k: v for k, v in parameters.items() if k in declared},
+            progress_bar=False,
+            # The kernel starts in the notebooks' folder; papermill's own ``cwd`` would chdir
+            # this whole process, which two threads cannot share.
+            resources={"metadata": {"path": str(source_nb.parent.resolve())}},
+            kernel_name="python3",
+            config=_kernel_config(sockets, plan.notebooks.index(source_nb), source_nb.stem),
+            # jupyter_client interrupts a kernel before shutting it down, and the kernel may
+            # log "KeyboardInterrupt caught in kernel" at ERROR on the report's stderr; a
+            # failing cell is reported through papermill instead.
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+        )
+    except papermill.PapermillExecutionError as exc:
+        raise NotebookFailedError(
+            f"notebook {source_nb.name} failed at cell {exc.exec_count or exc.cell_index}"
+            f": {exc.ename}: {exc.evalue}"
+        ) from None
+    executed = json.loads(target.read_text(encoding="utf-8"))
+    page = target.with_suffix(".html")
+    title = title_of(executed, source_nb.stem)
+    page.write_text(page_html(target, executed, month=plan.month, title=title), encoding="utf-8")
+    return Section(title, page.name, summary_of(executed)), time.perf_counter() - began
+
+
+def run_notebooks(
+    plan: ReportPlan, manifest: Any, staging: Path, *, progress: bool | None
+) -> tuple[list[Section], dict[str, float]]:
+    """Step 4: every notebook, two at a time (kernels start mostly on one core); a notebook
+    that reads the others' downloads (metadata ``txkit.after_others``, the trends) runs
+    after them. Returns the sections in notebook order and each notebook's seconds."""
+    from tqdm.auto import tqdm
+
+    parameters = _parameters(plan, manifest, staging)
+    done: dict[Path, tuple[Section, float]] = {}
+    # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
+    # TCP, which any local user could reach; their connection files go there too.
+    sockets = _kernel_folder()
+    bar = tqdm(
+        total=len(plan.notebooks),
+        desc=f"report {plan.month}",
+        unit="notebook",
+        disable=not progress if progress is not None else None,
+    )
+    try:
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            for wave in _waves(plan.notebooks):
+                futures = {
+                    pool.submit(
+                        execute_notebook,
+                        nb,
+                        plan=plan,
+                        parameters=parameters,
+                        staging=staging,
+                        sockets=sockets,
+                    ): nb
+                    for nb in wave
+                }
+                try:
+                    for future in as_completed(futures):
+                        done[futures[future]] = future.result()
+                        bar.set_postfix_str(futures[future].stem)
+                        bar.update()
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+    finally:
+        bar.close()
+        shutil.rmtree(sockets, ignore_errors=True)
+    sections = [done[nb][0] for nb in plan.notebooks]
+    return sections, {nb.stem: done[nb][1] for nb in plan.notebooks}
+
+
+def attach_downloads(sections: list[Section], staging: Path) -> None:
+    """Step 5: each section's downloads (the lists and tables its notebook wrote)."""
+    published = read_downloads(staging)
+    for section in sections:
+        section.downloads = [d for d in published.values() if d.get("page") == section.href]
+
+
+def add_headlines(
+    sections: list[Section],
+    plan: ReportPlan,
+    manifest: Any,
+    *,
+    out: Path,
+    orders: OrdersCheck | None = None,
+) -> None:
+    """Step 6: each section's headline figures (this month against the one before, from the
+    table version the notebooks read): the store's figures, the orders' count, and one per
+    download (after :func:`attach_downloads`); ``out`` holds last month's report.
+    """
+    month = plan.month
+    before = previous_month(month)
+    scan = scan_store(plan.store, version=manifest.table_version)
+    metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
+    mom = month_over_month(metrics, month)
+    previous = read_downloads(out / before)
+    by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
+    for section in sections:
+        topic = Path(section.href).stem.split("_", 1)[-1]
+        if topic in by_topic:
+            section.headlines += by_topic[topic](mom)
+        if topic == "reconciliation" and orders is not None:
+            section.headlines.append(orders_headline(orders.in_month, orders.dates))
+        for entry in section.downloads:
+            if entry.get("kind") == "table":  # a whole table: its own headline figures
+                section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
+                continue
+            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
+
+
+def write_index(
+    staging: Path, plan: ReportPlan, sections: list[Section], manifest: Any, checked: OrdersCheck
+) -> None:
+    """Step 7: the index page, "what needs action" first and the notes on what was read in
+    its footer."""
+    (staging / "index.html").write_text(
+        index_html(
+            plan.month,
+            sections,
+            show_pii=plan.show_pii,
+            freshness=_freshness(plan.month, plan.store, manifest),
+            source=str(manifest.source),
+            # Filled when the store exposes table versions (the Delta store does).
+            table_version=_table_version(manifest),
+            warnings=checked.info.warnings,
+        ),
+        encoding="utf-8",
+    )
+
+
+def swap(staging: Path, out: Path, month: str) -> Path:
+    """Step 8: put the finished report in place of the month's previous one; its folder."""
+    final = out / month
+    previous = out / f".{month}.previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    if final.exists():
+        os.rename(final, previous)
+    (staging / _OWNER).unlink()
+    os.rename(staging, final)
+    shutil.rmtree(previous, ignore_errors=True)
+    return final
+
+
 def run_report(
     month: str,
     *,
@@ -371,7 +718,9 @@ def run_report(
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
 ) -> ReportResult:
-    """Sync the month into the store, execute the notebooks, write HTML and an index.
+    """Sync the month into the store, execute the notebooks, write HTML and an index: the
+    steps :func:`plan_report`, :func:`sync_for_report`, :func:`stage`, :func:`run_notebooks`,
+    :func:`attach_downloads`, :func:`add_headlines`, :func:`write_index`, :func:`swap`.
 
     Args:
         month: ``YYYY-MM``.
@@ -401,248 +750,62 @@ def run_report(
         DataFileError: the orders file cannot be read as it is (raised before the sync).
         TxkitError: the sync failed (the store is left as it was).
     """
-    import papermill
-    from tqdm.auto import tqdm
-    from traitlets.config import Config
-
-    month = parse_month(month)  # the parsed value, from here on
-    as_of = check_version(as_of)
-    _, last = month_bounds(month)
-    sources = _notebooks(notebooks)
-    store = store or default_store()
-    orders = config.resolve_orders(orders)
-    checked = None
-    if orders != "sandbox":
-        if not Path(orders).is_file():
-            raise ValueError(
-                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
-                "or Parquet file with reference, amount, currency and optionally status, date)"
-            )
-        orders = str(Path(orders).resolve())
-        # Read and checked now, before the sync and the kernels: a file that cannot be read
-        # stops the report here, naming its lines, not in a notebook after the sync.
-        checked = check_orders(orders, month)
-    if bank_statements:
-        bank_statements = [str(Path(p).resolve()) for p in bank_statements]
-        # Read and checked now, like the orders: a statement that cannot be read stops the
-        # report here, naming its line, before the sync and the kernels.
-        statement = read_statements(bank_statements, columns=bank_columns or bank_columns_setting())
-        print(statement.describe())
-    # The months before are synced too: the notebooks read them as history (the balance checks'
-    # chains and reserves, the underpayments' original references), and so are the days just
-    # after the month, where reconciliation looks for payments of orders placed at its end.
-    since, _ = month_bounds(previous_months(month, config.HISTORY_MONTHS)[0])
-    until = last + timedelta(days=config.MARGIN_DAYS)
-    started = time.perf_counter()
-    sync_result = None
-    if as_of is None:  # sync connects only when something is to be fetched
-        sync_result = sync(
-            start=since,
-            end=until,
-            store=store,
-            lookback_days=lookback_days,
-            progress=progress,
-            # The policy keeps the versions the reports in this folder cite.
-            retention=RetentionPolicy.from_config(reports=out),
-        )
-        for note in sync_result.notes:
-            print(note)
-    sync_seconds = time.perf_counter() - started if sync_result and sync_result.fetched else 0.0
-    if checked is None:  # the sandbox's orders, written by its first start
-        checked = check_orders(orders, month)
-    manifest = read_manifests(store, version=as_of).get(month)
-    if manifest is None:
-        at = f" at version {as_of}" if as_of is not None else " after the sync"
-        raise TxkitError(f"the store {store} has no data for {month}{at}")
-    freshness = _freshness(month, store, manifest)
-
-    out.mkdir(parents=True, exist_ok=True)
-    for line in clean_leftovers(out):
-        log.warning("report: %s", line)
-    staging = Path(tempfile.mkdtemp(prefix=f".{month}.", dir=out))
-    staging.chmod(0o755)
-    (staging / _OWNER).write_text(str(os.getpid()))
-    timings: dict[str, float] = {}
-    entries: list[Section] = []
-    # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
-    # TCP, which any local user could reach (ipykernel warns about it on every start). Their
-    # connection files go there too (jupyter_client would write them to the temporary folder
-    # itself, where a killed run leaves them with their signing key).
-    sockets = _kernel_folder()
-    # Executed reports hold no progress output: the kernels inherit TXKIT_PROGRESS=0.
-    progress_env = os.environ.get(config.PROGRESS_VAR)
-    os.environ[config.PROGRESS_VAR] = "0"
+    plan = plan_report(
+        month,
+        store=store,
+        notebooks=notebooks,
+        orders=orders,
+        as_of=as_of,
+        bank_statements=bank_statements,
+        bank_columns=bank_columns,
+        show_pii=show_pii,
+    )
+    sync_result, sync_seconds = sync_for_report(
+        plan, out=out, lookback_days=lookback_days, progress=progress
+    )
+    # The sandbox's orders are written by its first start: checked after the sync.
+    checked = plan.checked or check_orders(plan.orders, plan.month)
+    manifest = month_manifest(plan)
+    staging = stage(out, plan.month)
     try:
-        bar = tqdm(
-            total=len(sources),
-            desc=f"report {month}",
-            unit="notebook",
-            disable=not progress if progress is not None else None,
-        )
-        offered = {
-            "month": month,
-            "source": "store",
-            "store": _absolute(store),
-            # Every notebook reads the version the index names, whatever syncs run later.
-            "version": manifest.table_version,
-            "orders": orders,
-            "show_pii": show_pii,
-            "downloads": str(staging.resolve()),
-            "bank_statements": bank_statements or "auto",
-            "bank_columns": bank_columns,
-        }
-
-        def execute(source_nb: Path) -> Section:
-            target = staging / source_nb.name
-            began = time.perf_counter()
-            declared = papermill.inspect_notebook(str(source_nb))
-            # Each kernel has its own socket names: two start at once. Short names: see
-            # _SOCKET_PATH_MAX.
-            config = Config(
-                {
-                    "KernelManager": {
-                        "transport": "ipc",
-                        "ip": str(sockets / f"k{sources.index(source_nb)}"),
-                        "connection_file": str(sockets / f"{source_nb.stem}.json"),
-                    }
-                }
-            )
-            try:
-                papermill.execute_notebook(
-                    str(source_nb),
-                    str(target),
-                    parameters={k: v for k, v in offered.items() if k in declared},
-                    progress_bar=False,
-                    # The kernel starts in the notebooks' folder; papermill's own ``cwd``
-                    # would chdir this whole process, which two threads cannot share.
-                    resources={"metadata": {"path": str(notebooks.resolve())}},
-                    kernel_name="python3",
-                    config=config,
-                    # jupyter_client interrupts a kernel before shutting it down, and the
-                    # kernel may log "KeyboardInterrupt caught in kernel" at ERROR on the
-                    # report's stderr; a failing cell is reported through papermill instead.
-                    extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
-                )
-            except papermill.PapermillExecutionError as exc:
-                raise NotebookFailedError(
-                    f"notebook {source_nb.name} failed at cell {exc.exec_count or exc.cell_index}"
-                    f": {exc.ename}: {exc.evalue}"
-                ) from None
-            timings[source_nb.stem] = time.perf_counter() - began
-            executed = json.loads(target.read_text(encoding="utf-8"))
-            page = target.with_suffix(".html")
-            title = title_of(executed, source_nb.stem)
-            page.write_text(page_html(target, executed, month=month, title=title), encoding="utf-8")
-            return Section(title, page.name, summary_of(executed))
-
-        # Two notebooks at a time (kernels start mostly on one core); a notebook that reads
-        # the others' downloads (metadata ``txkit.after_others``, the trends) runs after them.
-        done: dict[Path, Section] = {}
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-            for wave in _waves(sources):
-                futures = {pool.submit(execute, nb): nb for nb in wave}
-                try:
-                    for future in as_completed(futures):
-                        done[futures[future]] = future.result()
-                        bar.set_postfix_str(futures[future].stem)
-                        bar.update()
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
-        bar.close()
-        entries.extend(done[nb] for nb in sources)
-        ordered = {nb.stem: timings[nb.stem] for nb in sources}
-        timings.clear()
-        timings.update(ordered)
-        _add_headlines(
-            entries,
-            month=month,
-            store=store,
-            version=manifest.table_version,
-            staging=staging,
-            out=out,
-            orders=checked,
-        )
-        _write_manifest(
-            staging / "report.json",
-            month,
-            store,
-            manifest,
-            as_of,
-            show_pii,
-            timings,
-            checked,
-            bank_statements=bank_statements,
-            bank_columns=(bank_columns or bank_columns_setting()) if bank_statements else None,
-        )
-        (staging / "index.html").write_text(
-            index_html(
-                month,
-                entries,
-                show_pii=show_pii,
-                freshness=freshness,
-                source=str(manifest.source),
-                # Filled when the store exposes table versions (the Delta store does).
-                table_version=_table_version(manifest),
-                warnings=checked.info.warnings,
-            ),
-            encoding="utf-8",
-        )
-        final = out / month
-        previous = out / f".{month}.previous"
-        shutil.rmtree(previous, ignore_errors=True)
-        if final.exists():
-            os.rename(final, previous)
-        (staging / _OWNER).unlink()
-        os.rename(staging, final)
-        shutil.rmtree(previous, ignore_errors=True)
+        sections, timings = run_notebooks(plan, manifest, staging, progress=progress)
+        attach_downloads(sections, staging)
+        add_headlines(sections, plan, manifest, out=out, orders=checked)
+        _write_manifest(staging / "report.json", plan, manifest, sorted(timings), checked)
+        write_index(staging, plan, sections, manifest, checked)
+        final = swap(staging, out, plan.month)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    finally:
-        shutil.rmtree(sockets, ignore_errors=True)
-        if progress_env is None:
-            os.environ.pop(config.PROGRESS_VAR, None)
-        else:
-            os.environ[config.PROGRESS_VAR] = progress_env
     return ReportResult(
-        index=final / "index.html",
-        notebooks=timings,
-        sync=sync_result if sync_result and sync_result.fetched else None,
-        sync_seconds=sync_seconds,
+        index=final / "index.html", notebooks=timings, sync=sync_result, sync_seconds=sync_seconds
     )
 
 
 def _write_manifest(
     path: Path,
-    month: str,
-    store: str | Path,
+    plan: ReportPlan,
     manifest: Any,
-    as_of: int | None,
-    show_pii: bool,
-    timings: dict[str, float],
+    notebooks: list[str],
     orders: OrdersCheck | None = None,
-    *,
-    bank_statements: Sequence[str] | None = None,
-    bank_columns: str | None = None,
 ) -> None:
     """``report.json``: what the report read (store, table version, source, orders) and
     rendered."""
     doc = {
-        "month": month,
-        "store": _absolute(store),
+        "month": plan.month,
+        "store": _absolute(plan.store),
         "table_version": manifest.table_version,
         # The table's id: the retention policy keeps this version of this table only (a store
         # moved aside and synced again is another table, whose versions start at 0 again).
         "table_id": manifest.table_id,
-        "as_of": as_of,
+        "as_of": plan.as_of,
         "source": manifest.source,
         "rows": manifest.rows,
         "complete": manifest.complete,
-        "show_pii": show_pii,
+        "show_pii": plan.show_pii,
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "notebooks": sorted(timings),
+        "notebooks": notebooks,
+        "synced": [plan.since.isoformat(), plan.until.isoformat()],
         "orders": None
         if orders is None
         else {
@@ -651,12 +814,14 @@ def _write_manifest(
             "warnings": list(orders.info.warnings),
         },
         "reproduce": reproduce_command(
-            month,
-            store,
+            plan.month,
+            plan.store,
             manifest.table_version,
             orders=orders.path if orders is not None else None,
-            bank_statements=bank_statements,
-            bank_columns=bank_columns,
+            bank_statements=plan.bank_statements,
+            bank_columns=(plan.bank_columns or bank_columns_setting())
+            if plan.bank_statements
+            else None,
         ),
     }
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -706,8 +871,8 @@ def _freshness(month: str, store: str | Path, manifest: Any) -> str:
     state = "complete" if manifest.complete else "NOT complete"
     return (
         f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}, read from the "
-        f"store {store} at table version {manifest.table_version}; the month is {state} "
-        f"(windows {manifest.coverage.describe_windows()}); every fetch was verified against "
-        f"the service's total for its query (last: {manifest.service_total:,} records, with a "
-        "day of margin on each side)."
+        f"store {store_name(store)} at table version {manifest.table_version}; the month is "
+        f"{state} (windows {manifest.coverage.describe_windows()}); every fetch was verified "
+        f"against the service's total for its query (last: {manifest.service_total:,} records, "
+        "with a day of margin on each side)."
     )

@@ -1,0 +1,99 @@
+"""The report's Excel downloads, laid out as an analyst would lay out their own sheet.
+
+* money (``Decimal`` columns) as numbers formatted ``#,##0.00``, or with as many decimals as
+  the column's scale when it has more (``12.345678`` USDT never shows as ``12.35``), the
+  currency in its own column beside them (Excel numbers carry no currency; the CSV keeps the exact digits);
+* timestamps as Excel dates (``yyyy-mm-dd hh:mm``, UTC, wide enough that no ``###`` shows),
+  dates as ``yyyy-mm-dd``;
+* the columns a reader needs first (reference, amount, currency, date, what is wrong) first,
+  the technical ``key`` last; rows in the order the caller gives (what is at stake first);
+* the header row frozen, filters on, printed landscape, fitted to one page wide with the
+  header repeated on every page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import polars as pl
+
+__all__ = ["MAX_WIDTH", "MONEY_FORMAT", "money_format", "write_xlsx"]
+
+#: Money: thousands separators and two decimals (``78.00`` shows ``78.00``, not ``78``).
+MONEY_FORMAT = "#,##0.00"
+_DATETIME_FORMAT = "yyyy-mm-dd hh:mm:ss"
+_DATE_FORMAT = "yyyy-mm-dd"
+# Widths in characters: a ``yyyy-mm-dd hh:mm:ss`` timestamp needs 19 (Excel shows ``###``
+# when a date does not fit; autofit measures the serial number, not the shown text).
+_DATETIME_WIDTH = 20
+_DATE_WIDTH = 11
+#: The widest a column is made, in characters: a long text (a narration, the settlements' list
+#: of candidates, 94) would widen the sheet past a printed page; the cell still holds it all.
+MAX_WIDTH = 48
+
+
+def money_format(scale: int | None) -> str:
+    """The number format of a money column: two decimals, or the column's scale when larger."""
+    return MONEY_FORMAT if (scale or 0) <= 2 else "#,##0." + "0" * scale
+
+
+def _ordered(df: pl.DataFrame, first: Sequence[str], last: Sequence[str]) -> pl.DataFrame:
+    head = [c for c in dict.fromkeys(first) if c in df.columns and c not in last]
+    tail = [c for c in last if c in df.columns]
+    middle = [c for c in df.columns if c not in head and c not in tail]
+    return df.select(head + middle + tail)
+
+
+def _width(series: pl.Series, name: str) -> float:
+    if isinstance(series.dtype, pl.Decimal):  # as the money format shows the largest, signed
+        scale = max(series.dtype.scale or 0, 2)
+        largest = series.abs().max() if series.null_count() < series.len() else None
+        longest = len(f"{largest:,.{scale}f}") + 1 if largest is not None else 0
+    else:
+        text = series.head(500).cast(pl.String, strict=False).drop_nulls()
+        longest = int(text.str.len_chars().max() or 0) if text.len() else 0
+    return float(min(max(longest, len(name)) + 2, MAX_WIDTH))
+
+
+def write_xlsx(
+    df: pl.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    sheet: str,
+    first: Sequence[str] = (),
+    last: Sequence[str] = ("key",),
+) -> None:
+    """Write ``df`` to ``path`` as one formatted worksheet (see the module docstring).
+
+    Args:
+        df: the rows, already masked, formula-safe and in the order to show; timestamps
+            naive UTC.
+        path: the file (written as is: the caller writes atomically).
+        sheet: the worksheet's name (at most 31 characters are kept).
+        first: the columns shown first, in this order (those absent are skipped).
+        last: the columns shown last (the technical key).
+    """
+    from xlsxwriter import Workbook
+
+    frame = _ordered(df, first, last)
+    money = [n for n, t in frame.schema.items() if isinstance(t, pl.Decimal)]
+    stamps = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
+    dates = [n for n, t in frame.schema.items() if t == pl.Date]
+    widths = {n: _width(frame[n], n) for n in frame.columns if n not in stamps + dates}
+    widths |= dict.fromkeys(stamps, _DATETIME_WIDTH) | dict.fromkeys(dates, _DATE_WIDTH)
+    with Workbook(os.fspath(path)) as book:
+        frame.write_excel(
+            book,
+            worksheet=sheet[:31],
+            column_formats={n: money_format(frame.schema[n].scale) for n in money},
+            dtype_formats={pl.Datetime: _DATETIME_FORMAT, pl.Date: _DATE_FORMAT},
+            column_widths={n: int(w * 7) for n, w in widths.items()},  # pixels, ~7 a character
+            freeze_panes=(1, 0),
+            autofilter=True,
+            table_style=None,
+        )
+        worksheet = book.get_worksheet_by_name(sheet[:31])
+        worksheet.set_landscape()
+        worksheet.fit_to_pages(1, 0)  # one page wide, as many long as it takes
+        worksheet.repeat_rows(0)
