@@ -2,7 +2,8 @@
 
 * money (``Decimal`` columns) as numbers formatted ``#,##0.00``, or with as many decimals as
   the column's scale when it has more (``12.345678`` USDT never shows as ``12.35``), the
-  currency in its own column beside them (Excel numbers carry no currency; the CSV keeps the exact digits);
+  currency in its own column beside them (Excel numbers carry no currency; the CSV keeps the
+  exact digits);
 * timestamps as Excel dates (``yyyy-mm-dd hh:mm``, UTC, wide enough that no ``###`` shows),
   dates as ``yyyy-mm-dd``;
 * the columns a reader needs first (reference, amount, currency, date, what is wrong) first,
