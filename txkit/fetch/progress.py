@@ -96,5 +96,17 @@ def quiet_logging() -> Iterator[None]:
 
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    with logging_redirect_tqdm(loggers=[logging.getLogger()]):
+    root = logging.getLogger()
+    before = list(root.handlers)
+    with logging_redirect_tqdm(loggers=[root]):
+        # tqdm before 4.68 (which Daft, a development dependency, requires) gives its handler
+        # the console handler's formatter but not its filters, so the key's scrubber would
+        # be lost while a bar shows: carry them over.
+        console = [h for h in before if h not in root.handlers]
+        for handler in root.handlers:
+            if handler not in before and console:
+                for kept in console[0].filters:
+                    if kept not in handler.filters:
+                        handler.addFilter(kept)
+                handler.setLevel(console[0].level)
         yield
