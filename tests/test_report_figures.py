@@ -243,8 +243,10 @@ def test_the_report_syncs_the_trends_months_inside_the_sandbox_calendar() -> Non
     calendar = (date(2025, 11, 1), date(2026, 10, 31))
     assert sync_range("2026-10", calendar) == calendar  # twelve months, nothing after October
     assert sync_range("2026-03", calendar) == (date(2025, 11, 1), date(2026, 4, 3))
+    # A service's calendar is not known: only the history (an empty window before its first
+    # record cannot be proven complete), and the trends say how many months the store holds.
     since, until = sync_range("2026-10")
-    assert since == date(2025, 11, 1) and until == date(2026, 11, 3)
+    assert since == date(2026, 7, 1) and until == date(2026, 11, 3)
     assert config.TREND_MONTHS - 1 >= config.HISTORY_MONTHS
     with pytest.raises(ValueError, match=r"outside the sandbox's calendar \(2025-11 to 2026-10\)"):
         sync_range("2026-11", calendar)

@@ -42,7 +42,7 @@ def test_format_table_reads_like_a_report() -> None:
     assert "85.33%" in text and "1,234,567" in text and "2026-10-01" in text
     assert "00:00:00" not in text  # midnight everywhere: the date alone
     assert "a***@example.test" in text and "ada.test" not in text
-    assert "Showing 2 of 3 rows." in text
+    assert "Showing the first 2 of 3 rows: 1 left out." in text
     page = table._repr_html_()
     assert "shape:" not in page and "decimal[" not in page and '"NGN"' not in page
     assert "overflow-x:auto" in page and "gt_table" in page

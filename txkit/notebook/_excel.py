@@ -82,7 +82,9 @@ def write_xlsx(
     stamps = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
     dates = [n for n, t in frame.schema.items() if t == pl.Date]
     widths = {n: _width(frame[n], n) for n in frame.columns if n not in stamps + dates}
-    widths |= dict.fromkeys(stamps, _DATETIME_WIDTH) | dict.fromkeys(dates, _DATE_WIDTH)
+    # a date column is as wide as its header too (``settlement_date`` is 15 characters)
+    widths |= {n: float(max(_DATETIME_WIDTH, len(n) + 2)) for n in stamps}
+    widths |= {n: float(max(_DATE_WIDTH, len(n) + 2)) for n in dates}
     with Workbook(os.fspath(path)) as book:
         frame.write_excel(
             book,

@@ -80,6 +80,8 @@ class LoadInfo:
         from where (the store's name and table version; never a local path)."""
         if self.kind != "month":
             note = self.note.removeprefix("History: ")
+            if self.source.startswith("the store "):  # named once, on the month's line
+                note = note.removesuffix(f" from {self.source}")
             return note[:1].lower() + note[1:] if note.startswith("Days ") else note
         if self.store:
             where = f"the store {self.store}, table version {self.version}"
@@ -289,9 +291,7 @@ def load_history(
     first, _ = month_bounds(usable[0])
     _, last = month_bounds(usable[-1])
     span = usable[0] if len(usable) == 1 else f"{usable[0]} to {usable[-1]}"
-    note = f"History: {df.height:,} transactions of {span}"
-    if not origin.startswith("the store "):  # the store is named once, on the month's line
-        note += f" from {origin}"
+    note = f"History: {df.height:,} transactions of {span} from {origin}"
     return df, LoadInfo(
         month=month, first=first, last=last, source=origin, rows=df.height, kind="history",
         note=note,
@@ -354,10 +354,8 @@ def load_margin(
         df = pl.concat(frames, how="diagonal_relaxed")
     note = (
         f"Days around the month: {df.height:,} transactions of {windows[0][0]} to "
-        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]}"
+        f"{windows[0][1]} and {windows[1][0]} to {windows[1][1]} from {origin}"
     )
-    if not origin.startswith("the store "):
-        note += f" from {origin}"
     return df, LoadInfo(
         month=month, first=windows[0][0], last=windows[1][1], source=origin, rows=df.height,
         kind="margin", note=note,

@@ -361,17 +361,21 @@ class ReportPlan:
 
 
 def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[date, date]:
-    """The days a report of ``month`` syncs: from the first month its trends show (up to
-    :data:`config.TREND_MONTHS`, at least the :data:`config.HISTORY_MONTHS` the notebooks read
-    as history) to :data:`config.MARGIN_DAYS` after the month; clipped to ``calendar`` (the
-    first and last day the service holds data, when known: the sandbox's), so that no month
-    outside it is planned.
+    """The days a report of ``month`` syncs: the :data:`config.HISTORY_MONTHS` the notebooks
+    read as history, the month and :data:`config.MARGIN_DAYS` after it. With a ``calendar``
+    (the first and last day the service holds data: the sandbox's) also every month the trends
+    show (up to :data:`config.TREND_MONTHS`), clipped to it, so that no month outside it is
+    planned. Without one (a service) only the history: a window before the service's first
+    record cannot be proven complete (an empty month with nothing near its edges fails the
+    sync), so the trends page says how many of its months the store holds instead.
 
     Raises:
         ValueError: the month lies outside ``calendar`` (names the calendar).
     """
     month = parse_month(month)
-    back = max(config.HISTORY_MONTHS, config.TREND_MONTHS - 1)
+    back = config.HISTORY_MONTHS
+    if calendar is not None:
+        back = max(back, config.TREND_MONTHS - 1)
     since, _ = month_bounds(previous_months(month, back)[0])
     first, last = month_bounds(month)
     until = last + timedelta(days=config.MARGIN_DAYS)
