@@ -62,6 +62,8 @@ __all__ = [
     "NotebookFailedError",
     "ProfileWarning",
     "RateLimitedError",
+    "RegisterFormatError",
+    "ReportSignedError",
     "RequestInfo",
     "ResponseFormatError",
     "SchemaError",
@@ -380,6 +382,15 @@ class StoreDamagedError(StoreError):
 
 class StoreVersionError(StoreError, ValueError):
     """A table version the store does not have (a bad argument: the CLI exits 2)."""
+
+
+class RegisterFormatError(StoreError):
+    """The exception register was written by a newer txkit (a format this one does not read)."""
+
+
+class ReportSignedError(TxkitError):
+    """A signed month's report would be overwritten (rerun with ``--reopen "why"``), or a
+    report changed since it was signed."""
 
 
 class NotebookFailedError(TxkitError):

@@ -22,6 +22,7 @@ __all__ = [
     "age_bucket",
     "default_category",
     "register_items",
+    "wallet_items",
 ]
 
 #: The register's format; a register written with a higher one is refused (a newer txkit).
@@ -157,4 +158,25 @@ def register_items(keyed: pl.DataFrame, name: str, month: str) -> pl.DataFrame:
         (pl.coalesce([*dates, pl.lit(first_day)]) if dates else pl.lit(first_day)).alias(
             "item_date"
         ),
+    )
+
+
+def wallet_items(statement: pl.DataFrame, month: str) -> pl.DataFrame:
+    """The register's items of a wallet statement: one per wallet whose closing balance does
+    not tie out (``difference`` not 0), keyed ``wallet:CURRENCY:YYYY-MM`` and dated the month's
+    last day (a statement's difference is the month's, not a record's)."""
+    import calendar
+
+    year, mon = int(month[:4]), int(month[5:7])
+    last = date(year, mon, calendar.monthrange(year, mon)[1])
+    differs = statement.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
+    return differs.select(
+        pl.concat_str(
+            [pl.lit("wallet:"), pl.col("currency").cast(pl.String), pl.lit(f":{month}")]
+        ).alias("key"),
+        pl.lit("wallet_statement").alias("section"),
+        pl.lit("statement_difference").alias("kind"),
+        pl.col("currency").cast(pl.String),
+        pl.col("difference").cast(pl.Decimal(38, 6)).alias("amount"),
+        pl.lit(last).alias("item_date"),
     )

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from txkit.errors import StoreError
+from txkit.errors import RegisterFormatError, StoreError
 from txkit.register._model import FORMAT
 from txkit.store._location import storage_options, table_uri
 
@@ -65,10 +65,6 @@ EVENT_SCHEMA: Final = pl.Schema(
         "format": pl.Int32,
     }
 )
-
-
-class RegisterFormatError(StoreError):
-    """The register was written by a newer txkit (a higher format than this one reads)."""
 
 
 def register_uri(store: str | os.PathLike[str]) -> str:

@@ -239,6 +239,7 @@ def index_html(
     source: str,
     table_version: str | None = None,
     warnings: Sequence[str] = (),
+    register: str = "",
 ) -> str:
     """The index page: per section its headlines, downloads, open items and findings.
 
@@ -252,6 +253,8 @@ def index_html(
             versions (``None``: not shown).
         warnings: what makes this report unlike a normal month (an orders file with no order
             in the month), shown first, one box each.
+        register: the exception register's block (HTML, :mod:`txkit.register._index`) and
+            the signatures, shown before the sections.
 
     Returns:
         The HTML text.
@@ -283,5 +286,8 @@ def index_html(
         )
         + f'<p class="mode">Customer data: {html.escape(mode)}.</p>'
         f'<p class="meta">Source: {html.escape(source)}{version}.</p>'
-        f'<p class="meta">{html.escape(freshness)}</p>' + "".join(items) + "</body></html>\n"
+        f'<p class="meta">{html.escape(freshness)}</p>'
+        + register
+        + "".join(items)
+        + "</body></html>\n"
     )

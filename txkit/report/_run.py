@@ -42,11 +42,14 @@ from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
-from txkit.errors import NotebookFailedError, TxkitError
+from txkit.errors import NotebookFailedError, RegisterFormatError, StoreError, TxkitError
 from txkit.fetch.source import connect
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.output import check_writable
+from txkit.register import SECTIONS, load_materiality, read_events, record_report
+from txkit.register._index import RegisterSummary, summarise
+from txkit.register._sign import compare_reports, refuse_signed, signature_block
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -314,8 +317,11 @@ def _add_headlines(
     staging: Path,
     out: Path,
     orders: OrdersCheck | None = None,
+    material: dict[str, int] | None = None,
 ) -> None:
-    """Each section's downloads and headline figures (this month against the one before)."""
+    """Each section's downloads and headline figures (this month against the one before);
+    with ``material`` (open material items per register section), an exception list's
+    headline looks at this only when its section has material items."""
     before = previous_months(month, 1)[0]
     scan = scan_store(store, version=version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
@@ -334,7 +340,13 @@ def _add_headlines(
             if entry.get("kind") == "table":  # a whole table: its own headline figures
                 section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
                 continue
-            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
+            section.headlines += exception_headlines(
+                entry,
+                previous.get(entry["name"]),
+                material=None
+                if material is None
+                else material.get(SECTIONS.get(entry["name"], entry["name"]), 0),
+            )
 
 
 def _waves(sources: list[Path]) -> list[list[Path]]:
@@ -369,6 +381,7 @@ def run_report(
     as_of: int | None = None,
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
+    reopen: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -389,6 +402,8 @@ def run_report(
             camt.053; the month's and the next month's); default: none with a key (the
             settlements are then not checked), the sandbox's own without.
         bank_columns: a CSV statement's column mapping (default ``TXKIT_BANK_COLUMNS``).
+        reopen: why a signed month is reported again: the new report is a revision beside the
+            signed one (``YYYY-MM.rN``), which is never overwritten.
 
     Returns:
         A :class:`ReportResult`.
@@ -399,6 +414,8 @@ def run_report(
         ValueError: a bad month or missing notebooks.
         DataFileError: the orders file cannot be read as it is (raised before the sync).
         TxkitError: the sync failed (the store is left as it was).
+        ReportSignedError: the month is signed and ``reopen`` not given (nothing is done).
+        RegisterFormatError: the store's exception register was written by a newer txkit.
     """
     import papermill
     from tqdm.auto import tqdm
@@ -409,6 +426,11 @@ def run_report(
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     store = store or default_store()
+    # A signed month is locked, and a register this txkit cannot read stops the report: both
+    # before anything is fetched or run.
+    reopening = refuse_signed(out, month, reopen)
+    read_events(store)
+    materiality = load_materiality()
     if orders is None:
         orders = str(config.orders_path()) if key_configured() else "sandbox"
     checked = None
@@ -562,6 +584,7 @@ def run_report(
         ordered = {nb.stem: timings[nb.stem] for nb in sources}
         timings.clear()
         timings.update(ordered)
+        register = _record_register(store, month, staging, manifest.table_version, materiality)
         _add_headlines(
             entries,
             month=month,
@@ -570,9 +593,23 @@ def run_report(
             staging=staging,
             out=out,
             orders=checked,
+            material=register.material if register else None,
         )
         _write_manifest(
             staging / "report.json", month, store, manifest, as_of, show_pii, timings, checked
+        )
+        revision = None
+        if reopening is not None:
+            signed, number = reopening
+            changes = compare_reports(signed, staging)
+            revision = {"number": number, "of": signed.name, "reason": reopen, "changes": changes}
+            print(
+                f"revision {number} of {month} (reopened: {reopen}); changes against {signed.name}:"
+            )
+            for line in changes:
+                print(f"  {line}")
+        _extend_manifest(
+            staging / "report.json", register=register.doc if register else None, revision=revision
         )
         (staging / "index.html").write_text(
             index_html(
@@ -584,10 +621,11 @@ def run_report(
                 # Filled when the store exposes table versions (the Delta store does).
                 table_version=_table_version(manifest),
                 warnings=checked.info.warnings,
+                register=(register.html if register else "") + signature_block([]),
             ),
             encoding="utf-8",
         )
-        final = out / month
+        final = out / (month if reopening is None else f"{month}.r{reopening[1]}")
         previous = out / f".{month}.previous"
         shutil.rmtree(previous, ignore_errors=True)
         if final.exists():
@@ -610,6 +648,30 @@ def run_report(
         sync=sync_result,
         sync_seconds=sync_seconds,
     )
+
+
+def _record_register(
+    store: str | Path, month: str, staging: Path, version: Any, materiality: Any
+) -> RegisterSummary | None:
+    """Record the month's exception lists in the store's register and summarise it for the
+    index; None (with a warning) when the register cannot be written (a read-only store)."""
+    try:
+        written = record_report(
+            store, month, staging, table_version=None if version is None else int(version)
+        )
+        return summarise(store, month, version=written, materiality=materiality, folder=staging)
+    except StoreError as exc:
+        if isinstance(exc, RegisterFormatError):
+            raise
+        log.warning("report: the exception register was not updated: %s", exc)
+        return None
+
+
+def _extend_manifest(path: Path, **entries: Any) -> None:
+    """Add entries (those not None) to ``report.json``."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc.update({k: v for k, v in entries.items() if v is not None})
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _write_manifest(
