@@ -422,13 +422,12 @@ def run_report(
     from traitlets.config import Config
 
     month = parse_month(month)  # the parsed value, from here on
+    reopening = refuse_signed(out, month, reopen)  # a signed month is locked: first of all
     as_of = check_version(as_of)
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
     store = store or default_store()
-    # A signed month is locked, and a register this txkit cannot read stops the report: both
-    # before anything is fetched or run.
-    reopening = refuse_signed(out, month, reopen)
+    # A register this txkit cannot read stops the report before anything is fetched or run.
     read_events(store)
     materiality = load_materiality()
     if orders is None:
