@@ -82,11 +82,17 @@ def summarise(
     events, _ = read_events(store)
     view = register_view(store, month=month, materiality=materiality, events=events)
     earlier = [m for m in reported_months(events) if m < month]
-    before = (
-        register_view(store, month=earlier[-1], materiality=materiality, events=events)
-        if earlier
-        else None
-    )
+    before = None
+    if earlier:
+        # The register as the last report left it: its runs and the annotations made before.
+        runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == earlier[-1]))
+        before = register_view(
+            store,
+            month=earlier[-1],
+            materiality=materiality,
+            events=events,
+            until=runs["at"].max(),
+        )
     counts = bucket_counts(view)
     changes = _changes(view, before, month)
     table = (

@@ -153,7 +153,7 @@ def _resolution_note(key: str, month: str, before: Any, after: Any, now_keys: se
 
 
 def _fold(
-    events: pl.DataFrame, upto: str | None
+    events: pl.DataFrame, upto: str | None, until: Any = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], str | None]:
     """Apply the events in the order they were recorded; returns the items, the keys listed by
     each month's latest run, and the newest month reported (runs after ``upto`` skipped)."""
@@ -163,6 +163,8 @@ def _fold(
     sections_of: dict[str, set[str]] = {}
     newest: str | None = None
     ordered = events.with_row_index("_i").sort("at", "_i")
+    if until is not None:
+        ordered = ordered.filter(pl.col("at") <= until)
     seen_by_run: dict[str, list[dict[str, Any]]] = {}
     for row in ordered.filter(pl.col("event") == "seen").iter_rows(named=True):
         seen_by_run.setdefault(row["run"], []).append(row)
@@ -248,13 +250,15 @@ def register_view(
     month: str | None = None,
     materiality: Materiality | None = None,
     events: pl.DataFrame | None = None,
+    until: Any = None,
 ) -> pl.DataFrame:
     """The register as of ``month``'s report (default: the newest month reported).
 
     One row per item ever listed up to that month (:data:`REGISTER_COLUMNS`): its status,
     category, owner and explanation as they stand now, its age in days from its own date to
     the month's last day and the bucket, and whether it is material (:mod:`._materiality`, the
-    section's volume being that month's listed items).
+    section's volume being that month's listed items). ``until`` (a UTC datetime) leaves out
+    what was recorded after it: the register as it stood then.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -268,7 +272,7 @@ def register_view(
         if month not in months:
             have = f"{months[0]} to {months[-1]}" if months else "none yet (run txkit report)"
             raise ValueError(f"the register has no report of {month}: it has {have}")
-    items, listed, newest = _fold(events, month)
+    items, listed, newest = _fold(events, month, until)
     if newest is None:
         return pl.DataFrame(schema=REGISTER_COLUMNS)
     materiality = materiality or Materiality()
