@@ -18,6 +18,7 @@ from txkit.register._model import (
     default_category,
     register_items,
 )
+from txkit.register._sign import sign_report, signed_versions
 from txkit.register._state import (
     ITEMS_SUFFIX,
     REGISTER_COLUMNS,
@@ -28,7 +29,7 @@ from txkit.register._state import (
     register_view,
     reported_months,
 )
-from txkit.register._table import RegisterFormatError, read_events, register_uri
+from txkit.register._table import read_events, register_uri
 
 __all__ = [
     "BUCKETS",
@@ -39,7 +40,6 @@ __all__ = [
     "SECTIONS",
     "STATUSES",
     "Materiality",
-    "RegisterFormatError",
     "age_bucket",
     "annotate",
     "bucket_counts",
@@ -52,4 +52,6 @@ __all__ = [
     "register_uri",
     "register_view",
     "reported_months",
+    "sign_report",
+    "signed_versions",
 ]
