@@ -31,6 +31,7 @@ from txkit.register import (
     register_view,
 )
 from txkit.register._sign import (
+    Target,
     refuse_signed,
     report_digest,
     sign_report,
@@ -301,7 +302,7 @@ def test_signing_records_the_digest_and_locks_the_month(tmp_path: Path) -> None:
     out = tmp_path / "reports"
     folder = _fake_report(out, "2026-10", store)
     digest = report_digest(folder)
-    assert refuse_signed(out, "2026-10", None) is None
+    assert refuse_signed(out, "2026-10", None) == Target("2026-10")
     sig = sign_report(out, "2026-10", role="preparer", name="Ada Obi")
     assert sig["sha256"] == digest == report_digest(folder)  # the index's block is left out
     assert "preparer: Ada Obi" in (folder / "index.html").read_text()
@@ -311,12 +312,21 @@ def test_signing_records_the_digest_and_locks_the_month(tmp_path: Path) -> None:
     assert signed_versions(store) == {7}
     with pytest.raises(ReportSignedError, match=r"is signed \(preparer Ada Obi on .*--reopen"):
         refuse_signed(out, "2026-10", None)
-    assert refuse_signed(out, "2026-10", "late statement") == (folder, 2)
+    assert refuse_signed(out, "2026-10", "late statement") == Target(
+        "2026-10.r2", 2, folder, "late statement"
+    )
     with pytest.raises(ValueError, match="--role 'boss' is not one of preparer, reviewer"):
         sign_report(out, "2026-10", role="boss", name="X")
     (folder / "balance_breaks.csv").write_text("key\ny\n")
     with pytest.raises(ReportSignedError, match="changed since preparer Ada Obi signed it"):
         sign_report(out, "2026-10", role="reviewer", name="Eve")
+    # An unsigned revision is replaced by the next run, still compared with the signed one.
+    revision = out / "2026-10.r2"
+    revision.mkdir()
+    (revision / "report.json").write_text(
+        json.dumps({"revision": {"number": 2, "of": "2026-10", "reason": "late statement"}})
+    )
+    assert refuse_signed(out, "2026-10", None) == Target("2026-10.r2", 2, folder, "late statement")
 
 
 def test_a_signed_month_rerun_is_refused_and_changes_no_byte(tmp_path: Path) -> None:

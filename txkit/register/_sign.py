@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +33,7 @@ from txkit.register._table import append_events, events_frame, read_events
 
 __all__ = [
     "ROLES",
+    "Target",
     "compare_reports",
     "newest_revision",
     "refuse_signed",
@@ -96,33 +98,52 @@ def _who(signatures: list[dict[str, Any]]) -> str:
     return ", ".join(f"{s['role']} {s['name']} on {s['at'][:10]}" for s in signatures)
 
 
-def refuse_signed(
-    out: str | os.PathLike[str], month: str, reopen: str | None
-) -> tuple[Path, int] | None:
-    """Before a report of ``month`` is written: None when its newest report is not signed (it
-    may be replaced); else, with ``reopen``, the signed folder and the next revision's number.
+@dataclass(frozen=True)
+class Target:
+    """Where a report of a month goes: its folder's name, and for a revision, its number, the
+    signed report it revises and why."""
+
+    name: str
+    number: int = 1
+    signed: Path | None = None
+    reason: str | None = None
+
+
+def _signed(folder: Path) -> list[dict[str, Any]]:
+    return list(_manifest(folder).get("signatures", []))
+
+
+def refuse_signed(out: str | os.PathLike[str], month: str, reopen: str | None) -> Target:
+    """Before a report of ``month`` is written: where it goes. An unsigned newest report is
+    replaced (the month's folder, or its unsigned revision ``YYYY-MM.rN``, which keeps
+    comparing with the signed one); a signed one is never: with ``reopen`` the report is the
+    next revision beside it.
 
     Raises:
-        ReportSignedError: the month is signed and ``reopen`` is not given.
-        ValueError: ``reopen`` given but empty, or for a month that is not signed.
+        ReportSignedError: the newest report is signed and ``reopen`` is not given.
+        ValueError: ``reopen`` given but empty, or for a month never signed.
     """
     if reopen is not None and not reopen.strip():
         raise ValueError('--reopen needs the reason, e.g. --reopen "late bank statement"')
     newest = newest_revision(out, month)
-    signatures = _manifest(newest[0]).get("signatures", []) if newest else []
-    if not signatures:
+    if newest is None or (newest[1] == 1 and not _signed(newest[0])):
         if reopen is not None:
             raise ValueError(
                 f"--reopen: the report of {month} is not signed; rerun it without --reopen"
             )
-        return None
-    assert newest is not None
+        return Target(month)
+    folder, number = newest
+    signatures = _signed(folder)
+    if not signatures:  # an unsigned revision of a signed month: replaced, still a revision
+        before = _manifest(folder).get("revision", {})
+        signed = Path(out) / str(before.get("of", month))
+        return Target(folder.name, number, signed, reopen or before.get("reason"))
     if reopen is None:
         raise ReportSignedError(
-            f"the report of {month} ({newest[0].name}) is signed ({_who(signatures)}): it is "
+            f"the report of {month} ({folder.name}) is signed ({_who(signatures)}): it is "
             f'not overwritten; rerun with --reopen "why" to write a new revision beside it'
         )
-    return newest[0], newest[1] + 1
+    return Target(f"{month}.r{number + 1}", number + 1, folder, reopen)
 
 
 def signature_block(signatures: list[dict[str, Any]]) -> str:

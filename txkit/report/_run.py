@@ -422,7 +422,7 @@ def run_report(
     from traitlets.config import Config
 
     month = parse_month(month)  # the parsed value, from here on
-    reopening = refuse_signed(out, month, reopen)  # a signed month is locked: first of all
+    target = refuse_signed(out, month, reopen)  # a signed month is locked: first of all
     as_of = check_version(as_of)
     _, last = month_bounds(month)
     sources = _notebooks(notebooks)
@@ -598,12 +598,18 @@ def run_report(
             staging / "report.json", month, store, manifest, as_of, show_pii, timings, checked
         )
         revision = None
-        if reopening is not None:
-            signed, number = reopening
+        if target.signed is not None:
+            signed, number = target.signed, target.number
             changes = compare_reports(signed, staging)
-            revision = {"number": number, "of": signed.name, "reason": reopen, "changes": changes}
+            revision = {
+                "number": number,
+                "of": signed.name,
+                "reason": target.reason,
+                "changes": changes,
+            }
             print(
-                f"revision {number} of {month} (reopened: {reopen}); changes against {signed.name}:"
+                f"revision {number} of {month} (reopened: {target.reason}); changes against "
+                f"{signed.name}:"
             )
             for line in changes:
                 print(f"  {line}")
@@ -624,7 +630,7 @@ def run_report(
             ),
             encoding="utf-8",
         )
-        final = out / (month if reopening is None else f"{month}.r{reopening[1]}")
+        final = out / target.name
         previous = out / f".{month}.previous"
         shutil.rmtree(previous, ignore_errors=True)
         if final.exists():
