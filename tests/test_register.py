@@ -345,3 +345,47 @@ def test_a_signed_month_rerun_is_refused_and_changes_no_byte(tmp_path: Path) -> 
     assert rerun.stderr.count("\n") == 1
     assert {p: p.read_bytes() for p in folder.rglob("*")} == before
     assert sorted(p.name for p in out.iterdir()) == ["2026-10"]
+
+
+def test_annotations_are_imported_from_the_excel_download_and_unknown_keys_refused(
+    tmp_path: Path,
+) -> None:
+    from txkit.register._index import summarise
+
+    store = tmp_path / "store"
+    _report(store, tmp_path / "r1", "2026-01", [A, B], 1)
+    summary = summarise(store, "2026-01", version=1, materiality=Materiality(), folder=tmp_path)
+    assert summary.doc["open"] == 2 and summary.doc["by_section"]["reconciliation"]["new"] == 2
+    sheet = pl.read_csv(tmp_path / "exceptions.csv", infer_schema=False)
+    edited = sheet.with_columns(
+        pl.when(pl.col("key") == "A:amount_mismatch")
+        .then(pl.lit("fee charged twice, refund asked"))
+        .otherwise(pl.col("explanation"))
+        .alias("explanation"),
+        pl.when(pl.col("key") == "B:missing_in_export")
+        .then(pl.lit("written_off"))
+        .otherwise(pl.col("status"))
+        .alias("status"),
+    ).filter(pl.col("key") != "nothing")
+    # The whole sheet is read back: only what differs from the register changes it.
+    edited.select("key", "explanation", "status").write_excel(tmp_path / "edited.xlsx")
+    done = run_cli("exceptions", "import", "edited.xlsx", "--by", "Ada", "--store", str(store),
+                   cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "imported 2 annotations" in done.stdout
+    rows = {r["key"]: r for r in register_view(store).iter_rows(named=True)}
+    assert rows["A:amount_mismatch"]["explanation"] == "fee charged twice, refund asked"
+    assert rows["A:amount_mismatch"]["status"] == "explained"
+    assert rows["B:missing_in_export"]["status"] == "written_off"
+    assert rows["B:missing_in_export"]["changed_by"] == "Ada"
+    pl.DataFrame({"key": ["A:amount_mismatch", "Q:typo"], "owner": ["x", "y"]}).write_csv(
+        tmp_path / "bad.csv"
+    )
+    _, version = read_events(store)
+    bad = run_cli("exceptions", "import", "bad.csv", "--store", str(store), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert bad.stderr == (
+        "txkit: error: no item 'Q:typo' in the register (row 3 of the file): "
+        "`txkit exceptions` lists the keys\n"
+    )
+    assert read_events(store)[1] == version  # nothing written

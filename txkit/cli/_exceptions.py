@@ -29,6 +29,7 @@ from txkit.register import (
     register_view,
 )
 from txkit.register._model import OPEN_STATUSES
+from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
 
@@ -127,16 +128,34 @@ def _import(args: argparse.Namespace) -> int:
     if path.suffix.lower() == ".csv":
         frame = pl.read_csv(path, infer_schema=False)
     elif path.suffix.lower() == ".xlsx":
-        frame = pl.read_excel(path, infer_schema_length=0)
+        rows = read_xlsx_text(path)
+        header = [str(h or "").strip() for h in rows[0]] if rows else []
+        frame = pl.DataFrame(
+            [
+                dict(zip(header, r + [None] * (len(header) - len(r)), strict=False))
+                for r in rows[1:]
+            ],
+            schema=dict.fromkeys(header, pl.String),
+        )
     else:
         raise ValueError(
             f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)"
         )
     if "key" not in frame.columns:
         raise ValueError(f"{path}: no 'key' column (columns: {', '.join(frame.columns)})")
+    store = args.store or default_store()
+    # Only what differs from the register changes it: a sheet exported and read back as it
+    # was changes nothing, and an explanation added to an open row makes it explained.
+    current = {r["key"]: r for r in register_view(store).iter_rows(named=True)}
     changes = []
     for line, row in enumerate(frame.iter_rows(named=True), start=2):
-        change = {c: (row.get(c) or None) for c in _IMPORTED}
+        now = current.get(row["key"], {})
+        change = {
+            c: value
+            for c in _IMPORTED
+            if (value := (row.get(c) or "").strip() or None) is not None and value != now.get(c)
+        }
+        change = {c: change.get(c) for c in _IMPORTED}
         if change["category"] not in (None, *CATEGORIES):
             raise ValueError(
                 f"{path} line {line}: category {change['category']!r} is not one of "
@@ -147,9 +166,9 @@ def _import(args: argparse.Namespace) -> int:
                 f"{path} line {line}: status {change['status']!r} is not one of "
                 f"{', '.join(STATUSES)}"
             )
-        if any(v is not None for v in change.values()):
+        if any(v is not None for v in change.values()) or row["key"] not in current:
             changes.append({"key": row["key"], **change})
     if changes:
-        annotate(args.store or default_store(), changes, actor=args.by)
+        annotate(store, changes, actor=args.by)
     print(f"imported {len(changes):,} annotations from {path}")
     return 0

@@ -101,6 +101,13 @@ def summarise(
     if folder is not None:
         with atomic_path(Path(folder) / "exceptions.csv") as tmp:
             csv_safe(view).write_csv(tmp)
+        # The same, to annotate in a spreadsheet and read back with `txkit exceptions import`
+        # (its key, category, owner, explanation and status columns).
+        files = view.with_columns(pl.col("changed_at").dt.replace_time_zone(None))
+        with atomic_path(Path(folder) / "exceptions.xlsx") as tmp:
+            csv_safe(files).write_excel(
+                tmp, worksheet="exceptions", autofit=True, freeze_panes=(1, 0)
+            )
     since = (
         f"since the report of {earlier[-1]}" if earlier else "(no earlier report in the register)"
     )
@@ -124,7 +131,9 @@ def summarise(
         f"<p>Open items (open or explained) by age from their own date to {html.escape(month)}'s "
         f"end, and what changed {html.escape(since)}: {still.height:,} open, "
         f"{still.filter(pl.col('material')).height:,} material. "
-        'Every item: <a href="exceptions.csv">exceptions.csv</a>; annotate with '
+        'Every item: <a href="exceptions.csv">CSV</a> · <a href="exceptions.xlsx">Excel</a> '
+        "(annotate its category, owner, explanation and status columns and read it back with "
+        "<code>txkit exceptions import FILE</code>), or one at a time with "
         "<code>txkit exceptions explain KEY --category ... --owner ... --note ...</code>.</p>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
         f'<p class="meta">{html.escape(materiality.describe())}</p></section>'
