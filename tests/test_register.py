@@ -389,3 +389,19 @@ def test_annotations_are_imported_from_the_excel_download_and_unknown_keys_refus
         "`txkit exceptions` lists the keys\n"
     )
     assert read_events(store)[1] == version  # nothing written
+
+
+def test_a_vacuum_of_the_transactions_table_leaves_the_register_whole(tmp_path: Path) -> None:
+    # The register sits inside the store's folder: a retention that vacuums the transactions
+    # table must not take its files (delta-rs treats `_`-prefixed folders as not the table's).
+    from deltalake import DeltaTable, write_deltalake
+
+    store = tmp_path / "store"
+    write_deltalake(str(store), pl.DataFrame({"a": [1]}))
+    write_deltalake(str(store), pl.DataFrame({"a": [2]}), mode="overwrite")
+    _report(store, tmp_path / "r1", "2026-01", [A, B], 1)
+    removed = DeltaTable(str(store)).vacuum(
+        retention_hours=0, enforce_retention_duration=False, dry_run=False
+    )
+    assert len(removed) == 1 and not any("_register" in path for path in removed)
+    assert register_view(store)["key"].to_list() == ["A:amount_mismatch", "B:missing_in_export"]
