@@ -176,29 +176,45 @@ def test_explained_items_keep_their_explanation(months: Months) -> None:
     assert who == ["Ada Obi"]
 
 
+#: Planted kinds some exception list of the report finds (fee and tax mismatches have no list).
+_LISTED_KINDS = (
+    "order_amount", "order_missing", "order_extra", "order_status", "order_currency",
+    "underpayment", "overpayment", "missing_from_export", "bad_balance", "reserve_mismatch",
+)  # fmt: skip
+
+
+def _items_of(anomaly: dict, rows: list[dict]) -> list[dict]:
+    """The register's items keyed by the anomaly's reference or record id."""
+    heads = {h for h in (anomaly.get("reference"), anomaly.get("id")) if h}
+    return [r for r in rows if r["key"].split(":", 1)[0] in heads]
+
+
 def test_planted_anomalies_enter_the_register_in_their_own_month(months: Months) -> None:
     truth = months.truth()["anomalies"]
-    view = register_view(months.store, month=MONTHS[-1])
-    by_key = {r["key"]: r for r in view.iter_rows(named=True)}
-    ids = {}
-    for key, row in by_key.items():
-        if row["section"] == "balance_breaks":
-            ids.setdefault(key.split(":")[0], []).append(row)
-    planted = [a for a in truth if a["kind"] in ("bad_balance", "reserve_mismatch")]
-    found = 0
-    for anomaly in planted:
-        month, day = anomaly["createdAt"][:7], date.fromisoformat(anomaly["createdAt"][:10])
-        for row in ids.get(anomaly["id"], []):
-            found += 1
-            assert row["first_month"] == month
-            assert row["item_date"] == day
-            assert row["age_days"] == (_end(MONTHS[-1]) - day).days
-    assert found >= len(planted) > 0
+    rows = list(register_view(months.store, month=MONTHS[-1]).iter_rows(named=True))
+    for kind in _LISTED_KINDS:
+        planted = [a for a in truth if a["kind"] == kind]
+        assert planted, kind
+        for anomaly in planted:
+            items = _items_of(anomaly, rows)
+            assert items, (kind, anomaly)
+            for row in items:
+                assert row["first_month"] == anomaly["createdAt"][:7], (kind, row["key"])
+                # Nothing later lists them again or resolves them: open (or explained), aged
+                # from their own date to October's end.
+                assert row["status"] in ("open", "explained"), row["key"]
+                assert row["age_days"] == (_end(MONTHS[-1]) - row["item_date"]).days
+    for anomaly in [a for a in truth if a["kind"] in ("bad_balance", "reserve_mismatch")]:
+        day = date.fromisoformat(anomaly["createdAt"][:10])
+        assert {r["item_date"] for r in _items_of(anomaly, rows)} == {day}
+    # A duplicated reference is listed by the reconciliation (collections against orders)
+    # when both records are collections of one month: those are in the register, in that month.
     duplicates = [a for a in truth if a["kind"] == "duplicate_reference"]
-    for anomaly in duplicates:
-        row = by_key[f"{anomaly['reference']}:duplicate_reference"]
-        assert row["first_month"] <= anomaly["createdAt"][:7]
-        assert row["status"] == "open"
+    found = [(a, r) for a in duplicates for r in _items_of(a, rows)]
+    assert found
+    for anomaly, row in found:
+        assert row["key"] == f"{anomaly['reference']}:duplicate_reference"
+        assert row["first_month"] == anomaly["createdAt"][:7]
 
 
 def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
