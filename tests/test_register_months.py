@@ -240,6 +240,9 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
     assert any(line.startswith("reconciliation_mismatches:") and f"removed {gone}" in line
                for line in rdoc["changes"]), rdoc["changes"]  # fmt: skip
     assert f"removed {gone}" in months.reopened.stdout
+    page = (revision / "index.html").read_text()
+    assert "revision 2 of 2026-10, beside the signed report 2026-10 (reopened: the orders" in page
+    assert f"removed {gone}" in page
 
 
 def test_an_item_resolved_by_a_later_record_says_so(months: Months) -> None:

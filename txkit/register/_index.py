@@ -119,7 +119,7 @@ def summarise(
         "<tr>"
         + f"<td>{html.escape(r['section'])}</td>"
         + "".join(
-            f'<td class="num">{r[c]:,}</td>'
+            f'<td class="n">{r[c]:,}</td>'
             for c in [*BUCKETS, "open", "material", "new", "resolved", "annotated"]
         )
         + "</tr>"
@@ -135,7 +135,7 @@ def summarise(
         "(annotate its category, owner, explanation and status columns and read it back with "
         "<code>txkit exceptions import FILE</code>), or one at a time with "
         "<code>txkit exceptions explain KEY --category ... --owner ... --note ...</code>.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+        f'<table class="head"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
         f'<p class="meta">{html.escape(materiality.describe())}</p></section>'
     )
     material = {r["section"]: int(r["material"]) for r in counts.iter_rows(named=True)}

@@ -625,7 +625,18 @@ def run_report(
                 source=str(manifest.source),
                 # Filled when the store exposes table versions (the Delta store does).
                 table_version=_table_version(manifest),
-                warnings=checked.info.warnings,
+                warnings=[
+                    *checked.info.warnings,
+                    *(
+                        [
+                            f"revision {revision['number']} of {month}, beside the signed report "
+                            f"{revision['of']} (reopened: {revision['reason']}); what changed: "
+                            + "; ".join(revision["changes"])
+                        ]
+                        if revision
+                        else []
+                    ),
+                ],
                 register=(register.html if register else "") + signature_block([]),
             ),
             encoding="utf-8",
