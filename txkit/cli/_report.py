@@ -77,6 +77,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
     s = sub.add_parser(
         "report-sign",
+        prog="txkit report sign",
         help="sign a month's report (also spelled `txkit report sign`)",
         description="Sign the month's report as preparer or reviewer: the name, the time, the "
         "table version and a SHA-256 over the report's files go into report.json; the month is "
