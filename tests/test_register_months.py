@@ -10,12 +10,19 @@ planted truth (``ground_truth.json``).
 from __future__ import annotations
 
 import calendar
+import fcntl
+import hashlib
 import itertools
 import json
+import os
+import shutil
+import subprocess
 import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import polars as pl
 import pytest
@@ -37,9 +44,9 @@ class Months:
     seconds: dict[str, float]
     explained: str  # the key explained after the first month
     dropped: str  # the reference whose order October's first run did not have
-    refused: object  # the rerun of the signed month without --reopen
-    reopened: object  # with it
-    signed_bytes: dict[str, bytes]  # the signed report's files before the refused rerun
+    refused: Any  # the rerun of the signed month without --reopen (returncode, stdout, stderr)
+    reopened: Any  # with it
+    signed_files: dict[str, str]  # the signed report's files' SHA-256 before the refused rerun
 
     @property
     def store(self) -> Path:
@@ -53,14 +60,25 @@ class Months:
         return json.loads(path.read_text())
 
 
-def _run(workdir: Path, *args: str) -> object:
+def _run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     done = run_cli(*args, "--notebooks", str(ROOT / "notebooks"), cwd=workdir, timeout=900)
     return done
 
 
-@pytest.fixture(scope="session")
-def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
-    workdir = tmp_path_factory.mktemp("twelve-months")
+def _digests(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def _outcome(done: subprocess.CompletedProcess[str]) -> dict[str, object]:
+    return {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def _build(workdir: Path) -> dict[str, object]:
+    """Report the twelve months in ``workdir``; returns what the tests read beside the files."""
     (workdir / "materiality.toml").write_bytes((ROOT / "materiality.toml").read_bytes())
     seconds: dict[str, float] = {}
     explained = ""
@@ -97,10 +115,7 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
         signed = run_cli("report", "sign", "--month", MONTHS[-1], "--role", role, "--name", name,
                          cwd=workdir)  # fmt: skip
         assert signed.returncode == 0, signed.stderr
-    folder = workdir / "reports" / MONTHS[-1]
-    signed_bytes = {
-        str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()
-    }
+    signed_files = _digests(workdir / "reports" / MONTHS[-1])
     refused = _run(workdir, "report", "--month", MONTHS[-1])
     (orders,) = workdir.glob("data/sandbox/cache/*/orders.csv")
     began = time.perf_counter()
@@ -110,7 +125,41 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
     )  # fmt: skip
     seconds["reopen"] = time.perf_counter() - began
     assert reopened.returncode == 0, reopened.stderr
-    return Months(workdir, seconds, explained, dropped, refused, reopened, signed_bytes)
+    return {
+        "seconds": seconds,
+        "explained": explained,
+        "dropped": dropped,
+        "refused": _outcome(refused),
+        "reopened": _outcome(reopened),
+        "signed_files": signed_files,
+    }
+
+
+@pytest.fixture(scope="session")
+def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
+    """The twelve months, built once per run: with pytest-xdist each worker is a session of
+    its own, so the first builds them under a file lock in the run's shared temporary folder
+    and the other reads the same (as the shared report does, see conftest.py)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    workdir, done = root / "twelve-months", root / "twelve-months.json"
+    with (root / "twelve-months.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
+            workdir.mkdir()
+            outcome = _build(workdir)
+            done.write_text(json.dumps(outcome))
+    got = json.loads(done.read_text())
+    return Months(
+        workdir,
+        got["seconds"],
+        got["explained"],
+        got["dropped"],
+        SimpleNamespace(**got["refused"]),
+        SimpleNamespace(**got["reopened"]),
+        got["signed_files"],
+    )
 
 
 def _exceptions(folder: Path) -> pl.DataFrame:
@@ -226,8 +275,9 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
     assert "ReportSignedError: the report of 2026-10 (2026-10) is signed (preparer Ada Obi" in (
         months.refused.stderr
     )
-    now = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    assert now == months.signed_bytes  # not one byte changed, by the refusal nor the revision
+    assert (
+        _digests(folder) == months.signed_files
+    )  # not one byte changed, by the refusal nor the revision
     doc = json.loads((folder / "report.json").read_text())
     assert [s["role"] for s in doc["signatures"]] == ["preparer", "reviewer"]
     assert {s["sha256"] for s in doc["signatures"]} == {report_digest(folder)}
