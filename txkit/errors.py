@@ -20,7 +20,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │   │                         an old format, a folder that is not a store, cannot write)
     │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile
     │   ├── StoreDamagedError     a data file missing or not the bytes committed (names the month)
-    │   └── StoreVersionError     a table version the store does not have (also a ``ValueError``)
+    │   ├── StoreVersionError     a table version the store does not have (also a ``ValueError``)
+    │   └── RegisterFormatError   the exception register was written by a newer txkit
+    ├── ReportSignedError         a signed month's report would be overwritten (``--reopen``)
     └── NotebookFailedError       a report's notebook raised an error (names the notebook, the cell)
 
 Warnings (``warnings.warn``), for results that are returned but deserve a look::

@@ -301,6 +301,8 @@ def register_view(
                 "material": amount is not None and amount != 0 and abs(amount) >= threshold,
             }
         )
+    if not rows:  # months reported, none with an exception
+        return pl.DataFrame(schema=REGISTER_COLUMNS)
     return (
         pl.DataFrame(rows, schema_overrides=REGISTER_COLUMNS, infer_schema_length=None)
         .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])

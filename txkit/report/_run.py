@@ -42,7 +42,13 @@ from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
-from txkit.errors import NotebookFailedError, RegisterFormatError, StoreError, TxkitError
+from txkit.errors import (
+    NotebookFailedError,
+    RegisterFormatError,
+    StoreError,
+    TxkitError,
+    one_line,
+)
 from txkit.fetch.source import connect
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
@@ -676,10 +682,11 @@ def _record_register(
             store, month, staging, table_version=None if version is None else int(version)
         )
         return summarise(store, month, version=written, materiality=materiality, folder=staging)
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:
         if isinstance(exc, RegisterFormatError):
             raise
-        log.warning("report: the exception register was not updated: %s", exc)
+        # A read-only store (a report re-rendered from a mounted copy) still gets its report.
+        log.warning("report: the exception register was not updated: %s", one_line(exc))
         return None
 
 
