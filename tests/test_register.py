@@ -20,6 +20,7 @@ from tests.factories import cli_env, run_cli
 from txkit.errors import RegisterFormatError, ReportSignedError
 from txkit.register import (
     ITEMS_SUFFIX,
+    REGISTER_COLUMNS,
     Materiality,
     age_bucket,
     bucket_counts,
@@ -405,3 +406,13 @@ def test_a_vacuum_of_the_transactions_table_leaves_the_register_whole(tmp_path: 
     )
     assert len(removed) == 1 and not any("_register" in path for path in removed)
     assert register_view(store)["key"].to_list() == ["A:amount_mismatch", "B:missing_in_export"]
+
+
+def test_months_without_any_exception_fold_to_an_empty_register(tmp_path: Path) -> None:
+    # A small ledger's report lists nothing: the view still has every column (make test found
+    # reports failing on `ColumnNotFoundError: "key"` here).
+    store = tmp_path / "store"
+    _report(store, tmp_path / "r1", "2026-01", [], 1)
+    view = register_view(store)
+    assert view.height == 0 and view.columns == list(REGISTER_COLUMNS)
+    assert bucket_counts(view).height == 0
