@@ -20,7 +20,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │   │                         an old format, a folder that is not a store, cannot write)
     │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile
     │   ├── StoreDamagedError     a data file missing or not the bytes committed (names the month)
-    │   └── StoreVersionError     a table version the store does not have (also a ``ValueError``)
+    │   ├── StoreVersionError     a table version the store does not have (also a ``ValueError``)
+    │   └── RegisterFormatError   the exception register was written by a newer txkit
+    ├── ReportSignedError         a signed month's report would be overwritten (``--reopen``)
     └── NotebookFailedError       a report's notebook raised an error (names the notebook, the cell)
 
 Warnings (``warnings.warn``), for results that are returned but deserve a look::
@@ -62,6 +64,8 @@ __all__ = [
     "NotebookFailedError",
     "ProfileWarning",
     "RateLimitedError",
+    "RegisterFormatError",
+    "ReportSignedError",
     "RequestInfo",
     "ResponseFormatError",
     "SchemaError",
@@ -380,6 +384,15 @@ class StoreDamagedError(StoreError):
 
 class StoreVersionError(StoreError, ValueError):
     """A table version the store does not have (a bad argument: the CLI exits 2)."""
+
+
+class RegisterFormatError(StoreError):
+    """The exception register was written by a newer txkit (a format this one does not read)."""
+
+
+class ReportSignedError(TxkitError):
+    """A signed month's report would be overwritten (rerun with ``--reopen "why"``), or a
+    report changed since it was signed."""
 
 
 class NotebookFailedError(TxkitError):

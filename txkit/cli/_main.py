@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from txkit._scrub import install_log_filter, scrub
-from txkit.cli import _export, _probe, _report, _sandbox, _store, _sync
+from txkit.cli import _exceptions, _export, _probe, _report, _sandbox, _store, _sync
 from txkit.errors import StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
@@ -52,7 +52,21 @@ def build_parser() -> argparse.ArgumentParser:
     _store.add_parser(sub)
     _report.add_parser(sub)
     _probe.add_parser(sub)
+    _exceptions.add_parser(sub)
     return parser
+
+
+def _spelled(argv: Sequence[str]) -> list[str]:
+    """``report sign ...`` is the subcommand ``report-sign`` (argparse has no subcommand
+    under one that takes options of its own)."""
+    out = list(argv)
+    for i, word in enumerate(out):
+        if word.startswith("-"):
+            continue
+        if word == "report" and out[i + 1 : i + 2] == ["sign"]:
+            out[i : i + 2] = ["report-sign"]
+        break
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_spelled(sys.argv[1:] if argv is None else argv))
     rust_log = os.environ.get("RUST_LOG")
     _configure_logging(args.verbose)
     sent_before = requests_started()

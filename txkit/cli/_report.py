@@ -8,6 +8,7 @@ from pathlib import Path
 
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
+from txkit.register._sign import ROLES, sign_report
 from txkit.report import run_report
 
 __all__ = ["add_parser"]
@@ -66,8 +67,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="VERSION",
         help="re-render from this table version of the store (no sync; see report.json)",
     )
+    p.add_argument(
+        "--reopen",
+        metavar="WHY",
+        help="report a signed month again: a new revision beside the signed one, with why and "
+        "what changed",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)
+    s = sub.add_parser(
+        "report-sign",
+        prog="txkit report sign",
+        help="sign a month's report (also spelled `txkit report sign`)",
+        description="Sign the month's report as preparer or reviewer: the name, the time, the "
+        "table version and a SHA-256 over the report's files go into report.json; the month is "
+        "then locked (txkit report refuses it without --reopen).",
+    )
+    s.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
+    s.add_argument("--role", required=True, choices=ROLES)
+    s.add_argument("--name", required=True)
+    s.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    s.set_defaults(func=_sign)
+
+
+def _sign(args: argparse.Namespace) -> int:
+    signature = sign_report(Path(args.out), args.month, role=args.role, name=args.name)
+    print(
+        f"signed {args.month} as {signature['role']}: {signature['name']}, {signature['at']}, "
+        f"table version {signature['table_version']}, SHA-256 {signature['sha256']}"
+    )
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -84,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         as_of=args.as_of,
         bank_statements=args.bank_statements,
         bank_columns=args.bank_columns,
+        reopen=args.reopen,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"

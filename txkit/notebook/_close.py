@@ -30,6 +30,8 @@ from txkit.notebook._excel import write_xlsx
 from txkit.notebook._load import LoadInfo
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
+from txkit.register._model import wallet_items
+from txkit.register._state import ITEMS_SUFFIX
 
 __all__ = [
     "load_bank_statements",
@@ -148,6 +150,10 @@ def publish_table(
         "month": month,
         "headlines": list(headlines),
     }
+    if name == "wallet_statement" and "difference" in df.columns:
+        # A wallet that does not tie out is an exception of the register (txkit.register).
+        with atomic_path(folder / f"{name}{ITEMS_SUFFIX}") as tmp:
+            wallet_items(df, month).write_parquet(tmp)
     with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
         tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
     return f"{title}: {df.height:,} rows. Download: [CSV]({name}.csv) · [Excel]({name}.xlsx)"

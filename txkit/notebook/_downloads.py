@@ -13,6 +13,8 @@ each exception list it calls :func:`publish_exceptions`, which
   (xlsxwriter through polars) atomically, and records the list in ``NAME.download.json``
   (title, rows, files, open-item counts, and the open keys with their first month, which the
   next month's report reads; one file per list, so notebooks may run at the same time);
+* writes ``NAME.register.parquet`` (key, section, kind, currency, amount, the item's own date),
+  which ``txkit report`` records in the exception register (:mod:`txkit.register`);
 * shows the open-item counts and the links under the table.
 
 Outside a report (``downloads`` empty) nothing is written.
@@ -35,6 +37,8 @@ from txkit.notebook._excel import write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
+from txkit.register._model import register_items
+from txkit.register._state import ITEMS_SUFFIX
 
 __all__ = [
     "MANIFEST",
@@ -244,6 +248,10 @@ def publish_exceptions(
     entry = asdict(download) | {
         "open": dict(zip(still["key"].to_list(), still["first_seen"].to_list(), strict=True))
     }
+    # The register's view of the list (key, section, kind, currency, exact amount, the item's
+    # own date), which the report records in the store's exception register.
+    with atomic_path(folder / f"{name}{ITEMS_SUFFIX}") as tmp:
+        register_items(keyed, name, month).write_parquet(tmp)
     with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
         tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
     return download

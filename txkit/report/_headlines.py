@@ -140,13 +140,15 @@ def orders_headline(in_month: int, dates: tuple[Any, Any] | None = None) -> Head
 
 
 def exception_headlines(
-    entry: Mapping[str, Any], previous: Mapping[str, Any] | None
+    entry: Mapping[str, Any], previous: Mapping[str, Any] | None, *, material: int | None = None
 ) -> list[Headline]:
     """One exception list: its rows (out of what), the change against last month's report.
 
     Args:
         entry: the list as recorded in this report's ``NAME.download.json``.
         previous: the same list in the previous month's report, or None.
+        material: the open material items of its section in the register (None: unknown, and
+            any row looks at this); immaterial items stay listed but do not turn it red.
     """
     rows = int(entry["rows"])
     population = entry.get("population")
@@ -161,6 +163,9 @@ def exception_headlines(
         change = f"{rows - before:+,} (last month {before:,})" if rows != before else "no change"
     counts = entry["counts"]
     new = f", {counts['new']:,} new" if counts.get("compared") else ""
+    if material is not None:  # the register decides: material open items only
+        value += f"; {material:,} material open in the register"
+        return [Headline(f"{entry['title']} (open{new})", value, change, look=material > 0)]
     # Needs action: items new this month, or a list longer than last month's ("look at this"
     # on every non-empty list was always on, so it said nothing).
     grew = previous is not None and rows > int(previous["rows"])

@@ -250,6 +250,7 @@ def index_html(
     source: str,
     table_version: str | None = None,
     warnings: Sequence[str] = (),
+    register: str = "",
 ) -> str:
     """The index page: per section its headlines, downloads, open items and findings.
 
@@ -263,6 +264,8 @@ def index_html(
             versions (``None``: not shown).
         warnings: what makes this report unlike a normal month (an orders file with no order
             in the month), shown first, one box each.
+        register: the exception register's block (HTML, :mod:`txkit.register._index`) and
+            the signatures, shown before the sections.
 
     Returns:
         The HTML text.
@@ -293,6 +296,7 @@ def index_html(
             for w in mask_sentences(list(warnings), show_pii=show_pii)
         )
         + _actions_html(sections, show_pii)
+        + register
         + "".join(items)
         + f'<footer class="meta"><p>Customer data: {html.escape(mode)}.</p>'
         f"<p>Source: {html.escape(source)}{version}.</p>"

@@ -46,9 +46,18 @@ from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
-from txkit.errors import NotebookFailedError, TxkitError
+from txkit.errors import (
+    NotebookFailedError,
+    RegisterFormatError,
+    StoreError,
+    TxkitError,
+    one_line,
+)
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
+from txkit.register import SECTIONS, load_materiality, read_events, record_report
+from txkit.register._index import RegisterSummary, summarise
+from txkit.register._sign import Target, compare_reports, refuse_signed, signature_block
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -650,10 +659,13 @@ def add_headlines(
     *,
     out: Path,
     orders: OrdersCheck | None = None,
+    material: dict[str, int] | None = None,
 ) -> None:
     """Step 6: each section's headline figures (this month against the one before, from the
     table version the notebooks read): the store's figures, the orders' count, and one per
-    download (after :func:`attach_downloads`); ``out`` holds last month's report.
+    download (after :func:`attach_downloads`); ``out`` holds last month's report. With
+    ``material`` (open material items per register section), an exception list's headline
+    looks at this only when its section has material items.
     """
     month = plan.month
     before = previous_month(month)
@@ -672,14 +684,34 @@ def add_headlines(
             if entry.get("kind") == "table":  # a whole table: its own headline figures
                 section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
                 continue
-            section.headlines += exception_headlines(entry, previous.get(entry["name"]))
+            section.headlines += exception_headlines(
+                entry,
+                previous.get(entry["name"]),
+                material=None
+                if material is None
+                else material.get(SECTIONS.get(entry["name"], entry["name"]), 0),
+            )
 
 
 def write_index(
-    staging: Path, plan: ReportPlan, sections: list[Section], manifest: Any, checked: OrdersCheck
+    staging: Path,
+    plan: ReportPlan,
+    sections: list[Section],
+    manifest: Any,
+    checked: OrdersCheck,
+    *,
+    register: RegisterSummary | None = None,
+    revision: dict[str, Any] | None = None,
 ) -> None:
-    """Step 7: the index page, "what needs action" first and the notes on what was read in
-    its footer."""
+    """Step 7: the index page, "what needs action" first, the exception register's block and
+    the notes on what was read in its footer; a revision of a signed month says so first."""
+    warnings = list(checked.info.warnings)
+    if revision:
+        warnings.append(
+            f"revision {revision['number']} of {plan.month}, beside the signed report "
+            f"{revision['of']} (reopened: {revision['reason']}); what changed: "
+            + "; ".join(revision["changes"])
+        )
     (staging / "index.html").write_text(
         index_html(
             plan.month,
@@ -689,16 +721,18 @@ def write_index(
             source=str(manifest.source),
             # Filled when the store exposes table versions (the Delta store does).
             table_version=_table_version(manifest),
-            warnings=checked.info.warnings,
+            warnings=warnings,
+            register=(register.html if register else "") + signature_block([]),
         ),
         encoding="utf-8",
     )
 
 
-def swap(staging: Path, out: Path, month: str) -> Path:
-    """Step 8: put the finished report in place of the month's previous one; its folder."""
-    final = out / month
-    previous = out / f".{month}.previous"
+def swap(staging: Path, out: Path, name: str) -> Path:
+    """Step 8: put the finished report in place of the previous one of that name (the month,
+    or a revision ``YYYY-MM.rN`` of a signed month); its folder."""
+    final = out / name
+    previous = out / f".{name}.previous"
     shutil.rmtree(previous, ignore_errors=True)
     if final.exists():
         os.rename(final, previous)
@@ -721,6 +755,7 @@ def run_report(
     as_of: int | None = None,
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
+    reopen: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index: the
     steps :func:`plan_report`, :func:`sync_for_report`, :func:`stage`, :func:`run_notebooks`,
@@ -743,6 +778,8 @@ def run_report(
             camt.053; the month's and the next month's); default: none with a key (the
             settlements are then not checked), the sandbox's own without.
         bank_columns: a CSV statement's column mapping (default ``TXKIT_BANK_COLUMNS``).
+        reopen: why a signed month is reported again: the new report is a revision beside the
+            signed one (``YYYY-MM.rN``), which is never overwritten.
 
     Returns:
         A :class:`ReportResult`.
@@ -753,7 +790,11 @@ def run_report(
         ValueError: a bad month or missing notebooks.
         DataFileError: the orders file cannot be read as it is (raised before the sync).
         TxkitError: the sync failed (the store is left as it was).
+        ReportSignedError: the month is signed and ``reopen`` not given (nothing is done).
+        RegisterFormatError: the store's exception register was written by a newer txkit.
     """
+    # A signed month is locked: refused before anything else is read, fetched or run.
+    target = refuse_signed(out, parse_month(month), reopen)
     plan = plan_report(
         month,
         store=store,
@@ -764,6 +805,9 @@ def run_report(
         bank_columns=bank_columns,
         show_pii=show_pii,
     )
+    # A register this txkit cannot read stops the report before anything is fetched or run.
+    read_events(plan.store)
+    materiality = load_materiality()
     sync_result, sync_seconds = sync_for_report(
         plan, out=out, lookback_days=lookback_days, progress=progress
     )
@@ -774,16 +818,80 @@ def run_report(
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=progress)
         attach_downloads(sections, staging)
-        add_headlines(sections, plan, manifest, out=out, orders=checked)
+        register = record_register(plan, manifest, staging, materiality)
+        add_headlines(
+            sections,
+            plan,
+            manifest,
+            out=out,
+            orders=checked,
+            material=register.material if register else None,
+        )
         _write_manifest(staging / "report.json", plan, manifest, sorted(timings), checked)
-        write_index(staging, plan, sections, manifest, checked)
-        final = swap(staging, out, plan.month)
+        revision = describe_revision(target, staging, plan.month)
+        _extend_manifest(
+            staging / "report.json", register=register.doc if register else None, revision=revision
+        )
+        write_index(
+            staging, plan, sections, manifest, checked, register=register, revision=revision
+        )
+        final = swap(staging, out, target.name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return ReportResult(
         index=final / "index.html", notebooks=timings, sync=sync_result, sync_seconds=sync_seconds
     )
+
+
+def record_register(
+    plan: ReportPlan, manifest: Any, staging: Path, materiality: Any
+) -> RegisterSummary | None:
+    """Step 5b: record the month's exception lists in the store's register and summarise it
+    for the index; None (with a warning) when the register cannot be written (a read-only
+    store)."""
+    version = manifest.table_version
+    try:
+        written = record_report(
+            plan.store,
+            plan.month,
+            staging,
+            table_version=None if version is None else int(version),
+        )
+        return summarise(
+            plan.store, plan.month, version=written, materiality=materiality, folder=staging
+        )
+    except (StoreError, OSError) as exc:
+        if isinstance(exc, RegisterFormatError):
+            raise
+        # A read-only store (a report re-rendered from a mounted copy) still gets its report.
+        log.warning("report: the exception register was not updated: %s", one_line(exc))
+        return None
+
+
+def describe_revision(target: Target, staging: Path, month: str) -> dict[str, Any] | None:
+    """A revision of a signed month: its number, the signed report it revises, why, and what
+    changed against it (printed too); None for a month not signed."""
+    if target.signed is None:
+        return None
+    changes = compare_reports(target.signed, staging)
+    print(f"revision {target.number} of {month} (reopened: {target.reason}); changes against "
+          f"{target.signed.name}:")  # fmt: skip
+    for line in changes:
+        print(f"  {line}")
+    return {
+        "number": target.number,
+        "of": target.signed.name,
+        "reason": target.reason,
+        "changes": changes,
+    }
+
+
+def _extend_manifest(path: Path, **entries: Any) -> None:
+    """Add entries (those not None) to ``report.json``."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc.update({k: v for k, v in entries.items() if v is not None})
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def _write_manifest(

@@ -356,7 +356,8 @@ def objects(store: str | os.PathLike[str]) -> _Folder | _Bucket:
 
 
 #: What txkit itself keeps in a store's folder (anything else means it is not a store).
-_OWN_ENTRIES = ("_delta_log", LOCK_NAME)
+#: ``_register``: the exception register, a second Delta table in the store (txkit.register).
+_OWN_ENTRIES = ("_delta_log", LOCK_NAME, "_register")
 
 
 def table_files(table: Any) -> list[tuple[str, str, int]]:

@@ -1,0 +1,174 @@
+"""``txkit exceptions``: the exception register from a shell (:mod:`txkit.register`).
+
+* ``txkit exceptions [--month YYYY-MM] [--open] [--material] [--older-than DAYS]
+  [--format table|csv]``: the register as of a month's report (default the newest);
+* ``txkit exceptions explain KEY [--category C] [--owner O] [--note N] [--status S]``;
+* ``txkit exceptions import FILE``: the ``key`` and any of ``category``, ``owner``,
+  ``explanation``, ``status`` columns of a CSV or Excel file (the report's ``exceptions.csv``
+  edited), one commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from txkit.cli._args import month_arg
+from txkit.config import default_store
+from txkit.output import csv_safe
+from txkit.register import (
+    CATEGORIES,
+    REGISTER_COLUMNS,
+    STATUSES,
+    annotate,
+    explain,
+    load_materiality,
+    register_view,
+)
+from txkit.register._model import OPEN_STATUSES
+from txkit.register._xlsx import read_xlsx_text
+
+__all__ = ["add_parser"]
+
+#: The CSV interface's columns (the issue's list), in this order, then the rest.
+CSV_COLUMNS = list(REGISTER_COLUMNS)
+
+
+def _days(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a number of days, 0 or more, got {text!r}")
+    return int(text)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``txkit exceptions`` and its ``explain`` and ``import`` subcommands."""
+    p = sub.add_parser(
+        "exceptions",
+        help="the exception register: list, filter and annotate items across months",
+        description="List the exception register as of a month's report, or annotate an item.",
+    )
+    p.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
+    p.add_argument("--month", type=month_arg, metavar="YYYY-MM", help="default: newest reported")
+    p.add_argument("--open", action="store_true", help="only open or explained items")
+    p.add_argument("--material", action="store_true", help="only material items")
+    p.add_argument("--older-than", type=_days, metavar="DAYS", help="only items older than this")
+    p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.set_defaults(func=_list)
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    e = actions.add_parser("explain", help="set an item's category, owner, explanation, status")
+    e.add_argument("key")
+    e.add_argument("--category", choices=CATEGORIES)
+    e.add_argument("--owner")
+    e.add_argument("--note", help="the explanation (carried over to later months)")
+    e.add_argument("--status", choices=STATUSES, help="default: explained when a note is given")
+    e.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
+    e.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
+    e.set_defaults(func=_explain)
+    i = actions.add_parser("import", help="annotations from a CSV or Excel file (key column)")
+    i.add_argument("file")
+    i.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
+    i.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
+    i.set_defaults(func=_import)
+
+
+def _list(args: argparse.Namespace) -> int:
+    view = register_view(
+        args.store or default_store(), month=args.month, materiality=load_materiality()
+    )
+    if args.open:
+        view = view.filter(pl.col("status").is_in(OPEN_STATUSES))
+    if args.material:
+        view = view.filter(pl.col("material"))
+    if args.older_than is not None:
+        view = view.filter(pl.col("age_days") > args.older_than)
+    if args.format == "csv":
+        csv_safe(view.select(CSV_COLUMNS)).write_csv(sys.stdout)
+        return 0
+    shown = view.select(
+        "key", "section", "currency", "amount", "first_month", "status", "category",
+        "age_days", "age_bucket", "material", "owner", "explanation",
+    )  # fmt: skip
+    with pl.Config(
+        tbl_rows=200,
+        tbl_cols=-1,
+        tbl_width_chars=200,
+        fmt_str_lengths=40,
+        tbl_hide_dataframe_shape=True,
+    ):
+        print(shown)
+    print(f"{view.height:,} items")
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    row = explain(
+        args.store or default_store(),
+        args.key,
+        category=args.category,
+        owner=args.owner,
+        note=args.note,
+        status=args.status,
+        actor=args.by,
+    ).row(0, named=True)
+    print(
+        f"{row['key']}: {row['status']}, {row['category']}, owner {row['owner'] or '-'}"
+        f"{': ' + row['explanation'] if row['explanation'] else ''}"
+    )
+    return 0
+
+
+_IMPORTED = ("category", "owner", "explanation", "status")
+
+
+def _import(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    if path.suffix.lower() == ".csv":
+        frame = pl.read_csv(path, infer_schema=False)
+    elif path.suffix.lower() == ".xlsx":
+        rows = read_xlsx_text(path)
+        header = [str(h or "").strip() for h in rows[0]] if rows else []
+        frame = pl.DataFrame(
+            [
+                dict(zip(header, r + [None] * (len(header) - len(r)), strict=False))
+                for r in rows[1:]
+            ],
+            schema=dict.fromkeys(header, pl.String),
+        )
+    else:
+        raise ValueError(
+            f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)"
+        )
+    if "key" not in frame.columns:
+        raise ValueError(f"{path}: no 'key' column (columns: {', '.join(frame.columns)})")
+    store = args.store or default_store()
+    # Only what differs from the register changes it: a sheet exported and read back as it
+    # was changes nothing, and an explanation added to an open row makes it explained.
+    current = {r["key"]: r for r in register_view(store).iter_rows(named=True)}
+    changes = []
+    for line, row in enumerate(frame.iter_rows(named=True), start=2):
+        now = current.get(row["key"], {})
+        change = {
+            c: value
+            for c in _IMPORTED
+            if (value := (row.get(c) or "").strip() or None) is not None and value != now.get(c)
+        }
+        change = {c: change.get(c) for c in _IMPORTED}
+        if change["category"] not in (None, *CATEGORIES):
+            raise ValueError(
+                f"{path} line {line}: category {change['category']!r} is not one of "
+                f"{', '.join(CATEGORIES)}"
+            )
+        if change["status"] not in (None, *STATUSES):
+            raise ValueError(
+                f"{path} line {line}: status {change['status']!r} is not one of "
+                f"{', '.join(STATUSES)}"
+            )
+        if any(v is not None for v in change.values()) or row["key"] not in current:
+            changes.append({"key": row["key"], **change})
+    if changes:
+        annotate(store, changes, actor=args.by)
+    print(f"imported {len(changes):,} annotations from {path}")
+    return 0

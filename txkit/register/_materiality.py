@@ -1,0 +1,118 @@
+"""Materiality: which exceptions turn a headline to "look at this".
+
+One file in the project folder, ``materiality.toml`` (the folder ``txkit`` runs in)::
+
+    relative = "0.05"          # share of the section's month volume in that currency
+
+    [absolute]                 # per currency, in its own units
+    NGN = "50000.00"
+    USD = "100.00"
+
+An item is material when its absolute amount reaches the greater of its currency's absolute
+threshold and ``relative`` x the section's volume that month in that currency (the sum of the
+absolute amounts of the section's items listed that month). Amounts are exact decimals: the
+file's values are strings (a TOML float would be binary). Without the file the built-in
+defaults below apply, and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Final
+
+__all__ = ["CONFIG_FILE", "Materiality", "load_materiality"]
+
+#: The file's name, in the project folder.
+CONFIG_FILE: Final = "materiality.toml"
+
+_DEFAULT_ABSOLUTE: Final[dict[str, Decimal]] = {
+    "NGN": Decimal("50000.00"),
+    "USD": Decimal("100.00"),
+    "GHS": Decimal("1000.00"),
+    "KES": Decimal("10000.00"),
+    "USDT": Decimal("100.00"),
+}
+_DEFAULT_RELATIVE: Final = Decimal("0.05")
+_NUMBER = re.compile(r"[0-9]{1,20}(\.[0-9]{1,6})?")
+
+
+@dataclass(frozen=True)
+class Materiality:
+    """Thresholds per currency (absolute) and one relative share of the section's volume."""
+
+    absolute: dict[str, Decimal] = field(default_factory=lambda: dict(_DEFAULT_ABSOLUTE))
+    relative: Decimal = _DEFAULT_RELATIVE
+    source: str = "built-in defaults (no materiality.toml in the project folder)"
+
+    def threshold(self, currency: str | None, volume: Decimal) -> Decimal:
+        """The greater of the currency's absolute threshold (0 when not set) and the share of
+        ``volume``."""
+        absolute = self.absolute.get(currency or "", Decimal(0))
+        return max(absolute, (self.relative * volume).quantize(Decimal("0.01")))
+
+    def describe(self) -> str:
+        """One line for the report: the thresholds and where they come from."""
+        per = ", ".join(f"{c} {v:,}" for c, v in sorted(self.absolute.items())) or "none"
+        share = (self.relative * 100).normalize()
+        return (
+            f"Material: an amount at or above the greater of {per} (per currency) and "
+            f"{share:f} % of the section's month volume in that currency; from {self.source}."
+        )
+
+
+def _decimal(value: Any, where: str, path: Path) -> Decimal:
+    text = value if isinstance(value, str) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+    if text is None or not _NUMBER.fullmatch(text.strip()):
+        raise ValueError(
+            f'{path}: {where} must be a plain decimal written as a string such as "50000.00" '
+            f"(0 or more, at most 6 decimals), got {value!r}"
+        )
+    try:
+        return Decimal(text.strip())
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise ValueError(f"{path}: {where} is not a decimal: {value!r}") from None
+
+
+def load_materiality(folder: str | os.PathLike[str] | None = None) -> Materiality:
+    """Read ``materiality.toml`` from ``folder`` (default: the working folder); the built-in
+    defaults when there is none.
+
+    Raises:
+        ValueError: the file is not TOML, has unknown keys, or a value is not a decimal string
+            (one line naming the file, the key and what is accepted).
+    """
+    path = Path(folder or ".") / CONFIG_FILE
+    if not path.is_file():
+        return Materiality()
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid TOML ({exc}): fix it or delete it") from None
+    unknown = sorted(set(doc) - {"relative", "absolute"})
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown keys {', '.join(unknown)}; accepted: relative, [absolute]"
+        )
+    relative = _decimal(doc.get("relative", str(_DEFAULT_RELATIVE)), "relative", path)
+    if relative > 1:
+        raise ValueError(
+            f"{path}: relative is a share between 0 and 1 (0.05 = 5 %), got {relative}"
+        )
+    table = doc.get("absolute", {})
+    if not isinstance(table, dict):
+        raise ValueError(f'{path}: [absolute] must be a table of CURRENCY = "amount" lines')
+    absolute = {}
+    for currency, value in table.items():
+        if not re.fullmatch(r"[A-Z]{3,4}", currency):
+            raise ValueError(
+                f"{path}: [absolute] key {currency!r} is not a currency code (3 or 4 capitals)"
+            )
+        absolute[currency] = _decimal(value, f"absolute.{currency}", path)
+    return Materiality(absolute=absolute, relative=relative, source=str(path.name))

@@ -1,0 +1,182 @@
+"""What the register holds: sections, statuses, categories, age buckets, and the items of a list.
+
+Each report's exception list (a download, :mod:`txkit.notebook._downloads`) belongs to one
+*section*; each row has a stable ``key`` (its reference or id plus its kind), a *kind* (the
+list's category, type or kind column), a currency, an amount and its own date (the record's or
+the order's), from which it is aged.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Final
+
+import polars as pl
+
+__all__ = [
+    "BUCKETS",
+    "CATEGORIES",
+    "FORMAT",
+    "SECTIONS",
+    "STATUSES",
+    "age_bucket",
+    "default_category",
+    "register_items",
+    "wallet_items",
+]
+
+#: The register's format; a register written with a higher one is refused (a newer txkit).
+FORMAT: Final = 1
+
+STATUSES: Final[tuple[str, ...]] = ("open", "explained", "resolved", "written_off")
+#: Statuses of an item still to be looked at (listed by ``--open``, aged, counted by bucket).
+OPEN_STATUSES: Final[tuple[str, ...]] = ("open", "explained")
+CATEGORIES: Final[tuple[str, ...]] = ("timing", "adjustment", "investigate")
+BUCKETS: Final[tuple[str, ...]] = ("0-30", "31-60", "61-90", "90+")
+
+#: Each exception list (its download's name) -> the register's section.
+SECTIONS: Final[dict[str, str]] = {
+    "reconciliation_mismatches": "reconciliation",
+    "flagged_payments": "underpayments",
+    "balance_breaks": "balance_breaks",
+    "not_reported_balances": "not_reported",
+    "settlement_exceptions": "settlements",
+    "wallet_statement": "wallet_statement",
+}
+
+#: Default category per section, then per kind (the list's category / type / kind value).
+_SECTION_DEFAULT: Final[dict[str, str]] = {
+    "reconciliation": "investigate",
+    "underpayments": "adjustment",
+    "balance_breaks": "investigate",
+    "not_reported": "timing",
+    "settlements": "investigate",
+    "wallet_statement": "investigate",
+}
+_KIND_DEFAULT: Final[dict[str, str]] = {
+    # clears by itself: the other side arrives within days
+    "missing_in_export": "timing",
+    "missing_in_bank": "timing",
+    "timing_next_month": "timing",
+    # needs an entry
+    "amount_mismatch": "adjustment",
+    "currency_mismatch": "adjustment",
+    "amount_differs": "adjustment",
+    "UNDERPAYMENT": "adjustment",
+    "OVERPAYMENT": "adjustment",
+    "reserve_mismatch": "adjustment",
+}
+
+#: Columns read, in order of preference, for an item's kind, amount and own date.
+_KIND_COLUMNS: Final = ("category", "type", "kind")
+_AMOUNT_COLUMNS: Final = (
+    "difference",
+    "shortfall",
+    "toAmount",
+    "settlement_amount",
+    "export_amount",
+    "order_amount",
+    "amount",
+)
+_DATE_COLUMNS: Final = (
+    "export_date",
+    "order_date",
+    "settlement_date",
+    "bank_date",
+    "createdAt",
+    "date",
+)
+
+
+def default_category(section: str, kind: str | None) -> str:
+    """The category an item gets until an analyst changes it."""
+    if kind in _KIND_DEFAULT:
+        return _KIND_DEFAULT[kind]
+    return _SECTION_DEFAULT.get(section, "investigate")
+
+
+def age_bucket(days: int) -> str:
+    """``0-30``, ``31-60``, ``61-90`` or ``90+`` (a negative age counts as 0)."""
+    if days <= 30:
+        return "0-30"
+    if days <= 60:
+        return "31-60"
+    if days <= 90:
+        return "61-90"
+    return "90+"
+
+
+def _currency(schema: pl.Schema) -> pl.Expr:
+    if "currency" in schema:
+        return pl.col("currency").cast(pl.String)
+    sides = [
+        pl.col(c).cast(pl.String) for c in ("export_currency", "order_currency") if c in schema
+    ]
+    return pl.coalesce(sides) if sides else pl.lit(None, dtype=pl.String)
+
+
+def _as_date(name: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.Datetime):
+        return (
+            pl.col(name).dt.convert_time_zone("UTC").dt.date()
+            if dtype.time_zone
+            else (pl.col(name).dt.date())
+        )
+    if dtype == pl.Date:
+        return pl.col(name)
+    return pl.col(name).cast(pl.String).str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+
+
+def register_items(keyed: pl.DataFrame, name: str, month: str) -> pl.DataFrame:
+    """The register's view of one exception list: ``key``, ``section``, ``kind``, ``currency``,
+    ``amount`` (Decimal, exact), ``item_date`` (the item's own date; the month's first day when
+    the list has none).
+
+    Args:
+        keyed: the list with its ``key`` column.
+        name: the list's name (its download), e.g. ``reconciliation_mismatches``.
+        month: the report's month (``YYYY-MM``).
+    """
+    schema = keyed.schema
+    section = SECTIONS.get(name, name)
+    kinds = [pl.col(c).cast(pl.String) for c in _KIND_COLUMNS if c in schema]
+    amounts = [
+        pl.col(c).cast(pl.Decimal(38, 6))
+        for c in _AMOUNT_COLUMNS
+        if c in schema and (schema[c].is_decimal() or schema[c].is_integer())
+    ]
+    dates = [_as_date(c, schema[c]) for c in _DATE_COLUMNS if c in schema]
+    first_day = date.fromisoformat(f"{month}-01")
+    return keyed.select(
+        pl.col("key").cast(pl.String),
+        pl.lit(section).alias("section"),
+        (pl.coalesce(kinds) if kinds else pl.lit(None, dtype=pl.String)).alias("kind"),
+        _currency(schema).alias("currency"),
+        (pl.coalesce(amounts) if amounts else pl.lit(None, dtype=pl.Decimal(38, 6))).alias(
+            "amount"
+        ),
+        (pl.coalesce([*dates, pl.lit(first_day)]) if dates else pl.lit(first_day)).alias(
+            "item_date"
+        ),
+    )
+
+
+def wallet_items(statement: pl.DataFrame, month: str) -> pl.DataFrame:
+    """The register's items of a wallet statement: one per wallet whose closing balance does
+    not tie out (``difference`` not 0), keyed ``wallet:CURRENCY:YYYY-MM`` and dated the month's
+    last day (a statement's difference is the month's, not a record's)."""
+    import calendar
+
+    year, mon = int(month[:4]), int(month[5:7])
+    last = date(year, mon, calendar.monthrange(year, mon)[1])
+    differs = statement.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
+    return differs.select(
+        pl.concat_str(
+            [pl.lit("wallet:"), pl.col("currency").cast(pl.String), pl.lit(f":{month}")]
+        ).alias("key"),
+        pl.lit("wallet_statement").alias("section"),
+        pl.lit("statement_difference").alias("kind"),
+        pl.col("currency").cast(pl.String),
+        pl.col("difference").cast(pl.Decimal(38, 6)).alias("amount"),
+        pl.lit(last).alias("item_date"),
+    )

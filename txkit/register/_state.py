@@ -1,0 +1,409 @@
+"""The register as of a month: the event log folded into one row per item.
+
+Rules (docs/register.md):
+
+* an item is new in the first month a report lists it; each later report that lists it
+  updates its amount and ``last_month``; its first month never changes;
+* an item stays ``open`` (or ``explained``) until it is resolved: automatically when a later
+  run of a month that listed it no longer does (a record arrived or changed; the run's table
+  version says which store version), or by an analyst (``resolved``, ``written_off``). A month
+  whose report does not look at the item's dates (most items, after their own month) leaves it
+  open and ageing: absence from a later month's list is not a resolution;
+* an item listed again after it was resolved is open again, its explanation kept.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import uuid
+from collections.abc import Iterable
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from txkit.calendar import parse_month
+from txkit.register._materiality import Materiality
+from txkit.register._model import (
+    BUCKETS,
+    CATEGORIES,
+    OPEN_STATUSES,
+    STATUSES,
+    age_bucket,
+    default_category,
+)
+from txkit.register._table import append_events, events_frame, now, read_events
+
+__all__ = [
+    "ITEMS_SUFFIX",
+    "REGISTER_COLUMNS",
+    "bucket_counts",
+    "explain",
+    "record_report",
+    "register_view",
+    "reported_months",
+]
+
+#: Beside each exception list in a report folder: ``NAME.register.parquet``.
+ITEMS_SUFFIX = ".register.parquet"
+
+#: The columns of :func:`register_view`, in order (the first thirteen are the CSV interface).
+REGISTER_COLUMNS: dict[str, Any] = {
+    "key": pl.String,
+    "section": pl.String,
+    "currency": pl.String,
+    "amount": pl.Decimal(38, 6),
+    "first_month": pl.String,
+    "last_month": pl.String,
+    "status": pl.String,
+    "category": pl.String,
+    "age_days": pl.Int64,
+    "age_bucket": pl.String,
+    "material": pl.Boolean,
+    "owner": pl.String,
+    "explanation": pl.String,
+    "kind": pl.String,
+    "item_date": pl.Date,
+    "listed": pl.Boolean,
+    "threshold": pl.Decimal(38, 6),
+    "resolved_month": pl.String,
+    "resolved_by": pl.String,
+    "changed_by": pl.String,
+    "changed_at": pl.Datetime("us", "UTC"),
+}
+
+
+def _month_end(month: str) -> date:
+    year, mon = int(month[:4]), int(month[5:7])
+    return date(year, mon, calendar.monthrange(year, mon)[1])
+
+
+def record_report(
+    store: str | os.PathLike[str],
+    month: str,
+    folder: str | os.PathLike[str],
+    *,
+    table_version: int | None,
+    actor: str = "txkit report",
+) -> int:
+    """Record a report run in the register: the month, its table version and every item its
+    exception lists hold (``NAME.register.parquet`` in ``folder``). Returns the register's
+    version.
+
+    Raises:
+        RegisterFormatError: the register was written by a newer txkit.
+        StoreError: the register could not be written.
+    """
+    month = parse_month(month)
+    paths = sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"))
+    items = [pl.read_parquet(p) for p in paths]
+    frame = pl.concat(items, how="vertical_relaxed") if items else None
+    run, at = uuid.uuid4().hex, now()
+    sections = sorted({str(s) for f in items for s in f["section"].unique().to_list()})
+    published = sorted(p.name[: -len(ITEMS_SUFFIX)] for p in paths)
+    head = events_frame(
+        [
+            {
+                "event": "reported",
+                "run": run,
+                "month": month,
+                "actor": actor,
+                "at": at,
+                "table_version": table_version,
+                "note": ",".join(published),
+                "section": ",".join(sections),
+            }
+        ]
+    )
+    parts = [head]
+    if frame is not None and frame.height:
+        parts.append(
+            events_frame(
+                frame.unique("key", keep="first", maintain_order=True).with_columns(
+                    pl.lit("seen").alias("event"),
+                    pl.lit(run).alias("run"),
+                    pl.lit(month).alias("month"),
+                    pl.lit(actor).alias("actor"),
+                    pl.lit(at).alias("at"),
+                    pl.lit(table_version, dtype=pl.Int64).alias("table_version"),
+                )
+            )
+        )
+    return append_events(store, pl.concat(parts))
+
+
+def reported_months(events: pl.DataFrame) -> list[str]:
+    """The months the register has a report run of, oldest first."""
+    return sorted(events.filter(pl.col("event") == "reported")["month"].unique().to_list())
+
+
+def _resolution_note(key: str, month: str, before: Any, after: Any, now_keys: set[str]) -> str:
+    head = key.split(":", 1)[0]
+    moved = sorted(k for k in now_keys if k.split(":", 1)[0] == head and k != key)
+    versions = f"table version {before} -> {after}" if before != after else f"table version {after}"
+    if moved:
+        return f"no longer listed in {month}'s report ({versions}): now listed as {moved[0]}"
+    return (
+        f"no longer listed in {month}'s report ({versions}): the records that arrived or "
+        "changed since settle it"
+    )
+
+
+def _fold(
+    events: pl.DataFrame, upto: str | None, until: Any = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], str | None]:
+    """Apply the events in the order they were recorded; returns the items, the keys listed by
+    each month's latest run, and the newest month reported (runs after ``upto`` skipped)."""
+    items: dict[str, dict[str, Any]] = {}
+    listed: dict[str, set[str]] = {}
+    versions: dict[str, Any] = {}
+    sections_of: dict[str, set[str]] = {}
+    newest: str | None = None
+    ordered = events.with_row_index("_i").sort("at", "_i")
+    if until is not None:
+        ordered = ordered.filter(pl.col("at") <= until)
+    seen_by_run: dict[str, list[dict[str, Any]]] = {}
+    for row in ordered.filter(pl.col("event") == "seen").iter_rows(named=True):
+        seen_by_run.setdefault(row["run"], []).append(row)
+    for row in ordered.filter(pl.col("event").is_in(["reported", "annotated"])).iter_rows(
+        named=True
+    ):
+        if row["event"] == "reported":
+            month = row["month"]
+            if upto is not None and month > upto:
+                continue
+            newest = month if newest is None or month > newest else newest
+            seen = seen_by_run.get(row["run"], [])
+            keys = {s["key"] for s in seen}
+            covered = set((row["section"] or "").split(",")) - {""}
+            # A later run of a month that listed an item, and covers its section, no longer
+            # lists it: it was settled by what arrived or changed in between.
+            for key in listed.get(month, set()) - keys:
+                item = items.get(key)
+                if item is None or item["status"] not in OPEN_STATUSES:
+                    continue
+                if item["section"] not in covered:
+                    continue
+                item["status"] = "resolved"
+                item["resolved_month"] = month
+                item["resolved_by"] = _resolution_note(
+                    key, month, versions.get(month), row["table_version"], keys
+                )
+                item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+            for s in seen:
+                item = items.get(s["key"])
+                if item is None:
+                    item = items[s["key"]] = {
+                        "key": s["key"],
+                        "first_month": month,
+                        "last_month": month,
+                        "status": "open",
+                        "category": default_category(s["section"], s["kind"]),
+                        "owner": None,
+                        "explanation": None,
+                        "resolved_month": None,
+                        "resolved_by": None,
+                        "changed_by": row["actor"],
+                        "changed_at": row["at"],
+                    }
+                elif item["status"] == "resolved":
+                    item["status"] = "explained" if item["explanation"] else "open"
+                    item["resolved_month"] = item["resolved_by"] = None
+                item["first_month"] = min(item["first_month"], month)
+                item["last_month"] = max(item["last_month"], month)
+                for name in ("section", "kind", "currency", "amount", "item_date"):
+                    item[name] = s[name]
+            listed[month] = keys
+            versions[month] = row["table_version"]
+            sections_of[month] = covered
+        else:
+            item = items.get(row["key"])
+            if item is None:
+                continue
+            for name in ("category", "owner", "explanation"):
+                if row[name] is not None:
+                    item[name] = row[name]
+            status = row["status"]
+            if status is None and row["explanation"] and item["status"] == "open":
+                status = "explained"
+            if status is not None:
+                item["status"] = status
+                if status in ("resolved", "written_off"):
+                    item["resolved_month"] = newest or item["last_month"]
+                    what = row["note"] or item["explanation"] or "no note"
+                    item["resolved_by"] = (
+                        f"{status.replace('_', ' ')} by {row['actor']} on "
+                        f"{row['at']:%Y-%m-%d}: {what}"
+                    )
+                else:
+                    item["resolved_month"] = item["resolved_by"] = None
+            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+    return items, listed, newest
+
+
+def register_view(
+    store: str | os.PathLike[str],
+    *,
+    month: str | None = None,
+    materiality: Materiality | None = None,
+    events: pl.DataFrame | None = None,
+    until: Any = None,
+) -> pl.DataFrame:
+    """The register as of ``month``'s report (default: the newest month reported).
+
+    One row per item ever listed up to that month (:data:`REGISTER_COLUMNS`): its status,
+    category, owner and explanation as they stand now, its age in days from its own date to
+    the month's last day and the bucket, and whether it is material (:mod:`._materiality`, the
+    section's volume being that month's listed items). ``until`` (a UTC datetime) leaves out
+    what was recorded after it: the register as it stood then.
+
+    Raises:
+        RegisterFormatError: the register was written by a newer txkit.
+        ValueError: a month the register has no report of (names those it has).
+    """
+    if events is None:
+        events, _ = read_events(store)
+    months = reported_months(events)
+    if month is not None:
+        month = parse_month(month)
+        if month not in months:
+            have = f"{months[0]} to {months[-1]}" if months else "none yet (run txkit report)"
+            raise ValueError(f"the register has no report of {month}: it has {have}")
+    items, listed, newest = _fold(events, month, until)
+    if newest is None:
+        return pl.DataFrame(schema=REGISTER_COLUMNS)
+    materiality = materiality or Materiality()
+    end = _month_end(newest)
+    in_month = listed.get(newest, set())
+    volume: dict[tuple[str, str], Decimal] = {}
+    for key in in_month:
+        item = items[key]
+        if item["amount"] is not None:
+            at = (item["section"], item["currency"] or "")
+            volume[at] = volume.get(at, Decimal(0)) + abs(item["amount"])
+    rows = []
+    for item in items.values():
+        age = max((end - item["item_date"]).days, 0) if item["item_date"] else 0
+        threshold = materiality.threshold(
+            item["currency"], volume.get((item["section"], item["currency"] or ""), Decimal(0))
+        )
+        amount = item["amount"]
+        rows.append(
+            {
+                **item,
+                "age_days": age,
+                "age_bucket": age_bucket(age),
+                "listed": item["key"] in in_month,
+                "threshold": threshold,
+                "material": amount is not None and amount != 0 and abs(amount) >= threshold,
+            }
+        )
+    if not rows:  # months reported, none with an exception
+        return pl.DataFrame(schema=REGISTER_COLUMNS)
+    return (
+        pl.DataFrame(rows, schema_overrides=REGISTER_COLUMNS, infer_schema_length=None)
+        .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
+        .sort("section", "first_month", "key")
+    )
+
+
+def bucket_counts(view: pl.DataFrame) -> pl.DataFrame:
+    """Open items (``open``, ``explained``) per section and age bucket, with the material ones:
+    ``section``, one column per bucket, ``open``, ``material``."""
+    still = view.filter(pl.col("status").is_in(OPEN_STATUSES))
+    rows = []
+    for section in sorted(view["section"].unique().to_list()):
+        part = still.filter(pl.col("section") == section)
+        row: dict[str, Any] = {"section": section}
+        for bucket in BUCKETS:
+            row[bucket] = part.filter(pl.col("age_bucket") == bucket).height
+        row["open"] = part.height
+        row["material"] = part.filter(pl.col("material")).height
+        rows.append(row)
+    schema = {
+        "section": pl.String,
+        **{b: pl.Int64 for b in BUCKETS},
+        "open": pl.Int64,
+        "material": pl.Int64,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _check_choice(value: str | None, allowed: Iterable[str], flag: str) -> None:
+    if value is not None and value not in allowed:
+        raise ValueError(f"{flag} {value!r} is not one of {', '.join(allowed)}")
+
+
+def explain(
+    store: str | os.PathLike[str],
+    key: str,
+    *,
+    category: str | None = None,
+    owner: str | None = None,
+    note: str | None = None,
+    status: str | None = None,
+    actor: str | None = None,
+) -> pl.DataFrame:
+    """Annotate an item: category, owner, explanation, status. Returns its register row.
+
+    Giving an explanation to an ``open`` item makes it ``explained`` (unless ``status`` says
+    otherwise). The change is one appended event, with who (``actor``, default the login
+    name) and when.
+
+    Raises:
+        ValueError: an unknown key, category or status (one line naming the accepted values),
+            or nothing to change.
+        StoreError: the register could not be written (nothing was).
+    """
+    _check_choice(category, CATEGORIES, "--category")
+    _check_choice(status, STATUSES, "--status")
+    if category is None and owner is None and note is None and status is None:
+        raise ValueError("nothing to change: give --category, --owner, --note or --status")
+    annotate(
+        store,
+        [{"key": key, "category": category, "owner": owner, "explanation": note, "status": status}],
+        actor=actor,
+    )
+    view = register_view(store)
+    return view.filter(pl.col("key") == key)
+
+
+def annotate(
+    store: str | os.PathLike[str], changes: list[dict[str, Any]], *, actor: str | None = None
+) -> int:
+    """Append annotations (``key`` and any of ``category``, ``owner``, ``explanation``,
+    ``status``) as one commit; returns the register's version.
+
+    Raises:
+        ValueError: a key the register does not know (names it, and the row when several).
+    """
+    events, _ = read_events(store)
+    known = set(events.filter(pl.col("event") == "seen")["key"].to_list())
+    unknown = [(i, c["key"]) for i, c in enumerate(changes) if c["key"] not in known]
+    if unknown:
+        where = "" if len(changes) == 1 else f" (row {unknown[0][0] + 2} of the file)"
+        more = f" and {len(unknown) - 1} more" if len(unknown) > 1 else ""
+        raise ValueError(
+            f"no item {unknown[0][1]!r} in the register{where}{more}: `txkit exceptions` "
+            "lists the keys"
+        )
+    who = actor or os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
+    at = now()
+    rows = [
+        {
+            "event": "annotated",
+            "key": c["key"],
+            "category": c.get("category"),
+            "owner": c.get("owner"),
+            "explanation": c.get("explanation"),
+            "status": c.get("status"),
+            "note": c.get("explanation"),
+            "actor": who,
+            "at": at,
+        }
+        for c in changes
+    ]
+    return append_events(store, events_frame(rows))
