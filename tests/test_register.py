@@ -38,6 +38,7 @@ from txkit.register._sign import (
     sign_report,
     signed_versions,
 )
+from txkit.store._retention import KEEP_SOURCES
 
 _SCHEMA = {
     "key": pl.String,
@@ -311,6 +312,14 @@ def test_signing_records_the_digest_and_locks_the_month(tmp_path: Path) -> None:
     assert [s["role"] for s in doc["signatures"]] == ["preparer"]
     assert doc["signatures"][0]["table_version"] == 7
     assert signed_versions(store) == {7}
+    # Every retention policy consults the register, whatever module opened the store first.
+    probe = "import txkit.store._retention as r; print([f.__module__ for f in r.KEEP_SOURCES])"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert "txkit.register" in found.stdout
+    kept = set().union(*(source(str(store), "any-id") for source in KEEP_SOURCES))
+    assert 7 in kept
     with pytest.raises(ReportSignedError, match=r"is signed \(preparer Ada Obi on .*--reopen"):
         refuse_signed(out, "2026-10", None)
     assert refuse_signed(out, "2026-10", "late statement") == Target(

@@ -30,6 +30,9 @@ from txkit.fetch.pages import ExportStats
 from txkit.privacy import mask_pii
 from txkit.store import scan_store, sync
 
+# The exception register adds the versions signed reports cite to every retention policy.
+import txkit.register  # noqa: F401  isort: skip
+
 __all__ = [
     "ApiError",
     "AuthError",

@@ -30,6 +30,18 @@ from txkit.register._state import (
     reported_months,
 )
 from txkit.register._table import read_events, register_uri
+from txkit.store._retention import KEEP_SOURCES
+
+
+def _signed(store: str, table_id: str) -> set[int]:
+    # The register lives inside the store it describes, so its signed versions are this
+    # table's whatever its id.
+    return signed_versions(store)
+
+
+# Every retention policy keeps the versions signed reports cite (vacuum, compaction): txkit's
+# package imports this module, so no store is opened without the hook in place.
+KEEP_SOURCES.append(_signed)
 
 __all__ = [
     "BUCKETS",
