@@ -24,7 +24,7 @@ report: $(STAMP)
 	$(BIN)/txkit report --month $(MONTH)
 
 lint: $(STAMP)
-	$(BIN)/ruff check conftest.py txkit tests benchmarks tools
+	$(BIN)/ruff check conftest.py txkit tests benchmarks tools notebooks/[0-9]*.py
 	$(BIN)/ruff format --check conftest.py txkit tests benchmarks tools
 
 format: $(STAMP)

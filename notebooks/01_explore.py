@@ -39,7 +39,6 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: cut tables are written there whole (CSV, Excel)
 
 # %%
-import txkit
 from txkit.analysis import overview
 from txkit.notebook import as_run, display_table, load_month, publish_table, what_to_look_at
 from txkit.notebook.plots import plot_daily_volume, plot_status_mix

@@ -51,7 +51,6 @@ import polars as pl
 from IPython.display import Markdown, display
 
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
-from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook import (
     as_run,
     count_by_currency,
@@ -62,6 +61,7 @@ from txkit.notebook import (
     load_orders,
     what_to_look_at,
 )
+from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook.plots import plot_reconciliation
 
 df, info = load_month(month, source=source, store=store, version=version)

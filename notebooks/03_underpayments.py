@@ -47,7 +47,6 @@ downloads = ""  # txkit report sets a folder: exception lists are written there 
 
 # %%
 import polars as pl
-from IPython.display import Markdown, display
 
 from txkit.analysis import (
     COUNTED_STATUSES,
@@ -56,7 +55,6 @@ from txkit.analysis import (
     underpayment_summary,
     underpayments,
 )
-from txkit.notebook.findings import underpayment_findings
 from txkit.notebook import (
     as_run,
     display_exceptions,
@@ -65,6 +63,7 @@ from txkit.notebook import (
     load_month,
     what_to_look_at,
 )
+from txkit.notebook.findings import underpayment_findings
 from txkit.notebook.plots import plot_shortfall_by
 
 df, info = load_month(month, source=source, store=store, version=version)
@@ -121,7 +120,12 @@ plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currenc
 
 # %%
 repeats = repeat_shortfalls(df, min_count=2, top=None)  # every one: a cut table says so
-display_table(repeats, show_pii=show_pii, rows=10, empty="None this month: no customer underpaid more than once.")
+display_table(
+    repeats,
+    show_pii=show_pii,
+    rows=10,
+    empty="None this month: no customer underpaid more than once.",
+)
 
 # %% [markdown]
 # ## Checkout behaviour: underpaid vs overpaid vs exact (virtual-account payments)

@@ -69,7 +69,6 @@ from txkit.analysis import (
     describe_balance_models,
     not_reported_balances,
 )
-from txkit.notebook.findings import balance_findings
 from txkit.notebook import (
     as_run,
     display_exceptions,
@@ -78,6 +77,7 @@ from txkit.notebook import (
     load_month,
     what_to_look_at,
 )
+from txkit.notebook.findings import balance_findings
 from txkit.notebook.plots import plot_balance
 
 df, info = load_month(month, source=source, store=store, version=version)

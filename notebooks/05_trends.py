@@ -47,12 +47,16 @@ downloads = ""  # txkit report sets a folder: the reports beside it give the mat
 # %%
 from pathlib import Path
 
-from txkit.analysis import monthly_metrics, trend_table
 from IPython.display import Markdown, display
 
+from txkit.analysis import monthly_metrics, trend_table
 from txkit.notebook import display_table, report_history, trend_records, what_to_look_at
-from txkit.notebook.plots import MIN_POINTS
-from txkit.notebook.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
+from txkit.notebook.plots import (
+    MIN_POINTS,
+    plot_exception_trends,
+    plot_money_trend,
+    plot_rate_trends,
+)
 
 records, origin = trend_records(
     month, months=months, source=source, store=store, version=version

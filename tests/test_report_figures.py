@@ -306,11 +306,15 @@ def test_the_as_run_line_names_the_store_and_version_only() -> None:
 def test_run_report_reads_as_named_steps_of_at_most_80_lines() -> None:
     tree = ast.parse((ROOT / "txkit" / "report" / "_run.py").read_text(encoding="utf-8"))
     functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-    long = {
-        name: node.end_lineno - node.lineno + 1
-        for name, node in functions.items()
-        if node.end_lineno - node.lineno + 1 > 80
-    }
+
+    def code_lines(node: ast.FunctionDef) -> int:  # its lines, the docstring left out
+        lines = node.end_lineno - node.lineno + 1
+        doc = node.body[0]
+        if isinstance(doc, ast.Expr) and isinstance(getattr(doc, "value", None), ast.Constant):
+            lines -= doc.end_lineno - doc.lineno + 1
+        return lines
+
+    long = {name: n for name, node in functions.items() if (n := code_lines(node)) > 80}
     assert long == {}
     called = {
         n.func.id

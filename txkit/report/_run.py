@@ -795,16 +795,9 @@ def run_report(
     """
     # A signed month is locked: refused before anything else is read, fetched or run.
     target = refuse_signed(out, parse_month(month), reopen)
-    plan = plan_report(
-        month,
-        store=store,
-        notebooks=notebooks,
-        orders=orders,
-        as_of=as_of,
-        bank_statements=bank_statements,
-        bank_columns=bank_columns,
-        show_pii=show_pii,
-    )
+    plan = plan_report(month, store=store, notebooks=notebooks, orders=orders, as_of=as_of,
+                       bank_statements=bank_statements, bank_columns=bank_columns,
+                       show_pii=show_pii)  # fmt: skip
     # A register this txkit cannot read stops the report before anything is fetched or run.
     read_events(plan.store)
     materiality = load_materiality()
@@ -819,18 +812,10 @@ def run_report(
         sections, timings = run_notebooks(plan, manifest, staging, progress=progress)
         attach_downloads(sections, staging)
         register = record_register(plan, manifest, staging, materiality)
-        add_headlines(
-            sections,
-            plan,
-            manifest,
-            out=out,
-            orders=checked,
-            material=register.material if register else None,
-        )
-        _write_manifest(staging / "report.json", plan, manifest, sorted(timings), checked)
-        revision = describe_revision(target, staging, plan.month)
-        _extend_manifest(
-            staging / "report.json", register=register.doc if register else None, revision=revision
+        material = register.material if register else None
+        add_headlines(sections, plan, manifest, out=out, orders=checked, material=material)
+        revision = write_manifest(
+            staging, plan, manifest, sorted(timings), checked, register, target
         )
         write_index(
             staging, plan, sections, manifest, checked, register=register, revision=revision
@@ -867,6 +852,25 @@ def record_register(
         # A read-only store (a report re-rendered from a mounted copy) still gets its report.
         log.warning("report: the exception register was not updated: %s", one_line(exc))
         return None
+
+
+def write_manifest(
+    staging: Path,
+    plan: ReportPlan,
+    manifest: Any,
+    notebooks: list[str],
+    orders: OrdersCheck,
+    register: RegisterSummary | None,
+    target: Target,
+) -> dict[str, Any] | None:
+    """Step 6b: ``report.json`` (what the report read and rendered, the register's summary,
+    and for a revision of a signed month what changed); returns the revision, if any."""
+    _write_manifest(staging / "report.json", plan, manifest, notebooks, orders)
+    revision = describe_revision(target, staging, plan.month)
+    _extend_manifest(
+        staging / "report.json", register=register.doc if register else None, revision=revision
+    )
+    return revision
 
 
 def describe_revision(target: Target, staging: Path, month: str) -> dict[str, Any] | None:
