@@ -41,7 +41,6 @@ from urllib.parse import unquote
 from txkit import config
 from txkit.errors import StoreError
 from txkit.store._location import (
-    LOCK_NAME,
     StoredObject,
     StoreLike,
     is_remote,
@@ -258,7 +257,10 @@ def apply_retention(
             entries.setdefault(version, []).append(item)
             if match.group(2) != "json":
                 checkpoints.append(version)
-        elif not item.rel.startswith("_delta_log/") and item.rel != LOCK_NAME:
+        elif not item.rel.split("/", 1)[0].startswith(("_", ".")):
+            # The table's data files only: as Delta readers do, folders and files whose name
+            # starts with `_` or `.` are not the table's (the log, the exception register in
+            # `_register/`, the lock), and are never the policy's to remove.
             data.append(item)
     readable = sorted(v for v, items in entries.items()
                       if any(i.rel.endswith(".json") for i in items) and v <= newest)  # fmt: skip
