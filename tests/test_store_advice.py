@@ -16,6 +16,7 @@ import pytest
 
 from tests.factories import ROOT, forget_digests, run_cli
 from txkit import Client
+from txkit.report._run import sandbox_calendar, sync_range
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreError,
@@ -272,7 +273,8 @@ def test_a_read_only_store_with_nothing_to_write_is_not_refused(
 ) -> None:
     store = tmpfs / "store"
     with client_of(box) as client:
-        sync(client, start="2026-06-01", end="2026-10-03", store=store, today=TODAY)
+        start, end = sync_range("2026-09", sandbox_calendar())  # what the report reads
+        sync(client, start=start, end=end, store=store, today=TODAY)
         subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
         result = sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
     assert result.fetched == {} and result.skipped == ["2026-09"]
@@ -288,6 +290,6 @@ def test_a_read_only_store_with_nothing_to_write_is_not_refused(
     assert report.returncode == 0, report.stderr
     assert (tmp_path / "reports/2026-09/index.html").is_file()
     # A sync that must write still says the store is read-only, before any request.
-    failed = run_cli("sync", "--store", str(store), "--start", "2026-05-01", "--end",
-                     "2026-05-31", cwd=tmp_path)  # fmt: skip
+    failed = run_cli("sync", "--store", str(store), "--start", "2026-10-01", "--end",
+                     "2026-10-31", cwd=tmp_path)  # fmt: skip
     assert failed.returncode == 1 and "read-only" in failed.stderr
