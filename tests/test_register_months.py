@@ -60,9 +60,18 @@ class Months:
         return json.loads(path.read_text())
 
 
+#: The notebooks whose pages publish exception lists (the register's input): 01_explore and
+#: 05_trends publish none, and leaving them out takes a third off the twelve months' run.
+LISTING = ("02_reconciliation", "03_underpayments", "04_balance_checks", "06_settlements")
+
+
 def _run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = run_cli(*args, "--notebooks", str(ROOT / "notebooks"), cwd=workdir, timeout=900)
-    return done
+    books = workdir / "books"
+    if not books.is_dir():
+        books.mkdir()
+        for name in LISTING:
+            (books / f"{name}.ipynb").symlink_to(ROOT / "notebooks" / f"{name}.ipynb")
+    return run_cli(*args, "--notebooks", str(books), cwd=workdir, timeout=900)
 
 
 def _digests(folder: Path) -> dict[str, str]:
