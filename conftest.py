@@ -100,6 +100,12 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.slow)
 
 
+#: Modules whose tests share one long fixture built under a file lock: all on one worker, so
+#: the other keeps running tests instead of waiting on the lock (the register's twelve months:
+#: 150 s of a worker's time idle before).
+_ONE_WORKER = frozenset({"tests/test_register_months.py"})
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Tests one by one to whichever worker is free, except a notebook's cells: all on one
@@ -111,7 +117,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class NotebooksWhole(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return path if path.endswith(".ipynb") else nodeid
+            return path if path.endswith(".ipynb") or path in _ONE_WORKER else nodeid
 
     return NotebooksWhole(config, log)
 
