@@ -22,6 +22,7 @@ from txkit.fetch.pages import (
     DEFAULT_CONCURRENCY,
     ExportStats,
     QueryResult,
+    _progress_hook,
     current_total,
     require_complete,
     timed,
@@ -176,7 +177,7 @@ def load_transactions(
         first,
         last,
         plan,
-        _on_page(bar),
+        _progress_hook(bar),
         page_size=page_size,
         concurrency=concurrency,
         max_passes=max_passes,
@@ -431,18 +432,6 @@ def _profile_plan(
             high = (last or first) + timedelta(days=1)
             plan["start_end"] = profile.server_window(low, high)
     return plan
-
-
-def _on_page(bar: Any) -> Any:
-    def on_page(done: int, more: int) -> None:
-        if bar is not None:
-            if more:
-                bar.total = (bar.total or 0) + more
-                bar.refresh()
-            if done:
-                bar.update(done)
-
-    return on_page
 
 
 def _incomplete(
