@@ -1,5 +1,9 @@
 """Small helpers that keep notebook cells short: load a month, show a table, list findings.
 
+* one run (``_outputs``): :func:`outputs` gives a notebook's :class:`Outputs`, which loads,
+  shows and writes with the run's month, source, page, downloads folder and masking set once
+  (``out.load_month()``, ``out.table(df)``, ``out.exceptions(...)``, ``out.download(...)``);
+
 Everything shown is deterministic for a given source and month (no timings, ports or
 request ids), so the committed notebook outputs can be compared by nbval.
 
@@ -27,9 +31,11 @@ from txkit.notebook._load import (
     load_orders,
     trend_records,
 )
+from txkit.notebook._outputs import Outputs, outputs
 
 __all__ = [
     "LoadInfo",
+    "Outputs",
     "as_run",
     "count_by_currency",
     "display_exceptions",
@@ -39,6 +45,7 @@ __all__ = [
     "load_margin",
     "load_month",
     "load_orders",
+    "outputs",
     "publish_table",
     "report_history",
     "trend_records",

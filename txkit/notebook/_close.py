@@ -7,7 +7,9 @@ its "what to look at" sentences.
 * :func:`publish_table`: a whole table (the wallet statement, every settlement) written as
   CSV and Excel beside the report's pages, with the index's headline figures; exception lists
   keep :func:`~txkit.notebook.display_exceptions` (open items against last month);
-* :func:`wallet_findings`, :func:`settlement_findings`: the sentences, with exact amounts.
+* :func:`wallet_findings`, :func:`settlement_findings`: the sentences, with exact amounts;
+* :func:`wallet_differences_line`, :func:`wallet_headlines`: each statement's difference, as
+  the page's line and as the index's headline figures.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ __all__ = [
     "publish_table",
     "sandbox_statements",
     "settlement_findings",
+    "wallet_differences_line",
     "wallet_findings",
+    "wallet_headlines",
     "wallet_statement_lines",
 ]
 
@@ -161,6 +165,31 @@ def publish_table(
 
 def _money(value: Any, currency: str | None) -> str:
     return f"{value:,} {currency or ''}".strip()
+
+
+def wallet_differences_line(statement: pl.DataFrame) -> str:
+    """The page's line under the statements: each stated wallet's difference (``NGN 0.00, ...``)."""
+    ties = ", ".join(
+        f"{r['currency']} {r['difference']:,}"
+        for r in statement.iter_rows(named=True)
+        if r["difference"] is not None
+    )
+    return f"**Difference of each statement:** {ties}."
+
+
+def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
+    """The index's headline figures of the wallet statement: each wallet's difference, to be
+    looked at unless it is 0 (a statement that cannot be stated is looked at too)."""
+    return [
+        {
+            "label": f"Wallet statement {r['currency']}: difference",
+            "value": "not stated"
+            if r["difference"] is None
+            else f"{r['difference']:,} {r['currency']}",
+            "look": r["difference"] != 0,
+        }
+        for r in statement.iter_rows(named=True)
+    ]
 
 
 def wallet_findings(statement: pl.DataFrame) -> list[str]:

@@ -9,14 +9,18 @@ from __future__ import annotations
 import polars as pl
 
 from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
-from txkit.analysis.underpayments import SHORTFALL_NAMES
+from txkit.analysis.underpayments import COUNTED_STATUSES, SHORTFALL_NAMES
+from txkit.notebook._close import settlement_findings, wallet_findings
 
 __all__ = [
     "AGREED_CATEGORIES",
     "balance_findings",
     "reconcile_findings",
+    "settlement_findings",
     "trend_findings",
     "underpayment_findings",
+    "underpayment_scope",
+    "wallet_findings",
 ]
 
 
@@ -94,6 +98,15 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
             f"({_money(row['difference'], row['export_currency'])})."
         )
     return out
+
+
+def underpayment_scope(month: str) -> str:
+    """What every underpayment table of ``month`` counts, for the page's "as run" line."""
+    statuses = ", ".join(f"`{s}`" for s in COUNTED_STATUSES)
+    return (
+        f"counted in every table: flagged collections with status {statuses}; original "
+        f"references are looked up in {month} and in the history"
+    )
 
 
 def underpayment_findings(
