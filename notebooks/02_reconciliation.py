@@ -48,42 +48,27 @@ downloads = ""  # txkit report sets a folder: exception lists are written there 
 
 # %%
 import polars as pl
-from IPython.display import Markdown, display
 
+import txkit.notebook
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
-from txkit.notebook import (
-    as_run,
-    count_by_currency,
-    display_exceptions,
-    display_table,
-    load_margin,
-    load_month,
-    load_orders,
-    what_to_look_at,
-)
+from txkit.notebook import count_by_currency
 from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook.plots import plot_reconciliation
 
-df, info = load_month(month, source=source, store=store, version=version)
-around, around_info = load_margin(
-    month, days=date_tolerance, source=source, store=store, version=version
-)
-expected, orders_info = load_orders(orders, month, margin_days=date_tolerance)
-as_run(info, around_info, orders_info)  # with a warning when no order is dated in the month
+# %%
+out = txkit.notebook.outputs(month, "02_reconciliation.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+around = out.load_margin(days=date_tolerance)
+expected = out.load_orders(orders, margin_days=date_tolerance)
+out.as_run()  # with a warning when no order is dated in the month
 
 # %%
 records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
-result = reconcile(
-    records,
-    expected,
-    month=month,
-    date_tolerance=date_tolerance,
-    amount_tolerance=amount_tolerance,
-)
-settings = describe_matching(
-    result, month=month, date_tolerance=date_tolerance, amount_tolerance=amount_tolerance
-)
-display(Markdown("**Matching rules.**\n" + "\n".join(f"* {line}" for line in settings)))
+tolerances = {"date_tolerance": date_tolerance, "amount_tolerance": amount_tolerance}
+result = reconcile(records, expected, month=month, **tolerances)
+settings = describe_matching(result, month=month, **tolerances)
+out.bullets("**Matching rules.**", settings)
 
 # %% [markdown]
 # ## Summary by category and currency
@@ -91,7 +76,7 @@ display(Markdown("**Matching rules.**\n" + "\n".join(f"* {line}" for line in set
 
 # %%
 summary = reconcile_summary(result)
-display_table(summary, show_pii=show_pii, key=["category", "currency"])
+out.table(summary, key=["category", "currency"])
 
 # %% tags=["nbval-ignore-output"]
 plot_reconciliation(summary);
@@ -102,31 +87,20 @@ plot_reconciliation(summary);
 # every other reference is listed (and in the downloads).
 
 # %%
-display_exceptions(
+out.exceptions(
     result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
-    "reconciliation_mismatches",
-    title="Reconciliation mismatches",
-    key=["reference", "category"],
+    "reconciliation_mismatches", title="Reconciliation mismatches", key=["reference", "category"],
     first=["at_stake", "export_currency", "order_currency", "export_date", "order_date",
            "difference", "export_amount", "order_amount", "export_status", "order_status"],
-    sort=[pl.col("at_stake").abs(), "category"],
-    descending=[True, False],
-    month=month,
-    downloads=downloads,
-    page="02_reconciliation.html",
-    show_pii=show_pii,
-    rows=60,
+    sort=[pl.col("at_stake").abs(), "category"], descending=[True, False], rows=60,
     empty="None this month: every reference matches.",
-    population=count_by_currency(result),
-    population_label="references",
+    population=count_by_currency(result), population_label="references",
 )
 
 # %% [markdown]
 # ## What to look at
 
 # %%
-what_to_look_at(
-    [*(f"Warning: {w}" for w in orders_info.warnings), *reconcile_findings(result, summary),
-     settings[0]],
-    show_pii=show_pii,
+out.what_to_look_at(
+    [*(f"Warning: {w}" for w in out.warnings), *reconcile_findings(result, summary), settings[0]]
 )

@@ -48,54 +48,32 @@ downloads = ""  # txkit report sets a folder: exception lists are written there 
 # %%
 import polars as pl
 
+import txkit.notebook
 from txkit.analysis import (
-    COUNTED_STATUSES,
     activity_comparison,
     repeat_shortfalls,
     underpayment_summary,
     underpayments,
 )
-from txkit.notebook import (
-    as_run,
-    display_exceptions,
-    display_table,
-    load_history,
-    load_month,
-    what_to_look_at,
-)
-from txkit.notebook.findings import underpayment_findings
+from txkit.notebook.findings import underpayment_findings, underpayment_scope
 from txkit.notebook.plots import plot_shortfall_by
 
-df, info = load_month(month, source=source, store=store, version=version)
-history, history_info = load_history(
-    month, months=history_months, source=source, store=store, version=version
-)
-as_run(
-    info,
-    history_info,
-    f"counted in every table: flagged collections with status "
-    f"{', '.join(f'`{s}`' for s in COUNTED_STATUSES)}; original references are looked up in "
-    f"{month} and in the history",
-)
+# %%
+out = txkit.notebook.outputs(month, "03_underpayments.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+history = out.load_history(months=history_months)
+out.as_run(underpayment_scope(month))
 
 # %% [markdown]
 # ## Every flagged payment
 
 # %%
 flagged = underpayments(df, history=history)
-display_exceptions(
-    flagged,
-    "flagged_payments",
-    title="Flagged under- and overpayments",
-    key=["id", "type"],
+out.exceptions(
+    flagged, "flagged_payments", title="Flagged under- and overpayments", key=["id", "type"],
     first=["transactionReference", "shortfall", "currency", "createdAt", "expected", "paid"],
-    sort=[pl.col("shortfall").abs(), "type"],
-    descending=[True, False],
-    month=month,
-    downloads=downloads,
-    page="03_underpayments.html",
-    show_pii=show_pii,
-    rows=20,
+    sort=[pl.col("shortfall").abs(), "type"], descending=[True, False], rows=20,
     empty="None this month: no under- or overpayment was recorded.",
     population=int(underpayment_summary(df, by="currency")["successful_collections"].sum()),
     population_label="successful collections",
@@ -106,11 +84,11 @@ display_exceptions(
 
 # %%
 by_currency = underpayment_summary(df, by="currency")
-display_table(by_currency, show_pii=show_pii)
+out.table(by_currency)
 
 # %%
 by_bank = underpayment_summary(df, by=["bank", "channel"])
-display_table(by_bank, show_pii=show_pii, sort=["currency", "bank", "channel"])
+out.table(by_bank, sort=["currency", "bank", "channel"])
 
 # %% tags=["nbval-ignore-output"]
 plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currency=currency);
@@ -120,21 +98,16 @@ plot_shortfall_by(underpayment_summary(df, by="bank"), dimension="bank", currenc
 
 # %%
 repeats = repeat_shortfalls(df, min_count=2, top=None)  # every one: a cut table says so
-display_table(
-    repeats,
-    show_pii=show_pii,
-    rows=10,
-    empty="None this month: no customer underpaid more than once.",
-)
+out.table(repeats, rows=10, empty="None this month: no customer underpaid more than once.")
 
 # %% [markdown]
 # ## Checkout behaviour: underpaid vs overpaid vs exact (virtual-account payments)
 
 # %%
-display_table(activity_comparison(df, channel="VA"), show_pii=show_pii)
+out.table(activity_comparison(df, channel="VA"))
 
 # %% [markdown]
 # ## What to look at
 
 # %%
-what_to_look_at(underpayment_findings(flagged, by_currency, repeats), show_pii=show_pii)
+out.what_to_look_at(underpayment_findings(flagged, by_currency, repeats))

@@ -59,8 +59,8 @@ downloads = ""  # txkit report sets a folder: exception lists are written there 
 
 # %%
 import polars as pl
-from IPython.display import Markdown, display
 
+import txkit.notebook
 from txkit.analysis import (
     balance_breaks,
     balance_model_choice,
@@ -69,22 +69,16 @@ from txkit.analysis import (
     describe_balance_models,
     not_reported_balances,
 )
-from txkit.notebook import (
-    as_run,
-    display_exceptions,
-    display_table,
-    load_history,
-    load_month,
-    what_to_look_at,
-)
+
+# %%
 from txkit.notebook.findings import balance_findings
 from txkit.notebook.plots import plot_balance
 
-df, info = load_month(month, source=source, store=store, version=version)
-history, history_info = load_history(
-    month, months=history_months, source=source, store=store, version=version
-)
-as_run(info, history_info)
+out = txkit.notebook.outputs(month, "04_balance_checks.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+history = out.load_history(months=history_months)
+out.as_run()
 
 # %% [markdown]
 # ## Which balance model fits each wallet
@@ -95,10 +89,10 @@ as_run(info, history_info)
 # %%
 fit = balance_model_fit(df, history=history)
 choice = balance_model_choice(fit)
-display_table(fit, show_pii=show_pii)
-display_table(choice, show_pii=show_pii)
+out.table(fit)
+out.table(choice)
 model_line = describe_balance_models(choice)
-display(Markdown(f"**Assumed from the data.** {model_line}"))
+out.markdown(f"**Assumed from the data.** {model_line}")
 
 # %% [markdown]
 # ## Checked, unverifiable, not reported and broken values per wallet
@@ -106,7 +100,7 @@ display(Markdown(f"**Assumed from the data.** {model_line}"))
 
 # %%
 summary = balance_summary(df, history=history, model=choice)
-display_table(summary, show_pii=show_pii)
+out.table(summary)
 
 # %% [markdown]
 # ## Every break
@@ -116,22 +110,12 @@ display_table(summary, show_pii=show_pii)
 
 # %%
 breaks = balance_breaks(df, history=history, model=choice)
-display_exceptions(
-    breaks,
-    "balance_breaks",
-    title="Balance breaks",
-    key=["id", "field", "kind"],
+out.exceptions(
+    breaks, "balance_breaks", title="Balance breaks", key=["id", "field", "kind"],
     first=["currency", "difference", "expected", "reported"],
-    sort=["kind", pl.col("difference").abs()],
-    descending=[False, True],
-    month=month,
-    downloads=downloads,
-    page="04_balance_checks.html",
-    show_pii=show_pii,
-    rows=60,
+    sort=["kind", pl.col("difference").abs()], descending=[False, True], rows=60,
     empty="None this month: every checked balance follows the model.",
-    population=int(summary["checked"].sum()),
-    population_label="balance-after values checked",
+    population=int(summary["checked"].sum()), population_label="balance-after values checked",
 )
 
 # %% tags=["nbval-ignore-output"]
@@ -143,16 +127,9 @@ plot_balance(df, breaks, currency=currency);
 # balance, so they are counted as `not_reported` above, never as breaks.
 
 # %%
-display_exceptions(
-    not_reported_balances(df),
-    "not_reported_balances",
-    title="Balances not reported",
-    key=["id"],
-    first=["currency", "transType", "toAmount"],
-    month=month,
-    downloads=downloads,
-    page="04_balance_checks.html",
-    show_pii=show_pii,
+out.exceptions(
+    not_reported_balances(df), "not_reported_balances", title="Balances not reported",
+    key=["id"], first=["currency", "transType", "toAmount"],
     empty="None this month: every successful record reports its balances.",
     population=int(summary.filter(pl.col("side") == "ledger")["entries"].sum()),
     population_label="successful records",
@@ -163,4 +140,4 @@ display_exceptions(
 
 # %%
 findings = balance_findings(breaks, summary)
-what_to_look_at([*findings[:1], model_line, *findings[1:]], show_pii=show_pii)
+out.what_to_look_at([*findings[:1], model_line, *findings[1:]])

@@ -45,32 +45,16 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: the reports beside it give the match rates and breaks
 
 # %%
-from pathlib import Path
-
-from IPython.display import Markdown, display
-
+import txkit.notebook
 from txkit.analysis import monthly_metrics, trend_table
-from txkit.notebook import display_table, report_history, trend_records, what_to_look_at
-from txkit.notebook.plots import (
-    MIN_POINTS,
-    plot_exception_trends,
-    plot_money_trend,
-    plot_rate_trends,
-)
+from txkit.notebook.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
 
-records, origin = trend_records(
-    month, months=months, source=source, store=store, version=version
-)
+out = txkit.notebook.outputs(month, "05_trends.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+records = out.trend_records(months)
 metrics = monthly_metrics(records)
-reports = Path(downloads).parent if downloads else Path("reports")
-history = report_history(reports, current=(month, downloads) if downloads else None)
-table = trend_table(metrics, history)
-held = sorted(metrics["month"].unique().to_list())
-span = f"{held[0]} to {held[-1]}" if held else "none"
-display(Markdown(
-    f"**As run:** {origin}. **{len(held)} of the {months} months** asked for are in it "
-    f"({span}); a figure needs {MIN_POINTS} months to be drawn as a line."
-))
+table = trend_table(metrics, out.report_history())
+out.as_run_trends(metrics, months)
 
 # %% [markdown]
 # ## Money in and out per month, by currency
@@ -95,9 +79,9 @@ plot_exception_trends(table);
 # Match rate and balance breaks come from each month's report (empty without one).
 
 # %%
-display_table(
-    table, show_pii=show_pii, key=["month", "currency"], sort=["month", "currency"],
-    rows=12 * 8, empty="None: the store holds no month yet (run `txkit sync`).",
+out.table(
+    table, key=["month", "currency"], sort=["month", "currency"], rows=12 * 8,
+    empty="None: the store holds no month yet (run `txkit sync`).",
 )
 
 # %% [markdown]
@@ -106,4 +90,4 @@ display_table(
 # %%
 from txkit.notebook.findings import trend_findings
 
-what_to_look_at(trend_findings(table), show_pii=show_pii)
+out.what_to_look_at(trend_findings(table))

@@ -45,38 +45,25 @@ bank_statements = "auto"  # auto, sandbox, or a list of CSV / MT940 / camt.053 f
 bank_columns = None  # the column mapping of a CSV statement (None: TXKIT_BANK_COLUMNS)
 date_tolerance = 3  # business days after a settlement in which its credit is looked for
 amount_tolerance = None  # None: exact (unless the reference matches); or e.g. "100"
-history_months = 1  # months before `month` loaded for the opening balances
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: tables and exception lists are written there
 
 # %%
 import polars as pl
-from IPython.display import Markdown, display
 
-from txkit.analysis.settlements import match_settlements, settlement_summary
+import txkit.notebook
+from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS, match_settlements, settlement_summary
 from txkit.analysis.wallet import wallet_differences, wallet_statement
-from txkit.notebook import (
-    as_run,
-    display_exceptions,
-    display_table,
-    load_bank_statements,
-    load_history,
-    load_month,
-    publish_table,
-    what_to_look_at,
-)
-from txkit.notebook._close import (
-    settlement_findings,
-    wallet_findings,
-    wallet_statement_lines,
-)
+from txkit.notebook._close import wallet_differences_line, wallet_headlines, wallet_statement_lines
+from txkit.notebook.findings import settlement_findings, wallet_findings
 
-df, info = load_month(month, source=source, store=store, version=version)
-history, history_info = load_history(
-    month, months=history_months, source=source, store=store, version=version
-)
-statement, bank_info = load_bank_statements(bank_statements, month, columns=bank_columns)
-as_run(info, history_info, bank_info)
+# %%
+out = txkit.notebook.outputs(month, "06_settlements.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+history = out.load_history(months=1)  # the month before: each wallet's opening balance
+statement = out.load_bank_statements(bank_statements, columns=bank_columns)
+out.as_run()
 
 # %% [markdown]
 # ## Wallet statement per currency
@@ -86,35 +73,12 @@ as_run(info, history_info, bank_info)
 
 # %%
 wallets = wallet_statement(df, month=month, history=history)
-lines = wallet_statement_lines(wallets)
-for (currency,), block in lines.group_by("currency", maintain_order=True):
-    display(Markdown(f"**{currency}**"))
-    display_table(block.select("line", "amount", "currency"), show_pii=show_pii, rows=20)
-ties = ", ".join(
-    f"{r['currency']} {r['difference']:,}" for r in wallets.iter_rows(named=True)
-    if r["difference"] is not None
-)
-display(Markdown(f"**Difference of each statement:** {ties}."))
-links = publish_table(
-    wallets,
-    "wallet_statement",
-    title="Wallet statement",
-    month=month,
-    folder=downloads,
-    page="06_settlements.html",
-    show_pii=show_pii,
-    headlines=[
-        {
-            "label": f"Wallet statement {r['currency']}: difference",
-            "value": "not stated" if r["difference"] is None
-            else f"{r['difference']:,} {r['currency']}",
-            "look": r["difference"] != 0,
-        }
-        for r in wallets.iter_rows(named=True)
-    ],
-)
-if links:
-    display(Markdown(links))
+for (currency,), block in wallet_statement_lines(wallets).group_by("currency", maintain_order=True):
+    out.markdown(f"**{currency}**")
+    out.table(block.select("line", "amount", "currency"), rows=20)
+out.markdown(wallet_differences_line(wallets))
+out.download(wallets, "wallet_statement", title="Wallet statement",
+             headlines=wallet_headlines(wallets))
 
 # %% [markdown]
 # ## What explains a difference
@@ -124,11 +88,9 @@ if links:
 # the month is undone by the next record and changes no statement.
 
 # %%
-display_table(
+out.table(
     wallet_differences(df, month=month, history=history),
-    show_pii=show_pii,
-    key=["currency", "side", "id"],
-    empty="None: every wallet ties out.",
+    key=["currency", "side", "id"], empty="None: every wallet ties out.",
 )
 
 # %% [markdown]
@@ -140,30 +102,13 @@ display_table(
 # %%
 if statement is None:
     settlements = None
-    display(Markdown(f"**{bank_info.note}.**"))
+    out.markdown(f"**{out.loaded('bank').note}.**")
 else:
     records = df if history is None else pl.concat([history, df], how="diagonal_relaxed")
-    settlements = match_settlements(
-        records,
-        statement,
-        month=month,
-        date_tolerance=date_tolerance,
-        amount_tolerance=amount_tolerance,
-    )
-    display_table(
-        settlement_summary(settlements), show_pii=show_pii, key=["category", "currency"]
-    )
-    links = publish_table(
-        settlements,
-        "settlements",
-        title="Settlements and bank credits",
-        month=month,
-        folder=downloads,
-        page="06_settlements.html",
-        show_pii=show_pii,
-    )
-    if links:
-        display(Markdown(links))
+    settlements = match_settlements(records, statement, month=month, date_tolerance=date_tolerance,
+                                    amount_tolerance=amount_tolerance)
+    out.table(settlement_summary(settlements), key=["category", "currency"])
+    out.download(settlements, "settlements", title="Settlements and bank credits")
 
 # %% [markdown]
 # ## Every settlement or credit that needs a look
@@ -172,31 +117,21 @@ else:
 
 # %%
 if settlements is not None:
-    display_exceptions(
-        settlements.filter(~pl.col("category").cast(pl.String).is_in(["matched",
-                                                                       "timing_next_month"])),
-        "settlement_exceptions",
-        title="Settlement exceptions",
-        key=["reference", "bank_line", "category"],
+    out.exceptions(
+        settlements.filter(pl.col("category").cast(pl.String).is_in(SETTLEMENT_EXCEPTIONS)),
+        "settlement_exceptions", title="Settlement exceptions",
+        key=["reference", "bank_line", "category"], sort=["category", "currency"],
         first=["currency", "difference", "settlement_amount", "bank_amount", "settlement_date",
                "bank_date", "rule", "note"],
-        sort=["category", "currency"],
-        month=month,
-        downloads=downloads,
-        page="06_settlements.html",
-        show_pii=show_pii,
-        rows=40,
         empty="None this month: every settlement reached the bank in full, once.",
-        population=settlements.height,
-        population_label="settlements and credits",
+        population=settlements.height, population_label="settlements and credits", rows=40,
     )
 
 # %% [markdown]
 # ## What to look at
 
 # %%
-what_to_look_at(
+out.what_to_look_at(
     [*wallet_findings(wallets),
-     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement)],
-    show_pii=show_pii,
+     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement)]
 )

@@ -49,3 +49,24 @@ def test_outputs_hold_no_customer_data_or_keys(path: Path) -> None:
     assert not looks_unmasked(outputs)
     assert not re.search(r"sk_(live|test|sandbox)_[A-Za-z0-9]{8,}", outputs)
     assert "TXKIT_SECRET_KEY=" not in outputs
+
+
+#: A notebook is an example of how to use txkit: a cell longer than this holds loading,
+#: bookkeeping or display code that belongs in the package (issue 21: the longest was 30).
+MAX_CELL_LINES = 10
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_code_cell_is_longer_than_ten_lines(path: Path) -> None:
+    cells = json.loads(path.read_text())["cells"]
+    long = {
+        index: size
+        for index, cell in enumerate(cells)
+        if cell["cell_type"] == "code"
+        for size in [sum(1 for line in "".join(cell["source"]).splitlines() if line.strip())]
+        if size > MAX_CELL_LINES
+    }
+    assert long == {}, (
+        f"{path.name}: code cells over {MAX_CELL_LINES} non-blank lines (index: lines): {long}; "
+        "move loading and display code into txkit.notebook (see txkit.notebook.outputs)"
+    )
