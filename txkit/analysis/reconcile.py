@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import polars as pl
 
@@ -225,6 +225,53 @@ def reconcile(
         >>> result = reconcile(df, read_orders("orders.csv"), month="2026-10")
         >>> result.filter(pl.col("category") != "matched")
     """
+    sides = _prepare(transactions, orders, month, date_tolerance, amount_tolerance)
+    joined = _by_reference(sides)
+    if sides.bounds is not None:
+        joined = _the_months(joined, sides.days)
+    result = _one_to_one(joined, sides)
+    if parts:
+        result = _amount_sum_rules(result, sides)
+    return _with_at_stake(result, sides.scale)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """Both sides of a reconciliation, ready to match: the collections and the orders that
+    carry a reference (lazy, each with its UTC ``_day``, cut to the month and its tolerance),
+    their schemas, and the settings every step shares."""
+
+    collections: pl.LazyFrame
+    orders: pl.LazyFrame
+    tx_schema: pl.Schema
+    od_schema: pl.Schema
+    bounds: tuple[date, date] | None
+    days: timedelta
+    tolerance: dict[str, Decimal] | Decimal | None
+    scale: int
+
+    @property
+    def in_month(self) -> pl.Expr:
+        """A row's ``_day`` is in the month (always true without one; undated rows are)."""
+        if self.bounds is None:
+            return pl.lit(True)
+        first, last = self.bounds
+        return pl.col("_day").is_between(first, last) | pl.col("_day").is_null()
+
+
+_SAME_CURRENCY: Final = pl.col("export_currency").eq_missing(pl.col("order_currency"))
+_GAP: Final = pl.col("export_amount") - pl.col("order_amount")
+_LINK_COLUMNS: Final = ("rule", "group", "other_candidates")
+
+
+def _prepare(
+    transactions: Frame,
+    orders: Frame,
+    month: str | None,
+    date_tolerance: int | timedelta,
+    amount_tolerance: Tolerance | Mapping[str, Tolerance] | None,
+) -> _Sides:
+    """Both sides checked and cut to the month and its tolerance, at one money scale."""
     tx = lazy(transactions, "transactions", "reconcile")
     od = lazy(orders, "orders", "reconcile")
     tx_schema = tx.collect_schema()
@@ -239,9 +286,6 @@ def reconcile(
         *_tolerance_scales(amount_tolerance),
     )
     tolerance = _tolerances(amount_tolerance, scale)
-    order_status = (
-        pl.col("status").cast(pl.String) if "status" in od_schema else pl.lit(None, dtype=pl.String)
-    )
     order_date = _date_expr(od_schema) if "date" in od_schema else pl.lit(None, dtype=pl.Date)
     collections = tx.filter(
         (pl.col("transType") == "collection") & pl.col("transactionReference").is_not_null()
@@ -249,16 +293,25 @@ def reconcile(
     merchant_rows = od.filter(pl.col("reference").is_not_null()).with_columns(
         order_date.alias("_day")
     )
-    in_month: pl.Expr = pl.lit(True)
     if bounds is not None:
         first, last = bounds
         window = pl.col("_day").is_between(first - days, last + days)
         collections = collections.filter(window)
         merchant_rows = merchant_rows.filter(window | pl.col("_day").is_null())
-        in_month = pl.col("_day").is_between(first, last) | pl.col("_day").is_null()
+    return _Sides(collections, merchant_rows, tx_schema, od_schema, bounds, days, tolerance, scale)
 
+
+def _by_reference(sides: _Sides) -> pl.LazyFrame:
+    """One row per reference with each side's count and first values (the earliest collection
+    by ``createdAt``, ``id``; the first order row)."""
+    scale, in_month = sides.scale, sides.in_month
+    order_status = (
+        pl.col("status").cast(pl.String)
+        if "status" in sides.od_schema
+        else pl.lit(None, dtype=pl.String)
+    )
     export = (
-        collections.sort(["createdAt", "id"], nulls_last=True)
+        sides.collections.sort(["createdAt", "id"], nulls_last=True)
         .group_by(pl.col("transactionReference").cast(pl.String).alias("reference"))
         .agg(
             pl.len().alias("export_count"),
@@ -270,7 +323,7 @@ def reconcile(
             in_month.any().alias("_export_in_month"),
         )
     )
-    merchant = merchant_rows.group_by(pl.col("reference").cast(pl.String)).agg(
+    merchant = sides.orders.group_by(pl.col("reference").cast(pl.String)).agg(
         pl.len().alias("order_count"),
         money("amount", scale).first().alias("order_amount"),
         pl.col("currency").first().cast(pl.String).alias("order_currency"),
@@ -278,36 +331,41 @@ def reconcile(
         pl.col("_day").first().alias("order_date"),
         in_month.any().alias("_order_in_month"),
     )
-    joined = export.join(merchant, on="reference", how="full", coalesce=True).with_columns(
+    return export.join(merchant, on="reference", how="full", coalesce=True).with_columns(
         pl.col("export_count").fill_null(0).cast(pl.UInt32),
         pl.col("order_count").fill_null(0).cast(pl.UInt32),
     )
-    if bounds is not None:
-        # A reference is the month's when its order or its payment is in the month; what
-        # lies only in the days around it is another month's.
-        joined = joined.filter(
-            pl.col("_order_in_month").fill_null(False) | pl.col("_export_in_month").fill_null(False)
-        )
-        # A counterpart outside the month further than the tolerance from the other side is
-        # not this reference's (its own month sees it as missing, and so does this one).
-        far = ((pl.col("export_date") - pl.col("order_date")).abs() > days).fill_null(False)
-        joined = joined.with_columns(
-            (far & ~pl.col(f"_{side}_in_month").fill_null(True)).alias(f"_hide_{side}")
-            for side in _SIDE_COLUMNS
-        )
-        hide = {side: pl.col(f"_hide_{side}") for side in _SIDE_COLUMNS}
-        joined = joined.with_columns(
-            pl.when(hide[side]).then(pl.lit(None)).otherwise(pl.col(name)).alias(name)
-            for side, names in _SIDE_COLUMNS.items()
-            for name in names
-        ).with_columns(
-            pl.when(hide[side]).then(0).otherwise(pl.col(f"{side}_count")).alias(f"{side}_count")
-            for side in _SIDE_COLUMNS
-        )
-    same_currency = pl.col("export_currency").eq_missing(pl.col("order_currency"))
+
+
+def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
+    """The month's references, without a side that belongs to another month."""
+    # A reference is the month's when its order or its payment is in the month; what
+    # lies only in the days around it is another month's.
+    joined = joined.filter(
+        pl.col("_order_in_month").fill_null(False) | pl.col("_export_in_month").fill_null(False)
+    )
+    # A counterpart outside the month further than the tolerance from the other side is
+    # not this reference's (its own month sees it as missing, and so does this one).
+    far = ((pl.col("export_date") - pl.col("order_date")).abs() > days).fill_null(False)
+    joined = joined.with_columns(
+        (far & ~pl.col(f"_{side}_in_month").fill_null(True)).alias(f"_hide_{side}")
+        for side in _SIDE_COLUMNS
+    )
+    hide = {side: pl.col(f"_hide_{side}") for side in _SIDE_COLUMNS}
+    return joined.with_columns(
+        pl.when(hide[side]).then(pl.lit(None)).otherwise(pl.col(name)).alias(name)
+        for side, names in _SIDE_COLUMNS.items()
+        for name in names
+    ).with_columns(
+        pl.when(hide[side]).then(0).otherwise(pl.col(f"{side}_count")).alias(f"{side}_count")
+        for side in _SIDE_COLUMNS
+    )
+
+
+def _category(sides: _Sides) -> pl.Expr:
+    """A reference's category: the first that applies, in the order :func:`reconcile` gives."""
+    within = _within(_GAP, sides.tolerance, sides.scale)
     has_order_status = pl.col("order_status").is_not_null()
-    gap = pl.col("export_amount") - pl.col("order_amount")
-    within = _within(gap, tolerance, scale)
     category = (
         pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
         .then(pl.lit("duplicate_reference"))
@@ -315,7 +373,7 @@ def reconcile(
         .then(pl.lit("missing_in_export"))
         .when(pl.col("order_count") == 0)
         .then(pl.lit("missing_in_orders"))
-        .when(~same_currency)
+        .when(~_SAME_CURRENCY)
         .then(pl.lit("currency_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")) & ~within)
         .then(pl.lit("amount_mismatch"))
@@ -324,8 +382,8 @@ def reconcile(
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
         .then(pl.lit("amount_within_tolerance"))
     )
-    if bounds is not None:
-        first, last = bounds
+    if sides.bounds is not None:
+        first, last = sides.bounds
         paid, ordered = pl.col("export_date"), pl.col("order_date")
         category = (
             category.when(pl.col("_order_in_month") & (paid > last))
@@ -337,16 +395,21 @@ def reconcile(
             .when(ordered > last)
             .then(pl.lit("ordered_next_month"))
         )
-    category = category.otherwise(pl.lit("matched"))
+    return category.otherwise(pl.lit("matched"))
+
+
+def _one_to_one(joined: pl.LazyFrame, sides: _Sides) -> pl.DataFrame:
+    """The one-to-one reconciliation, sorted by reference, with its ``rule`` (``reference``
+    where both sides have it) and empty ``group`` and ``other_candidates``."""
     difference = (
-        pl.when(same_currency & pl.col("export_currency").is_not_null())
-        .then(gap)
-        .cast(pl.Decimal(38, scale))
+        pl.when(_SAME_CURRENCY & pl.col("export_currency").is_not_null())
+        .then(_GAP)
+        .cast(pl.Decimal(38, sides.scale))
     )
     result = (
         joined.select(
             "reference",
-            category.cast(_CATEGORY).alias("category"),
+            _category(sides).cast(_CATEGORY).alias("category"),
             "export_count",
             "order_count",
             "export_id",
@@ -364,21 +427,17 @@ def reconcile(
         .collect()
     )
     linked = pl.col("export_count").gt(0) & pl.col("order_count").gt(0)
-    result = result.with_columns(
+    return result.with_columns(
         pl.when(linked).then(pl.lit("reference")).alias("rule"),
         pl.lit(None, dtype=pl.String).alias("group"),
         pl.lit(None, dtype=pl.UInt32).alias("other_candidates"),
     )
-    if parts:
-        result = _amount_sum_rules(
-            result, collections, merchant_rows, tx_schema, od_schema, days, tolerance, scale
-        )
+
+
+def _with_at_stake(result: pl.DataFrame, scale: int) -> pl.DataFrame:
+    """``at_stake`` added, before the columns that say how a reference was linked."""
     return result.with_columns(at_stake().cast(pl.Decimal(38, scale))).select(
-        *[c for c in result.columns if c != "rule" and c != "group" and c != "other_candidates"],
-        "at_stake",
-        "rule",
-        "group",
-        "other_candidates",
+        *[c for c in result.columns if c not in _LINK_COLUMNS], "at_stake", *_LINK_COLUMNS
     )
 
 
@@ -403,38 +462,63 @@ def at_stake() -> pl.Expr:
 _MAX_CANDIDATES: Final = 14
 
 
-def _amount_sum_rules(
-    result: pl.DataFrame,
-    collections: pl.LazyFrame,
-    merchant_rows: pl.LazyFrame,
-    tx_schema: pl.Schema,
-    od_schema: pl.Schema,
-    days: timedelta,
-    tolerance: dict[str, Decimal] | Decimal | None,
-    scale: int,
-) -> pl.DataFrame:
+class _Fit(NamedTuple):
+    """One set that fits: a ``kind`` of amount-sum match anchored on a reference."""
+
+    kind: str  # paid_in_parts or grouped
+    anchor: str  # the order paid in parts, or the collection grouping orders
+    members: list[str]
+    how: set[str]  # how the members were linked: reference, date window
+    others: int  # candidates linked the same way but not in the set
+
+
+def _amount_sum_rules(result: pl.DataFrame, sides: _Sides) -> pl.DataFrame:
     """``paid_in_parts`` and ``grouped`` among the references left unmatched."""
-    category = pl.col("category")
-    open_collections = result.filter(
-        category.is_in(["missing_in_orders", "amount_mismatch"]) & (pl.col("export_count") == 1)
-    )
+    open_collections = _open_collections(result, sides)
     if open_collections.height == 0:
         return result
+    open_orders = _open_orders(result, open_collections, sides)
+    if open_orders.height == 0:
+        return result
+    pays = _items(_linked_to(open_collections, open_orders), "export")
+    dues = _items(open_orders, "order")
+    taken, undecided = _unshared(*_fits(pays, dues, sides))
+    if not taken and not undecided:
+        return result
+    return _apply(result, _changes(taken, undecided, [*pays, *dues], sides.scale), sides.scale)
+
+
+def _open_collections(result: pl.DataFrame, sides: _Sides) -> pl.DataFrame:
+    """The references with one collection and no order that agrees, with the collection's
+    ``customer`` and the reference it pays (``existing``: an under- or overpayment's)."""
+    open_collections = result.filter(
+        pl.col("category").is_in(["missing_in_orders", "amount_mismatch"])
+        & (pl.col("export_count") == 1)
+    )
+    if open_collections.height == 0:
+        return open_collections
     tx_info = (
-        collections.filter(
+        sides.collections.filter(
             pl.col("transactionReference")
             .cast(pl.String)
             .is_in(open_collections["reference"].implode())
         )
         .select(
             pl.col("transactionReference").cast(pl.String).alias("reference"),
-            _customer(tx_schema, "customerEmail").alias("customer"),
-            _optional(tx_schema, "meta.existingTransaction.reference").alias("existing"),
+            _customer(sides.tx_schema, "customerEmail").alias("customer"),
+            _optional(sides.tx_schema, "meta.existingTransaction.reference").alias("existing"),
         )
         .unique("reference", keep="first")
         .collect()
     )
-    open_collections = open_collections.join(tx_info, on="reference", how="left")
+    return open_collections.join(tx_info, on="reference", how="left")
+
+
+def _open_orders(
+    result: pl.DataFrame, open_collections: pl.DataFrame, sides: _Sides
+) -> pl.DataFrame:
+    """The references with one order and no collection that agrees, that an open collection
+    can be linked to (by a reference or its customer), with the order's ``customer``."""
     # Only what can be linked at all is looked at: the orders carrying an open collection's
     # reference or from its customer (the open orders can be a million, none of them linked;
     # reading each one's customer cost 0.5 s there, and 10 s in Python).
@@ -443,138 +527,173 @@ def _amount_sum_rules(
     ).implode()
     customers = open_collections["customer"].drop_nulls().implode()
     od_info = (
-        merchant_rows.select(
+        sides.orders.select(
             pl.col("reference").cast(pl.String),
-            _customer(od_schema, "customer").alias("customer"),
+            _customer(sides.od_schema, "customer").alias("customer"),
         )
         .filter(pl.col("reference").is_in(linkable_refs) | pl.col("customer").is_in(customers))
         .unique("reference", keep="first")
         .collect()
     )
-    open_orders = result.filter(
-        category.is_in(["missing_in_export", "amount_mismatch"])
+    return result.filter(
+        pl.col("category").is_in(["missing_in_export", "amount_mismatch"])
         & (pl.col("order_count") == 1)
         & pl.col("reference").is_in(od_info["reference"].implode())
     ).join(od_info, on="reference", how="left")
-    if open_orders.height == 0:
-        return result
+
+
+def _linked_to(open_collections: pl.DataFrame, open_orders: pl.DataFrame) -> pl.DataFrame:
+    """The open collections that carry an open order's reference or come from its customer."""
     order_customers = open_orders["customer"].drop_nulls().implode()
     order_links = open_orders["reference"].implode()
-    open_collections = open_collections.filter(
+    return open_collections.filter(
         pl.col("reference").is_in(order_links)
         | pl.col("existing").is_in(order_links)
         | pl.col("customer").is_in(order_customers)
     )
-    pays = [
-        {**r, "amount": r["export_amount"], "currency": r["export_currency"],
-         "day": r["export_date"]}
-        for r in open_collections.iter_rows(named=True)
+
+
+def _items(frame: pl.DataFrame, side: str) -> list[dict[str, Any]]:
+    """Each row as a candidate: its columns, and its ``side``'s amount, currency and day."""
+    return [
+        {**r, "amount": r[f"{side}_amount"], "currency": r[f"{side}_currency"],
+         "day": r[f"{side}_date"]}
+        for r in frame.iter_rows(named=True)
     ]  # fmt: skip
-    dues = [
-        {**r, "amount": r["order_amount"], "currency": r["order_currency"], "day": r["order_date"]}
-        for r in open_orders.iter_rows(named=True)
-    ]
 
-    def limit(currency: str | None) -> Decimal:
-        if tolerance is None:
-            return Decimal(0)
-        if isinstance(tolerance, Decimal):
-            return tolerance
-        return tolerance.get(currency or "", Decimal(0))
 
-    def near(a: Any, b: Any) -> bool:
-        return a is not None and b is not None and abs(a - b) <= days
-
-    def links(item: dict, other: dict) -> set[str]:
-        """How ``other`` is linked to ``item`` (empty: not a candidate)."""
-        how = set()
-        if other["reference"] == item["reference"]:
-            how.add("reference")
-        if other.get("existing") and other["existing"] == item["reference"]:
-            how.add("reference")
-        if item.get("existing") and item["existing"] == other["reference"]:
-            how.add("reference")
-        if (
-            item.get("customer")
-            and item["customer"] == other.get("customer")
-            and near(item["day"], other["day"])
-        ):
-            how.add("date window")
-        return how
-
-    def index(pool: list[dict]) -> dict[tuple[str, Any], list[int]]:
-        """Pool items by reference, by the reference they pay, and by customer."""
-        found: dict[tuple[str, Any], list[int]] = {}
-        for i, item in enumerate(pool):
-            found.setdefault(("ref", item["reference"]), []).append(i)
-            if item.get("existing"):
-                found.setdefault(("ref", item["existing"]), []).append(i)
-            if item.get("customer"):
-                found.setdefault(("customer", item["customer"]), []).append(i)
-        return found
-
-    fits: list[tuple[str, str, list[str], set[str], int]] = []  # kind, anchor, members, how
+def _fits(
+    pays: list[dict[str, Any]], dues: list[dict[str, Any]], sides: _Sides
+) -> tuple[list[_Fit], dict[str, int]]:
+    """The one set that fits each order (parts) and each collection (a group), and the
+    targets that several sets fit (with how many)."""
+    fits: list[_Fit] = []
     undecided: dict[str, int] = {}
     for kind, targets, pool in (("paid_in_parts", dues, pays), ("grouped", pays, dues)):
-        by_key = index(pool)
+        by_key = _index(pool)
         for target in targets:
             if target["amount"] is None or target["currency"] is None:
                 continue
-            near_ids = {
-                *by_key.get(("ref", target["reference"]), []),
-                *by_key.get(("ref", target.get("existing")), []),
-                *by_key.get(("customer", target.get("customer")), []),
-            }
-            candidates = []
-            for i in sorted(near_ids):
-                item = pool[i]
-                if item["currency"] != target["currency"] or item["amount"] is None:
-                    continue
-                how = links(target, item)
-                if how:
-                    candidates.append((item, how))
+            candidates = _candidates(target, pool, by_key, sides.days)
             if len(candidates) < 2 or len(candidates) > _MAX_CANDIDATES:
                 continue
-            found = _subsets(
-                [c[0]["amount"] for c in candidates], target["amount"], limit(target["currency"])
-            )
+            amounts = [item["amount"] for item, _ in candidates]
+            limit = _tolerance_for(sides.tolerance, target["currency"])
+            found = _subsets(amounts, target["amount"], limit)
             if len(found) == 1:
                 members = [candidates[i] for i in found[0]]
-                how = set().union(*(h for _, h in members))
-                fits.append(
-                    (
-                        kind,
-                        target["reference"],
-                        [m["reference"] for m, _ in members],
-                        how,
-                        len(candidates) - len(members),
-                    )
-                )
+                fits.append(_fit(kind, target, members, len(candidates)))
             elif len(found) > 1:
                 undecided[target["reference"]] = len(found)
-    # A reference in two fits (as anchor or member) would be guessed: neither fit is taken.
+    return fits, undecided
+
+
+def _fit(
+    kind: str, target: dict[str, Any], members: list[tuple[dict[str, Any], set[str]]], seen: int
+) -> _Fit:
+    how = set().union(*(h for _, h in members))
+    refs = [m["reference"] for m, _ in members]
+    return _Fit(kind, target["reference"], refs, how, seen - len(members))
+
+
+def _tolerance_for(tolerance: dict[str, Decimal] | Decimal | None, currency: str | None) -> Decimal:
+    if tolerance is None:
+        return Decimal(0)
+    if isinstance(tolerance, Decimal):
+        return tolerance
+    return tolerance.get(currency or "", Decimal(0))
+
+
+def _index(pool: list[dict[str, Any]]) -> dict[tuple[str, Any], list[int]]:
+    """Pool items by reference, by the reference they pay, and by customer."""
+    found: dict[tuple[str, Any], list[int]] = {}
+    for i, item in enumerate(pool):
+        found.setdefault(("ref", item["reference"]), []).append(i)
+        if item.get("existing"):
+            found.setdefault(("ref", item["existing"]), []).append(i)
+        if item.get("customer"):
+            found.setdefault(("customer", item["customer"]), []).append(i)
+    return found
+
+
+def _candidates(
+    target: dict[str, Any],
+    pool: list[dict[str, Any]],
+    by_key: dict[tuple[str, Any], list[int]],
+    days: timedelta,
+) -> list[tuple[dict[str, Any], set[str]]]:
+    """The pool's items in ``target``'s currency linked to it, each with how, in pool order."""
+    near_ids = {
+        *by_key.get(("ref", target["reference"]), []),
+        *by_key.get(("ref", target.get("existing")), []),
+        *by_key.get(("customer", target.get("customer")), []),
+    }
+    candidates = []
+    for i in sorted(near_ids):
+        item = pool[i]
+        if item["currency"] != target["currency"] or item["amount"] is None:
+            continue
+        how = _links(target, item, days)
+        if how:
+            candidates.append((item, how))
+    return candidates
+
+
+def _links(item: dict[str, Any], other: dict[str, Any], days: timedelta) -> set[str]:
+    """How ``other`` is linked to ``item`` (empty: not a candidate)."""
+    how = set()
+    if other["reference"] == item["reference"]:
+        how.add("reference")
+    if other.get("existing") and other["existing"] == item["reference"]:
+        how.add("reference")
+    if item.get("existing") and item["existing"] == other["reference"]:
+        how.add("reference")
+    if (
+        item.get("customer")
+        and item["customer"] == other.get("customer")
+        and _near(item["day"], other["day"], days)
+    ):
+        how.add("date window")
+    return how
+
+
+def _near(a: Any, b: Any, days: timedelta) -> bool:
+    return a is not None and b is not None and abs(a - b) <= days
+
+
+def _unshared(fits: list[_Fit], undecided: dict[str, int]) -> tuple[list[_Fit], dict[str, int]]:
+    """The fits that share no reference with another, and the undecided targets with the
+    anchors of the fits left (a reference in two fits would be guessed: neither is taken)."""
     seen: dict[str, int] = {}
-    for _, anchor, members, _, _ in fits:
-        for ref in {anchor, *members}:
+    for fit in fits:
+        for ref in {fit.anchor, *fit.members}:
             seen[ref] = seen.get(ref, 0) + 1
-    taken = [f for f in fits if all(seen[r] == 1 for r in {f[1], *f[2]})]
+    taken = [f for f in fits if all(seen[r] == 1 for r in {f.anchor, *f.members})]
+    undecided = dict(undecided)
     for f in fits:
         if f not in taken:
-            undecided[f[1]] = undecided.get(f[1], 1) + 1
-    if not taken and not undecided:
-        return result
+            undecided[f.anchor] = undecided.get(f.anchor, 1) + 1
+    return taken, undecided
+
+
+def _changes(
+    taken: list[_Fit], undecided: dict[str, int], items: list[dict[str, Any]], scale: int
+) -> pl.DataFrame:
+    """One row per reference that changes: its set's category, rule, group and others, the
+    set's difference on its anchor, or how many sets fit it."""
     updates: dict[str, tuple[str, str, str, int]] = {}
-    by_reference = {r["reference"]: r for r in (*pays, *dues)}
+    by_reference = {r["reference"]: r for r in items}
     diffs: dict[str, tuple[Any]] = {}
-    for kind, anchor, members, how, others in taken:
-        rule = "amount-sum" + "".join(f" + {h}" for h in sorted(how))
-        for ref in {anchor, *members}:
-            updates[ref] = (kind, rule, anchor, others)
-        rows = [by_reference[ref] for ref in {anchor, *members}]
+    for fit in taken:
+        rule = "amount-sum" + "".join(f" + {h}" for h in sorted(fit.how))
+        refs = {fit.anchor, *fit.members}
+        for ref in refs:
+            updates[ref] = (fit.kind, rule, fit.anchor, fit.others)
+        rows = [by_reference[ref] for ref in refs]
         paid = sum((r["export_amount"] for r in rows if r["export_amount"] is not None), Decimal(0))
         due = sum((r["order_amount"] for r in rows if r["order_amount"] is not None), Decimal(0))
-        diffs[anchor] = (paid - due,)
-    changes = pl.DataFrame(
+        diffs[fit.anchor] = (paid - due,)
+    return pl.DataFrame(
         [
             (ref, *updates.get(ref, (None,) * 4), *diffs.get(ref, (None,)), undecided.get(ref))
             for ref in {*updates, *diffs, *undecided}
@@ -590,6 +709,10 @@ def _amount_sum_rules(
         },
         orient="row",
     )
+
+
+def _apply(result: pl.DataFrame, changes: pl.DataFrame, scale: int) -> pl.DataFrame:
+    """``result`` with the ``changes``' rows rewritten in place."""
     grouped = pl.col("_cat").is_not_null()
     # Only the few rows of the sets change: updated apart and put back at their rows (a join
     # and a rewrite of every row's columns cost 0.3 s at a million references).
