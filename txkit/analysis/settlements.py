@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import polars as pl
 
@@ -123,6 +123,37 @@ def match_settlements(
     Raises:
         ValueError: a frame lacks a column or has one of the wrong type; bad tolerances.
     """
+    tx, schema, entries = _inputs(transactions, statement, date_tolerance)
+    holidays = sorted(set(holidays))
+    scale = max(
+        money_scale(schema, ["toAmount"]),
+        money_scale(entries.schema, ["amount"]),
+        *_tolerance_scales(amount_tolerance),
+    )
+    tolerance = _tolerances(amount_tolerance, scale)
+    bounds = month_bounds(month) if month is not None else None
+    settlements = _settlements(tx, scale)
+    known_refs = settlements.select(pl.col("reference").str.to_uppercase()).to_series()
+    settlements = _with_windows(settlements, bounds, date_tolerance, holidays)
+    bank = _booked(entries, scale)
+    tokens = _tokens(bank)
+    reversed_credits = _reversals(bank, tokens, known_refs)
+    credits = bank.filter(
+        (pl.col("direction") == "credit") & ~pl.col("b").is_in(reversed_credits["b"].implode())
+    )
+    pairs = _pairs(settlements, credits, tokens, known_refs, tolerance, scale)
+    return _categorise(settlements, credits, pairs, reversed_credits, bank, bounds, scale)
+
+
+def _inputs(
+    transactions: Frame, statement: Any, date_tolerance: int
+) -> tuple[pl.LazyFrame, pl.Schema, pl.DataFrame]:
+    """The records (lazy, checked) and their schema, and the statement's entries.
+
+    Raises:
+        ValueError: a missing or mistyped column, a statement of another kind, or a bad
+            ``date_tolerance``.
+    """
     tx = lazy(transactions, "transactions", "match_settlements")
     schema = tx.collect_schema()
     check_columns(schema, _TX_REQUIRED, "transactions", "match_settlements")
@@ -141,16 +172,12 @@ def match_settlements(
             f"match_settlements: date_tolerance must be a whole number of business days, 0 or "
             f"more, got {date_tolerance!r}"
         )
-    holidays = sorted(set(holidays))
-    scale = max(
-        money_scale(schema, ["toAmount"]),
-        money_scale(entries.schema, ["amount"]),
-        *_tolerance_scales(amount_tolerance),
-    )
-    tolerance = _tolerances(amount_tolerance, scale)
-    bounds = month_bounds(month) if month is not None else None
+    return tx, schema, entries
 
-    settlements = (
+
+def _settlements(tx: pl.LazyFrame, scale: int) -> pl.DataFrame:
+    """The successful settlements, once each (the last row of an id)."""
+    return (
         tx.filter(
             (pl.col("transType") == "settlement")
             & (pl.col("status") == "successful")
@@ -166,19 +193,31 @@ def match_settlements(
         .unique("settlement_id", keep="last", maintain_order=True)
         .collect()
     )
-    known_refs = settlements.select(pl.col("reference").str.to_uppercase()).to_series()
+
+
+def _with_windows(
+    settlements: pl.DataFrame,
+    bounds: tuple[date, date] | None,
+    date_tolerance: int,
+    holidays: Sequence[date],
+) -> pl.DataFrame:
+    """The settlements whose credit can fall in the month, numbered (``s``), each with the
+    days its credit is looked for by amount (``_from``, ``_until``)."""
     if bounds is not None:
         first, last = bounds
         earliest = _business(pl.lit(first), -date_tolerance, holidays) - timedelta(days=1)
         settlements = settlements.filter(
             pl.col("settlement_date").is_between(earliest, last + timedelta(days=1))
         )
-    settlements = settlements.with_row_index("s").with_columns(
+    return settlements.with_row_index("s").with_columns(
         (pl.col("settlement_date") - timedelta(days=1)).alias("_from"),
         _business(pl.col("settlement_date"), date_tolerance, holidays).alias("_until"),
     )
 
-    bank = (
+
+def _booked(entries: pl.DataFrame, scale: int) -> pl.DataFrame:
+    """The statement's booked entries, numbered (``b``), with their ``bank_line``."""
+    return (
         entries.filter(pl.col("booked"))
         .select(
             # The file's name, not its folder: the same statement reads the same anywhere.
@@ -200,58 +239,75 @@ def match_settlements(
         )
         .with_row_index("b")
     )
-    tokens = _tokens(bank)
-    reversed_credits = _reversals(bank, tokens, known_refs)
-    credits = bank.filter(
-        (pl.col("direction") == "credit") & ~pl.col("b").is_in(reversed_credits["b"].implode())
-    )
 
-    # Rule 1: the reference, in the same currency, on any date.
-    by_reference = (
-        settlements.select("s", pl.col("reference").str.to_uppercase().alias("token"), "currency")
-        .join(tokens, on="token")
-        .join(credits.select("b", "currency"), on=["b", "currency"])
-        .select("s", "b")
-        .unique()
-    )
-    other_currency = (
-        settlements.select("s", pl.col("reference").str.to_uppercase().alias("token"), "currency")
-        .join(tokens, on="token")
-        .join(credits.select("b", pl.col("currency").alias("bank_currency")), on="b")
-        .filter(pl.col("bank_currency") != pl.col("currency"))
-    )
+
+class _Pairs(NamedTuple):
+    """The candidate ``(s, b)`` pairs of each rule, and what keeps credits from a rule."""
+
+    by_reference: pl.DataFrame  # rule 1: the reference, same currency, any date
+    exact: pl.DataFrame  # rule 2: the amount, in the date window
+    near: pl.DataFrame  # rule 3: within the amount tolerance, in the date window
+    other_currency: pl.DataFrame  # the reference on a credit in another currency
+    claimed: pl.DataFrame  # ``b`` of credits carrying a known settlement's reference
+
+
+def _pairs(
+    settlements: pl.DataFrame,
+    credits: pl.DataFrame,
+    tokens: pl.DataFrame,
+    known_refs: pl.Series,
+    tolerance: dict[str, Decimal] | Decimal | None,
+    scale: int,
+) -> _Pairs:
+    """The rules' candidate pairs: by reference first, then by amount and date among the
+    settlements and credits the reference left."""
+    by_reference, other_currency = _by_reference(settlements, credits, tokens)
     # A credit carrying any known settlement's reference is that settlement's, whatever its
     # date: it is not offered to another settlement by amount.
     claimed = tokens.filter(pl.col("token").is_in(known_refs.implode())).select("b").unique()
     credits_free = credits.join(claimed, on="b", how="anti")
-    # Rules 2 and 3: amount (exact, then within the tolerance) and date window.
-    matched_s = by_reference.select("s").unique()
-    open_s = settlements.join(matched_s, on="s", how="anti")
+    open_s = settlements.join(by_reference.select("s").unique(), on="s", how="anti")
+    exact, near = _by_amount(open_s, credits_free, tolerance, scale)
+    return _Pairs(by_reference, exact, near, other_currency, claimed)
+
+
+def _by_reference(
+    settlements: pl.DataFrame, credits: pl.DataFrame, tokens: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rule 1's ``(s, b)`` pairs (the reference, in the same currency, on any date), and the
+    credits in another currency that carry a settlement's reference."""
+    carrying = settlements.select(
+        "s", pl.col("reference").str.to_uppercase().alias("token"), "currency"
+    ).join(tokens, on="token")
+    same = (
+        carrying.join(credits.select("b", "currency"), on=["b", "currency"])
+        .select("s", "b")
+        .unique()
+    )
+    other = carrying.join(
+        credits.select("b", pl.col("currency").alias("bank_currency")), on="b"
+    ).filter(pl.col("bank_currency") != pl.col("currency"))
+    return same, other
+
+
+def _by_amount(
+    open_s: pl.DataFrame,
+    credits_free: pl.DataFrame,
+    tolerance: dict[str, Decimal] | Decimal | None,
+    scale: int,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Rules 2 and 3: the amount (exact, then within the tolerance among what the exact
+    rule left) and the date window."""
     exact = _window_pairs(open_s, credits_free, None, scale)
-    near = pl.DataFrame(schema={"s": pl.UInt32, "b": pl.UInt32})
-    if tolerance is not None:
-        used_s = exact.select("s").unique()
-        used_b = exact.select("b").unique()
-        near = _window_pairs(
-            open_s.join(used_s, on="s", how="anti"),
-            credits_free.join(used_b, on="b", how="anti"),
-            tolerance,
-            scale,
-        )
-    rows = _categorise(
-        settlements,
-        credits,
-        by_reference,
-        exact,
-        near,
-        other_currency,
-        reversed_credits,
-        claimed,
-        bank,
-        bounds,
+    if tolerance is None:
+        return exact, pl.DataFrame(schema={"s": pl.UInt32, "b": pl.UInt32})
+    near = _window_pairs(
+        open_s.join(exact.select("s").unique(), on="s", how="anti"),
+        credits_free.join(exact.select("b").unique(), on="b", how="anti"),
+        tolerance,
         scale,
     )
-    return rows
+    return exact, near
 
 
 def _business(day: pl.Expr, days: int, holidays: Sequence[date]) -> pl.Expr:
@@ -454,43 +510,74 @@ def _decisions(
     return pl.concat(decided), pl.concat(members)
 
 
+#: A statement line as people read it: ``statement.xml line 12``.
+_LINE_TEXT: Final = pl.col("bank_line").str.replace(r":([0-9]+)$", " line ${1}")
+#: A settlement no rule found a credit for.
+_MISSING: Final = pl.col("key").is_null()
+
+
 def _categorise(
     settlements: pl.DataFrame,
     credits: pl.DataFrame,
-    by_reference: pl.DataFrame,
-    exact: pl.DataFrame,
-    near: pl.DataFrame,
-    other_currency: pl.DataFrame,
+    pairs: _Pairs,
     reversed_credits: pl.DataFrame,
-    claimed: pl.DataFrame,
     bank: pl.DataFrame,
     bounds: tuple[date, date] | None,
     scale: int,
 ) -> pl.DataFrame:
     """One row per settlement in scope and per unmatched credit of the month."""
-    money_type = pl.Decimal(38, scale)
-    decided, members = _decisions(by_reference, exact, near)
-    # Each candidate set's credits, in date order: their total, the first, the list.
-    line_text = pl.col("bank_line").str.replace(r":([0-9]+)$", " line ${1}")
-    sets = (
+    decided, members = _decisions(pairs.by_reference, pairs.exact, pairs.near)
+    rows = (
+        settlements.join(decided, on="s", how="left", maintain_order="left")
+        .join(_candidate_sets(members, bank, bounds, scale), on="key", **_LEFT)
+        .join(_reversal_notes(reversed_credits, settlements, bank, bounds), on="s", **_LEFT)
+        .join(_other_currency_notes(pairs.other_currency, bank), on="s", **_LEFT)
+        .join(_coverage(bank), on="currency", **_LEFT)
+    )
+    settled = _settled(_the_months(rows, bounds), bounds, scale)
+    unmatched = _unknown_credits(credits, members, pairs.claimed, bounds, scale)
+    frame = pl.concat([settled.cast(_result_schema(scale)), unmatched.cast(_result_schema(scale))])
+    return frame.with_columns(pl.col("category").cast(_CATEGORY)).sort(
+        ["category", "currency", pl.coalesce("settlement_date", "bank_date"), "reference"],
+        nulls_last=True,
+        maintain_order=True,
+    )
+
+
+_LEFT: Final[dict[str, Any]] = {"how": "left", "maintain_order": "left"}
+
+
+def _candidate_sets(
+    members: pl.DataFrame, bank: pl.DataFrame, bounds: tuple[date, date] | None, scale: int
+) -> pl.DataFrame:
+    """Each candidate set's credits, in date order: their total, the first, the list."""
+    return (
         members.join(bank, on="b")
         .sort("key", "date", "b")
         .group_by("key", maintain_order=True)
         .agg(
             pl.len().cast(pl.UInt32).alias("candidate_count"),
-            pl.col("amount").sum().cast(money_type).alias("total"),
+            pl.col("amount").sum().cast(pl.Decimal(38, scale)).alias("total"),
             pl.col("date").first().alias("first_date"),
             pl.col("bank_line").first().alias("first_line"),
             pl.col("narration").first().alias("first_narration"),
             pl.format(
-                "{} ({}, {} {})", line_text, pl.col("date"), pl.col("amount"), pl.col("currency")
+                "{} ({}, {} {})", _LINE_TEXT, pl.col("date"), pl.col("amount"), pl.col("currency")
             )
             .str.join("; ")
             .alias("candidates"),
             *_in_month(pl.col("date"), bounds, "credited_in_month"),
         )
     )
-    reference = pl.col("reference").str.to_uppercase()
+
+
+def _reversal_notes(
+    reversed_credits: pl.DataFrame,
+    settlements: pl.DataFrame,
+    bank: pl.DataFrame,
+    bounds: tuple[date, date] | None,
+) -> pl.DataFrame:
+    """The reversed credits carrying each settlement's reference, in the order found."""
     row_tokens = (
         pl.concat_str(
             [pl.col("reference").fill_null(""), pl.col("narration").fill_null("")], separator=" "
@@ -498,15 +585,17 @@ def _categorise(
         .str.replace_all(_TOKEN_SPLIT, " ")
         .str.split(" ")
     )
-    # The reversed credits carrying each settlement's reference, in the order found.
-    reversals = (
+    return (
         reversed_credits.join(bank.select("b", "date", "reference", "narration"), on="b")
         .select("note", "order", "date", row_tokens.alias("token"))
         .explode("token")
         .filter(pl.col("token").str.len_chars() > 2)
         .select("note", "order", "date", pl.col("token").str.to_uppercase())
         .unique()
-        .join(settlements.select("s", reference.alias("token")), on="token")
+        .join(
+            settlements.select("s", pl.col("reference").str.to_uppercase().alias("token")),
+            on="token",
+        )
         .sort("s", "order")
         .group_by("s", maintain_order=True)
         .agg(
@@ -514,62 +603,75 @@ def _categorise(
             *_in_month(pl.col("date"), bounds, "reversed_in_month"),
         )
     )
-    other = (
+
+
+def _other_currency_notes(other_currency: pl.DataFrame, bank: pl.DataFrame) -> pl.DataFrame:
+    """Per settlement, the first credit in another currency that carries its reference."""
+    return (
         other_currency.join(bank.select("b", "bank_line"), on="b")
         .sort("s", "b")
         .group_by("s", maintain_order=True)
         .agg(
             pl.format(
                 "its reference is on {}, a credit in {}: not compared across currencies",
-                line_text.first(),
+                _LINE_TEXT.first(),
                 pl.col("bank_currency").first(),
             ).alias("other_note")
         )
     )
-    coverage = bank.group_by("currency").agg(pl.col("date").max().alias("covered"))
 
-    first, last = bounds if bounds is not None else (None, None)
-    rows = (
-        settlements.join(decided, on="s", how="left", maintain_order="left")
-        .join(sets, on="key", how="left", maintain_order="left")
-        .join(reversals, on="s", how="left", maintain_order="left")
-        .join(other, on="s", how="left", maintain_order="left")
-        .join(coverage, on="currency", how="left", maintain_order="left")
-    )
-    in_month = pl.lit(True) if first is None else pl.col("settlement_date") >= first
+
+def _coverage(bank: pl.DataFrame) -> pl.DataFrame:
+    """The last day the statements cover, per currency."""
+    return bank.group_by("currency").agg(pl.col("date").max().alias("covered"))
+
+
+def _from_the_month(bounds: tuple[date, date] | None) -> pl.Expr:
+    """A settlement made in the month (or no month given), not an earlier one."""
+    return pl.lit(True) if bounds is None else pl.col("settlement_date") >= bounds[0]
+
+
+def _after_the_month(bounds: tuple[date, date] | None) -> pl.Expr:
+    """A set's first credit falls after the month's last day."""
+    return pl.lit(False) if bounds is None else pl.col("first_date") > bounds[1]
+
+
+def _the_months(rows: pl.DataFrame, bounds: tuple[date, date] | None) -> pl.DataFrame:
+    """The month's settlements and the earlier ones credited (or reversed) in it, each with
+    its category."""
     credited = pl.lit(False)
-    if first is not None:
+    if bounds is not None:
         credited = pl.col("credited_in_month").fill_null(False) | pl.col(
             "reversed_in_month"
         ).fill_null(False)
     # An earlier month's settlement, settled (or not) in that month, and the next month's
     # (credited early by a bank's local day) are not this month's.
-    rows = rows.filter(in_month | credited)
-    if last is not None:
-        rows = rows.filter(pl.col("settlement_date") <= last)
-    missing = pl.col("key").is_null()
-    after = pl.lit(False) if last is None else pl.col("first_date") > last
+    rows = rows.filter(_from_the_month(bounds) | credited)
+    if bounds is not None:
+        rows = rows.filter(pl.col("settlement_date") <= bounds[1])
     category = (
-        pl.when(missing)
+        pl.when(_MISSING)
         .then(pl.lit("missing_in_bank"))
         .when(pl.col("category").is_not_null())
         .then(pl.col("category"))
         .when(pl.col("total") != pl.col("settlement_amount"))
         .then(pl.lit("amount_differs"))
-        .when(after)
+        .when(_after_the_month(bounds))
         .then(pl.lit("timing_next_month"))
         .otherwise(pl.lit("matched"))
     )
-    rows = rows.with_columns(category.alias("category"))
-    cat = pl.col("category")
-    ambiguous = cat == "ambiguous"
-    due = pl.col("_until")
+    return rows.with_columns(category.alias("category"))
+
+
+def _notes(bounds: tuple[date, date] | None) -> pl.Expr:
+    """What a person needs to know about a settlement's row, ``; ``-separated."""
+    cat, due = pl.col("category"), pl.col("_until")
     notes = pl.concat_list(
-        pl.when(missing).then(pl.col("reversal_notes")),
-        pl.when(missing & pl.col("covered").is_null()).then(
+        pl.when(_MISSING).then(pl.col("reversal_notes")),
+        pl.when(_MISSING & pl.col("covered").is_null()).then(
             pl.format("no bank statement in {} was given", pl.col("currency"))
         ),
-        pl.when(missing & (pl.col("covered") < due)).then(
+        pl.when(_MISSING & (pl.col("covered") < due)).then(
             pl.format(
                 "the statements in {} end on {}, before its credit is due (up to {}): pass "
                 "the next statement",
@@ -578,10 +680,10 @@ def _categorise(
                 due,
             )
         ),
-        pl.when((cat == "amount_differs") & after).then(
+        pl.when((cat == "amount_differs") & _after_the_month(bounds)).then(
             pl.format("credited after the month's end, on {}", pl.col("first_date"))
         ),
-        pl.when(~in_month & (cat == "matched")).then(
+        pl.when(~_from_the_month(bounds) & (cat == "matched")).then(
             pl.format(
                 "a settlement of {} credited this month: last month's timing item, cleared",
                 pl.col("settlement_date"),
@@ -589,8 +691,15 @@ def _categorise(
         ),
         pl.col("other_note"),
     ).list.drop_nulls()
+    return pl.when(notes.list.len() > 0).then(notes.list.join("; "))
+
+
+def _settled(rows: pl.DataFrame, bounds: tuple[date, date] | None, scale: int) -> pl.DataFrame:
+    """The settlements' rows in the result's columns (an ambiguous set names no credit)."""
+    cat = pl.col("category")
+    ambiguous = cat == "ambiguous"
     single = (pl.col("candidate_count") == 1) & ~ambiguous
-    settled = rows.select(
+    return rows.select(
         "reference",
         "currency",
         "settlement_amount",
@@ -598,22 +707,33 @@ def _categorise(
         "settlement_date",
         pl.when(~ambiguous).then(pl.col("first_date")).alias("bank_date"),
         "category",
-        pl.when(~missing).then(pl.col("rule")).alias("rule"),
+        pl.when(~_MISSING).then(pl.col("rule")).alias("rule"),
         "candidates",
         pl.col("candidate_count").fill_null(0),
         pl.when(~ambiguous)
         .then(pl.col("total") - pl.col("settlement_amount"))
-        .cast(money_type)
+        .cast(pl.Decimal(38, scale))
         .alias("difference"),
         "settlement_id",
         pl.when(single | (cat == "duplicate_credit")).then(pl.col("first_line")).alias("bank_line"),
         pl.when(~ambiguous).then(pl.col("first_narration")).alias("narration"),
-        pl.when(notes.list.len() > 0).then(notes.list.join("; ")).alias("note"),
+        _notes(bounds).alias("note"),
     )
+
+
+def _unknown_credits(
+    credits: pl.DataFrame,
+    members: pl.DataFrame,
+    claimed: pl.DataFrame,
+    bounds: tuple[date, date] | None,
+    scale: int,
+) -> pl.DataFrame:
+    """The month's credits in no candidate set, in the result's columns."""
+    money_type = pl.Decimal(38, scale)
     unknown = credits.join(members.select("b"), on="b", how="anti", maintain_order="left")
-    if first is not None:
-        unknown = unknown.filter(pl.col("date").is_between(first, last))  # the month's
-    unmatched = unknown.select(
+    if bounds is not None:
+        unknown = unknown.filter(pl.col("date").is_between(*bounds))  # the month's
+    return unknown.select(
         "reference",
         "currency",
         pl.lit(None, dtype=money_type).alias("settlement_amount"),
@@ -636,12 +756,6 @@ def _categorise(
             )
         )
         .alias("note"),
-    )
-    frame = pl.concat([settled.cast(_result_schema(scale)), unmatched.cast(_result_schema(scale))])
-    return frame.with_columns(pl.col("category").cast(_CATEGORY)).sort(
-        ["category", "currency", pl.coalesce("settlement_date", "bank_date"), "reference"],
-        nulls_last=True,
-        maintain_order=True,
     )
 
 
