@@ -565,23 +565,43 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
     balance as this entry implies it), ``prev_opening`` (the previous entry's) and
     ``residual`` (the difference of the two; zero on a clean chain).
     """
-    chain = [_W, "chain_id"]
-    opened = pl.col(_W).is_in(list(opening)) & (pl.col("chain_id") == 0)
-    opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
-    implied = pl.col("implied_opening")
-    previous_implied = implied.shift(1).forward_fill().over(chain)
-    e = (
+    chains = _with_offsets(_chains(entries, opening), opening)
+    return _expected_ledger(chains, _ledger_kinds(chains, opening), opening)
+
+
+_CHAIN: Final = [_W, "chain_id"]
+_IMPLIED: Final = pl.col("implied_opening")
+
+
+def _opened(opening: Mapping[str, int]) -> pl.Expr:
+    """An entry of a wallet's first chain whose opening balance is known."""
+    return pl.col(_W).is_in(list(opening)) & (pl.col("chain_id") == 0)
+
+
+def _opening_balance(opening: Mapping[str, int]) -> pl.Expr:
+    return pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
+
+
+def _chains(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
+    """Add ``chain_id``, ``delta_sum``, ``implied_opening``, ``prev_opening``, ``residual``."""
+    previous_implied = _IMPLIED.shift(1).forward_fill().over(_CHAIN)
+    return (
         entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("chain_id"))
-        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(chain).alias("delta_sum"))
+        .with_columns(pl.col("delta").fill_null(0).cum_sum().over(_CHAIN).alias("delta_sum"))
         .with_columns((pl.col("reported_ledger") - pl.col("delta_sum")).alias("implied_opening"))
         .with_columns(
-            pl.when(opened)
-            .then(previous_implied.fill_null(opening_balance))
+            pl.when(_opened(opening))
+            .then(previous_implied.fill_null(_opening_balance(opening)))
             .otherwise(previous_implied)
             .alias("prev_opening")
         )
-        .with_columns((implied - pl.col("prev_opening")).alias("residual"))
+        .with_columns((_IMPLIED - pl.col("prev_opening")).alias("residual"))
     )
+
+
+def _with_offsets(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
+    """Add ``reported_offset`` (``available - ledger + held``), the previous entry's
+    (``prev_reported_offset``) and ``chain_position``."""
     # Where no later entry tells a wrong value from a jump, the available value can: it keeps
     # its offset ``available - ledger + held`` through a jump, and stays with the chain past
     # a wrong ledger.
@@ -589,15 +609,19 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
         pl.col("reported_available") - pl.col("reported_ledger") + pl.col("held")
     )
     previous_offset = offset.shift(1).forward_fill().over(_W)
-    opened_wallet = pl.col(_W).is_in(list(opening))
-    e = e.with_columns(
+    return chains.with_columns(
         offset.alias("reported_offset"),
-        pl.when(opened_wallet)
+        pl.when(pl.col(_W).is_in(list(opening)))
         .then(previous_offset.fill_null(0))
         .otherwise(previous_offset)
         .alias("prev_reported_offset"),
-        implied.is_not_null().cum_sum().over(chain).alias("chain_position"),
+        _IMPLIED.is_not_null().cum_sum().over(_CHAIN).alias("chain_position"),
     )
+
+
+def _ledger_kinds(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
+    """``(row, ledger_kind, anchor_wrong)`` for each checked entry: ``ok``, ``bad_value``,
+    ``chain_gap`` or ``other``; ``anchor_wrong`` where the chain's first value is the wrong one."""
     residual = pl.col("residual")
     next_residual = pl.col("next_residual")
     offset_now, offset_before = pl.col("reported_offset"), pl.col("prev_reported_offset")
@@ -608,10 +632,12 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
         & (offset_now - offset_before + residual == 0)
         & (next_residual + residual).ne_missing(0)
     )
-    anchor_wrong = ((pl.col("chain_position") == 2) & ~opened & jumps_back).fill_null(False)
+    anchor_wrong = ((pl.col("chain_position") == 2) & ~_opened(opening) & jumps_back).fill_null(
+        False
+    )
     reverted = ((residual != 0) & (next_residual + residual == 0)).fill_null(False)
-    checked = (
-        e.filter(residual.is_not_null())
+    return (
+        chains.filter(residual.is_not_null())
         .select(
             "row",
             _W,
@@ -621,10 +647,10 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
             "reported_offset",
             "prev_reported_offset",
         )
-        .with_columns(residual.shift(-1).over(chain).alias("next_residual"))
+        .with_columns(residual.shift(-1).over(_CHAIN).alias("next_residual"))
         .with_columns(anchor_wrong.alias("anchor_wrong"))
-        .with_columns(_runs_alternate(reverted, chain).alias("bad"))
-        .with_columns(pl.col("bad").shift(1).over(chain).fill_null(False).alias("resumes"))
+        .with_columns(_runs_alternate(reverted, _CHAIN).alias("bad"))
+        .with_columns(pl.col("bad").shift(1).over(_CHAIN).fill_null(False).alias("resumes"))
         .select(
             "row",
             pl.when((residual == 0) | pl.col("resumes") | pl.col("anchor_wrong"))
@@ -646,15 +672,23 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
             "anchor_wrong",
         )
     )
+
+
+def _expected_ledger(
+    chains: pl.DataFrame, kinds: pl.DataFrame, opening: Mapping[str, int]
+) -> pl.DataFrame:
+    """Add ``ledger_kind`` (``unverifiable`` where unchecked), ``expected_ledger`` and
+    ``ledger_basis``."""
+    opened = _opened(opening)
     # The chain's value skips bad values: the entry after one is measured from before it.
-    good_implied = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(implied)
-    last_good_implied = good_implied.shift(1).forward_fill().over(chain)
-    is_anchor = (pl.col("chain_position") == 1) & implied.is_not_null()
-    next_implied = implied.shift(-1).backward_fill().over(chain)
+    good_implied = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(_IMPLIED)
+    last_good_implied = good_implied.shift(1).forward_fill().over(_CHAIN)
+    is_anchor = (pl.col("chain_position") == 1) & _IMPLIED.is_not_null()
+    next_implied = _IMPLIED.shift(-1).backward_fill().over(_CHAIN)
     return (
-        e.join(checked, on="row", how="left")
+        chains.join(kinds, on="row", how="left")
         .with_columns(
-            pl.col("anchor_wrong").fill_null(False).any().over(chain).alias("anchor_wrong")
+            pl.col("anchor_wrong").fill_null(False).any().over(_CHAIN).alias("anchor_wrong")
         )
         .with_columns(
             pl.when(is_anchor & pl.col("anchor_wrong"))
@@ -665,7 +699,7 @@ def _ledger_chain(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataF
         .with_columns(
             # The opening balance the model's ledger is measured from at this entry.
             pl.when(opened)
-            .then(last_good_implied.fill_null(opening_balance))
+            .then(last_good_implied.fill_null(_opening_balance(opening)))
             .when(is_anchor & pl.col("anchor_wrong"))
             .then(next_implied)
             .otherwise(last_good_implied)
