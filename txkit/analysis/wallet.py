@@ -35,6 +35,7 @@ currencies.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -286,9 +287,41 @@ def _wallet(
     opening = before.row(before.height - 1, named=True) if before.height else None
     closing = month.row(month.height - 1, named=True)
     model = closing["model"]
-    notes: list[str] = []
+    categories = _categories(activity, model)
+    categories["reserves_released"] = _released_between(released, currency, opening, closing)
+    notes = _unstated(month, opening, model, activity)
+    computable = not notes
+    ends = _ends(opening, closing)
+    notes += ends.notes
+    unknown_reserves = bool(
+        (opening is not None and opening["unknown_held"]) or closing["unknown_held"]
+    )
+    if unknown_reserves:
+        notes.append("reserves of unknown amount or release are held: available not stated")
+    figures = _closing(categories, ends, computable, computable and not unknown_reserves)
+    items, explained, explained_by = _explained(currency, month, opening, closing)
+    difference = figures["difference"]
+    row = {
+        "currency": currency,
+        "opening_ledger": ends.open_ledger,
+        "opening_available": ends.open_avail,
+        **categories,
+        **figures,
+        "explained": explained if difference is not None else None,
+        "unexplained": None if difference is None else difference - explained,
+        "explained_by": explained_by,
+        "model": model,
+        "records": int(activity.get("records", 0)),
+        "note": "; ".join(notes) or None,
+    }
+    return row, items
+
+
+def _categories(activity: Mapping[str, Any], model: str | None) -> dict[str, int]:
+    """The month's activity by statement line, signed (money out negative); fees and tax
+    only where the wallet's model takes them from it."""
     amounts = activity.get("amount", {})
-    categories = {
+    return {
         "collections": amounts.get("collection", 0),
         "transfers": -amounts.get("transfer", 0),
         "settlements": -amounts.get("settlement", 0),
@@ -298,6 +331,16 @@ def _wallet(
         "tax": 0 if model in ("gross", "fee-only") else -activity.get("tax", 0),
         "reserves_held": -activity.get("reserve", 0),
     }
+
+
+def _unstated(
+    month: pl.DataFrame,
+    opening: Mapping[str, Any] | None,
+    model: str | None,
+    activity: Mapping[str, Any],
+) -> list[str]:
+    """Why the closing balance cannot be computed (empty: it can)."""
+    notes: list[str] = []
     if model is None:
         notes.append("no balance model fits this wallet: its activity cannot be stated")
     if activity.get("unknown"):
@@ -313,7 +356,22 @@ def _wallet(
         )
     if month["delta"].is_null().any() or (opening is not None and opening["delta"] is None):
         notes.append("a record's amounts are missing: the closing balance cannot be computed")
-    computable = not notes
+    return notes
+
+
+@dataclass(frozen=True)
+class _Ends:
+    """A wallet's ledger and available balances at its opening record (the last before the
+    month) and its closing one (the month's last), and which of them were carried."""
+
+    open_ledger: int | None
+    open_avail: int | None
+    close_ledger: int | None
+    close_avail: int | None
+    notes: list[str]
+
+
+def _ends(opening: Mapping[str, Any] | None, closing: Mapping[str, Any]) -> _Ends:
     open_ledger, open_carried = (
         _value(opening, "reported_ledger", "expected_ledger") if opening else (None, False)
     )
@@ -322,33 +380,71 @@ def _wallet(
     )
     close_ledger, close_carried = _value(closing, "reported_ledger", "expected_ledger")
     close_avail, _ = _value(closing, "reported_available", "avail_expected")
+    notes = []
     if open_carried:
         notes.append("the opening record reports no balance: carried by its amounts")
     if close_carried:
         notes.append("the month's last record reports no balance: carried by its amounts")
-    t0 = opening["createdAt"] if opening else None
-    t1 = closing["createdAt"]
-    released_sum = 0
-    if t0 is not None:
-        window = released.filter(
-            (pl.col("currency") == currency) & (pl.col("release") > t0) & (pl.col("release") <= t1)
-        )
-        released_sum = int(window["amount"].sum() or 0)
-    categories["reserves_released"] = released_sum
-    unknown_reserves = bool(
-        (opening is not None and opening["unknown_held"]) or closing["unknown_held"]
+    return _Ends(open_ledger, open_avail, close_ledger, close_avail, notes)
+
+
+def _released_between(
+    released: pl.DataFrame,
+    currency: str,
+    opening: Mapping[str, Any] | None,
+    closing: Mapping[str, Any],
+) -> int:
+    """The reserves of ``currency`` released after the opening record, up to the closing one
+    (0 without an opening record)."""
+    if opening is None or opening["createdAt"] is None:
+        return 0
+    window = released.filter(
+        (pl.col("currency") == currency)
+        & (pl.col("release") > opening["createdAt"])
+        & (pl.col("release") <= closing["createdAt"])
     )
+    return int(window["amount"].sum() or 0)
+
+
+def _closing(
+    categories: Mapping[str, int], ends: _Ends, ledger_known: bool, available_known: bool
+) -> dict[str, int | None]:
+    """The closing balances computed from the opening ones and the activity, as reported,
+    and their differences (None where they cannot be computed)."""
     ledger_activity = sum(categories[c] for c in LEDGER_ACTIVITY)
-    computed = open_ledger + ledger_activity if computable and open_ledger is not None else None
-    difference = None if computed is None or close_ledger is None else close_ledger - computed
+    computed = None
+    if ledger_known and ends.open_ledger is not None:
+        computed = ends.open_ledger + ledger_activity
     avail_computed = None
-    if computable and open_avail is not None and not unknown_reserves:
-        avail_computed = open_avail + ledger_activity + categories["reserves_held"] + released_sum
-    elif unknown_reserves:
-        notes.append("reserves of unknown amount or release are held: available not stated")
-    avail_difference = (
-        None if avail_computed is None or close_avail is None else close_avail - avail_computed
-    )
+    if available_known and ends.open_avail is not None:
+        avail_computed = (
+            ends.open_avail
+            + ledger_activity
+            + categories["reserves_held"]
+            + categories["reserves_released"]
+        )
+    return {
+        "closing_computed": computed,
+        "closing_reported": ends.close_ledger,
+        "difference": _minus(ends.close_ledger, computed),
+        "closing_available_computed": avail_computed,
+        "closing_available_reported": ends.close_avail,
+        "available_difference": _minus(ends.close_avail, avail_computed),
+    }
+
+
+def _minus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a - b
+
+
+def _explained(
+    currency: str,
+    month: pl.DataFrame,
+    opening: Mapping[str, Any] | None,
+    closing: Mapping[str, Any],
+) -> tuple[list[dict[str, Any]], int, str | None]:
+    """The records that move the statement, what they explain of the ledger difference,
+    and their list as the statement shows it."""
     items = [i for i in _explanations(currency, month, opening, closing) if i["contribution"]]
     explained = sum(i["contribution"] for i in items if i["side"] == "ledger")
     shown = [
@@ -356,25 +452,7 @@ def _wallet(
         for i in items
         if i["contribution"] != 0
     ]
-    row = {
-        "currency": currency,
-        "opening_ledger": open_ledger,
-        "opening_available": open_avail,
-        **categories,
-        "closing_computed": computed,
-        "closing_reported": close_ledger,
-        "difference": difference,
-        "closing_available_computed": avail_computed,
-        "closing_available_reported": close_avail,
-        "available_difference": avail_difference,
-        "explained": explained if difference is not None else None,
-        "unexplained": None if difference is None else difference - explained,
-        "explained_by": "; ".join(shown) or None,
-        "model": model,
-        "records": int(activity.get("records", 0)),
-        "note": "; ".join(notes) or None,
-    }
-    return row, items
+    return items, explained, "; ".join(shown) or None
 
 
 def _explanations(
