@@ -37,7 +37,12 @@ from txkit.notebook._load import (
     trend_records,
 )
 
-__all__ = ["Outputs", "outputs"]
+__all__ = ["MIN_POINTS", "Outputs", "outputs"]
+
+#: A series is drawn as a line from this many months on: one point on an axis scaled around it
+#: (the match rate's single dot on a 94-104 % axis) says nothing a table does not say better.
+#: The trends' plots draw by it and their "as run" line states it.
+MIN_POINTS = 2
 
 
 @dataclass
@@ -140,8 +145,6 @@ class Outputs:
     def as_run_trends(self, metrics: pl.DataFrame, months: int) -> None:
         """The trends' "as run" line: what :meth:`trend_records` read and how many of the
         ``months`` asked for ``metrics`` holds."""
-        from txkit.notebook.plots import MIN_POINTS  # matplotlib: loaded only for the trends
-
         held = sorted(metrics["month"].unique().to_list())
         span = f"{held[0]} to {held[-1]}" if held else "none"
         self.markdown(

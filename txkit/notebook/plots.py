@@ -19,6 +19,7 @@ from matplotlib.ticker import FuncFormatter
 
 from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import AGREED_CATEGORIES
+from txkit.notebook._outputs import MIN_POINTS
 from txkit.schema import STATUSES
 
 __all__ = [
@@ -244,11 +245,6 @@ def _month_axis(ax: plt.Axes, months: list[str]) -> None:
     ax.set_xticks(range(len(months)), months, rotation=45, ha="right", fontsize="small")
     ax.set_xlim(-0.5, len(months) - 0.5)
     ax.grid(True, alpha=0.3)
-
-
-#: A series is drawn as a line from this many months on: one point on an axis scaled around it
-#: (the match rate's single dot on a 94-104 % axis) says nothing a table does not say better.
-MIN_POINTS = 2
 
 
 def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> int:
