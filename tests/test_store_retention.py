@@ -17,8 +17,16 @@ from tests.factories import invoke_cli
 from tests.test_store_s3 import aws, s3  # noqa: F401 - the moto server fixtures
 from txkit import Client
 from txkit.errors import ConfigError
-from txkit.store import StoreDamagedError, StoreVersionError, read_state, scan_store, sync
+from txkit.store import (
+    StoreDamagedError,
+    StoreVersionError,
+    read_state,
+    scan_store,
+    sync,
+    sync_needed,
+)
 from txkit.store._compact import compact_months, crowded_months
+from txkit.store._coverage import settled
 from txkit.store._location import log_versions, objects, open_table, table_files
 from txkit.store._retention import RetentionPolicy, vacuum_store
 from txkit.store._write import commit
@@ -98,6 +106,44 @@ def test_checkpoints_every_ten_commits(year_store: Path) -> None:
         "00000000000000000020.checkpoint.parquet",
     ]
     assert json.loads((year_store / "_delta_log/_last_checkpoint").read_text())["version"] == 20
+
+
+@pytest.mark.slow
+def test_a_complete_months_coverage_is_merged_and_old_versions_keep_their_own(
+    year_store: Path,
+) -> None:
+    """August completes at the sync of September 8 (its 31st settled 7 days on): from that
+    commit on its daily fetches are merged windows that still prove it complete; a version
+    read as of before keeps its own fetches, and reads back as it was."""
+    states = [read_state(year_store, version=v) for v in range(DAYS)]
+    done = [s.coverage["2026-08"].complete(7) for s in states]
+    first_done = done.index(True)
+    assert FIRST_DAY + timedelta(days=first_done) == date(2026, 9, 8)
+    assert done == [False] * first_done + [True] * (DAYS - first_done)
+    for state in states:
+        kinds = [f.kind for f in state.coverage["2026-08"].fetches]
+        assert ("merged" in kinds) == (state.version >= first_done)
+        september = state.coverage.get("2026-09")  # open: never merged
+        assert september is None or "merged" not in [f.kind for f in september.fetches]
+    before = states[first_done - 1].coverage["2026-08"]
+    after = states[-1].coverage["2026-08"]
+    assert len(before.fetches) > 10 and len(after.fetches) <= 3
+    # The fetches unmerged: those of the version before, plus the one that completed it.
+    assert after.last_fetch is not None and after.last_fetch not in before.fetches
+    unmerged = before.with_fetch(after.last_fetch, replace=False, rows=after.rows, newest=None)
+    for day in [date(2026, 8, d) for d in range(1, 32)]:
+        seen, real = after.newest_fetch_of(day), unmerged.newest_fetch_of(day)
+        assert seen is not None and real is not None
+        assert settled(day, seen, 7) and seen <= real  # settled, and no later than it was
+    # The merged month needs nothing under the look-back it was completed with; a longer one
+    # fetches its days again (the merged windows prove 7 days, no more).
+    later = date(2026, 10, 1)
+    assert not sync_needed(store=year_store, start="2026-08-01", end="2026-08-31", today=later)
+    assert sync_needed(store=year_store, start="2026-08-01", end="2026-08-31", today=later,
+                       lookback_days=12)  # fmt: skip
+    old = scan_store(year_store, version=first_done - 1).filter(pl.col("month") == "2026-08")
+    assert old.collect().height == before.rows
+    assert read_state(year_store, version=first_done - 1).coverage["2026-08"] == before
 
 
 def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: object) -> None:
