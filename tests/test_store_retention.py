@@ -29,7 +29,7 @@ from txkit.store._compact import compact_months, crowded_months
 from txkit.store._coverage import settled
 from txkit.store._location import log_versions, objects, open_table, table_files
 from txkit.store._retention import RetentionPolicy, vacuum_store
-from txkit.store._write import commit
+from txkit.store._write import commit, drop_stale_checkpoints
 
 FIRST_DAY = date(2026, 8, 20)
 DAYS = 24  # daily syncs: two checkpoints (versions 10, 20) and three months touched
@@ -99,13 +99,16 @@ def test_an_old_version_is_read_with_its_own_metadata_and_digests(
 
 
 @pytest.mark.slow
-def test_checkpoints_every_ten_commits(year_store: Path) -> None:
+def test_checkpoints_every_ten_commits_and_at_the_newest(year_store: Path) -> None:
+    """Each commit writes its checkpoint (opening the newest version reads it alone) and drops
+    the ones before the last two that only did that; those at the interval stay."""
     names = sorted(p.name for p in (year_store / "_delta_log").iterdir())
     assert [n for n in names if "checkpoint.parquet" in n] == [
-        "00000000000000000010.checkpoint.parquet",
-        "00000000000000000020.checkpoint.parquet",
+        f"{v:020d}.checkpoint.parquet" for v in (10, 20, DAYS - 2, DAYS - 1)
     ]
-    assert json.loads((year_store / "_delta_log/_last_checkpoint").read_text())["version"] == 20
+    assert len([n for n in names if n.endswith(".json")]) == DAYS  # no commit is removed
+    hint = json.loads((year_store / "_delta_log/_last_checkpoint").read_text())
+    assert hint["version"] == DAYS - 1
 
 
 @pytest.mark.slow
@@ -185,6 +188,12 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     # Applied again, nothing more goes.
     again = vacuum_store(store, policy=policy, now=now, **vacuum)
     assert not again.files and not again.log_entries
+    # Later commits drop the checkpoint of 22 (readable from 20 and the commits after it),
+    # never those of 2, 7 and 17, whose earlier commits are gone, nor the one the
+    # `_last_checkpoint` hint names (23, until a newer one is written).
+    assert drop_stale_checkpoints(store, newest + 5) == [newest - 1]
+    for version in sorted(expected):
+        assert snapshot(store, version).equals(before[version]), version
 
 
 @pytest.mark.slow

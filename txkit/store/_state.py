@@ -174,8 +174,18 @@ def _newest_meta(table: Any, store: str | os.PathLike[str]) -> tuple[int, dict, 
     Raises:
         StoreError: no such commit, or its metadata does not parse.
     """
-    for version in range(table.version(), -1, -1):
+    at = table.version()
+    for version in range(at, -1, -1):
         entry = commit_info(store, version)
+        if entry is None and version == at:
+            # Read from its checkpoint, but its own entry is gone (the retention policy keeps
+            # every kept version's): txkit's metadata for it is lost.
+            path = f"{store}/_delta_log/{version:020d}.json"
+            raise StoreError(
+                f"the store {store} is missing its commit log entry {path}: restore that file "
+                f"(a backup, or the bucket's versioning), or move the store aside and run "
+                f"`txkit sync --store {store}` to fetch it again"
+            )
         if entry is None:
             break  # removed by the retention policy: no older entry is kept for this version
         if META_KEY not in entry:
