@@ -156,6 +156,8 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     newest = read_state(store).version
     assert newest == DAYS - 1
     before = {v: snapshot(store, v) for v in range(newest + 1)}
+    # Each version's own coverage (August merged from version 19 on, not before).
+    coverage = {v: read_state(store, version=v).coverage for v in range(newest + 1)}
     table_id = read_state(store).table_id
     reports = tmp_path / "reports"
     for name, version, of in (("2026-08", 2, table_id), ("other", 4, "another-table")):
@@ -176,6 +178,7 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     for version in sorted(expected):
         after = snapshot(store, version)
         assert after.equals(before[version]), version
+        assert read_state(store, version=version).coverage == coverage[version], version
     for version in sorted(set(range(newest + 1)) - expected):
         with pytest.raises(StoreVersionError, match="removed by the retention policy"):
             scan_store(store, version=version)
