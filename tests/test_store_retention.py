@@ -17,11 +17,19 @@ from tests.factories import invoke_cli
 from tests.test_store_s3 import aws, s3  # noqa: F401 - the moto server fixtures
 from txkit import Client
 from txkit.errors import ConfigError
-from txkit.store import StoreDamagedError, StoreVersionError, read_state, scan_store, sync
+from txkit.store import (
+    StoreDamagedError,
+    StoreVersionError,
+    read_state,
+    scan_store,
+    sync,
+    sync_needed,
+)
 from txkit.store._compact import compact_months, crowded_months
+from txkit.store._coverage import settled
 from txkit.store._location import log_versions, objects, open_table, table_files
 from txkit.store._retention import RetentionPolicy, vacuum_store
-from txkit.store._write import commit
+from txkit.store._write import commit, drop_stale_checkpoints
 
 FIRST_DAY = date(2026, 8, 20)
 DAYS = 24  # daily syncs: two checkpoints (versions 10, 20) and three months touched
@@ -91,13 +99,54 @@ def test_an_old_version_is_read_with_its_own_metadata_and_digests(
 
 
 @pytest.mark.slow
-def test_checkpoints_every_ten_commits(year_store: Path) -> None:
+def test_checkpoints_every_ten_commits_and_at_the_newest(year_store: Path) -> None:
+    """Each commit writes its checkpoint (opening the newest version reads it alone) and drops
+    the ones before the last two that only did that; those at the interval stay."""
     names = sorted(p.name for p in (year_store / "_delta_log").iterdir())
     assert [n for n in names if "checkpoint.parquet" in n] == [
-        "00000000000000000010.checkpoint.parquet",
-        "00000000000000000020.checkpoint.parquet",
+        f"{v:020d}.checkpoint.parquet" for v in (10, 20, DAYS - 2, DAYS - 1)
     ]
-    assert json.loads((year_store / "_delta_log/_last_checkpoint").read_text())["version"] == 20
+    assert len([n for n in names if n.endswith(".json")]) == DAYS  # no commit is removed
+    hint = json.loads((year_store / "_delta_log/_last_checkpoint").read_text())
+    assert hint["version"] == DAYS - 1
+
+
+@pytest.mark.slow
+def test_a_complete_months_coverage_is_merged_and_old_versions_keep_their_own(
+    year_store: Path,
+) -> None:
+    """August completes at the sync of September 8 (its 31st settled 7 days on): from that
+    commit on its daily fetches are merged windows that still prove it complete; a version
+    read as of before keeps its own fetches, and reads back as it was."""
+    states = [read_state(year_store, version=v) for v in range(DAYS)]
+    done = [s.coverage["2026-08"].complete(7) for s in states]
+    first_done = done.index(True)
+    assert FIRST_DAY + timedelta(days=first_done) == date(2026, 9, 8)
+    assert done == [False] * first_done + [True] * (DAYS - first_done)
+    for state in states:
+        kinds = [f.kind for f in state.coverage["2026-08"].fetches]
+        assert ("merged" in kinds) == (state.version >= first_done)
+        september = state.coverage.get("2026-09")  # open: never merged
+        assert september is None or "merged" not in [f.kind for f in september.fetches]
+    before = states[first_done - 1].coverage["2026-08"]
+    after = states[-1].coverage["2026-08"]
+    assert len(before.fetches) > 10 and len(after.fetches) <= 3
+    # The fetches unmerged: those of the version before, plus the one that completed it.
+    assert after.last_fetch is not None and after.last_fetch not in before.fetches
+    unmerged = before.with_fetch(after.last_fetch, replace=False, rows=after.rows, newest=None)
+    for day in [date(2026, 8, d) for d in range(1, 32)]:
+        seen, real = after.newest_fetch_of(day), unmerged.newest_fetch_of(day)
+        assert seen is not None and real is not None
+        assert settled(day, seen, 7) and seen <= real  # settled, and no later than it was
+    # The merged month needs nothing under the look-back it was completed with; a longer one
+    # fetches its days again (the merged windows prove 7 days, no more).
+    later = date(2026, 10, 1)
+    assert not sync_needed(store=year_store, start="2026-08-01", end="2026-08-31", today=later)
+    assert sync_needed(store=year_store, start="2026-08-01", end="2026-08-31", today=later,
+                       lookback_days=12)  # fmt: skip
+    old = scan_store(year_store, version=first_done - 1).filter(pl.col("month") == "2026-08")
+    assert old.collect().height == before.rows
+    assert read_state(year_store, version=first_done - 1).coverage["2026-08"] == before
 
 
 def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: object) -> None:
@@ -107,6 +156,8 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     newest = read_state(store).version
     assert newest == DAYS - 1
     before = {v: snapshot(store, v) for v in range(newest + 1)}
+    # Each version's own coverage (August merged from version 19 on, not before).
+    coverage = {v: read_state(store, version=v).coverage for v in range(newest + 1)}
     table_id = read_state(store).table_id
     reports = tmp_path / "reports"
     for name, version, of in (("2026-08", 2, table_id), ("other", 4, "another-table")):
@@ -127,6 +178,7 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     for version in sorted(expected):
         after = snapshot(store, version)
         assert after.equals(before[version]), version
+        assert read_state(store, version=version).coverage == coverage[version], version
     for version in sorted(set(range(newest + 1)) - expected):
         with pytest.raises(StoreVersionError, match="removed by the retention policy"):
             scan_store(store, version=version)
@@ -139,6 +191,12 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     # Applied again, nothing more goes.
     again = vacuum_store(store, policy=policy, now=now, **vacuum)
     assert not again.files and not again.log_entries
+    # Later commits drop the checkpoint of 22 (readable from 20 and the commits after it),
+    # never those of 2, 7 and 17, whose earlier commits are gone, nor the one the
+    # `_last_checkpoint` hint names (23, until a newer one is written).
+    assert drop_stale_checkpoints(store, newest + 5) == [newest - 1]
+    for version in sorted(expected):
+        assert snapshot(store, version).equals(before[version]), version
 
 
 @pytest.mark.slow

@@ -471,8 +471,9 @@ NOTEBOOKS_DIR = Path("notebooks")
 LOOKBACK_DAYS = 7
 #: Days of store versions the retention policy keeps for time travel (``TXKIT_STORE_KEEP_DAYS``).
 STORE_KEEP_DAYS = 30
-#: Commits between two checkpoints of the store's log: opening the table reads the newest
-#: checkpoint and at most this many commits, however many syncs the store has seen.
+#: Commits between two checkpoints kept in the store's log: the newest version has its own
+#: checkpoint, and an older one is read from a checkpoint and at most this many commits,
+#: however many syncs the store has seen.
 STORE_CHECKPOINT_INTERVAL = 10
 #: Months before a report's month that ``txkit report`` syncs for its notebooks' history
 #: (underpayments' original references, balance chains): at least every notebook's

@@ -13,6 +13,18 @@ table version. Planning reads it day by day:
 
 A sync fetches, for each month, the span from its first uncovered or unsettled day to its last
 one, whatever other months hold.
+
+A **complete** month's fetches are merged when a commit records them
+(:meth:`MonthCoverage.merged`): its newest fetch is kept as it is, and the days it does not
+cover (one contiguous run each side of it, every day covered and settled) become one ``merged``
+window each, which records the least time any of its days was last fetched after that day
+ended (``settled_lag``). That is what the fetches proved, never more: a day's newest fetch
+time is read from it as that lower bound, so the month stays complete under the look-back it
+was completed with, and a longer look-back fetches those days again. A month with a day never
+fetched or not yet settled is never merged, so a gap is never merged away. A year of daily
+syncs otherwise keeps about thirty fetches per month in every commit (84 KB of metadata after
+365 syncs at 60,000 records, read on every open; see docs/store.md). Older commits keep the
+coverage they were written with, so a version read as of then shows its own fetches.
 """
 
 from __future__ import annotations
@@ -39,6 +51,11 @@ class Fetch:
         service_total: the service's ``total`` for those queries, summed; every record of them
             was fetched and verified against it.
         rows: records of the window that were fetched.
+        settled_lag: only for a ``merged`` window (several verified fetches, see
+            :meth:`MonthCoverage.merged`): every day of it was last fetched at least this many
+            seconds after it ended, and no earlier than ``fetched_at`` (the earliest of those
+            fetches); None for a fetch.
+        merged: how many verified fetches a ``merged`` window stands for (0 for a fetch).
     """
 
     first: date
@@ -48,13 +65,24 @@ class Fetch:
     queries: list[str] = field(default_factory=list)
     service_total: int = 0
     rows: int = 0
+    settled_lag: int | None = None
+    merged: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (ISO dates)."""
+        """A JSON-ready dict (ISO dates; a fetch's as before merged windows existed)."""
         out = asdict(self)
         out["first"], out["last"] = self.first.isoformat(), self.last.isoformat()
         out["fetched_at"] = self.fetched_at.isoformat(timespec="seconds")
+        if self.settled_lag is None:
+            del out["settled_lag"], out["merged"]
         return out
+
+    def time_of(self, day: date) -> datetime:
+        """When ``day`` (inside the window) was last fetched by this fetch, or for a merged
+        window the latest time its fetches prove (a lower bound of the real one)."""
+        if self.settled_lag is None:
+            return self.fetched_at
+        return max(self.fetched_at, _day_end(day) + timedelta(seconds=self.settled_lag))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fetch:
@@ -67,6 +95,8 @@ class Fetch:
             queries=list(data.get("queries", [])),
             service_total=int(data.get("service_total", 0)),
             rows=int(data.get("rows", 0)),
+            settled_lag=None if data.get("settled_lag") is None else int(data["settled_lag"]),
+            merged=int(data.get("merged", 0)),
         )
 
 
@@ -115,13 +145,44 @@ class MonthCoverage:
 
     @property
     def last_fetch(self) -> Fetch | None:
-        """The newest fetch."""
-        return max(self.fetches, key=lambda f: f.fetched_at, default=None)
+        """The newest fetch (a fetch before a merged window of the same time)."""
+        return max(self.fetches, key=lambda f: (f.fetched_at, f.settled_lag is None), default=None)
 
     def newest_fetch_of(self, day: date) -> datetime | None:
-        """When ``day`` was last fetched, or None when no window contains it."""
-        times = [f.fetched_at for f in self.fetches if f.first <= day <= f.last]
+        """When ``day`` was last fetched (for a merged window, the time it proves), or None
+        when no window contains it."""
+        times = [f.time_of(day) for f in self.fetches if f.first <= day <= f.last]
         return max(times, default=None)
+
+    def merged(self, lookback_days: int) -> MonthCoverage:
+        """The coverage with a complete month's fetches merged (see the module's docstring):
+        the newest fetch kept as it is, each contiguous run of the other days one ``merged``
+        window proving the least lag after its days' ends. Unchanged when the month is not
+        complete under ``lookback_days`` (a gap or an unsettled day) or has nothing to merge.
+        """
+        newest = self.last_fetch
+        if newest is None or not self.complete(lookback_days):
+            return self
+        rest = [d for d in _days(self.month, None, None) if not newest.first <= d <= newest.last]
+        others = [f for f in self.fetches if f is not newest]
+        if len(others) <= 1 or all(f.settled_lag is not None for f in others):
+            return self  # nothing to merge (one fetch, or merged already)
+        windows = []
+        for first, last in _runs(rest):
+            times = {}
+            for day in _days(self.month, first, last):
+                seen = self.newest_fetch_of(day)
+                # complete(): every day is covered and settled, so this cannot happen
+                assert seen is not None and settled(day, seen, lookback_days), day
+                times[day] = seen
+            lag = min(int((t - _day_end(d)).total_seconds()) for d, t in times.items())
+            parts = [f for f in others if f.first <= last and f.last >= first]
+            count = sum(max(f.merged, 1) for f in parts)
+            windows.append(
+                Fetch(first, last, min(times.values()), "merged", settled_lag=lag, merged=count)
+            )
+        fetches = tuple(sorted((*windows, newest), key=lambda f: (f.fetched_at, f.first)))
+        return MonthCoverage(self.month, fetches, self.rows, self.newest_created_at)
 
     def uncovered(self, first: date | None = None, last: date | None = None) -> list[date]:
         """The days of the month (or of ``first``..``last``) that no window contains."""
@@ -135,20 +196,51 @@ class MonthCoverage:
         """``2026-09-01..2026-09-10 (fetched ...), ...`` in day order."""
         parts = sorted(self.fetches, key=lambda f: (f.first, f.fetched_at))
         return ", ".join(
-            f"{f.first}..{f.last} ({f.kind} at {f.fetched_at:%Y-%m-%d %H:%M}Z)" for f in parts
+            f"{f.first}..{f.last} ({f.kind} at {f.fetched_at:%Y-%m-%d %H:%M}Z)"
+            if f.settled_lag is None
+            else f"{f.first}..{f.last} ({f.merged} fetches merged, from "
+            f"{f.fetched_at:%Y-%m-%d %H:%M}Z, each day at least {_lag_text(f.settled_lag)} "
+            "after it ended)"
+            for f in parts
         )
 
 
 def _shadowed_out(fetches: tuple[Fetch, ...]) -> tuple[Fetch, ...]:
     """Drop the fetches each of whose days a newer fetch covers (they prove nothing more),
-    so a month's record stays a few fetches long however often it is synced."""
+    so a month's record stays a few fetches long however often it is synced. Newer is judged
+    day by day (:meth:`Fetch.time_of`), which is the fetch time except in a merged window."""
     kept = []
     for fetch in fetches:
-        newer = [f for f in fetches if f.fetched_at > fetch.fetched_at]
         days = [fetch.first + timedelta(days=i) for i in range((fetch.last - fetch.first).days + 1)]
-        if not all(any(f.first <= d <= f.last for f in newer) for d in days):
+        if not all(
+            any(
+                f is not fetch and f.first <= d <= f.last and f.time_of(d) > fetch.time_of(d)
+                for f in fetches
+            )
+            for d in days
+        ):
             kept.append(fetch)
     return tuple(kept)
+
+
+def _day_end(day: date) -> datetime:
+    return datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
+
+
+def _runs(days: list[date]) -> list[tuple[date, date]]:
+    """Sorted days as ``(first, last)`` runs of consecutive days."""
+    runs: list[tuple[date, date]] = []
+    for day in days:
+        if runs and runs[-1][1] + timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return runs
+
+
+def _lag_text(seconds: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    return f"{days} day(s) {rest // 3600} h" if rest >= 3600 else f"{days} day(s)"
 
 
 def _days(month: str, first: date | None, last: date | None) -> list[date]:
@@ -159,8 +251,7 @@ def _days(month: str, first: date | None, last: date | None) -> list[date]:
 
 def settled(day: date, fetched_at: datetime, lookback_days: int) -> bool:
     """True when a fetch at ``fetched_at`` saw ``day``'s records after their look-back ended."""
-    day_end = datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
-    return fetched_at >= day_end + timedelta(days=lookback_days)
+    return fetched_at >= _day_end(day) + timedelta(days=lookback_days)
 
 
 def needed_days(

@@ -507,7 +507,18 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
     uri, options = table_uri(store), storage_options(store)
     refuse_old_layout(store)
     try:
-        return DeltaTable(uri, version=version, storage_options=options)
+        table = DeltaTable(uri, version=version, storage_options=options)
+        if version is None and not is_remote(store):
+            # Every version has a checkpoint (txkit.store._write), which outlives a lost commit
+            # entry: without that entry (and txkit's metadata in it) the table is the version
+            # before, whole, as a Delta log without the checkpoint would read. A stat of the
+            # local file; on object storage a commit is one atomic conditional write.
+            at = table.version()
+            while at > 0 and not (Path(store) / "_delta_log" / f"{at:020d}.json").exists():
+                at -= 1
+            if at != table.version():
+                table = DeltaTable(uri, version=at, storage_options=options)
+        return table
     except TableNotFoundError:
         if version is not None:
             missing = _missing_version(store, version)

@@ -28,7 +28,7 @@ from txkit.store._location import (
     store_location,
     table_files,
 )
-from txkit.store._state import _state_of
+from txkit.store._state import recorded_digests
 
 log = logging.getLogger("txkit")
 
@@ -129,7 +129,7 @@ def reader_problems(table: Any) -> list[str]:
 def _digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str]:
     """The digests recorded for the version's files ({} for a table txkit did not write)."""
     try:
-        return _state_of(table, store).files
+        return recorded_digests(table, store)
     except StoreError:
         return {}
 
