@@ -80,9 +80,7 @@ table_id = format_table(pl.DataFrame({"a": [1]}))._id
 
 def test_two_lanes_start_two_kernels_for_four_notebooks(tmp_path: Path, sockets: Path) -> None:
     books = [notebook(tmp_path, f"n{i}", PLANT, REPORT) for i in range(4)]
-    results, lanes = run_in_lanes(
-        [books], run, lambda i: _kernel_manager(sockets, i), lanes=2
-    )
+    results, lanes = run_in_lanes([books], run, lambda i: _kernel_manager(sockets, i), lanes=2)
     assert [lane.kernels_started for lane in lanes] == [1, 1]
     assert len({results[b]["pid"] for b in books}) == 2
     for book in books:  # each notebook sees only its own names and figure
@@ -93,7 +91,8 @@ def test_two_lanes_start_two_kernels_for_four_notebooks(tmp_path: Path, sockets:
 
 def test_the_next_notebook_in_a_lane_starts_clean(tmp_path: Path, sockets: Path) -> None:
     first = notebook(tmp_path, "first", PLANT, TABLE_ID, "table_id")
-    second = notebook(tmp_path, "second", TABLE_ID, REPORT.replace("json.dumps({", "json.dumps({'table': table_id, "))
+    report_table = REPORT.replace("json.dumps({", "json.dumps({'table': table_id, ")
+    second = notebook(tmp_path, "second", TABLE_ID, report_table)
     results, (lane,) = run_in_lanes(
         [[first, second]], run, lambda i: _kernel_manager(sockets, i), lanes=1
     )
@@ -133,9 +132,7 @@ def test_a_kernel_that_died_after_its_notebook_is_replaced(tmp_path: Path, socke
     assert results[after]["counts"] == [1, 2]
 
 
-def test_a_failed_notebook_stops_the_lanes_and_their_kernels(
-    tmp_path: Path, sockets: Path
-) -> None:
+def test_a_failed_notebook_stops_the_lanes_and_their_kernels(tmp_path: Path, sockets: Path) -> None:
     failing = notebook(tmp_path, "a_failing", "raise RuntimeError('planted failure')")
     others = [notebook(tmp_path, f"b{i}", "import time; time.sleep(0.5)", REPORT) for i in range(4)]
     started: list[Path] = []
