@@ -28,11 +28,21 @@ from typing import Any
 
 import polars as pl
 
+from txkit._session import per_notebook
 from txkit.privacy import mask_pii
 
 __all__ = ["Table", "cut_notice", "format_table", "format_value"]
 
 _IDS = itertools.count(1)
+
+
+@per_notebook
+def _restart_ids() -> None:
+    """Number the next notebook's tables from 1 again, as in a kernel of its own."""
+    global _IDS
+    _IDS = itertools.count(1)
+
+
 # Where a money column finds its currency: ``order_amount`` -> ``order_currency``, then these.
 _CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
 _NUMBER_STYLE = "white-space:nowrap!important;text-align:right"

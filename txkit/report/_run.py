@@ -33,11 +33,10 @@ import stat
 import tempfile
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -67,6 +66,10 @@ from txkit.report._headlines import (
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
 from txkit.store import RetentionPolicy, read_manifests, scan_store, sync
 from txkit.store._location import check_version, store_name
+
+if TYPE_CHECKING:  # jupyter_client is imported when a report runs its notebooks
+    from txkit.report._kernel import ReportKernelManager
+    from txkit.report._lanes import Lane
 
 log = logging.getLogger("txkit")
 
@@ -522,21 +525,17 @@ def kernel_environment(data: Path | None = None) -> dict[str, str]:
     }
 
 
-def _kernel_config(sockets: Path, index: int, stem: str) -> Any:
-    """One kernel's settings: Unix sockets in the private folder (short names: see
+def _kernel_manager(sockets: Path, index: int) -> ReportKernelManager:
+    """Lane ``index``'s kernel manager: Unix sockets in the private folder (short names: see
     :data:`_SOCKET_PATH_MAX`), its connection file there, and :func:`kernel_environment`."""
-    from traitlets.config import Config
+    from txkit.report._kernel import ReportKernelManager
 
-    return Config(
-        {
-            "NotebookClient": {"kernel_manager_class": "txkit.report._kernel.ReportKernelManager"},
-            "ReportKernelManager": {
-                "transport": "ipc",
-                "ip": str(sockets / f"k{index}"),
-                "connection_file": str(sockets / f"{stem}.json"),
-                "extra_env": kernel_environment(),
-            },
-        }
+    return ReportKernelManager(
+        kernel_name="python3",
+        transport="ipc",
+        ip=str(sockets / f"k{index}"),
+        connection_file=str(sockets / f"lane{index}.json"),
+        extra_env=kernel_environment(),
     )
 
 
@@ -556,9 +555,10 @@ def _parameters(plan: ReportPlan, manifest: Any, staging: Path) -> dict[str, Any
 
 
 def execute_notebook(
-    source_nb: Path, *, plan: ReportPlan, parameters: dict[str, Any], staging: Path, sockets: Path
+    source_nb: Path, *, plan: ReportPlan, parameters: dict[str, Any], staging: Path, lane: Lane
 ) -> tuple[Section, float]:
-    """Run one notebook into ``staging`` and render its page; its index section and seconds.
+    """Run one notebook in ``lane``'s kernel into ``staging`` and render its page; its index
+    section and seconds.
 
     Raises:
         NotebookFailedError: a cell failed (names the notebook and the cell).
@@ -578,7 +578,7 @@ def execute_notebook(
             # this whole process, which two threads cannot share.
             resources={"metadata": {"path": str(source_nb.parent.resolve())}},
             kernel_name="python3",
-            config=_kernel_config(sockets, plan.notebooks.index(source_nb), source_nb.stem),
+            km=lane.manager(),
             # jupyter_client interrupts a kernel before shutting it down, and the kernel may
             # log "KeyboardInterrupt caught in kernel" at ERROR on the report's stderr; a
             # failing cell is reported through papermill instead.
@@ -596,16 +596,21 @@ def execute_notebook(
     return Section(title, page.name, summary_of(executed)), time.perf_counter() - began
 
 
+#: Notebooks at once: kernels start mostly on one core, and the sandbox's machine has two.
+_LANES = 2
+
+
 def run_notebooks(
     plan: ReportPlan, manifest: Any, staging: Path, *, progress: bool | None
 ) -> tuple[list[Section], dict[str, float]]:
-    """Step 4: every notebook, two at a time (kernels start mostly on one core); a notebook
-    that reads the others' downloads (metadata ``txkit.after_others``, the trends) runs
-    after them. Returns the sections in notebook order and each notebook's seconds."""
+    """Step 4: every notebook, in two lanes of one kernel each (:mod:`txkit.report._lanes`);
+    a notebook that reads the others' downloads (metadata ``txkit.after_others``, the trends)
+    runs after them. Returns the sections in notebook order and each notebook's seconds."""
     from tqdm.auto import tqdm
 
+    from txkit.report._lanes import run_in_lanes
+
     parameters = _parameters(plan, manifest, staging)
-    done: dict[Path, tuple[Section, float]] = {}
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
     # TCP, which any local user could reach; their connection files go there too.
     sockets = _kernel_folder()
@@ -615,29 +620,21 @@ def run_notebooks(
         unit="notebook",
         disable=not progress if progress is not None else None,
     )
+
+    def advance(nb: Path, _result: tuple[Section, float]) -> None:
+        bar.set_postfix_str(nb.stem)
+        bar.update()
+
     try:
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-            for wave in _waves(plan.notebooks):
-                futures = {
-                    pool.submit(
-                        execute_notebook,
-                        nb,
-                        plan=plan,
-                        parameters=parameters,
-                        staging=staging,
-                        sockets=sockets,
-                    ): nb
-                    for nb in wave
-                }
-                try:
-                    for future in as_completed(futures):
-                        done[futures[future]] = future.result()
-                        bar.set_postfix_str(futures[future].stem)
-                        bar.update()
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
+        done, _lanes = run_in_lanes(
+            _waves(plan.notebooks),
+            lambda nb, lane: execute_notebook(
+                nb, plan=plan, parameters=parameters, staging=staging, lane=lane
+            ),
+            lambda index: _kernel_manager(sockets, index),
+            lanes=min(_LANES, os.cpu_count() or 1, len(plan.notebooks)),
+            on_done=advance,
+        )
     finally:
         bar.close()
         shutil.rmtree(sockets, ignore_errors=True)

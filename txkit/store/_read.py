@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 from polars.io.plugins import register_io_source
 
+from txkit._session import per_notebook
 from txkit.calendar import parse_month
 from txkit.decode import finalize
 from txkit.errors import StoreDamagedError, StoreError
@@ -184,6 +185,7 @@ class _Reader:
 
 
 _UNVERIFIED_SEEN: set[tuple[str, str]] = set()
+per_notebook(_UNVERIFIED_SEEN.clear)  # said once per notebook in the report's kernels
 
 
 def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:

@@ -1,0 +1,153 @@
+"""The report's lanes: one kernel runs several notebooks in turn, each as in a kernel of its own.
+
+Real kernels (ipykernel over Unix sockets, as the report starts them) run small notebooks
+through papermill, as :func:`txkit.report._run.execute_notebook` does.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+
+from txkit.report._lanes import Lane, run_in_lanes
+from txkit.report._run import _kernel_folder, _kernel_manager
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def sockets() -> Iterator[Path]:
+    folder = _kernel_folder()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def notebook(folder: Path, name: str, *cells: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "py"}
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def run(source: Path, lane: Lane) -> dict[str, object]:
+    """Run ``source`` in ``lane``'s kernel; the JSON its last cell printed, and when."""
+    began = time.monotonic()
+    target = source.with_suffix(".out.ipynb")
+    papermill.execute_notebook(
+        str(source), str(target), progress_bar=False, kernel_name="python3",
+        resources={"metadata": {"path": str(source.parent)}}, km=lane.manager(),
+    )  # fmt: skip
+    executed = json.loads(target.read_text())
+    printed = [o for o in executed["cells"][-1]["outputs"] if o["output_type"] == "stream"]
+    seen = json.loads("".join(printed[0]["text"])) if printed else {}
+    counts = [c["execution_count"] for c in executed["cells"]]
+    return {**seen, "counts": counts, "began": began, "ended": time.monotonic()}
+
+
+REPORT = """\
+import json, os, sys
+print(json.dumps({
+    "pid": os.getpid(),
+    "leaked": sorted(n for n in ("planted", "figure") if n in globals()),
+    "figures": len(sys.modules["matplotlib.pyplot"].get_fignums())
+    if "matplotlib.pyplot" in sys.modules else 0,
+}))
+"""
+
+PLANT = """\
+import matplotlib
+matplotlib.use("agg")
+import matplotlib.pyplot as plt
+planted = 1
+figure = plt.figure()
+"""
+
+TABLE_ID = """\
+import polars as pl
+from txkit.notebook.tables import format_table
+table_id = format_table(pl.DataFrame({"a": [1]}))._id
+"""
+
+
+def test_two_lanes_start_two_kernels_for_four_notebooks(tmp_path: Path, sockets: Path) -> None:
+    books = [notebook(tmp_path, f"n{i}", PLANT, REPORT) for i in range(4)]
+    results, lanes = run_in_lanes([books], run, lambda i: _kernel_manager(sockets, i), lanes=2)
+    assert [lane.kernels_started for lane in lanes] == [1, 1]
+    assert len({results[b]["pid"] for b in books}) == 2
+    for book in books:  # each notebook sees only its own names and figure
+        assert results[book]["leaked"] == ["figure", "planted"]
+        assert results[book]["figures"] == 1
+        assert results[book]["counts"] == [1, 2]
+
+
+def test_the_next_notebook_in_a_lane_starts_clean(tmp_path: Path, sockets: Path) -> None:
+    first = notebook(tmp_path, "first", PLANT, TABLE_ID, "table_id")
+    report_table = REPORT.replace("json.dumps({", "json.dumps({'table': table_id, ")
+    second = notebook(tmp_path, "second", TABLE_ID, report_table)
+    results, (lane,) = run_in_lanes(
+        [[first, second]], run, lambda i: _kernel_manager(sockets, i), lanes=1
+    )
+    assert lane.kernels_started == 1
+    seen = results[second]
+    assert seen["leaked"] == [] and seen["figures"] == 0
+    assert seen["counts"] == [1, 2]  # numbered from 1, as in a kernel of its own
+    assert seen["table"] == "txkit-table-1"  # txkit's per-notebook state starts again
+
+
+def test_a_wave_begins_when_the_one_before_has_ended(tmp_path: Path, sockets: Path) -> None:
+    early = [notebook(tmp_path, f"e{i}", "import time; time.sleep(0.3 * " + str(i) + ")", REPORT)
+             for i in range(3)]  # fmt: skip
+    late = notebook(tmp_path, "late", REPORT)
+    results, lanes = run_in_lanes(
+        [early, [late]], run, lambda i: _kernel_manager(sockets, i), lanes=2
+    )
+    assert results[late]["began"] >= max(results[b]["ended"] for b in early)
+    assert sum(lane.kernels_started for lane in lanes) == 2
+
+
+def test_a_kernel_that_died_after_its_notebook_is_replaced(tmp_path: Path, sockets: Path) -> None:
+    dying = notebook(
+        tmp_path, "dying", "import os, threading; threading.Timer(0.2, os._exit, (0,)).start()"
+    )
+    after = notebook(tmp_path, "after", "import time; time.sleep(0)", REPORT)
+
+    def slow_run(source: Path, lane: Lane) -> dict[str, object]:
+        done = run(source, lane)
+        time.sleep(1.0)  # the kernel exits meanwhile
+        return done
+
+    results, (lane,) = run_in_lanes(
+        [[dying, after]], slow_run, lambda i: _kernel_manager(sockets, i), lanes=1
+    )
+    assert lane.kernels_started == 2
+    assert results[after]["counts"] == [1, 2]
+
+
+def test_a_failed_notebook_stops_the_lanes_and_their_kernels(tmp_path: Path, sockets: Path) -> None:
+    failing = notebook(tmp_path, "a_failing", "raise RuntimeError('planted failure')")
+    others = [notebook(tmp_path, f"b{i}", "import time; time.sleep(0.5)", REPORT) for i in range(4)]
+    started: list[Path] = []
+    managers = []
+
+    def tracked(source: Path, lane: Lane) -> dict[str, object]:
+        started.append(source)
+        return run(source, lane)
+
+    def make(i: int):
+        managers.append(_kernel_manager(sockets, i))
+        return managers[-1]
+
+    with pytest.raises(papermill.PapermillExecutionError, match="planted failure"):
+        run_in_lanes([[failing, *others], [notebook(tmp_path, "z", REPORT)]], tracked, make,
+                     lanes=2)  # fmt: skip
+    assert len(started) <= 3  # the lanes took no new notebook after the failure (of 6)
+    assert all(not m.has_kernel for m in managers)  # every kernel shut down
