@@ -220,10 +220,10 @@ def test_a_register_of_a_newer_txkit_is_refused_in_one_line(tmp_path: Path) -> N
     write_deltalake(
         str(newer / "_register"),
         pl.DataFrame({"x": [1]}),
-        description="txkit exception register, format 2",
+        description="txkit exception register, format 3",
     )
     with pytest.raises(
-        RegisterFormatError, match=r"newer txkit \(register format 2; this txkit reads up to 1\)"
+        RegisterFormatError, match=r"newer txkit \(register format 3; this txkit reads up to 2\)"
     ):
         read_events(newer)
     done = run_cli("exceptions", "--store", str(newer), cwd=tmp_path)

@@ -6,9 +6,10 @@ Rules (docs/register.md):
   updates its amount and ``last_month``; its first month never changes;
 * an item stays ``open`` (or ``explained``) until it is resolved: automatically when a later
   run of a month that listed it no longer does (a record arrived or changed; the run's table
-  version says which store version), or by an analyst (``resolved``, ``written_off``). A month
-  whose report does not look at the item's dates (most items, after their own month) leaves it
-  open and ageing: absence from a later month's list is not a resolution;
+  version says which store version), when a later month's report recomputes the item's month
+  from the store and the item is gone (``cleared`` events, :mod:`._carry`), or by an analyst
+  (``resolved``, ``written_off``). Absence from a later month's own list is not a resolution:
+  a later month's report does not look at the item's dates;
 * an item listed again after it was resolved is open again, its explanation kept.
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import parse_month
+from txkit.register._carry import Carry, carry_over
 from txkit.register._materiality import Materiality
 from txkit.register._model import (
     BUCKETS,
@@ -88,10 +90,13 @@ def record_report(
     *,
     table_version: int | None,
     actor: str = "txkit report",
+    orders: pl.DataFrame | None = None,
+    carry: bool = True,
 ) -> int:
     """Record a report run in the register: the month, its table version and every item its
-    exception lists hold (``NAME.register.parquet`` in ``folder``). Returns the register's
-    version.
+    exception lists hold (``NAME.register.parquet`` in ``folder``), and (``carry``) the
+    re-evaluation of earlier months' open items (:func:`._carry.carry_over`; ``orders``: the
+    whole orders file the report read). One commit. Returns the register's version.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -132,7 +137,37 @@ def record_report(
                 )
             )
         )
+    if carry:
+        events, _ = read_events(store)
+        items, _, _ = _fold(events, None)
+        done = carry_over(
+            store,
+            month,
+            version=table_version,
+            orders=orders,
+            items=items,
+            fingerprints=fingerprints(events),
+        )
+        if done.events:
+            parts.append(
+                events_frame(
+                    [e | {"run": run, "actor": actor, "at": at, "table_version": table_version}
+                     for e in done.events]
+                )
+            )  # fmt: skip
+        last_carry.clear()
+        last_carry.append(done)
     return append_events(store, pl.concat(parts))
+
+
+#: The newest carry-over of this process (the report prints what it did).
+last_carry: list[Carry] = []
+
+
+def fingerprints(events: pl.DataFrame) -> dict[str, str]:
+    """Each month's fingerprint when it was last evaluated (``checked`` events)."""
+    checked = events.with_row_index("_i").filter(pl.col("event") == "checked").sort("at", "_i")
+    return {row["month"]: row["note"] for row in checked.iter_rows(named=True)}
 
 
 def reported_months(events: pl.DataFrame) -> list[str]:
@@ -168,9 +203,20 @@ def _fold(
     seen_by_run: dict[str, list[dict[str, Any]]] = {}
     for row in ordered.filter(pl.col("event") == "seen").iter_rows(named=True):
         seen_by_run.setdefault(row["run"], []).append(row)
-    for row in ordered.filter(pl.col("event").is_in(["reported", "annotated"])).iter_rows(
-        named=True
-    ):
+    for row in ordered.filter(
+        pl.col("event").is_in(["reported", "annotated", "cleared"])
+    ).iter_rows(named=True):
+        if row["event"] == "cleared":
+            # A later month's report recomputed the item's month and it was gone (._carry).
+            item = items.get(row["key"])
+            if (upto is not None and row["month"] > upto) or item is None:
+                continue
+            if item["status"] in OPEN_STATUSES:
+                item["status"] = "resolved"
+                item["resolved_month"] = row["month"]
+                item["resolved_by"] = row["note"]
+                item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+            continue
         if row["event"] == "reported":
             month = row["month"]
             if upto is not None and month > upto:

@@ -56,7 +56,9 @@ from txkit.errors import (
 from txkit.notebook._downloads import read_downloads
 from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.register import SECTIONS, load_materiality, read_events, record_report
+from txkit.register._carry import read_all_orders
 from txkit.register._index import RegisterSummary, summarise
+from txkit.register._state import last_carry
 from txkit.register._sign import Target, compare_reports, refuse_signed, signature_block
 from txkit.report._headlines import (
     exception_headlines,
@@ -842,7 +844,10 @@ def record_register(
             plan.month,
             staging,
             table_version=None if version is None else int(version),
+            orders=read_all_orders(plan.orders),
         )
+        for carried in last_carry:
+            print(carried.describe())
         return summarise(
             plan.store, plan.month, version=written, materiality=materiality, folder=staging
         )
