@@ -25,10 +25,10 @@ from txkit.register import (
     STATUSES,
     annotate,
     explain,
+    filter_items,
     load_materiality,
     register_view,
 )
-from txkit.register._model import OPEN_STATUSES
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
@@ -78,12 +78,9 @@ def _list(args: argparse.Namespace) -> int:
     view = register_view(
         args.store or default_store(), month=args.month, materiality=load_materiality()
     )
-    if args.open:
-        view = view.filter(pl.col("status").is_in(OPEN_STATUSES))
-    if args.material:
-        view = view.filter(pl.col("material"))
-    if args.older_than is not None:
-        view = view.filter(pl.col("age_days") > args.older_than)
+    view = filter_items(
+        view, still_open=args.open, material=args.material, older_than=args.older_than
+    )
     if args.format == "csv":
         csv_safe(view.select(CSV_COLUMNS)).write_csv(sys.stdout)
         return 0

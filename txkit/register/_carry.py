@@ -33,7 +33,7 @@ import polars as pl
 
 from txkit.calendar import month_bounds, next_month, parse_month, previous_months
 from txkit.errors import TxkitError, one_line
-from txkit.register._model import OPEN_STATUSES
+from txkit.register._model import OPEN_STATUSES, SECTIONS, register_items
 
 __all__ = [
     "RECOMPUTED",
@@ -121,24 +121,24 @@ def month_fingerprint(files: Iterable[str], orders: pl.DataFrame | None, month: 
 
 @dataclass
 class Recomputed:
-    """A month's lists recomputed: the keys per section and the rows behind them (for the
-    resolution's text)."""
+    """A month's lists recomputed: each list's register items (:func:`register_items`), and
+    the rows behind them (for a resolution's text)."""
 
-    keys: dict[str, set[str]]
+    lists: dict[str, pl.DataFrame]
     reconciled: pl.DataFrame | None
     records: pl.DataFrame
 
+    @property
+    def keys(self) -> dict[str, set[str]]:
+        """The keys listed, per section."""
+        return {SECTIONS[name]: set(f["key"].to_list()) for name, f in self.lists.items()}
 
-def _key(frame: pl.DataFrame, columns: list[str]) -> set[str]:
-    if frame.is_empty():
-        return set()
-    return set(
-        frame.select(
-            pl.concat_str([pl.col(c).cast(pl.String).fill_null("") for c in columns], separator=":")
-        )
-        .to_series()
-        .to_list()
-    )
+
+def _keyed(frame: pl.DataFrame, columns: list[str], name: str, month: str) -> pl.DataFrame:
+    key = pl.concat_str(
+        [pl.col(c).cast(pl.String).fill_null("") for c in columns], separator=":"
+    ).alias("key")
+    return register_items(frame.with_columns(key), name, month)
 
 
 def month_keys(
@@ -150,10 +150,13 @@ def month_keys(
     sections: Iterable[str] = RECOMPUTED,
 ) -> Recomputed:
     """Recompute ``month``'s exception lists of ``sections`` from the store at ``version``,
-    with the notebooks' functions and default parameters; returns their keys.
+    with the notebooks' functions, keys and default parameters.
 
     ``orders``: the merchant's orders (the whole file, as :func:`txkit.analysis.read_orders`
     reads it); None leaves the reconciliation out.
+
+    Raises:
+        TxkitError: the store lacks the month.
     """
     from txkit.analysis import (
         AGREED_CATEGORIES,
@@ -169,7 +172,7 @@ def month_keys(
     month = parse_month(month)
     sections = set(sections)
     df, _ = load_month(month, source="store", store=store, version=version)
-    keys: dict[str, set[str]] = {}
+    lists: dict[str, pl.DataFrame] = {}
     reconciled = None
     if "reconciliation" in sections and orders is not None:
         around, _ = load_margin(
@@ -185,21 +188,26 @@ def month_keys(
             )
         reconciled = reconcile(records, expected, month=month, date_tolerance=_DATE_TOLERANCE)
         listed = reconciled.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES))
-        keys["reconciliation"] = _key(listed, ["reference", "category"])
+        lists["reconciliation_mismatches"] = _keyed(
+            listed, ["reference", "category"], "reconciliation_mismatches", month
+        )
     if "underpayments" in sections:
         history, _ = load_history(
             month, months=_UNDERPAYMENT_HISTORY, source="store", store=store, version=version
         )
-        keys["underpayments"] = _key(underpayments(df, history=history), ["id", "type"])
+        flagged = underpayments(df, history=history)
+        lists["flagged_payments"] = _keyed(flagged, ["id", "type"], "flagged_payments", month)
     if sections & {"balance_breaks", "not_reported"}:
         history, _ = load_history(
             month, months=_BALANCE_HISTORY, source="store", store=store, version=version
         )
         choice = balance_model_choice(balance_model_fit(df, history=history))
         breaks = balance_breaks(df, history=history, model=choice)
-        keys["balance_breaks"] = _key(breaks, ["id", "field", "kind"])
-        keys["not_reported"] = _key(not_reported_balances(df), ["id"])
-    return Recomputed(keys=keys, reconciled=reconciled, records=df)
+        lists["balance_breaks"] = _keyed(breaks, ["id", "field", "kind"], "balance_breaks", month)
+        lists["not_reported_balances"] = _keyed(
+            not_reported_balances(df), ["id"], "not_reported_balances", month
+        )
+    return Recomputed(lists=lists, reconciled=reconciled, records=df)
 
 
 def _record_text(rows: pl.DataFrame) -> str:

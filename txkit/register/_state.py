@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import parse_month
-from txkit.register._carry import Carry, carry_over
+from txkit.register._carry import Carry, carry_over, month_keys
 from txkit.register._materiality import Materiality
 from txkit.register._model import (
     BUCKETS,
@@ -43,9 +43,12 @@ __all__ = [
     "ITEMS_SUFFIX",
     "REGISTER_COLUMNS",
     "bucket_counts",
+    "build_register",
     "explain",
+    "filter_items",
     "record_report",
     "register_view",
+    "report_events",
     "reported_months",
 ]
 
@@ -102,12 +105,35 @@ def record_report(
         RegisterFormatError: the register was written by a newer txkit.
         StoreError: the register could not be written.
     """
+    events, done = report_events(
+        store, month, folder, table_version=table_version, actor=actor, orders=orders,
+        carry=carry,
+    )  # fmt: skip
+    last_carry.clear()
+    if done is not None:
+        last_carry.append(done)
+    return append_events(store, events)
+
+
+def report_events(
+    store: str | os.PathLike[str],
+    month: str,
+    folder: str | os.PathLike[str],
+    *,
+    table_version: int | None,
+    actor: str = "txkit report",
+    orders: pl.DataFrame | None = None,
+    carry: bool = True,
+    events: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, Carry | None]:
+    """The events :func:`record_report` appends, without appending them (``events``: the
+    register's, when read already), and the carry-over's summary."""
     month = parse_month(month)
     paths = sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"))
-    items = [pl.read_parquet(p) for p in paths]
-    frame = pl.concat(items, how="vertical_relaxed") if items else None
+    lists = [pl.read_parquet(p) for p in paths]
+    frame = pl.concat(lists, how="vertical_relaxed") if lists else None
     run, at = uuid.uuid4().hex, now()
-    sections = sorted({str(s) for f in items for s in f["section"].unique().to_list()})
+    sections = sorted({str(s) for f in lists for s in f["section"].unique().to_list()})
     published = sorted(p.name[: -len(ITEMS_SUFFIX)] for p in paths)
     head = events_frame(
         [
@@ -137,8 +163,10 @@ def record_report(
                 )
             )
         )
+    done = None
     if carry:
-        events, _ = read_events(store)
+        if events is None:
+            events, _ = read_events(store)
         items, _, _ = _fold(events, None)
         done = carry_over(
             store,
@@ -155,9 +183,38 @@ def record_report(
                      for e in done.events]
                 )
             )  # fmt: skip
-        last_carry.clear()
-        last_carry.append(done)
-    return append_events(store, pl.concat(parts))
+    return pl.concat(parts), done
+
+
+def build_register(
+    store: str | os.PathLike[str],
+    months: Iterable[str],
+    *,
+    orders: pl.DataFrame | None,
+    version: int | None = None,
+    actor: str = "txkit build_register",
+) -> int:
+    """Record ``months`` in the store's register, oldest first, as reports would, with each
+    month's lists recomputed from the store (:func:`._carry.month_keys`: reconciliation,
+    underpayments, balance breaks, balances not reported; no notebook runs). For a register
+    to look at where no report has run (the notebooks' sandbox demonstration). Returns the
+    register's version.
+
+    Raises:
+        TxkitError: the store lacks a month.
+    """
+    import tempfile
+
+    written = -1
+    for month in sorted(parse_month(m) for m in months):
+        got = month_keys(store, month, version=version, orders=orders)
+        with tempfile.TemporaryDirectory(prefix="txkit-register-") as folder:
+            for name, frame in got.lists.items():
+                frame.write_parquet(Path(folder) / f"{name}{ITEMS_SUFFIX}")
+            written = record_report(
+                store, month, folder, table_version=version, actor=actor, orders=orders
+            )
+    return written
 
 
 #: The newest carry-over of this process (the report prints what it did).
@@ -297,6 +354,9 @@ def register_view(
     materiality: Materiality | None = None,
     events: pl.DataFrame | None = None,
     until: Any = None,
+    pending: str | os.PathLike[str] | None = None,
+    table_version: int | None = None,
+    orders: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The register as of ``month``'s report (default: the newest month reported).
 
@@ -304,7 +364,10 @@ def register_view(
     category, owner and explanation as they stand now, its age in days from its own date to
     the month's last day and the bucket, and whether it is material (:mod:`._materiality`, the
     section's volume being that month's listed items). ``until`` (a UTC datetime) leaves out
-    what was recorded after it: the register as it stood then.
+    what was recorded after it: the register as it stood then. ``pending``: the folder of a
+    report of ``month`` being built (its lists, ``table_version``, ``orders``): the register
+    as it will be once that report is recorded (a notebook of the report reads this; nothing
+    is written).
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -312,6 +375,11 @@ def register_view(
     """
     if events is None:
         events, _ = read_events(store)
+    if pending and month is not None:
+        extra, _ = report_events(
+            store, month, pending, table_version=table_version, orders=orders, events=events
+        )
+        events = pl.concat([events, extra])
     months = reported_months(events)
     if month is not None:
         month = parse_month(month)
@@ -354,6 +422,31 @@ def register_view(
         .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
         .sort("section", "first_month", "key")
     )
+
+
+def filter_items(
+    view: pl.DataFrame,
+    *,
+    still_open: bool = False,
+    material: bool = False,
+    older_than: int | None = None,
+    section: str | None = None,
+    owner: str | None = None,
+) -> pl.DataFrame:
+    """The items of :func:`register_view` that pass every filter given: still open
+    (``open`` or ``explained``), material, older than ``older_than`` days, of a section, of an
+    owner (``""``: those without one). ``txkit exceptions --open --material --older-than N``."""
+    if still_open:
+        view = view.filter(pl.col("status").is_in(OPEN_STATUSES))
+    if material:
+        view = view.filter(pl.col("material"))
+    if older_than is not None:
+        view = view.filter(pl.col("age_days") > older_than)
+    if section is not None:
+        view = view.filter(pl.col("section") == section)
+    if owner is not None:
+        view = view.filter(pl.col("owner").is_null() if owner == "" else pl.col("owner") == owner)
+    return view
 
 
 def bucket_counts(view: pl.DataFrame) -> pl.DataFrame:

@@ -58,8 +58,8 @@ from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.register import SECTIONS, load_materiality, read_events, record_report
 from txkit.register._carry import read_all_orders
 from txkit.register._index import RegisterSummary, summarise
-from txkit.register._state import last_carry
 from txkit.register._sign import Target, compare_reports, refuse_signed, signature_block
+from txkit.register._state import last_carry
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -846,11 +846,13 @@ def record_register(
             table_version=None if version is None else int(version),
             orders=read_all_orders(plan.orders),
         )
-        for carried in last_carry:
+        carried = last_carry[0] if last_carry else None
+        if carried is not None:
             print(carried.describe())
         return summarise(
-            plan.store, plan.month, version=written, materiality=materiality, folder=staging
-        )
+            plan.store, plan.month, version=written, materiality=materiality, folder=staging,
+            carry=carried,
+        )  # fmt: skip
     except (StoreError, OSError) as exc:
         if isinstance(exc, RegisterFormatError):
             raise
