@@ -6,7 +6,9 @@ request ids), so the committed notebook outputs can be compared by nbval.
 * loading (``_load``): :func:`load_month`, :func:`load_history`, :func:`load_margin`,
   :func:`load_orders` (a frame and a :class:`LoadInfo` that says what it holds),
   :func:`trend_records` (the months of the trends, lazily from the store),
-  :func:`load_bank_statements` (``_close``: the merchant's bank statements);
+  :func:`load_bank_statements` (``_close``: the merchant's bank statements),
+  :func:`load_register` (``_register``: the exception register, with :func:`owner_counts`
+  and :func:`register_findings`);
 * showing (``_display``): :func:`display_table`, :func:`display_exceptions` (in a report, with
   CSV and Excel downloads marked new, still open or resolved: ``_downloads``,
   ``_open_items``), :func:`what_to_look_at`, :func:`as_run` (a page's one line on what it
@@ -27,9 +29,16 @@ from txkit.notebook._load import (
     load_orders,
     trend_records,
 )
+from txkit.notebook._register import (
+    RegisterInfo,
+    load_register,
+    owner_counts,
+    register_findings,
+)
 
 __all__ = [
     "LoadInfo",
+    "RegisterInfo",
     "as_run",
     "count_by_currency",
     "display_exceptions",
@@ -39,7 +48,10 @@ __all__ = [
     "load_margin",
     "load_month",
     "load_orders",
+    "load_register",
+    "owner_counts",
     "publish_table",
+    "register_findings",
     "report_history",
     "trend_records",
     "what_to_look_at",
