@@ -76,8 +76,9 @@ as_run(register.info)
 display_table(bucket_counts(view), show_pii=show_pii, key=["section"])
 
 # %% [markdown]
-# ## Material items older than `older_than` days
-# The oldest first; `explanation` is what an analyst wrote (carried over every month).
+# ## Material items past the age limit
+# Older than `older_than` days (a parameter), the oldest first; `explanation` is what an
+# analyst wrote (carried over every month).
 
 # %%
 stale = filter_items(view, still_open=True, material=True, older_than=older_than)

@@ -277,7 +277,7 @@ class Carry:
     cleared: list[str]
     seconds: float
 
-    def describe(self) -> str:
+    def describe(self, *, timed: bool = True) -> str:
         """One line: ``register: earlier months' open items: 2025-11..2026-08 unchanged,
         2026-09 recomputed (1 resolved) (0.4 s)``."""
         if not self.months:
@@ -292,9 +292,10 @@ class Carry:
         if again:
             parts.append(f"{', '.join(again)} recomputed")
         parts += failed
+        took = f" ({self.seconds:.1f} s)" if timed else ""
         return (
             f"register: earlier months' open items: {'; '.join(parts)}; "
-            f"{len(self.cleared)} resolved ({self.seconds:.1f} s)"
+            f"{len(self.cleared)} resolved{took}"
         )
 
 

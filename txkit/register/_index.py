@@ -78,7 +78,8 @@ def _resolved_block(view: pl.DataFrame, month: str, carry: Carry | None) -> str:
     """What this report resolved, by what, and how earlier months were re-evaluated."""
     parts = []
     if carry is not None:
-        parts.append(f'<p class="meta">{html.escape(carry.describe().removeprefix("register: "))}'
+        said = carry.describe(timed=False).removeprefix("register: ")
+        parts.append(f'<p class="meta">{html.escape(said[:1].upper() + said[1:])}'
                      " (a month is recomputed from the store only when the records or orders it "
                      "is computed from changed since it was last evaluated).</p>")  # fmt: skip
     done = view.filter(
