@@ -125,6 +125,9 @@ def revisions(
     return history
 
 
+_NO_CHANGE = "no change in figures or items"
+
+
 def revision_lines(history: list[dict[str, Any]]) -> list[str]:
     """One line per revision: number, folder, why, who signed, how many changes (the first
     few named)."""
@@ -135,12 +138,15 @@ def revision_lines(history: list[dict[str, Any]]) -> list[str]:
         changes = rev["changes"]
         what = ""
         if rev["of"]:
-            shown = "; ".join(changes[:3]) + (
-                f"; and {len(changes) - 3} more" if len(changes) > 3 else ""
-            )
-            what = f"; {len(changes)} changes against {rev['of']}" + (
-                f": {shown}" if changes else ""
-            )
+            real = [c for c in changes if c != _NO_CHANGE]
+            if not real:
+                what = f"; {_NO_CHANGE} against {rev['of']}"
+            else:
+                shown = "; ".join(real[:3]) + (
+                    f"; and {len(real) - 3} more" if len(real) > 3 else ""
+                )
+                plural = "s" if len(real) != 1 else ""
+                what = f"; {len(real)} change{plural} against {rev['of']}: {shown}"
         lines.append(
             f"revision {rev['number']} ({rev['folder']}, table version {rev['table_version']}): "
             f"{why}{signed}{what}"
@@ -358,7 +364,7 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             x, y = _totals(a).get(currency), _totals(b).get(currency)
             if x != y:
                 lines.append(f"{name} {currency} total {x} -> {y}")
-    return lines or ["no change in figures or items"]
+    return lines or [_NO_CHANGE]
 
 
 def _shown(keys: list[str]) -> str:
