@@ -50,6 +50,7 @@ RECOMPUTED: Final[tuple[str, ...]] = (
     "underpayments",
     "balance_breaks",
     "not_reported",
+    "fees",
 )
 #: The notebooks' defaults (02: ``date_tolerance``; 03 and 04: ``history_months``).
 _DATE_TOLERANCE: Final = 3
@@ -163,6 +164,7 @@ def month_keys(
         balance_breaks,
         balance_model_choice,
         balance_model_fit,
+        fee_tax_mismatches,
         not_reported_balances,
         reconcile,
         underpayments,
@@ -206,6 +208,10 @@ def month_keys(
         lists["balance_breaks"] = _keyed(breaks, ["id", "field", "kind"], "balance_breaks", month)
         lists["not_reported_balances"] = _keyed(
             not_reported_balances(df), ["id"], "not_reported_balances", month
+        )
+    if "fees" in sections:
+        lists["fee_tax_mismatches"] = _keyed(
+            fee_tax_mismatches(df), ["id", "kind"], "fee_tax_mismatches", month
         )
     return Recomputed(lists=lists, reconciled=reconciled, records=df)
 

@@ -43,6 +43,7 @@ SECTIONS: Final[dict[str, str]] = {
     "not_reported_balances": "not_reported",
     "settlement_exceptions": "settlements",
     "wallet_statement": "wallet_statement",
+    "fee_tax_mismatches": "fees",
 }
 
 #: Default category per section, then per kind (the list's category / type / kind value).
@@ -53,6 +54,7 @@ _SECTION_DEFAULT: Final[dict[str, str]] = {
     "not_reported": "timing",
     "settlements": "investigate",
     "wallet_statement": "investigate",
+    "fees": "adjustment",
 }
 _KIND_DEFAULT: Final[dict[str, str]] = {
     # clears by itself: the other side arrives within days
@@ -66,6 +68,8 @@ _KIND_DEFAULT: Final[dict[str, str]] = {
     "UNDERPAYMENT": "adjustment",
     "OVERPAYMENT": "adjustment",
     "reserve_mismatch": "adjustment",
+    "fee_mismatch": "adjustment",
+    "tax_mismatch": "adjustment",
 }
 
 #: Columns read, in order of preference, for an item's kind, amount and own date.
