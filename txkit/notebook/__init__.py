@@ -29,6 +29,7 @@ from txkit.notebook._load import (
     load_orders,
     trend_records,
 )
+from txkit.notebook._recompute import build_register, month_keys, recomputer
 from txkit.notebook._register import (
     RegisterInfo,
     load_register,
@@ -40,6 +41,7 @@ __all__ = [
     "LoadInfo",
     "RegisterInfo",
     "as_run",
+    "build_register",
     "count_by_currency",
     "display_exceptions",
     "display_table",
@@ -49,8 +51,10 @@ __all__ = [
     "load_month",
     "load_orders",
     "load_register",
+    "month_keys",
     "owner_counts",
     "publish_table",
+    "recomputer",
     "register_findings",
     "report_history",
     "trend_records",

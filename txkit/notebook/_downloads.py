@@ -38,6 +38,7 @@ from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
 from txkit.register._model import register_items
+from txkit.register._sign import newest_revision
 from txkit.register._state import ITEMS_SUFFIX
 
 __all__ = [
@@ -117,8 +118,6 @@ def read_downloads(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
 def report_folder(reports: str | os.PathLike[str], month: str) -> Path:
     """The folder of ``month``'s newest report: its newest revision (``YYYY-MM.rN``, written
     beside a signed report reopened) when it has one, else ``YYYY-MM``."""
-    from txkit.register._sign import newest_revision
-
     newest = newest_revision(reports, month)
     return newest[0] if newest is not None else Path(reports) / month
 

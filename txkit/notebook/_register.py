@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,15 +25,15 @@ import polars as pl
 from txkit import config
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.notebook._load import LoadInfo
+from txkit.notebook._recompute import build_register, read_all_orders, recomputer
 from txkit.register import (
-    build_register,
     filter_items,
     load_materiality,
     read_events,
     register_view,
 )
-from txkit.register._carry import read_all_orders
 from txkit.register._model import OPEN_STATUSES
+from txkit.store import sync
 
 __all__ = ["RegisterInfo", "load_register", "owner_counts", "register_findings"]
 
@@ -107,11 +107,12 @@ def load_register(
     if downloads:
         where = store or config.default_store()
         every = read_all_orders(config.resolve_orders(orders))
+        recompute = recomputer(where, version=version, orders=every)
 
         def read() -> pl.DataFrame:
             return register_view(
                 where, month=month, materiality=materiality, pending=downloads,
-                table_version=version, orders=every,
+                table_version=version, orders=every, recompute=recompute,
             )  # fmt: skip
 
         view = read()
@@ -127,8 +128,6 @@ def load_register(
         _, at = read_events(where)
         note = f"the store's exception register (version {at}) as of {month}, {view.height:,} items"
         return RegisterInfo(view, str(where), False, _info(month, note, view.height), None, read)
-    from txkit.store import sync
-
     keep = tempfile.TemporaryDirectory(prefix="txkit-register-demo-")
     where = str(Path(keep.name) / "store")
     span = [*previous_months(month, months - 1), month]
@@ -136,12 +135,9 @@ def load_register(
     _, last = month_bounds(month)
     # Three days after the month: the reconciliation looks there for the month's last
     # payments (inside the sandbox's calendar, which ends with its last month).
-    from txkit.report._run import sandbox_calendar
-
     end = last + timedelta(days=3)
-    calendar = sandbox_calendar()
-    if calendar is not None:
-        end = min(end, calendar[1])
+    if not config.key_configured():
+        end = min(end, _sandbox_last_day())
     sync(start=first, end=end, store=where, progress=False, retention=False)
     build_register(where, span, orders=read_all_orders(config.resolve_orders(orders)))
 
@@ -154,6 +150,14 @@ def load_register(
         f"their reports would record them), {view.height:,} items"
     )
     return RegisterInfo(view, where, True, _info(month, note, view.height), keep, built)
+
+
+def _sandbox_last_day() -> date:
+    """The embedded sandbox's last day (as ``txkit report`` computes it)."""
+    settings = config.SANDBOX
+    first, _ = month_bounds(settings.start_month)
+    year, month = divmod(first.year * 12 + first.month - 1 + settings.months - 1, 12)
+    return month_bounds(f"{year:04d}-{month + 1:02d}")[1]
 
 
 def owner_counts(view: pl.DataFrame) -> pl.DataFrame:

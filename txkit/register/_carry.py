@@ -13,8 +13,9 @@ So the report of month M, for every earlier month E that still has open items:
    one's carry-over), nothing E's lists are computed from has changed: its items stay open
    and keep ageing, at no cost. The sandbox's twelve months take this path every month;
 3. else recomputes E's lists from the store with the notebooks' own functions and defaults
-   (:func:`month_keys`) and resolves each open item of E whose key is gone, saying by what:
-   the record that arrived, the status or amount that changed, the order that arrived.
+   (:func:`txkit.notebook.month_keys`, passed in by the report) and resolves each open item
+   of E whose key is gone, saying by what: the record that arrived, the status or amount that
+   changed, the order that arrived.
 
 Settlement and wallet-statement items read the bank statements as well and are not
 recomputed: they stay open until a rerun of their month or an analyst resolves them.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
@@ -33,16 +34,10 @@ import polars as pl
 
 from txkit.calendar import month_bounds, next_month, parse_month, previous_months
 from txkit.errors import TxkitError, one_line
-from txkit.register._model import OPEN_STATUSES, SECTIONS, register_items
+from txkit.register._model import OPEN_STATUSES, SECTIONS
+from txkit.store._location import open_table
 
-__all__ = [
-    "RECOMPUTED",
-    "Carry",
-    "carry_over",
-    "month_fingerprint",
-    "month_keys",
-    "read_all_orders",
-]
+__all__ = ["RECOMPUTED", "Carry", "Recompute", "Recomputed", "carry_over", "month_fingerprint"]
 
 #: The sections whose lists are recomputed from the store (and the orders).
 RECOMPUTED: Final[tuple[str, ...]] = (
@@ -58,32 +53,12 @@ _UNDERPAYMENT_HISTORY: Final = 3
 _BALANCE_HISTORY: Final = 1
 
 
-def read_all_orders(orders: str | None) -> pl.DataFrame | None:
-    """The whole orders file a report reads (``sandbox``: the embedded sandbox's); None for
-    none.
-
-    Raises:
-        DataFileError: the file cannot be read as it is.
-    """
-    if not orders:
-        return None
-    from txkit.analysis.reconcile import read_orders_file
-
-    if orders == "sandbox":
-        from txkit.fetch.source import sandbox_files
-
-        return read_orders_file(sandbox_files() / "orders.csv").frame
-    return read_orders_file(orders).frame
-
-
 def _depends_on(month: str) -> list[str]:
     """The months whose records a month's lists read: three before it to one after it."""
     return [*previous_months(month, _UNDERPAYMENT_HISTORY), month, next_month(month)]
 
 
 def _live_files(store: str | os.PathLike[str], version: int | None) -> list[str]:
-    from txkit.store._location import open_table
-
     try:
         table = open_table(store, version)
     except (TxkitError, ValueError):  # no transactions table (a register alone, in tests)
@@ -120,6 +95,10 @@ def month_fingerprint(files: Iterable[str], orders: pl.DataFrame | None, month: 
     return digest.hexdigest()[:32]
 
 
+#: ``recompute(month, sections)``: the month's lists of those sections, recomputed.
+Recompute = Callable[[str, set[str]], "Recomputed"]
+
+
 @dataclass
 class Recomputed:
     """A month's lists recomputed: each list's register items (:func:`register_items`), and
@@ -133,87 +112,6 @@ class Recomputed:
     def keys(self) -> dict[str, set[str]]:
         """The keys listed, per section."""
         return {SECTIONS[name]: set(f["key"].to_list()) for name, f in self.lists.items()}
-
-
-def _keyed(frame: pl.DataFrame, columns: list[str], name: str, month: str) -> pl.DataFrame:
-    key = pl.concat_str(
-        [pl.col(c).cast(pl.String).fill_null("") for c in columns], separator=":"
-    ).alias("key")
-    return register_items(frame.with_columns(key), name, month)
-
-
-def month_keys(
-    store: str | os.PathLike[str],
-    month: str,
-    *,
-    version: int | None,
-    orders: pl.DataFrame | None,
-    sections: Iterable[str] = RECOMPUTED,
-) -> Recomputed:
-    """Recompute ``month``'s exception lists of ``sections`` from the store at ``version``,
-    with the notebooks' functions, keys and default parameters.
-
-    ``orders``: the merchant's orders (the whole file, as :func:`txkit.analysis.read_orders`
-    reads it); None leaves the reconciliation out.
-
-    Raises:
-        TxkitError: the store lacks the month.
-    """
-    from txkit.analysis import (
-        AGREED_CATEGORIES,
-        balance_breaks,
-        balance_model_choice,
-        balance_model_fit,
-        fee_tax_mismatches,
-        not_reported_balances,
-        reconcile,
-        underpayments,
-    )
-    from txkit.notebook import load_history, load_margin, load_month
-
-    month = parse_month(month)
-    sections = set(sections)
-    df, _ = load_month(month, source="store", store=store, version=version)
-    lists: dict[str, pl.DataFrame] = {}
-    reconciled = None
-    if "reconciliation" in sections and orders is not None:
-        around, _ = load_margin(
-            month, days=_DATE_TOLERANCE, source="store", store=store, version=version
-        )
-        records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
-        first, last = month_bounds(month)
-        margin = timedelta(days=_DATE_TOLERANCE)
-        expected = orders
-        if "date" in orders.columns:
-            expected = orders.filter(
-                pl.col("date").is_between(first - margin, last + margin) | pl.col("date").is_null()
-            )
-        reconciled = reconcile(records, expected, month=month, date_tolerance=_DATE_TOLERANCE)
-        listed = reconciled.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES))
-        lists["reconciliation_mismatches"] = _keyed(
-            listed, ["reference", "category"], "reconciliation_mismatches", month
-        )
-    if "underpayments" in sections:
-        history, _ = load_history(
-            month, months=_UNDERPAYMENT_HISTORY, source="store", store=store, version=version
-        )
-        flagged = underpayments(df, history=history)
-        lists["flagged_payments"] = _keyed(flagged, ["id", "type"], "flagged_payments", month)
-    if sections & {"balance_breaks", "not_reported"}:
-        history, _ = load_history(
-            month, months=_BALANCE_HISTORY, source="store", store=store, version=version
-        )
-        choice = balance_model_choice(balance_model_fit(df, history=history))
-        breaks = balance_breaks(df, history=history, model=choice)
-        lists["balance_breaks"] = _keyed(breaks, ["id", "field", "kind"], "balance_breaks", month)
-        lists["not_reported_balances"] = _keyed(
-            not_reported_balances(df), ["id"], "not_reported_balances", month
-        )
-    if "fees" in sections:
-        lists["fee_tax_mismatches"] = _keyed(
-            fee_tax_mismatches(df), ["id", "kind"], "fee_tax_mismatches", month
-        )
-    return Recomputed(lists=lists, reconciled=reconciled, records=df)
 
 
 def _record_text(rows: pl.DataFrame) -> str:
@@ -313,6 +211,7 @@ def carry_over(
     orders: pl.DataFrame | None,
     items: dict[str, dict[str, Any]],
     fingerprints: dict[str, str],
+    recompute: Recompute,
 ) -> Carry:
     """Re-evaluate the open items of months before ``month`` (see the module's text).
 
@@ -323,6 +222,9 @@ def carry_over(
         orders: the merchant's orders the report reads (the whole file); None: none.
         items: the register's items before this report (:func:`._state._fold`).
         fingerprints: each month's fingerprint when it was last evaluated.
+        recompute: a month's lists of some sections, recomputed from the store at ``version``
+            (:func:`txkit.notebook.month_keys`, which the report passes: the register does
+            not run the analyses itself).
     """
     import time
 
@@ -349,7 +251,7 @@ def carry_over(
             continue
         sections = {i["section"] for i in by_month[earlier]}
         try:
-            got = month_keys(store, earlier, version=version, orders=orders, sections=sections)
+            got = recompute(earlier, sections)
         except (TxkitError, ValueError, OSError) as exc:
             # E.g. the store no longer holds the month: its items stay open, as before.
             looked[earlier] = f"not recomputed ({one_line(exc)})"

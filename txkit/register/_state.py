@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import parse_month
-from txkit.register._carry import Carry, carry_over, month_keys
+from txkit.register._carry import Carry, Recompute, carry_over
 from txkit.register._materiality import Materiality
 from txkit.register._model import (
     BUCKETS,
@@ -43,7 +43,6 @@ __all__ = [
     "ITEMS_SUFFIX",
     "REGISTER_COLUMNS",
     "bucket_counts",
-    "build_register",
     "explain",
     "filter_items",
     "record_report",
@@ -94,12 +93,13 @@ def record_report(
     table_version: int | None,
     actor: str = "txkit report",
     orders: pl.DataFrame | None = None,
-    carry: bool = True,
+    recompute: Recompute | None = None,
 ) -> int:
     """Record a report run in the register: the month, its table version and every item its
-    exception lists hold (``NAME.register.parquet`` in ``folder``), and (``carry``) the
-    re-evaluation of earlier months' open items (:func:`._carry.carry_over`; ``orders``: the
-    whole orders file the report read). One commit. Returns the register's version.
+    exception lists hold (``NAME.register.parquet`` in ``folder``), and (given ``recompute``,
+    :func:`txkit.notebook.recomputer`) the re-evaluation of earlier months' open items
+    (:func:`._carry.carry_over`; ``orders``: the whole orders file the report read). One
+    commit. Returns the register's version.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -107,7 +107,7 @@ def record_report(
     """
     events, done = report_events(
         store, month, folder, table_version=table_version, actor=actor, orders=orders,
-        carry=carry,
+        recompute=recompute,
     )  # fmt: skip
     last_carry.clear()
     if done is not None:
@@ -123,7 +123,7 @@ def report_events(
     table_version: int | None,
     actor: str = "txkit report",
     orders: pl.DataFrame | None = None,
-    carry: bool = True,
+    recompute: Recompute | None = None,
     events: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, Carry | None]:
     """The events :func:`record_report` appends, without appending them (``events``: the
@@ -164,7 +164,7 @@ def report_events(
             )
         )
     done = None
-    if carry:
+    if recompute is not None:
         if events is None:
             events, _ = read_events(store)
         items, _, _ = _fold(events, None)
@@ -175,6 +175,7 @@ def report_events(
             orders=orders,
             items=items,
             fingerprints=fingerprints(events),
+            recompute=recompute,
         )
         if done.events:
             parts.append(
@@ -184,37 +185,6 @@ def report_events(
                 )
             )  # fmt: skip
     return pl.concat(parts), done
-
-
-def build_register(
-    store: str | os.PathLike[str],
-    months: Iterable[str],
-    *,
-    orders: pl.DataFrame | None,
-    version: int | None = None,
-    actor: str = "txkit build_register",
-) -> int:
-    """Record ``months`` in the store's register, oldest first, as reports would, with each
-    month's lists recomputed from the store (:func:`._carry.month_keys`: reconciliation,
-    underpayments, balance breaks, balances not reported; no notebook runs). For a register
-    to look at where no report has run (the notebooks' sandbox demonstration). Returns the
-    register's version.
-
-    Raises:
-        TxkitError: the store lacks a month.
-    """
-    import tempfile
-
-    written = -1
-    for month in sorted(parse_month(m) for m in months):
-        got = month_keys(store, month, version=version, orders=orders)
-        with tempfile.TemporaryDirectory(prefix="txkit-register-") as folder:
-            for name, frame in got.lists.items():
-                frame.write_parquet(Path(folder) / f"{name}{ITEMS_SUFFIX}")
-            written = record_report(
-                store, month, folder, table_version=version, actor=actor, orders=orders
-            )
-    return written
 
 
 #: The newest carry-over of this process (the report prints what it did).
@@ -357,6 +327,7 @@ def register_view(
     pending: str | os.PathLike[str] | None = None,
     table_version: int | None = None,
     orders: pl.DataFrame | None = None,
+    recompute: Recompute | None = None,
 ) -> pl.DataFrame:
     """The register as of ``month``'s report (default: the newest month reported).
 
@@ -377,8 +348,9 @@ def register_view(
         events, _ = read_events(store)
     if pending and month is not None:
         extra, _ = report_events(
-            store, month, pending, table_version=table_version, orders=orders, events=events
-        )
+            store, month, pending, table_version=table_version, orders=orders,
+            recompute=recompute, events=events,
+        )  # fmt: skip
         events = pl.concat([events, extra])
     months = reported_months(events)
     if month is not None:

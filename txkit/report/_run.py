@@ -55,8 +55,8 @@ from txkit.errors import (
 )
 from txkit.notebook._downloads import read_downloads, report_folder
 from txkit.notebook._load import LoadInfo, _load_orders
+from txkit.notebook._recompute import read_all_orders, recomputer
 from txkit.register import SECTIONS, load_materiality, read_events, record_report
-from txkit.register._carry import read_all_orders
 from txkit.register._index import RegisterSummary, summarise
 from txkit.register._sign import (
     Target,
@@ -851,14 +851,16 @@ def record_register(
     """Step 5b: record the month's exception lists in the store's register and summarise it
     for the index; None (with a warning) when the register cannot be written (a read-only
     store)."""
-    version = manifest.table_version
+    version = None if manifest.table_version is None else int(manifest.table_version)
     try:
+        orders = read_all_orders(plan.orders)
         written = record_report(
             plan.store,
             plan.month,
             staging,
-            table_version=None if version is None else int(version),
-            orders=read_all_orders(plan.orders),
+            table_version=version,
+            orders=orders,
+            recompute=recomputer(plan.store, version=version, orders=orders),
         )
         carried = last_carry[0] if last_carry else None
         if carried is not None:
