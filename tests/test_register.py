@@ -220,10 +220,10 @@ def test_a_register_of_a_newer_txkit_is_refused_in_one_line(tmp_path: Path) -> N
     write_deltalake(
         str(newer / "_register"),
         pl.DataFrame({"x": [1]}),
-        description="txkit exception register, format 2",
+        description="txkit exception register, format 3",
     )
     with pytest.raises(
-        RegisterFormatError, match=r"newer txkit \(register format 2; this txkit reads up to 1\)"
+        RegisterFormatError, match=r"newer txkit \(register format 3; this txkit reads up to 2\)"
     ):
         read_events(newer)
     done = run_cli("exceptions", "--store", str(newer), cwd=tmp_path)
@@ -425,3 +425,48 @@ def test_months_without_any_exception_fold_to_an_empty_register(tmp_path: Path) 
     view = register_view(store)
     assert view.height == 0 and view.columns == list(REGISTER_COLUMNS)
     assert bucket_counts(view).height == 0
+
+
+def test_revisions_are_read_as_history(tmp_path: Path) -> None:
+    """A reopened month: the revisions in order with why, who signed and what changed; the
+    next month compares with, and the trends read, the newest revision; the table of
+    `txkit exceptions` ends with them."""
+    from txkit.notebook._downloads import report_folder, report_history
+    from txkit.register._sign import history_block, revision_lines, revisions
+
+    store = tmp_path / "store"
+    _report(store, tmp_path / "r1", "2026-10", [A], 1)
+    out = tmp_path / "reports"
+    first = _fake_report(out, "2026-10", store)
+    (first / "balance_breaks.download.json").write_text(
+        json.dumps({"name": "balance_breaks", "rows": 3, "population": 10})
+    )
+    sign_report(out, "2026-10", role="preparer", name="Ada Obi")
+    assert report_folder(out, "2026-10") == first
+    second = out / "2026-10.r2"
+    second.mkdir()
+    changes = ["balance_breaks: 3 -> 2 items", "removed X:bad_value"]
+    revision = {"number": 2, "of": "2026-10", "reason": "late statement", "changes": changes}
+    (second / "report.json").write_text(json.dumps({"table_version": 8, "revision": revision}))
+    (second / "balance_breaks.download.json").write_text(
+        json.dumps({"name": "balance_breaks", "rows": 2, "population": 10})
+    )
+    history = revisions(out, "2026-10")
+    assert [(r["number"], r["folder"], r["reason"]) for r in history] == [
+        (1, "2026-10", None), (2, "2026-10.r2", "late statement"),
+    ]  # fmt: skip
+    lines = revision_lines(history)
+    assert lines[0].startswith("revision 1 (2026-10, table version 7): preparer Ada Obi on ")
+    assert lines[1] == (
+        "revision 2 (2026-10.r2, table version 8): reopened: late statement; not signed; 2 "
+        "changes against 2026-10: balance_breaks: 3 -> 2 items; removed X:bad_value"
+    )
+    assert '<a href="../2026-10.r2/index.html">2026-10.r2</a>' in history_block(history)
+    assert history_block(history[:1]) == ""
+    assert report_folder(out, "2026-10") == second
+    trends = report_history(out).filter(pl.col("currency").is_null())
+    assert trends.select("month", "rows").rows() == [("2026-10", 2)]
+    done = run_cli("exceptions", "--store", str(store), "--reports", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "reports of 2026-10:\n  revision 1 (2026-10" in done.stdout
+    assert lines[1] in done.stdout

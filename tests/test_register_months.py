@@ -202,6 +202,24 @@ def test_bucket_counts_add_up_to_the_open_items_every_month(months: Months) -> N
     assert opened == sorted(opened) and opened[0] > 0
 
 
+def test_every_report_re_evaluates_the_earlier_months_and_nothing_planted_clears(
+    months: Months,
+) -> None:
+    """Each report looks at every earlier month with open items. The sandbox's closed months
+    do not change (no record arrives late, no status changes, the orders are the same), so no
+    planted item clears: a month whose inputs are unchanged is not recomputed, and one that is
+    recomputed (its store files were rewritten by a sync's look-back) lists the same keys."""
+    for before, month in itertools.pairwise(MONTHS):
+        carry = json.loads((months.report(month) / "report.json").read_text())["register"]["carry"]
+        assert carry["resolved"] == [], month
+        looked = carry["months"]
+        assert set(looked) == {m for m in MONTHS if m < month}, month
+        assert set(looked.values()) <= {"unchanged", "recomputed"}, looked
+        assert looked[MONTHS[0]] == "unchanged" or before == MONTHS[0], looked
+    first = json.loads((months.report(MONTHS[0]) / "report.json").read_text())["register"]
+    assert first["carry"]["months"] == {}
+
+
 def test_items_age_month_by_month_from_their_own_date(months: Months) -> None:
     key = months.explained
     ages = []

@@ -27,6 +27,7 @@ from txkit.analysis.balances import (
     balance_model_fit,
     balance_summary,
 )
+from txkit.analysis.fees import fee_rules, fee_tax_mismatches
 from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import (
     AGREED_CATEGORIES,
@@ -70,6 +71,8 @@ __all__ = [
     "describe_balance_models",
     "describe_matching",
     "duplicate_references",
+    "fee_rules",
+    "fee_tax_mismatches",
     "month_over_month",
     "monthly_metrics",
     "not_reported_balances",

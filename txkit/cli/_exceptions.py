@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
 from txkit.output import csv_safe
@@ -25,10 +26,13 @@ from txkit.register import (
     STATUSES,
     annotate,
     explain,
+    filter_items,
     load_materiality,
+    read_events,
     register_view,
+    reported_months,
 )
-from txkit.register._model import OPEN_STATUSES
+from txkit.register._sign import revision_lines, revisions
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
@@ -56,6 +60,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--material", action="store_true", help="only material items")
     p.add_argument("--older-than", type=_days, metavar="DAYS", help="only items older than this")
     p.add_argument("--format", choices=["table", "csv"], default="table")
+    p.add_argument(
+        "--reports",
+        default=str(config.REPORTS_DIR),
+        metavar="DIR",
+        help="where the month's reports are: a table ends with the month's revisions "
+        "(default: %(default)s)",
+    )
     p.set_defaults(func=_list)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     e = actions.add_parser("explain", help="set an item's category, owner, explanation, status")
@@ -75,15 +86,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    view = register_view(
-        args.store or default_store(), month=args.month, materiality=load_materiality()
+    store = args.store or default_store()
+    view = register_view(store, month=args.month, materiality=load_materiality())
+    view = filter_items(
+        view, still_open=args.open, material=args.material, older_than=args.older_than
     )
-    if args.open:
-        view = view.filter(pl.col("status").is_in(OPEN_STATUSES))
-    if args.material:
-        view = view.filter(pl.col("material"))
-    if args.older_than is not None:
-        view = view.filter(pl.col("age_days") > args.older_than)
     if args.format == "csv":
         csv_safe(view.select(CSV_COLUMNS)).write_csv(sys.stdout)
         return 0
@@ -100,6 +107,14 @@ def _list(args: argparse.Namespace) -> int:
     ):
         print(shown)
     print(f"{view.height:,} items")
+    events, _ = read_events(store)
+    months = reported_months(events)
+    month = args.month or (months[-1] if months else None)
+    history = revisions(args.reports, month) if month else []
+    if len(history) > 1:  # a reopened month: each report of it, why, who signed, what changed
+        print(f"reports of {month}:")
+        for line in revision_lines(history):
+            print(f"  {line}")
     return 0
 
 

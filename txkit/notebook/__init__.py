@@ -10,7 +10,9 @@ request ids), so the committed notebook outputs can be compared by nbval.
 * loading (``_load``): :func:`load_month`, :func:`load_history`, :func:`load_margin`,
   :func:`load_orders` (a frame and a :class:`LoadInfo` that says what it holds),
   :func:`trend_records` (the months of the trends, lazily from the store),
-  :func:`load_bank_statements` (``_close``: the merchant's bank statements);
+  :func:`load_bank_statements` (``_close``: the merchant's bank statements),
+  :func:`load_register` (``_register``: the exception register, with :func:`owner_counts`
+  and :func:`register_findings`);
 * showing (``_display``): :func:`display_table`, :func:`display_exceptions` (in a report, with
   CSV and Excel downloads marked new, still open or resolved: ``_downloads``,
   ``_open_items``), :func:`what_to_look_at`, :func:`as_run` (a page's one line on what it
@@ -32,11 +34,20 @@ from txkit.notebook._load import (
     trend_records,
 )
 from txkit.notebook._outputs import Outputs, outputs
+from txkit.notebook._recompute import build_register, month_keys, recomputer
+from txkit.notebook._register import (
+    RegisterInfo,
+    load_register,
+    owner_counts,
+    register_findings,
+)
 
 __all__ = [
     "LoadInfo",
     "Outputs",
+    "RegisterInfo",
     "as_run",
+    "build_register",
     "count_by_currency",
     "display_exceptions",
     "display_table",
@@ -45,8 +56,13 @@ __all__ = [
     "load_margin",
     "load_month",
     "load_orders",
+    "load_register",
+    "month_keys",
     "outputs",
+    "owner_counts",
     "publish_table",
+    "recomputer",
+    "register_findings",
     "report_history",
     "trend_records",
     "what_to_look_at",

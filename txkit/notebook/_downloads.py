@@ -38,6 +38,7 @@ from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
 from txkit.register._model import register_items
+from txkit.register._sign import newest_revision
 from txkit.register._state import ITEMS_SUFFIX
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "previous_open",
     "publish_exceptions",
     "read_downloads",
+    "report_folder",
     "report_history",
 ]
 
@@ -111,6 +113,13 @@ def read_downloads(folder: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
             ) from None
         out[entry["name"]] = entry
     return out
+
+
+def report_folder(reports: str | os.PathLike[str], month: str) -> Path:
+    """The folder of ``month``'s newest report: its newest revision (``YYYY-MM.rN``, written
+    beside a signed report reopened) when it has one, else ``YYYY-MM``."""
+    newest = newest_revision(reports, month)
+    return newest[0] if newest is not None else Path(reports) / month
 
 
 def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] | None:
@@ -216,8 +225,9 @@ def publish_exceptions(
     shown, _ = scrub_frame(shown, where=f"the report's {name} downloads")
     keyed = shown.with_columns(exception_key(shown, key))
     keyed = keyed.select("key", *[c for c in keyed.columns if c != "key"])
-    # The previous report sits beside this one (reports/YYYY-MM/, this one being built aside).
-    previous = previous_open(folder.parent / previous_month(month), name)
+    # The previous report sits beside this one (reports/YYYY-MM/ or its newest revision
+    # YYYY-MM.rN; this one being built aside).
+    previous = previous_open(report_folder(folder.parent, previous_month(month)), name)
     marked, counts = classify(keyed, previous, month=month)
     if sort:  # the files in the order of the page: what is at stake first
         order = marked.with_row_index("_at").sort(
@@ -273,7 +283,10 @@ def report_history(
         the references reconciled; null when not recorded), sorted by month; empty when no
         report has downloads.
     """
-    folders = {f.name: f for f in sorted(Path(reports).glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]"))}
+    folders = {
+        f.name: report_folder(reports, f.name)
+        for f in sorted(Path(reports).glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]"))
+    }
     if current is not None and str(current[1]):
         folders[current[0]] = Path(current[1])
     rows = []

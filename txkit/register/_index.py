@@ -12,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from txkit.output import atomic_path, csv_safe
+from txkit.register._carry import Carry
 from txkit.register._materiality import Materiality
 from txkit.register._model import BUCKETS, OPEN_STATUSES
 from txkit.register._state import bucket_counts, register_view, reported_months
@@ -69,6 +70,41 @@ def _changes(view: pl.DataFrame, before: pl.DataFrame | None, month: str) -> pl.
     )
 
 
+#: Items resolved in the month shown on the index (the rest are in exceptions.csv).
+_RESOLVED_ROWS = 20
+
+
+def _resolved_block(view: pl.DataFrame, month: str, carry: Carry | None) -> str:
+    """What this report resolved, by what, and how earlier months were re-evaluated."""
+    parts = []
+    if carry is not None:
+        said = carry.describe(timed=False).removeprefix("register: ")
+        parts.append(f'<p class="meta">{html.escape(said[:1].upper() + said[1:])}'
+                     " (a month is recomputed from the store only when the records or orders it "
+                     "is computed from changed since it was last evaluated).</p>")  # fmt: skip
+    done = view.filter(
+        pl.col("status").is_in(["resolved", "written_off"]) & (pl.col("resolved_month") == month)
+    ).sort("first_month", "key")
+    if done.height:
+        rows = "".join(
+            f"<tr><td>{html.escape(r['key'])}</td><td>{html.escape(r['section'])}</td>"
+            f"<td>{html.escape(r['first_month'])}</td>"
+            f"<td>{html.escape(r['resolved_by'] or '')}</td></tr>"
+            for r in done.head(_RESOLVED_ROWS).iter_rows(named=True)
+        )
+        more = (
+            f"<p>and {done.height - _RESOLVED_ROWS:,} more in exceptions.csv</p>"
+            if done.height > _RESOLVED_ROWS
+            else ""
+        )
+        parts.append(
+            f"<p>Resolved in {html.escape(month)} ({done.height:,}), and by what:</p>"
+            '<table class="head"><thead><tr><th>key</th><th>section</th><th>first month</th>'
+            f"<th>resolved by</th></tr></thead><tbody>{rows}</tbody></table>{more}"
+        )
+    return "".join(parts)
+
+
 def summarise(
     store: str | os.PathLike[str],
     month: str,
@@ -76,9 +112,11 @@ def summarise(
     version: int | None,
     materiality: Materiality,
     folder: str | os.PathLike[str] | None = None,
+    carry: Carry | None = None,
 ) -> RegisterSummary:
     """The register as of ``month`` for the report: the index's block, the ``report.json``
-    entry, and (with ``folder``) the month's register written as ``exceptions.csv``."""
+    entry, and (with ``folder``) the month's register written as ``exceptions.csv``;
+    ``carry``: this report's re-evaluation of earlier months (:mod:`._carry`), said on both."""
     events, _ = read_events(store)
     view = register_view(store, month=month, materiality=materiality, events=events)
     earlier = [m for m in reported_months(events) if m < month]
@@ -136,6 +174,7 @@ def summarise(
         "<code>txkit exceptions import FILE</code>), or one at a time with "
         "<code>txkit exceptions explain KEY --category ... --owner ... --note ...</code>.</p>"
         f'<table class="head"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+        f"{_resolved_block(view, month, carry)}"
         f'<p class="meta">{html.escape(materiality.describe())}</p></section>'
     )
     material = {r["section"]: int(r["material"]) for r in counts.iter_rows(named=True)}
@@ -150,4 +189,10 @@ def summarise(
         },
         "materiality": materiality.describe(),
     }
+    if carry is not None:
+        doc["carry"] = {
+            "months": carry.months,
+            "resolved": carry.cleared,
+            "seconds": round(carry.seconds, 2),
+        }
     return RegisterSummary(version=version, html=block, doc=doc, material=material)

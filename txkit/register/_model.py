@@ -26,7 +26,8 @@ __all__ = [
 ]
 
 #: The register's format; a register written with a higher one is refused (a newer txkit).
-FORMAT: Final = 1
+#: 2: ``checked`` and ``cleared`` events (carry-over), which a format-1 reader would not apply.
+FORMAT: Final = 2
 
 STATUSES: Final[tuple[str, ...]] = ("open", "explained", "resolved", "written_off")
 #: Statuses of an item still to be looked at (listed by ``--open``, aged, counted by bucket).
@@ -42,6 +43,7 @@ SECTIONS: Final[dict[str, str]] = {
     "not_reported_balances": "not_reported",
     "settlement_exceptions": "settlements",
     "wallet_statement": "wallet_statement",
+    "fee_tax_mismatches": "fees",
 }
 
 #: Default category per section, then per kind (the list's category / type / kind value).
@@ -52,6 +54,7 @@ _SECTION_DEFAULT: Final[dict[str, str]] = {
     "not_reported": "timing",
     "settlements": "investigate",
     "wallet_statement": "investigate",
+    "fees": "adjustment",
 }
 _KIND_DEFAULT: Final[dict[str, str]] = {
     # clears by itself: the other side arrives within days
@@ -65,6 +68,8 @@ _KIND_DEFAULT: Final[dict[str, str]] = {
     "UNDERPAYMENT": "adjustment",
     "OVERPAYMENT": "adjustment",
     "reserve_mismatch": "adjustment",
+    "fee_mismatch": "adjustment",
+    "tax_mismatch": "adjustment",
 }
 
 #: Columns read, in order of preference, for an item's kind, amount and own date.

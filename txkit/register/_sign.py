@@ -90,6 +90,85 @@ def newest_revision(out: str | os.PathLike[str], month: str) -> tuple[Path, int]
     return path, number
 
 
+def revisions(
+    out: str | os.PathLike[str], month: str, *, pending: tuple[str, Path] | None = None
+) -> list[dict[str, Any]]:
+    """The month's reports, oldest first: ``number`` (1 is ``YYYY-MM``), ``folder`` (its
+    name), ``reason`` (why it was reopened; None for the first), ``of`` (the signed report it
+    revises), ``signatures`` (role, name, at, table version, SHA-256), ``changes`` (figures
+    and items against ``of``), ``table_version``. ``pending``: (its folder name, the folder
+    being built) of a report not yet in place; it replaces a report of that name."""
+    found: dict[str, tuple[int, Path]] = {}
+    for path in Path(out).glob(f"{month}*"):
+        number = _revision(path.name, month)
+        if number is not None and (path / _MANIFEST).is_file():
+            found[path.name] = (number, path)
+    if pending is not None:
+        number = _revision(pending[0], month)
+        if number is not None:
+            found[pending[0]] = (number, Path(pending[1]))
+    history = []
+    for name, (number, path) in sorted(found.items(), key=lambda kv: kv[1][0]):
+        doc = _manifest(path)
+        revision = doc.get("revision") or {}
+        history.append(
+            {
+                "number": number,
+                "folder": name,
+                "reason": revision.get("reason"),
+                "of": revision.get("of"),
+                "signatures": doc.get("signatures", []),
+                "changes": revision.get("changes", []),
+                "table_version": doc.get("table_version"),
+            }
+        )
+    return history
+
+
+_NO_CHANGE = "no change in figures or items"
+
+
+def revision_lines(history: list[dict[str, Any]]) -> list[str]:
+    """One line per revision: number, folder, why, who signed, how many changes (the first
+    few named)."""
+    lines = []
+    for rev in history:
+        signed = _who(rev["signatures"]) if rev["signatures"] else "not signed"
+        why = f"reopened: {rev['reason']}; " if rev["reason"] else ""
+        changes = rev["changes"]
+        what = ""
+        if rev["of"]:
+            real = [c for c in changes if c != _NO_CHANGE]
+            if not real:
+                what = f"; {_NO_CHANGE} against {rev['of']}"
+            else:
+                shown = "; ".join(real[:3]) + (
+                    f"; and {len(real) - 3} more" if len(real) > 3 else ""
+                )
+                plural = "s" if len(real) != 1 else ""
+                what = f"; {len(real)} change{plural} against {rev['of']}: {shown}"
+        lines.append(
+            f"revision {rev['number']} ({rev['folder']}, table version {rev['table_version']}): "
+            f"{why}{signed}{what}"
+        )
+    return lines
+
+
+def history_block(history: list[dict[str, Any]]) -> str:
+    """The index's list of the month's revisions (empty for a month with one report)."""
+    import html
+
+    if len(history) < 2:
+        return ""
+    rows = []
+    for rev, line in zip(history, revision_lines(history), strict=True):
+        link = (
+            f'<a href="../{html.escape(rev["folder"])}/index.html">{html.escape(rev["folder"])}</a>'
+        )
+        rows.append(f"<li>{link}: {html.escape(line.split(': ', 1)[1])}</li>")
+    return f'<section id="revisions"><h2>Revisions</h2><ul>{"".join(rows)}</ul></section>'
+
+
 def _manifest(folder: Path) -> dict[str, Any]:
     return json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
 
@@ -285,7 +364,7 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             x, y = _totals(a).get(currency), _totals(b).get(currency)
             if x != y:
                 lines.append(f"{name} {currency} total {x} -> {y}")
-    return lines or ["no change in figures or items"]
+    return lines or [_NO_CHANGE]
 
 
 def _shown(keys: list[str]) -> str:

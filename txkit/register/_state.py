@@ -6,9 +6,10 @@ Rules (docs/register.md):
   updates its amount and ``last_month``; its first month never changes;
 * an item stays ``open`` (or ``explained``) until it is resolved: automatically when a later
   run of a month that listed it no longer does (a record arrived or changed; the run's table
-  version says which store version), or by an analyst (``resolved``, ``written_off``). A month
-  whose report does not look at the item's dates (most items, after their own month) leaves it
-  open and ageing: absence from a later month's list is not a resolution;
+  version says which store version), when a later month's report recomputes the item's month
+  from the store and the item is gone (``cleared`` events, :mod:`._carry`), or by an analyst
+  (``resolved``, ``written_off``). Absence from a later month's own list is not a resolution:
+  a later month's report does not look at the item's dates;
 * an item listed again after it was resolved is open again, its explanation kept.
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import parse_month
+from txkit.register._carry import Carry, Recompute, carry_over
 from txkit.register._materiality import Materiality
 from txkit.register._model import (
     BUCKETS,
@@ -42,8 +44,10 @@ __all__ = [
     "REGISTER_COLUMNS",
     "bucket_counts",
     "explain",
+    "filter_items",
     "record_report",
     "register_view",
+    "report_events",
     "reported_months",
 ]
 
@@ -88,21 +92,48 @@ def record_report(
     *,
     table_version: int | None,
     actor: str = "txkit report",
+    orders: pl.DataFrame | None = None,
+    recompute: Recompute | None = None,
 ) -> int:
     """Record a report run in the register: the month, its table version and every item its
-    exception lists hold (``NAME.register.parquet`` in ``folder``). Returns the register's
-    version.
+    exception lists hold (``NAME.register.parquet`` in ``folder``), and (given ``recompute``,
+    :func:`txkit.notebook.recomputer`) the re-evaluation of earlier months' open items
+    (:func:`._carry.carry_over`; ``orders``: the whole orders file the report read). One
+    commit. Returns the register's version.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
         StoreError: the register could not be written.
     """
+    events, done = report_events(
+        store, month, folder, table_version=table_version, actor=actor, orders=orders,
+        recompute=recompute,
+    )  # fmt: skip
+    last_carry.clear()
+    if done is not None:
+        last_carry.append(done)
+    return append_events(store, events)
+
+
+def report_events(
+    store: str | os.PathLike[str],
+    month: str,
+    folder: str | os.PathLike[str],
+    *,
+    table_version: int | None,
+    actor: str = "txkit report",
+    orders: pl.DataFrame | None = None,
+    recompute: Recompute | None = None,
+    events: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, Carry | None]:
+    """The events :func:`record_report` appends, without appending them (``events``: the
+    register's, when read already), and the carry-over's summary."""
     month = parse_month(month)
     paths = sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"))
-    items = [pl.read_parquet(p) for p in paths]
-    frame = pl.concat(items, how="vertical_relaxed") if items else None
+    lists = [pl.read_parquet(p) for p in paths]
+    frame = pl.concat(lists, how="vertical_relaxed") if lists else None
     run, at = uuid.uuid4().hex, now()
-    sections = sorted({str(s) for f in items for s in f["section"].unique().to_list()})
+    sections = sorted({str(s) for f in lists for s in f["section"].unique().to_list()})
     published = sorted(p.name[: -len(ITEMS_SUFFIX)] for p in paths)
     head = events_frame(
         [
@@ -132,7 +163,38 @@ def record_report(
                 )
             )
         )
-    return append_events(store, pl.concat(parts))
+    done = None
+    if recompute is not None:
+        if events is None:
+            events, _ = read_events(store)
+        items, _, _ = _fold(events, None)
+        done = carry_over(
+            store,
+            month,
+            version=table_version,
+            orders=orders,
+            items=items,
+            fingerprints=fingerprints(events),
+            recompute=recompute,
+        )
+        if done.events:
+            parts.append(
+                events_frame(
+                    [e | {"run": run, "actor": actor, "at": at, "table_version": table_version}
+                     for e in done.events]
+                )
+            )  # fmt: skip
+    return pl.concat(parts), done
+
+
+#: The newest carry-over of this process (the report prints what it did).
+last_carry: list[Carry] = []
+
+
+def fingerprints(events: pl.DataFrame) -> dict[str, str]:
+    """Each month's fingerprint when it was last evaluated (``checked`` events)."""
+    checked = events.with_row_index("_i").filter(pl.col("event") == "checked").sort("at", "_i")
+    return {row["month"]: row["note"] for row in checked.iter_rows(named=True)}
 
 
 def reported_months(events: pl.DataFrame) -> list[str]:
@@ -168,9 +230,20 @@ def _fold(
     seen_by_run: dict[str, list[dict[str, Any]]] = {}
     for row in ordered.filter(pl.col("event") == "seen").iter_rows(named=True):
         seen_by_run.setdefault(row["run"], []).append(row)
-    for row in ordered.filter(pl.col("event").is_in(["reported", "annotated"])).iter_rows(
-        named=True
-    ):
+    for row in ordered.filter(
+        pl.col("event").is_in(["reported", "annotated", "cleared"])
+    ).iter_rows(named=True):
+        if row["event"] == "cleared":
+            # A later month's report recomputed the item's month and it was gone (._carry).
+            item = items.get(row["key"])
+            if (upto is not None and row["month"] > upto) or item is None:
+                continue
+            if item["status"] in OPEN_STATUSES:
+                item["status"] = "resolved"
+                item["resolved_month"] = row["month"]
+                item["resolved_by"] = row["note"]
+                item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+            continue
         if row["event"] == "reported":
             month = row["month"]
             if upto is not None and month > upto:
@@ -251,6 +324,10 @@ def register_view(
     materiality: Materiality | None = None,
     events: pl.DataFrame | None = None,
     until: Any = None,
+    pending: str | os.PathLike[str] | None = None,
+    table_version: int | None = None,
+    orders: pl.DataFrame | None = None,
+    recompute: Recompute | None = None,
 ) -> pl.DataFrame:
     """The register as of ``month``'s report (default: the newest month reported).
 
@@ -258,7 +335,10 @@ def register_view(
     category, owner and explanation as they stand now, its age in days from its own date to
     the month's last day and the bucket, and whether it is material (:mod:`._materiality`, the
     section's volume being that month's listed items). ``until`` (a UTC datetime) leaves out
-    what was recorded after it: the register as it stood then.
+    what was recorded after it: the register as it stood then. ``pending``: the folder of a
+    report of ``month`` being built (its lists, ``table_version``, ``orders``): the register
+    as it will be once that report is recorded (a notebook of the report reads this; nothing
+    is written).
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -266,6 +346,12 @@ def register_view(
     """
     if events is None:
         events, _ = read_events(store)
+    if pending and month is not None:
+        extra, _ = report_events(
+            store, month, pending, table_version=table_version, orders=orders,
+            recompute=recompute, events=events,
+        )  # fmt: skip
+        events = pl.concat([events, extra])
     months = reported_months(events)
     if month is not None:
         month = parse_month(month)
@@ -308,6 +394,31 @@ def register_view(
         .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
         .sort("section", "first_month", "key")
     )
+
+
+def filter_items(
+    view: pl.DataFrame,
+    *,
+    still_open: bool = False,
+    material: bool = False,
+    older_than: int | None = None,
+    section: str | None = None,
+    owner: str | None = None,
+) -> pl.DataFrame:
+    """The items of :func:`register_view` that pass every filter given: still open
+    (``open`` or ``explained``), material, older than ``older_than`` days, of a section, of an
+    owner (``""``: those without one). ``txkit exceptions --open --material --older-than N``."""
+    if still_open:
+        view = view.filter(pl.col("status").is_in(OPEN_STATUSES))
+    if material:
+        view = view.filter(pl.col("material"))
+    if older_than is not None:
+        view = view.filter(pl.col("age_days") > older_than)
+    if section is not None:
+        view = view.filter(pl.col("section") == section)
+    if owner is not None:
+        view = view.filter(pl.col("owner").is_null() if owner == "" else pl.col("owner") == owner)
+    return view
 
 
 def bucket_counts(view: pl.DataFrame) -> pl.DataFrame:

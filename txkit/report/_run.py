@@ -52,11 +52,20 @@ from txkit.errors import (
     TxkitError,
     one_line,
 )
-from txkit.notebook._downloads import read_downloads
+from txkit.notebook._downloads import read_downloads, report_folder
 from txkit.notebook._load import LoadInfo, _load_orders
+from txkit.notebook._recompute import read_all_orders, recomputer
 from txkit.register import SECTIONS, load_materiality, read_events, record_report
 from txkit.register._index import RegisterSummary, summarise
-from txkit.register._sign import Target, compare_reports, refuse_signed, signature_block
+from txkit.register._sign import (
+    Target,
+    compare_reports,
+    history_block,
+    refuse_signed,
+    revisions,
+    signature_block,
+)
+from txkit.register._state import last_carry
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -669,7 +678,7 @@ def add_headlines(
     scan = scan_store(plan.store, version=manifest.table_version)
     metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
     mom = month_over_month(metrics, month)
-    previous = read_downloads(out / before)
+    previous = read_downloads(report_folder(out, before))  # a reopened month: its newest
     by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
     for section in sections:
         topic = Path(section.href).stem.split("_", 1)[-1]
@@ -699,6 +708,7 @@ def write_index(
     *,
     register: RegisterSummary | None = None,
     revision: dict[str, Any] | None = None,
+    history: str = "",
 ) -> None:
     """Step 7: the index page, "what needs action" first, the exception register's block and
     the notes on what was read in its footer; a revision of a signed month says so first."""
@@ -719,7 +729,7 @@ def write_index(
             # Filled when the store exposes table versions (the Delta store does).
             table_version=_table_version(manifest),
             warnings=warnings,
-            register=(register.html if register else "") + signature_block([]),
+            register=history + (register.html if register else "") + signature_block([]),
         ),
         encoding="utf-8",
     )
@@ -814,9 +824,15 @@ def run_report(
         revision = write_manifest(
             staging, plan, manifest, sorted(timings), checked, register, target
         )
-        write_index(
-            staging, plan, sections, manifest, checked, register=register, revision=revision
+        history = (
+            history_block(revisions(out, plan.month, pending=(target.name, staging)))
+            if revision
+            else ""
         )
+        write_index(
+            staging, plan, sections, manifest, checked, register=register, revision=revision,
+            history=history,
+        )  # fmt: skip
         final = swap(staging, out, target.name)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -832,17 +848,24 @@ def record_register(
     """Step 5b: record the month's exception lists in the store's register and summarise it
     for the index; None (with a warning) when the register cannot be written (a read-only
     store)."""
-    version = manifest.table_version
+    version = None if manifest.table_version is None else int(manifest.table_version)
     try:
+        orders = read_all_orders(plan.orders)
         written = record_report(
             plan.store,
             plan.month,
             staging,
-            table_version=None if version is None else int(version),
+            table_version=version,
+            orders=orders,
+            recompute=recomputer(plan.store, version=version, orders=orders),
         )
+        carried = last_carry[0] if last_carry else None
+        if carried is not None:
+            print(carried.describe())
         return summarise(
-            plan.store, plan.month, version=written, materiality=materiality, folder=staging
-        )
+            plan.store, plan.month, version=written, materiality=materiality, folder=staging,
+            carry=carried,
+        )  # fmt: skip
     except (StoreError, OSError) as exc:
         if isinstance(exc, RegisterFormatError):
             raise

@@ -1,0 +1,81 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Were fees and tax charged by one rule?
+#
+# **Question.** For every successful record of the month, is the `feeAmount` what its
+# transaction type and currency charge everywhere else, and is the `taxAmount` the currency's
+# rate of that fee? Which records break the rule, by how much?
+#
+# **Assumptions** (neither the interface document nor the provider's notes state a fee
+# schedule or a tax rate, so both are read from the month's records, as the balance model is):
+# * a group (transaction type and currency) charges either one flat fee or a percentage of
+#   `toAmount`, possibly capped; a currency's tax is a percentage of the fee;
+# * the rule is the one that explains the most records of the group within half a cent (any
+#   rounding of the exact value); it is used only when it explains at least 90 % of them, and a
+#   group no rule explains is named below, not checked;
+# * a record with a wrong fee carries the tax of that fee: it is a fee mismatch only;
+# * amounts are exact decimals, never added across currencies.
+
+# %% tags=["parameters"]
+month = "2026-10"  # YYYY-MM, UTC
+source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sandbox; or store
+store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
+version = None  # the store's table version to read (None: the newest; txkit report --as-of)
+show_pii = False  # True shows customer e-mails and account numbers unmasked
+downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
+
+# %%
+import polars as pl
+from IPython.display import Markdown, display
+
+from txkit.analysis import fee_rules, fee_tax_mismatches
+from txkit.notebook import as_run, display_exceptions, load_month, what_to_look_at
+from txkit.notebook.findings_fees import fee_findings
+
+df, info = load_month(month, source=source, store=store, version=version)
+as_run(info)
+
+# %% [markdown]
+# ## The rules the records follow
+# Per transaction type and currency, and the tax per currency: how many successful records
+# each rule explains.
+
+# %%
+rules = fee_rules(df)
+display(Markdown("\n".join(f"* {r if isinstance(r, str) else r.describe()}" for r in rules)))
+
+# %% [markdown]
+# ## Every fee or tax that breaks its rule
+# `expected` is the rule's exact value, `difference` = reported − expected.
+
+# %%
+mismatches = fee_tax_mismatches(df)
+display_exceptions(
+    mismatches, "fee_tax_mismatches", title="Fee and tax mismatches", key=["id", "kind"],
+    first=["difference", "currency", "createdAt", "field", "expected", "reported", "rule"],
+    sort=[pl.col("difference").abs(), "id"], descending=[True, False], month=month,
+    downloads=downloads, page="08_fees.html", show_pii=show_pii, rows=30,
+    empty="None this month: every fee and tax follows its rule.",
+    population=sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee"),
+    population_label="successful records with a fee",
+)  # fmt: skip
+
+# %% [markdown]
+# ## What to look at
+
+# %%
+what_to_look_at(fee_findings(mismatches, rules), show_pii=show_pii)

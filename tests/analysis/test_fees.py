@@ -1,0 +1,62 @@
+"""fee_tax_mismatches lists exactly the fee and tax mismatches the sandbox planted, with the
+rules read from the records."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import polars as pl
+import pytest
+from analysis_cases import load_case
+
+from txkit.analysis import fee_rules, fee_tax_mismatches
+from txkit.analysis.fees import FeeRule
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_planted_fee_and_tax_mismatches_and_nothing_else(seed: int) -> None:
+    case = load_case(seed, 0.02)
+    planted = {
+        (a["id"], a["kind"]): a
+        for a in case.ledger.ground_truth
+        if a["kind"] in ("fee_mismatch", "tax_mismatch")
+    }
+    assert len(planted) > 10
+    listed = fee_tax_mismatches(case.frame)
+    assert {(r["id"], r["kind"]) for r in listed.iter_rows(named=True)} == set(planted)
+    for row in listed.iter_rows(named=True):
+        truth = planted[(row["id"], row["kind"])]
+        assert row["field"] == truth["field"]
+        assert row["reported"] == Decimal(truth["reported"])
+        # The rule's exact value rounds (half up, to the cent) to what the schedule charged.
+        assert row["expected"].quantize(Decimal("0.01"), "ROUND_HALF_UP") == Decimal(
+            truth["expected"]
+        )
+        assert row["difference"] == row["reported"] - row["expected"]
+    rules = [r for r in fee_rules(case.frame) if isinstance(r, FeeRule)]
+    tax = {r.currency: r.percent_bp for r in rules if r.kind == "tax"}
+    assert tax["NGN"] == 750
+
+
+def test_a_group_no_rule_explains_is_named_not_checked() -> None:
+    fees = ["1.00", "2.00", "3.00", "4.00", "5.00"]
+    frame = pl.DataFrame(
+        {
+            "id": list("abcde"),
+            "createdAt": pl.Series(range(5)).cast(pl.Datetime("ms", "UTC")),
+            "status": ["successful"] * 5,
+            "transType": ["transfer"] * 5,
+            "toCurrency": ["KES"] * 5,
+            "toAmount": [Decimal("100.00")] * 5,
+            "feeAmount": [Decimal(f) for f in fees],
+            "taxAmount": [Decimal(f) * Decimal("0.075") for f in fees],
+        }
+    )
+    rules = fee_rules(frame)
+    assert rules[0] == (
+        "transfer KES: no flat fee or percentage explains 90% of its 5 records; not checked"
+    )
+    assert fee_tax_mismatches(frame).is_empty()
+    with pytest.raises(ValueError, match="missing columns"):
+        fee_tax_mismatches(frame.drop("taxAmount"))

@@ -1,0 +1,269 @@
+"""Fees and tax that do not follow the rule the month's records follow.
+
+Neither the interface document nor the provider's notes state a fee schedule or a tax rate,
+so both are read from the data, as the balance model is (tested, not assumed):
+
+* **tax**: per currency, the rate (in basis points of the fee) that most successful records
+  with a fee show; it is the currency's rule when it explains at least
+  :data:`MIN_SHARE` of them. A record whose ``taxAmount`` differs from ``rate x feeAmount``
+  by more than half a cent (any rounding of the exact value) is a ``tax_mismatch``;
+* **fee**: per transaction type and currency, either a flat fee (one value on at least
+  :data:`MIN_SHARE` of the records) or a percentage of ``toAmount`` (the basis points most
+  records show), capped at the fee most of the records below the percentage share (when
+  there are such). A record whose ``feeAmount`` differs from the rule's exact value by more
+  than half a cent is a ``fee_mismatch``. A group no rule explains for :data:`MIN_SHARE` of
+  its records is left out (said in :func:`fee_rules`), never reported as mismatches.
+
+A record with a wrong fee usually carries the tax of that fee: it is a fee mismatch only.
+Amounts are exact decimals; currencies are never mixed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, Final
+
+import polars as pl
+
+from txkit.analysis._common import Frame, lazy
+
+__all__ = ["MIN_SHARE", "FeeRule", "fee_rules", "fee_tax_mismatches"]
+
+#: The share of a group's records a rule must explain to be taken as the group's rule.
+MIN_SHARE: Final = Decimal("0.9")
+_HALF_CENT: Final = Decimal("0.005")
+_BP: Final = Decimal(10_000)
+_NEEDED: Final = ("id", "createdAt", "status", "transType", "toCurrency", "toAmount",
+                  "feeAmount", "taxAmount")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FeeRule:
+    """A group's rule: ``flat`` or ``percent_bp`` (basis points) capped at ``cap``; for the
+    tax, ``percent_bp`` of the fee. ``share``: the records it explains, of ``records``."""
+
+    kind: str  # "fee" or "tax"
+    trans_type: str | None
+    currency: str
+    flat: Decimal | None
+    percent_bp: int | None
+    cap: Decimal | None
+    explained: int
+    records: int
+
+    def expected(self, base: Decimal) -> Decimal:
+        """The rule's exact value for a ``toAmount`` (fee) or a fee (tax)."""
+        if self.flat is not None:
+            return self.flat
+        value = base * Decimal(self.percent_bp or 0) / _BP
+        return value if self.cap is None else min(value, self.cap)
+
+    def describe(self) -> str:
+        """``collection NGN: 1.40 % of toAmount, capped at 2,000.00 (4,120 of 4,130)``."""
+        head = f"{self.trans_type} {self.currency}" if self.trans_type else f"tax {self.currency}"
+        if self.flat is not None:
+            rule = f"flat {_shown(self.flat)}"
+        else:
+            base = "of the fee" if self.kind == "tax" else "of toAmount"
+            rule = f"{Decimal(self.percent_bp or 0) / 100:.2f} % {base}"
+            if self.cap is not None:
+                rule += f", capped at {_shown(self.cap)}"
+        return f"{head}: {rule} ({self.explained:,} of {self.records:,} records)"
+
+
+def _shown(value: Decimal) -> str:
+    cents = value.quantize(Decimal("0.01"))
+    return f"{cents:,}" if cents == value else f"{value.normalize():,}"
+
+
+def _fits(value: Decimal, expected: Decimal) -> bool:
+    return abs(value - expected) <= _HALF_CENT
+
+
+def _mode(values: list[Any]) -> Any:
+    # The most common value; ties go to the smaller, so the choice does not depend on order.
+    counts = Counter(values)
+    top = max(counts.values())
+    return min(v for v, n in counts.items() if n == top)
+
+
+def _best_bp(pairs: list[tuple[Decimal, Decimal]]) -> int | None:
+    """The basis points that explain the most ``(value, base)`` pairs within half a cent
+    (``value`` = base x bp / 10,000 before any rounding): each pair admits an interval of
+    basis points, and the point most intervals cover wins (the smaller on a tie). A ratio's
+    mode would not do: a small fee's tax rounded to the cent (USD 0.29 on 3.90) shows 744 bp,
+    not 750."""
+    edges: list[tuple[int, int]] = []
+    for value, base in pairs:
+        if base <= 0:
+            continue
+        lo = ((value - _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_CEILING")
+        hi = ((value + _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_FLOOR")
+        if hi < lo or hi < 0:
+            continue
+        edges += [(int(max(lo, 0)), 1), (int(hi) + 1, -1)]
+    # The middle of the first widest-covered run (USDT taxes: 745 to 755 bp explain all).
+    best, best_at, depth = 0, None, 0
+    ordered = sorted(edges)
+    for i, (at, step) in enumerate(ordered):
+        depth += step
+        following = ordered[i + 1][0] if i + 1 < len(ordered) else at + 1
+        if depth > best and following > at:
+            best, best_at = depth, (at + following - 1) // 2
+    return best_at
+
+
+def _fee_rule(rows: list[dict[str, Any]], trans_type: str, currency: str) -> FeeRule | None:
+    fees = [r["feeAmount"] for r in rows]
+    flat = _mode(fees)
+    flat_rule = FeeRule("fee", trans_type, currency, flat, None, None,
+                        sum(_fits(f, flat) for f in fees), len(rows))  # fmt: skip
+    if flat_rule.explained >= MIN_SHARE * len(rows):
+        return flat_rule
+    priced = [r for r in rows if r["toAmount"] > 0]
+    if not priced:
+        return None
+    bp = _best_bp([(r["feeAmount"], r["toAmount"]) for r in priced])
+    if bp is None:
+        return None
+    below = [
+        r["feeAmount"] for r in priced if r["feeAmount"] < r["toAmount"] * bp / _BP - _HALF_CENT
+    ]
+    cap = _mode(below) if below else None
+    rule = FeeRule("fee", trans_type, currency, None, bp, cap, 0, len(rows))
+    explained = sum(_fits(r["feeAmount"], rule.expected(r["toAmount"])) for r in rows)
+    rule = FeeRule("fee", trans_type, currency, None, bp, cap, explained, len(rows))
+    return rule if explained >= MIN_SHARE * len(rows) else None
+
+
+def _tax_rule(rows: list[dict[str, Any]], currency: str) -> FeeRule | None:
+    charged = [r for r in rows if r["feeAmount"] > 0]
+    if not charged:
+        return None
+    bp = _best_bp([(r["taxAmount"], r["feeAmount"]) for r in charged])
+    if bp is None:
+        return None
+    rule = FeeRule("tax", None, currency, None, bp, None, 0, len(charged))
+    explained = sum(_fits(r["taxAmount"], rule.expected(r["feeAmount"])) for r in charged)
+    rule = FeeRule("tax", None, currency, None, bp, None, explained, len(charged))
+    return rule if explained >= MIN_SHARE * len(charged) else None
+
+
+def _rows(transactions: Frame) -> list[dict[str, Any]]:
+    lf = lazy(transactions, "transactions", "fee_tax_mismatches")
+    schema = lf.collect_schema()
+    missing = [c for c in _NEEDED if c not in schema]
+    if missing:
+        raise ValueError(
+            f"fee_tax_mismatches: missing columns {missing}; pass a frame from "
+            "txkit.load_transactions (it has every column)"
+        )
+    frame = lf.filter(
+        (pl.col("status") == "successful")
+        & pl.col("feeAmount").is_not_null()
+        & pl.col("taxAmount").is_not_null()
+        & pl.col("toAmount").is_not_null()
+    ).select(
+        pl.col("id").cast(pl.String),
+        "createdAt",
+        pl.col("transType").cast(pl.String),
+        pl.col("toCurrency").cast(pl.String).alias("currency"),
+        *[pl.col(c).cast(pl.Decimal(38, 6)) for c in ("toAmount", "feeAmount", "taxAmount")],
+        *([pl.col("transactionReference").cast(pl.String)]
+          if "transactionReference" in schema else []),
+    ).collect()  # fmt: skip
+    return frame.to_dicts()
+
+
+def fee_rules(transactions: Frame) -> list[FeeRule | str]:
+    """The rules read from the records: one :class:`FeeRule` per fee group (transaction type
+    and currency) and per currency's tax, or a sentence for a group no rule explains."""
+    rows = _rows(transactions)
+    out: list[FeeRule | str] = []
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["transType"], row["currency"]), []).append(row)
+    for (trans_type, currency), part in sorted(groups.items()):
+        rule = _fee_rule(part, trans_type, currency)
+        out.append(rule or f"{trans_type} {currency}: no flat fee or percentage explains "
+                   f"{MIN_SHARE:.0%} of its {len(part):,} records; not checked")  # fmt: skip
+    for currency in sorted({r["currency"] for r in rows}):
+        part = [r for r in rows if r["currency"] == currency]
+        rule = _tax_rule(part, currency)
+        out.append(rule or f"tax {currency}: no rate explains {MIN_SHARE:.0%} of its records; "
+                   "not checked")  # fmt: skip
+    return out
+
+
+_SCHEMA: Final = {
+    "id": pl.String,
+    "transactionReference": pl.String,
+    "createdAt": pl.Datetime("us", "UTC"),
+    "transType": pl.String,
+    "currency": pl.String,
+    "kind": pl.String,
+    "field": pl.String,
+    "toAmount": pl.Decimal(38, 6),
+    "expected": pl.Decimal(38, 6),
+    "reported": pl.Decimal(38, 6),
+    "difference": pl.Decimal(38, 6),
+    "rule": pl.String,
+}
+
+
+def fee_tax_mismatches(transactions: Frame) -> pl.DataFrame:
+    """Successful records whose fee or tax does not follow their group's rule
+    (:func:`fee_rules`).
+
+    Args:
+        transactions: the export (eager or lazy); needs ``id``, ``createdAt``, ``status``,
+            ``transType``, ``toCurrency``, ``toAmount``, ``feeAmount``, ``taxAmount``.
+
+    Returns:
+        One row per record and ``kind`` (``fee_mismatch``, else ``tax_mismatch``): ``id``,
+        ``transactionReference``, ``createdAt``, ``transType``, ``currency``, ``kind``,
+        ``field`` (``feeAmount`` or ``taxAmount``), ``toAmount``, ``expected`` (the rule's
+        exact value), ``reported``, ``difference`` (reported - expected), ``rule``; sorted by
+        ``createdAt`` then ``id``.
+
+    Raises:
+        ValueError: not a frame, or a required column is missing.
+    """
+    rows = _rows(transactions)
+    rules = {
+        (r.kind, r.trans_type, r.currency): r
+        for r in fee_rules(transactions)
+        if isinstance(r, FeeRule)
+    }
+    out = []
+    for row in rows:
+        fee = rules.get(("fee", row["transType"], row["currency"]))
+        tax = rules.get(("tax", None, row["currency"]))
+        found = None
+        if fee is not None and not _fits(row["feeAmount"], fee.expected(row["toAmount"])):
+            found = ("fee_mismatch", "feeAmount", fee, fee.expected(row["toAmount"]))
+        elif tax is not None and not _fits(row["taxAmount"], tax.expected(row["feeAmount"])):
+            found = ("tax_mismatch", "taxAmount", tax, tax.expected(row["feeAmount"]))
+        if found is None:
+            continue
+        kind, field, rule, expected = found
+        reported = row[field]
+        out.append(
+            {
+                "id": row["id"],
+                "transactionReference": row.get("transactionReference"),
+                "createdAt": row["createdAt"],
+                "transType": row["transType"],
+                "currency": row["currency"],
+                "kind": kind,
+                "field": field,
+                "toAmount": row["toAmount"],
+                "expected": expected.quantize(Decimal("0.000001"), ROUND_HALF_UP),
+                "reported": reported,
+                "difference": (reported - expected).quantize(Decimal("0.000001"), ROUND_HALF_UP),
+                "rule": rule.describe().split(" (", 1)[0],
+            }
+        )
+    return pl.DataFrame(out, schema=_SCHEMA).sort("createdAt", "id")
