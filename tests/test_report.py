@@ -207,13 +207,13 @@ def test_downloads_match_the_findings_and_are_linked(session_report: SessionRepo
     }
     for name, page in pages.items():
         csv = pl.read_csv(folder / f"{name}.csv", infer_schema=False)
-        csv = csv.filter(pl.col("open_status") != "resolved")
+        csv = csv.filter(pl.col("open_status") != "not listed again")
         assert (folder / f"{name}.xlsx").stat().st_size > 0
         assert f'href="{name}.csv"' in index and f'href="{name}.xlsx"' in index
         page_text = (folder / page).read_text()
         assert f'href="{name}.csv"' in page_text and f'href="{name}.xlsx"' in page_text
         assert csv["key"].n_unique() == csv.height
-        assert set(csv["open_status"].unique()) <= {"new", "still open", "resolved"}
+        assert set(csv["open_status"].unique()) <= {"new", "still open", "not listed again"}
         if name in expected:
             assert csv.height == expected[name].height, name
     mismatches = pl.read_csv(folder / "reconciliation_mismatches.csv", infer_schema=False)
@@ -273,10 +273,10 @@ def test_open_items_across_two_months(session_report: SessionReport, tmp_path: P
     status = dict(zip(csv["key"], csv["open_status"], strict=True))
     first_seen = dict(zip(csv["key"], csv["first_seen"], strict=True))
     assert status[carried] == "still open" and first_seen[carried] == "2026-08"
-    assert status["TXK-PLANTED-GONE:amount_mismatch"] == "resolved"
+    assert status["TXK-PLANTED-GONE:amount_mismatch"] == "not listed again"
     assert first_seen["TXK-PLANTED-GONE:amount_mismatch"] == "2026-07"
     assert all(status[k] == "new" for k in october_keys if k != carried)
-    resolved = [k for k, s in status.items() if s == "resolved"]
+    resolved = [k for k, s in status.items() if s == "not listed again"]
     assert sorted(resolved) == sorted(k for k in september if k != carried)
     assert pl_keys(out / "2026-10/reconciliation_mismatches.csv") == sorted(
         october_keys + [k for k in september if k != carried]
@@ -284,8 +284,8 @@ def test_open_items_across_two_months(session_report: SessionReport, tmp_path: P
     opened = len(october_keys)
     text = _text_of((out / "2026-10/index.html").read_text())
     assert (
-        f"Reconciliation mismatches: {opened} open ({opened - 1} new, 1 still open), "
-        f"{len(resolved)} resolved since last month" in text
+        f"Reconciliation mismatches: {opened} open ({opened - 1} new, 1 still open); "
+        f"{len(resolved)} of last month's not listed again" in text
     )
 
 
@@ -600,7 +600,7 @@ def test_pages_and_downloads_follow_the_figure_rules(session_report: SessionRepo
         abs(Decimal(str(c.value)))
         for c in cells
         if c.value is not None
-        and sheet.cell(c.row, header.index("open_status") + 1).value != "resolved"
+        and sheet.cell(c.row, header.index("open_status") + 1).value != "not listed again"
     ]
     assert open_rows == sorted(open_rows, reverse=True) and open_rows[0] > 0
     assert sheet.freeze_panes == "A2" and sheet.page_setup.orientation == "landscape"

@@ -66,11 +66,11 @@ def test_classify_new_still_open_resolved() -> None:
     marked, counts = classify(current, previous, month="2026-10")
     status = dict(zip(marked["key"], marked["open_status"], strict=True))
     first = dict(zip(marked["key"], marked["first_seen"], strict=True))
-    assert status == {"a:x": "new", "b:y": "still open", "c:z": "new", "gone:x": "resolved"}
+    assert status == {"a:x": "new", "b:y": "still open", "c:z": "new", "gone:x": "not listed again"}
     assert first == {"a:x": "2026-10", "b:y": "2026-08", "c:z": "2026-10", "gone:x": "2026-07"}
     assert marked.filter(pl.col("key") == "gone:x")["amount"][0] is None
     assert (counts.open, counts.new, counts.still_open, counts.resolved) == (3, 2, 1, 1)
-    assert counts.sentence() == "3 open (2 new, 1 still open), 1 resolved since last month"
+    assert counts.sentence() == "3 open (2 new, 1 still open); 1 of last month's not listed again"
     _, first_month = classify(current, None, month="2026-10")
     assert not first_month.compared and first_month.new == 3
     with pytest.raises(ValueError, match="unique"):

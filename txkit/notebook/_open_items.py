@@ -1,10 +1,13 @@
-"""Open items: which of this month's exceptions are new, which are still open, which resolved.
+"""Open items: which of this month's exceptions are new, which are still open, which of last
+month's are not listed again.
 
 Every exception list has a stable key per row (a reference or id plus its category, see
 :mod:`txkit.notebook._downloads`). An exception whose key was open in the previous month's report is
 ``still open`` (and keeps the month it first appeared); one that was not is ``new``; a key open
-last month that is no longer listed is ``resolved`` since last month and is carried once more,
-as a row with only its key, so the download says what went away.
+last month that is no longer listed is ``not listed again`` and is carried once more, as a row
+with only its key, so the download says what went away. Not listed is not resolved: most of
+last month's items belong to last month and stay open in the exception register
+(:mod:`txkit.register`), which alone says whether an item is resolved, when and by what.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ __all__ = ["NEW", "RESOLVED", "STILL_OPEN", "OpenCounts", "classify"]
 
 NEW = "new"
 STILL_OPEN = "still open"
-RESOLVED = "resolved"
+RESOLVED = "not listed again"  # by this month's list; the register says if resolved
 
 
 @dataclass(frozen=True)
 class OpenCounts:
-    """How many exceptions are open, new, still open and resolved since the previous report."""
+    """How many exceptions are open, new and still open, and how many of the previous report's
+    are not listed again."""
 
     open: int
     new: int
@@ -32,19 +36,21 @@ class OpenCounts:
     compared: bool  # False when there was no previous report to compare with
 
     def sentence(self) -> str:
-        """``12 open, 3 new, 5 resolved since last month`` (or that nothing was compared)."""
+        """``12 open (3 new, 9 still open); 5 of last month's not listed again`` (or that
+        nothing was compared)."""
         if not self.compared:
             return f"{self.open:,} open (no previous report to compare with)"
         return (
-            f"{self.open:,} open ({self.new:,} new, {self.still_open:,} still open), "
-            f"{self.resolved:,} resolved since last month"
+            f"{self.open:,} open ({self.new:,} new, {self.still_open:,} still open); "
+            f"{self.resolved:,} of last month's not listed again"
         )
 
 
 def classify(
     current: pl.DataFrame, previous: Mapping[str, str] | None, *, month: str
 ) -> tuple[pl.DataFrame, OpenCounts]:
-    """Mark each exception ``new`` or ``still open`` and append the ones ``resolved``.
+    """Mark each exception ``new`` or ``still open`` and append last month's ``not listed
+    again``.
 
     Args:
         current: this month's exceptions with a ``key`` column (unique per row).
@@ -53,8 +59,8 @@ def classify(
         month: this month (``YYYY-MM``), the first month of a new exception.
 
     Returns:
-        ``current`` with ``open_status`` and ``first_seen`` after ``key``, then one row per resolved
-        key (the other columns empty), and the counts.
+        ``current`` with ``open_status`` and ``first_seen`` after ``key``, then one row per key not
+        listed again (the other columns empty), and the counts.
 
     Raises:
         ValueError: ``current`` has no ``key`` column, or a key occurs twice.
