@@ -272,7 +272,8 @@ def _items_of(anomaly: dict, rows: list[dict]) -> list[dict]:
 
 
 def test_planted_anomalies_enter_the_register_in_their_own_month(months: Months) -> None:
-    truth = months.truth()["anomalies"]
+    # The anomalies planted in the months reported (the sandbox plants them over its year).
+    truth = [a for a in months.truth()["anomalies"] if a["createdAt"][:7] in MONTHS]
     rows = list(register_view(months.store, month=MONTHS[-1]).iter_rows(named=True))
     for kind in _LISTED_KINDS:
         planted = [a for a in truth if a["kind"] == kind]
