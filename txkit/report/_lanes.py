@@ -80,7 +80,11 @@ class Lane:
             return
         manager.stop_clients()
         if manager.has_kernel:
-            run_sync(manager.shutdown_kernel)(now=False)
+            # Killed, not asked: its notebooks are done and its history is in memory (nbclient's
+            # default), and a kernel asked to shut down sometimes logs a traceback from its
+            # closing sockets onto the report's stderr (ipykernel's "Socket operation on
+            # non-socket", seen once in about ten reports).
+            run_sync(manager.shutdown_kernel)(now=True)
         run_sync(manager.cleanup_resources)()
 
     def _reset(self) -> None:
