@@ -62,8 +62,11 @@ def test_report_json_reproduces_the_bank_arguments(tmp_path: Path) -> None:
     for month in (MONTH, "2026-11"):
         given.append(folder / f"statement_{month}.csv")
         shutil.copy(files / f"bank/statement_{month}.csv", given[-1])
+    books = tmp_path / "books"  # the notebook that reads the statements: the others add 20 s
+    books.mkdir()
+    shutil.copy(ROOT / "notebooks/06_settlements.ipynb", books)
     done = run_cli(
-        "report", "--month", MONTH, "--notebooks", str(ROOT / "notebooks"), "--out", "reports",
+        "report", "--month", MONTH, "--notebooks", str(books), "--out", "reports",
         "--bank-statement", str(given[0]), "--bank-statement", str(given[1]),
         cwd=tmp_path, env={"TXKIT_BANK_COLUMNS": CSV_COLUMNS}, timeout=900,
     )  # fmt: skip
