@@ -85,3 +85,22 @@ def test_sentences_are_masked_at_one_point() -> None:
     kept = "Largest difference: TXK-124F83117034 (108,571,283.63 NGN) on 2026-10-01."
     assert mask_text(kept) == kept
     assert mask_sentences([line], show_pii=True) == [line]
+
+
+def test_money_at_a_finer_scale_shows_its_significant_digits_exactly() -> None:
+    """A column at scale 6 (USDT's micro-units) shows each amount without the column's zeros
+    past the cents, and never rounds one."""
+    from txkit.notebook.tables import format_value
+
+    shown = {
+        v: format_value(Decimal(v), "money", "NGN")
+        for v in ("174.460000", "50200.000000", "0.000000", "111.599250", "-12.345678", "5.00")
+    }
+    assert shown == {
+        "174.460000": "174.46 NGN",
+        "50200.000000": "50,200.00 NGN",
+        "0.000000": "0.00 NGN",
+        "111.599250": "111.59925 NGN",
+        "-12.345678": "-12.345678 NGN",
+        "5.00": "5.00 NGN",
+    }

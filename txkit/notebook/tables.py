@@ -146,6 +146,19 @@ def _currency_columns(name: str, columns: Sequence[str]) -> list[str]:
     return found
 
 
+_CENTS = Decimal("0.01")
+
+
+def _significant(amount: Decimal) -> Decimal:
+    """``amount`` without the zeros its column's scale adds past the cents: a column at scale 6
+    (to hold USDT's micro-units exactly) shows ``174.46``, not ``174.460000``, and
+    ``12.345678`` as it is; exact either way (only zeros go)."""
+    if amount.as_tuple().exponent >= -2:
+        return amount
+    trimmed = amount.normalize()
+    return trimmed if trimmed.as_tuple().exponent < -2 else amount.quantize(_CENTS)
+
+
 def format_value(value: Any, kind: str, currency: str | None = None) -> str | None:
     """One value as a person reads it (see the module docstring); None stays None.
 
@@ -161,7 +174,7 @@ def format_value(value: Any, kind: str, currency: str | None = None) -> str | No
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if kind == "money":
-        text = f"{Decimal(value):,}"
+        text = f"{_significant(Decimal(value)):,}"
         return f"{text} {currency}" if currency else text
     if kind == "rate":
         return f"{value:.2%}"
