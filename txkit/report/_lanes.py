@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from jupyter_core.utils import run_sync
 
+from txkit.errors import NotebookFailedError
 from txkit.report._kernel import ReportKernelManager
 
 __all__ = ["Lane", "run_in_lanes"]
@@ -36,10 +37,6 @@ del _sys
 get_ipython().run_line_magic("reset", "-f")
 get_ipython().execution_count = 1
 """
-
-
-class LaneError(RuntimeError):
-    """A lane's kernel could not be reset between two notebooks."""
 
 
 class Lane:
@@ -103,7 +100,7 @@ async def _reset_kernel(manager: ReportKernelManager, timeout: float = 60) -> No
     finally:
         manager.stop_clients()
     if reply["content"]["status"] != "ok":
-        raise LaneError(
+        raise NotebookFailedError(
             f"the report's kernel could not be reset between two notebooks: "
             f"{reply['content'].get('ename')}: {reply['content'].get('evalue')}"
         )

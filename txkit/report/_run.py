@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
@@ -73,12 +73,10 @@ from txkit.report._headlines import (
     underpayment_headlines,
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
+from txkit.report._kernel import ReportKernelManager
+from txkit.report._lanes import Lane, run_in_lanes
 from txkit.store import RetentionPolicy, read_manifests, scan_store, sync
 from txkit.store._location import check_version, store_name
-
-if TYPE_CHECKING:  # jupyter_client is imported when a report runs its notebooks
-    from txkit.report._kernel import ReportKernelManager
-    from txkit.report._lanes import Lane
 
 log = logging.getLogger("txkit")
 
@@ -537,8 +535,6 @@ def kernel_environment(data: Path | None = None) -> dict[str, str]:
 def _kernel_manager(sockets: Path, index: int) -> ReportKernelManager:
     """Lane ``index``'s kernel manager: Unix sockets in the private folder (short names: see
     :data:`_SOCKET_PATH_MAX`), its connection file there, and :func:`kernel_environment`."""
-    from txkit.report._kernel import ReportKernelManager
-
     return ReportKernelManager(
         kernel_name="python3",
         transport="ipc",
@@ -616,8 +612,6 @@ def run_notebooks(
     a notebook that reads the others' downloads (metadata ``txkit.after_others``, the trends)
     runs after them. Returns the sections in notebook order and each notebook's seconds."""
     from tqdm.auto import tqdm
-
-    from txkit.report._lanes import run_in_lanes
 
     parameters = _parameters(plan, manifest, staging)
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
