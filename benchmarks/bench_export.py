@@ -384,6 +384,11 @@ def main() -> None:
         default="decode,export,latency,ties",
         help="comma-separated: decode, export, latency, ties (default all)",
     )
+    parser.add_argument(
+        "--no-naive",
+        action="store_true",
+        help="leave the naive export out of the export section (its rows are then vs D)",
+    )
     args = parser.parse_args()
     if args.child is not None:
         kind, *rest = args.child
@@ -471,16 +476,19 @@ def _export_section(args: argparse.Namespace) -> None:
             "txkit": ["export", "txkit", box.base_url, conc],
             "txkit-unconfirmed": ["export", "txkit-unconfirmed", box.base_url, conc],
         }
+        if args.no_naive:
+            del runs["naive"]
         envs = {}
         if args.baseline:
             for name in ("txkit", "txkit-unconfirmed"):
                 runs[f"base-{name}"] = runs[name]
                 envs[f"base-{name}"] = {"PYTHONPATH": os.path.abspath(args.baseline)}
         exported = _repeated(runs, args.repeat, envs)
-        naive = exported["naive"]
+        naive = exported["download" if args.no_naive else "naive"]
         ours, unconfirmed = exported["txkit"], exported["txkit-unconfirmed"]
         download = exported["download"]
-        print(_row("naive (sequential httpx, json.loads + json_normalize)", naive, naive))
+        if not args.no_naive:
+            print(_row("naive (sequential httpx, json.loads + json_normalize)", naive, naive))
         print(_row(f"download only ({conc} plain GETs at a time, no parsing)", download, naive))
         bare_export = exported["bare-export"]
         print(_row("bare polars export (the same GETs, each page read as it arrives)",
