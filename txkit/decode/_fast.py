@@ -486,8 +486,9 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
             page.exact = True
             exact = decode_exact(page._body or b"", page._request).frame
             page.ids = exact["id"]
-            if edges:
-                page.edges = _exact_edges(exact)
+            # The wire's text, as for the other fast pages and the confirming read's keys
+            # (a timestamp written otherwise, e.g. "+00:00", stays comparable with them).
+            page.edges = runs[i]
             out.append(exact)
             offset += page.count
             page._body = page._envelope = None
