@@ -311,12 +311,15 @@ def _child(args: list[str], env: dict[str, str] | None = None) -> dict:
     }
 
 
-def _repeated(runs: dict[str, list[str]], repeat: int) -> dict[str, dict]:
-    """Run every child ``repeat`` times, round-robin (so drift hits all alike); the median."""
+def _repeated(
+    runs: dict[str, list[str]], repeat: int, envs: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict]:
+    """Run every child ``repeat`` times, round-robin (so drift hits all alike); the median.
+    ``envs`` adds environment variables to some children (by key)."""
     results: dict[str, list[dict]] = {key: [] for key in runs}
     for _ in range(repeat):
         for key, args in runs.items():
-            results[key].append(_child(args))
+            results[key].append(_child(args, (envs or {}).get(key)))
     out = {}
     for key, ms in results.items():
         seconds = sorted(m["seconds"] for m in ms)
@@ -372,9 +375,19 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
     parser.add_argument("--child", nargs="*")
     parser.add_argument(
+        "--baseline",
+        help="a folder holding another txkit package (e.g. `git archive main txkit | tar -x "
+        "-C DIR`): the export section also runs its two exports, in the same round-robin",
+    )
+    parser.add_argument(
         "--sections",
         default="decode,export,latency,ties",
         help="comma-separated: decode, export, latency, ties (default all)",
+    )
+    parser.add_argument(
+        "--no-naive",
+        action="store_true",
+        help="leave the naive export out of the export section (its rows are then vs D)",
     )
     args = parser.parse_args()
     if args.child is not None:
@@ -456,26 +469,36 @@ def _export_section(args: argparse.Namespace) -> None:
         print(f"\n## Full export over loopback HTTP (median of {args.repeat} runs)\n")
         print(_HEADER.format(first="path", vs="vs naive"))
         conc = str(DEFAULT_CONCURRENCY)
-        exported = _repeated(
-            {
-                "naive": ["export", "naive", box.base_url, "1"],
-                "download": ["export", "download", box.base_url, conc],
-                "bare-export": ["export", "bare-export", box.base_url, conc],
-                "txkit": ["export", "txkit", box.base_url, conc],
-                "txkit-unconfirmed": ["export", "txkit-unconfirmed", box.base_url, conc],
-            },
-            args.repeat,
-        )
-        naive = exported["naive"]
+        runs = {
+            "naive": ["export", "naive", box.base_url, "1"],
+            "download": ["export", "download", box.base_url, conc],
+            "bare-export": ["export", "bare-export", box.base_url, conc],
+            "txkit": ["export", "txkit", box.base_url, conc],
+            "txkit-unconfirmed": ["export", "txkit-unconfirmed", box.base_url, conc],
+        }
+        if args.no_naive:
+            del runs["naive"]
+        envs = {}
+        if args.baseline:
+            for name in ("txkit", "txkit-unconfirmed"):
+                runs[f"base-{name}"] = runs[name]
+                envs[f"base-{name}"] = {"PYTHONPATH": os.path.abspath(args.baseline)}
+        exported = _repeated(runs, args.repeat, envs)
+        naive = exported["download" if args.no_naive else "naive"]
         ours, unconfirmed = exported["txkit"], exported["txkit-unconfirmed"]
         download = exported["download"]
-        print(_row("naive (sequential httpx, json.loads + json_normalize)", naive, naive))
+        if not args.no_naive:
+            print(_row("naive (sequential httpx, json.loads + json_normalize)", naive, naive))
         print(_row(f"download only ({conc} plain GETs at a time, no parsing)", download, naive))
         bare_export = exported["bare-export"]
         print(_row("bare polars export (the same GETs, each page read as it arrives)",
                    bare_export, naive))  # fmt: skip
         print(_row("txkit.load_transactions (default: set confirmed)", ours, naive))
         print(_row("txkit.load_transactions (confirm=False)", unconfirmed, naive))
+        if args.baseline:
+            for name, label in (("txkit", "default"), ("txkit-unconfirmed", "confirm=False")):
+                base = exported[f"base-{name}"]
+                print(_row(f"baseline txkit ({label}), from {args.baseline}", base, naive))
         limit = bare_export["seconds"]
         confirm_cost = ours["seconds"] - unconfirmed["seconds"]
         d, e = download["seconds"], bare_export["seconds"]
@@ -504,6 +527,14 @@ def _export_section(args: argparse.Namespace) -> None:
             f"txkit / bare polars export: {ours['seconds'] / limit:.2f}x "
             f"({unconfirmed['seconds'] / limit:.2f}x without the re-read)."
         )
+        if args.baseline:
+            base, base_unconfirmed = exported["base-txkit"], exported["base-txkit-unconfirmed"]
+            print(
+                f"\nBaseline ({args.baseline}), same run: default / (E + D) "
+                f"**{base['seconds'] / (e + d):.2f}x**, confirm=False / E "
+                f"**{base_unconfirmed['seconds'] / e:.2f}x**; CPU {cpu(base_unconfirmed)} "
+                f"without the re-read, {cpu(base)} with it."
+            )
 
 
 def _latency_section(args: argparse.Namespace) -> None:

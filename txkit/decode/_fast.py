@@ -53,6 +53,9 @@ from txkit.decode._wire import (
 from txkit.errors import ApiError, LimitExceededError, ResponseFormatError
 from txkit.schema import COLUMNS, EPOCH_MS_COLUMNS, ISO_TIMESTAMP_COLUMNS, OBJECT_LIST_COLUMNS
 
+#: An edge run of a page: its ``createdAt`` (as sent), its size and its records' ids.
+EdgeRun = tuple[str, int, frozenset[str]]
+
 
 @dataclass(slots=True)
 class RawPage:
@@ -64,6 +67,12 @@ class RawPage:
         message: the envelope's ``message``.
         exact: True once the page was (or had to be) decoded by the exact path.
         ids: the records' ``id`` values, set by :func:`build_frames`.
+        edges: the records at the page's start and at its end that share one ``createdAt``
+            (its *edge runs*, for tie groups cut by page edges: :mod:`txkit.fetch._ties`), set
+            by :func:`build_frames` when asked (``edges=True``): ``(lead, trail)``, each
+            ``(createdAt text, size, ids)``, the same object twice when every record of the
+            page shares one ``createdAt``; None for an empty page or one with a null ``id``
+            or ``createdAt``.
     """
 
     total: int
@@ -71,6 +80,7 @@ class RawPage:
     message: str | None
     exact: bool = False
     ids: pl.Series | None = None
+    edges: tuple[EdgeRun, EdgeRun] | None = None
     _body: bytes | None = None
     _request: Any = None
     _envelope: pl.DataFrame | None = None
@@ -324,7 +334,11 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
 
 
 def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
-    """Per page, what the frame holds in the terms of :func:`_byte_accounting`."""
+    """Per page, what the frame holds in the terms of :func:`_byte_accounting`.
+
+    One vectorised group-by over the batch (non-null values per row, summed per page), not a
+    slice and a null count per page: 9 ms for 32 pages became 2 ms.
+    """
     leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
     null_items = 0
     for c in LIST_COLS:
@@ -334,25 +348,19 @@ def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
         per_row = per_row - pl.sum_horizontal(
             pl.col(c).list.len() - pl.col(c).list.drop_nulls().list.len() for c in LIST_COLS
         )
-    extra = converted.select(per_row.fill_null(0).cum_sum().alias("c"))["c"].to_list()
-    strings = set(STRING_COLS)
-    out: list[_Counts] = []
-    offset = 0
-    for count in counts:
-        nulls = converted.select(leaf_and_parents).slice(offset, count).null_count().row(0)
-        present = dict(zip(leaf_and_parents, (count - n for n in nulls), strict=True))
-        text = sum(present[c] for c in strings)
-        end = extra[offset + count - 1] if count else 0
-        start = extra[offset - 1] if offset else 0
-        out.append(
-            _Counts(
-                keys_and_strings=sum(present.values()) + text + int(end - start if count else 0),
-                booleans=sum(present[c] for c in BOOL_COLS),
-                lists=sum(present[c] for c in ALL_LIST_COLS),
-            )
-        )
-        offset += count
-    return out
+
+    def present(columns: Sequence[str]) -> pl.Expr:
+        return pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int64) for c in columns)
+
+    sums = converted.group_by(f"{AUX}page").agg(
+        (present(leaf_and_parents) + present(STRING_COLS) + per_row.fill_null(0).cast(pl.Int64))
+        .sum()
+        .alias("keys_and_strings"),
+        present(BOOL_COLS).sum().alias("booleans"),
+        present(ALL_LIST_COLS).sum().alias("lists"),
+    )
+    by_page = {int(row[0]): row[1:] for row in sums.iter_rows()}
+    return [_Counts(*(int(v) for v in by_page.get(i, (0, 0, 0)))) for i in range(len(counts))]
 
 
 def _add(a: _Counts | None, b: _Counts | None) -> _Counts | None:
@@ -366,19 +374,70 @@ def _add(a: _Counts | None, b: _Counts | None) -> _Counts | None:
     )
 
 
-def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
+def _edge_runs(frame: pl.DataFrame, pages: int) -> list[tuple[EdgeRun, EdgeRun] | None]:
+    """The edge runs (:attr:`RawPage.edges`) of ``pages`` pages whose records are the rows of
+    ``frame`` (``__page``: the page's index, ``id``, ``createdAt`` as text), in page order.
+
+    One vectorised pass for a batch of pages (3 ms for 32 pages of 1,000 records) instead of
+    0.5 ms of polars calls per page; only the edge rows (two on most pages) reach Python.
+    """
+    page, created, rid = pl.col(f"{AUX}page"), pl.col("createdAt"), pl.col("id")
+    new_run = ((created != created.shift()) | (page != page.shift())).fill_null(True)
+    runs = frame.select(
+        page.alias("page"),
+        rid.alias("id"),
+        created.alias("stamp"),
+        new_run.cum_sum().alias("run"),
+        (rid.is_null() | created.is_null()).alias("null"),
+    )
+    run = pl.col("run")
+    edge_rows = (
+        runs.filter(
+            ((run == run.first().over("page")) | (run == run.last().over("page")))
+            & ~pl.col("null").any().over("page")
+        )
+        .group_by("page", "run", maintain_order=True)
+        .agg(pl.col("stamp").first(), pl.col("id"), pl.len().alias("size"))
+        .select("page", "stamp", "size", "id")
+    )
+    out: list[tuple[EdgeRun, EdgeRun] | None] = [None] * pages
+    for index, stamp, size, ids in edge_rows.iter_rows():
+        edge = (str(stamp), int(size), frozenset(str(i) for i in ids))
+        found = out[index]
+        out[index] = (edge, edge) if found is None else (found[0], edge)
+    return out
+
+
+def _exact_edges(frame: pl.DataFrame) -> tuple[EdgeRun, EdgeRun] | None:
+    """The edge runs of one exactly decoded page (``createdAt`` a timestamp, or missing)."""
+    if not frame.height or "id" not in frame.columns or "createdAt" not in frame.columns:
+        return None
+    created = frame["createdAt"]
+    if created.dtype != pl.String:
+        created = created.dt.strftime(ISO_FORMAT)
+    keys = pl.DataFrame(
+        {f"{AUX}page": pl.zeros(frame.height, pl.Int32, eager=True), "createdAt": created}
+    ).with_columns(frame["id"].cast(pl.String).alias("id"))
+    return _edge_runs(keys, 1)[0]
+
+
+def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.DataFrame]:
     """Verify and convert read pages into flat, typed frames, in the pages' order.
 
     Pages whose keys cannot be accounted for, or holding a value that cannot be proven exact,
-    are decoded again by the exact path. Sets each page's ``ids``. A record found on two pages
-    appears in the frames in the order of its pages (so that :func:`dedupe_latest` can prefer
-    the later one). The frames may differ in undocumented columns and decimal scales: use
-    :func:`combine`.
+    are decoded again by the exact path. Sets each page's ``ids`` (and, with ``edges``, its
+    :attr:`~RawPage.edges`). A record found on two pages appears in the frames in the order
+    of its pages (so that :func:`dedupe_latest` can prefer the later one). The frames may
+    differ in undocumented columns and decimal scales: use :func:`combine`.
 
     Raises:
         SchemaError: a value cannot be converted to its column's type without loss.
     """
     fast = [p for p in pages if p._exact is None and p._envelope is not None]
+    if edges:
+        for page in pages:
+            if page._exact is not None:
+                page.edges = _exact_edges(page._exact)
     if not fast:
         return [p._exact for p in pages if p._exact is not None]
     data = pl.concat(
@@ -404,6 +463,7 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
         if i in bad_pages or accounted[i] != _add(p._expected, whole[i])
     }
     final = converted.select(_FINAL)
+    runs = _edge_runs(converted, len(fast)) if edges else [None] * len(fast)
     out: list[pl.DataFrame] = []
     run_start = run_end = 0  # rows of consecutive fast pages not yet emitted
     offset = 0
@@ -412,6 +472,7 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
         i = index.get(id(page))
         if i is not None and i not in redo:
             page.ids = converted["id"].slice(offset, page.count)
+            page.edges = runs[i]
             offset += page.count
             run_end = offset
             page._body = page._envelope = None  # the frames hold everything now
@@ -425,6 +486,9 @@ def build_frames(pages: Sequence[RawPage]) -> list[pl.DataFrame]:
             page.exact = True
             exact = decode_exact(page._body or b"", page._request).frame
             page.ids = exact["id"]
+            # The wire's text, as for the other fast pages and the confirming read's keys
+            # (a timestamp written otherwise, e.g. "+00:00", stays comparable with them).
+            page.edges = runs[i]
             out.append(exact)
             offset += page.count
             page._body = page._envelope = None

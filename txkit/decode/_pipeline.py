@@ -39,10 +39,14 @@ class PageSink:
         totals: every ``data.total`` seen.
         pages: pages added.
         exact_pages: pages that needed the exact (slow) decoder, among those decoded.
+        edges: set each page's :attr:`~txkit.decode.RawPage.edges` (for tie groups).
     """
 
-    def __init__(self, batch_pages: int = BATCH_PAGES, builders: int | None = None) -> None:
+    def __init__(
+        self, batch_pages: int = BATCH_PAGES, builders: int | None = None, *, edges: bool = False
+    ) -> None:
         self.batch_pages = batch_pages
+        self.edges = edges
         self.builders = _builders() if builders is None else max(1, builders)
         self.frames: list[pl.DataFrame] = []
         self.ids: set[str] = set()
@@ -74,11 +78,11 @@ class PageSink:
     def _submit(self) -> None:
         batch, self._batch = self._batch, []
         if self.builders == 1:
-            self._done(batch, build_frames(batch))
+            self._done(batch, build_frames(batch, edges=self.edges))
             return
         while len(self._building) >= self.builders:
             self._take_oldest()  # bounded: at most `builders` batches held while converting
-        self._building.append((batch, _build_pool().submit(build_frames, batch)))
+        self._building.append((batch, _build_pool().submit(build_frames, batch, edges=self.edges)))
 
     def _take_oldest(self) -> None:
         batch, future = self._building.popleft()

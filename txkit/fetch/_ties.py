@@ -96,20 +96,16 @@ def mark_from_columns(skip: int, ids: pl.Series, created: pl.Series) -> PageMark
 
 
 def mark_page(skip: int, page: RawPage) -> PageMark | None:
-    """The :class:`PageMark` of a page just read (before its frames are built)."""
-    if page._envelope is not None:
-        records = (
-            page._envelope.select(pl.col("data").struct.field("transactions")).to_series().explode()
-        )
-        if records.null_count():
-            return None
-        return mark_from_columns(
-            skip, records.struct.field("id"), records.struct.field("createdAt")
-        )
-    frame = page._exact
-    if frame is None or "id" not in frame.columns or "createdAt" not in frame.columns:
+    """The :class:`PageMark` of a page whose records start at ``skip``, from the edge runs
+    :func:`~txkit.decode.build_frames` set (``edges=True``; None without them)."""
+    if page.edges is None:
         return None
-    return mark_from_columns(skip, frame["id"], frame["createdAt"])
+    (stamp, size, ids), trail = page.edges
+    lead = Run(stamp, skip, size, ids)
+    if trail is page.edges[0]:
+        return PageMark(skip, page.count, lead, lead)
+    stamp, size, ids = trail
+    return PageMark(skip, page.count, lead, Run(stamp, skip + page.count - size, size, ids))
 
 
 def cut_groups(marks: Iterable[PageMark]) -> list[Group]:

@@ -215,7 +215,7 @@ class _Pass:
         self.window = window
         self.stats = stats
         self.on_page = on_page
-        self.sink = PageSink()
+        self.sink = PageSink(edges=ties)
         self.slots: dict[tuple[int, int], SlotRead] = {}
         self._digests: dict[tuple[int, int], bytes] = {}
         self._marks: dict[tuple[int, int], PageMark | None] = {}
@@ -257,10 +257,7 @@ class _Pass:
         return skip, limit, body, request
 
     def _read(self, skip: int, limit: int, body: bytes, request: Any) -> tuple[int, int, RawPage]:
-        page = read_page(body, request=request)
-        # Edge runs are read before the page's frames are built (which frees its envelope).
-        self._marks[(skip, limit)] = mark_page(skip, page) if self.ties else None
-        return skip, limit, page
+        return skip, limit, read_page(body, request=request)
 
     def _accept(self, page: RawPage, slot: tuple[int, int] | None = None) -> None:
         self.stats.pages += 1
@@ -317,9 +314,13 @@ class _Pass:
                     # for the rest of its slot instead of assuming the export ended.
                     slots.append((skip + page.count, wanted - page.count))
                     sent += 1
-        if self.ties:
-            self._read_cut_groups(stride)
+        # The pass's pages are converted first: their edge runs come with their frames
+        # (build_frames marks a batch of pages in one vectorised pass).
         self.sink.flush()
+        if self.ties:
+            self._marks = {slot: mark_page(slot[0], page) for slot, page in self._pages.items()}
+            self._read_cut_groups(stride)
+            self.sink.flush()
         self.slots = {
             slot: SlotRead(self._digests[slot], self._marks.get(slot), self._pages.get(slot))
             for slot in self._digests
@@ -437,7 +438,7 @@ def fetch_query(
             total = current.run()
             stats.passes += 1
             stable = current.totals == {total}
-            union = current.ids | (previous.ids if previous is not None else set())
+            union = current.ids if previous is None else current.ids | previous.ids
             if stable and len(union) == total:
                 # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
                 frames = (previous.frames if previous is not None else []) + current.frames

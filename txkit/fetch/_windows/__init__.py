@@ -81,6 +81,12 @@ class Step(enum.Enum):
     DONE = enum.auto()
 
 
+def _union(pieces: list[Piece]) -> set[str]:
+    """The unique ids of ``pieces`` (a window's own set, not a copy, when there is one:
+    copying 200,000 ids costs 10 ms)."""
+    return pieces[0].ids if len(pieces) == 1 else set().union(*(p.ids for p in pieces))
+
+
 @dataclass
 class _EdgeState:
     """What the edge proofs have established so far (margins double while unproven)."""
@@ -168,7 +174,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
     def partial(self) -> QueryResult:
         """The records fetched so far (all of them after :meth:`run`)."""
         frames = [f for p in self.pieces for f in p.frames]
-        ids = set().union(*(p.ids for p in self.pieces))
+        ids = _union(self.pieces)
         return QueryResult(
             frames=frames, total=len(ids), unique=len(ids), complete=True, ids=ids, stride=0
         )
@@ -193,7 +199,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
         if not self.open_dates and self._date_field_mismatch(pieces):
             return Step.OPEN_DATES
         state.total = self._outer_total(outer, pieces)
-        state.unique = len(set().union(*(p.ids for p in pieces)))
+        state.unique = len(_union(pieces))
         if state.unique != state.total:
             return Step.ADD_UP
         state.extensions = self._extensions(state)

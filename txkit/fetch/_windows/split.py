@@ -197,12 +197,12 @@ class WindowSplits:
         params = span.params(self.filters)
         body, request = self.client.get_transactions({**params, "skip": 0, "limit": self.page_size})
         page = read_page(body, request=request)
-        mark = mark_page(0, page) if self.ties else None
         self.on_page(page.count, page.count)
-        sink = PageSink()
+        sink = PageSink(edges=self.ties)
         self.stats.pages += 1
         sink.add(page)
         sink.flush()
+        mark = mark_page(0, page) if self.ties else None
         self.stats.exact_pages += sink.exact_pages
         stride = page.count if 0 < page.count < min(self.page_size, page.total) else self.page_size
         piece = Piece(
