@@ -101,5 +101,5 @@ def test_an_unchanged_month_is_not_recomputed(carried: dict) -> None:
     done = run_cli("report", "--month", "2026-10", "--notebooks", str(workdir / "books"),
                    cwd=workdir, timeout=900, env={"TXKIT_PROGRESS": "0"})  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "2026-09 unchanged (1 months); 0 resolved" in done.stdout
+    assert "2026-09 unchanged (1 month); 0 resolved" in done.stdout
     assert os.path.isdir(workdir / "reports" / "2026-10")

@@ -192,7 +192,8 @@ class Carry:
         parts = []
         if unchanged:
             span = unchanged[0] if len(unchanged) == 1 else f"{unchanged[0]} to {unchanged[-1]}"
-            parts.append(f"{span} unchanged ({len(unchanged)} months)")
+            count = len(unchanged)
+            parts.append(f"{span} unchanged ({count} month{'s' if count != 1 else ''})")
         if again:
             parts.append(f"{', '.join(again)} recomputed")
         parts += failed
