@@ -60,3 +60,17 @@ def test_a_group_no_rule_explains_is_named_not_checked() -> None:
     assert fee_tax_mismatches(frame).is_empty()
     with pytest.raises(ValueError, match="missing columns"):
         fee_tax_mismatches(frame.drop("taxAmount"))
+
+
+def test_an_ambiguous_rate_reads_as_the_roundest_the_records_allow() -> None:
+    """Small USDT fees leave every rate from 7.44 % to 7.54 % within half a cent of their
+    taxes: the rule is 7.50 %, not the run's middle 7.49 %."""
+    from decimal import Decimal
+
+    from txkit.analysis.fees import _best_bp, _roundest
+
+    assert _roundest(744, 755) == 750 and _roundest(139, 142) == 140 and _roundest(7, 8) == 7
+    # 0.75 on 10.00 admits 745 to 755 bp, 0.82 on 11.00 admits 741 to 750: 745 to 750 fit both
+    # (the middle, 747, is what the rule read before).
+    pairs = [(Decimal("0.75"), Decimal("10.00")), (Decimal("0.82"), Decimal("11.00"))]
+    assert _best_bp(pairs) == 750
