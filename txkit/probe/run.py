@@ -25,6 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
@@ -62,6 +63,27 @@ class _Listing:
     @property
     def complete(self) -> bool:
         return self.error is None and self.total is not None and len(self.records) == self.total
+
+
+@dataclass
+class _DateWalk:
+    """What the date-window step has asked and learnt so far."""
+
+    fields: list[str]
+    model: DateModel
+    tried: set[tuple[date, date]] = field(default_factory=set)
+    observed: list[tuple[date, date, list[dict[str, Any]]]] = field(default_factory=list)
+    totals_ok: list[str] = field(default_factory=list)
+    totals_bad: list[str] = field(default_factory=list)
+    why_none: str | None = None
+    cut: str | None = None
+    short: bool = False
+
+    def rebuild(self, reference: list[dict[str, Any]]) -> None:
+        """A new model over a grown reference, fed the windows already observed."""
+        self.model = DateModel(reference, self.fields)
+        for start, end, listed in self.observed:
+            self.model.observe(start, end, listed)
 
 
 class _Probe:
@@ -396,105 +418,110 @@ class _Probe:
         self.findings["ties_stable"] = finding
 
     def step_dates(self) -> None:
+        """Ask date windows until the date reading is settled, the budget or windows run out."""
         self.say("date windows")
         fields = timestamp_fields(self.reference)
-        model = DateModel(self.reference, fields)
-        totals_ok: list[str] = []
-        totals_bad: list[str] = []
-        why_none: str | None = None
-        cut: str | None = None
-        short = False
-        tried: set[tuple[date, date]] = set()
-        observed: list[tuple[date, date, list[dict[str, Any]]]] = []
+        walk = _DateWalk(fields, DateModel(self.reference, fields))
         try:
-            while len(model.observations) < _MAX_WINDOWS:
-                if self.s.remaining <= self.reserve:
-                    why_none = why_none or "the request budget left no room for date windows"
-                    short = True
-                    break
-                if model.settled and len(model.observations) >= 2:
-                    break
-                window = model.next_window(max_records=4 * self.page_size, skip=tried)
-                if window is None and len(model.candidates) > 1 and self._grow_reference():
-                    # Older records open more days to tell the readings apart.
-                    model = DateModel(self.reference, fields)
-                    for start, end, listed in observed:
-                        model.observe(start, end, listed)
-                    continue
-                if window is None:
-                    span = _span_hours(self.reference)
-                    if not model.observations:
-                        why_none = (
-                            f"the {len(self.reference):,} newest records span {span:.0f} h: too "
-                            "few days to compare date windows within the budget"
-                        )
-                    else:
-                        cut = (
-                            f"no other window within the {len(self.reference):,} newest records "
-                            f"({span:.0f} h) tells them apart"
-                        )
-                    break
-                tried.add(window)
-                start, end = window
-                params: dict[str, str | int] = {
-                    **self.filter,
-                    "startDate": start.isoformat(),
-                    "endDate": end.isoformat(),
-                }
-                listing = self.list_all(params, max_pages=8)
-                label = f"{start}..{end}"
-                self.windows.append(
-                    {
-                        **self.filter,
-                        "startDate": start.isoformat(),
-                        "endDate": end.isoformat(),
-                        "total": listing.total,
-                        "listed": len(listing.records),
-                        "pages": listing.pages,
-                    }
-                )
-                if listing.total == self.total and not self.filter and self._newer_than(end):
-                    why_none = (
-                        f"the window {label} returned the whole listing ({self.total:,}): the "
-                        "service seems to ignore startDate/endDate"
-                    )
-                    break
-                if listing.error is not None:
-                    why_none = f"the window {label} could not be listed ({listing.error})"
-                    continue
-                if listing.complete:
-                    totals_ok.append(f"{label}: {listing.total}")
-                    observed.append((start, end, list(listing.records.values())))
-                    model.observe(*observed[-1])
-                elif listing.pages == 1 and listing.total is not None:
-                    totals_bad.append(
-                        f"{label}: total {listing.total}, one page listed {len(listing.records)}"
-                    )
-                else:
-                    totals_bad.append(
-                        f"{label}: total {listing.total}, {listing.pages} pages listed "
-                        f"{len(listing.records)} unique"
-                    )
+            while len(walk.model.observations) < _MAX_WINDOWS and self._date_walk_step(walk):
+                pass
         except ProbeStopped as exc:
-            why_none = f"not measured: {exc}"
-            short = True
+            walk.why_none = f"not measured: {exc}"
+            walk.short = True
             raise
         finally:
-            if short:
-                cut = (
-                    f"the request budget ({self.s.max_requests}) allowed "
-                    f"{len(model.observations)} window(s)"
+            self._record_date_findings(walk)
+
+    def _date_walk_step(self, walk: _DateWalk) -> bool:
+        """Choose and list one date window; False when the walk is over."""
+        model = walk.model
+        if self.s.remaining <= self.reserve:
+            walk.why_none = walk.why_none or "the request budget left no room for date windows"
+            walk.short = True
+            return False
+        if model.settled and len(model.observations) >= 2:
+            return False
+        window = model.next_window(max_records=4 * self.page_size, skip=walk.tried)
+        if window is None and len(model.candidates) > 1 and self._grow_reference():
+            # Older records open more days to tell the readings apart.
+            walk.rebuild(self.reference)
+            return True
+        if window is None:
+            span = _span_hours(self.reference)
+            if not model.observations:
+                walk.why_none = (
+                    f"the {len(self.reference):,} newest records span {span:.0f} h: too "
+                    "few days to compare date windows within the budget"
                 )
-            found = model.findings(why_none, cut)
-            if self.filter:
-                ((param, value),) = self.filter.items()
-                found = {
-                    name: Finding(f.value, f.certainty, f"{f.detail} (windows filtered on "
-                                  f"{param}={value}: the newest records span too few days)")
-                    for name, f in found.items()
-                }  # fmt: skip
-            self.findings.update(found)
-            self.findings["total_counts_all_matching"] = totals(totals_ok, totals_bad)
+            else:
+                walk.cut = (
+                    f"no other window within the {len(self.reference):,} newest records "
+                    f"({span:.0f} h) tells them apart"
+                )
+            return False
+        walk.tried.add(window)
+        return self._list_date_window(walk, *window)
+
+    def _list_date_window(self, walk: _DateWalk, start: date, end: date) -> bool:
+        """List one window and record what it says; False when the service ignores dates."""
+        params: dict[str, str | int] = {
+            **self.filter,
+            "startDate": start.isoformat(),
+            "endDate": end.isoformat(),
+        }
+        listing = self.list_all(params, max_pages=8)
+        label = f"{start}..{end}"
+        self.windows.append(
+            {
+                **self.filter,
+                "startDate": start.isoformat(),
+                "endDate": end.isoformat(),
+                "total": listing.total,
+                "listed": len(listing.records),
+                "pages": listing.pages,
+            }
+        )
+        if listing.total == self.total and not self.filter and self._newer_than(end):
+            walk.why_none = (
+                f"the window {label} returned the whole listing ({self.total:,}): the "
+                "service seems to ignore startDate/endDate"
+            )
+            return False
+        if listing.error is not None:
+            walk.why_none = f"the window {label} could not be listed ({listing.error})"
+        elif listing.complete:
+            walk.totals_ok.append(f"{label}: {listing.total}")
+            walk.observed.append((start, end, list(listing.records.values())))
+            walk.model.observe(*walk.observed[-1])
+        elif listing.pages == 1 and listing.total is not None:
+            walk.totals_bad.append(
+                f"{label}: total {listing.total}, one page listed {len(listing.records)}"
+            )
+        else:
+            walk.totals_bad.append(
+                f"{label}: total {listing.total}, {listing.pages} pages listed "
+                f"{len(listing.records)} unique"
+            )
+        return True
+
+    def _record_date_findings(self, walk: _DateWalk) -> None:
+        """Turn the walk into the date findings and the totals finding (also when stopped)."""
+        cut = walk.cut
+        if walk.short:
+            cut = (
+                f"the request budget ({self.s.max_requests}) allowed "
+                f"{len(walk.model.observations)} window(s)"
+            )
+        found = walk.model.findings(walk.why_none, cut)
+        if self.filter:
+            ((param, value),) = self.filter.items()
+            found = {
+                name: Finding(f.value, f.certainty, f"{f.detail} (windows filtered on "
+                              f"{param}={value}: the newest records span too few days)")
+                for name, f in found.items()
+            }  # fmt: skip
+        self.findings.update(found)
+        self.findings["total_counts_all_matching"] = totals(walk.totals_ok, walk.totals_bad)
 
     def step_max_skip(self) -> None:
         self.say("largest skip")
