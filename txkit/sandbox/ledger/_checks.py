@@ -117,8 +117,20 @@ def check_balance_model(
         raise ValueError(
             f"balance_model must be one of {', '.join(BALANCE_MODELS)}, got {balance_model!r}"
         )
-    tax_moves = balance_model == "net"
     ordered = sorted(records, key=lambda r: (_ms(r["createdAt"]), r["id"]))
+    sides, reserves = _wallet_moves(ordered, tax_moves=balance_model == "net")
+    found: list[tuple[int, BalanceViolation]] = []
+    for currency, events in sides.items():
+        opening_balance = (opening or {}).get(currency, Decimal(0))
+        found += _walk_wallet(currency, events, reserves.get(currency, []), opening_balance)
+    found.sort(key=lambda item: (item[0], item[1].field))
+    return [v for _, v in found]
+
+
+def _wallet_moves(
+    ordered: list[Mapping[str, Any]], *, tax_moves: bool
+) -> tuple[dict[str, list[_Side]], dict[str, list[tuple[int, int, Decimal]]]]:
+    """Each wallet's balance moves and its reserves ``(position, release ms, amount)``."""
     sides: dict[str, list[_Side]] = {}
     reserves: dict[str, list[tuple[int, int, Decimal]]] = {}
     for pos, rec in enumerate(ordered):
@@ -152,63 +164,80 @@ def check_balance_model(
             sides.setdefault(to_cur, []).append(
                 _Side(pos, rec, to_amount - fee - tax, *_TO, created)
             )
+    return sides, reserves
+
+
+class _HeldReserves:
+    """The reserves of one wallet held at each step of its walk."""
+
+    def __init__(self, reserves: list[tuple[int, int, Decimal]]) -> None:
+        self._reserves = reserves
+        self._next = 0
+        self._heap: list[tuple[int, int, Decimal]] = []
+        self.held = Decimal(0)
+
+    def at(self, side: _Side) -> Decimal:
+        """The amount held just after ``side``: reserves taken so far, less those released."""
+        reserves, heap = self._reserves, self._heap
+        while self._next < len(reserves) and reserves[self._next][0] <= side.pos:
+            pos, release, amount = reserves[self._next]
+            heapq.heappush(heap, (release, pos, amount))
+            self.held += amount
+            self._next += 1
+        while heap and heap[0][0] <= side.created:
+            self.held -= heapq.heappop(heap)[2]
+        return self.held
+
+
+def _walk_wallet(
+    currency: str,
+    events: list[_Side],
+    reserves: list[tuple[int, int, Decimal]],
+    balance: Decimal,
+) -> list[tuple[int, BalanceViolation]]:
+    """Walk one wallet's chain from its opening ``balance``; violations with their positions."""
     found: list[tuple[int, BalanceViolation]] = []
+    held_reserves = _HeldReserves(reserves)
+    for k, side in enumerate(events):
+        held = held_reserves.at(side)
+        expected = balance + side.delta
+        if _not_reported(side.record):
+            balance = expected
+            continue
+        reported = _dec(side.record.get(side.ledger_field))
+        if reported is None:
+            found.append(_violation(side, currency, side.ledger_field, "missing", expected, None))
+            balance = expected
+        elif reported != expected:
+            jumped = _jumped(events, k, reported)
+            kind = "jump" if jumped else "ledger"
+            found.append(_violation(side, currency, side.ledger_field, kind, expected, reported))
+            balance = reported if jumped else expected
+        else:
+            balance = expected
+        avail_expected = balance - held
+        avail = _dec(side.record.get(side.avail_field))
+        if avail != avail_expected:
+            kind = "missing" if avail is None else "available"
+            found.append(_violation(side, currency, side.avail_field, kind, avail_expected, avail))
+    return found
 
-    def flag(
-        side: _Side, currency: str, field: str, kind: str, want: Decimal, got: Decimal | None
-    ) -> None:
-        found.append(
-            (side.pos, BalanceViolation(side.record["id"], currency, field, kind, want, got))
-        )
 
-    for currency, events in sides.items():
-        balance = (opening or {}).get(currency, Decimal(0))
-        wallet_reserves = reserves.get(currency, [])
-        heap: list[tuple[int, int, Decimal]] = []
-        next_reserve = 0
-        held = Decimal(0)
-        for k, side in enumerate(events):
-            while (
-                next_reserve < len(wallet_reserves) and wallet_reserves[next_reserve][0] <= side.pos
-            ):
-                pos, release, amount = wallet_reserves[next_reserve]
-                heapq.heappush(heap, (release, pos, amount))
-                held += amount
-                next_reserve += 1
-            while heap and heap[0][0] <= side.created:
-                held -= heapq.heappop(heap)[2]
-            expected = balance + side.delta
-            if _not_reported(side.record):
-                balance = expected
-                continue
-            reported = _dec(side.record.get(side.ledger_field))
+def _jumped(events: list[_Side], k: int, reported: Decimal) -> bool:
+    """Whether the wallet's next record reporting balances continues from ``reported``."""
+    moved = Decimal(0)
+    for later in events[k + 1 :]:
+        moved += later.delta
+        if not _not_reported(later.record):
+            return _dec(later.record.get(later.ledger_field)) == reported + moved
+    return False
 
-            if reported is None:
-                flag(side, currency, side.ledger_field, "missing", expected, None)
-                balance = expected
-            elif reported != expected:
-                # The next record that reports balances, and the moves of those in between.
-                moved = Decimal(0)
-                nxt = None
-                for later in events[k + 1 :]:
-                    moved += later.delta
-                    if not _not_reported(later.record):
-                        nxt = later
-                        break
-                nxt_reported = None if nxt is None else _dec(nxt.record.get(nxt.ledger_field))
-                jumped = nxt is not None and nxt_reported == reported + moved
-                kind = "jump" if jumped else "ledger"
-                flag(side, currency, side.ledger_field, kind, expected, reported)
-                balance = reported if jumped else expected
-            else:
-                balance = expected
-            avail_expected = balance - held
-            avail = _dec(side.record.get(side.avail_field))
-            if avail != avail_expected:
-                kind = "missing" if avail is None else "available"
-                flag(side, currency, side.avail_field, kind, avail_expected, avail)
-    found.sort(key=lambda item: (item[0], item[1].field))
-    return [v for _, v in found]
+
+def _violation(
+    side: _Side, currency: str, field: str, kind: str, want: Decimal, got: Decimal | None
+) -> tuple[int, BalanceViolation]:
+    """A violation of ``side``'s record, keyed by its position in record order."""
+    return side.pos, BalanceViolation(side.record["id"], currency, field, kind, want, got)
 
 
 def _not_reported(record: Mapping[str, Any]) -> bool:
