@@ -100,10 +100,21 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.slow)
 
 
-#: Modules whose tests share one long fixture built under a file lock: all on one worker, so
-#: the other keeps running tests instead of waiting on the lock (the register's twelve months:
-#: 150 s of a worker's time idle before).
-_ONE_WORKER = frozenset({"tests/test_register_months.py"})
+#: Modules whose tests share one long fixture: all on one worker. The register's months are
+#: built under a file lock (the other worker sat idle on it for 150 s before); the others' module
+#: fixtures were built once per worker, twice in a run: the privacy run (17 s of CPU), the
+#: register's carry-over reports (17 s), the retention's 24 daily syncs (15 s), the readers'
+#: store and the orders' sandbox files.
+_ONE_WORKER = frozenset(
+    {
+        "tests/test_register_months.py",
+        "tests/test_privacy.py",
+        "tests/test_register_carry.py",
+        "tests/test_store_retention.py",
+        "tests/test_store_readers.py",
+        "tests/test_report_orders.py",
+    }
+)
 
 
 @pytest.hookimpl(optionalhook=True)
