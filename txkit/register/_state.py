@@ -105,13 +105,10 @@ def record_report(
         RegisterFormatError: the register was written by a newer txkit.
         StoreError: the register could not be written.
     """
-    events, done = report_events(
+    events, _carry = report_events(
         store, month, folder, table_version=table_version, actor=actor, orders=orders,
         recompute=recompute,
     )  # fmt: skip
-    last_carry.clear()
-    if done is not None:
-        last_carry.append(done)
     return append_events(store, events)
 
 
@@ -185,10 +182,6 @@ def report_events(
                 )
             )  # fmt: skip
     return pl.concat(parts), done
-
-
-#: The newest carry-over of this process (the report prints what it did).
-last_carry: list[Carry] = []
 
 
 def fingerprints(events: pl.DataFrame) -> dict[str, str]:

@@ -55,7 +55,7 @@ from txkit.errors import (
 from txkit.notebook._downloads import read_downloads, report_folder
 from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.notebook._recompute import read_all_orders, recomputer
-from txkit.register import SECTIONS, load_materiality, read_events, record_report
+from txkit.register import SECTIONS, load_materiality, read_events
 from txkit.register._index import RegisterSummary, summarise
 from txkit.register._sign import (
     Target,
@@ -65,7 +65,8 @@ from txkit.register._sign import (
     revisions,
     signature_block,
 )
-from txkit.register._state import last_carry
+from txkit.register._state import report_events
+from txkit.register._table import append_events
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -845,7 +846,7 @@ def record_register(
     version = None if manifest.table_version is None else int(manifest.table_version)
     try:
         orders = read_all_orders(plan.orders)
-        written = record_report(
+        events, carried = report_events(
             plan.store,
             plan.month,
             staging,
@@ -853,7 +854,7 @@ def record_register(
             orders=orders,
             recompute=recomputer(plan.store, version=version, orders=orders),
         )
-        carried = last_carry[0] if last_carry else None
+        written = append_events(plan.store, events)  # what record_report does, in one commit
         if carried is not None:
             print(carried.describe())
         return summarise(
