@@ -29,11 +29,13 @@ import csv
 import io
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
+from txkit.calendar import month_bounds
 from txkit.errors import DataFileError
 
 __all__ = [
@@ -564,3 +566,14 @@ def fail_lines(
         values = flagged.select(column.cast(pl.String).alias("v"))["v"].to_list()
         text += f": {show_values(values)}"
     raise DataFileError(path, text, advice, lines=flagged[position].to_list(), unit=unit, what=what)
+
+
+def orders_around(orders: pl.DataFrame, month: str, days: int = 0) -> pl.DataFrame:
+    """The orders dated in ``month`` or within ``days`` of it, and the undated ones (an order
+    without a date is never left out); ``orders`` whole when it has no ``date`` column."""
+    if "date" not in orders.columns:
+        return orders
+    first, last = month_bounds(month)
+    margin = timedelta(days=days)
+    dated = pl.col("date")
+    return orders.filter(dated.is_between(first - margin, last + margin) | dated.is_null())

@@ -18,6 +18,7 @@ import polars as pl
 from txkit.analysis.reconcile import read_orders_file
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import default_store, resolve_orders
+from txkit.datafile import orders_around
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -413,9 +414,7 @@ def _load_orders(
                 f"missing_in_orders; check that the file is the one for {month}, or pass the "
                 "right one (txkit report --orders FILE, or the notebook's orders parameter)"
             )
-    first, last = first - timedelta(days=margin_days), last + timedelta(days=margin_days)
-    if "date" in frame.columns:
-        frame = frame.filter(pl.col("date").is_between(first, last) | pl.col("date").is_null())
+    frame = orders_around(frame, month, margin_days)
     around_text = f" and the {margin_days} day(s) around it" if margin_days else ""
     note = f"{origin}: {frame.height:,} orders in {month}{around_text}"
     if read.notes:

@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
-from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
+from txkit import config
 from txkit.analysis import (
     AGREED_CATEGORIES,
     balance_breaks,
@@ -27,18 +27,18 @@ from txkit.analysis import (
     underpayments,
 )
 from txkit.analysis.reconcile import read_orders_file
-from txkit.calendar import month_bounds, parse_month
+from txkit.calendar import parse_month
+from txkit.datafile import orders_around
 from txkit.fetch.source import sandbox_files
 from txkit.notebook._load import load_history, load_margin, load_month
-from txkit.register._carry import RECOMPUTED, Recompute, Recomputed
+from txkit.register._carry import _UNDERPAYMENT_HISTORY, RECOMPUTED, Recompute, Recomputed
 from txkit.register._model import register_items
 from txkit.register._state import ITEMS_SUFFIX, record_report
 
 __all__ = ["build_register", "month_keys", "read_all_orders", "recomputer"]
 
-#: The notebooks' defaults (02: ``date_tolerance``; 03 and 04: ``history_months``).
-_DATE_TOLERANCE: Final = 3
-_UNDERPAYMENT_HISTORY: Final = 3
+#: Notebook 04's ``history_months`` (03's is the register's, 02's ``date_tolerance`` is
+#: ``config.MARGIN_DAYS``).
 _BALANCE_HISTORY: Final = 1
 
 
@@ -87,17 +87,11 @@ def month_keys(
     reconciled = None
     if "reconciliation" in sections and orders is not None:
         around, _ = load_margin(
-            month, days=_DATE_TOLERANCE, source="store", store=store, version=version
+            month, days=config.MARGIN_DAYS, source="store", store=store, version=version
         )
         records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
-        first, last = month_bounds(month)
-        margin = timedelta(days=_DATE_TOLERANCE)
-        expected = orders
-        if "date" in orders.columns:
-            expected = orders.filter(
-                pl.col("date").is_between(first - margin, last + margin) | pl.col("date").is_null()
-            )
-        reconciled = reconcile(records, expected, month=month, date_tolerance=_DATE_TOLERANCE)
+        expected = orders_around(orders, month, config.MARGIN_DAYS)
+        reconciled = reconcile(records, expected, month=month, date_tolerance=config.MARGIN_DAYS)
         listed = reconciled.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES))
         lists["reconciliation_mismatches"] = _keyed(
             listed, ["reference", "category"], "reconciliation_mismatches", month

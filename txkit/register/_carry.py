@@ -27,12 +27,13 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Final
 
 import polars as pl
 
-from txkit.calendar import month_bounds, next_month, parse_month, previous_months
+from txkit import config
+from txkit.calendar import next_month, parse_month, previous_months
+from txkit.datafile import orders_around
 from txkit.errors import TxkitError, one_line
 from txkit.register._model import OPEN_STATUSES, SECTIONS
 from txkit.store._location import open_table
@@ -47,10 +48,9 @@ RECOMPUTED: Final[tuple[str, ...]] = (
     "not_reported",
     "fees",
 )
-#: The notebooks' defaults (02: ``date_tolerance``; 03 and 04: ``history_months``).
-_DATE_TOLERANCE: Final = 3
+#: Notebook 03's ``history_months``: the months before E that E's lists read, so the
+#: fingerprint covers them (txkit.notebook's recompute reads the same).
 _UNDERPAYMENT_HISTORY: Final = 3
-_BALANCE_HISTORY: Final = 1
 
 
 def _depends_on(month: str) -> list[str]:
@@ -72,13 +72,7 @@ def _live_files(store: str | os.PathLike[str], version: int | None) -> list[str]
 def _orders_digest(orders: pl.DataFrame | None, month: str) -> str:
     if orders is None:
         return "no-orders"
-    first, last = month_bounds(month)
-    margin = timedelta(days=_DATE_TOLERANCE)
-    frame = orders
-    if "date" in frame.columns:
-        frame = frame.filter(
-            pl.col("date").is_between(first - margin, last + margin) | pl.col("date").is_null()
-        )
+    frame = orders_around(orders, month, config.MARGIN_DAYS)
     text = frame.sort(frame.columns, nulls_last=True).write_csv()
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
