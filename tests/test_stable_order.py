@@ -5,7 +5,8 @@ Each function is fed the same records in several shuffled row orders, with ties 
 purpose (equal counts, equal amounts, equal ages, equal timestamps), and its output must be
 identical every time: a page, a download or a "what to look at" line must not change between
 two runs on the same data (polars' ``group_by`` gives groups in no fixed order, and its sort
-keeps no order among equal keys unless asked).
+keeps no order among equal keys unless asked). The hand-planted ties run in the quick loop; the
+sandbox ledger's whole pipelines (a few seconds) are marked slow.
 """
 
 from __future__ import annotations
@@ -158,6 +159,7 @@ def test_status_mix_orders_statuses_of_equal_count_by_name() -> None:
     assert collection == ["successful", "pending", "processing", "failed"]
 
 
+@pytest.mark.slow
 def test_the_overview_tables_and_findings_do_not_depend_on_row_order(
     records: pl.DataFrame,
 ) -> None:
@@ -179,6 +181,7 @@ def test_explore_findings_name_the_main_currency_by_code_on_a_tie() -> None:
 # -- reconciliation (notebook 02) -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reconciliation_does_not_depend_on_row_order(records: pl.DataFrame) -> None:
     orders = load_case(1, 0.03, 4_000).ledger.orders
 
@@ -222,6 +225,7 @@ def test_the_largest_reconciliation_difference_on_a_tie_is_the_first_reference()
 # -- underpayments (notebook 03) --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_underpayments_do_not_depend_on_row_order(records: pl.DataFrame) -> None:
     month = records.filter(pl.col("createdAt").dt.strftime("%Y-%m") == MONTH)
 
@@ -246,6 +250,7 @@ def test_underpayments_do_not_depend_on_row_order(records: pl.DataFrame) -> None
 # -- balances (notebook 04) -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_balance_checks_do_not_depend_on_row_order(records: pl.DataFrame) -> None:
     def run(frame: pl.DataFrame) -> tuple[Any, ...]:
         fit = balance_model_fit(frame)
@@ -307,6 +312,7 @@ def test_the_balance_model_sentence_does_not_depend_on_the_choice_table_order() 
     assert sentence.startswith("Balance model, chosen from the data: net for GHS, KES")
 
 
+@pytest.mark.slow
 def test_a_balance_series_drawn_does_not_depend_on_row_order(records: pl.DataFrame) -> None:
     import matplotlib
 
@@ -332,6 +338,7 @@ def test_a_balance_series_drawn_does_not_depend_on_row_order(records: pl.DataFra
 # -- wallet statement and settlements (notebook 06) -------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_wallet_statement_does_not_depend_on_row_order(records: pl.DataFrame) -> None:
     month = pl.col("createdAt").dt.strftime("%Y-%m") == MONTH
     history = records.filter(~month)
@@ -375,6 +382,7 @@ def test_records_of_unknown_types_are_named_in_one_order() -> None:
     assert statement["note"][0].index("'chargeback'") < statement["note"][0].index("'refund'")
 
 
+@pytest.mark.slow
 def test_settlements_do_not_depend_on_row_order(records: pl.DataFrame, tmp_path: Path) -> None:
     ledger = load_case(1, 0.03, 4_000).ledger
     paths = []
@@ -430,6 +438,7 @@ def test_settlements_with_the_same_category_date_and_reference_keep_one_order() 
 # -- trends and the index's headlines (notebook 05) -------------------------------------------
 
 
+@pytest.mark.slow
 def test_trends_and_headlines_do_not_depend_on_row_order(records: pl.DataFrame) -> None:
     history = pl.DataFrame(
         {
@@ -488,6 +497,7 @@ def test_trend_findings_name_the_currency_of_a_rate() -> None:
 # -- fees (notebook 08) -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fees_do_not_depend_on_row_order(records: pl.DataFrame) -> None:
     def run(frame: pl.DataFrame) -> tuple[Any, ...]:
         rules = fee_rules(frame)
@@ -565,6 +575,7 @@ def test_register_views_do_not_depend_on_row_order() -> None:
 # -- the tables of every page ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_table_keeps_the_given_order_among_rows_its_sort_ties() -> None:
     n = 50_000
     frame = pl.DataFrame(
