@@ -306,7 +306,8 @@ def describe_balance_models(choice: pl.DataFrame) -> str:
     if choice.height == 0:
         return "Balance model: no wallet has balance-after values to choose one from."
     parts = []
-    chosen = choice.filter(pl.col("model").is_not_null() & pl.col("note").is_null())
+    # Models in the order of their first wallet by code, whatever the table's row order.
+    chosen = choice.filter(pl.col("model").is_not_null() & pl.col("note").is_null()).sort(_W)
     for (model,), group in chosen.group_by("model", maintain_order=True):
         rates = group["fit_rate"]
         low, high = f"{rates.min():.2%}", f"{rates.max():.2%}"

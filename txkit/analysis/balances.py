@@ -686,7 +686,8 @@ def _expected_ledger(
     is_anchor = (pl.col("chain_position") == 1) & _IMPLIED.is_not_null()
     next_implied = _IMPLIED.shift(-1).backward_fill().over(_CHAIN)
     return (
-        chains.join(kinds, on="row", how="left")
+        # The windows below read the chain in row order: a join keeps none unless asked.
+        chains.join(kinds, on="row", how="left", maintain_order="left")
         .with_columns(
             pl.col("anchor_wrong").fill_null(False).any().over(_CHAIN).alias("anchor_wrong")
         )
@@ -808,7 +809,7 @@ def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
         )
     )
     return (
-        e.join(rows, on="row", how="left")
+        e.join(rows, on="row", how="left", maintain_order="left")
         .with_columns(
             pl.col("avail_kind").fill_null("unverifiable"),
             (pl.col("ledger_basis") - pl.col("held") + pl.col("_offset").fill_null(0)).alias(

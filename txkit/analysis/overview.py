@@ -60,7 +60,9 @@ def status_mix(df: Frame) -> pl.DataFrame:
     """Share of each status per transaction type (counts and shares of the type's records).
 
     Returns:
-        ``transType``, ``status``, ``count``, ``share`` (0-1), sorted by type then count.
+        ``transType``, ``status``, ``count``, ``share`` (0-1), sorted by type, then count
+        (largest first), then status (statuses of equal count by name: the same data always
+        reads the same).
     """
     _require(df, ["transType", "status"])
     return (
@@ -68,7 +70,7 @@ def status_mix(df: Frame) -> pl.DataFrame:
         .group_by("transType", "status")
         .agg(count=pl.len())
         .with_columns(share=pl.col("count") / pl.col("count").sum().over("transType"))
-        .sort(["transType", "count"], descending=[False, True])
+        .sort(["transType", "count", "status"], descending=[False, True, False])
         .collect()
     )
 
@@ -145,7 +147,7 @@ def explore_findings(df: Frame) -> list[str]:
     volume = (
         ok.group_by("toCurrency")
         .agg(amount=pl.col("toAmount").sum(), count=pl.len(), fees=pl.col("feeAmount").sum())
-        .sort("count", descending=True)
+        .sort(["count", "toCurrency"], descending=[True, False])  # ties by currency code
     )
     for row in volume.iter_rows(named=True):  # every currency: none is dropped
         rate = float(row["fees"] or 0) / float(row["amount"]) if row["amount"] else 0.0

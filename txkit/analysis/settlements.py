@@ -111,7 +111,8 @@ def match_settlements(
         holidays: bank holidays, not business days.
 
     Returns:
-        One row per row-worthy settlement or credit, sorted by category, currency and date:
+        One row per row-worthy settlement or credit, sorted by category, currency, date,
+        reference and settlement id (credits without a settlement in statement line order):
         ``reference``, ``currency``, ``settlement_amount``, ``bank_amount``,
         ``settlement_date``, ``bank_date``, ``category`` (an Enum of
         :data:`SETTLEMENT_CATEGORIES`), ``rule`` (``reference``, ``amount+date``,
@@ -191,6 +192,7 @@ def _settlements(tx: pl.LazyFrame, scale: int) -> pl.DataFrame:
             pl.col("createdAt").dt.date().alias("settlement_date"),
         )
         .unique("settlement_id", keep="last", maintain_order=True)
+        .sort("settlement_id")  # numbered (``s``) in one order, whatever the records' order
         .collect()
     )
 
@@ -537,8 +539,15 @@ def _categorise(
     settled = _settled(_the_months(rows, bounds), bounds, scale)
     unmatched = _unknown_credits(credits, members, pairs.claimed, bounds, scale)
     frame = pl.concat([settled.cast(_result_schema(scale)), unmatched.cast(_result_schema(scale))])
+    # Then the settlement's id; unmatched credits (no id) keep the statements' line order.
     return frame.with_columns(pl.col("category").cast(_CATEGORY)).sort(
-        ["category", "currency", pl.coalesce("settlement_date", "bank_date"), "reference"],
+        [
+            "category",
+            "currency",
+            pl.coalesce("settlement_date", "bank_date"),
+            "reference",
+            "settlement_id",
+        ],
         nulls_last=True,
         maintain_order=True,
     )

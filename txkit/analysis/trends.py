@@ -187,8 +187,9 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
         .alias("match_rate"),
     )
     out = (
-        metrics.join(breaks, on=["month", "currency"], how="left")
-        .join(matched, on=["month", "currency"], how="left")
+        # The metrics' order (month, currency): a join keeps none unless asked.
+        metrics.join(breaks, on=["month", "currency"], how="left", maintain_order="left")
+        .join(matched, on=["month", "currency"], how="left", maintain_order="left")
         .with_columns(
             # A recorded list without the currency: none of its rows were in that currency.
             breaks=pl.when(pl.col("month").is_in(breaks_months))

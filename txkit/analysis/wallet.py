@@ -220,21 +220,29 @@ def _activity(month: pl.LazyFrame, schema: pl.Schema, scale: int) -> dict[str, d
         pl.lit(0, dtype=pl.Int128).alias("tax"),
         pl.lit(0, dtype=pl.Int128).alias("reserve"),
     )
-    parts = pl.concat([to_side, conv_in, conv_out], how="vertical_relaxed").collect()
+    # Sorted by type: unknown types are named in one order, whatever the records' order.
+    parts = (
+        pl.concat([to_side, conv_in, conv_out], how="vertical_relaxed")
+        .filter(pl.col("currency").is_not_null())
+        .group_by("currency", "type")
+        .agg(pl.col("amount", "fee", "tax", "reserve").sum(), pl.len().alias("records"))
+        .sort("currency", "type", nulls_last=True)
+        .collect()
+    )
     out: dict[str, dict[str, Any]] = {}
-    for (currency, kind), group in parts.group_by("currency", "type", maintain_order=True):
-        if currency is None:
-            continue
+    for group in parts.iter_rows(named=True):
+        kind = group["type"]
         wallet = out.setdefault(
-            currency, {"amount": {}, "fee": 0, "tax": 0, "reserve": 0, "records": 0, "unknown": []}
+            group["currency"],
+            {"amount": {}, "fee": 0, "tax": 0, "reserve": 0, "records": 0, "unknown": []},
         )
-        wallet["amount"][kind] = int(group["amount"].sum())
-        wallet["fee"] += int(group["fee"].sum())
-        wallet["tax"] += int(group["tax"].sum())
-        wallet["reserve"] += int(group["reserve"].sum())
-        wallet["records"] += group.height
+        wallet["amount"][kind] = int(group["amount"])
+        wallet["fee"] += int(group["fee"])
+        wallet["tax"] += int(group["tax"])
+        wallet["reserve"] += int(group["reserve"])
+        wallet["records"] += group["records"]
         if kind not in ("collection", "transfer", "settlement", "conversion_in", "conversion_out"):
-            wallet["unknown"].append(f"{group.height:,} record(s) of type {kind!r}")
+            wallet["unknown"].append(f"{group['records']:,} record(s) of type {kind!r}")
     return out
 
 
@@ -557,5 +565,5 @@ def _items_frame(items: list[dict[str, Any]], scale: int) -> pl.DataFrame:
     }
     frame = pl.DataFrame(items, schema=schema, orient="row")
     return frame.with_columns(from_minor(pl.col("contribution"), scale).alias("contribution")).sort(
-        "currency", "side", "createdAt", "id"
+        "currency", "side", "createdAt", "id", "where", "kind"
     )

@@ -205,7 +205,10 @@ def register_findings(view: pl.DataFrame, month: str, *, older_than: int = 60) -
         pl.col("status") == "open"
     )
     if stale.height:
-        oldest = stale.sort("age_days", descending=True).row(0, named=True)
+        # Equal ages: the first by section, then key (the register's own order).
+        oldest = stale.sort(
+            ["age_days", "section", "first_month", "key"], descending=[True, False, False, False]
+        ).row(0, named=True)
         out.append(
             f"{stale.height:,} material items older than {older_than} days have no explanation "
             f"({_amounts(stale)}); the oldest, {oldest['key']} ({oldest['section']}, "
@@ -233,8 +236,13 @@ def register_findings(view: pl.DataFrame, month: str, *, older_than: int = 60) -
     resolved = view.filter(
         pl.col("status").is_in(["resolved", "written_off"]) & (pl.col("resolved_month") == month)
     )
+    example = (
+        resolved.sort("section", "first_month", "key").row(0, named=True)
+        if resolved.height
+        else None
+    )
     out.append(
         f"{resolved.height:,} items were resolved in {month}"
-        + (f", e.g. {resolved.row(0, named=True)['key']}." if resolved.height else ".")
+        + (f", e.g. {example['key']}." if example else ".")
     )
     return out

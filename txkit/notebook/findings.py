@@ -92,7 +92,10 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
     biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
     if biggest.height:
-        row = biggest.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+        # Equal differences: the first reference, whatever the rows' order.
+        row = biggest.sort(
+            [pl.col("difference").abs(), "reference"], descending=[True, False], nulls_last=True
+        ).row(0, named=True)
         out.append(
             f"Largest amount difference: {row['reference']} "
             f"({_money(row['difference'], row['export_currency'])})."
@@ -176,7 +179,12 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
         out.append(
             f"{row['len']:,} {kind} break(s) in {row['currency']}: {explain.get(kind, kind)}."
         )
-    worst = breaks.sort(pl.col("difference").abs(), descending=True).row(0, named=True)
+    # Equal differences: the earliest break (the balance checks' own order).
+    worst = breaks.sort(
+        [pl.col("difference").abs(), "createdAt", "id", "field"],
+        descending=[True, False, False, False],
+        nulls_last=True,
+    ).row(0, named=True)
     out.append(
         f"Largest break: {worst['id']} ({worst['field']}), off by "
         f"{_money(worst['difference'], worst['currency'])}."
@@ -218,19 +226,23 @@ def trend_findings(table: pl.DataFrame) -> list[str]:
         pl.col("underpayment_rate").is_not_null() & (pl.col("underpayments") > 0)
     )
     if flagged.height:
-        top = flagged.sort(["underpayment_rate", "month"], descending=[True, False]).row(
-            0, named=True
-        )
+        top = flagged.sort(
+            ["underpayment_rate", "month", "currency"], descending=[True, False, False]
+        ).row(0, named=True)
         out.append(
             f"Highest underpayment rate: {top['currency']} in {top['month']} "
             f"({top['underpayment_rate']:.2%} of successful collections, shortfall "
             f"{_money(top['shortfall'], top['currency'])})."
         )
-    matched = table.filter(pl.col("match_rate").is_not_null()).unique("month")
+    # The match rate is per currency (trend_table): the lowest names its currency.
+    matched = table.filter(pl.col("match_rate").is_not_null())
     if matched.height:
-        worst = matched.sort(["match_rate", "month"]).row(0, named=True)
+        worst = matched.sort(["match_rate", "month", "currency"], nulls_last=True).row(
+            0, named=True
+        )
+        where = f" in {worst['currency']}" if worst["currency"] is not None else ""
         out.append(
-            f"Lowest match rate among the {matched.height} reported month(s): "
-            f"{worst['month']} ({worst['match_rate']:.2%} of references)."
+            f"Lowest match rate among the {matched['month'].n_unique()} reported month(s): "
+            f"{worst['month']}{where} ({worst['match_rate']:.2%} of references)."
         )
     return out

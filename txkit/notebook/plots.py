@@ -217,12 +217,13 @@ def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Fi
     ok = df.filter(pl.col("status") == "successful").join(silent, on="id", how="anti")
     to_side = ok.filter(
         (pl.col("toCurrency") == currency) & pl.col("transType").is_in(["collection", "conversion"])
-    ).select("createdAt", pl.col("toBalanceAfterLedger").alias("balance"))
+    ).select("createdAt", "id", pl.col("toBalanceAfterLedger").alias("balance"))
     from_side = ok.filter(
         ((pl.col("toCurrency") == currency) & pl.col("transType").is_in(["transfer", "settlement"]))
         | ((pl.col("fromCurrency") == currency) & (pl.col("transType") == "conversion"))
-    ).select("createdAt", pl.col("fromBalanceAfterLedger").alias("balance"))
-    series = pl.concat([to_side, from_side]).drop_nulls().sort("createdAt")
+    ).select("createdAt", "id", pl.col("fromBalanceAfterLedger").alias("balance"))
+    # Records of one createdAt in the balance checks' order (then id): one line every run.
+    series = pl.concat([to_side, from_side]).drop_nulls().sort("createdAt", "id")
     ax.plot(series["createdAt"].to_list(), series["balance"].cast(pl.Float64).to_list(), lw=0.8)
     marks = breaks.filter((pl.col("currency") == currency) & (pl.col("side") == "ledger"))
     if marks.height:

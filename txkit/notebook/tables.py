@@ -259,7 +259,9 @@ def format_table(
     first = [c for c in key if c in shown.columns]
     shown = shown.select(first + [c for c in shown.columns if c not in first])
     if sort:
-        shown = shown.sort(list(sort), descending=descending, nulls_last=True)
+        # Rows the sort ties keep the given order (the analysis's, total): polars keeps none
+        # unless asked, so a page could differ between two runs on the same data.
+        shown = shown.sort(list(sort), descending=descending, nulls_last=True, maintain_order=True)
     total = shown.height
     shown = shown.head(rows)
     kinds = _kinds(shown)

@@ -109,7 +109,7 @@ class Recomputed:
 
 
 def _record_text(rows: pl.DataFrame) -> str:
-    row = rows.sort("createdAt").row(-1, named=True)
+    row = rows.sort("createdAt", "id").row(-1, named=True)  # ties: one record every run
     parts = [f"record {row['id']}", f"status {row['status']}"]
     if row.get("toAmount") is not None:
         parts.append(f"{row['toAmount']} {row.get('toCurrency') or ''}".rstrip())
