@@ -80,6 +80,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_DATA_DIR",
         "TXKIT_MAX_BODY_MB",
         "TXKIT_MAX_RETRIES",
+        "TXKIT_BACKOFF_BASE",
         "TXKIT_MAX_TOTAL",
         "TXKIT_PROGRESS",
         "TXKIT_RESPONSE_DEADLINE",
