@@ -177,6 +177,7 @@ def test_retry_after_garbage_in_the_cli_is_exit_1_not_2(tmp_path: Path) -> None:
             "TXKIT_BASE_URL": server.base_url,
             "TXKIT_SECRET_KEY": KEY,
             "TXKIT_MAX_RETRIES": "1",
+            "TXKIT_BACKOFF_BASE": "0.01",  # the one backoff waited 0.25-0.5 s
         }
         done = subprocess.run(
             [sys.executable, "-m", "txkit.cli", "export", "-o", "x.parquet"],
