@@ -138,6 +138,19 @@ def test_5xx_retried_with_capped_backoff(monkeypatch: pytest.MonkeyPatch, sleeps
     assert info.value.status_code == 502 and info.value.request_id == "r-42"
 
 
+def test_retry_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert RetryPolicy.from_env() == RetryPolicy()  # unset: the defaults (first wait 0.5 s)
+    monkeypatch.setenv("TXKIT_BACKOFF_BASE", "0.01")
+    monkeypatch.setenv("TXKIT_MAX_RETRIES", "2")
+    assert RetryPolicy.from_env() == RetryPolicy(max_retries=2, backoff_base=0.01)
+    monkeypatch.setenv("TXKIT_BACKOFF_BASE", " ")
+    assert RetryPolicy.from_env() == RetryPolicy(max_retries=2)
+    for bad in ("-1", "61", "soon", "nan"):
+        monkeypatch.setenv("TXKIT_BACKOFF_BASE", bad)
+        with pytest.raises(ConfigError, match="TXKIT_BACKOFF_BASE must be a number from 0 to 60"):
+            RetryPolicy.from_env()
+
+
 @pytest.mark.parametrize(
     ("status", "error", "text"),
     [

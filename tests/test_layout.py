@@ -1,4 +1,5 @@
-"""The package's shape: one configuration module, no import cycles, a pinned public API."""
+"""The package's shape: one configuration module, no import cycles, a pinned public API (and
+make test's serial pass names every file with a serial test)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_DATA_DIR",
         "TXKIT_MAX_BODY_MB",
         "TXKIT_MAX_RETRIES",
+        "TXKIT_BACKOFF_BASE",
         "TXKIT_MAX_TOTAL",
         "TXKIT_PROGRESS",
         "TXKIT_RESPONSE_DEADLINE",
@@ -334,3 +336,32 @@ def test_old_module_paths_give_the_same_objects() -> None:
         assert set(module.__all__) <= set(shim.__all__)
         for name in module.__all__:
             assert getattr(shim, name) is getattr(module, name), f"{old}.{name}"
+
+
+#: A test marked serial: a decorator, or the module's ``pytestmark``.
+_SERIAL_MARK = re.compile(
+    r"^(@pytest\.mark\.serial\b|pytestmark\b.*\bpytest\.mark\.serial\b)", re.M
+)
+
+
+def test_the_serial_pass_collects_every_file_with_a_serial_test() -> None:
+    """``make test``'s serial pass (``-m serial``) may name its files rather than ``tests``
+    (collecting the whole suite for 17 tests cost 4.6 s of CPU): then every file with a test
+    marked serial must be named, or that test would run in neither pass (the parallel pass
+    leaves out ``serial``)."""
+    root = PACKAGE.parent
+    makefile = (root / "Makefile").read_text(encoding="utf-8").replace("\\\n", " ")
+    (command,) = [line for line in makefile.splitlines() if "-m serial" in line]
+    named = set(re.findall(r"tests/\S+\.py", command))
+    marked = {
+        path.relative_to(root).as_posix()
+        for path in (root / "tests").rglob("test_*.py")
+        if _SERIAL_MARK.search(path.read_text(encoding="utf-8"))
+    }
+    assert marked, "no serial test found: the search is broken"
+    if named:
+        assert named == marked, (
+            f"the serial pass names {sorted(named)}, serial tests are in {sorted(marked)}"
+        )
+    else:
+        assert re.search(r"\stests(\s|$)", command), command

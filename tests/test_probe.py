@@ -22,6 +22,7 @@ import pytest
 from txkit.cli import main
 from txkit.fetch.profile import FINDINGS, Finding
 from txkit.probe import ProfileWarning, ServiceProfile, load_profile, probe_service
+from txkit.probe.session import ProbeSession, ProbeStopped
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.sandbox.ledger import Ledger
 
@@ -225,12 +226,40 @@ def test_budget_never_exceeded(sandbox: Sandbox, budget: int) -> None:
     ],
 )
 @pytest.mark.slow
-def test_budget_counts_429_retries(sandbox: Sandbox, faults: str, retry_after: str | None) -> None:
+def test_budget_counts_429_retries(
+    sandbox: Sandbox, faults: str, retry_after: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Backoffs of 20 ms, not 1 s, 2 s, 4 s (8.9 s of the 9.1 s with "soon"): what is counted
+    # here is requests, not seconds (the backoff itself: the test below).
+    monkeypatch.setenv("TXKIT_BACKOFF_BASE", "0.01")
     profile, served = run_probe(sandbox, faults, max_requests=12)
     assert served == profile.requests <= 12
     seen = profile.findings["rate_limit"].value
     assert seen["responses_429"] >= 2
     assert retry_after is None or seen["retry_after"] == [retry_after]
+
+
+@pytest.mark.parametrize(("base", "first"), [(None, 1.0), ("0.01", 0.02)])
+def test_the_probe_backs_off_as_txkit_backoff_base_says(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, base: str | None, first: float
+) -> None:
+    """Each 429 without a usable Retry-After doubles the wait: 1 s, 2 s by default."""
+    if base is None:
+        monkeypatch.delenv("TXKIT_BACKOFF_BASE", raising=False)
+    else:
+        monkeypatch.setenv("TXKIT_BACKOFF_BASE", base)
+    sandbox.faults = "rate_limit=1,retry_after_form=garbage"
+    slept: list[float] = []
+    with (
+        ProbeSession(
+            sandbox.base_url, KEY, env_file=None, max_requests=2, sleep=slept.append
+        ) as session,
+        pytest.raises(ProbeStopped, match="budget"),
+    ):
+        session.get({"limit": 1})
+    # The backoffs, and between them the pause of the pace the first 429 set (0.25 s).
+    assert slept[0] == first and slept[-1] == 2 * first and 0 < slept[1] <= 0.25, slept
+    assert session.retry_after_values == ["soon", "soon"]
 
 
 @pytest.mark.slow

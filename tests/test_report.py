@@ -396,8 +396,9 @@ def _wait_for_orphaned_kernels(temp: Path) -> None:
         time.sleep(0.2)
 
 
+# Not serial: it kills only its own process (after waiting for the moment), in a temporary
+# folder of its own; no port, time, rate or memory is measured.
 @pytest.mark.report
-@pytest.mark.serial  # kills a process at a moment it waits for
 def test_a_killed_report_leaves_nothing_behind_after_the_next_run(tmp_path: Path) -> None:
     """SIGKILL while the notebooks run: the next report removes the staging folder, and the
     kernels' connection files (each with the key that signs the kernel's messages), which the

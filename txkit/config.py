@@ -10,6 +10,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_MAX_BODY_MB``       the largest response body, after decompression
 ``TXKIT_RESPONSE_DEADLINE`` seconds for a whole response, headers to last byte
 ``TXKIT_MAX_RETRIES``       retries per request
+``TXKIT_BACKOFF_BASE``      seconds of the first wait before a retry (doubling per retry)
 ``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
@@ -44,6 +45,7 @@ from txkit._scrub import watch_secret_variable
 from txkit.errors import ConfigError
 
 __all__ = [
+    "BACKOFF_BASE_VAR",
     "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
     "DATA_DIR_VAR",
@@ -65,6 +67,7 @@ __all__ = [
     "TREND_MONTHS",
     "VARIABLES",
     "SandboxSettings",
+    "backoff_base_setting",
     "bank_columns_setting",
     "check_setting",
     "configured",
@@ -101,6 +104,8 @@ MAX_BODY_VAR = "TXKIT_MAX_BODY_MB"
 DEADLINE_VAR = "TXKIT_RESPONSE_DEADLINE"
 #: Retries per request.
 MAX_RETRIES_VAR = "TXKIT_MAX_RETRIES"
+#: Seconds of the first wait before a retry (each later wait doubles it, up to a cap).
+BACKOFF_BASE_VAR = "TXKIT_BACKOFF_BASE"
 #: The largest ``data.total`` believed, in records.
 MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
 #: ``0`` or ``1`` forces progress bars off or on.
@@ -117,6 +122,7 @@ VARIABLES = (
     MAX_BODY_VAR,
     DEADLINE_VAR,
     MAX_RETRIES_VAR,
+    BACKOFF_BASE_VAR,
     MAX_TOTAL_VAR,
     PROGRESS_VAR,
     BANK_COLUMNS_VAR,
@@ -158,6 +164,16 @@ def max_retries_setting() -> int | None:
     if not raw.strip().isdigit() or int(raw) > 100:
         raise ConfigError(f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}")
     return int(raw)
+
+
+def backoff_base_setting() -> float | None:
+    """``TXKIT_BACKOFF_BASE``: seconds of the first wait before a retry, or None when it is
+    unset or blank (then :class:`~txkit.fetch.client.RetryPolicy`'s default, 0.5 s).
+
+    Raises:
+        ConfigError: it is not a number from 0 to 60.
+    """
+    return number_setting(BACKOFF_BASE_VAR, 0.0, 60.0)
 
 
 def max_total_setting() -> int | None:

@@ -26,7 +26,7 @@ import random
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
 
@@ -36,6 +36,7 @@ from txkit._scrub import register_secret
 from txkit.config import (
     BASE_URL_VAR,
     SECRET_KEY_VAR,
+    backoff_base_setting,
     check_setting,
     max_retries_setting,
     read_setting,
@@ -98,13 +99,20 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls) -> RetryPolicy:
-        """The default policy, with ``max_retries`` from ``TXKIT_MAX_RETRIES`` when set.
+        """The default policy, with ``max_retries`` from ``TXKIT_MAX_RETRIES`` and
+        ``backoff_base`` from ``TXKIT_BACKOFF_BASE`` when they are set.
 
         Raises:
-            ConfigError: the variable is not a whole number from 0 to 100.
+            ConfigError: ``TXKIT_MAX_RETRIES`` is not a whole number from 0 to 100, or
+                ``TXKIT_BACKOFF_BASE`` not a number of seconds from 0 to 60.
         """
-        retries = max_retries_setting()
-        return cls() if retries is None else cls(max_retries=retries)
+        retries, base = max_retries_setting(), backoff_base_setting()
+        policy = cls()
+        if retries is not None:
+            policy = replace(policy, max_retries=retries)
+        if base is not None:
+            policy = replace(policy, backoff_base=base)
+        return policy
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Seconds to wait before retry number ``attempt`` (0-based)."""

@@ -4,7 +4,8 @@ Every attempt counts against the budget, retries included: the :class:`~txkit.fe
 is built with no retries of its own and a transport that counts each request, refuses to send
 one past the budget (whatever the client does), and remembers the last ``Retry-After``.
 A 429 stops sending: the session waits what ``Retry-After`` asks (or backs off when it says
-nothing usable), slows down for the rest of the probe, and gives up with
+nothing usable: 1 s, then twice as long each time, or from ``TXKIT_BACKOFF_BASE`` as for an
+export), slows down for the rest of the probe, and gives up with
 :class:`ProbeStopped` when the wait is too long or the 429s do not end. 5xx, timeouts and
 dropped connections are retried twice; 400/404/409/422 come back as a :class:`Page` with
 their status (the probe learns from them); 401/403 raise.
@@ -23,7 +24,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from txkit.config import SECRET_KEY_VAR, load_dotenv_values
+from txkit.config import SECRET_KEY_VAR, backoff_base_setting, load_dotenv_values
 from txkit.errors import (
     BadRequestError,
     NetworkError,
@@ -104,7 +105,8 @@ class ProbeSession:
         sleep: the sleep function (tests may pass a fake one).
 
     Raises:
-        ConfigError: as :class:`~txkit.fetch.client.Client` does.
+        ConfigError: as :class:`~txkit.fetch.client.Client` does, or ``TXKIT_BACKOFF_BASE`` is
+            not a number of seconds from 0 to 60.
     """
 
     def __init__(
@@ -137,6 +139,9 @@ class ProbeSession:
         )
         self.max_requests = max_requests
         self._sleep = sleep
+        base = backoff_base_setting()
+        #: Seconds of the first backoff (as an export's, ``TXKIT_BACKOFF_BASE``; default 0.5).
+        self._backoff = RetryPolicy().backoff_base if base is None else base
         self._interval = 0.0
         self._last_sent = 0.0
         #: 429 responses seen and the Retry-After values they carried.
@@ -202,7 +207,7 @@ class ProbeSession:
                 self.retry_after_values.append(header)
                 wait = _retry_after(header)
                 if wait is None:
-                    wait = min(MAX_WAIT, 2.0 ** (limited - 1))
+                    wait = min(MAX_WAIT, self._backoff * 2.0**limited)  # 1 s, 2 s, 4 s...
                 if wait > MAX_WAIT:
                     raise ProbeStopped(
                         f"rate limited (429) with Retry-After {header!r}, longer than the "
@@ -224,7 +229,7 @@ class ProbeSession:
                 transient += 1
                 if transient > _TRANSIENT_RETRIES:
                     raise ProbeStopped(f"the service kept failing: {exc}") from None
-                self._sleep(0.5 * transient)
+                self._sleep(self._backoff * transient)
                 continue
             self.responses += 1
             self._interval = self._interval * 0.8 if self._interval > 0.05 else 0.0
