@@ -31,6 +31,7 @@ from tests.factories import invoke_cli, run_cli
 from txkit.calendar import previous_months
 from txkit.register import read_events, register_view
 from txkit.register._sign import report_digest, signed_versions
+from txkit.report import keep_kernels
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
@@ -168,7 +169,8 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
         if not done.exists():
             shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
             workdir.mkdir()
-            outcome = _build(workdir)
+            with keep_kernels():  # two kernels for the fourteen reports, not 26
+                outcome = _build(workdir)
             done.write_text(json.dumps(outcome))
     got = json.loads(done.read_text())
     return Months(
