@@ -619,6 +619,9 @@ def execute_notebook(
             str(target),
             parameters={k: v for k, v in parameters.items() if k in declared},
             progress_bar=False,
+            # Written once at the end (or at the failing cell), not twice a cell: nobody
+            # watches the staging copy, and the saves cost 0.1 s of CPU a notebook.
+            request_save_on_cell_execute=False,
             # The kernel starts in the notebooks' folder; papermill's own ``cwd`` would chdir
             # this whole process, which two threads cannot share.
             resources={"metadata": {"path": str(source_nb.parent.resolve())}},
