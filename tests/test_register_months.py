@@ -37,10 +37,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.report]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The months reported in order, ending with October (signed, refused, reopened): the sandbox's
-#: twelve, as issue 26's acceptance asks (115 s of CPU in this process, 166 s as a process
-#: per report, 235 s before the report's kernel lanes). ``TXKIT_TEST_REGISTER_MONTHS=5`` (June
-#: to October: every age bucket is still reached) is the quick loop while working on the
-#: register.
+#: twelve, as issue 26's acceptance asks (72 s of CPU in this process with two kept kernels,
+#: 166 s as a process and two kernels per report, 235 s before the report's kernel lanes).
+#: ``TXKIT_TEST_REGISTER_MONTHS=5`` (June to October: every age bucket is still reached) is
+#: the quick loop while working on the register.
 MONTHS = [*previous_months("2026-10", int(os.environ.get("TXKIT_TEST_REGISTER_MONTHS", "12")) - 1),
           "2026-10"]  # fmt: skip
 EXPLAINED_NOTE = "chain gap: the missing record is known to the provider, ticket 4711"
@@ -77,7 +77,7 @@ def _run(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``txkit report ARGS`` in this process: the kernels' output goes into the notebooks, not
     the command's, so a process per report added only its start, imports and the sandbox's
     ledger (which :func:`invoke_cli` takes from the run's cache): 166 s of CPU for the twelve
-    months as processes, 115 s in this one."""
+    months as processes, 115 s in this one (72 s with the kernels kept, see :func:`months`)."""
     books = workdir / "books"
     if not books.is_dir():
         books.mkdir()
@@ -160,7 +160,11 @@ def _build(workdir: Path) -> dict[str, object]:
 def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
     """The months, built once per run: with pytest-xdist each worker is a session of
     its own, so the first builds them under a file lock in the run's shared temporary folder
-    and the other reads the same (as the shared report does, see conftest.py)."""
+    and the other reads the same (as the shared report does, see conftest.py). The reports
+    run in this process inside one :func:`txkit.report.keep_kernels` block: two kernels run
+    every report's notebooks, each notebook in a kernel reset as between two notebooks of one
+    report (tests/test_report_lanes.py: it sees no name, figure or numbering of the one
+    before)."""
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     workdir, done = root / "register-months", root / "register-months.json"
