@@ -17,7 +17,7 @@ import nbformat
 import papermill
 import pytest
 
-from txkit.report._lanes import Lane, run_in_lanes
+from txkit.report._lanes import KeptLanes, Lane, run_in_lanes
 from txkit.report._run import _kernel_folder, _kernel_manager
 
 pytestmark = pytest.mark.slow
@@ -39,13 +39,14 @@ def notebook(folder: Path, name: str, *cells: str) -> Path:
     return path
 
 
-def run(source: Path, lane: Lane) -> dict[str, object]:
-    """Run ``source`` in ``lane``'s kernel; the JSON its last cell printed, and when."""
+def run(source: Path, lane: Lane, settings: object = None) -> dict[str, object]:
+    """Run ``source`` in ``lane``'s kernel (started with ``settings``); the JSON its last cell
+    printed, and when."""
     began = time.monotonic()
     target = source.with_suffix(".out.ipynb")
     papermill.execute_notebook(
         str(source), str(target), progress_bar=False, kernel_name="python3",
-        resources={"metadata": {"path": str(source.parent)}}, km=lane.manager(),
+        resources={"metadata": {"path": str(source.parent)}}, km=lane.manager(settings),
     )  # fmt: skip
     executed = json.loads(target.read_text())
     printed = [o for o in executed["cells"][-1]["outputs"] if o["output_type"] == "stream"]
@@ -163,3 +164,38 @@ def test_a_failed_notebook_stops_the_lanes_and_their_kernels(tmp_path: Path, soc
     names = {p.name for p in started}
     assert "a_failing.ipynb" in names and names <= {"a_failing.ipynb", "b0.ipynb"}, names
     assert all(not m.has_kernel for m in managers)  # every kernel shut down
+
+
+def test_kept_lanes_keep_their_kernel_across_runs_until_its_settings_change(
+    tmp_path: Path, sockets: Path
+) -> None:
+    books = [notebook(tmp_path, f"k{i}", PLANT, REPORT) for i in range(3)]
+    managers = []
+    threads: list[int] = []
+
+    def make(i: int):
+        managers.append(_kernel_manager(sockets, i))
+        return managers[-1]
+
+    def runner(settings: str):
+        def go(source: Path, lane: Lane) -> dict[str, object]:
+            threads.append(threading.get_ident())
+            return run(source, lane, settings)
+
+        return go
+
+    kept = KeptLanes()
+    try:
+        seen = [run_in_lanes([[book]], runner(settings), make, lanes=1, kept=kept)
+                for book, settings in zip(books, ("a", "a", "b"), strict=True)]  # fmt: skip
+    finally:
+        kept.close()
+    first, second, third = (results[book] for (results, _), book in zip(seen, books, strict=True))
+    assert second["pid"] == first["pid"]  # the next run's notebook, in the same kernel
+    assert second["leaked"] == ["figure", "planted"] and second["figures"] == 1  # its own only
+    assert second["counts"] == [1, 2]
+    assert third["pid"] != first["pid"]  # started again: other settings
+    (lane,) = seen[-1][1]
+    assert lane.kernels_started == 2
+    assert len(set(threads)) == 1  # one thread drives the lane's kernel in every run
+    assert managers and all(not m.has_kernel for m in managers)  # closed: every kernel down

@@ -4,6 +4,7 @@
 the headlines, the index, the swap into ``reports/YYYY-MM/``); ``_html`` renders each
 executed notebook as a page without code and the index; ``_headlines`` computes the index's
 headline figures. The exception downloads the notebooks write are :mod:`txkit.notebook`'s.
+Reports run in turn in one process inside :func:`keep_kernels` share their notebooks' kernels.
 """
 
 from txkit.errors import NotebookFailedError
@@ -13,6 +14,7 @@ from txkit.report._run import (
     check_orders,
     clean_kernel_folders,
     clean_leftovers,
+    keep_kernels,
     reproduce_command,
     run_report,
 )
@@ -24,6 +26,7 @@ __all__ = [
     "check_orders",
     "clean_kernel_folders",
     "clean_leftovers",
+    "keep_kernels",
     "reproduce_command",
     "run_report",
 ]
