@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, invoke_cli
+from tests.factories import cli_env, invoke_cli, invoke_cli_all_stderr
 from txkit import Client
 from txkit.store import (
     StoreLockedError,
@@ -256,26 +254,14 @@ def run_bare(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Completed
 def run_here(
     *args: str, cwd: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> subprocess.CompletedProcess[str]:
-    """:func:`run_bare` in this process (:func:`invoke_cli`, 0.6 s of CPU cheaper a call),
-    for a store URI or endpoint refused before delta-rs runs: the machine's AWS variables
-    removed the same way, and what native code writes to file descriptor 2 (the SDK's log
-    lines, a Rust panic's backtrace) added to ``stderr``, as a process's would be. (The SDK's
-    logs themselves need a process: delta-rs reads ``RUST_LOG`` once, when imported.)"""
+    """:func:`run_bare` in this process (0.6 s of CPU cheaper a call), for a store URI or
+    endpoint refused before delta-rs runs: the machine's AWS variables removed the same way,
+    what native code writes to file descriptor 2 (SDK log lines, a Rust panic) in ``stderr``
+    as a process's would be. (The SDK's logs themselves need a process: delta-rs reads
+    ``RUST_LOG`` once, when imported.)"""
     for name in _AWS_UNSET:
         monkeypatch.delenv(name, raising=False)
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as native:
-        sys.stderr.flush()
-        os.dup2(native.fileno(), 2)
-        try:
-            done = invoke_cli(*args, cwd=cwd, env=env)
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        native.seek(0)
-        written = native.read().decode(errors="replace")
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout,
-                                       done.stderr + written)  # fmt: skip
+    return invoke_cli_all_stderr(*args, cwd=cwd, env=env)
 
 
 _AWS_UNSET = {
