@@ -119,6 +119,30 @@ def invoke_cli(
     return subprocess.CompletedProcess(["txkit", *args], code, out.getvalue(), err.getvalue())
 
 
+def invoke_cli_all_stderr(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """:func:`invoke_cli`, with what native code (delta-rs, the AWS SDK, polars) writes to
+    file descriptor 2 during the command added to ``stderr``, as in :func:`run_cli`'s: for
+    tests that check the whole of stderr (one line, no log, no backtrace). Not for Rust's
+    settings read once a process (``RUST_LOG``, ``RUST_BACKTRACE``): use :func:`run_cli`."""
+    import tempfile
+
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as native:
+        sys.stderr.flush()
+        os.dup2(native.fileno(), 2)
+        try:
+            done = invoke_cli(*args, cwd=cwd, env=env)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        native.seek(0)
+        written = native.read().decode(errors="replace")
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout,
+                                       done.stderr + written)  # fmt: skip
+
+
 @contextlib.contextmanager
 def _isolated(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
     """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache."""

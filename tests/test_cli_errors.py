@@ -1,5 +1,7 @@
 """Every CLI failure is one scrubbed line, exit 1 (2 only for the user's own bad arguments),
-and output paths are checked before any request is sent. Over real HTTP, via subprocesses."""
+and output paths are checked before any request is sent. Over real HTTP; the command runs in
+this process (:func:`cli`), in a new one where the process is the point (a file-size limit,
+``RUST_BACKTRACE``, read once a process)."""
 
 from __future__ import annotations
 
@@ -13,14 +15,21 @@ from typing import Any
 
 import pytest
 
-from tests.factories import page, record, run_cli
+from tests.factories import invoke_cli_all_stderr, page, record, run_cli
 from tests.hostile import HostileServer, Reply, ok_page
 from txkit.cli import describe_failure
 
 KEY = "cli-errors-Key/+=odd-0123456789"
 
 
-def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, **kw: Any):
+def cli(*args: str, cwd: Path, env: dict[str, str] | None = None):
+    """``txkit ARGS`` in this process, its whole stderr (native code's too) captured: exit code
+    and output as a process's (an exception escaping ``main`` is raised, failing the test)."""
+    return invoke_cli_all_stderr(*args, cwd=cwd, env={"TXKIT_MAX_RETRIES": "1", **(env or {})})
+
+
+def cli_process(*args: str, cwd: Path, env: dict[str, str] | None = None, **kw: Any):
+    """``txkit ARGS`` in a new process (``kw``: subprocess options such as ``preexec_fn``)."""
     return run_cli(*args, cwd=cwd, env={"TXKIT_MAX_RETRIES": "1", **(env or {})}, timeout=120, **kw)
 
 
@@ -83,7 +92,7 @@ def _file_size_limit() -> None:
 @pytest.mark.slow
 def test_full_disk_fails_before_any_request(server: HostileServer, tmp_path: Path) -> None:
     """A file-size limit plays the full disk: the probe write fails, nothing is fetched."""
-    done = cli(
+    done = cli_process(
         "export", "-o", "x.parquet", cwd=tmp_path, env=env_for(server), preexec_fn=_file_size_limit
     )
     line = one_line(done, 1)
@@ -169,8 +178,8 @@ def test_a_delta_rs_error_under_rust_backtrace_is_one_line(tmp_path: Path) -> No
         sync(client, start="2026-10-01", end="2026-10-31", store=store)
     with open(store / "_delta_log" / f"{0:020d}.json", "a") as log:
         log.write("garbage{\n")
-    done = cli("sync", "--status", "--store", str(store), cwd=tmp_path,
-               env={"RUST_BACKTRACE": "1"})  # fmt: skip
+    done = cli_process("sync", "--status", "--store", str(store), cwd=tmp_path,
+                       env={"RUST_BACKTRACE": "1"})  # fmt: skip
     line = one_line(done, 1)
     assert "Json error" in line and "<unknown>" not in line and "start_thread" not in line
     assert " 0: " not in line and " 1: " not in line

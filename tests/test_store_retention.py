@@ -40,9 +40,11 @@ def snapshot(store: str | Path, version: int) -> pl.DataFrame:
     return scan_store(store, version=version).collect().sort("id")
 
 
-def daily_syncs(client: Client, store: str | Path, days: int = DAYS) -> list[date]:
-    """One look-back sync a day from FIRST_DAY, keeping every version (retention off)."""
-    dates = [FIRST_DAY + timedelta(days=i) for i in range(days)]
+def daily_syncs(
+    client: Client, store: str | Path, days: int = DAYS, first_day: date = FIRST_DAY
+) -> list[date]:
+    """One look-back sync a day from ``first_day``, keeping every version (retention off)."""
+    dates = [first_day + timedelta(days=i) for i in range(days)]
     for day in dates:
         sync(client, start="2026-08-01", end=day, store=store, today=day, retention=False,
              progress=False)  # fmt: skip
@@ -149,14 +151,24 @@ def test_a_complete_months_coverage_is_merged_and_old_versions_keep_their_own(
     assert read_state(year_store, version=first_done - 1).coverage["2026-08"] == before
 
 
-def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: object) -> None:
-    """Vacuum ``store`` (DAYS versions) with 5 days kept, a report citing version 2, another
-    table's report citing version 4, and a source keeping version 7; every kept version then
-    reads back identically and nothing else can be read."""
+def vacuum_keeps_what_it_must(
+    store: str | Path,
+    tmp_path: Path,
+    *,
+    days: int = DAYS,
+    first_day: date = FIRST_DAY,
+    keep_days: int = 5,
+    **vacuum: object,
+) -> None:
+    """Vacuum ``store`` (``days`` daily versions from ``first_day``) with ``keep_days`` days
+    kept, a report citing version 2, another table's report citing version 4, and a source
+    keeping version 7; every kept version then reads back identically and nothing else can
+    be read."""
     newest = read_state(store).version
-    assert newest == DAYS - 1
+    assert newest == days - 1
+    assert newest - keep_days - 1 > 7  # version 7 is kept by its source alone
     before = {v: snapshot(store, v) for v in range(newest + 1)}
-    # Each version's own coverage (August merged from version 19 on, not before).
+    # Each version's own coverage (August merged from the sync of September 8 on, not before).
     coverage = {v: read_state(store, version=v).coverage for v in range(newest + 1)}
     table_id = read_state(store).table_id
     reports = tmp_path / "reports"
@@ -164,14 +176,14 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
         (reports / name).mkdir(parents=True)
         doc = {"month": name, "table_version": version, "table_id": of, "store": "elsewhere"}
         (reports / name / "report.json").write_text(json.dumps(doc))
-    policy = RetentionPolicy(keep_days=5, reports=reports, sources=(lambda s, t: [7],))
-    now = datetime.combine(FIRST_DAY + timedelta(days=DAYS - 1), datetime.min.time(), UTC)
+    policy = RetentionPolicy(keep_days=keep_days, reports=reports, sources=(lambda s, t: [7],))
+    now = datetime.combine(first_day + timedelta(days=days - 1), datetime.min.time(), UTC)
     dry = vacuum_store(store, policy=policy, dry_run=True, now=now, **vacuum)
     assert dry.files and log_versions(store) == list(range(newest + 1))  # nothing removed
     done = vacuum_store(store, policy=policy, now=now, **vacuum)
     assert (done.files, done.log_entries) == (dry.files, dry.log_entries)
-    # Within 5 days: versions 18..23 (synced on days 18..23), 17 was newest at the cutoff.
-    expected = {2, 7, *range(17, newest + 1)}
+    # Within 5 days of 24: versions 18..23 (synced on days 18..23), 17 was newest at the cutoff.
+    expected = {2, 7, *range(newest - keep_days - 1, newest + 1)}
     assert set(done.kept) == expected
     assert "cited by" in done.kept[2] and "reports/2026-08/report.json" in done.kept[2]
     assert log_versions(store) == sorted(expected)
@@ -191,8 +203,8 @@ def vacuum_keeps_what_it_must(store: str | Path, tmp_path: Path, **vacuum: objec
     # Applied again, nothing more goes.
     again = vacuum_store(store, policy=policy, now=now, **vacuum)
     assert not again.files and not again.log_entries
-    # Later commits drop the checkpoint of 22 (readable from 20 and the commits after it),
-    # never those of 2, 7 and 17, whose earlier commits are gone, nor the one the
+    # Later commits drop the checkpoint of 22 (of 24 versions: readable from 20 and the commits
+    # after it), never those of 2, 7 and 17, whose earlier commits are gone, nor the one the
     # `_last_checkpoint` hint names (23, until a newer one is written).
     assert drop_stale_checkpoints(store, newest + 5) == [newest - 1]
     for version in sorted(expected):
@@ -296,11 +308,25 @@ def test_vacuum_on_s3_keeps_every_kept_version_identical(
     tmp_path: Path,
     sandboxes,
 ) -> None:
+    """The folder twin's case on S3 in 13 daily syncs instead of 24 (the long run is the
+    folder's; 24 syncs and the reads of every version cost 30 s of CPU, mostly moto's): still
+    a checkpoint at the interval (10) and at the newest two, August merged on the way (the
+    sync of September 8 is version 11), and versions kept by a report, by a source and by age
+    (2 days: 9..12), the others removed."""
     store = "s3://txkit/retention"
+    days, first_day = 13, date(2026, 8, 28)
     box = sandboxes.get(seed=21, records=3_000)
     with Client(box.base_url, box.secret_key, env_file=None) as client:
-        daily_syncs(client, store)
+        daily_syncs(client, store, days, first_day)
+    states = [read_state(store, version=v) for v in (10, 11)]
+    assert [s.coverage["2026-08"].complete(7) for s in states] == [False, True]
+    names = {o.rel.rsplit("/", 1)[-1] for o in objects(store).list()}
+    assert {n for n in names if "checkpoint.parquet" in n} == {
+        f"{v:020d}.checkpoint.parquet" for v in (10, 11, 12)
+    }
     # No lock on object storage: files younger than an hour are kept unless told otherwise.
     young = vacuum_store(store, policy=RetentionPolicy(keep_days=0, reports=None), dry_run=True)
     assert not young.files and young.log_entries
-    vacuum_keeps_what_it_must(store, tmp_path, grace=timedelta(0))
+    vacuum_keeps_what_it_must(
+        store, tmp_path, days=days, first_day=first_day, keep_days=2, grace=timedelta(0)
+    )

@@ -17,7 +17,7 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, invoke_cli
+from tests.factories import cli_env, invoke_cli, invoke_cli_all_stderr
 from txkit import Client
 from txkit.store import (
     StoreLockedError,
@@ -251,6 +251,19 @@ def run_bare(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Completed
     )  # fmt: skip
 
 
+def run_here(
+    *args: str, cwd: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> subprocess.CompletedProcess[str]:
+    """:func:`run_bare` in this process (0.6 s of CPU cheaper a call), for a store URI or
+    endpoint refused before delta-rs runs: the machine's AWS variables removed the same way,
+    what native code writes to file descriptor 2 (SDK log lines, a Rust panic) in ``stderr``
+    as a process's would be. (The SDK's logs themselves need a process: delta-rs reads
+    ``RUST_LOG`` once, when imported.)"""
+    for name in _AWS_UNSET:
+        monkeypatch.delenv(name, raising=False)
+    return invoke_cli_all_stderr(*args, cwd=cwd, env=env)
+
+
 _AWS_UNSET = {
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
     "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "RUST_LOG",
@@ -300,13 +313,16 @@ MALFORMED = [
 
 @pytest.mark.parametrize("uri", MALFORMED)
 def test_a_malformed_store_uri_is_refused_before_the_sdk_runs(
-    uri: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+    uri: str,
+    metadata: tuple[dict[str, str], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Before: ``s3://`` printed the AWS SDK's multi-line log, the SDK asked the network for
     instance metadata, and the message advised moving the store aside; ``foo://bar`` read as
     an empty store."""
     env, seen = metadata
-    done = run_bare("sync", "--store", uri, cwd=tmp_path, env=env)
+    done = run_here("sync", "--store", uri, cwd=tmp_path, env=env, monkeypatch=monkeypatch)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -324,10 +340,14 @@ def test_a_malformed_store_uri_is_refused_before_the_sdk_runs(
     ids=["report", "store-status", "sync-status"],
 )
 def test_every_command_checks_the_store_uri(
-    args: list[str], uri: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+    args: list[str],
+    uri: str,
+    metadata: tuple[dict[str, str], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     env, seen = metadata
-    done = run_bare(*args, "--store", uri, cwd=tmp_path, env=env)
+    done = run_here(*args, "--store", uri, cwd=tmp_path, env=env, monkeypatch=monkeypatch)
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "accepted: a folder" in done.stderr
     assert seen == []
@@ -372,12 +392,16 @@ def test_the_sdk_logs_stay_out_of_the_terminal_unless_verbose(
 
 @pytest.mark.parametrize("endpoint", ["", "localhost:9000", "http://"])
 def test_a_malformed_s3_endpoint_is_refused_before_delta_rs_panics(
-    endpoint: str, metadata: tuple[dict[str, str], list[str]], tmp_path: Path
+    endpoint: str,
+    metadata: tuple[dict[str, str], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Before: an empty ``AWS_ENDPOINT_URL`` made delta-rs panic, printing Rust backtraces."""
     env, seen = metadata
     env = env | {"AWS_ENDPOINT_URL": endpoint}
-    done = run_bare("sync", "--status", "--store", "s3://txkit/store", cwd=tmp_path, env=env)
+    args = ["sync", "--status", "--store", "s3://txkit/store"]
+    done = run_here(*args, cwd=tmp_path, env=env, monkeypatch=monkeypatch)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "panicked" not in done.stderr, done.stderr
