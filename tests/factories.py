@@ -184,6 +184,53 @@ class SessionReport:
     def store(self) -> Path:
         return self.workdir / "data" / "store" / "sandbox"
 
+    def copy_data(self, workdir: Path) -> Path:
+        """A copy of its ``data`` folder in ``workdir`` (the store, complete for every month a
+        report of 2026-10 syncs, and the embedded sandbox's files: orders, planted truth, bank
+        statements), for a test that runs its own report without a sync; ``workdir/data``."""
+        import shutil
+
+        return Path(shutil.copytree(self.workdir / "data", workdir / "data", symlinks=True))
+
+
+def small_notebooks(folder: Path, *, reads_month: bool = False) -> Path:
+    """``folder`` holding one curated notebook, ``01_small.ipynb``, for a report whose pages
+    are not what its test checks (the store, the sync, a refusal, a message): a title, the
+    report's parameters and a "What to look at" summary. It imports nothing (a kernel with a
+    real notebook costs 2 s of CPU more); with ``reads_month`` it reads the month (at the
+    given table version) and its summary is the month's count per status and the "as run" line.
+    """
+    import nbformat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    book = nbformat.v4.new_notebook()
+    parameters = nbformat.v4.new_code_cell(
+        'month = "2026-10"\nsource = "auto"\nstore = None\nversion = None'
+    )
+    parameters.metadata["tags"] = ["parameters"]
+    if reads_month:
+        summary = (
+            "from IPython.display import Markdown\n"
+            "from txkit.notebook import load_month\n"
+            "df, info = load_month(month, source=source, store=store, version=version)\n"
+            "counts = df.group_by('status').len().sort('status').rows()\n"
+            "lines = [f'* {status}: {n:,}' for status, n in counts]\n"
+            "Markdown('\\n'.join([*lines, f'* {info.as_run()}']))"
+        )
+    else:
+        summary = 'from IPython.display import Markdown\nMarkdown(f"* the month {month}")'
+    book.cells = [
+        nbformat.v4.new_markdown_cell("# 01 · Small"),
+        parameters,
+        nbformat.v4.new_markdown_cell("## What to look at"),
+        nbformat.v4.new_code_cell(summary),
+    ]
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                   "language": "python"}  # fmt: skip
+    book.metadata["language_info"] = {"name": "python"}
+    nbformat.write(book, folder / "01_small.ipynb")
+    return folder
+
 
 BASE_RECORD: dict[str, Any] = {
     "_id": "6651a2b3c4d5e6f708192a3b",
