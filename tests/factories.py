@@ -34,7 +34,7 @@ class Ledgers:
     def __call__(self, **settings: Any) -> Any:
         import inspect
 
-        from txkit.sandbox import generate_ledger
+        from txkit.sandbox.ledger import generate_ledger  # not txkit.sandbox's: see _isolated
 
         bound = inspect.signature(generate_ledger).bind(**settings)
         bound.apply_defaults()  # seed=7 and seed=7, records=20_000 are one ledger
@@ -121,19 +121,21 @@ def invoke_cli(
 
 @contextlib.contextmanager
 def _isolated(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
-    """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache."""
+    """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache (for
+    its server and for the files it writes: orders, planted truth, bank statements)."""
+    import txkit.sandbox as sandbox
     import txkit.sandbox.server as server
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    generate = server.generate_ledger
+    generate, generate_files = server.generate_ledger, sandbox.generate_ledger
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    server.generate_ledger = LEDGERS
+    server.generate_ledger = sandbox.generate_ledger = LEDGERS
     try:
         yield
     finally:
-        server.generate_ledger = generate
+        server.generate_ledger, sandbox.generate_ledger = generate, generate_files
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
@@ -198,7 +200,7 @@ def small_notebooks(folder: Path, *, reads_month: bool = False) -> Path:
     are not what its test checks (the store, the sync, a refusal, a message): a title, the
     report's parameters and a "What to look at" summary. It imports nothing (a kernel with a
     real notebook costs 2 s of CPU more); with ``reads_month`` it reads the month (at the
-    given table version) and its summary is the month's count per status and the "as run" line.
+    given table version): its summary is the month's count per status, then its "as run" line.
     """
     import nbformat
 
@@ -208,23 +210,28 @@ def small_notebooks(folder: Path, *, reads_month: bool = False) -> Path:
         'month = "2026-10"\nsource = "auto"\nstore = None\nversion = None'
     )
     parameters.metadata["tags"] = ["parameters"]
+    book.cells = [nbformat.v4.new_markdown_cell("# 01 · Small"), parameters]
     if reads_month:
-        summary = (
-            "from IPython.display import Markdown\n"
-            "from txkit.notebook import load_month\n"
-            "df, info = load_month(month, source=source, store=store, version=version)\n"
-            "counts = df.group_by('status').len().sort('status').rows()\n"
-            "lines = [f'* {status}: {n:,}' for status, n in counts]\n"
-            "Markdown('\\n'.join([*lines, f'* {info.as_run()}']))"
-        )
+        book.cells += [
+            nbformat.v4.new_code_cell(
+                "from txkit.notebook import load_month\n"
+                "df, info = load_month(month, source=source, store=store, version=version)"
+            ),
+            nbformat.v4.new_markdown_cell("## What to look at"),
+            nbformat.v4.new_code_cell(
+                "from IPython.display import Markdown\n"
+                "counts = df.group_by('status').len().sort('status').rows()\n"
+                "Markdown('\\n'.join(f'* {status}: {n:,}' for status, n in counts))"
+            ),
+            nbformat.v4.new_code_cell('Markdown(f"As run: {info.as_run()}")'),
+        ]
     else:
-        summary = 'from IPython.display import Markdown\nMarkdown(f"* the month {month}")'
-    book.cells = [
-        nbformat.v4.new_markdown_cell("# 01 · Small"),
-        parameters,
-        nbformat.v4.new_markdown_cell("## What to look at"),
-        nbformat.v4.new_code_cell(summary),
-    ]
+        book.cells += [
+            nbformat.v4.new_markdown_cell("## What to look at"),
+            nbformat.v4.new_code_cell(
+                'from IPython.display import Markdown\nMarkdown(f"* the month {month}")'
+            ),
+        ]
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                    "language": "python"}  # fmt: skip
     book.metadata["language_info"] = {"name": "python"}
