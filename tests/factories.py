@@ -34,7 +34,7 @@ class Ledgers:
     def __call__(self, **settings: Any) -> Any:
         import inspect
 
-        from txkit.sandbox import generate_ledger
+        from txkit.sandbox.ledger import generate_ledger  # not txkit.sandbox's: see _isolated
 
         bound = inspect.signature(generate_ledger).bind(**settings)
         bound.apply_defaults()  # seed=7 and seed=7, records=20_000 are one ledger
@@ -145,19 +145,21 @@ def invoke_cli_all_stderr(
 
 @contextlib.contextmanager
 def _isolated(cwd: Path, env: Mapping[str, str]) -> Iterator[None]:
-    """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache."""
+    """Work in ``cwd`` with exactly ``env``, the embedded sandbox's ledger from the cache (for
+    its server and for the files it writes: orders, planted truth, bank statements)."""
+    import txkit.sandbox as sandbox
     import txkit.sandbox.server as server
 
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    generate = server.generate_ledger
+    generate, generate_files = server.generate_ledger, sandbox.generate_ledger
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    server.generate_ledger = LEDGERS
+    server.generate_ledger = sandbox.generate_ledger = LEDGERS
     try:
         yield
     finally:
-        server.generate_ledger = generate
+        server.generate_ledger, sandbox.generate_ledger = generate, generate_files
         os.chdir(saved_cwd)
         os.environ.clear()
         os.environ.update(saved_env)
@@ -207,6 +209,58 @@ class SessionReport:
     @property
     def store(self) -> Path:
         return self.workdir / "data" / "store" / "sandbox"
+
+    def copy_data(self, workdir: Path) -> Path:
+        """A copy of its ``data`` folder in ``workdir`` (the store, complete for every month a
+        report of 2026-10 syncs, and the embedded sandbox's files: orders, planted truth, bank
+        statements), for a test that runs its own report without a sync; ``workdir/data``."""
+        import shutil
+
+        return Path(shutil.copytree(self.workdir / "data", workdir / "data", symlinks=True))
+
+
+def small_notebooks(folder: Path, *, reads_month: bool = False) -> Path:
+    """``folder`` holding one curated notebook, ``01_small.ipynb``, for a report whose pages
+    are not what its test checks (the store, the sync, a refusal, a message): a title, the
+    report's parameters and a "What to look at" summary. It imports nothing (a kernel with a
+    real notebook costs 2 s of CPU more); with ``reads_month`` it reads the month (at the
+    given table version): its summary is the month's count per status, then its "as run" line.
+    """
+    import nbformat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    book = nbformat.v4.new_notebook()
+    parameters = nbformat.v4.new_code_cell(
+        'month = "2026-10"\nsource = "auto"\nstore = None\nversion = None'
+    )
+    parameters.metadata["tags"] = ["parameters"]
+    book.cells = [nbformat.v4.new_markdown_cell("# 01 · Small"), parameters]
+    if reads_month:
+        book.cells += [
+            nbformat.v4.new_code_cell(
+                "from txkit.notebook import load_month\n"
+                "df, info = load_month(month, source=source, store=store, version=version)"
+            ),
+            nbformat.v4.new_markdown_cell("## What to look at"),
+            nbformat.v4.new_code_cell(
+                "from IPython.display import Markdown\n"
+                "counts = df.group_by('status').len().sort('status').rows()\n"
+                "Markdown('\\n'.join(f'* {status}: {n:,}' for status, n in counts))"
+            ),
+            nbformat.v4.new_code_cell('Markdown(f"As run: {info.as_run()}")'),
+        ]
+    else:
+        book.cells += [
+            nbformat.v4.new_markdown_cell("## What to look at"),
+            nbformat.v4.new_code_cell(
+                'from IPython.display import Markdown\nMarkdown(f"* the month {month}")'
+            ),
+        ]
+    book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                   "language": "python"}  # fmt: skip
+    book.metadata["language_info"] = {"name": "python"}
+    nbformat.write(book, folder / "01_small.ipynb")
+    return folder
 
 
 BASE_RECORD: dict[str, Any] = {

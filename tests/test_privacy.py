@@ -60,7 +60,10 @@ def configured_run(tmp_path_factory: pytest.TempPathFactory, sandboxes) -> Confi
         (workdir / ".env").write_text(f"TXKIT_BASE_URL={box.base_url}\nTXKIT_SECRET_KEY={KEY}\n")
         (workdir / "data").mkdir()
         (workdir / "data/orders.csv").write_bytes(box.ledger.orders_csv())
-        export = run("-v", "export", "--currency", "GHS", "-o", "ghs.parquet", cwd=workdir, env=env)
+        # The export in-process (its progress bar and log lines are captured as a process's
+        # would be); the report in a process of its own: its kernels' output is searched too.
+        export = invoke_cli("-v", "export", "--currency", "GHS", "-o", "ghs.parquet", cwd=workdir,
+                            env=env)  # fmt: skip
         report = run(
             "report", "--month", "2026-10", "--notebooks", str(ROOT / "notebooks"),
             cwd=workdir, env=env,

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, run_cli
+from tests.factories import cli_env, invoke_cli
 from txkit.errors import RegisterFormatError, ReportSignedError
 from txkit.register import (
     ITEMS_SUFFIX,
@@ -226,7 +226,7 @@ def test_a_register_of_a_newer_txkit_is_refused_in_one_line(tmp_path: Path) -> N
         RegisterFormatError, match=r"newer txkit \(register format 3; this txkit reads up to 2\)"
     ):
         read_events(newer)
-    done = run_cli("exceptions", "--store", str(newer), cwd=tmp_path)
+    done = invoke_cli("exceptions", "--store", str(newer), cwd=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1
     assert "RegisterFormatError: the exception register in" in done.stderr
@@ -344,12 +344,12 @@ def test_a_signed_month_rerun_is_refused_and_changes_no_byte(tmp_path: Path) -> 
     _report(store, tmp_path / "r1", "2026-01", [A], 1)
     out = tmp_path / "reports"
     folder = _fake_report(out, "2026-10", store)
-    done = run_cli("report", "sign", "--month", "2026-10", "--role", "reviewer", "--name", "Eve",
+    done = invoke_cli("report", "sign", "--month", "2026-10", "--role", "reviewer", "--name", "Eve",
                    cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "signed 2026-10 as reviewer: Eve" in done.stdout
     before = {p: p.read_bytes() for p in folder.rglob("*")}
-    rerun = run_cli("report", "--month", "2026-10", "--store", str(store), cwd=tmp_path)
+    rerun = invoke_cli("report", "--month", "2026-10", "--store", str(store), cwd=tmp_path)
     assert rerun.returncode == 1
     assert rerun.stderr.strip().startswith("txkit: error: ReportSignedError: the report of 2026-10")
     assert rerun.stderr.count("\n") == 1
@@ -379,7 +379,7 @@ def test_annotations_are_imported_from_the_excel_download_and_unknown_keys_refus
     ).filter(pl.col("key") != "nothing")
     # The whole sheet is read back: only what differs from the register changes it.
     edited.select("key", "explanation", "status").write_excel(tmp_path / "edited.xlsx")
-    done = run_cli("exceptions", "import", "edited.xlsx", "--by", "Ada", "--store", str(store),
+    done = invoke_cli("exceptions", "import", "edited.xlsx", "--by", "Ada", "--store", str(store),
                    cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "imported 2 annotations" in done.stdout
@@ -392,7 +392,7 @@ def test_annotations_are_imported_from_the_excel_download_and_unknown_keys_refus
         tmp_path / "bad.csv"
     )
     _, version = read_events(store)
-    bad = run_cli("exceptions", "import", "bad.csv", "--store", str(store), cwd=tmp_path)
+    bad = invoke_cli("exceptions", "import", "bad.csv", "--store", str(store), cwd=tmp_path)
     assert bad.returncode == 2
     assert bad.stderr == (
         "txkit: error: no item 'Q:typo' in the register (row 3 of the file): "
@@ -466,7 +466,7 @@ def test_revisions_are_read_as_history(tmp_path: Path) -> None:
     assert report_folder(out, "2026-10") == second
     trends = report_history(out).filter(pl.col("currency").is_null())
     assert trends.select("month", "rows").rows() == [("2026-10", 2)]
-    done = run_cli("exceptions", "--store", str(store), "--reports", str(out), cwd=tmp_path)
+    done = invoke_cli("exceptions", "--store", str(store), "--reports", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "reports of 2026-10:\n  revision 1 (2026-10" in done.stdout
     assert lines[1] in done.stdout

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
-from txkit.fetch.source import sandbox_files
+from tests.factories import SessionReport, invoke_cli
 from txkit.register import read_events, register_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
@@ -27,16 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def carried(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def carried(tmp_path_factory: pytest.TempPathFactory, session_report: SessionReport) -> dict:
     workdir = tmp_path_factory.mktemp("carry")
     books = workdir / "books"
     books.mkdir()
     (books / "02_reconciliation.ipynb").symlink_to(ROOT / "notebooks" / "02_reconciliation.ipynb")
     (workdir / "materiality.toml").write_bytes((ROOT / "materiality.toml").read_bytes())
-    # The sandbox's files (orders, planted truth), where the report's own start writes them.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TXKIT_DATA_DIR", str(workdir / "data"))
-        cache = sandbox_files()
+    # The shared report's store (every month both reports read: they sync nothing) and the
+    # sandbox's files (orders, planted truth), without its register: September is reported
+    # first, then October, as an analyst closes them.
+    data = session_report.copy_data(workdir)
+    shutil.rmtree(data / "store/sandbox/_register")
+    (cache,) = {path.parent for path in (data / "sandbox/cache").glob("*/orders.csv")}
     orders = cache / "orders.csv"
     anomalous = {a["reference"] for a in json.loads((cache / "ground_truth.json").read_text())[
         "anomalies"]}  # fmt: skip
@@ -48,9 +50,10 @@ def carried(tmp_path_factory: pytest.TempPathFactory) -> dict:
     frame.filter(pl.col("reference") != pick["reference"]).write_csv(trimmed)
     runs = {}
     for month, extra in (("2026-09", ["--orders", str(trimmed)]), ("2026-10", [])):
-        done = run_cli("report", "--month", month, "--notebooks", str(books), *extra,
-                       cwd=workdir, timeout=900)  # fmt: skip
+        done = invoke_cli("report", "--month", month, "--notebooks", str(books), *extra,
+                          cwd=workdir)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert "sync: store up to date, no request sent" in done.stdout
         runs[month] = done.stdout
     return {"workdir": workdir, "pick": pick, "runs": runs}
 
@@ -98,8 +101,8 @@ def test_an_unchanged_month_is_not_recomputed(carried: dict) -> None:
     """A rerun of October: September's fingerprint is the one recorded by October's first
     run, so nothing is recomputed and nothing more resolved."""
     workdir = carried["workdir"]
-    done = run_cli("report", "--month", "2026-10", "--notebooks", str(workdir / "books"),
-                   cwd=workdir, timeout=900, env={"TXKIT_PROGRESS": "0"})  # fmt: skip
+    done = invoke_cli("report", "--month", "2026-10", "--notebooks", str(workdir / "books"),
+                      cwd=workdir)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "2026-09 unchanged (1 month); 0 resolved" in done.stdout
     assert os.path.isdir(workdir / "reports" / "2026-10")

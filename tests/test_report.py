@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import SessionReport, cli_env, invoke_cli, run_cli
+from tests.factories import SessionReport, cli_env, invoke_cli, run_cli, small_notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -84,26 +84,35 @@ def test_report_renders_every_notebook_with_its_summary(session_report: SessionR
 
 @pytest.mark.report
 def test_rerun_of_a_closed_month_sends_no_request(tmp_path: Path) -> None:
-    books = some_notebooks(tmp_path / "books", "01_explore")  # the sync is the same for all
-    first = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
+    # The sync is the point, not the pages: one small notebook. 2025-11, the sandbox's first
+    # month, syncs two months where 2026-05 synced eight (7 s of CPU for the pair).
+    books = small_notebooks(tmp_path / "books")
+    first = invoke_cli("report", "--month", "2025-11", "--notebooks", str(books), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert "source: the embedded sandbox" in first.stdout  # the first one did fetch
-    again = invoke_cli("report", "--month", "2026-05", "--notebooks", str(books), cwd=tmp_path)
+    assert "sync: 2025-11: full" in first.stdout
+    again = invoke_cli("report", "--month", "2025-11", "--notebooks", str(books), cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert "store up to date, no request sent" in again.stdout
     assert "source:" not in again.stdout  # no sandbox, no service: nothing was contacted
 
 
 @pytest.mark.report
-def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path: Path) -> None:
+def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(
+    session_report: SessionReport, tmp_path: Path
+) -> None:
+    """Over a copy of the shared report's store (nothing to sync), with small notebooks: the
+    failure and what it leaves are the point, not the pages."""
     workdir = tmp_path
-    books = some_notebooks(workdir / "broken-notebooks", "01_explore")
+    session_report.copy_data(workdir)
+    books = small_notebooks(workdir / "broken-notebooks")
     good = invoke_cli(
-        "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
+        "report", "--month", "2026-10", "--notebooks", str(books), "--out", "r2", cwd=workdir
     )
     assert good.returncode == 0, good.stderr
-    before = (workdir / "r2/2026-05/index.html").read_text()
-    nb = json.loads((books / "01_explore.ipynb").read_text())
+    assert "sync: store up to date, no request sent" in good.stdout
+    before = (workdir / "r2/2026-10/index.html").read_text()
+    nb = json.loads((books / "01_small.ipynb").read_text())
     nb["cells"].append(
         {
             "cell_type": "code",
@@ -116,12 +125,12 @@ def test_a_failing_notebook_fails_the_command_and_keeps_the_last_report(tmp_path
     )
     (books / "02_broken.ipynb").write_text(json.dumps(nb))
     bad = invoke_cli(
-        "report", "--month", "2026-05", "--notebooks", str(books), "--out", "r2", cwd=workdir
+        "report", "--month", "2026-10", "--notebooks", str(books), "--out", "r2", cwd=workdir
     )
     assert bad.returncode == 1
     assert "02_broken.ipynb failed at cell" in bad.stderr and "planted failure" in bad.stderr
-    assert (workdir / "r2/2026-05/index.html").read_text() == before
-    assert not (workdir / "r2/2026-05/02_broken.html").exists()
+    assert (workdir / "r2/2026-10/index.html").read_text() == before
+    assert not (workdir / "r2/2026-10/02_broken.html").exists()
     assert not [p for p in (workdir / "r2").iterdir() if p.name.startswith(".")]
 
 
@@ -297,35 +306,38 @@ def pl_keys(path: Path) -> list[str]:
 
 @pytest.mark.report
 def test_a_half_synced_month_is_completed_by_its_report(tmp_path: Path, sandboxes) -> None:
-    """The issue's scenario through the CLI: September 1-10, then October, then the report."""
+    """The issue's scenario through the CLI: December 1-10, then January, then the report
+    (December, the sandbox's second month: its report syncs three months, not eleven)."""
     import txkit
     from txkit.config import SANDBOX
     from txkit.store import read_manifests
 
-    books = some_notebooks(tmp_path / "books", "01_explore")
-    done = invoke_cli("sync", "--start", "2026-09-01", "--end", "2026-09-10", cwd=tmp_path)
+    # A notebook that reads the month and says how many rows it read (as the explore one does,
+    # for 1.5 s of CPU less).
+    books = small_notebooks(tmp_path / "books", reads_month=True)
+    done = invoke_cli("sync", "--start", "2025-12-01", "--end", "2025-12-10", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "data/store/sandbox" in done.stdout  # the sandbox's own store
-    done = invoke_cli("sync", "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path)
+    done = invoke_cli("sync", "--start", "2026-01-01", "--end", "2026-01-31", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     status = invoke_cli("sync", "--status", cwd=tmp_path)
     assert status.returncode == 0, status.stderr
-    assert "2026-09: partial (20 day(s) never fetched)" in status.stdout
+    assert "2025-12: partial (21 day(s) never fetched)" in status.stdout
     assert "source the embedded sandbox" in status.stdout
-    report = invoke_cli("report", "--month", "2026-09", "--notebooks", str(books), cwd=tmp_path)
+    report = invoke_cli("report", "--month", "2025-12", "--notebooks", str(books), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
-    assert "2026-09: gap" in report.stdout
-    manifest = read_manifests(tmp_path / "data/store/sandbox")["2026-09"]
+    assert "2025-12: gap" in report.stdout
+    manifest = read_manifests(tmp_path / "data/store/sandbox")["2025-12"]
     box = sandboxes.get(seed=SANDBOX.seed, records=SANDBOX.records)  # the same ledger
     with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
-        september = txkit.load_transactions(client, start="2026-09-01", end="2026-09-30")
-    assert manifest.complete and manifest.rows == september.height
-    page = (tmp_path / "reports/2026-09/01_explore.html").read_text()
-    assert f"{september.height:,} transactions of 2026-09 from the store" in page
-    index = (tmp_path / "reports/2026-09/index.html").read_text()
+        december = txkit.load_transactions(client, start="2025-12-01", end="2025-12-31")
+    assert manifest.complete and manifest.rows == december.height
+    page = (tmp_path / "reports/2025-12/01_small.html").read_text()
+    assert f"{december.height:,} transactions of 2025-12 from the store" in page
+    index = (tmp_path / "reports/2025-12/index.html").read_text()
     assert "the month is complete" in index
     status = invoke_cli("sync", "--status", cwd=tmp_path)
-    assert f"2026-09: complete; {september.height:,} rows" in status.stdout
+    assert f"2025-12: complete; {december.height:,} rows" in status.stdout
 
 
 def _dead_pid() -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import SessionReport, invoke_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -23,16 +23,15 @@ MONTH = "2026-10"
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the default sandbox's written files (orders.csv, ground_truth.json), as
-    ``txkit report`` finds them in ``data/sandbox/cache``."""
-    from txkit.fetch.source import sandbox_files
-
+def workdir(tmp_path_factory: pytest.TempPathFactory, session_report: SessionReport) -> Path:
+    """A folder with a copy of the shared report's data: the store, complete for what a report
+    of 2026-10 reads (so the reports here sync nothing), and the default sandbox's written
+    files (orders.csv, ground_truth.json) in ``data/sandbox/cache``, where ``txkit report``
+    finds them."""
     folder = tmp_path_factory.mktemp("report-orders")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TXKIT_DATA_DIR", str(folder / "data"))
-        files = sandbox_files()
-    (folder / "sandbox-files").symlink_to(files)
+    data = session_report.copy_data(folder)
+    (files,) = (data / "sandbox/cache").glob("*/orders.csv")
+    (folder / "sandbox-files").symlink_to(files.parent)
     # The orders are read by the reconciliation alone: its notebook is the only one run (a
     # sixth of the kernels' time), the index's orders headline and warning included.
     (folder / "books").mkdir()
@@ -45,10 +44,11 @@ def _sandbox_orders(workdir: Path) -> pl.DataFrame:
 
 
 def _report(workdir: Path, orders: Path, out: str) -> tuple[int, str, str]:
-    done = run_cli(
+    done = invoke_cli(
         "report", "--month", MONTH, "--orders", str(orders), "--notebooks",
-        str(workdir / "books"), "--out", out, cwd=workdir, timeout=600,
+        str(workdir / "books"), "--out", out, cwd=workdir,
     )  # fmt: skip
+    assert "sync: store up to date, no request sent" in done.stdout, done.stdout
     return done.returncode, done.stdout, done.stderr
 
 
@@ -186,9 +186,9 @@ def test_a_bad_orders_file_stops_the_report_before_the_sync_and_the_kernels(
     name, content, message = _BAD_FILES[case]
     path = tmp_path / name
     path.write_bytes(content)
-    done = run_cli(
+    done = invoke_cli(
         "report", "--month", MONTH, "--orders", name, "--notebooks", str(NOTEBOOKS),
-        cwd=tmp_path, timeout=120,
+        cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2, done.stderr  # the user's own input, like a bad argument
     lines = done.stderr.splitlines()

@@ -8,14 +8,11 @@ import shlex
 import shutil
 from pathlib import Path
 
-import pytest
-
-from tests.factories import run_cli
+from tests.factories import SessionReport, invoke_cli, small_notebooks
 from txkit.cli._main import build_parser
 from txkit.report import reproduce_command
 from txkit.sandbox.ledger._bank import CSV_COLUMNS
 
-ROOT = Path(__file__).resolve().parent.parent
 MONTH = "2026-10"
 
 
@@ -47,28 +44,27 @@ def test_without_statements_no_bank_flags_are_written() -> None:
     assert args.bank_statements is None and args.bank_columns is None
 
 
-@pytest.mark.slow
-def test_report_json_reproduces_the_bank_arguments(tmp_path: Path) -> None:
+def test_report_json_reproduces_the_bank_arguments(
+    session_report: SessionReport, tmp_path: Path
+) -> None:
     """A report given CSV statements and their mapping through TXKIT_BANK_COLUMNS (not the
-    flag) writes both into its command, so it reproduces in any environment."""
-    from txkit.fetch.source import sandbox_files
+    flag) writes both into its command, so it reproduces in any environment.
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
-        files = sandbox_files()
+    Over a copy of the shared report's data (its store: nothing to sync; the sandbox's bank
+    statements), with one small notebook: the command in report.json is the point."""
+    data = session_report.copy_data(tmp_path)
+    (files,) = (data / "sandbox/cache").glob("*/bank")
     folder = tmp_path / "my statements"
     folder.mkdir()
     given = []
     for month in (MONTH, "2026-11"):
         given.append(folder / f"statement_{month}.csv")
-        shutil.copy(files / f"bank/statement_{month}.csv", given[-1])
-    books = tmp_path / "books"  # the notebook that reads the statements: the others add 20 s
-    books.mkdir()
-    shutil.copy(ROOT / "notebooks/06_settlements.ipynb", books)
-    done = run_cli(
+        shutil.copy(files / f"statement_{month}.csv", given[-1])
+    books = small_notebooks(tmp_path / "books")
+    done = invoke_cli(
         "report", "--month", MONTH, "--notebooks", str(books), "--out", "reports",
         "--bank-statement", str(given[0]), "--bank-statement", str(given[1]),
-        cwd=tmp_path, env={"TXKIT_BANK_COLUMNS": CSV_COLUMNS}, timeout=900,
+        cwd=tmp_path, env={"TXKIT_BANK_COLUMNS": CSV_COLUMNS},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads((tmp_path / f"reports/{MONTH}/report.json").read_text())

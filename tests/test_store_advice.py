@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import ROOT, forget_digests, run_cli
+from tests.factories import forget_digests, invoke_cli, small_notebooks
 from txkit import Client
 from txkit.report._run import sandbox_calendar, sync_range
 from txkit.sandbox import Sandbox, generate_ledger
@@ -77,7 +77,7 @@ def test_refresh_outside_the_range_widens_it(box: Sandbox, tmp_path: Path) -> No
     assert august.last_fetch is not None and august.last_fetch.kind == "refresh"
     with pytest.raises(ValueError, match="refresh month 2027-01 has not begun"):
         sync(client, store=store, today=TODAY, refresh=["2027-01"])
-    done = run_cli("sync", "--store", str(store), "--refresh", "2099-01", cwd=tmp_path)
+    done = invoke_cli("sync", "--store", str(store), "--refresh", "2099-01", cwd=tmp_path)
     assert done.returncode == 2 and "has not begun" in done.stderr
 
 
@@ -97,7 +97,7 @@ def test_a_damaged_month_older_than_the_default_range_is_repaired_by_the_printed
     """The issue's case: a damaged 2025-11 (outside the default 11-month range); the printed
     `txkit sync --store S --refresh 2025-11` used to exit 0 and leave it damaged."""
     store = workdir / "old-month"
-    first = run_cli("sync", "--store", str(store), "--start", "2025-11-01", "--end",
+    first = invoke_cli("sync", "--store", str(store), "--start", "2025-11-01", "--end",
                     "2025-11-30", cwd=workdir)  # fmt: skip
     assert first.returncode == 0, first.stderr
     good = read_months(["2025-11"], store=store)
@@ -108,22 +108,22 @@ def test_a_damaged_month_older_than_the_default_range_is_repaired_by_the_printed
     with pytest.raises(StoreError) as info:
         read_months(["2025-11"], store=store)
     from_read = printed_command(str(info.value))
-    verify = run_cli("store", "verify", "--store", str(store), cwd=workdir)
+    verify = invoke_cli("store", "verify", "--store", str(store), cwd=workdir)
     assert verify.returncode == 1
     command = printed_command(verify.stdout, "repair:")
     assert command == from_read == ["sync", "--store", str(store), "--refresh", "2025-11"]
-    repaired = run_cli(*command, cwd=workdir)
+    repaired = invoke_cli(*command, cwd=workdir)
     assert repaired.returncode == 0, repaired.stderr
     assert "2025-11: refresh fetch" in repaired.stdout
     assert read_months(["2025-11"], store=store).equals(good)
-    assert run_cli("store", "verify", "--store", str(store), cwd=workdir).returncode == 0
+    assert invoke_cli("store", "verify", "--store", str(store), cwd=workdir).returncode == 0
 
 
 @pytest.mark.slow
 def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -> None:
     store = workdir / "lost-log"
     for month in ("2026-08", "2026-09", "2026-10"):
-        done = run_cli("sync", "--store", str(store), "--start", f"{month}-01", "--end",
+        done = invoke_cli("sync", "--store", str(store), "--start", f"{month}-01", "--end",
                        f"{month}-28", cwd=workdir)  # fmt: skip
         assert done.returncode == 0, done.stderr
     (store / "_delta_log" / f"{1:020d}.json").unlink()
@@ -131,13 +131,13 @@ def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -
     # checkpoints, the log cannot be read past it.
     for checkpoint in (store / "_delta_log").glob("*.checkpoint.parquet"):
         checkpoint.unlink()
-    failed = run_cli("sync", "--store", str(store), "--status", cwd=workdir)
+    failed = invoke_cli("sync", "--store", str(store), "--status", cwd=workdir)
     assert failed.returncode == 1
     assert "move the store aside and run `txkit sync --store" in failed.stderr
     store.rename(workdir / "lost-log.damaged")  # "move the store aside"
     command = printed_command(failed.stderr.split("move the store aside and run", 1)[1])
     assert command == ["sync", "--store", str(store)]
-    repaired = run_cli(*command, cwd=workdir)
+    repaired = invoke_cli(*command, cwd=workdir)
     assert repaired.returncode == 0, repaired.stderr
     assert read_months(["2026-09"], store=store).height > 0
     assert {c.status for c in verify_store(store)} == {"ok"}
@@ -147,16 +147,18 @@ def test_a_lost_log_entry_is_repaired_by_moving_the_store_aside(workdir: Path) -
 def test_unverified_files_get_digests_by_the_printed_refresh(workdir: Path) -> None:
 
     store = workdir / "unverified"
-    done = run_cli("sync", "--store", str(store), "--start", "2026-09-01", "--end",
+    done = invoke_cli("sync", "--store", str(store), "--start", "2026-09-01", "--end",
                    "2026-09-30", cwd=workdir)  # fmt: skip
     assert done.returncode == 0, done.stderr
     forget_digests(store)
-    verify = run_cli("store", "verify", "--store", str(store), cwd=workdir)
+    verify = invoke_cli("store", "verify", "--store", str(store), cwd=workdir)
     assert verify.returncode == 0 and "unverified (written before digests)" in verify.stdout
     command = printed_command(verify.stdout, "to give them digests:")
     command += ["--start", "2026-09-01", "--end", "2026-09-30"]  # the month, not a year
-    assert run_cli(*command, cwd=workdir).returncode == 0
-    assert run_cli("store", "verify", "--store", str(store), cwd=workdir).stdout.count("1 verified")
+    assert invoke_cli(*command, cwd=workdir).returncode == 0
+    assert invoke_cli("store", "verify", "--store", str(store), cwd=workdir).stdout.count(
+        "1 verified"
+    )
 
 
 # ---- key rotation: the store belongs to the account, not to the key -------------------------
@@ -181,7 +183,7 @@ def test_a_new_key_of_the_same_account_keeps_the_store(box: Sandbox, tmp_path: P
     # From the command line: one line says so; the key is in no output.
     new_key = box.rotate_key()
     env = {"TXKIT_BASE_URL": box.base_url, "TXKIT_SECRET_KEY": new_key}
-    done = run_cli("sync", "--store", str(store), "--start", "2026-08-01", "--end",
+    done = invoke_cli("sync", "--store", str(store), "--start", "2026-08-01", "--end",
                    "2026-08-31", cwd=tmp_path, env=env)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert sum("same account" in line for line in done.stdout.splitlines()) == 1
@@ -243,7 +245,7 @@ def test_a_folder_that_is_not_a_store_is_refused(box: Sandbox, tmp_path: Path) -
         args = [command, "--store", str(folder)]
         if command == "report":
             args += ["--month", "2026-10"]
-        done = run_cli(*args, cwd=tmp_path)
+        done = invoke_cli(*args, cwd=tmp_path)
         assert done.returncode == 2, done.stderr
         assert "is a folder that is not a txkit store (it holds notes.txt)" in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
@@ -251,7 +253,7 @@ def test_a_folder_that_is_not_a_store_is_refused(box: Sandbox, tmp_path: Path) -
     with client_of(box) as client, pytest.raises(StoreError, match="not a txkit store"):
         sync(client, start="2026-10-01", end="2026-10-31", store=folder, today=TODAY)
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
-    root = run_cli("sync", "--store", "/", cwd=tmp_path)
+    root = invoke_cli("sync", "--store", "/", cwd=tmp_path)
     assert root.returncode == 2 and "--store / is a folder that is not a txkit store" in root.stderr
     assert not Path("/_txkit.lock").exists() and not Path("/_delta_log").exists()
 
@@ -277,23 +279,23 @@ def test_a_read_only_store_with_nothing_to_write_is_not_refused(
 ) -> None:
     store = tmpfs / "store"
     with client_of(box) as client:
-        start, end = sync_range("2026-09", sandbox_calendar())  # what the report reads
+        # 2025-12, the sandbox's second month: the report reads two months (2025-11 as its
+        # history), not the eleven a report of 2026-09 reads (5 s of CPU less).
+        start, end = sync_range("2025-12", sandbox_calendar())  # what the report reads
         sync(client, start=start, end=end, store=store, today=TODAY)
         subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
-        result = sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
-    assert result.fetched == {} and result.skipped == ["2026-09"]
-    done = run_cli("sync", "--store", str(store), "--start", "2026-09-01", "--end",
-                   "2026-09-30", cwd=tmp_path)  # fmt: skip
+        result = sync(client, start="2025-12-01", end="2025-12-31", store=store, today=TODAY)
+    assert result.fetched == {} and result.skipped == ["2025-12"]
+    done = invoke_cli("sync", "--store", str(store), "--start", "2025-12-01", "--end",
+                      "2025-12-31", cwd=tmp_path)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "up to date: no request sent" in done.stdout
-    books = tmp_path / "books"
-    books.mkdir()
-    (books / "01_explore.ipynb").write_bytes((ROOT / "notebooks/01_explore.ipynb").read_bytes())
-    report = run_cli("report", "--month", "2026-09", "--store", str(store), "--notebooks",
-                     str(books), cwd=tmp_path, timeout=600)  # fmt: skip
+    books = small_notebooks(tmp_path / "books")  # the store is the point, not the pages
+    report = invoke_cli("report", "--month", "2025-12", "--store", str(store), "--notebooks",
+                        str(books), cwd=tmp_path)  # fmt: skip
     assert report.returncode == 0, report.stderr
-    assert (tmp_path / "reports/2026-09/index.html").is_file()
+    assert (tmp_path / "reports/2025-12/index.html").is_file()
     # A sync that must write still says the store is read-only, before any request.
-    failed = run_cli("sync", "--store", str(store), "--start", "2026-10-01", "--end",
+    failed = invoke_cli("sync", "--store", str(store), "--start", "2026-10-01", "--end",
                      "2026-10-31", cwd=tmp_path)  # fmt: skip
     assert failed.returncode == 1 and "read-only" in failed.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, invoke_cli, invoke_cli_all_stderr
+from tests.factories import cli_env, invoke_cli, invoke_cli_all_stderr, small_notebooks
 from txkit import Client
 from txkit.store import (
     StoreLockedError,
@@ -30,7 +29,6 @@ from txkit.store import (
 
 pytestmark = pytest.mark.s3
 
-ROOT = Path(__file__).resolve().parent.parent
 TODAY = date(2026, 11, 21)
 
 
@@ -123,27 +121,27 @@ def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path, sandboxes) -> 
 
 @pytest.mark.report
 def test_cli_sync_report_and_status_on_s3(aws: dict[str, str], tmp_path: Path) -> None:
-    books = tmp_path / "books"
-    books.mkdir()
-    shutil.copy(ROOT / "notebooks/01_explore.ipynb", books)
+    # The store on S3 is the point, not the pages: one small notebook, and December, the
+    # sandbox's second month (its report syncs three months to the store, not eleven).
+    books = small_notebooks(tmp_path / "books")
     store = "s3://txkit/cli-store"
 
     done = invoke_cli(
-        "sync", "--store", store, "--start", "2026-10-01", "--end", "2026-10-31", cwd=tmp_path,
+        "sync", "--store", store, "--start", "2025-12-01", "--end", "2025-12-31", cwd=tmp_path,
         env=aws,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = invoke_cli(
-        "report", "--month", "2026-10", "--store", store, "--notebooks", str(books), cwd=tmp_path,
+        "report", "--month", "2025-12", "--store", store, "--notebooks", str(books), cwd=tmp_path,
         env=aws,
     )  # fmt: skip
     assert report.returncode == 0, report.stderr
-    assert "2026-09: full" in report.stdout  # the month before, for the balance history
-    page = (tmp_path / "reports/2026-10/index.html").read_text()
+    assert "2025-11: full" in report.stdout  # the month before, for the balance history
+    page = (tmp_path / "reports/2025-12/index.html").read_text()
     assert f"read from the store {store} at table version 1" in page
     status = invoke_cli("sync", "--store", store, "--status", cwd=tmp_path, env=aws)
     assert status.returncode == 0, status.stderr
-    assert "2026-09: complete" in status.stdout and "2026-10: complete" in status.stdout
+    assert "2025-11: complete" in status.stdout and "2025-12: complete" in status.stdout
     assert not (tmp_path / "data/store").exists()
 
 

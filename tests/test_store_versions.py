@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.factories import run_cli
+from tests.factories import invoke_cli, small_notebooks
 from txkit import Client
 from txkit.report import run_report
 from txkit.report._html import summary_of
@@ -22,16 +21,17 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
 def summary(out: Path) -> list[str]:
-    return summary_of(json.loads((out / "2026-10/01_explore.ipynb").read_text()))
+    """The findings of the report's notebook: the month's count per status."""
+    return summary_of(json.loads((out / "2026-10/01_small.ipynb").read_text()))
 
 
 @pytest.mark.report
 def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
     tmp_path: Path,
 ) -> None:
-    books = tmp_path / "books"
-    books.mkdir()
-    shutil.copy(NOTEBOOKS / "01_explore.ipynb", books)
+    # A notebook that reads the month at the report's version and counts its statuses: the
+    # findings a status change moves (the explore notebook costs 1.5 s of CPU more a report).
+    books = small_notebooks(tmp_path / "books", reads_month=True)
     store = tmp_path / "store"
     with (
         Sandbox(ledger=generate_ledger(seed=21, records=4_000)) as box,
@@ -65,7 +65,7 @@ def test_a_report_as_of_its_version_has_the_same_findings_after_a_status_change(
         assert f"at table version {version}" in out.index.read_text()
     assert json.loads((again.index.parent / "report.json").read_text())["as_of"] == 0
     # The executed notebook read exactly that version.
-    page = (tmp_path / "r3/2026-10/01_explore.html").read_text()
+    page = (tmp_path / "r3/2026-10/01_small.html").read_text()
     assert "table version 0" in page and "table version 1" not in page
     assert pl.Series(list(before.values())).len() == len(after)
 
@@ -99,7 +99,7 @@ def test_a_bad_version_argument_is_exit_2_not_advice_to_move_the_store(
     """Before: ``--as-of -1`` or a huge version said the store could not be read and to move
     it aside (exit 1)."""
     args = ["report", "--month", "2026-10", "--as-of", version, "--store", str(two_versions)]
-    line = _one_line(run_cli(*args, cwd=tmp_path, timeout=120), 2)
+    line = _one_line(invoke_cli(*args, cwd=tmp_path), 2)
     assert "a table version is a whole number, 0 or more" in line
     assert not (tmp_path / "reports").exists()
 
@@ -110,7 +110,7 @@ def test_a_version_the_store_does_not_have_names_those_it_has(
 ) -> None:
     args = ["report", "--month", "2026-10", "--as-of", "7", "--store", str(two_versions),
             "--notebooks", str(NOTEBOOKS)]  # fmt: skip
-    line = _one_line(run_cli(*args, cwd=tmp_path, timeout=120), 2)
+    line = _one_line(invoke_cli(*args, cwd=tmp_path), 2)
     assert f"the store {two_versions} has no table version 7: it has versions 0 to 1" in line
     assert not (tmp_path / "reports").exists()
 
