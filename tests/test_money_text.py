@@ -225,7 +225,7 @@ def test_reconcile_findings_write_money_by_the_rule_and_the_largest_per_currency
         "(difference: -1,000.49 NGN, 0.000001 USDT).",
         "1 reference(s) with a different currency on each side (the orders' side: 5.000001 USDT).",
         # -1,000.50 NGN is not compared with 0.000001 USDT: one per currency.
-        "Largest amount difference in each currency: r1 (-1,000.50 NGN), r3 (0.000001 USDT).",
+        "Largest amount difference in each currency: r1 (-1,000.50 NGN); r3 (0.000001 USDT).",
     ]
 
 
@@ -292,7 +292,7 @@ def test_balance_findings_write_money_by_the_rule_and_the_largest_per_currency()
     )
     lines = balance_findings(breaks, pl.DataFrame({"checked": [10], "unverifiable": [0]}))
     assert lines[-1] == (
-        "Largest break in each currency: b1 (toBalanceAfterLedger), off by -1,000,000.00 NGN, "
+        "Largest break in each currency: b1 (toBalanceAfterLedger), off by -1,000,000.00 NGN; "
         "b3 (toBalanceAfterLedger), off by 0.000001 USDT."
     )
 

@@ -101,7 +101,7 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
     biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
     if biggest.height:
-        listed = ", ".join(
+        listed = "; ".join(
             f"{row['reference']} ({format_money(row['difference'], row['export_currency'])})"
             for row in _largest_each(biggest, "export_currency", ["reference"])
         )
@@ -195,7 +195,7 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
             f"{row['len']:,} {kind} break(s) in {row['currency']}: {explain.get(kind, kind)}."
         )
     # Equal differences: the earliest break (the balance checks' own order).
-    listed = ", ".join(
+    listed = "; ".join(
         f"{worst['id']} ({worst['field']}), off by "
         f"{format_money(worst['difference'], worst['currency'])}"
         for worst in _largest_each(breaks, "currency", ["createdAt", "id", "field"])
