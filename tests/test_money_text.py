@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -473,3 +474,34 @@ def test_a_fee_rule_and_the_materiality_are_written_by_the_rule() -> None:
     assert materiality.describe().startswith(
         "Material: an amount at or above the greater of 50,000.00 NGN, 50.00 USDT (per currency)"
     )
+
+
+# -- a reopened month's changes (txkit exceptions, the index) ---------------------------------
+
+
+def test_a_revisions_totals_are_written_by_the_rule(tmp_path: Path) -> None:
+    from txkit.register._sign import compare_reports
+    from txkit.register._state import ITEMS_SUFFIX
+
+    def report(name: str, rows: list[tuple[str, str, str | None]]) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "report.json").write_text('{"table_version": 1, "rows": 3}')
+        pl.DataFrame(
+            {
+                "key": [r[0] for r in rows],
+                "currency": [r[1] for r in rows],
+                "amount": [None if r[2] is None else D(r[2]) for r in rows],
+            },
+            schema={"key": pl.String, "currency": pl.String, "amount": pl.Decimal(38, 6)},
+        ).write_parquet(folder / f"balance_breaks{ITEMS_SUFFIX}")
+        return folder
+
+    before = report("r1", [("a", "NGN", "1234567.50"), ("b", "USDT", "0.000001")])
+    after = report("r2", [("a", "NGN", "1234567.50"), ("c", "NGN", "0.50"), ("d", "KES", None)])
+    assert compare_reports(before, after) == [
+        "balance_breaks: 2 -> 3 items; added c, d; removed b",
+        "balance_breaks total none -> unknown KES",
+        "balance_breaks total 1,234,567.50 NGN -> 1,234,568.00 NGN",
+        "balance_breaks total 0.000001 USDT -> none",
+    ]
