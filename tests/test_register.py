@@ -195,7 +195,7 @@ def test_the_materiality_file_is_read_exactly_and_checked(tmp_path: Path) -> Non
     (tmp_path / "materiality.toml").write_text('relative = "0.1"\n[absolute]\nNGN = "12.34"\n')
     rule = load_materiality(tmp_path)
     assert rule.relative == Decimal("0.1") and rule.absolute == {"NGN": Decimal("12.34")}
-    assert "NGN 12.34" in rule.describe() and "10 %" in rule.describe()
+    assert "12.34 NGN" in rule.describe() and "10 %" in rule.describe()
     for text, message in [
         (
             "relative = 0.05\n",

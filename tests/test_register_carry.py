@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from tests.factories import SessionReport, invoke_cli
+from txkit.money import format_money
 from txkit.register import read_events, register_view
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
@@ -70,11 +71,11 @@ def test_an_item_of_the_month_before_clears_in_the_next_report_saying_by_what(
     assert (row["status"], row["first_month"], row["resolved_month"]) == (
         "resolved", "2026-09", "2026-10",
     )  # fmt: skip
-    amount = carried["pick"]["amount"]
+    amount = format_money(carried["pick"]["amount"], carried["pick"]["currency"])
     assert row["resolved_by"].startswith(
         "cleared by 2026-10's report, which recomputed 2026-09 from the store"
     )
-    assert f"the order arrived ({amount}" in row["resolved_by"]
+    assert f"the order arrived ({amount}, dated" in row["resolved_by"]
     assert row["resolved_by"].endswith("now matched")
     # Nothing else of September changed: its other items are open, aged to October's end.
     others = october.filter((pl.col("first_month") == "2026-09") & (pl.col("key") != key))

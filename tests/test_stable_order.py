@@ -219,7 +219,7 @@ def test_the_largest_reconciliation_difference_on_a_tie_is_the_first_reference()
     result = _reconciled(["5.00", "-5.00", "5.00", "1.00"])
     summary = reconcile_summary(result)
     lines = stable(result, lambda r: reconcile_findings(r, summary))
-    assert lines[-1] == "Largest amount difference: ref-0 (5.00 NGN)."
+    assert lines[-1] == "Largest amount difference in each currency: ref-0 (5.00 NGN)."
 
 
 # -- underpayments (notebook 03) --------------------------------------------------------------
@@ -294,7 +294,9 @@ def test_the_largest_break_on_a_tie_is_the_earliest() -> None:
     breaks = _breaks(["7.00", "-7.00", "3.00", "7.00"])
     summary = pl.DataFrame({"checked": [10], "unverifiable": [0]})
     lines = stable(breaks, lambda b: balance_findings(b, summary))
-    assert lines[-1] == "Largest break: b0 (toBalanceAfterLedger), off by 7.00 NGN."
+    assert lines[-1] == (
+        "Largest break in each currency: b0 (toBalanceAfterLedger), off by 7.00 NGN."
+    )
 
 
 def test_the_balance_model_sentence_does_not_depend_on_the_choice_table_order() -> None:
@@ -526,12 +528,16 @@ def _mismatches(differences: list[tuple[str, str]]) -> pl.DataFrame:
 
 
 def test_the_largest_fee_mismatch_is_chosen_by_id_on_a_tie_and_shown_exactly() -> None:
-    part = _mismatches([("USDT", "0.250001"), ("NGN", "-0.250001"), ("USDT", "0.000001")])
+    part = _mismatches(
+        [("USDT", "0.250001"), ("NGN", "-0.250001"), ("USDT", "-0.250001"), ("USDT", "0.000001")]
+    )
     lines = stable(part, lambda m: fee_findings(m, []))
-    # Every amount at its own scale: USDT's micro-units are not rounded to cents.
+    # Every amount at its own scale: USDT's micro-units are not rounded to cents; the largest
+    # per currency (f0 and f2 tie in USDT: f0).
     assert lines == [
-        "3 records charged a fee off its rule (reported − expected: NGN -0.250001, "
-        "USDT +0.250002); the largest, f0 (transfer, USDT +0.250001 against fee transfer)."
+        "4 records charged a fee off its rule (reported − expected: -0.250001 NGN, "
+        "+0.000001 USDT); the largest in each currency: f1 (transfer, -0.250001 NGN against "
+        "fee transfer); f0 (transfer, +0.250001 USDT against fee transfer)."
     ]
 
 

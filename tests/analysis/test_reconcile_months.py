@@ -289,7 +289,7 @@ def test_the_settings_are_described_with_what_they_changed() -> None:
         "paid_next_month, 1 ordered_next_month)."
     )
     assert amounts == (
-        "Differences up to 0.5 NGN are amount_within_tolerance (0 reference(s)); larger ones "
+        "Differences up to 0.50 NGN are amount_within_tolerance (0 reference(s)); larger ones "
         "are amount_mismatch."
     )
     assert describe_matching(result, month=None)[0].startswith("Order dates are shown, not")

@@ -28,6 +28,7 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.analysis._common import Frame, lazy
+from txkit.money import format_money
 
 __all__ = ["MIN_SHARE", "FeeRule", "fee_rules", "fee_tax_mismatches"]
 
@@ -64,18 +65,13 @@ class FeeRule:
         """``collection NGN: 1.40 % of toAmount, capped at 2,000.00 (4,120 of 4,130)``."""
         head = f"{self.trans_type} {self.currency}" if self.trans_type else f"tax {self.currency}"
         if self.flat is not None:
-            rule = f"flat {_shown(self.flat)}"
+            rule = f"flat {format_money(self.flat)}"
         else:
             base = "of the fee" if self.kind == "tax" else "of toAmount"
             rule = f"{Decimal(self.percent_bp or 0) / 100:.2f} % {base}"
             if self.cap is not None:
-                rule += f", capped at {_shown(self.cap)}"
+                rule += f", capped at {format_money(self.cap)}"
         return f"{head}: {rule} ({self.explained:,} of {self.records:,} records)"
-
-
-def _shown(value: Decimal) -> str:
-    cents = value.quantize(Decimal("0.01"))
-    return f"{cents:,}" if cents == value else f"{value.normalize():,}"
 
 
 def _fits(value: Decimal, expected: Decimal) -> bool:

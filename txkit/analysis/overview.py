@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from txkit.money import format_money
+
 __all__ = ["daily_volume", "explore_findings", "fee_summary", "status_mix", "volume_summary"]
 
 Frame = pl.DataFrame | pl.LazyFrame
@@ -153,7 +155,8 @@ def explore_findings(df: Frame) -> list[str]:
         rate = float(row["fees"] or 0) / float(row["amount"]) if row["amount"] else 0.0
         out.append(
             f"{row['toCurrency']}: {row['count']:,} successful records moving "
-            f"{row['amount']:,} {row['toCurrency']}; fees {row['fees'] or 0:,} ({rate:.2%})."
+            f"{format_money(row['amount'], row['toCurrency'])}; fees "
+            f"{format_money(row['fees'])} ({rate:.2%})."
         )
     main = volume["toCurrency"][0]
     busiest = (
@@ -165,7 +168,7 @@ def explore_findings(df: Frame) -> list[str]:
     )
     out.append(
         f"Busiest {main} day: {busiest['day']} with {busiest['count']:,} successful records "
-        f"({busiest['amount']:,} {main})."
+        f"({format_money(busiest['amount'], main)})."
     )
     still_open = frame.filter(pl.col("status").is_in(_OPEN))
     if still_open.height:

@@ -35,6 +35,7 @@ from txkit.datafile import (
     read_csv_table,
     show_values,
 )
+from txkit.money import format_money
 from txkit.schema import CURRENCIES, STATUSES, require
 
 __all__ = [
@@ -866,9 +867,9 @@ def describe_matching(
         amounts = "Amounts are compared exactly: every difference is an amount_mismatch."
     else:
         given = (
-            ", ".join(f"{v} {c}" for c, v in amount_tolerance.items())
+            ", ".join(format_money(v, c) for c, v in sorted(amount_tolerance.items()))
             if isinstance(amount_tolerance, Mapping)
-            else f"{amount_tolerance}"
+            else format_money(amount_tolerance)
         )
         amounts = (
             f"Differences up to {given} are amount_within_tolerance "

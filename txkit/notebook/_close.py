@@ -27,6 +27,7 @@ from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
 from txkit.config import bank_columns_setting, key_configured
 from txkit.fetch.source import sandbox_files
+from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
 from txkit.notebook._excel import write_xlsx
 from txkit.notebook._load import LoadInfo
@@ -163,14 +164,10 @@ def publish_table(
     return f"{title}: {df.height:,} rows. Download: [CSV]({name}.csv) · [Excel]({name}.xlsx)"
 
 
-def _money(value: Any, currency: str | None) -> str:
-    return f"{value:,} {currency or ''}".strip()
-
-
 def wallet_differences_line(statement: pl.DataFrame) -> str:
-    """The page's line under the statements: each stated wallet's difference (``NGN 0.00, ...``)."""
+    """The page's line under the statements: each stated wallet's difference (``0.00 NGN, ...``)."""
     ties = ", ".join(
-        f"{r['currency']} {r['difference']:,}"
+        format_money(r["difference"], r["currency"])
         for r in statement.iter_rows(named=True)
         if r["difference"] is not None
     )
@@ -185,7 +182,7 @@ def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
             "label": f"Wallet statement {r['currency']}: difference",
             "value": "not stated"
             if r["difference"] is None
-            else f"{r['difference']:,} {r['currency']}",
+            else format_money(r["difference"], r["currency"]),
             "look": r["difference"] != 0,
         }
         for r in statement.iter_rows(named=True)
@@ -204,11 +201,11 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
         elif row["difference"] != 0:
             out.append(
                 f"Wallet {currency} does not tie out: the closing balance reported is "
-                f"{_money(row['closing_reported'], currency)}, the month's records make it "
-                f"{_money(row['closing_computed'], currency)}; difference "
-                f"{_money(row['difference'], currency)}, explained by {row['explained_by']}."
+                f"{format_money(row['closing_reported'], currency)}, the month's records make it "
+                f"{format_money(row['closing_computed'], currency)}; difference "
+                f"{format_money(row['difference'], currency)}, explained by {row['explained_by']}."
                 + (
-                    f" Unexplained: {_money(row['unexplained'], currency)}."
+                    f" Unexplained: {format_money(row['unexplained'], currency)}."
                     if row["unexplained"]
                     else ""
                 )
@@ -218,7 +215,7 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
         if row["available_difference"] not in (None, 0) and row["difference"] == 0:
             out.append(
                 f"Wallet {currency}: the available balance differs by "
-                f"{_money(row['available_difference'], currency)} ({row['explained_by']})."
+                f"{format_money(row['available_difference'], currency)} ({row['explained_by']})."
             )
     if tied:
         out.insert(0, f"Wallets that tie out to 0.00 (opening + activity = closing): "
@@ -260,8 +257,7 @@ def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -
         column = "bank_amount" if category == "unknown_credit" else "settlement_amount"
         if category == "amount_differs":
             column = "difference"
-        sums = rows.group_by("currency").agg(pl.col(column).sum()).sort("currency")
-        amounts = ", ".join(_money(v, c) for c, v in sums.iter_rows())
+        amounts = format_sums(rows, column)
         out.append(f"{rows.height:,} {meaning} ({amounts}).")
     return out
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ import polars as pl
 
 from txkit import config
 from txkit.calendar import month_bounds, parse_month, previous_months
+from txkit.money import format_sums
 from txkit.notebook._load import LoadInfo
 from txkit.notebook._recompute import build_register, read_all_orders, recomputer
 from txkit.register import (
@@ -177,22 +177,6 @@ def owner_counts(view: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _exact(value: Decimal) -> str:
-    """A register amount (6 decimal places) with as many as it needs, at least 2."""
-    cents = value.quantize(Decimal("0.01"))
-    return f"{cents:,}" if cents == value else f"{value.normalize():,}"
-
-
-def _amounts(frame: pl.DataFrame) -> str:
-    """Exact absolute sums per currency, never added across currencies."""
-    sums: dict[str, Decimal] = {}
-    for row in frame.iter_rows(named=True):
-        if row["amount"] is not None:
-            currency = row["currency"] or "?"
-            sums[currency] = sums.get(currency, Decimal(0)) + abs(row["amount"])
-    return ", ".join(f"{currency} {_exact(value)}" for currency, value in sorted(sums.items()))
-
-
 def register_findings(view: pl.DataFrame, month: str, *, older_than: int = 60) -> list[str]:
     """The register's "what to look at": material items past ``older_than`` days without an
     explanation (the oldest named), material items nobody owns, the oldest section, and what
@@ -209,9 +193,11 @@ def register_findings(view: pl.DataFrame, month: str, *, older_than: int = 60) -
         oldest = stale.sort(
             ["age_days", "section", "first_month", "key"], descending=[True, False, False, False]
         ).row(0, named=True)
+        # Absolute amounts: an item's sign says which side is short, not its size.
+        amounts = format_sums(stale.with_columns(pl.col("amount").abs()), "amount")
         out.append(
             f"{stale.height:,} material items older than {older_than} days have no explanation "
-            f"({_amounts(stale)}); the oldest, {oldest['key']} ({oldest['section']}, "
+            f"({amounts}); the oldest, {oldest['key']} ({oldest['section']}, "
             f"{oldest['age_days']} days), first listed in {oldest['first_month']}."
         )
     unowned = filter_items(still, material=True, owner="")

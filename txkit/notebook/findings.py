@@ -10,6 +10,7 @@ import polars as pl
 
 from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
 from txkit.analysis.underpayments import COUNTED_STATUSES, SHORTFALL_NAMES
+from txkit.money import format_money, format_sums
 from txkit.notebook._close import settlement_findings, wallet_findings
 
 __all__ = [
@@ -36,8 +37,16 @@ _MEANING = {
 }
 
 
-def _money(value: object, currency: str | None) -> str:
-    return f"{value:,} {currency or ''}".strip()
+def _largest_each(frame: pl.DataFrame, currency: str, ties: list[str]) -> list[dict]:
+    """Per currency (by code), the row of the largest absolute ``difference``; equal
+    differences go to the first by ``ties``, whatever the rows' order. Amounts of different
+    currencies are never compared."""
+    rows = frame.sort(
+        [pl.col(currency), pl.col("difference").abs(), *ties],
+        descending=[False, True, *([False] * len(ties))],
+        nulls_last=True,
+    )
+    return list(rows.unique(currency, keep="first", maintain_order=True).iter_rows(named=True))
 
 
 def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
@@ -69,37 +78,34 @@ def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]
         side = {"amount_mismatch": "difference", "missing_in_orders": "export_amount"}.get(
             category, "order_amount"
         )
-        if category == "currency_mismatch":
-            # The summary's currency is the export's; the orders' amounts are in the orders'
-            # currencies: summed per order currency, never labelled with the export's.
-            rows = (
-                result.filter(pl.col("category") == category)
-                .group_by(pl.col("order_currency").alias("currency"))
-                .agg(pl.col("order_amount").sum())
-                .sort("currency")
-            )
-        amounts = [
-            _money(row[side], row["currency"])
-            for row in rows.iter_rows(named=True)
-            if row[side] is not None
-        ]
+        # The summary's currency is the export's, else the order's; a currency mismatch's
+        # orders' amounts are in the orders' currencies: summed per order currency, never
+        # labelled with the export's. A row without this side has nothing at stake on it.
+        currency = (
+            pl.col("order_currency")
+            if category == "currency_mismatch"
+            else pl.coalesce("export_currency", "order_currency")
+        )
+        amounts = format_sums(
+            result.filter((pl.col("category") == category) & pl.col(side).is_not_null()).select(
+                side, currency.alias("currency")
+            ),
+            side,
+        )
         # A sum of one side says which side (a currency mismatch has two currencies: the
         # orders' amounts are summed in the orders' currency, never added to the export's).
         named = {"difference": "difference", "export_amount": "the export's side"}.get(
             side, "the orders' side"
         )
-        at_stake = f" ({named}: {', '.join(amounts)})" if amounts else ""
+        at_stake = f" ({named}: {amounts})" if amounts else ""
         out.append(f"{count:,} reference(s) {meaning}{at_stake}.")
     biggest = result.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
     if biggest.height:
-        # Equal differences: the first reference, whatever the rows' order.
-        row = biggest.sort(
-            [pl.col("difference").abs(), "reference"], descending=[True, False], nulls_last=True
-        ).row(0, named=True)
-        out.append(
-            f"Largest amount difference: {row['reference']} "
-            f"({_money(row['difference'], row['export_currency'])})."
+        listed = "; ".join(
+            f"{row['reference']} ({format_money(row['difference'], row['export_currency'])})"
+            for row in _largest_each(biggest, "export_currency", ["reference"])
         )
+        out.append(f"Largest amount difference in each currency: {listed}.")
     return out
 
 
@@ -130,11 +136,12 @@ def underpayment_findings(
         if row.get("underpayment_rate") is not None:
             text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
         if row.get("shortfall") is not None:
-            text += f"; {SHORTFALL_NAMES['shortfall']} {_money(row['shortfall'], row['currency'])}"
+            shortfall = format_money(row["shortfall"], row["currency"])
+            text += f"; {SHORTFALL_NAMES['shortfall']} {shortfall}"
         if row.get("overpayments") and row.get("net_shortfall") is not None:
             text += (
                 f", {SHORTFALL_NAMES['net_shortfall']} "
-                f"{_money(row['net_shortfall'], row['currency'])}"
+                f"{format_money(row['net_shortfall'], row['currency'])}"
             )
         out.append(text + ".")
     orphans = flagged.filter(~pl.col("original_in_export")).height
@@ -145,11 +152,19 @@ def underpayment_findings(
             "lacks): check them by reference."
         )
     if repeats.height:
-        top = repeats.row(0, named=True)
+        # repeat_shortfalls' order picks the largest; per currency, as amounts of different
+        # currencies are never compared.
+        tops = repeats.unique("currency", keep="first", maintain_order=True).sort(
+            "currency", nulls_last=True, maintain_order=True
+        )
+        listed = "; ".join(
+            f"{format_money(top['total_shortfall'], top['currency'])} over "
+            f"{top['underpayments']} payments ({top['customerEmail']})"
+            for top in tops.iter_rows(named=True)
+        )
         out.append(
-            f"{repeats.height:,} customer(s) underpaid more than once; the largest total is "
-            f"{_money(top['total_shortfall'], top['currency'])} over {top['underpayments']} "
-            f"payments ({top['customerEmail']})."
+            f"{repeats.height:,} customer(s) underpaid more than once; the largest total in "
+            f"each currency: {listed}."
         )
     return out
 
@@ -180,15 +195,12 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
             f"{row['len']:,} {kind} break(s) in {row['currency']}: {explain.get(kind, kind)}."
         )
     # Equal differences: the earliest break (the balance checks' own order).
-    worst = breaks.sort(
-        [pl.col("difference").abs(), "createdAt", "id", "field"],
-        descending=[True, False, False, False],
-        nulls_last=True,
-    ).row(0, named=True)
-    out.append(
-        f"Largest break: {worst['id']} ({worst['field']}), off by "
-        f"{_money(worst['difference'], worst['currency'])}."
+    listed = "; ".join(
+        f"{worst['id']} ({worst['field']}), off by "
+        f"{format_money(worst['difference'], worst['currency'])}"
+        for worst in _largest_each(breaks, "currency", ["createdAt", "id", "field"])
     )
+    out.append(f"Largest break in each currency: {listed}.")
     return out
 
 
@@ -206,12 +218,14 @@ def trend_findings(table: pl.DataFrame) -> list[str]:
         before = rows.filter(pl.col("month") != last)
         if now.height == 0 or before.height == 0:
             continue
-        incoming = now["incoming"][0] or 0
+        incoming = now["incoming"][0]
+        if incoming is None:  # not known: no sentence rather than a 0
+            continue
         average = sum(v or 0 for v in before["incoming"].to_list()) / before.height
         if average:
             change = (float(incoming) - float(average)) / float(average)
             out.append(
-                f"{currency}: money in {_money(incoming, currency)} in {last}, {change:+.1%} "
+                f"{currency}: money in {format_money(incoming, currency)} in {last}, {change:+.1%} "
                 f"against the average of the {before.height} month(s) before."
             )
     total = (
@@ -232,7 +246,7 @@ def trend_findings(table: pl.DataFrame) -> list[str]:
         out.append(
             f"Highest underpayment rate: {top['currency']} in {top['month']} "
             f"({top['underpayment_rate']:.2%} of successful collections, shortfall "
-            f"{_money(top['shortfall'], top['currency'])})."
+            f"{format_money(top['shortfall'], top['currency'])})."
         )
     # The match rate is per currency (trend_table): the lowest names its currency.
     matched = table.filter(pl.col("match_rate").is_not_null())

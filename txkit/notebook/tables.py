@@ -5,7 +5,8 @@ Notebooks and the report show every table through :func:`format_table` (via
 unless ``show_pii``, puts the key columns first, sorts, and formats each value for reading:
 
 * money (``Decimal`` columns): thousands separators and the row's currency
-  (``108,571,283.63 NGN``), exact, never through a float;
+  (``108,571,283.63 NGN``), exact, never through a float (:func:`txkit.money.format_money`,
+  the one rule for money in tables, sentences and headlines);
 * rates and shares (float columns named ``*rate*``, ``*share*``): percentages (``85.33%``);
 * counts: thousands separators; timestamps: ``2026-10-03 14:05:09`` (UTC), or the date alone
   when every value is at midnight; booleans ``yes``/``no``; lists joined with commas.
@@ -23,15 +24,15 @@ import itertools
 import math
 from collections.abc import Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 import polars as pl
 
 from txkit._session import per_notebook
+from txkit.money import format_money
 from txkit.privacy import mask_pii
 
-__all__ = ["Table", "cut_notice", "format_table", "format_value"]
+__all__ = ["Table", "cut_notice", "format_money", "format_table", "format_value"]
 
 _IDS = itertools.count(1)
 
@@ -146,19 +147,6 @@ def _currency_columns(name: str, columns: Sequence[str]) -> list[str]:
     return found
 
 
-_CENTS = Decimal("0.01")
-
-
-def _significant(amount: Decimal) -> Decimal:
-    """``amount`` without the zeros its column's scale adds past the cents: a column at scale 6
-    (to hold USDT's micro-units exactly) shows ``174.46``, not ``174.460000``, and
-    ``12.345678`` as it is; exact either way (only zeros go)."""
-    if amount.as_tuple().exponent >= -2:
-        return amount
-    trimmed = amount.normalize()
-    return trimmed if trimmed.as_tuple().exponent < -2 else amount.quantize(_CENTS)
-
-
 def format_value(value: Any, kind: str, currency: str | None = None) -> str | None:
     """One value as a person reads it (see the module docstring); None stays None.
 
@@ -174,8 +162,7 @@ def format_value(value: Any, kind: str, currency: str | None = None) -> str | No
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return None
     if kind == "money":
-        text = f"{_significant(Decimal(value)):,}"
-        return f"{text} {currency}" if currency else text
+        return format_money(value, currency)
     if kind == "rate":
         return f"{value:.2%}"
     if kind == "count":

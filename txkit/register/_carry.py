@@ -35,6 +35,7 @@ from txkit import config
 from txkit.calendar import next_month, parse_month, previous_months
 from txkit.datafile import orders_around
 from txkit.errors import TxkitError, one_line
+from txkit.money import format_money
 from txkit.register._model import OPEN_STATUSES, SECTIONS
 from txkit.store._location import open_table
 
@@ -112,7 +113,7 @@ def _record_text(rows: pl.DataFrame) -> str:
     row = rows.sort("createdAt", "id").row(-1, named=True)  # ties: one record every run
     parts = [f"record {row['id']}", f"status {row['status']}"]
     if row.get("toAmount") is not None:
-        parts.append(f"{row['toAmount']} {row.get('toCurrency') or ''}".rstrip())
+        parts.append(format_money(row["toAmount"], row.get("toCurrency")))
     if row.get("updatedAt") is not None:
         parts.append(f"updated {str(row['updatedAt'])[:19]}")
     return ", ".join(parts)
@@ -131,12 +132,13 @@ def _why(item: dict[str, Any], got: Recomputed) -> str:
         if kind == "missing_in_export" and row.get("export_id"):
             what = (
                 f"the record arrived: {row['export_id']} ({row.get('export_status')}, "
-                f"{row.get('export_amount')} {row.get('export_currency')}, "
+                f"{format_money(row.get('export_amount'), row.get('export_currency'))}, "
                 f"{str(row.get('export_date'))[:10]})"
             )
         elif kind == "missing_in_orders" and row.get("order_amount") is not None:
             what = (
-                f"the order arrived ({row.get('order_amount')} {row.get('order_currency')}, "
+                f"the order arrived "
+                f"({format_money(row.get('order_amount'), row.get('order_currency'))}, "
                 f"dated {str(row.get('order_date'))[:10]})"
             )
         elif kind == "status_mismatch":
@@ -146,9 +148,10 @@ def _why(item: dict[str, Any], got: Recomputed) -> str:
             )
         else:
             what = (
-                f"record {row.get('export_status')} {row.get('export_amount')} "
-                f"{row.get('export_currency')}, order {row.get('order_status')} "
-                f"{row.get('order_amount')} {row.get('order_currency')}"
+                f"record {row.get('export_status')} "
+                f"{format_money(row.get('export_amount'), row.get('export_currency'))}, order "
+                f"{row.get('order_status')} "
+                f"{format_money(row.get('order_amount'), row.get('order_currency'))}"
             )
         return f"{what}; now {category}"
     records = got.records

@@ -25,6 +25,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Final
 
+from txkit.money import format_money
+
 __all__ = ["CONFIG_FILE", "Materiality", "load_materiality"]
 
 #: The file's name, in the project folder.
@@ -57,7 +59,7 @@ class Materiality:
 
     def describe(self) -> str:
         """One line for the report: the thresholds and where they come from."""
-        per = ", ".join(f"{c} {v:,}" for c, v in sorted(self.absolute.items())) or "none"
+        per = ", ".join(format_money(v, c) for c, v in sorted(self.absolute.items())) or "none"
         share = (self.relative * 100).normalize()
         return (
             f"Material: an amount at or above the greater of {per} (per currency) and "

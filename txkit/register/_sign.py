@@ -27,6 +27,7 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import ReportSignedError
+from txkit.money import format_sums, money_sums
 from txkit.output import atomic_path
 from txkit.register._state import ITEMS_SUFFIX
 from txkit.register._table import append_events, events_frame, read_events
@@ -360,10 +361,11 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             if removed:
                 parts.append(f"removed {_shown(removed)}")
             lines.append("; ".join(parts))
-        for currency in sorted(set(_totals(a)) | set(_totals(b))):
-            x, y = _totals(a).get(currency), _totals(b).get(currency)
+        was_totals, now_totals = _totals(a), _totals(b)
+        for currency in sorted(set(was_totals) | set(now_totals)):
+            x, y = was_totals.get(currency, "none"), now_totals.get(currency, "none")
             if x != y:
-                lines.append(f"{name} {currency} total {x} -> {y}")
+                lines.append(f"{name} total {x} -> {y}")
     return lines or [_NO_CHANGE]
 
 
@@ -371,8 +373,11 @@ def _shown(keys: list[str]) -> str:
     return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
 
 
-def _totals(frame: pl.DataFrame) -> dict[str, Any]:
+def _totals(frame: pl.DataFrame) -> dict[str, str]:
+    """Each currency's total as text (never added across currencies; missing amounts said)."""
     if "amount" not in frame.columns or frame.is_empty():
         return {}
-    sums = frame.group_by(pl.col("currency").fill_null("")).agg(pl.col("amount").sum())
-    return dict(zip(sums["currency"].to_list(), sums["amount"].to_list(), strict=True))
+    return {
+        code or "": format_sums(frame.filter(pl.col("currency").eq_missing(code)), "amount")
+        for code, _, _ in money_sums(frame, "amount")
+    }

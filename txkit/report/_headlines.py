@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from txkit.analysis.underpayments import SHORTFALL_NAMES
+from txkit.money import format_money
 from txkit.report._html import Headline
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "underpayment_headlines",
 ]
 
+_ABSENT = "no records"
 _SUCCESS_DROP = 0.05  # a fall of the success rate by more than 5 points
 _UNDERPAYMENT_RISE = 1.25  # an underpayment rate up by more than a quarter
 
@@ -49,7 +51,9 @@ def _pt_change(now: float | None, before: float | None) -> str:
 
 
 def _money(value: Any, currency: str) -> str:
-    return f"{Decimal(value or 0):,} {currency}"
+    # A currency absent from the month (month_over_month's full join) has no figure: it says
+    # so, never 0.
+    return _ABSENT if value is None else format_money(value, currency)
 
 
 def explore_headlines(mom: pl.DataFrame) -> list[Headline]:
@@ -69,7 +73,7 @@ def explore_headlines(mom: pl.DataFrame) -> list[Headline]:
     out.append(
         Headline(
             "Success rate (all currencies)",
-            f"{rate:.2%}" if rate is not None else "no records",
+            f"{rate:.2%}" if rate is not None else _ABSENT,
             _pt_change(rate, prev_rate),
             look=rate is not None and prev_rate is not None and prev_rate - rate > _SUCCESS_DROP,
         )

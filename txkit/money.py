@@ -1,0 +1,111 @@
+"""How an amount of money is written for a reader: the one rule every table, sentence and
+headline uses.
+
+* **Exact, never rounded.** The amount's own digits, with at least the cents: ``174.46`` for
+  ``174.460000`` (a column at scale 6 holds USDT's micro-units; only the zeros go),
+  ``111.59925`` as it is, ``5`` as ``5.00``. Never through a float.
+* **Thousands separators:** ``108,571,283.63``.
+* **Amount, then the currency code:** ``1,234.50 NGN`` (the established order of the pages'
+  tables).
+* **Signed on request** (a difference): ``+0.63339 USD``, ``-125.03925 NGN``; zero is ``0.00``
+  with no sign (``-0.00`` too).
+* **A missing amount is never 0:** it reads ``unknown`` (``unknown NGN``); a sentence that has
+  nothing to say about it leaves it out instead.
+* **Sums per currency, never across currencies** (:func:`money_sums`, :func:`format_sums`),
+  listed by currency code.
+
+Rates and percentages are not money: they keep their own formats.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Final
+
+import polars as pl
+
+__all__ = ["UNKNOWN", "format_money", "format_sums", "money_sums"]
+
+UNKNOWN: Final = "unknown"
+_CENTS: Final = Decimal("0.01")
+
+
+def _digits(amount: Decimal) -> Decimal:
+    """``amount`` with at least two decimals and no zeros past the cents that its column's
+    scale added: exact either way (only zeros are added or dropped)."""
+    if amount.as_tuple().exponent >= -2:
+        return amount.quantize(_CENTS)
+    trimmed = amount.normalize()
+    return trimmed if trimmed.as_tuple().exponent < -2 else amount.quantize(_CENTS)
+
+
+def format_money(value: Any, currency: str | None = None, *, signed: bool = False) -> str:
+    """One amount as a person reads it (see the module docstring).
+
+    Args:
+        value: a ``Decimal``, an ``int`` or a decimal string; None for a missing amount.
+        currency: the amount's currency code, written after the amount; None for none.
+        signed: write ``+`` before a positive amount (a difference).
+
+    Returns:
+        ``1,234.50 NGN``, ``+0.63339 USD``, ``0.00``; ``unknown NGN`` for None.
+
+    Raises:
+        TypeError: for a float (money is never a float: its digits are not the amount's).
+    """
+    if value is None:
+        text = UNKNOWN
+    else:
+        if isinstance(value, float | bool):
+            raise TypeError(
+                f"money must be a Decimal, an int or a decimal string, got {type(value).__name__} "
+                f"{value!r}"
+            )
+        amount = Decimal(value)
+        if amount == 0:
+            amount = abs(amount)  # -0.00 reads 0.00
+        text = f"{_digits(amount):,}"
+        if signed and amount > 0:
+            text = "+" + text
+    return f"{text} {currency}" if currency else text
+
+
+def money_sums(
+    frame: pl.DataFrame, amount: str, currency: str = "currency"
+) -> list[tuple[str | None, Decimal | None, int]]:
+    """Exact sums of ``amount`` per ``currency``, never added across currencies.
+
+    Returns:
+        ``(currency, sum of the known amounts, number of missing amounts)`` per currency,
+        sorted by currency code (a missing currency last); the sum is None when every
+        amount of the currency is missing (never 0).
+    """
+    sums: dict[str | None, Decimal | None] = {}
+    missing: dict[str | None, int] = {}
+    for code, value in frame.select(currency, amount).iter_rows():
+        sums.setdefault(code, None)
+        missing[code] = missing.get(code, 0) + (value is None)
+        if value is not None:
+            sums[code] = (sums[code] or Decimal(0)) + Decimal(value)
+    order = sorted(sums, key=lambda c: (c is None, c or ""))
+    return [(c, sums[c], missing[c]) for c in order]
+
+
+def format_sums(
+    frame: pl.DataFrame, amount: str, currency: str = "currency", *, signed: bool = False
+) -> str:
+    """The sums of :func:`money_sums` as text: ``1,234.50 NGN, 0.63339 USD``. A currency
+    with missing amounts says so (``12.00 NGN and 2 unknown``); a row without a currency is
+    summed apart, without a code.
+
+    Args:
+        frame: the rows to sum.
+        amount: the money column.
+        currency: the column of each row's currency code.
+        signed: write ``+`` before a positive sum (differences).
+    """
+    parts = []
+    for code, total, missing in money_sums(frame, amount, currency):
+        text = format_money(total, code, signed=signed)
+        parts.append(f"{text} and {missing:,} {UNKNOWN}" if missing and total is not None else text)
+    return ", ".join(parts)
