@@ -275,10 +275,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _builder.append(builder)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    for proc in _running:
-        if proc.poll() is None:
-            proc.kill()
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """An interrupted run kills the shared report's build; otherwise this worker waits for it:
+    the other worker may still need it (killed here, it failed the other's tests when this
+    worker's own tests ended first)."""
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        for proc in _running:
+            if proc.poll() is None:
+                proc.kill()
+        return
+    for builder in _builder:
+        builder.join()
 
 
 @pytest.fixture(scope="session")
