@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import json
 import logging
 import os
@@ -598,6 +599,26 @@ def _parameters(plan: ReportPlan, manifest: Any, staging: Path) -> dict[str, Any
     }
 
 
+@functools.cache
+def _papermill_files_in_place() -> None:
+    """Make papermill read and write local files where their paths say.
+
+    Its own handler changes the process's working folder around every read and write, to a
+    folder kept in one attribute shared by every thread, which each ``execute_notebook`` sets
+    to the working folder and puts back after. With two lanes the put-backs interleave: a
+    lane's write ran in the folder an earlier report had worked in, and a relative reports
+    folder "did not exist" (seen when reports of two folders ran in one process). The report
+    passes absolute paths, so no working folder is needed.
+    """
+    from papermill.iorw import papermill_io
+
+    handler = papermill_io.get_handler("notebook.ipynb")  # the one for local paths
+    # Never set (papermill's chdir(None) changes nothing); a handler registered beside it
+    # would not be used: papermill takes the first registered for local paths.
+    handler._cwd = None
+    handler.cwd = lambda _new_path: None
+
+
 def execute_notebook(
     source_nb: Path, *, plan: ReportPlan, parameters: dict[str, Any], staging: Path, lane: Lane
 ) -> tuple[Section, float]:
@@ -609,8 +630,9 @@ def execute_notebook(
     """
     import papermill
 
+    _papermill_files_in_place()
     began = time.perf_counter()
-    target = staging / source_nb.name
+    target = (staging / source_nb.name).absolute()
     declared = papermill.inspect_notebook(str(source_nb))
     manager = lane.manager(kernel_settings(source_nb.parent))
     try:
