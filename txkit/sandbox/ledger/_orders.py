@@ -265,8 +265,40 @@ def _group_orders(
 def assemble(
     g: _Generator, bodies: list[bytes], orders: list[tuple[str, int, str, str, str, str]]
 ) -> Ledger:
+    """The :class:`Ledger`: the rendered bodies, the index, the orders and the truths."""
+    return Ledger(
+        seed=g.seed,
+        records=g.n,
+        start_month=g.start_month,
+        months=g.months,
+        anomaly_rate=g.anomaly_rate,
+        start_ms=g.start_ms,
+        end_ms=g.end_ms,
+        index=_index_frame(g),
+        orders=_orders_frame(orders),
+        ground_truth=_ground_truth(g),
+        late_payments=sorted(g.late_truth, key=lambda e: (e["createdAt"], e["id"])),
+        zero_balances=g.zero_truth,
+        balance_model=g.balance_model,
+        zero_balance_rate=g.zero_balance_rate,
+        late_payments_per_month=g.late_payments_per_month,
+        repeat_underpayers=g.repeat_underpayers,
+        repeaters=g.repeat_truth,
+        _bodies=bodies,
+        _context=g.ctx,
+        _final_ledger=dict(g.final_ledger),
+        _open_reserves=_reserves_open_at_end(g),
+        _id_proc=g.id_proc,
+        _id_counter=g.id_counter,
+        order_groups=sorted(g.group_truth, key=lambda e: (e["createdAt"], e["reference"])),
+        bank=bank_account(g),
+    )
+
+
+def _index_frame(g: _Generator) -> pl.DataFrame:
+    """One row per record (:attr:`Ledger.index`)."""
     cols = g.cols
-    index = pl.DataFrame(
+    return pl.DataFrame(
         {
             "id": cols.oid,
             "createdAt": cols.created,
@@ -288,7 +320,11 @@ def assemble(
             "hidden": pl.Boolean,
         },
     )
-    orders_frame = pl.DataFrame(
+
+
+def _orders_frame(orders: list[tuple[str, int, str, str, str, str]]) -> pl.DataFrame:
+    """The merchant's orders (:attr:`Ledger.orders`), amounts exact."""
+    return pl.DataFrame(
         {
             "reference": [r[0] for r in orders],
             "amount": [Decimal(r[1]).scaleb(-2) for r in orders],
@@ -306,45 +342,26 @@ def assemble(
             "customer": pl.String,
         },
     )
-    truth = [
+
+
+def _ground_truth(g: _Generator) -> list[dict[str, Any]]:
+    """The planted anomalies, by time, kind, id and reference."""
+    return [
         e
         for _, e in sorted(
             g.truth, key=lambda t: (t[0], t[1]["kind"], t[1]["id"] or "", t[1]["reference"])
         )
     ]
-    created = cols.created
+
+
+def _reserves_open_at_end(g: _Generator) -> dict[str, list[tuple[int, int]]]:
+    """Each wallet's reserves (release time, amount) still held after the last record."""
+    created = g.cols.created
     last = created[-1] if created else g.start_ms
-    reserves = {
+    return {
         c: [(release, amount) for release, amount in h if release > last]
         for c, h in g.open_reserves.items()
     }
-    return Ledger(
-        seed=g.seed,
-        records=g.n,
-        start_month=g.start_month,
-        months=g.months,
-        anomaly_rate=g.anomaly_rate,
-        start_ms=g.start_ms,
-        end_ms=g.end_ms,
-        index=index,
-        orders=orders_frame,
-        ground_truth=truth,
-        late_payments=sorted(g.late_truth, key=lambda e: (e["createdAt"], e["id"])),
-        zero_balances=g.zero_truth,
-        balance_model=g.balance_model,
-        zero_balance_rate=g.zero_balance_rate,
-        late_payments_per_month=g.late_payments_per_month,
-        repeat_underpayers=g.repeat_underpayers,
-        repeaters=g.repeat_truth,
-        _bodies=bodies,
-        _context=g.ctx,
-        _final_ledger=dict(g.final_ledger),
-        _open_reserves=reserves,
-        _id_proc=g.id_proc,
-        _id_counter=g.id_counter,
-        order_groups=sorted(g.group_truth, key=lambda e: (e["createdAt"], e["reference"])),
-        bank=bank_account(g),
-    )
 
 
 def _order_times(g: _Generator, order_kind: dict[int, str]) -> list[int]:
