@@ -41,10 +41,25 @@ if TYPE_CHECKING:
 def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
     """The merchant's orders as ``(reference, amount, currency, status, date, customer)``
     rows."""
-    cols, rand, n = g.cols, g.rng.random, g.n
+    order_kind = _order_anomalies(g)
+    grouped = _choose_groups(g, order_kind)
+    ordered = _order_times(g, {**order_kind, **dict.fromkeys(grouped, "group")})
+    order_days = _iso_days(ordered)
+    rows: list[tuple[str, int, str, str, str, str]] = []
+    rows.extend(_group_orders(g, grouped, order_days))
+    rows.extend(_collection_orders(g, order_kind, grouped, order_days))
+    rows.extend(_extra_orders(g))
+    rows.sort(key=lambda r: (r[4], r[0]))
+    return rows
+
+
+def _order_anomalies(g: _Generator) -> dict[int, str]:
+    """Collections (not otherwise planted, not hidden) whose order is missing or differs in
+    amount, status or currency."""
+    cols, rand = g.cols, g.rng.random
     free = [
         i
-        for i in range(n)
+        for i in range(g.n)
         if cols.ttype[i] == "collection" and i not in g.taken and i not in g.protected
     ]
     order_kind: dict[int, str] = {}
@@ -58,13 +73,20 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
                 continue
             order_kind[i] = kind
             count += 1
-    rows: list[tuple[str, int, str, str, str, str]] = []
-    grouped = _choose_groups(g, order_kind)
-    ordered = _order_times(g, {**order_kind, **dict.fromkeys(grouped, "group")})
-    order_days = _iso_days(ordered)
+    return order_kind
+
+
+def _collection_orders(
+    g: _Generator,
+    order_kind: dict[int, str],
+    grouped: dict[int, tuple[str, str, int]],
+    order_days: list[str],
+) -> list[tuple[str, int, str, str, str, str]]:
+    """One order per collection not in a group, as paid or with its planted difference."""
+    cols, rand = g.cols, g.rng.random
     customers = g.ctx.customers
-    rows.extend(_group_orders(g, grouped, order_days))
-    for i in range(n):
+    rows: list[tuple[str, int, str, str, str, str]] = []
+    for i in range(g.n):
         if cols.ttype[i] != "collection" or i in grouped:
             continue
         ref, amount, cur, status = cols.ref[i], cols.amt[i], cols.cur[i], cols.status[i]
@@ -89,10 +111,18 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
             g.add_truth(i, kind, field="currency", expected=cur, reported=reported)
             cur = reported
         rows.append((ref, amount, cur, status, order_days[i], customers[cols.party[i]][1]))
+    return rows
+
+
+def _extra_orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
+    """``order_extra``: orders no record pays."""
+    rand = g.rng.random
+    customers = g.ctx.customers
     days = (g.end_ms - g.start_ms) // DAY_MS
     # The extra orders' customers come from a random source of their own (the records and
     # the other orders are the same as before orders had customers).
     pick = random.Random(f"txkit-order-customers:{g.seed}").random
+    rows: list[tuple[str, int, str, str, str, str]] = []
     for _ in range(g.quota["order_extra"]):
         ref = g.new_reference()
         day_ms = g.start_ms + int(rand() * days) * DAY_MS
@@ -115,7 +145,6 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
                 },
             )
         )
-    rows.sort(key=lambda r: (r[4], r[0]))
     return rows
 
 
