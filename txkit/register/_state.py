@@ -133,15 +133,13 @@ def report_events(
     run, at = uuid.uuid4().hex, now()
     sections = sorted({str(s) for f in lists for s in f["section"].unique().to_list()})
     published = sorted(p.name[: -len(ITEMS_SUFFIX)] for p in paths)
+    stamp = {"run": run, "actor": actor, "at": at, "table_version": table_version}
     head = events_frame(
         [
             {
                 "event": "reported",
-                "run": run,
                 "month": month,
-                "actor": actor,
-                "at": at,
-                "table_version": table_version,
+                **stamp,
                 "note": ",".join(published),
                 "section": ",".join(sections),
             }
@@ -149,18 +147,7 @@ def report_events(
     )
     parts = [head]
     if frame is not None and frame.height:
-        parts.append(
-            events_frame(
-                frame.unique("key", keep="first", maintain_order=True).with_columns(
-                    pl.lit("seen").alias("event"),
-                    pl.lit(run).alias("run"),
-                    pl.lit(month).alias("month"),
-                    pl.lit(actor).alias("actor"),
-                    pl.lit(at).alias("at"),
-                    pl.lit(table_version, dtype=pl.Int64).alias("table_version"),
-                )
-            )
-        )
+        parts.append(_seen_events(frame, month, stamp))
     done = None
     if recompute is not None:
         if events is None:
@@ -176,13 +163,22 @@ def report_events(
             recompute=recompute,
         )
         if done.events:
-            parts.append(
-                events_frame(
-                    [e | {"run": run, "actor": actor, "at": at, "table_version": table_version}
-                     for e in done.events]
-                )
-            )  # fmt: skip
+            parts.append(events_frame([e | stamp for e in done.events]))
     return pl.concat(parts), done
+
+
+def _seen_events(frame: pl.DataFrame, month: str, stamp: dict[str, Any]) -> pl.DataFrame:
+    """One ``seen`` event per item the report lists (the first of a key listed twice)."""
+    return events_frame(
+        frame.unique("key", keep="first", maintain_order=True).with_columns(
+            pl.lit("seen").alias("event"),
+            pl.lit(stamp["run"]).alias("run"),
+            pl.lit(month).alias("month"),
+            pl.lit(stamp["actor"]).alias("actor"),
+            pl.lit(stamp["at"]).alias("at"),
+            pl.lit(stamp["table_version"], dtype=pl.Int64).alias("table_version"),
+        )
+    )
 
 
 def fingerprints(events: pl.DataFrame) -> dict[str, str]:
