@@ -459,8 +459,28 @@ def read_csv_table(
     notes = list(source.notes)
     physical = _lines_of(text)
     header_at = int((physical.str.strip_chars() != "").arg_true()[0])
-    header_line = physical[header_at]
-    known = {name.casefold(): name for name in columns}
+    delimiter, header = _find_header(physical[header_at], required)
+    line_of_header = header_at + 1
+    names = _column_names(path, header, columns, required, line_of_header, what)
+    if delimiter != ",":
+        notes.append(f"columns separated by {_DELIMITER_NAMES[delimiter]}")
+
+    body = physical.slice(header_at + 1)
+    first_line = line_of_header + 1
+    if body.str.contains('"', literal=True).any():
+        kept = io.StringIO(text, newline="").readlines()[header_at + 1 :]  # line ends as written
+        frame, ragged, skipped = _quoted_records(path, kept, delimiter, names, first_line, what)
+    else:
+        frame, ragged, skipped = _plain_records(body, delimiter, names, first_line)
+    _check_records(path, frame, ragged, len(names), line_of_header, what, rows)
+    if skipped:
+        notes.append(f"{skipped:,} line(s) of empty fields skipped")
+    return CsvTable(path, frame, tuple(header), delimiter, tuple(notes))
+
+
+def _find_header(header_line: str, required: Sequence[str]) -> tuple[str, list[str]]:
+    """The delimiter (the first that finds every required name, else the one that finds the
+    most columns) and the header's names split by it."""
 
     def found(delimiter: str) -> list[str]:
         return [c.strip() for c in _parse_header(header_line, delimiter)]
@@ -472,8 +492,23 @@ def read_csv_table(
     delimiter = next((d for d in _DELIMITERS if covers(d)), None)
     if delimiter is None:
         delimiter = max(_DELIMITERS, key=lambda d: len(found(d)))
-    header = found(delimiter)
-    line_of_header = header_at + 1
+    return delimiter, found(delimiter)
+
+
+def _column_names(
+    path: Path,
+    header: list[str],
+    columns: Sequence[str],
+    required: Sequence[str],
+    line_of_header: int,
+    what: str,
+) -> list[str]:
+    """The frame's column names: known ones as the caller spells them, blank ones numbered.
+
+    Raises:
+        DataFileError: a required column missing, or a column named twice.
+    """
+    known = {name.casefold(): name for name in columns}
     names = [known.get(c.casefold(), c) or f"column_{i + 1}" for i, c in enumerate(header)]
     missing = [r for r in required if r not in names]
     if missing:
@@ -498,22 +533,25 @@ def read_csv_table(
             lines=[line_of_header],
             what=what,
         )
-    if delimiter != ",":
-        notes.append(f"columns separated by {_DELIMITER_NAMES[delimiter]}")
+    return names
 
-    body = physical.slice(header_at + 1)
-    first_line = line_of_header + 1
-    if body.str.contains('"', literal=True).any():
-        kept = io.StringIO(text, newline="").readlines()[header_at + 1 :]  # line ends as written
-        frame, ragged, skipped = _quoted_records(path, kept, delimiter, names, first_line, what)
-    else:
-        frame, ragged, skipped = _plain_records(body, delimiter, names, first_line)
+
+def _check_records(
+    path: Path,
+    frame: pl.DataFrame,
+    ragged: list[tuple[int, int]],
+    width: int,
+    line_of_header: int,
+    what: str,
+    rows: str,
+) -> None:
+    """Raise :class:`DataFileError` for records of the wrong width, or for no record."""
     if ragged:
-        widths = sorted({width for _, width in ragged})
+        widths = sorted({w for _, w in ragged})
         raise DataFileError(
             path,
             f"{'a record has' if len(ragged) == 1 else 'records have'} "
-            f"{show_values(widths)} field(s) where the header has {len(names)}",
+            f"{show_values(widths)} field(s) where the header has {width}",
             'a value holding the delimiter must be quoted ("1,500.00"), or remove the extra '
             "or missing separators",
             lines=[line for line, _ in ragged],
@@ -526,9 +564,6 @@ def read_csv_table(
             f"export the {rows} again, or pass the right file",
             what=what,
         )
-    if skipped:
-        notes.append(f"{skipped:,} line(s) of empty fields skipped")
-    return CsvTable(path, frame, tuple(header), delimiter, tuple(notes))
 
 
 def fail_lines(

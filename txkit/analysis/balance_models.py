@@ -84,30 +84,43 @@ def fit_table(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame
     chain. With ``opening``, a wallet's first value is paired with its opening balance.
     """
     wallets = entries.select(pl.col(_W).unique().sort())
-    opened_wallet = pl.col(_W).is_in(list(opening))
-    opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
-    ids = range(len(BALANCE_MODELS))
-    # All candidates in one pass: per model, its chain number, implied opening and the two
-    # implied openings before (only entries with a reported value are paired; an opening
-    # balance stands before a wallet's first chain).
-    chained = (
+    stats = _pair_counts(_chained(entries).with_columns(_earlier_openings(opening)))
+    return _by_model(wallets.join(stats, on=_W, how="left"))
+
+
+_MODEL_IDS: Final = range(len(BALANCE_MODELS))
+
+
+def _chained(entries: pl.DataFrame) -> pl.DataFrame:
+    """All candidates in one pass: per model ``i``, its chain number ``_c{i}`` and implied
+    opening ``_k{i}`` (only entries with a reported value are kept, to be paired)."""
+    return (
         entries.select(
             _W,
             "reported_ledger",
             *(pl.col(delta_column(m)).alias(f"_d{i}") for i, m in enumerate(BALANCE_MODELS)),
         )
-        .with_columns(pl.col(f"_d{i}").is_null().cum_sum().over(_W).alias(f"_c{i}") for i in ids)
+        .with_columns(
+            pl.col(f"_d{i}").is_null().cum_sum().over(_W).alias(f"_c{i}") for i in _MODEL_IDS
+        )
         .with_columns(
             (
                 pl.col("reported_ledger")
                 - pl.col(f"_d{i}").fill_null(0).cum_sum().over(_W, f"_c{i}")
             ).alias(f"_k{i}")
-            for i in ids
+            for i in _MODEL_IDS
         )
         .filter(pl.col("reported_ledger").is_not_null())
     )
+
+
+def _earlier_openings(opening: Mapping[str, int]) -> list[pl.Expr]:
+    """Per model, the two implied openings before each one (``_k{i}_1``, ``_k{i}_2``); an
+    opening balance stands before a wallet's first chain."""
+    opened_wallet = pl.col(_W).is_in(list(opening))
+    opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
     shifted = []
-    for i in ids:
+    for i in _MODEL_IDS:
         opened = opened_wallet & (pl.col(f"_c{i}") == 0)
         for lag in (1, 2):
             earlier = pl.col(f"_k{i}").shift(lag).over(_W, f"_c{i}")
@@ -117,28 +130,32 @@ def fit_table(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame
                 .otherwise(earlier)
                 .alias(f"_k{i}_{lag}")
             )
-    stats = (
-        chained.with_columns(shifted)
-        .group_by(_W)
-        .agg(
-            agg
-            for i in ids
-            for agg in (
-                pl.col(f"_k{i}_1").is_not_null().sum().cast(pl.UInt32).alias(f"checked{i}"),
-                (
-                    pl.col(f"_k{i}_1").is_not_null()
-                    & (
-                        (pl.col(f"_k{i}") == pl.col(f"_k{i}_1"))
-                        | (pl.col(f"_k{i}") == pl.col(f"_k{i}_2"))
-                    ).fill_null(False)
-                )
-                .sum()
-                .cast(pl.UInt32)
-                .alias(f"fitting{i}"),
+    return shifted
+
+
+def _pair_counts(paired: pl.DataFrame) -> pl.DataFrame:
+    """Per wallet and model ``i``: pairs checked (``checked{i}``) and fitting (``fitting{i}``)."""
+    return paired.group_by(_W).agg(
+        agg
+        for i in _MODEL_IDS
+        for agg in (
+            pl.col(f"_k{i}_1").is_not_null().sum().cast(pl.UInt32).alias(f"checked{i}"),
+            (
+                pl.col(f"_k{i}_1").is_not_null()
+                & (
+                    (pl.col(f"_k{i}") == pl.col(f"_k{i}_1"))
+                    | (pl.col(f"_k{i}") == pl.col(f"_k{i}_2"))
+                ).fill_null(False)
             )
+            .sum()
+            .cast(pl.UInt32)
+            .alias(f"fitting{i}"),
         )
     )
-    by_wallet = wallets.join(stats, on=_W, how="left")
+
+
+def _by_model(by_wallet: pl.DataFrame) -> pl.DataFrame:
+    """One row per wallet and model, with the fit rate, in the models' order."""
     frames = [
         by_wallet.select(
             _W,

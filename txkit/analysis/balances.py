@@ -445,12 +445,31 @@ def _successful(
 def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
     """One row per (record, wallet): ``pos`` (to/from), one delta column per balance model,
     ``reported_ledger``, ``reported_available`` and ``not_reported``."""
-    ttype = pl.col("transType")
-    models = credits_and_debits()
-    known = ttype.is_in(["collection", "transfer", "settlement", "conversion"])
-    # A record of an unknown type still reports a balance: it becomes an entry of unknown
-    # delta on its toCurrency wallet, on the side it reports.
-    unknown_pos = (
+    both = pl.concat([_to_side(records), _from_side(records)]).filter(pl.col(_W).is_not_null())
+    rank = pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8)
+    if not reserves:
+        return both.sort(["createdAt", "id", rank], nulls_last=True).select(
+            _W, "reported_ledger", *map(delta_column, BALANCE_MODELS)
+        )
+    return (
+        both.join(_reserve_adds(records), on=["id", "pos"], how="left")
+        .with_columns(
+            pl.col("reserve_add").fill_null(0),
+            pl.col("unknown_add").fill_null(0),
+            rank.alias("_rank"),
+        )
+        .sort(["createdAt", "id", "_rank"], nulls_last=True)
+        .with_row_index("row")
+    )
+
+
+_KNOWN_TYPES: Final = ("collection", "transfer", "settlement", "conversion")
+
+
+def _unknown_pos() -> pl.Expr:
+    """The side of a record of an unknown type: it still reports a balance, and becomes an
+    entry of unknown delta on its toCurrency wallet, on the side it reports."""
+    return (
         pl.when(
             pl.col("toBalanceAfterLedger").is_not_null()
             | pl.col("toBalanceAfterAvailable").is_not_null()
@@ -458,21 +477,38 @@ def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
         .then(pl.lit("to"))
         .otherwise(pl.lit("from"))
     )
-    to_side = records.filter(
-        ttype.is_in(["collection", "conversion"]) | (~known & (unknown_pos == "to"))
+
+
+def _to_side(records: pl.LazyFrame) -> pl.LazyFrame:
+    """The entries into a wallet: collections, conversions' target, unknown types on "to"."""
+    ttype = pl.col("transType")
+    known = ttype.is_in(list(_KNOWN_TYPES))
+    return records.filter(
+        ttype.is_in(["collection", "conversion"]) | (~known & (_unknown_pos() == "to"))
     ).select(
         "id",
         "createdAt",
         pl.col("toCurrency").alias(_W),
         pl.lit("to").alias("pos"),
-        *(pl.when(known).then(credit).alias(delta_column(m)) for m, (credit, _) in models.items()),
+        *(
+            pl.when(known).then(credit).alias(delta_column(m))
+            for m, (credit, _) in credits_and_debits().items()
+        ),
         pl.col("toBalanceAfterLedger").alias("reported_ledger"),
         pl.col("toBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
         "not_reported",
     )
-    from_side = records.filter(
-        ttype.is_in(["transfer", "settlement", "conversion"]) | (~known & (unknown_pos == "from"))
+
+
+def _from_side(records: pl.LazyFrame) -> pl.LazyFrame:
+    """The entries out of a wallet: transfers, settlements, conversions' source, unknown
+    types on "from"."""
+    ttype = pl.col("transType")
+    known = ttype.is_in(list(_KNOWN_TYPES))
+    return records.filter(
+        ttype.is_in(["transfer", "settlement", "conversion"])
+        | (~known & (_unknown_pos() == "from"))
     ).select(
         "id",
         "createdAt",
@@ -487,41 +523,29 @@ def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
             .when(known)
             .then(debit)
             .alias(delta_column(m))
-            for m, (_, debit) in models.items()
+            for m, (_, debit) in credits_and_debits().items()
         ),
         pl.col("fromBalanceAfterLedger").alias("reported_ledger"),
         pl.col("fromBalanceAfterAvailable").alias("reported_available"),
         _PERIOD,
         "not_reported",
     )
+
+
+def _reserve_adds(records: pl.LazyFrame) -> pl.LazyFrame:
+    """Each collection's reserve added on its "to" entry: known reserves add their amount;
+    unknown ones (amount or release missing) count."""
     holds = _holds()
     known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
-    reserve = records.filter(pl.col("transType") == "collection").select(
+    return records.filter(pl.col("transType") == "collection").select(
         "id",
         pl.lit("to").alias("pos"),
-        # Known reserves add their amount; unknown ones (amount or release missing) count.
         pl.when(holds & known_reserve)
         .then(pl.col("rollingReserve.amount"))
         .otherwise(0)
         .cast(pl.Int128)
         .alias("reserve_add"),
         (holds & ~known_reserve).cast(pl.Int64).alias("unknown_add"),
-    )
-    both = pl.concat([to_side, from_side]).filter(pl.col(_W).is_not_null())
-    rank = pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8)
-    if not reserves:
-        return both.sort(["createdAt", "id", rank], nulls_last=True).select(
-            _W, "reported_ledger", *map(delta_column, BALANCE_MODELS)
-        )
-    return (
-        both.join(reserve, on=["id", "pos"], how="left")
-        .with_columns(
-            pl.col("reserve_add").fill_null(0),
-            pl.col("unknown_add").fill_null(0),
-            rank.alias("_rank"),
-        )
-        .sort(["createdAt", "id", "_rank"], nulls_last=True)
-        .with_row_index("row")
     )
 
 

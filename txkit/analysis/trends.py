@@ -72,53 +72,11 @@ def monthly_metrics(
     missing = [c for c in METRIC_COLUMNS if c not in names and not c.startswith("meta.")]
     if missing:
         raise ValueError(f"missing columns {missing}: pass txkit.scan_store() or a loaded export")
-    month = (
-        pl.col("month").cast(pl.String)
-        if "month" in names
-        else pl.col("createdAt").dt.strftime("%Y-%m")
-    )
     schema = lf.collect_schema()
     # Money at its own scale (six decimals for USDT/USDC): a cast to two would round it.
     scale = money_scale(schema, ["toAmount", "feeAmount", _EXPECTED])
-    expected = column_or_null(schema, _EXPECTED, pl.Decimal(38, scale))
-    ok = pl.col("status").is_in(COUNTED_STATUSES)
-    collection = successful_collections()
-    under = is_underpayment(schema)
-    zero = pl.lit(0, pl.Decimal(38, scale))
     frame = (
-        lf.select(
-            month.alias("month"),
-            pl.col("toCurrency").cast(pl.String).alias("currency"),
-            ok.alias("ok"),
-            pl.col("transType").cast(pl.String).alias("type"),
-            collection.alias("collection"),
-            under.alias("under"),
-            money("toAmount", scale).alias("amount"),
-            money("feeAmount", scale).alias("fee"),
-            expected.cast(pl.Decimal(38, scale)).alias("expected"),
-        )
-        .group_by("month", "currency")
-        .agg(
-            records=pl.len(),
-            successful=pl.col("ok").sum(),
-            incoming=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_INCOMING)).sum(),
-            outgoing=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_OUTGOING)).sum(),
-            fees=pl.col("fee").filter(pl.col("ok")).sum(),
-            collections=pl.col("collection").sum(),
-            underpayments=pl.col("under").sum(),
-            shortfall=(pl.col("expected") - pl.col("amount")).filter(pl.col("under")).sum(),
-        )
-        .with_columns(
-            success_rate=pl.col("successful") / pl.col("records"),
-            fee_rate=pl.when((pl.col("incoming") + pl.col("outgoing")) != 0).then(
-                pl.col("fees").cast(pl.Float64)
-                / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64)
-            ),
-            underpayment_rate=pl.when(pl.col("collections") > 0).then(
-                pl.col("underpayments") / pl.col("collections")
-            ),
-            shortfall=pl.col("shortfall").fill_null(zero),
-        )
+        _with_rates(_month_totals(_metric_rows(lf, names, schema, scale)), scale)
         .select(
             "month",
             "currency",
@@ -141,6 +99,58 @@ def monthly_metrics(
         keep = sorted(frame["month"].unique().to_list())[-months:]
         frame = frame.filter(pl.col("month").is_in(keep))
     return frame
+
+
+def _metric_rows(lf: pl.LazyFrame, names: set[str], schema: pl.Schema, scale: int) -> pl.LazyFrame:
+    """One row per record: its month and currency, whether it counts, its type, whether it is
+    a successful collection and an underpayment, and its money at ``scale``."""
+    month = (
+        pl.col("month").cast(pl.String)
+        if "month" in names
+        else pl.col("createdAt").dt.strftime("%Y-%m")
+    )
+    expected = column_or_null(schema, _EXPECTED, pl.Decimal(38, scale))
+    return lf.select(
+        month.alias("month"),
+        pl.col("toCurrency").cast(pl.String).alias("currency"),
+        pl.col("status").is_in(COUNTED_STATUSES).alias("ok"),
+        pl.col("transType").cast(pl.String).alias("type"),
+        successful_collections().alias("collection"),
+        is_underpayment(schema).alias("under"),
+        money("toAmount", scale).alias("amount"),
+        money("feeAmount", scale).alias("fee"),
+        expected.cast(pl.Decimal(38, scale)).alias("expected"),
+    )
+
+
+def _month_totals(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """Per month and currency: counts and money totals."""
+    return rows.group_by("month", "currency").agg(
+        records=pl.len(),
+        successful=pl.col("ok").sum(),
+        incoming=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_INCOMING)).sum(),
+        outgoing=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_OUTGOING)).sum(),
+        fees=pl.col("fee").filter(pl.col("ok")).sum(),
+        collections=pl.col("collection").sum(),
+        underpayments=pl.col("under").sum(),
+        shortfall=(pl.col("expected") - pl.col("amount")).filter(pl.col("under")).sum(),
+    )
+
+
+def _with_rates(totals: pl.LazyFrame, scale: int) -> pl.LazyFrame:
+    """The success, fee and underpayment rates (null where undefined); no shortfall is 0."""
+    zero = pl.lit(0, pl.Decimal(38, scale))
+    return totals.with_columns(
+        success_rate=pl.col("successful") / pl.col("records"),
+        fee_rate=pl.when((pl.col("incoming") + pl.col("outgoing")) != 0).then(
+            pl.col("fees").cast(pl.Float64)
+            / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64)
+        ),
+        underpayment_rate=pl.when(pl.col("collections") > 0).then(
+            pl.col("underpayments") / pl.col("collections")
+        ),
+        shortfall=pl.col("shortfall").fill_null(zero),
+    )
 
 
 def month_over_month(metrics: pl.DataFrame, month: str) -> pl.DataFrame:

@@ -114,19 +114,7 @@ def describe_mapping(mapping: Mapping[str, str]) -> str:
 
 def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
     """The entries of a CSV statement read through ``mapping`` (see the module docstring)."""
-    columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
-    required = list(columns.values())
-    if not columns:
-        columns = {k: k for k in ("date", "amount", "currency", "reference", "narration")}
-        required = ["date", "amount", "currency"]
-    if "amount" not in columns and "credit" not in columns:
-        raise _config(path, "no amount column in the mapping (amount, or credit and debit)")
-    if "currency" not in columns and "account_currency" not in mapping:
-        raise _config(path, "no currency in the mapping (currency, or account_currency)")
-    if "date" not in columns:
-        raise _config(path, "no date column in the mapping")
-    if not {"reference", "narration"} & columns.keys():
-        raise _config(path, "neither a reference nor a narration column in the mapping")
+    columns, required = _columns(path, mapping)
     table = read_csv_table(
         path,
         columns=list(columns.values()),
@@ -146,6 +134,36 @@ def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
             what=WHAT,
         )
     result = Read("csv", notes=list(table.notes))
+    result.entries.extend(_entries(_typed(path, frame, mapping)))
+    return result
+
+
+def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """The file's column for each key txkit reads, and the columns that must be there.
+
+    Raises:
+        DataFileError: a mapping without an amount, a currency, a date, or a reference or
+            narration.
+    """
+    columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
+    required = list(columns.values())
+    if not columns:
+        columns = {k: k for k in ("date", "amount", "currency", "reference", "narration")}
+        required = ["date", "amount", "currency"]
+    if "amount" not in columns and "credit" not in columns:
+        raise _config(path, "no amount column in the mapping (amount, or credit and debit)")
+    if "currency" not in columns and "account_currency" not in mapping:
+        raise _config(path, "no currency in the mapping (currency, or account_currency)")
+    if "date" not in columns:
+        raise _config(path, "no date column in the mapping")
+    if not {"reference", "narration"} & columns.keys():
+        raise _config(path, "neither a reference nor a narration column in the mapping")
+    return columns, required
+
+
+def _typed(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+    """The statement's columns checked and typed: dates, the signed ``_amount``, the currency
+    code, the running balance proven, and the text columns stripped (empty: null)."""
     date_format = mapping.get("date_format", "%Y-%m-%d")
     for key in ("date", "value_date"):
         if key in frame.columns:
@@ -169,39 +187,42 @@ def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
     if "balance" in frame.columns:
         _check_running_balance(path, frame, mapping)
     text = {k: pl.col(k).str.strip_chars() for k in ("reference", "narration", "bank_reference")}
-    frame = frame.with_columns(
+    return frame.with_columns(
         pl.when(expr != "").then(expr).alias(k) for k, expr in text.items() if k in frame.columns
     )
+
+
+def _entries(frame: pl.DataFrame) -> list[Entry]:
+    """One :class:`Entry` per line of the typed frame."""
 
     def column(key: str) -> list:
         return frame.get_column(key).to_list() if key in frame.columns else [None] * frame.height
 
-    for line, cur, day, value_day, amount, ref, narration, bank_ref, account in zip(
-        frame.get_column(LINE).to_list(),
-        column("currency"),
-        column("date"),
-        column("value_date"),
-        column("_amount"),
-        column("reference"),
-        column("narration"),
-        column("bank_reference"),
-        column("account"),
-        strict=True,
-    ):
-        result.entries.append(
-            Entry(
-                line=line,
-                currency=cur,
-                date=day,
-                value_date=value_day,
-                amount=amount,
-                reference=ref,
-                narration=narration,
-                bank_reference=bank_ref,
-                account=account,
-            )
+    return [
+        Entry(
+            line=line,
+            currency=cur,
+            date=day,
+            value_date=value_day,
+            amount=amount,
+            reference=ref,
+            narration=narration,
+            bank_reference=bank_ref,
+            account=account,
         )
-    return result
+        for line, cur, day, value_day, amount, ref, narration, bank_ref, account in zip(
+            frame.get_column(LINE).to_list(),
+            column("currency"),
+            column("date"),
+            column("value_date"),
+            column("_amount"),
+            column("reference"),
+            column("narration"),
+            column("bank_reference"),
+            column("account"),
+            strict=True,
+        )
+    ]
 
 
 def _config(path: Path, problem: str) -> DataFileError:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import polars as pl
 
@@ -153,6 +153,20 @@ def frames(path: Path, read: Read) -> tuple[pl.DataFrame, pl.DataFrame]:
     ]
     scale = max([2, *map(_decimals, amounts), *map(_decimals, balance_texts)])
     name = str(path)
+    entries = _entries_frame(name, read, amounts, scale)
+    rows = [_balance_row(path, name, b, read.entries) for b in read.balances]
+    balances = pl.DataFrame(
+        rows,
+        schema={**BALANCE_COLUMNS, "opening": pl.String(), "closing": pl.String()},
+        orient="row",
+    ).with_columns(
+        pl.col("opening").cast(pl.Decimal(38, scale)), pl.col("closing").cast(pl.Decimal(38, scale))
+    )
+    return entries, balances
+
+
+def _entries_frame(name: str, read: Read, amounts: list[str], scale: int) -> pl.DataFrame:
+    """The entries as :data:`ENTRY_COLUMNS`, amounts exact at ``scale``."""
     entries = pl.DataFrame(
         {
             "file": [name] * len(read.entries),
@@ -174,57 +188,53 @@ def frames(path: Path, read: Read) -> tuple[pl.DataFrame, pl.DataFrame]:
         schema={**ENTRY_COLUMNS, "amount": pl.Decimal(38, scale)},
     )
     # A zero amount is neither: it moves nothing and is never matched.
-    entries = entries.with_columns(
+    return entries.with_columns(
         pl.when(pl.col("amount") == 0)
         .then(pl.lit("none"))
         .otherwise("direction")
         .alias("direction")
     )
-    rows = []
-    for b in read.balances:
-        booked = [
-            Decimal(e.amount)
-            for e in read.entries
-            if e.booked
-            and e.currency == b.currency
-            and e.statement == b.statement
-            and e.account == b.account
-        ]
-        count = len(booked)
-        if b.closing is not None:
-            expected = Decimal(b.opening) + sum(booked, Decimal(0))
-            if expected != Decimal(b.closing):
-                raise DataFileError(
-                    path,
-                    f"statement {b.statement or ''} {b.currency}: the opening balance "
-                    f"{Decimal(b.opening):,} (line {b.opening_line}) plus its {count:,} booked "
-                    f"entries is {expected:,}, but the closing balance says "
-                    f"{Decimal(b.closing):,}".replace("statement  ", "statement "),
-                    "entries are missing or damaged: export the statement again from the bank "
-                    "(nothing is matched against a statement that does not add up)",
-                    lines=[b.closing_line or b.opening_line],
-                    what=WHAT,
-                )
-        rows.append(
-            {
-                "file": name,
-                "statement": b.statement,
-                "account": b.account,
-                "currency": b.currency,
-                "opening_date": b.opening_date,
-                "opening": b.opening,
-                "closing_date": b.closing_date,
-                "closing": b.closing,
-                "entries": count,
-                "opening_line": b.opening_line,
-                "closing_line": b.closing_line,
-            }
-        )
-    balances = pl.DataFrame(
-        rows,
-        schema={**BALANCE_COLUMNS, "opening": pl.String(), "closing": pl.String()},
-        orient="row",
-    ).with_columns(
-        pl.col("opening").cast(pl.Decimal(38, scale)), pl.col("closing").cast(pl.Decimal(38, scale))
-    )
-    return entries, balances
+
+
+def _balance_row(path: Path, name: str, b: Balance, entries: list[Entry]) -> dict[str, Any]:
+    """One statement's balance row, its closing balance proven by its booked entries.
+
+    Raises:
+        DataFileError: the opening balance plus the booked entries is not the closing one.
+    """
+    booked = [
+        Decimal(e.amount)
+        for e in entries
+        if e.booked
+        and e.currency == b.currency
+        and e.statement == b.statement
+        and e.account == b.account
+    ]
+    count = len(booked)
+    if b.closing is not None:
+        expected = Decimal(b.opening) + sum(booked, Decimal(0))
+        if expected != Decimal(b.closing):
+            raise DataFileError(
+                path,
+                f"statement {b.statement or ''} {b.currency}: the opening balance "
+                f"{Decimal(b.opening):,} (line {b.opening_line}) plus its {count:,} booked "
+                f"entries is {expected:,}, but the closing balance says "
+                f"{Decimal(b.closing):,}".replace("statement  ", "statement "),
+                "entries are missing or damaged: export the statement again from the bank "
+                "(nothing is matched against a statement that does not add up)",
+                lines=[b.closing_line or b.opening_line],
+                what=WHAT,
+            )
+    return {
+        "file": name,
+        "statement": b.statement,
+        "account": b.account,
+        "currency": b.currency,
+        "opening_date": b.opening_date,
+        "opening": b.opening,
+        "closing_date": b.closing_date,
+        "closing": b.closing,
+        "entries": count,
+        "opening_line": b.opening_line,
+        "closing_line": b.closing_line,
+    }

@@ -28,6 +28,7 @@ error, and each statement's opening balance plus its lines must equal its closin
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Final
@@ -131,90 +132,124 @@ def _tags(path: Path, text: str) -> list[tuple[int, str, str]]:
     return out
 
 
-def read(path: Path, text: str) -> Read:
-    """Every statement of an MT940 file, checked line by line (see the module docstring)."""
-    result = Read("mt940")
-    tags = _tags(path, text)
-    if not any(tag == "20" for _, tag, _ in tags):
-        raise _fail(path, 1, "no statement (:20:) in the file")
+@dataclass
+class _Reader:
+    """Where the walk through a file's tags stands: the statement, its account, its open
+    balance and its last statement line (which a ``:86:`` describes)."""
+
+    path: Path
+    result: Read
     statement: str | None = None
     account: str | None = None
     balance: Balance | None = None
     entry: Entry | None = None
+
+    def start(self, number: int, value: str) -> None:
+        """``:20:``: a new statement (the one before it must have closed)."""
+        if self.balance is not None and self.balance.closing is None:
+            raise _fail(
+                self.path,
+                number,
+                f"statement {self.statement} has no closing balance (:62F:) before the next one",
+            )
+        self.statement, self.account, self.balance, self.entry = value.strip(), None, None, None
+
+    def opening(self, number: int, tag: str, value: str) -> None:
+        """``:60F:``: the opening balance."""
+        path = self.path
+        b = _BALANCE.fullmatch(value.strip())
+        if b is None:
+            raise _fail(
+                path,
+                number,
+                f":{tag}: {value.strip()!r} is not a balance (C or D, YYMMDD, currency, "
+                "amount, e.g. C261031NGN1500,00)",
+            )
+        currency = check_currency(path, b.group("cur"), number, f":{tag}:")
+        self.balance = Balance(
+            self.statement,
+            self.account,
+            currency,
+            _amount(path, b.group("amount"), number, f":{tag}:", b.group("mark") == "D"),
+            _date(path, b.group("date"), number, f":{tag}:"),
+            number,
+        )
+        self.result.balances.append(self.balance)
+
+    def line(self, number: int, value: str) -> None:
+        """``:61:``: a statement line."""
+        if self.balance is None:
+            raise _fail(self.path, number, "a statement line (:61:) before the opening balance")
+        self.entry = _statement_line(
+            self.path, number, value, self.balance, self.account, self.statement
+        )
+        self.result.entries.append(self.entry)
+
+    def details(self, value: str) -> None:
+        """``:86:``: the last statement line's narration (and reference, when structured)."""
+        entry = self.entry
+        if entry is not None and entry.narration is None:
+            details = value.strip()
+            entry.narration = " ".join(details.split("\n"))
+            reference = _structured(details)
+            if reference:
+                entry.reference = reference
+
+    def closing(self, number: int, tag: str, value: str) -> None:
+        """``:62F:``: the closing balance, in the opening balance's currency."""
+        path, balance = self.path, self.balance
+        b = _BALANCE.fullmatch(value.strip())
+        if balance is None or b is None:
+            raise _fail(
+                path,
+                number,
+                f":{tag}: {value.strip()!r} is not a closing balance after an opening one",
+            )
+        if b.group("cur") != balance.currency:
+            raise _fail(
+                path,
+                number,
+                f":{tag}: closing balance in {b.group('cur')}, opening in {balance.currency}",
+            )
+        balance.closing = _amount(
+            path, b.group("amount"), number, f":{tag}:", b.group("mark") == "D"
+        )
+        balance.closing_date = _date(path, b.group("date"), number, f":{tag}:")
+        balance.closing_line = number
+        self.entry = None
+
+
+def read(path: Path, text: str) -> Read:
+    """Every statement of an MT940 file, checked line by line (see the module docstring)."""
+    reader = _Reader(path, Read("mt940"))
+    tags = _tags(path, text)
+    if not any(tag == "20" for _, tag, _ in tags):
+        raise _fail(path, 1, "no statement (:20:) in the file")
     for number, tag, value in tags:
         if tag == "20":
-            if balance is not None and balance.closing is None:
-                raise _fail(
-                    path,
-                    number,
-                    f"statement {statement} has no closing balance (:62F:) before the next one",
-                )
-            statement, account, balance, entry = value.strip(), None, None, None
+            reader.start(number, value)
             continue
-        if statement is None:
+        if reader.statement is None:
             raise _fail(path, number, f":{tag}: before the first statement (:20:)")
         if tag == "25":
-            account = value.strip()
+            reader.account = value.strip()
         elif tag in ("60F", "60M", "60"):
-            b = _BALANCE.fullmatch(value.strip())
-            if b is None:
-                raise _fail(
-                    path,
-                    number,
-                    f":{tag}: {value.strip()!r} is not a balance (C or D, YYMMDD, currency, "
-                    "amount, e.g. C261031NGN1500,00)",
-                )
-            currency = check_currency(path, b.group("cur"), number, f":{tag}:")
-            balance = Balance(
-                statement,
-                account,
-                currency,
-                _amount(path, b.group("amount"), number, f":{tag}:", b.group("mark") == "D"),
-                _date(path, b.group("date"), number, f":{tag}:"),
-                number,
-            )
-            result.balances.append(balance)
+            reader.opening(number, tag, value)
         elif tag == "61":
-            if balance is None:
-                raise _fail(path, number, "a statement line (:61:) before the opening balance")
-            entry = _statement_line(path, number, value, balance, account, statement)
-            result.entries.append(entry)
+            reader.line(number, value)
         elif tag == "86":
-            if entry is not None and entry.narration is None:
-                details = value.strip()
-                entry.narration = " ".join(details.split("\n"))
-                reference = _structured(details)
-                if reference:
-                    entry.reference = reference
+            reader.details(value)
         elif tag in ("62F", "62M", "62"):
-            b = _BALANCE.fullmatch(value.strip())
-            if balance is None or b is None:
-                raise _fail(
-                    path,
-                    number,
-                    f":{tag}: {value.strip()!r} is not a closing balance after an opening one",
-                )
-            if b.group("cur") != balance.currency:
-                raise _fail(
-                    path,
-                    number,
-                    f":{tag}: closing balance in {b.group('cur')}, opening in {balance.currency}",
-                )
-            balance.closing = _amount(
-                path, b.group("amount"), number, f":{tag}:", b.group("mark") == "D"
-            )
-            balance.closing_date = _date(path, b.group("date"), number, f":{tag}:")
-            balance.closing_line = number
-            entry = None
-    if balance is not None and balance.closing is None:
+            reader.closing(number, tag, value)
+    if reader.balance is not None and reader.balance.closing is None:
         last = tags[-1][0]
         raise _fail(
             path,
             last,
-            f"statement {statement} ends without its closing balance (:62F:): the file is cut "
-            "short",
+            f"statement {reader.statement} ends without its closing balance (:62F:): the file "
+            "is cut short",
         )
-    return result
+    return reader.result
 
 
 def _statement_line(

@@ -15,7 +15,13 @@ __all__ = ["add_parser"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Register ``txkit report``."""
+    """Register ``txkit report`` and ``txkit report-sign``."""
+    _add_report(sub)
+    _add_sign(sub)
+
+
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    """``txkit report``: the month, where things are, and how it is shown."""
     p = sub.add_parser(
         "report",
         help="the monthly job: sync the month, run the notebooks, write HTML",
@@ -75,6 +81,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=_run)
+
+
+def _add_sign(sub: argparse._SubParsersAction) -> None:
+    """``txkit report-sign``: sign a month's report as preparer or reviewer."""
     s = sub.add_parser(
         "report-sign",
         prog="txkit report sign",

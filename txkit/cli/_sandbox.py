@@ -72,6 +72,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--port", type=_port, default=0, help="port 0-65535 (default 0: a free port)"
     )
+    _add_ledger_arguments(parser)
+    _add_service_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ledger's settings: the arguments of :func:`~txkit.sandbox.ledger.generate_ledger`."""
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
@@ -123,6 +131,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="customers given two or three underpayments in the calendar's last month "
         "(default: %(default)s)",
     )
+
+
+def _add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The service's faults, its data folder, and leave to listen beyond loopback."""
     parser.add_argument(
         "--faults",
         type=_faults,
@@ -140,8 +152,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="allow a non-loopback --host (the key then travels unencrypted)",
     )
-    parser.set_defaults(func=run)
-    return parser
 
 
 def _interrupt(signum: int, frame: Any) -> None:

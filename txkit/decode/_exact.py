@@ -13,6 +13,7 @@ import json
 import math
 import re
 import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -292,73 +293,111 @@ def _convert_known(name: str, dtype: pl.DataType, value: Any, rid: str | None) -
         )
 
     if isinstance(dtype, pl.Decimal):
-        number = _to_decimal(value)
-        if number is None:
-            raise fail("a money amount")
-        if _integer_digits(number) + _scale(number) > 38:
-            raise fail("a money amount of more than 38 digits")
-        return number
+        return _to_money(value, fail)
     if name in EPOCH_MS_COLUMNS:
-        number = _to_decimal(value)
-        if number is not None and number == number.to_integral_value():
-            if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
-                raise fail("an epoch-milliseconds timestamp outside the years 1-9999")
-            millis = int(number)
-            return _EPOCH + timedelta(milliseconds=millis)
-        if isinstance(value, str) and (parsed := _parse_iso(value)) is not None:
-            return parsed
-        raise fail("an epoch-milliseconds timestamp")
+        return _to_epoch_ms(value, fail)
     if dtype == TIMESTAMP:
         if isinstance(value, str) and (parsed := _parse_iso(value)) is not None:
             return parsed
         raise fail("an ISO 8601 timestamp with timezone")
     if isinstance(dtype, pl.Int64):
-        number = _to_decimal(value)
-        if number is None or number != number.to_integral_value():
-            raise fail("an integer")
-        if not -(2**63) <= number < 2**63:
-            raise fail("an integer within 64 bits")
-        return int(number)
+        return _to_int(value, fail)
     if isinstance(dtype, pl.Float64):
-        number = _to_decimal(value)
-        if number is None:
-            raise fail("a number")
-        if not _holds_in_float64(number):
-            raise fail("a number that float64 holds exactly")
-        return float(number)
+        return _to_float(value, fail)
     if isinstance(dtype, pl.Boolean):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise fail("a boolean")
+        return _to_bool(value, fail)
     if isinstance(dtype, pl.String):
-        if isinstance(value, str):
-            return value
-        if name in JSON_TEXT_COLUMNS:
-            return _json_text(value)
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, int | Decimal):
-            return str(value)
-        raise fail("a string (got an object or array)")
+        return _to_string(name, value, fail)
     if name in OBJECT_LIST_COLUMNS:
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             raise fail("a list of objects")
         return value
     if isinstance(dtype, pl.List):
-        if not isinstance(value, list):
-            raise fail("a list")
-        out = []
-        for item in value:
-            if item is None or isinstance(item, str):
-                out.append(item)
-            elif name in JSON_TEXT_LIST_COLUMNS:
-                out.append(_json_text(item))
-            else:
-                raise fail("a list of strings")
-        return out
+        return _to_string_list(name, value, fail)
     raise fail(f"a value of type {dtype}")  # pragma: no cover - every schema type is handled
+
+
+_Fail = Callable[[str], SchemaError]
+
+
+def _to_money(value: Any, fail: _Fail) -> Decimal:
+    """An exact amount of at most 38 digits."""
+    number = _to_decimal(value)
+    if number is None:
+        raise fail("a money amount")
+    if _integer_digits(number) + _scale(number) > 38:
+        raise fail("a money amount of more than 38 digits")
+    return number
+
+
+def _to_epoch_ms(value: Any, fail: _Fail) -> datetime:
+    """A UTC time from whole epoch milliseconds (years 1-9999) or an ISO 8601 text."""
+    number = _to_decimal(value)
+    if number is not None and number == number.to_integral_value():
+        if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
+            raise fail("an epoch-milliseconds timestamp outside the years 1-9999")
+        millis = int(number)
+        return _EPOCH + timedelta(milliseconds=millis)
+    if isinstance(value, str) and (parsed := _parse_iso(value)) is not None:
+        return parsed
+    raise fail("an epoch-milliseconds timestamp")
+
+
+def _to_int(value: Any, fail: _Fail) -> int:
+    """A whole number within 64 bits."""
+    number = _to_decimal(value)
+    if number is None or number != number.to_integral_value():
+        raise fail("an integer")
+    if not -(2**63) <= number < 2**63:
+        raise fail("an integer within 64 bits")
+    return int(number)
+
+
+def _to_float(value: Any, fail: _Fail) -> float:
+    """A number that a float64 holds exactly."""
+    number = _to_decimal(value)
+    if number is None:
+        raise fail("a number")
+    if not _holds_in_float64(number):
+        raise fail("a number that float64 holds exactly")
+    return float(number)
+
+
+def _to_bool(value: Any, fail: _Fail) -> bool:
+    """A JSON boolean, or ``true``/``false`` in any case."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise fail("a boolean")
+
+
+def _to_string(name: str, value: Any, fail: _Fail) -> str:
+    """Text: a string as is, a JSON-text column's value as JSON, a scalar as written."""
+    if isinstance(value, str):
+        return value
+    if name in JSON_TEXT_COLUMNS:
+        return _json_text(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    raise fail("a string (got an object or array)")
+
+
+def _to_string_list(name: str, value: Any, fail: _Fail) -> list[str | None]:
+    """A list of strings (a JSON-text list column's other items as JSON)."""
+    if not isinstance(value, list):
+        raise fail("a list")
+    out = []
+    for item in value:
+        if item is None or isinstance(item, str):
+            out.append(item)
+        elif name in JSON_TEXT_LIST_COLUMNS:
+            out.append(_json_text(item))
+        else:
+            raise fail("a list of strings")
+    return out
 
 
 def _infer_unknown(name: str, values: list[Any], ids: list[str | None]) -> pl.Series:

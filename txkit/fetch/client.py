@@ -129,6 +129,57 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _settings(
+    base_url: str | None, secret_key: str | None, env_file: str | os.PathLike[str] | None
+) -> tuple[httpx.URL, str]:
+    """The base URL and the key, from the arguments or else the settings, checked before any
+    request (the key registered for scrubbing first).
+
+    Raises:
+        ConfigError: as :class:`Client`.
+    """
+    if base_url:
+        base_origin = "the base_url argument (--base-url)"
+    else:
+        base_url, base_origin = read_setting(BASE_URL_VAR, env_file)
+    if secret_key:
+        key_origin = "the secret_key argument"
+    else:
+        secret_key, key_origin = read_setting(SECRET_KEY_VAR, env_file)
+    if not base_url:
+        raise ConfigError(
+            f"no base URL: set {BASE_URL_VAR} (in the environment or a .env file), "
+            "or start the sandbox with `txkit sandbox` and paste the two lines it prints"
+        )
+    if not secret_key:
+        raise ConfigError(
+            f"no secret key: set {SECRET_KEY_VAR} in the environment or in a .env file "
+            "in the working directory (never on a command line)"
+        )
+    register_secret(secret_key)
+    check_setting(SECRET_KEY_VAR, secret_key, key_origin, secret=True)
+    check_setting(BASE_URL_VAR, base_url, base_origin, secret=False)
+    try:
+        url = httpx.URL(base_url.rstrip("/"))
+    except httpx.InvalidURL as exc:
+        raise ConfigError(
+            f"{BASE_URL_VAR} (from {base_origin}) is not a URL ({scrub(str(exc), secret_key)})"
+            ": give one such as https://api.example.com"
+        ) from None
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigError(
+            f"{BASE_URL_VAR} must be an http(s) URL such as https://api.example.com, "
+            f"got {scrub(base_url, secret_key)!r}"
+        )
+    if url.scheme == "http" and not is_loopback(url.host):
+        raise ConfigError(
+            f"refusing to send the secret key over plain http:// to {url.host}: anyone on "
+            "the network could read it. Use https://, or http:// only to this machine "
+            "(127.0.0.1, localhost) such as the sandbox"
+        )
+    return url, secret_key
+
+
 class Client:
     """A configured connection to the export endpoint.
 
@@ -176,45 +227,7 @@ class Client:
         response_deadline: float | None = None,
         shared_rate_limit: bool = True,
     ) -> None:
-        if base_url:
-            base_origin = "the base_url argument (--base-url)"
-        else:
-            base_url, base_origin = read_setting(BASE_URL_VAR, env_file)
-        if secret_key:
-            key_origin = "the secret_key argument"
-        else:
-            secret_key, key_origin = read_setting(SECRET_KEY_VAR, env_file)
-        if not base_url:
-            raise ConfigError(
-                f"no base URL: set {BASE_URL_VAR} (in the environment or a .env file), "
-                "or start the sandbox with `txkit sandbox` and paste the two lines it prints"
-            )
-        if not secret_key:
-            raise ConfigError(
-                f"no secret key: set {SECRET_KEY_VAR} in the environment or in a .env file "
-                "in the working directory (never on a command line)"
-            )
-        register_secret(secret_key)
-        check_setting(SECRET_KEY_VAR, secret_key, key_origin, secret=True)
-        check_setting(BASE_URL_VAR, base_url, base_origin, secret=False)
-        try:
-            url = httpx.URL(base_url.rstrip("/"))
-        except httpx.InvalidURL as exc:
-            raise ConfigError(
-                f"{BASE_URL_VAR} (from {base_origin}) is not a URL ({scrub(str(exc), secret_key)})"
-                ": give one such as https://api.example.com"
-            ) from None
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ConfigError(
-                f"{BASE_URL_VAR} must be an http(s) URL such as https://api.example.com, "
-                f"got {scrub(base_url, secret_key)!r}"
-            )
-        if url.scheme == "http" and not is_loopback(url.host):
-            raise ConfigError(
-                f"refusing to send the secret key over plain http:// to {url.host}: anyone on "
-                "the network could read it. Use https://, or http:// only to this machine "
-                "(127.0.0.1, localhost) such as the sandbox"
-            )
+        url, secret_key = _settings(base_url, secret_key, env_file)
         self._base_url = url
         self._secret_key = secret_key
         self.bounds = Bounds.resolve(max_body_bytes, response_deadline)

@@ -440,29 +440,8 @@ def fetch_query(
             stable = current.totals == {total}
             union = current.ids if previous is None else current.ids | previous.ids
             if stable and len(union) == total:
-                # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
-                frames = (previous.frames if previous is not None else []) + current.frames
-                return QueryResult(
-                    frames=frames,
-                    total=total,
-                    unique=total,
-                    complete=True,
-                    ids=union,
-                    slots=current.slots,
-                    stride=current.stride,
-                )
-            if (
-                current.empty_from is not None
-                and previous is not None
-                and previous.empty_from is not None
-            ):
-                # Two passes both empty from (about) the same skip on, below the total.
-                raise OffsetCapped(
-                    min(current.worked, previous.worked),
-                    min(current.empty_from, previous.empty_from),
-                    total,
-                    current.stride,
-                )
+                return _agreed(previous, current, total, union)
+            _raise_if_capped(previous, current, total)
             log.warning(
                 "pass %d of %s: %d unique records, the service reports %s%s; fetching again",
                 attempt,
@@ -473,6 +452,39 @@ def fetch_query(
             )
             previous = current
     assert current is not None and previous is not None
+    return _disagreed(previous, current)
+
+
+def _agreed(previous: _Pass | None, current: _Pass, total: int, union: set[str]) -> QueryResult:
+    """The complete result: the pass's total was stable and the ids fetched reach it."""
+    # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
+    frames = (previous.frames if previous is not None else []) + current.frames
+    return QueryResult(
+        frames=frames,
+        total=total,
+        unique=total,
+        complete=True,
+        ids=union,
+        slots=current.slots,
+        stride=current.stride,
+    )
+
+
+def _raise_if_capped(previous: _Pass | None, current: _Pass, total: int) -> None:
+    """Raise :class:`OffsetCapped` when two passes were both empty from (about) the same
+    skip on, below the total."""
+    if current.empty_from is not None and previous is not None and previous.empty_from is not None:
+        raise OffsetCapped(
+            min(current.worked, previous.worked),
+            min(current.empty_from, previous.empty_from),
+            total,
+            current.stride,
+        )
+
+
+def _disagreed(previous: _Pass, current: _Pass) -> QueryResult:
+    """The incomplete result after every pass disagreed with the total: both last passes'
+    records, measured against the last total seen."""
     union = current.ids | previous.ids
     last_total = max(current.totals)
     return QueryResult(

@@ -66,6 +66,24 @@ class _Listing:
 
 
 @dataclass
+class _TieCheck:
+    """The tie check's state: the pages sampled (their query and ids), the records seen by id,
+    the tie groups each page holds, and the re-asks' tally."""
+
+    plain: list[tuple[dict[str, str | int], list[str]]]
+    by_id: dict[str, Any]
+    counts: list[int]
+    compared: int = 0
+    differed: int = 0
+    refetched: int = 0
+    short: bool = False
+
+    def groups(self, ids: list[str]) -> dict[str, list[str]]:
+        """The tie groups of a page's records as first seen."""
+        return tie_groups([self.by_id[i] for i in ids if i in self.by_id])
+
+
+@dataclass
 class _DateWalk:
     """What the date-window step has asked and learnt so far."""
 
@@ -336,6 +354,13 @@ class _Probe:
     def step_ties(self) -> None:
         self.reference_pages_planned = len(self.reference_pages)
         self.say("ties")
+        ties = self._tie_pages()
+        self._reask_tie_pages(ties)
+        self._record_tie_findings(ties)
+
+    def _tie_pages(self) -> _TieCheck:
+        """The pages to look for ties in: the reference pages, then further ones while they
+        hold too few tie groups (a small page may hold none)."""
         # Unfiltered pages only: a thinning filter leaves few ties.
         plain = [(p, ids) for p, ids in self.reference_pages if not self.filter] or [
             self.first_page
@@ -347,7 +372,6 @@ class _Probe:
             and len(plain) < 4
             and (self.s.remaining > self.reserve + 8)
         ):
-            # Look further for ties (a small page may hold none).
             params: dict[str, str | int] = {
                 "skip": sum(len(ids) for _, ids in plain),
                 "limit": self.page_size,
@@ -358,35 +382,40 @@ class _Probe:
             plain.append((params, [record_id(r) for r in page.records]))
             counts.append(len(tie_groups(page.records)))
             by_id.update((record_id(r), r) for r in page.records)
+        return _TieCheck(plain, by_id, counts)
+
+    def _reask_tie_pages(self, ties: _TieCheck) -> None:
+        """Ask each page with ties again, in turn, until enough group comparisons were made:
+        a shuffled pair keeps its order by chance half the time."""
         with_ties = sorted(
-            ((n, params, ids) for n, (params, ids) in zip(counts, plain, strict=True) if n),
+            (
+                (n, params, ids)
+                for n, (params, ids) in zip(ties.counts, ties.plain, strict=True)
+                if n
+            ),
             key=lambda item: -item[0],
         )
-        compared = differed = refetched = 0
-        short = False
-        # Each page with ties is asked again, in turn, until enough group comparisons were
-        # made: a shuffled pair keeps its order by chance half the time.
-        while with_ties and compared < _TIE_GROUPS_ENOUGH and not differed:
-            if refetched >= _MAX_TIE_REASKS or self.s.remaining <= self.reserve + 6:
-                short = True
+        while with_ties and ties.compared < _TIE_GROUPS_ENOUGH and not ties.differed:
+            if ties.refetched >= _MAX_TIE_REASKS or self.s.remaining <= self.reserve + 6:
+                ties.short = True
                 break
-            _, params, ids = with_ties[refetched % len(with_ties)]
+            _, params, ids = with_ties[ties.refetched % len(with_ties)]
             page = self.get(params)
-            refetched += 1
+            ties.refetched += 1
             if not page.ok:
                 continue
-            before = tie_groups([by_id[i] for i in ids if i in by_id])
+            before = ties.groups(ids)
             after = tie_groups(page.records)
             for stamp, group in before.items():
                 if stamp in after:
-                    compared += 1
-                    differed += after[stamp] != group
-        sampled = sum(len(ids) for _, ids in plain)
-        sizes = [
-            len(g)
-            for _, ids in plain
-            for g in tie_groups([by_id[i] for i in ids if i in by_id]).values()
-        ]
+                    ties.compared += 1
+                    ties.differed += after[stamp] != group
+
+    def _record_tie_findings(self, ties: _TieCheck) -> None:
+        """``largest_tie_group`` and ``ties_stable`` from what the pages showed."""
+        compared, differed, refetched = ties.compared, ties.differed, ties.refetched
+        sampled = sum(len(ids) for _, ids in ties.plain)
+        sizes = [len(g) for _, ids in ties.plain for g in ties.groups(ids).values()]
         self.findings["largest_tie_group"] = Finding(
             max(sizes, default=1),
             "measured",
@@ -411,7 +440,7 @@ class _Probe:
                 f"only {compared} tie group comparison(s) over {refetched} re-ask(s), all in the "
                 "same order (a shuffled pair keeps its order half the time)",
             )
-        elif short:
+        elif ties.short:
             finding = unknown("the request budget left no room to ask a page with ties again")
         else:
             finding = unknown(f"no two of the {sampled:,} newest records share a createdAt")

@@ -120,35 +120,65 @@ def summarise(
     events, _ = read_events(store)
     view = register_view(store, month=month, materiality=materiality, events=events)
     earlier = [m for m in reported_months(events) if m < month]
-    before = None
-    if earlier:
-        # The register as the last report left it: its runs and the annotations made before.
-        runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == earlier[-1]))
-        before = register_view(
-            store,
-            month=earlier[-1],
-            materiality=materiality,
-            events=events,
-            until=runs["at"].max(),
-        )
+    before = _as_last_left(store, events, earlier, materiality)
     counts = bucket_counts(view)
     changes = _changes(view, before, month)
     table = (
         counts.join(changes, on="section", how="full", coalesce=True).fill_null(0).sort("section")
     )
     if folder is not None:
-        with atomic_path(Path(folder) / "exceptions.csv") as tmp:
-            csv_safe(view).write_csv(tmp)
-        # The same, to annotate in a spreadsheet and read back with `txkit exceptions import`
-        # (its key, category, owner, explanation and status columns).
-        files = view.with_columns(pl.col("changed_at").dt.replace_time_zone(None))
-        with atomic_path(Path(folder) / "exceptions.xlsx") as tmp:
-            csv_safe(files).write_excel(
-                tmp, worksheet="exceptions", autofit=True, freeze_panes=(1, 0)
-            )
+        _write_files(view, Path(folder))
     since = (
         f"since the report of {earlier[-1]}" if earlier else "(no earlier report in the register)"
     )
+    still = view.filter(pl.col("status").is_in(OPEN_STATUSES))
+    block = _block(view, still, table, month, since, materiality, carry)
+    material = {r["section"]: int(r["material"]) for r in counts.iter_rows(named=True)}
+    doc = _doc(view, still, table, version, materiality, carry)
+    return RegisterSummary(version=version, html=block, doc=doc, material=material)
+
+
+def _as_last_left(
+    store: str | os.PathLike[str],
+    events: pl.DataFrame,
+    earlier: list[str],
+    materiality: Materiality,
+) -> pl.DataFrame | None:
+    """The register as the last report left it: its runs and the annotations made before
+    (None: no earlier report)."""
+    if not earlier:
+        return None
+    runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == earlier[-1]))
+    return register_view(
+        store,
+        month=earlier[-1],
+        materiality=materiality,
+        events=events,
+        until=runs["at"].max(),
+    )
+
+
+def _write_files(view: pl.DataFrame, folder: Path) -> None:
+    """The month's register as ``exceptions.csv`` and ``exceptions.xlsx`` in ``folder``."""
+    with atomic_path(folder / "exceptions.csv") as tmp:
+        csv_safe(view).write_csv(tmp)
+    # The same, to annotate in a spreadsheet and read back with `txkit exceptions import`
+    # (its key, category, owner, explanation and status columns).
+    files = view.with_columns(pl.col("changed_at").dt.replace_time_zone(None))
+    with atomic_path(folder / "exceptions.xlsx") as tmp:
+        csv_safe(files).write_excel(tmp, worksheet="exceptions", autofit=True, freeze_panes=(1, 0))
+
+
+def _block(
+    view: pl.DataFrame,
+    still: pl.DataFrame,
+    table: pl.DataFrame,
+    month: str,
+    since: str,
+    materiality: Materiality,
+    carry: Carry | None,
+) -> str:
+    """The index's register section: open items by age and what changed, by section."""
     head = "".join(
         f"<th>{h}</th>"
         for h in ["section", *BUCKETS, "open", "material", "new", "resolved", "annotated"]
@@ -163,8 +193,7 @@ def summarise(
         + "</tr>"
         for r in table.iter_rows(named=True)
     )
-    still = view.filter(pl.col("status").is_in(OPEN_STATUSES))
-    block = (
+    return (
         '<section id="register"><h2>Exception register</h2>'
         f"<p>Open items (open or explained) by age from their own date to {html.escape(month)}'s "
         f"end, and what changed {html.escape(since)}: {still.height:,} open, "
@@ -177,8 +206,18 @@ def summarise(
         f"{_resolved_block(view, month, carry)}"
         f'<p class="meta">{html.escape(materiality.describe())}</p></section>'
     )
-    material = {r["section"]: int(r["material"]) for r in counts.iter_rows(named=True)}
-    doc = {
+
+
+def _doc(
+    view: pl.DataFrame,
+    still: pl.DataFrame,
+    table: pl.DataFrame,
+    version: int | None,
+    materiality: Materiality,
+    carry: Carry | None,
+) -> dict[str, Any]:
+    """The register's entry in ``report.json``."""
+    doc: dict[str, Any] = {
         "version": version,
         "open": still.height,
         "material": still.filter(pl.col("material")).height,
@@ -195,4 +234,4 @@ def summarise(
             "resolved": carry.cleared,
             "seconds": round(carry.seconds, 2),
         }
-    return RegisterSummary(version=version, html=block, doc=doc, material=material)
+    return doc

@@ -19,6 +19,7 @@ import calendar
 import os
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
@@ -132,15 +133,13 @@ def report_events(
     run, at = uuid.uuid4().hex, now()
     sections = sorted({str(s) for f in lists for s in f["section"].unique().to_list()})
     published = sorted(p.name[: -len(ITEMS_SUFFIX)] for p in paths)
+    stamp = {"run": run, "actor": actor, "at": at, "table_version": table_version}
     head = events_frame(
         [
             {
                 "event": "reported",
-                "run": run,
                 "month": month,
-                "actor": actor,
-                "at": at,
-                "table_version": table_version,
+                **stamp,
                 "note": ",".join(published),
                 "section": ",".join(sections),
             }
@@ -148,18 +147,7 @@ def report_events(
     )
     parts = [head]
     if frame is not None and frame.height:
-        parts.append(
-            events_frame(
-                frame.unique("key", keep="first", maintain_order=True).with_columns(
-                    pl.lit("seen").alias("event"),
-                    pl.lit(run).alias("run"),
-                    pl.lit(month).alias("month"),
-                    pl.lit(actor).alias("actor"),
-                    pl.lit(at).alias("at"),
-                    pl.lit(table_version, dtype=pl.Int64).alias("table_version"),
-                )
-            )
-        )
+        parts.append(_seen_events(frame, month, stamp))
     done = None
     if recompute is not None:
         if events is None:
@@ -175,13 +163,22 @@ def report_events(
             recompute=recompute,
         )
         if done.events:
-            parts.append(
-                events_frame(
-                    [e | {"run": run, "actor": actor, "at": at, "table_version": table_version}
-                     for e in done.events]
-                )
-            )  # fmt: skip
+            parts.append(events_frame([e | stamp for e in done.events]))
     return pl.concat(parts), done
+
+
+def _seen_events(frame: pl.DataFrame, month: str, stamp: dict[str, Any]) -> pl.DataFrame:
+    """One ``seen`` event per item the report lists (the first of a key listed twice)."""
+    return events_frame(
+        frame.unique("key", keep="first", maintain_order=True).with_columns(
+            pl.lit("seen").alias("event"),
+            pl.lit(stamp["run"]).alias("run"),
+            pl.lit(month).alias("month"),
+            pl.lit(stamp["actor"]).alias("actor"),
+            pl.lit(stamp["at"]).alias("at"),
+            pl.lit(stamp["table_version"], dtype=pl.Int64).alias("table_version"),
+        )
+    )
 
 
 def fingerprints(events: pl.DataFrame) -> dict[str, str]:
@@ -207,107 +204,131 @@ def _resolution_note(key: str, month: str, before: Any, after: Any, now_keys: se
     )
 
 
+@dataclass
+class _Fold:
+    """The state built while folding the events: the items, the keys each month's latest run
+    listed, the table version of that run, and the newest month reported."""
+
+    upto: str | None
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)
+    listed: dict[str, set[str]] = field(default_factory=dict)
+    versions: dict[str, Any] = field(default_factory=dict)
+    newest: str | None = None
+
+    def cleared(self, row: dict[str, Any]) -> None:
+        """A later month's report recomputed the item's month and it was gone (._carry)."""
+        item = self.items.get(row["key"])
+        if (self.upto is not None and row["month"] > self.upto) or item is None:
+            return
+        if item["status"] in OPEN_STATUSES:
+            item["status"] = "resolved"
+            item["resolved_month"] = row["month"]
+            item["resolved_by"] = row["note"]
+            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+
+    def reported(self, row: dict[str, Any], seen: list[dict[str, Any]]) -> None:
+        """A run of a month's report: settle what it no longer lists, then list what it saw."""
+        month = row["month"]
+        if self.upto is not None and month > self.upto:
+            return
+        self.newest = month if self.newest is None or month > self.newest else self.newest
+        keys = {s["key"] for s in seen}
+        covered = set((row["section"] or "").split(",")) - {""}
+        self._settle_unlisted(row, keys, covered)
+        for s in seen:
+            self._list(row, s)
+        self.listed[month] = keys
+        self.versions[month] = row["table_version"]
+
+    def _settle_unlisted(self, row: dict[str, Any], keys: set[str], covered: set[str]) -> None:
+        """A later run of a month that listed an item, and covers its section, no longer
+        lists it: it was settled by what arrived or changed in between."""
+        month = row["month"]
+        for key in self.listed.get(month, set()) - keys:
+            item = self.items.get(key)
+            if item is None or item["status"] not in OPEN_STATUSES:
+                continue
+            if item["section"] not in covered:
+                continue
+            item["status"] = "resolved"
+            item["resolved_month"] = month
+            item["resolved_by"] = _resolution_note(
+                key, month, self.versions.get(month), row["table_version"], keys
+            )
+            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+
+    def _list(self, row: dict[str, Any], s: dict[str, Any]) -> None:
+        """One item the run saw: new, open again after a resolution, or updated."""
+        month = row["month"]
+        item = self.items.get(s["key"])
+        if item is None:
+            item = self.items[s["key"]] = {
+                "key": s["key"],
+                "first_month": month,
+                "last_month": month,
+                "status": "open",
+                "category": default_category(s["section"], s["kind"]),
+                "owner": None,
+                "explanation": None,
+                "resolved_month": None,
+                "resolved_by": None,
+                "changed_by": row["actor"],
+                "changed_at": row["at"],
+            }
+        elif item["status"] == "resolved":
+            item["status"] = "explained" if item["explanation"] else "open"
+            item["resolved_month"] = item["resolved_by"] = None
+        item["first_month"] = min(item["first_month"], month)
+        item["last_month"] = max(item["last_month"], month)
+        for name in ("section", "kind", "currency", "amount", "item_date"):
+            item[name] = s[name]
+
+    def annotated(self, row: dict[str, Any]) -> None:
+        """An analyst's category, owner, explanation or status."""
+        item = self.items.get(row["key"])
+        if item is None:
+            return
+        for name in ("category", "owner", "explanation"):
+            if row[name] is not None:
+                item[name] = row[name]
+        status = row["status"]
+        if status is None and row["explanation"] and item["status"] == "open":
+            status = "explained"
+        if status is not None:
+            item["status"] = status
+            if status in ("resolved", "written_off"):
+                item["resolved_month"] = self.newest or item["last_month"]
+                what = row["note"] or item["explanation"] or "no note"
+                item["resolved_by"] = (
+                    f"{status.replace('_', ' ')} by {row['actor']} on {row['at']:%Y-%m-%d}: {what}"
+                )
+            else:
+                item["resolved_month"] = item["resolved_by"] = None
+        item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+
+
 def _fold(
     events: pl.DataFrame, upto: str | None, until: Any = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], str | None]:
     """Apply the events in the order they were recorded; returns the items, the keys listed by
     each month's latest run, and the newest month reported (runs after ``upto`` skipped)."""
-    items: dict[str, dict[str, Any]] = {}
-    listed: dict[str, set[str]] = {}
-    versions: dict[str, Any] = {}
-    sections_of: dict[str, set[str]] = {}
-    newest: str | None = None
     ordered = events.with_row_index("_i").sort("at", "_i")
     if until is not None:
         ordered = ordered.filter(pl.col("at") <= until)
     seen_by_run: dict[str, list[dict[str, Any]]] = {}
     for row in ordered.filter(pl.col("event") == "seen").iter_rows(named=True):
         seen_by_run.setdefault(row["run"], []).append(row)
+    fold = _Fold(upto)
     for row in ordered.filter(
         pl.col("event").is_in(["reported", "annotated", "cleared"])
     ).iter_rows(named=True):
         if row["event"] == "cleared":
-            # A later month's report recomputed the item's month and it was gone (._carry).
-            item = items.get(row["key"])
-            if (upto is not None and row["month"] > upto) or item is None:
-                continue
-            if item["status"] in OPEN_STATUSES:
-                item["status"] = "resolved"
-                item["resolved_month"] = row["month"]
-                item["resolved_by"] = row["note"]
-                item["changed_by"], item["changed_at"] = row["actor"], row["at"]
-            continue
-        if row["event"] == "reported":
-            month = row["month"]
-            if upto is not None and month > upto:
-                continue
-            newest = month if newest is None or month > newest else newest
-            seen = seen_by_run.get(row["run"], [])
-            keys = {s["key"] for s in seen}
-            covered = set((row["section"] or "").split(",")) - {""}
-            # A later run of a month that listed an item, and covers its section, no longer
-            # lists it: it was settled by what arrived or changed in between.
-            for key in listed.get(month, set()) - keys:
-                item = items.get(key)
-                if item is None or item["status"] not in OPEN_STATUSES:
-                    continue
-                if item["section"] not in covered:
-                    continue
-                item["status"] = "resolved"
-                item["resolved_month"] = month
-                item["resolved_by"] = _resolution_note(
-                    key, month, versions.get(month), row["table_version"], keys
-                )
-                item["changed_by"], item["changed_at"] = row["actor"], row["at"]
-            for s in seen:
-                item = items.get(s["key"])
-                if item is None:
-                    item = items[s["key"]] = {
-                        "key": s["key"],
-                        "first_month": month,
-                        "last_month": month,
-                        "status": "open",
-                        "category": default_category(s["section"], s["kind"]),
-                        "owner": None,
-                        "explanation": None,
-                        "resolved_month": None,
-                        "resolved_by": None,
-                        "changed_by": row["actor"],
-                        "changed_at": row["at"],
-                    }
-                elif item["status"] == "resolved":
-                    item["status"] = "explained" if item["explanation"] else "open"
-                    item["resolved_month"] = item["resolved_by"] = None
-                item["first_month"] = min(item["first_month"], month)
-                item["last_month"] = max(item["last_month"], month)
-                for name in ("section", "kind", "currency", "amount", "item_date"):
-                    item[name] = s[name]
-            listed[month] = keys
-            versions[month] = row["table_version"]
-            sections_of[month] = covered
+            fold.cleared(row)
+        elif row["event"] == "reported":
+            fold.reported(row, seen_by_run.get(row["run"], []))
         else:
-            item = items.get(row["key"])
-            if item is None:
-                continue
-            for name in ("category", "owner", "explanation"):
-                if row[name] is not None:
-                    item[name] = row[name]
-            status = row["status"]
-            if status is None and row["explanation"] and item["status"] == "open":
-                status = "explained"
-            if status is not None:
-                item["status"] = status
-                if status in ("resolved", "written_off"):
-                    item["resolved_month"] = newest or item["last_month"]
-                    what = row["note"] or item["explanation"] or "no note"
-                    item["resolved_by"] = (
-                        f"{status.replace('_', ' ')} by {row['actor']} on "
-                        f"{row['at']:%Y-%m-%d}: {what}"
-                    )
-                else:
-                    item["resolved_month"] = item["resolved_by"] = None
-            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
-    return items, listed, newest
+            fold.annotated(row)
+    return fold.items, fold.listed, fold.newest
 
 
 def register_view(

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -137,22 +138,60 @@ def migrate_store(
             shutil.rmtree(old / "generations")
             return MigrationResult(old, Path(to or old), [], 0, None)
         raise StoreError(f"{store} is not a store of the previous format (no `current` link)")
+    manifests = _read_manifests(gen)
+    source = _one_source(store, manifests)
+    target = Path(to) if to is not None else default_target(old, source)
+    if target.absolute() != old.absolute():
+        refuse_foreign_folder(target)
+    frames, coverage = _read_months(gen, manifests, store, to, target)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(locked(old))
+        if target.absolute() != old.absolute():
+            stack.enter_context(locked(target))
+        version = _write_table(old, target, manifests, source, coverage, frames)
+        try:
+            (old / "current").unlink()
+            shutil.rmtree(old / "generations")
+            (old / ".lock").unlink(missing_ok=True)
+        except OSError as exc:
+            raise StoreError(os_problem(old, exc)) from None
+    if target.absolute() != old.absolute():
+        (old / LOCK_NAME).unlink(missing_ok=True)  # the old folder keeps nothing of txkit's
+    return MigrationResult(old, target, sorted(coverage), sum(f.height for f in frames), version)
+
+
+def _read_manifests(gen: Path) -> dict[str, dict[str, Any]]:
+    """The generation's month manifests, by month."""
     manifests = {}
     for file in sorted((gen / "manifests").glob("*.json")):
         try:
             manifests[file.stem] = json.loads(file.read_text())
         except (OSError, ValueError) as exc:
             raise StoreError(f"cannot read {file} ({exc}); nothing was migrated") from None
+    return manifests
+
+
+def _one_source(
+    store: str | os.PathLike[str], manifests: dict[str, dict[str, Any]]
+) -> SourceIdentity:
+    """The one source the manifests name (a store of several is refused)."""
     labels = {m.get("source", "") for m in manifests.values()}
     if len(labels) > 1:
         raise StoreError(
             f"{store} mixes sources ({', '.join(sorted(labels))}); the new store holds one "
             "source: move the old store aside and run `txkit sync` for each source"
         )
-    source = _identity(labels.pop() if labels else "unknown")
-    target = Path(to) if to is not None else default_target(old, source)
-    if target.absolute() != old.absolute():
-        refuse_foreign_folder(target)
+    return _identity(labels.pop() if labels else "unknown")
+
+
+def _read_months(
+    gen: Path,
+    manifests: dict[str, dict[str, Any]],
+    store: str | os.PathLike[str],
+    to: str | os.PathLike[str] | None,
+    target: Path,
+) -> tuple[list[pl.DataFrame], dict[str, MonthCoverage]]:
+    """Each month's records (finalized, with their month) and coverage."""
     frames, coverage = [], {}
     for month, manifest in sorted(manifests.items()):
         part = gen / "transactions" / f"month={month}" / "part-0.parquet"
@@ -169,34 +208,33 @@ def migrate_store(
             ) from None
         coverage[month] = _coverage(manifest)
         frames.append(finalize(frame.drop("month", strict=False)).with_columns(month=pl.lit(month)))
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(locked(old))
-        if target.absolute() != old.absolute():
-            stack.enter_context(locked(target))
-        version = None
-        if _has_table(target):
-            done = read_state(target).coverage.keys() == coverage.keys() if target != old else True
-            if not done:
-                raise StoreError(f"{target} already holds a Delta table: pass another --to")
-        else:  # not yet written (a migration killed after its commit only cleans up)
-            lookback = (
-                next(
-                    (int(m.get("extra", {}).get("lookback_days", 0)) for m in manifests.values()),
-                    0,
-                )
-                or DEFAULT_LOOKBACK_DAYS
-            )
-            meta = commit_metadata(source, lookback, coverage)
-            version = commit(target, None, frames, sorted(coverage), meta)
-        try:
-            (old / "current").unlink()
-            shutil.rmtree(old / "generations")
-            (old / ".lock").unlink(missing_ok=True)
-        except OSError as exc:
-            raise StoreError(os_problem(old, exc)) from None
-    if target.absolute() != old.absolute():
-        (old / LOCK_NAME).unlink(missing_ok=True)  # the old folder keeps nothing of txkit's
-    return MigrationResult(old, target, sorted(coverage), sum(f.height for f in frames), version)
+    return frames, coverage
+
+
+def _write_table(
+    old: Path,
+    target: Path,
+    manifests: dict[str, dict[str, Any]],
+    source: SourceIdentity,
+    coverage: dict[str, MonthCoverage],
+    frames: list[pl.DataFrame],
+) -> int | None:
+    """Commit the months to the Delta table (None: a killed migration had committed them)."""
+    if _has_table(target):
+        done = read_state(target).coverage.keys() == coverage.keys() if target != old else True
+        if not done:
+            raise StoreError(f"{target} already holds a Delta table: pass another --to")
+        return None
+    # Not yet written (a migration killed after its commit only cleans up).
+    lookback = (
+        next(
+            (int(m.get("extra", {}).get("lookback_days", 0)) for m in manifests.values()),
+            0,
+        )
+        or DEFAULT_LOOKBACK_DAYS
+    )
+    meta = commit_metadata(source, lookback, coverage)
+    return commit(target, None, frames, sorted(coverage), meta)
 
 
 def _has_table(path: Path) -> bool:

@@ -215,6 +215,39 @@ def _needed_log(versions: Iterable[int], checkpoints: list[int]) -> set[int]:
     return needed
 
 
+@dataclass
+class _Listing:
+    """The store's objects by role: log entries by version (and which are checkpoints), and
+    the table's data files."""
+
+    entries: dict[int, list[StoredObject]] = field(default_factory=dict)
+    checkpoints: list[int] = field(default_factory=list)
+    data: list[StoredObject] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, listing: Iterable[StoredObject]) -> _Listing:
+        """Sort a listing of the store into log entries and data files."""
+        out = cls()
+        for item in listing:
+            match = _LOG_ENTRY.fullmatch(item.rel)
+            if match:
+                version = int(match.group(1))
+                out.entries.setdefault(version, []).append(item)
+                if match.group(2) != "json":
+                    out.checkpoints.append(version)
+            elif not item.rel.split("/", 1)[0].startswith(("_", ".")):
+                # The table's data files only: as Delta readers do, folders and files whose
+                # name starts with `_` or `.` are not the table's (the log, the exception
+                # register in `_register/`, the lock), and are never the policy's to remove.
+                out.data.append(item)
+        return out
+
+    def readable(self, newest: int) -> list[int]:
+        """The versions that have a commit (JSON) entry, up to ``newest``."""
+        return sorted(v for v, items in self.entries.items()
+                      if any(i.rel.endswith(".json") for i in items) and v <= newest)  # fmt: skip
+
+
 def apply_retention(
     store: StoreLike = None,
     *,
@@ -246,27 +279,41 @@ def apply_retention(
     newest = table.version()
     table_id = str(table.metadata().id)
     files = objects(store)
-    listing = files.list()
-    entries: dict[int, list[StoredObject]] = {}
-    checkpoints: list[int] = []
-    data: list[StoredObject] = []
-    for item in listing:
-        match = _LOG_ENTRY.fullmatch(item.rel)
-        if match:
-            version = int(match.group(1))
-            entries.setdefault(version, []).append(item)
-            if match.group(2) != "json":
-                checkpoints.append(version)
-        elif not item.rel.split("/", 1)[0].startswith(("_", ".")):
-            # The table's data files only: as Delta readers do, folders and files whose name
-            # starts with `_` or `.` are not the table's (the log, the exception register in
-            # `_register/`, the lock), and are never the policy's to remove.
-            data.append(item)
-    readable = sorted(v for v, items in entries.items()
-                      if any(i.rel.endswith(".json") for i in items) and v <= newest)  # fmt: skip
+    listing = _Listing.of(files.list())
+    readable = listing.readable(newest)
     result = VacuumResult(str(store), newest, dry_run=dry_run)
+    result.kept[newest] = "the newest version"
+    _keep_recent(store, result.kept, readable, policy, now)
+    _keep_wanted(store, table_id, result, readable, policy)
+    needed_files = _files_of(store, sorted(result.kept))
+    result.files.extend(_unneeded_files(listing.data, needed_files, grace))
+    # Each run of kept versions is read from a checkpoint at its first version (written now
+    # when missing), so no version between runs needs its log entry: it is gone, and opening
+    # it says so, rather than finding its data files gone.
     kept = result.kept
-    kept[newest] = "the newest version"
+    starts = [v for v in sorted(kept) if v > 0 and v - 1 not in kept]
+    missing = [v for v in starts if v not in listing.checkpoints]
+    if missing and not dry_run:
+        _checkpoints_at(store, missing)
+    needed_log = _needed_log(kept, sorted({*listing.checkpoints, *missing}))
+    for version, items in sorted(listing.entries.items()):
+        if version in needed_log or version > newest:
+            continue
+        result.log_entries.extend(i.rel for i in items)
+    result.dropped = [v for v in readable if v not in kept]
+    if not dry_run:
+        _remove(store, files, result, sorted({*listing.checkpoints, *missing} & needed_log))
+    return result
+
+
+def _keep_recent(
+    store: str | os.PathLike[str],
+    kept: dict[int, str],
+    readable: list[int],
+    policy: RetentionPolicy,
+    now: datetime,
+) -> None:
+    """Keep the versions written within the policy's days, and the newest one before them."""
     cutoff = now - timedelta(days=policy.keep_days)
     at_cutoff = None
     for version in readable:
@@ -279,6 +326,16 @@ def apply_retention(
             at_cutoff = version
     if at_cutoff is not None:
         kept.setdefault(at_cutoff, f"the newest {policy.keep_days} days ago")
+
+
+def _keep_wanted(
+    store: str | os.PathLike[str],
+    table_id: str,
+    result: VacuumResult,
+    readable: list[int],
+    policy: RetentionPolicy,
+) -> None:
+    """Keep the versions reports cite and keep-sources name; note those already gone."""
     wanted: dict[int, str] = {}
     for version, why in _cited(store, table_id, policy.reports).items():
         wanted.setdefault(version, f"cited by {why}")
@@ -288,42 +345,40 @@ def apply_retention(
             wanted.setdefault(int(version), f"kept by {name}")
     for version, why in sorted(wanted.items()):
         if version in readable:
-            kept.setdefault(version, why)
+            result.kept.setdefault(version, why)
         else:
             result.notes.append(f"{why.removeprefix('cited by ')} cites table version "
                                 f"{version}, which the store no longer has")  # fmt: skip
-    needed_files = _files_of(store, sorted(kept))
+
+
+def _unneeded_files(
+    data: list[StoredObject], needed_files: set[str], grace: timedelta
+) -> list[tuple[str, int]]:
+    """The data files (path, size) no kept version reads and older than ``grace``."""
+    out: list[tuple[str, int]] = []
     young = datetime.now(UTC) - grace
     for item in data:
         if item.rel in needed_files or (grace > timedelta(0) and item.modified >= young):
             continue
         if not item.rel.endswith(".parquet"):
             continue  # only data files: anything else is not the policy's to remove
-        result.files.append((item.rel, item.size))
-    # Each run of kept versions is read from a checkpoint at its first version (written now
-    # when missing), so no version between runs needs its log entry: it is gone, and opening
-    # it says so, rather than finding its data files gone.
-    starts = [v for v in sorted(kept) if v > 0 and v - 1 not in kept]
-    missing = [v for v in starts if v not in checkpoints]
-    if missing and not dry_run:
-        _checkpoints_at(store, missing)
-    needed_log = _needed_log(kept, sorted({*checkpoints, *missing}))
-    for version, items in sorted(entries.items()):
-        if version in needed_log or version > newest:
-            continue
-        result.log_entries.extend(i.rel for i in items)
-    result.dropped = [v for v in readable if v not in kept]
-    if not dry_run:
-        # Data files first: a failure halfway leaves every version's log, and its files are
-        # then missing only for versions the policy already gave up.
-        for rel, _ in result.files:
-            files.delete(rel)
-        for rel in result.log_entries:
-            files.delete(rel)
-        _fix_hint(files, sorted({*checkpoints, *missing} & needed_log))
-        if not is_remote(store):
-            _remove_empty_folders(Path(store))
-    return result
+        out.append((item.rel, item.size))
+    return out
+
+
+def _remove(
+    store: str | os.PathLike[str], files: Any, result: VacuumResult, hint_at: list[int]
+) -> None:
+    """Delete what the policy gave up, and point the log's hint at a kept checkpoint."""
+    # Data files first: a failure halfway leaves every version's log, and its files are
+    # then missing only for versions the policy already gave up.
+    for rel, _ in result.files:
+        files.delete(rel)
+    for rel in result.log_entries:
+        files.delete(rel)
+    _fix_hint(files, hint_at)
+    if not is_remote(store):
+        _remove_empty_folders(Path(store))
 
 
 def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:

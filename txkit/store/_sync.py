@@ -359,31 +359,13 @@ def sync(
         result = SyncResult(fetched={}, skipped=[m for m in months if m not in plan], rows={},
                             stats=stats, store=str(store), version=state.version,
                             notes=notes)  # fmt: skip
-        coverage = dict(state.coverage)
+        run = _MonthSync(client, store, state, dict(state.coverage), result, today, progress)
         writer = MonthWriter(store, state.version, state.files)
         stack.callback(writer.close)
         for month, (kind, f_first, f_last) in plan.items():
-            month_stats = ExportStats()
-            fetched = load_transactions(
-                client, start=f_first, end=f_last, stats=month_stats, progress=progress
-            )
-            _add_stats(stats, month_stats)
-            m_first, m_last = month_bounds(month)
-            replace = (f_first <= m_first and f_last >= m_last) or month not in coverage
-            old = None if replace else read_months([month], store=store, version=state.version)
-            merged = _merge(old, fetched)
-            fetch = Fetch(f_first, f_last, _clock(today), kind, sorted(month_stats.totals),
-                          sum(month_stats.totals.values()), fetched.height)  # fmt: skip
-            previous = coverage.get(month) or MonthCoverage(month, (), 0)
-            coverage[month] = previous.with_fetch(
-                fetch, replace=replace, rows=merged.height, newest=_newest(merged)
-            )
-            result.fetched[month] = kind
-            result.rows[month] = merged.height
-            writer.add(month, merged)
-            del merged, fetched, old  # the month is written now: one month in memory
+            writer.add(month, run.fetch(month, kind, f_first, f_last))
         if plan:
-            meta = commit_metadata(ident, lookback_days, coverage, _clock(today))
+            meta = commit_metadata(ident, lookback_days, run.coverage, _clock(today))
             result.version = writer.commit(list(plan), meta)
             compacted = compact_months(store, now=_clock(today))
             if compacted is not None:
@@ -391,9 +373,47 @@ def sync(
             if retention is not False:
                 result.vacuum = _retain(store, retention, _clock(today), notes)
         for month in result.skipped:
-            if month in coverage:
-                result.rows[month] = coverage[month].rows
+            if month in run.coverage:
+                result.rows[month] = run.coverage[month].rows
         return result
+
+
+@dataclass
+class _MonthSync:
+    """What fetching one month needs and updates: the client, the store as read under the
+    lock, the coverage being built and the result."""
+
+    client: Client
+    store: StoreLike
+    state: StoreState
+    coverage: dict[str, MonthCoverage]
+    result: SyncResult
+    today: date | None
+    progress: bool | None
+
+    def fetch(self, month: str, kind: str, f_first: date, f_last: date) -> pl.DataFrame:
+        """Fetch the month's window, merge it with what the store holds (unless the window
+        replaces the month) and record the fetch in its coverage; returns the month's rows."""
+        month_stats = ExportStats()
+        fetched = load_transactions(
+            self.client, start=f_first, end=f_last, stats=month_stats, progress=self.progress
+        )
+        _add_stats(self.result.stats, month_stats)
+        m_first, m_last = month_bounds(month)
+        replace = (f_first <= m_first and f_last >= m_last) or month not in self.coverage
+        old = (
+            None if replace else read_months([month], store=self.store, version=self.state.version)
+        )
+        merged = _merge(old, fetched)
+        fetch = Fetch(f_first, f_last, _clock(self.today), kind, sorted(month_stats.totals),
+                      sum(month_stats.totals.values()), fetched.height)  # fmt: skip
+        previous = self.coverage.get(month) or MonthCoverage(month, (), 0)
+        self.coverage[month] = previous.with_fetch(
+            fetch, replace=replace, rows=merged.height, newest=_newest(merged)
+        )
+        self.result.fetched[month] = kind
+        self.result.rows[month] = merged.height
+        return merged
 
 
 def sync_needed(

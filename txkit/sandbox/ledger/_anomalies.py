@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Callable
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
@@ -99,9 +100,18 @@ def _mark(g: _Generator, i: int, planted: dict[str, set[int]]) -> None:
 
 
 def plant_balance_anomalies(g: _Generator) -> None:
-    cols, rand = g.cols, g.rng.random
+    """Hide records and falsify balance-after values, each spaced apart on its wallets."""
     planted: dict[str, set[int]] = {c: set() for c in WALLET_CURRENCIES}
     g.balance_planted = planted  # wallet -> positions in g.seq (zero balances keep away)
+    _hide_collections(g, planted)
+    _falsify_ledger_balances(g, planted)
+    _falsify_available_balances(g, planted)
+
+
+def _hide_collections(g: _Generator, planted: dict[str, set[int]]) -> None:
+    """``missing_from_export``: successful collections without a reserve, left out of the
+    export."""
+    cols = g.cols
 
     def ok_missing(i: int) -> bool:
         return (
@@ -126,9 +136,21 @@ def plant_balance_anomalies(g: _Generator) -> None:
             amount=money(cols.amt[i]),
         )
 
+
+def _ok_bad(g: _Generator, planted: dict[str, set[int]]) -> Callable[[int], bool]:
+    """Whether a record may carry a false balance: successful, and spaced from the others."""
+    cols = g.cols
+
     def ok_bad(i: int) -> bool:
         return cols.status[i] == "successful" and _spaced(g, i, planted)
 
+    return ok_bad
+
+
+def _falsify_ledger_balances(g: _Generator, planted: dict[str, set[int]]) -> None:
+    """``bad_balance``: a balance-after-ledger value off by up to 500.00."""
+    cols, rand = g.cols, g.rng.random
+    ok_bad = _ok_bad(g, planted)
     for _ in range(g.quota["bad_balance"]):
         picked = g.sample("bad_balance", 1, ok_bad)
         if not picked:
@@ -151,23 +173,12 @@ def plant_balance_anomalies(g: _Generator) -> None:
             reported=money(reported),
         )
 
-    def held(i: int) -> int:
-        side = _side_with_reserve(g, i)
-        ledger = cols.to_l[i] if side == "to" else cols.from_l[i]
-        avail = cols.to_a[i] if side == "to" else cols.from_a[i]
-        return (ledger or 0) - (avail or 0)
 
-    chosen: list[int] = []
-    for _ in range(g.quota["reserve_mismatch"]):
-        # Prefer records with a reserve held: the realistic bug is not deducting it.
-        got = g.sample(
-            "reserve_mismatch", 1, lambda i: ok_bad(i) and held(i) > 0, tries=500
-        ) or g.sample("reserve_mismatch", 1, ok_bad)
-        if not got:
-            break
-        _mark(g, got[0], planted)
-        chosen.append(got[0])
-    for i in chosen:
+def _falsify_available_balances(g: _Generator, planted: dict[str, set[int]]) -> None:
+    """``reserve_mismatch``: a balance-after-available value that does not deduct the reserve
+    held (or, without one, is off by up to 200.00)."""
+    cols, rand = g.cols, g.rng.random
+    for i in _reserve_mismatches(g, planted):
         side = _side_with_reserve(g, i)
         ledger_values, avail_values = (
             (cols.to_l, cols.to_a) if side == "to" else (cols.from_l, cols.from_a)
@@ -190,6 +201,30 @@ def plant_balance_anomalies(g: _Generator) -> None:
             reported=money(reported),
             reserve_held=money(ledger - true),
         )
+
+
+def _reserve_mismatches(g: _Generator, planted: dict[str, set[int]]) -> list[int]:
+    """The records chosen for ``reserve_mismatch`` (all chosen before any is falsified)."""
+    cols = g.cols
+    ok_bad = _ok_bad(g, planted)
+
+    def held(i: int) -> int:
+        side = _side_with_reserve(g, i)
+        ledger = cols.to_l[i] if side == "to" else cols.from_l[i]
+        avail = cols.to_a[i] if side == "to" else cols.from_a[i]
+        return (ledger or 0) - (avail or 0)
+
+    chosen: list[int] = []
+    for _ in range(g.quota["reserve_mismatch"]):
+        # Prefer records with a reserve held: the realistic bug is not deducting it.
+        got = g.sample(
+            "reserve_mismatch", 1, lambda i: ok_bad(i) and held(i) > 0, tries=500
+        ) or g.sample("reserve_mismatch", 1, ok_bad)
+        if not got:
+            break
+        _mark(g, got[0], planted)
+        chosen.append(got[0])
+    return chosen
 
 
 def _side(g: _Generator, i: int) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import heapq
 import random
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -35,39 +37,112 @@ if TYPE_CHECKING:
     from txkit.sandbox.ledger._generator import _Generator
 
 
+@dataclass(slots=True)
+class _Walk:
+    """The balance walk's state: each wallet's ledger balance and reserves held (with the
+    heap of their release times), and the balance-after, fee, tax and reserve columns it
+    fills."""
+
+    g: _Generator
+    charge: Callable[[int, str, str, int], tuple[int, int]]
+    tax_moves: bool
+    ledger: dict[str, int]
+    held: dict[str, int]
+    heaps: dict[str, list[tuple[int, int]]]
+    to_l: list[int | None]
+    to_a: list[int | None]
+    from_l: list[int | None]
+    from_a: list[int | None]
+    fees: list[int]
+    taxes: list[int]
+    reserves: list[int]
+
+    @classmethod
+    def start(cls, g: _Generator) -> _Walk:
+        """Empty wallets, and columns of ``g.n`` empty values."""
+        n = g.n
+        return cls(
+            g,
+            partial(fee_tax, g),
+            # Under "net" the tax moves the balance on top of the fee; under "fee-only" it is
+            # part of the fee and does not move the balance by itself.
+            g.balance_model == "net",
+            dict.fromkeys(WALLET_CURRENCIES, 0),
+            dict.fromkeys(WALLET_CURRENCIES, 0),
+            {c: [] for c in WALLET_CURRENCIES},
+            [None] * n,
+            [None] * n,
+            [None] * n,
+            [None] * n,
+            [0] * n,
+            [0] * n,
+            [0] * n,
+        )
+
+    def release(self, currency: str, now: int) -> None:
+        """Release the wallet's reserves due by ``now``."""
+        heap = self.heaps[currency]
+        while heap and heap[0][0] <= now:
+            self.held[currency] -= heapq.heappop(heap)[1]
+
+    def conversion(self, i: int, cur: str, now: int) -> None:
+        """A successful conversion: out of one wallet into another, or failed when the source
+        wallet cannot meet it or the fee would take it all."""
+        g, cols, ledger, held = self.g, self.g.cols, self.ledger, self.held
+        fcur = cols.fcur[i]
+        assert fcur is not None
+        self.release(fcur, now)
+        self.release(cur, now)
+        famount = _debit_amount(g, "conversion", fcur, cols.famt[i], ledger[fcur] - held[fcur])
+        amount = cols.amt[i] if famount is None else _convert(famount, (fcur, cur))
+        fee, tax = self.charge(i, "conversion", cur, amount)
+        self.fees[i], self.taxes[i] = fee, tax
+        if famount is None or amount - fee - (tax if self.tax_moves else 0) <= 0:
+            cols.status[i] = "failed"
+            return
+        cols.famt[i] = famount
+        cols.amt[i] = amount
+        ledger[fcur] -= famount
+        self.from_l[i] = ledger[fcur]
+        self.from_a[i] = ledger[fcur] - held[fcur]
+        ledger[cur] += amount - fee - (tax if self.tax_moves else 0)
+        self.to_l[i] = ledger[cur]
+        self.to_a[i] = ledger[cur] - held[cur]
+        g.seq[fcur].append(i)
+        g.seq[cur].append(i)
+
+    def finish(self) -> None:
+        """Hand the filled columns, the final balances and the open reserves to ``g``."""
+        g, cols = self.g, self.g.cols
+        cols.to_l, cols.to_a, cols.from_l, cols.from_a = (
+            self.to_l,
+            self.to_a,
+            self.from_l,
+            self.from_a,
+        )
+        cols.fee, cols.tax, cols.reserve = self.fees, self.taxes, self.reserves
+        g.final_ledger = self.ledger
+        g.open_reserves = {c: sorted(h) for c, h in self.heaps.items()}
+
+
 def balances(g: _Generator) -> None:
     """Walk the records in order, moving balances and failing debits that cannot be met."""
-    cols, rand, n = g.cols, g.rng.random, g.n
-    ledger = dict.fromkeys(WALLET_CURRENCIES, 0)
-    held = dict.fromkeys(WALLET_CURRENCIES, 0)
-    heaps: dict[str, list[tuple[int, int]]] = {c: [] for c in WALLET_CURRENCIES}
+    walk = _Walk.start(g)
+    cols, rand, n, seq = g.cols, g.rng.random, g.n, g.seq
+    ledger, held, heaps, tax_moves = walk.ledger, walk.held, walk.heaps, walk.tax_moves
+    to_l, to_a, from_l, from_a = walk.to_l, walk.to_a, walk.from_l, walk.from_a
+    fees, taxes, reserves = walk.fees, walk.taxes, walk.reserves
+    charge, release = walk.charge, walk.release
     reserve_ms = RESERVE_DAYS * DAY_MS
-    charge = partial(fee_tax, g)
-    # Under "net" the tax moves the balance on top of the fee; under "fee-only" it is part of
-    # the fee and does not move the balance by itself.
-    tax_moves = g.balance_model == "net"
-    seq = g.seq
-    to_l: list[int | None] = [None] * n
-    to_a: list[int | None] = [None] * n
-    from_l: list[int | None] = [None] * n
-    from_a: list[int | None] = [None] * n
-    fees = [0] * n
-    taxes = [0] * n
-    reserves = [0] * n
-
-    def release(currency: str, now: int) -> None:
-        heap = heaps[currency]
-        while heap and heap[0][0] <= now:
-            held[currency] -= heapq.heappop(heap)[1]
-
+    # Every record but a successful conversion (93 % of a 60,000-record ledger) is handled
+    # inline, so that most records cost no extra call; conversions (7 %) are a step.
     for i in range(n):
         ttype = cols.ttype[i]
         cur = cols.cur[i]
         now = cols.created[i]
         if cols.status[i] != "successful":
             fees[i], taxes[i] = charge(i, ttype, cur, cols.amt[i])
-            continue
-        if ttype == "collection":
+        elif ttype == "collection":
             amount = cols.amt[i]
             fee, tax = charge(i, ttype, cur, amount)
             release(cur, now)
@@ -85,14 +160,15 @@ def balances(g: _Generator) -> None:
             to_l[i] = ledger[cur]
             to_a[i] = ledger[cur] - held[cur]
             seq[cur].append(i)
+            fees[i], taxes[i] = fee, tax
         elif ttype != "conversion":
             release(cur, now)
             fee, tax = charge(i, ttype, cur, cols.amt[i])
             room = ledger[cur] - held[cur] - fee - (tax if tax_moves else 0)
             amount = _debit_amount(g, ttype, cur, cols.amt[i], room)
+            fees[i], taxes[i] = fee, tax
             if amount is None:
                 cols.status[i] = "failed"
-                fees[i], taxes[i] = fee, tax
                 continue
             cols.amt[i] = amount
             ledger[cur] -= amount + fee + (tax if tax_moves else 0)
@@ -100,32 +176,8 @@ def balances(g: _Generator) -> None:
             from_a[i] = ledger[cur] - held[cur]
             seq[cur].append(i)
         else:
-            fcur = cols.fcur[i]
-            assert fcur is not None
-            release(fcur, now)
-            release(cur, now)
-            famount = _debit_amount(g, ttype, fcur, cols.famt[i], ledger[fcur] - held[fcur])
-            amount = cols.amt[i] if famount is None else _convert(famount, (fcur, cur))
-            fee, tax = charge(i, ttype, cur, amount)
-            if famount is None or amount - fee - (tax if tax_moves else 0) <= 0:
-                cols.status[i] = "failed"
-                fees[i], taxes[i] = fee, tax
-                continue
-            cols.famt[i] = famount
-            cols.amt[i] = amount
-            ledger[fcur] -= famount
-            from_l[i] = ledger[fcur]
-            from_a[i] = ledger[fcur] - held[fcur]
-            ledger[cur] += amount - fee - (tax if tax_moves else 0)
-            to_l[i] = ledger[cur]
-            to_a[i] = ledger[cur] - held[cur]
-            seq[fcur].append(i)
-            seq[cur].append(i)
-        fees[i], taxes[i] = fee, tax
-    cols.to_l, cols.to_a, cols.from_l, cols.from_a = to_l, to_a, from_l, from_a
-    cols.fee, cols.tax, cols.reserve = fees, taxes, reserves
-    g.final_ledger = ledger
-    g.open_reserves = {c: sorted(h) for c, h in heaps.items()}
+            walk.conversion(i, cur, now)
+    walk.finish()
 
 
 def _debit_amount(g: _Generator, ttype: str, cur: str, desired: int, room: int) -> int | None:

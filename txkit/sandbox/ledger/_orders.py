@@ -41,10 +41,25 @@ if TYPE_CHECKING:
 def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
     """The merchant's orders as ``(reference, amount, currency, status, date, customer)``
     rows."""
-    cols, rand, n = g.cols, g.rng.random, g.n
+    order_kind = _order_anomalies(g)
+    grouped = _choose_groups(g, order_kind)
+    ordered = _order_times(g, {**order_kind, **dict.fromkeys(grouped, "group")})
+    order_days = _iso_days(ordered)
+    rows: list[tuple[str, int, str, str, str, str]] = []
+    rows.extend(_group_orders(g, grouped, order_days))
+    rows.extend(_collection_orders(g, order_kind, grouped, order_days))
+    rows.extend(_extra_orders(g))
+    rows.sort(key=lambda r: (r[4], r[0]))
+    return rows
+
+
+def _order_anomalies(g: _Generator) -> dict[int, str]:
+    """Collections (not otherwise planted, not hidden) whose order is missing or differs in
+    amount, status or currency."""
+    cols, rand = g.cols, g.rng.random
     free = [
         i
-        for i in range(n)
+        for i in range(g.n)
         if cols.ttype[i] == "collection" and i not in g.taken and i not in g.protected
     ]
     order_kind: dict[int, str] = {}
@@ -58,13 +73,20 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
                 continue
             order_kind[i] = kind
             count += 1
-    rows: list[tuple[str, int, str, str, str, str]] = []
-    grouped = _choose_groups(g, order_kind)
-    ordered = _order_times(g, {**order_kind, **dict.fromkeys(grouped, "group")})
-    order_days = _iso_days(ordered)
+    return order_kind
+
+
+def _collection_orders(
+    g: _Generator,
+    order_kind: dict[int, str],
+    grouped: dict[int, tuple[str, str, int]],
+    order_days: list[str],
+) -> list[tuple[str, int, str, str, str, str]]:
+    """One order per collection not in a group, as paid or with its planted difference."""
+    cols, rand = g.cols, g.rng.random
     customers = g.ctx.customers
-    rows.extend(_group_orders(g, grouped, order_days))
-    for i in range(n):
+    rows: list[tuple[str, int, str, str, str, str]] = []
+    for i in range(g.n):
         if cols.ttype[i] != "collection" or i in grouped:
             continue
         ref, amount, cur, status = cols.ref[i], cols.amt[i], cols.cur[i], cols.status[i]
@@ -89,10 +111,18 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
             g.add_truth(i, kind, field="currency", expected=cur, reported=reported)
             cur = reported
         rows.append((ref, amount, cur, status, order_days[i], customers[cols.party[i]][1]))
+    return rows
+
+
+def _extra_orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
+    """``order_extra``: orders no record pays."""
+    rand = g.rng.random
+    customers = g.ctx.customers
     days = (g.end_ms - g.start_ms) // DAY_MS
     # The extra orders' customers come from a random source of their own (the records and
     # the other orders are the same as before orders had customers).
     pick = random.Random(f"txkit-order-customers:{g.seed}").random
+    rows: list[tuple[str, int, str, str, str, str]] = []
     for _ in range(g.quota["order_extra"]):
         ref = g.new_reference()
         day_ms = g.start_ms + int(rand() * days) * DAY_MS
@@ -115,7 +145,6 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
                 },
             )
         )
-    rows.sort(key=lambda r: (r[4], r[0]))
     return rows
 
 
@@ -265,8 +294,40 @@ def _group_orders(
 def assemble(
     g: _Generator, bodies: list[bytes], orders: list[tuple[str, int, str, str, str, str]]
 ) -> Ledger:
+    """The :class:`Ledger`: the rendered bodies, the index, the orders and the truths."""
+    return Ledger(
+        seed=g.seed,
+        records=g.n,
+        start_month=g.start_month,
+        months=g.months,
+        anomaly_rate=g.anomaly_rate,
+        start_ms=g.start_ms,
+        end_ms=g.end_ms,
+        index=_index_frame(g),
+        orders=_orders_frame(orders),
+        ground_truth=_ground_truth(g),
+        late_payments=sorted(g.late_truth, key=lambda e: (e["createdAt"], e["id"])),
+        zero_balances=g.zero_truth,
+        balance_model=g.balance_model,
+        zero_balance_rate=g.zero_balance_rate,
+        late_payments_per_month=g.late_payments_per_month,
+        repeat_underpayers=g.repeat_underpayers,
+        repeaters=g.repeat_truth,
+        _bodies=bodies,
+        _context=g.ctx,
+        _final_ledger=dict(g.final_ledger),
+        _open_reserves=_reserves_open_at_end(g),
+        _id_proc=g.id_proc,
+        _id_counter=g.id_counter,
+        order_groups=sorted(g.group_truth, key=lambda e: (e["createdAt"], e["reference"])),
+        bank=bank_account(g),
+    )
+
+
+def _index_frame(g: _Generator) -> pl.DataFrame:
+    """One row per record (:attr:`Ledger.index`)."""
     cols = g.cols
-    index = pl.DataFrame(
+    return pl.DataFrame(
         {
             "id": cols.oid,
             "createdAt": cols.created,
@@ -288,7 +349,11 @@ def assemble(
             "hidden": pl.Boolean,
         },
     )
-    orders_frame = pl.DataFrame(
+
+
+def _orders_frame(orders: list[tuple[str, int, str, str, str, str]]) -> pl.DataFrame:
+    """The merchant's orders (:attr:`Ledger.orders`), amounts exact."""
+    return pl.DataFrame(
         {
             "reference": [r[0] for r in orders],
             "amount": [Decimal(r[1]).scaleb(-2) for r in orders],
@@ -306,45 +371,26 @@ def assemble(
             "customer": pl.String,
         },
     )
-    truth = [
+
+
+def _ground_truth(g: _Generator) -> list[dict[str, Any]]:
+    """The planted anomalies, by time, kind, id and reference."""
+    return [
         e
         for _, e in sorted(
             g.truth, key=lambda t: (t[0], t[1]["kind"], t[1]["id"] or "", t[1]["reference"])
         )
     ]
-    created = cols.created
+
+
+def _reserves_open_at_end(g: _Generator) -> dict[str, list[tuple[int, int]]]:
+    """Each wallet's reserves (release time, amount) still held after the last record."""
+    created = g.cols.created
     last = created[-1] if created else g.start_ms
-    reserves = {
+    return {
         c: [(release, amount) for release, amount in h if release > last]
         for c, h in g.open_reserves.items()
     }
-    return Ledger(
-        seed=g.seed,
-        records=g.n,
-        start_month=g.start_month,
-        months=g.months,
-        anomaly_rate=g.anomaly_rate,
-        start_ms=g.start_ms,
-        end_ms=g.end_ms,
-        index=index,
-        orders=orders_frame,
-        ground_truth=truth,
-        late_payments=sorted(g.late_truth, key=lambda e: (e["createdAt"], e["id"])),
-        zero_balances=g.zero_truth,
-        balance_model=g.balance_model,
-        zero_balance_rate=g.zero_balance_rate,
-        late_payments_per_month=g.late_payments_per_month,
-        repeat_underpayers=g.repeat_underpayers,
-        repeaters=g.repeat_truth,
-        _bodies=bodies,
-        _context=g.ctx,
-        _final_ledger=dict(g.final_ledger),
-        _open_reserves=reserves,
-        _id_proc=g.id_proc,
-        _id_counter=g.id_counter,
-        order_groups=sorted(g.group_truth, key=lambda e: (e["createdAt"], e["reference"])),
-        bank=bank_account(g),
-    )
 
 
 def _order_times(g: _Generator, order_kind: dict[int, str]) -> list[int]:
