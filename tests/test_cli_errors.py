@@ -163,6 +163,7 @@ def test_one_line_strips_rust_backtraces_and_colours() -> None:
     assert one_line("a\n  b", limit=2) == "a ..."
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 def test_a_delta_rs_error_under_rust_backtrace_is_one_line(tmp_path: Path) -> None:
     """Before: with RUST_BACKTRACE=1, delta-rs glued a backtrace ("0: <unknown> 1: ...") into
     the store's one-line message."""

@@ -113,6 +113,7 @@ def test_a_bad_base_url_is_a_config_error_naming_the_variable(
     assert "e.g. https://api.example.com" in message and seen == []
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 @pytest.mark.parametrize("key", [f"{KEY}\n", f"sk_test_\u00e9{CORE}", f"{KEY} "])
 def test_the_cli_stops_before_any_request_and_never_retries(key: str, tmp_path: Path) -> None:
     """Before: a trailing newline was retried for 25 s and reported as a network failure;
@@ -218,6 +219,7 @@ def test_a_dotenv_that_is_not_utf8_is_named(monkeypatch: pytest.MonkeyPatch) -> 
         Client()
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 def test_cli_sends_the_key_without_its_dotenv_comment(tmp_path: Path) -> None:
     """Before: ``KEY=value # comment`` sent ``value # comment`` as the key."""
     with HostileServer(lambda seen: ok_page(3)) as server:

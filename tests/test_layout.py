@@ -298,6 +298,7 @@ MOVED = {
 }
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 def test_old_module_paths_warn_naming_the_new_home(tmp_path: Path) -> None:
     # In a fresh interpreter (an imported module warns once): each import line of the user's
     # own file gets one DeprecationWarning with the new home and the version.

@@ -242,6 +242,7 @@ for i in range(n):
 """
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 def test_two_analysts_annotating_at_once_lose_nothing(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _report(store, tmp_path / "r1", "2026-01", [A, B], 1)
@@ -262,6 +263,7 @@ def test_two_analysts_annotating_at_once_lose_nothing(tmp_path: Path) -> None:
     assert notes == sorted(f"{who} {i}" for who in ("ada", "obi") for i in range(8))
 
 
+@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
 def test_a_killed_annotation_leaves_the_previous_state_or_the_whole_change(tmp_path: Path) -> None:
     store = tmp_path / "store"
     _report(store, tmp_path / "r1", "2026-01", [A, B], 1)

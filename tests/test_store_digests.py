@@ -54,6 +54,7 @@ def assert_named(info: pytest.ExceptionInfo, store: Path, month: str) -> None:
     assert f"of {month}" in message and "\n" not in message
 
 
+@pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_every_file_is_committed_with_its_digest(client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
     sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
@@ -70,6 +71,7 @@ def test_every_file_is_committed_with_its_digest(client: Client, tmp_path: Path)
     assert "2 data file(s), 2 verified, 0 damaged or missing" in done.stdout
 
 
+@pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_2000_bytes_overwritten_in_a_months_file_are_a_named_error(
     client: Client, tmp_path: Path
 ) -> None:
@@ -146,6 +148,7 @@ def test_the_syncs_merge_read_checks_digests(client: Client, tmp_path: Path) -> 
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
+@pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_files_written_before_digests_still_read_and_are_reported(
     client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -169,6 +172,7 @@ def test_files_written_before_digests_still_read_and_are_reported(
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
+@pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_verify_a_version_and_a_missing_file(client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
     sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
