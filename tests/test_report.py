@@ -408,36 +408,59 @@ def _wait_for_orphaned_kernels(temp: Path) -> None:
         time.sleep(0.2)
 
 
+def _held_notebooks(folder: Path) -> Path:
+    """:func:`small_notebooks` whose notebook first waits ``HOLD_SECONDS`` (from its kernel's
+    environment, which is the report's; 0 when unset): a report to kill is killed while its
+    kernel runs, whatever the machine's speed, and the next run does not wait."""
+    import nbformat
+
+    small_notebooks(folder)
+    path = folder / "01_small.ipynb"
+    book = nbformat.read(path, as_version=4)
+    hold = "import os, time\ntime.sleep(float(os.environ.get('HOLD_SECONDS', '0')))"
+    book.cells.insert(2, nbformat.v4.new_code_cell(hold))  # after the title and parameters
+    nbformat.write(book, path)
+    return folder
+
+
 # Not serial: it kills only its own process (after waiting for the moment), in a temporary
 # folder of its own; no port, time, rate or memory is measured.
 @pytest.mark.report
-def test_a_killed_report_leaves_nothing_behind_after_the_next_run(tmp_path: Path) -> None:
+def test_a_killed_report_leaves_nothing_behind_after_the_next_run(
+    session_report: SessionReport, tmp_path: Path
+) -> None:
     """SIGKILL while the notebooks run: the next report removes the staging folder, and the
     kernels' connection files (each with the key that signs the kernel's messages), which the
-    killed run could not remove, from the system temporary folder."""
+    killed run could not remove, from the system temporary folder.
+
+    Both runs read a copy of the shared report's store (nothing to sync: the kill is what is
+    tested) and one small notebook that waits while the first run is killed (two curated
+    notebooks and two syncs cost 13.8 s of CPU, and the kill raced their speed)."""
     import signal
 
     workdir = tmp_path
     temp = workdir / "tmp"  # the system temporary folder of both runs
     temp.mkdir(exist_ok=True)
-    books = some_notebooks(workdir / "books", "01_explore", "02_reconciliation")
-    args = ["report", "--month", "2026-05", "--notebooks", str(books)]
+    session_report.copy_data(workdir)
+    books = _held_notebooks(workdir / "books")
+    args = ["report", "--month", "2026-10", "--notebooks", str(books)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "txkit.cli", *args],
         cwd=workdir,
-        env=cli_env({"TMPDIR": str(temp)}),
+        env=cli_env({"TMPDIR": str(temp), "HOLD_SECONDS": "300"}),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     reports = workdir / "reports"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (
-        list(reports.glob(".2026-05.*/*.ipynb")) and _kernel_files(temp)
-    ):
+        list(reports.glob(".2026-10.*")) and _kernel_files(temp)
+    ):  # the staging folder and a kernel, which holds: the run is in its notebooks
+        assert proc.poll() is None, "the report ended before the kill"
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert list(reports.glob(".2026-05.*")), "the kill came too late to leave a staging folder"
+    assert list(reports.glob(".2026-10.*")), "no staging folder was left"
     left = _kernel_files(temp)
     assert left, "the kill came before any kernel started"
     for path in left:  # in the run's private folder, not loose in the temporary folder
@@ -449,8 +472,8 @@ def test_a_killed_report_leaves_nothing_behind_after_the_next_run(tmp_path: Path
     assert again.returncode == 0, again.stderr
     assert "removed the staging folder" in again.stderr
     assert "removed the kernel folder" in again.stderr
-    assert not list(reports.glob(".2026-05.*"))
-    assert (reports / "2026-05" / "index.html").exists()
+    assert not list(reports.glob(".2026-10.*"))
+    assert (reports / "2026-10" / "index.html").exists()
     assert _kernel_files(temp) == [] and not list(temp.glob("txkit-kernel-*"))
 
 
