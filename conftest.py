@@ -13,12 +13,15 @@ What lives here, and why:
   session: the report is built once, under a file lock in the run's shared temporary folder,
   and both workers read it.
 * ``hostile_server``: scripted HTTP servers for one test (:mod:`tests.hostile`).
+* ``s3`` / ``aws``: moto's S3 server as a subprocess, started once per process at the first
+  test that asks for it (each store under its own prefix of one bucket), and its AWS
+  variables set for one test.
 * ``--reverse`` / ``--shuffle SEED``: run the tests in reverse or random order (modules and the
   tests within them; a notebook's cells keep their order), to show that no test depends on
   another having run first.
 * Markers (registered in ``pyproject.toml``): ``slow``, ``report``, ``s3``, ``serial``. The
   default run (``pytest``) leaves out ``slow``; ``make test`` runs everything: the parallel
-  pass (``-n 2``), then the ``serial`` tests alone. With pytest-xdist a notebook's cells go to
+  pass (``-n 3``), then the ``serial`` tests alone. With pytest-xdist a notebook's cells go to
   one worker together, in order, for its one kernel (``pytest_xdist_make_scheduler``).
 """
 
@@ -212,6 +215,74 @@ def hostile_server() -> Iterator[Callable[..., Any]]:
     yield start
     for server in servers:
         server.__exit__(None, None, None)
+
+
+# -- S3 (moto's standalone server) -------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator[dict[str, str]]:
+    """moto's S3 server as a subprocess on a free loopback port, with the bucket ``txkit``;
+    yields the AWS variables. One per process (each start cost about 1.5 s of CPU): every
+    test keeps its store under a prefix of its own."""
+    import time
+
+    import httpx
+
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{endpoint}/moto-api/", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("moto server did not start") from None
+                time.sleep(0.1)
+        env = {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": endpoint,
+            # Nothing beyond loopback: the SDK never asks for instance metadata.
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+        import boto3
+
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ).create_bucket(Bucket="txkit")
+        yield env
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def aws(s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The S3 server's AWS variables, set in this process's environment for one test."""
+    for name, value in s3.items():
+        monkeypatch.setenv(name, value)
+    return s3
 
 
 # -- the shared report ----------------------------------------------------------------------------

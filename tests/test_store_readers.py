@@ -15,7 +15,6 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.test_store_s3 import aws, s3  # noqa: F401 - the moto server fixtures
 from txkit import Client
 from txkit.store import read_state, scan_store, sync
 from txkit.store._location import log_versions, open_table
@@ -181,7 +180,7 @@ def test_the_table_keeps_to_features_every_reader_reads(folder_store: Path, tmp_
 
 
 @pytest.mark.s3
-def test_readers_agree_with_scan_store_on_s3(aws: dict[str, str], sandboxes) -> None:  # noqa: F811
+def test_readers_agree_with_scan_store_on_s3(aws: dict[str, str], sandboxes) -> None:
     store = "s3://txkit/readers"
     box = sandboxes.get(seed=21, records=3_000)
     with Client(box.base_url, box.secret_key, env_file=None) as client:

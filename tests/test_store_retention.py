@@ -14,7 +14,6 @@ import polars as pl
 import pytest
 
 from tests.factories import invoke_cli
-from tests.test_store_s3 import aws, s3  # noqa: F401 - the moto server fixtures
 from txkit import Client
 from txkit.errors import ConfigError
 from txkit.store import (
@@ -304,7 +303,7 @@ def test_an_unreadable_report_stops_the_removal(year_store: Path, tmp_path: Path
 
 @pytest.mark.s3
 def test_vacuum_on_s3_keeps_every_kept_version_identical(
-    aws: dict[str, str],  # noqa: F811
+    aws: dict[str, str],
     tmp_path: Path,
     sandboxes,
 ) -> None:

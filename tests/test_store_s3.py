@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import polars as pl
 import pytest
 
@@ -30,62 +27,6 @@ from txkit.store import (
 pytestmark = pytest.mark.s3
 
 TODAY = date(2026, 11, 21)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, str]]:
-    """moto's S3 server as a subprocess on a free loopback port; yields the AWS variables."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(f"{endpoint}/moto-api/", timeout=1)
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("moto server did not start") from None
-                time.sleep(0.1)
-        env = {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "AWS_ENDPOINT_URL": endpoint,
-            # Nothing beyond loopback: the SDK never asks for instance metadata.
-            "AWS_EC2_METADATA_DISABLED": "true",
-        }
-        import boto3
-
-        boto3.client(
-            "s3",
-            endpoint_url=endpoint,
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        ).create_bucket(Bucket="txkit")
-        yield env
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-@pytest.fixture
-def aws(s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    for name, value in s3.items():
-        monkeypatch.setenv(name, value)
-    return s3
 
 
 def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path, sandboxes) -> None:
