@@ -44,7 +44,7 @@ _SCHEMA = {
     "key": pl.String,
     "category": pl.String,
     "currency": pl.String,
-    "difference": pl.Decimal(38, 2),
+    "difference": pl.Decimal(38, 6),
     "export_date": pl.Date,
 }
 
@@ -231,6 +231,24 @@ def test_a_register_of_a_newer_txkit_is_refused_in_one_line(tmp_path: Path) -> N
     assert done.stderr.count("\n") == 1
     assert "RegisterFormatError: the exception register in" in done.stderr
     assert "was written by a newer txkit" in done.stderr
+
+
+def test_the_terminal_table_writes_amounts_as_the_report_does(tmp_path: Path) -> None:
+    """``txkit exceptions`` printed the register's amounts at the column's scale
+    (``60000.000000``) and ``null`` for an empty owner: now each amount as
+    :func:`txkit.money.format_money` writes it, exact beyond cents, and blanks."""
+    store = tmp_path / "store"
+    fine = _row("D:amount_mismatch", "12.345678", date(2026, 1, 9), "USDT")
+    _report(store, tmp_path / "r1", "2026-01", [A, B, C, fine], 1)
+    done = invoke_cli("exceptions", "--store", str(store), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = {line.split()[1]: line for line in done.stdout.splitlines() if ":" in line}
+    expected = {"A:amount_mismatch": "60,000.00", "B:missing_in_export": "5.00",
+                "C:amount_mismatch": "-10.00", "D:amount_mismatch": "12.345678"}  # fmt: skip
+    for key, text in expected.items():
+        assert f" {text} " in rows[key], rows[key]
+    assert "000000" not in done.stdout and "null" not in done.stdout
+    assert "decimal[" not in done.stdout and "4 items" in done.stdout
 
 
 _ANNOTATE = """

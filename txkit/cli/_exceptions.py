@@ -19,6 +19,7 @@ import polars as pl
 from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
+from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (
     CATEGORIES,
@@ -94,18 +95,15 @@ def _list(args: argparse.Namespace) -> int:
     if args.format == "csv":
         csv_safe(view.select(CSV_COLUMNS)).write_csv(sys.stdout)
         return 0
-    shown = view.select(
-        "key", "section", "currency", "amount", "first_month", "status", "category",
-        "age_days", "age_bucket", "material", "owner", "explanation",
-    )  # fmt: skip
     with pl.Config(
         tbl_rows=200,
         tbl_cols=-1,
         tbl_width_chars=200,
         fmt_str_lengths=40,
         tbl_hide_dataframe_shape=True,
+        tbl_hide_column_data_types=True,
     ):
-        print(shown)
+        print(_table(view))
     print(f"{view.height:,} items")
     events, _ = read_events(store)
     months = reported_months(events)
@@ -116,6 +114,20 @@ def _list(args: argparse.Namespace) -> int:
         for line in revision_lines(history):
             print(f"  {line}")
     return 0
+
+
+def _table(view: pl.DataFrame) -> pl.DataFrame:
+    """The register's items as the terminal shows them: each amount as the report writes it
+    (:func:`txkit.money.format_money`, not at the column's scale of six), right-aligned, and
+    an empty owner or explanation left blank rather than ``null``."""
+    amounts = [format_money(value) for value in view["amount"]]
+    width = max((len(text) for text in amounts), default=0)
+    return view.select(
+        "key", "section", "currency",
+        pl.Series("amount", [text.rjust(width) for text in amounts], dtype=pl.String),
+        "first_month", "status", "category", "age_days", "age_bucket", "material",
+        pl.col("owner").fill_null(""), pl.col("explanation").fill_null(""),
+    )  # fmt: skip
 
 
 def _explain(args: argparse.Namespace) -> int:
