@@ -76,6 +76,7 @@ from txkit.report._headlines import (
     underpayment_headlines,
 )
 from txkit.report._html import Headline, Section, index_html, page_html, summary_of, title_of
+from txkit.report._imports import import_jsonschema
 from txkit.report._kernel import ReportKernelManager
 from txkit.report._lanes import KeptLanes, Lane, run_in_lanes
 from txkit.store import RetentionPolicy, read_manifests, scan_store, sync
@@ -678,6 +679,7 @@ def run_notebooks(
     runs after them. Returns the sections in notebook order and each notebook's seconds."""
     from tqdm.auto import tqdm
 
+    import_jsonschema()  # before papermill and nbconvert import it (see _imports)
     parameters = _parameters(plan, manifest, staging)
     kept = _KEPT.get()
     # Kernels talk over Unix sockets in a private directory (0700), not unencrypted loopback
