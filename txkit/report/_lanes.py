@@ -33,8 +33,11 @@ T = TypeVar("T")
 Item = TypeVar("Item")
 
 #: Run between two notebooks, outside the history: figures closed, txkit's per-notebook state
-#: started again (:mod:`txkit._session`), names removed (``%reset``), and the next notebook's
-#: first cell numbered 1 again, as in a new kernel.
+#: started again (:mod:`txkit._session`), names removed, and the next notebook's first cell
+#: numbered 1 again, as in a new kernel. The names go as ``%reset -f`` removes them (the
+#: shell's own reset), without the full garbage collection the magic adds after it: the
+#: collector frees what is left in its time, and each such collection of a kernel that has
+#: run a notebook cost 0.08 s of CPU (a third of a reset, 0.3 s a report of four notebooks).
 _RESET = """\
 import sys as _sys
 if "matplotlib.pyplot" in _sys.modules:
@@ -42,7 +45,7 @@ if "matplotlib.pyplot" in _sys.modules:
 if "txkit._session" in _sys.modules:
     _sys.modules["txkit._session"].new_notebook()
 del _sys
-get_ipython().run_line_magic("reset", "-f")
+get_ipython().reset(new_session=False)
 get_ipython().execution_count = 1
 """
 
