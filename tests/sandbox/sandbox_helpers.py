@@ -71,9 +71,13 @@ def brute_force(
     return out
 
 
-def chronological(ledger: Ledger) -> list[dict[str, Any]]:
-    """Every record (hidden ones too), oldest first (``createdAt``, then ``id``)."""
-    return sorted(ledger.all_records(), key=lambda r: (r["createdAt"], r["id"]))
+def chronological(
+    ledger: Ledger, all_records: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every record (hidden ones too), oldest first (``createdAt``, then ``id``); from
+    ``all_records`` (the ledger's :meth:`~Ledger.all_records`) when the caller parsed them."""
+    records = ledger.all_records() if all_records is None else all_records
+    return sorted(records, key=lambda r: (r["createdAt"], r["id"]))
 
 
 def wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
@@ -88,14 +92,17 @@ def wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
     return [(record["toCurrency"], "fromBalanceAfterLedger")]
 
 
-def expected_violations(ledger: Ledger) -> set[tuple[str, str, str]]:
-    """(id, field, kind) that check_balance_model must report on the served records.
+def expected_violations(
+    ledger: Ledger, all_records: list[dict[str, Any]] | None = None
+) -> set[tuple[str, str, str]]:
+    """(id, field, kind) that check_balance_model must report on the served records
+    (``all_records``: the ledger's :meth:`~Ledger.all_records`, if the caller parsed them).
 
     Zero-balance records are skipped when looking for the next record of a wallet: they
     report no balances (the generator keeps them away from planted balance anomalies).
     """
     zero = {e["id"] for e in ledger.zero_balances}
-    ordered = chronological(ledger)
+    ordered = chronological(ledger, all_records)
     position = {r["id"]: k for k, r in enumerate(ordered)}
     expected = set()
     for entry in ledger.ground_truth:
