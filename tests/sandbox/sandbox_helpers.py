@@ -6,6 +6,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
+import orjson
 
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
@@ -25,7 +26,9 @@ def fetch_all(c: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]], int
     while True:
         response = c.get("/transaction", params={**params, "skip": skip, "limit": 1000})
         assert response.status_code == 200, response.text
-        data = response.json()["data"]
+        # orjson: what response.json() gives (floats for fractions), in a third of its CPU on
+        # pages of 1,000 records
+        data = orjson.loads(response.content)["data"]
         if total is None:
             total = data["total"]
         out.extend(data["transactions"])
