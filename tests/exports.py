@@ -38,6 +38,8 @@ def expected_ids(
     end: date | None = None,
 ) -> list[str]:
     """Brute force over what the sandbox serves now, sorted like the loader sorts."""
+    low = datetime(start.year, start.month, start.day, tzinfo=UTC) if start else None
+    high = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(1) if end else None
     out = []
     for created, rid, rec_type, rec_status, rec_currency in _served(box):
         if trans_type and rec_type not in trans_type:
@@ -46,9 +48,9 @@ def expected_ids(
             continue
         if currency and rec_currency not in currency:
             continue
-        if start and created < datetime(start.year, start.month, start.day, tzinfo=UTC):
+        if low is not None and created < low:
             continue
-        if end and created >= datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(1):
+        if high is not None and created >= high:
             continue
         out.append((created, rid))
     return [rid for _, rid in sorted(out)]
