@@ -8,14 +8,16 @@ from typing import Any
 import httpx
 import orjson
 
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
 
 
 def client_for(sb: Sandbox) -> httpx.Client:
-    """An authenticated client for ``sb`` (use as a context manager)."""
+    """An authenticated client for ``sb`` (use as a context manager), with txkit's shared TLS
+    context (httpx builds one per client otherwise: 21 ms of CPU, a client a test)."""
     headers = {"Authorization": f"Bearer {sb.secret_key}"}
-    return httpx.Client(base_url=sb.base_url, headers=headers, timeout=30)
+    return httpx.Client(base_url=sb.base_url, headers=headers, timeout=30, verify=tls_context())
 
 
 def fetch_all(c: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]], int]:
