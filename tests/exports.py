@@ -6,12 +6,13 @@ from __future__ import annotations
 import subprocess
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from tests.factories import invoke_cli
 from txkit import Client, RetryPolicy
 from txkit.sandbox import Sandbox
-from txkit.sandbox.ledger import parse_record
 
 QUICK_RETRY = RetryPolicy(max_retries=10, backoff_base=0.01, backoff_cap=0.05)
 
@@ -37,6 +38,8 @@ def expected_ids(
     end: date | None = None,
 ) -> list[str]:
     """Brute force over what the sandbox serves now, sorted like the loader sorts."""
+    low = datetime(start.year, start.month, start.day, tzinfo=UTC) if start else None
+    high = datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(1) if end else None
     out = []
     for created, rid, rec_type, rec_status, rec_currency in _served(box):
         if trans_type and rec_type not in trans_type:
@@ -45,9 +48,9 @@ def expected_ids(
             continue
         if currency and rec_currency not in currency:
             continue
-        if start and created < datetime(start.year, start.month, start.day, tzinfo=UTC):
+        if low is not None and created < low:
             continue
-        if end and created >= datetime(end.year, end.month, end.day, tzinfo=UTC) + timedelta(1):
+        if high is not None and created >= high:
             continue
         out.append((created, rid))
     return [rid for _, rid in sorted(out)]
@@ -70,11 +73,46 @@ def _served(box: Sandbox) -> list[tuple[datetime, str, str, str, str]]:
     for body in bodies:
         fields = _FIELDS.get(body)
         if fields is None:
-            rec = parse_record(body)
+            rec = orjson.loads(body)  # text fields only: exact without Decimal money
             fields = (utc(rec["createdAt"]), rec["id"], rec["transType"], rec["status"],
                       rec["toCurrency"])  # fmt: skip
             _FIELDS[body] = fields
         out.append(fields)
+    return out
+
+
+class Served(NamedTuple):
+    """The text fields tests read of a served record (exact: JSON strings)."""
+
+    id: str
+    createdAt: str
+    updatedAt: str
+    transType: str
+    status: str
+    toCurrency: str
+
+
+#: :class:`Served` of each served body, by the body's bytes (as :data:`_FIELDS`).
+_SERVED: dict[bytes, Served] = {}
+
+
+def served(box: Sandbox) -> list[Served]:
+    """The text fields of each record ``box`` serves now, in export order: what
+    :meth:`Sandbox.served_records` gives of them, each body parsed once a run. Tests that read
+    a status or a timestamp of every record parsed all of them, money as ``Decimal``, each
+    time (0.2 s of CPU for 6,000 records)."""
+    store = box._store  # the bodies served_records() parses, under the same lock
+    with store.lock:
+        bodies = list(store.bodies)
+    out = []
+    for body in bodies:
+        row = _SERVED.get(body)
+        if row is None:
+            rec = orjson.loads(body)
+            row = Served(rec["id"], rec["createdAt"], rec["updatedAt"], rec["transType"],
+                         rec["status"], rec["toCurrency"])  # fmt: skip
+            _SERVED[body] = row
+        out.append(row)
     return out
 
 

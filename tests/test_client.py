@@ -198,3 +198,25 @@ def test_key_never_in_logs_or_errors(caplog: pytest.LogCaptureFixture, sleeps) -
     assert KEY not in str(info.value)
     assert KEY not in caplog.text
     assert caplog.records, "retries are logged"
+
+
+def test_clients_share_one_verifying_tls_context_per_setting(monkeypatch, tmp_path) -> None:
+    """Built once (21 ms of CPU each), still verifying certificates and host names, and built
+    again when SSL_CERT_FILE names other authorities."""
+    import ssl
+    from pathlib import Path
+
+    import certifi
+
+    from txkit.fetch.client import tls_context
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    shared = tls_context()
+    assert tls_context() is shared
+    assert shared.verify_mode == ssl.CERT_REQUIRED and shared.check_hostname
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    other = tls_context()
+    assert other is not shared and other.verify_mode == ssl.CERT_REQUIRED

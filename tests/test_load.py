@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 import txkit
-from tests.exports import QUICK_RETRY, connect, expected_ids, export_cli, utc
+from tests.exports import QUICK_RETRY, connect, expected_ids, export_cli, served, utc
 from txkit import Client
 from txkit.errors import AuthError, IncompleteExportError, NetworkError
 from txkit.fetch.pages import ExportStats, fetch_query
@@ -173,17 +173,17 @@ def test_records_arriving_during_export(box: Sandbox) -> None:
         df = txkit.load_transactions(client, page_size=400, stats=stats)
     assert stats.passes >= 2
     assert df["id"].to_list() == expected_ids(box)
-    assert df.height == len(box.served_records())
+    assert df.height == len(served(box))
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("status", [None, ["pending", "processing", "verified", "ongoing"]])
 def test_status_changes_during_export(box: Sandbox, status: list[str] | None) -> None:
-    before = {r["id"]: r["status"] for r in box.served_records()}
+    before = {r.id: r.status for r in served(box)}
     box.faults = "status_changes=20"
     with connect(box) as client:
         df = txkit.load_transactions(client, status=status, page_size=300, concurrency=3)
-    after = {r["id"]: r["status"] for r in box.served_records()}
+    after = {r.id: r.status for r in served(box)}
     assert 0 < sum(before[i] != after[i] for i in after) <= 20  # one per served page
     # The right records (as filtered now), each as it was when its page was fetched.
     assert df["id"].to_list() == expected_ids(box, status=status)

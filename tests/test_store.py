@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from deltalake import DeltaTable
 
+from tests.exports import served
 from txkit import Client, RetryPolicy
 from txkit.sandbox import Sandbox
 from txkit.store import (
@@ -55,7 +56,7 @@ def client(box: Sandbox) -> Client:
 
 
 def served_months(box: Sandbox, months: set[str]) -> dict[str, str]:
-    return {r["id"]: r["status"] for r in box.served_records() if r["createdAt"][:7] in months}
+    return {r.id: r.status for r in served(box) if r.createdAt[:7] in months}
 
 
 def month_files(store: Path) -> dict[str, set[str]]:
@@ -100,9 +101,7 @@ def test_first_sync_stores_months_as_delta_partitions(box: Sandbox, tmp_path: Pa
     ]
     assert DeltaTable(str(store)).metadata().partition_columns == ["month"]
     manifests = read_manifests(store)
-    assert manifests["2026-09"].rows == sum(
-        1 for r in box.served_records() if r["createdAt"][:7] == "2026-09"
-    )
+    assert manifests["2026-09"].rows == sum(1 for r in served(box) if r.createdAt[:7] == "2026-09")
     assert manifests["2026-09"].complete and manifests["2026-09"].source == box.base_url
     assert manifests["2026-09"].service_total >= manifests["2026-09"].rows
     assert manifests["2026-09"].table_version == 0

@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 import txkit
-from tests.exports import connect, expected_ids, export_cli
+from tests.exports import connect, expected_ids, export_cli, served
 from tests.factories import page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit.errors import IncompleteExportError
@@ -73,16 +73,14 @@ def test_the_issue_example_utc_plus_one_with_an_exclusive_end(box: Sandbox) -> N
     """West Africa Time and an exclusive endDate lost the month's last hour before."""
     box.faults = "date_shift=1,bounds=end_exclusive"
     # The last day: the latest one of the ledger with a record in its last hour (23:00Z-24:00Z).
-    late_days = sorted(
-        r["createdAt"][:10] for r in box.served_records() if r["createdAt"][11:13] == "23"
-    )
+    late_days = sorted(r.createdAt[:10] for r in served(box) if r.createdAt[11:13] == "23")
     first, last = date(2026, 9, 15), date.fromisoformat(late_days[-1])
     assert last >= first
     with connect(box) as client:
         df = txkit.load_transactions(client, start=first, end=last)
     expected = expected_ids(box, start=first, end=last)
     assert df["id"].to_list() == expected
-    late = [r["id"] for r in box.served_records() if r["createdAt"].startswith(f"{last}T23:")]
+    late = [r.id for r in served(box) if r.createdAt.startswith(f"{last}T23:")]
     assert late and set(late) <= set(df["id"])
 
 
@@ -224,7 +222,7 @@ def test_records_swapping_in_and_out_end_as_the_quiet_service_lists_them(
     with connect(box) as client:
         df = txkit.load_transactions(client, stats=stats, **kw)
     status = kw["status"] if isinstance(kw["status"], list) else [kw["status"]]
-    assert box.served_records()  # the service is quiet now: swap_count pages were served
+    assert served(box)  # the service is quiet now: swap_count pages were served
     assert df["id"].to_list() == expected_ids(box, status=status)
     assert set(df["status"]) <= set(status)
     assert stats.proof_requests["confirm"] >= 1
@@ -348,7 +346,7 @@ def test_a_tie_group_no_filter_splits_into_a_page_fails_naming_it(box: Sandbox) 
     """Pages of 2 records: the group of 45 splits by type into parts of about 11, by
     currency and status not below 3; no set of pages is sure to hold them all."""
     box.faults = "big_tie=45"
-    sizes = collections.Counter(r["createdAt"] for r in box.served_records())
+    sizes = collections.Counter(r.createdAt for r in served(box))
     stamp = next(t for t, n in sizes.items() if n == 45)
     day = date.fromisoformat(stamp[:10])
     with connect(box) as client, pytest.raises(IncompleteExportError) as info:

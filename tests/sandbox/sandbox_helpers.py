@@ -6,15 +6,18 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
+import orjson
 
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
 
 
 def client_for(sb: Sandbox) -> httpx.Client:
-    """An authenticated client for ``sb`` (use as a context manager)."""
+    """An authenticated client for ``sb`` (use as a context manager), with txkit's shared TLS
+    context (httpx builds one per client otherwise: 21 ms of CPU, a client a test)."""
     headers = {"Authorization": f"Bearer {sb.secret_key}"}
-    return httpx.Client(base_url=sb.base_url, headers=headers, timeout=30)
+    return httpx.Client(base_url=sb.base_url, headers=headers, timeout=30, verify=tls_context())
 
 
 def fetch_all(c: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]], int]:
@@ -25,7 +28,9 @@ def fetch_all(c: httpx.Client, **params: Any) -> tuple[list[dict[str, Any]], int
     while True:
         response = c.get("/transaction", params={**params, "skip": skip, "limit": 1000})
         assert response.status_code == 200, response.text
-        data = response.json()["data"]
+        # orjson: what response.json() gives (floats for fractions), in a third of its CPU on
+        # pages of 1,000 records
+        data = orjson.loads(response.content)["data"]
         if total is None:
             total = data["total"]
         out.extend(data["transactions"])
@@ -71,9 +76,13 @@ def brute_force(
     return out
 
 
-def chronological(ledger: Ledger) -> list[dict[str, Any]]:
-    """Every record (hidden ones too), oldest first (``createdAt``, then ``id``)."""
-    return sorted(ledger.all_records(), key=lambda r: (r["createdAt"], r["id"]))
+def chronological(
+    ledger: Ledger, all_records: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every record (hidden ones too), oldest first (``createdAt``, then ``id``); from
+    ``all_records`` (the ledger's :meth:`~Ledger.all_records`) when the caller parsed them."""
+    records = ledger.all_records() if all_records is None else all_records
+    return sorted(records, key=lambda r: (r["createdAt"], r["id"]))
 
 
 def wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
@@ -88,14 +97,17 @@ def wallets(record: dict[str, Any]) -> list[tuple[str, str]]:
     return [(record["toCurrency"], "fromBalanceAfterLedger")]
 
 
-def expected_violations(ledger: Ledger) -> set[tuple[str, str, str]]:
-    """(id, field, kind) that check_balance_model must report on the served records.
+def expected_violations(
+    ledger: Ledger, all_records: list[dict[str, Any]] | None = None
+) -> set[tuple[str, str, str]]:
+    """(id, field, kind) that check_balance_model must report on the served records
+    (``all_records``: the ledger's :meth:`~Ledger.all_records`, if the caller parsed them).
 
     Zero-balance records are skipped when looking for the next record of a wallet: they
     report no balances (the generator keeps them away from planted balance anomalies).
     """
     zero = {e["id"] for e in ledger.zero_balances}
-    ordered = chronological(ledger)
+    ordered = chronological(ledger, all_records)
     position = {r["id"]: k for k, r in enumerate(ordered)}
     expected = set()
     for entry in ledger.ground_truth:

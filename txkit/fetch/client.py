@@ -17,12 +17,14 @@ or a log line, not even in part.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import json
 import logging
 import os
 import random
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -180,6 +182,23 @@ def _settings(
     return url, secret_key
 
 
+def tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (``create_ssl_context()``: certifi's CAs, or
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set), built once per process and setting.
+
+    Building one loads the whole CA bundle: 21 ms of CPU, most of a :class:`Client`'s 26 ms,
+    paid again by every client and probe (hundreds in a test run). A context is safe to share
+    between clients and threads; httpx reads the two variables when it builds one, so they
+    are part of the key.
+    """
+    return _tls_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.lru_cache(maxsize=4)
+def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
 class Client:
     """A configured connection to the export endpoint.
 
@@ -246,6 +265,7 @@ class Client:
                 "User-Agent": "txkit",
             },
             timeout=httpx.Timeout(self._timeout, connect=timeout),
+            verify=tls_context(),
             transport=transport,
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         )

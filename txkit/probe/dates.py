@@ -37,6 +37,7 @@ HOUR_MS: Final = 3_600_000
 WHOLE_OFFSETS: Final = tuple(float(h) for h in range(-12, 15))
 FRACTIONAL_OFFSETS: Final = (-9.5, -3.5, 3.5, 4.5, 5.5, 5.75, 6.5, 8.75, 9.5, 10.5, 12.75, 13.75)
 _EPOCH: Final = date(1970, 1, 1).toordinal()
+_EPOCH_DAY: Final = date(1970, 1, 1)
 
 Candidate = tuple[str, bool, bool, float]  # (field, start_inclusive, end_inclusive, offset h)
 
@@ -224,19 +225,37 @@ class DateModel:
         if len({(c[0], *_shifts(c)) for c in self.candidates}) == 1:
             # One reading, or readings that agree on every window: confirm, do not split.
             return self._confirming_window(first, last, done, max_records)
+        # The predictions are most of a probe's CPU (day x span x reading), so they are inlined
+        # here: per reading its axis and its window's ends as offsets from the days' midnights
+        # (window_range of day 0), and readings with the same field and shifts (the same
+        # listing for every window) predicted once and counted as many times as they stand for.
+        kinds: dict[tuple[str, float, float], list[Any]] = {}
+        for c in self.candidates:
+            kind = (c[0], *_shifts(c))
+            if kind in kinds:
+                kinds[kind][4] += 1
+            else:
+                axis = self._axes[c[0]]
+                lo_offset, hi_offset = window_range(c, _EPOCH_DAY, _EPOCH_DAY)
+                kinds[kind] = [axis.values, axis.prefix, lo_offset, hi_offset, 1]
+        plans = [tuple(plan) for plan in kinds.values()]
         best: tuple[tuple[int, int, int], tuple[date, date]] | None = None
         day = first
         while day <= last:
+            start_ms = day_ms(day)
             for span in (0, 1, 2):
                 window = (day, day + timedelta(days=span))
                 if window in done:
                     continue
+                end_ms = start_ms + span * DAY_MS
                 classes: dict[int, int] = {}
                 largest = 0
-                for c in self.candidates:
-                    key, count = self._predict(c, *window)
-                    largest = max(largest, count)
-                    classes[key] = classes.get(key, 0) + 1
+                for values, prefix, lo_offset, hi_offset, weight in plans:
+                    i_lo = bisect.bisect_left(values, start_ms + lo_offset)
+                    i_hi = max(i_lo, bisect.bisect_left(values, end_ms + hi_offset))
+                    key = prefix[i_hi] ^ prefix[i_lo]
+                    largest = max(largest, i_hi - i_lo)
+                    classes[key] = classes.get(key, 0) + weight
                 if largest > max_records or len(classes) < 2:
                     continue
                 # Fewest candidates left in the worst case; then the cheaper, the newer.

@@ -33,7 +33,7 @@ from txkit.errors import (
     ServerError,
     scrub,
 )
-from txkit.fetch.client import Client, RetryPolicy
+from txkit.fetch.client import Client, RetryPolicy, tls_context
 
 __all__ = ["Page", "ProbeSession", "ProbeStopped"]
 
@@ -119,7 +119,9 @@ class ProbeSession:
         timeout: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._transport = _CountingTransport(httpx.HTTPTransport(), max_requests)
+        self._transport = _CountingTransport(
+            httpx.HTTPTransport(verify=tls_context()), max_requests
+        )
         # Kept only to scrub it from anything the probe writes or prints.
         self.secret = (
             secret_key
