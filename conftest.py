@@ -21,8 +21,9 @@ What lives here, and why:
   another having run first.
 * Markers (registered in ``pyproject.toml``): ``slow``, ``report``, ``s3``, ``serial``. The
   default run (``pytest``) leaves out ``slow``; ``make test`` runs everything: the parallel
-  pass (``-n 3``), then the ``serial`` tests without that load (two at a time). With pytest-xdist a notebook's cells go to
-  one worker together, in order, for its one kernel (``pytest_xdist_make_scheduler``).
+  pass (``-n 3``), then the ``serial`` tests without that load (two at a time). With
+  pytest-xdist a notebook's cells go to one worker together, in order, for its one kernel
+  (``pytest_xdist_make_scheduler``).
 """
 
 from __future__ import annotations
