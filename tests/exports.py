@@ -56,27 +56,22 @@ def expected_ids(
     return [rid for _, rid in sorted(out)]
 
 
-#: What the oracle reads of a served record, by the record's JSON bytes. The bytes are what the
-#: sandbox serves now (``served_records()`` parses exactly these), and a body's fields are its
-#: bytes': parsing the 2,500 bodies again for every expected list was 0.45 s of CPU, half of
-#: a windows test's. Bodies edited by arrivals or swaps are new bytes, parsed once too.
-_FIELDS: dict[bytes, tuple[datetime, str, str, str, str]] = {}
+#: What the oracle reads of a served record, by its text fields (:func:`served`, which keeps
+#: them by the body's bytes): parsing the 2,500 bodies and their timestamps again for every
+#: expected list was 0.45 s of CPU, half of a windows test's. Bodies edited by arrivals or
+#: swaps are new bytes, parsed once too.
+_FIELDS: dict[Served, tuple[datetime, str, str, str, str]] = {}
 
 
 def _served(box: Sandbox) -> list[tuple[datetime, str, str, str, str]]:
     """``(createdAt, id, transType, status, toCurrency)`` of each record ``box`` serves now,
-    in export order: :meth:`Sandbox.served_records` with each body parsed once a run."""
-    store = box._store  # the bodies served_records() parses, under the same lock
-    with store.lock:
-        bodies = list(store.bodies)
+    in export order: :func:`served`, with each record's ``createdAt`` parsed once a run."""
     out = []
-    for body in bodies:
-        fields = _FIELDS.get(body)
+    for row in served(box):
+        fields = _FIELDS.get(row)
         if fields is None:
-            rec = orjson.loads(body)  # text fields only: exact without Decimal money
-            fields = (utc(rec["createdAt"]), rec["id"], rec["transType"], rec["status"],
-                      rec["toCurrency"])  # fmt: skip
-            _FIELDS[body] = fields
+            fields = (utc(row.createdAt), row.id, row.transType, row.status, row.toCurrency)
+            _FIELDS[row] = fields
         out.append(fields)
     return out
 
