@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from txkit.analysis._common import column_or_null, money, money_scale
+from txkit.analysis.exception_lists import LISTS
 from txkit.analysis.underpayments import (
     COUNTED_STATUSES,
     is_underpayment,
@@ -188,10 +189,10 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     def figure(name: str, value: pl.Expr) -> pl.DataFrame:
         return per_currency.filter(pl.col("list") == name).select("month", "currency", value)
 
-    breaks = figure("balance_breaks", pl.col("rows").alias("breaks"))
+    breaks = figure(LISTS["balance_breaks"].name, pl.col("rows").alias("breaks"))
     breaks_months = breaks["month"].unique().implode()
     matched = figure(
-        "reconciliation_mismatches",
+        LISTS["reconciliation_mismatches"].name,
         pl.when(pl.col("population") > 0)
         .then(1 - pl.col("rows") / pl.col("population"))
         .alias("match_rate"),
