@@ -152,3 +152,152 @@ def test_the_report_register_holds_the_amount_of_every_listed_row(
     assert [Decimal(a) for a in unknown["amount"]] == [Decimal("49556.37")]
     missing = register.filter(pl.col("kind") == "missing_in_export")
     assert all(Decimal(a) < 0 for a in missing["amount"])
+
+
+# --- 2. money never summed across currencies --------------------------------------------------
+
+
+def test_the_reconciliation_summary_sums_each_side_in_its_own_currency() -> None:
+    """Why 1: page 02's row ``currency_mismatch NGN 5`` summed the orders' KES and USD amounts
+    as 384,120.92 NGN; missing and currency rows showed ``difference 0.00`` where nothing was
+    compared."""
+    from txkit.analysis import reconcile_summary
+
+    summary = reconcile_summary(_reconciled())
+    rows = {(r["category"], r["currency"], r["order_currency"]): r for r in summary.to_dicts()}
+    mismatch = rows[("currency_mismatch", "USD", "KES")]
+    assert mismatch["export_amount"] == Decimal("100") and mismatch["order_amount"] == Decimal(300)
+    assert mismatch["difference"] is None and mismatch["at_stake"] is None
+    assert rows[("missing_in_export", "NGN", None)]["difference"] is None
+    assert rows[("missing_in_export", "NGN", None)]["export_amount"] is None
+    assert rows[("missing_in_export", "NGN", None)]["at_stake"] == Decimal("-31827")
+    assert rows[("missing_in_orders", "NGN", None)]["order_amount"] is None
+    assert rows[("status_mismatch", "NGN", None)]["at_stake"] == Decimal("107786")
+
+
+def test_sum_in_currency_is_blank_without_a_value_and_never_mixes_currencies() -> None:
+    from txkit.money import sum_in_currency
+
+    frame = pl.DataFrame(
+        {
+            "currency": ["NGN", "NGN", "USD"],
+            "other": ["KES", "NGN", "USD"],
+            "amount": [Decimal("1.50"), Decimal("2.00"), None],
+        }
+    )
+    got = frame.group_by("currency").agg(sum_in_currency("amount", "other")).sort("currency")
+    assert got.rows() == [("NGN", Decimal("2.00")), ("USD", None)]
+
+
+_FIGURE = r"(?<![\w.,])(-?\d{1,3}(?:,\d{3})*\.\d+|-?\d+\.\d+)(?![\d%])"
+
+
+def _text(html_text: str) -> str:
+    import html
+    import re
+
+    html_text = re.sub(r"<(style|script)\b.*?</\1>", " ", html_text, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", html_text))
+
+
+def _figures(folder: Path) -> dict[Decimal, str]:
+    """Every decimal figure written on a page of the report, with the page."""
+    import re
+
+    out: dict[Decimal, str] = {}
+    for page in sorted(folder.glob("*.html")):
+        for match in re.finditer(_FIGURE, _text(page.read_text(encoding="utf-8"))):
+            out.setdefault(abs(Decimal(match.group(1).replace(",", ""))), page.name)
+    return out
+
+
+def _currency_columns(name: str, columns: list[str]) -> list[str]:
+    prefix = name.rsplit("_", 1)[0] if "_" in name else ""
+    found = [c for c in (f"{prefix}_currency", "currency", "toCurrency") if c in columns]
+    return found + [c for c in columns if c.endswith("currency") and c not in found]
+
+
+def _mixed_sums(frame: pl.DataFrame) -> dict[Decimal, str]:
+    """Every total of a money column over a group of rows (the whole file, or one value of a
+    category-like column) whose rows are in two or more currencies."""
+    out: dict[Decimal, str] = {}
+    groups = [c for c in frame.columns if frame[c].dtype == pl.String and frame[c].n_unique() <= 12]
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != pl.String or not values.drop_nulls().str.contains(r"^-?\d+\.\d+$").all():
+            continue
+        currencies = _currency_columns(column, frame.columns)
+        if not currencies or values.drop_nulls().len() == 0:
+            continue
+        rows = frame.select(
+            pl.col(column).cast(pl.Decimal(38, 6)).alias("amount"),
+            pl.coalesce(currencies).alias("_currency"),
+            *[pl.col(g) for g in groups if g not in currencies and g != column],
+        ).drop_nulls(["amount", "_currency"])
+        rows = rows.filter(pl.col("amount") != 0)  # a zero adds nothing of its currency
+        for by in [None, *[g for g in groups if g not in currencies and g != column]]:
+            parts = [rows] if by is None else rows.partition_by(by)
+            for part in parts:
+                if part["_currency"].n_unique() > 1:
+                    total = abs(sum(part["amount"].to_list(), Decimal(0)))
+                    if total:
+                        out[total] = f"{column} by {by}"
+    return out
+
+
+@pytest.mark.report
+def test_no_figure_of_the_report_is_a_sum_of_amounts_of_different_currencies(
+    session_report: SessionReport,
+) -> None:
+    """Why 1, on the whole shared report: no figure on any page (index included) equals a total
+    of a download's amounts over rows of different currencies, and each download's row holds
+    its amounts in one currency."""
+    folder = session_report.folder
+    figures = _figures(folder)
+    for csv in sorted(folder.glob("*.csv")):
+        frame = pl.read_csv(csv, infer_schema=False)
+        for total, where in _mixed_sums(frame).items():
+            assert total not in figures, (csv.name, where, str(total), figures[total])
+
+
+# --- 3. nothing from nothing ------------------------------------------------------------------
+
+NO_RECORDS = "no records of 2026-11: the sandbox covers 2025-11 to 2026-10"
+
+
+def test_a_month_without_records_stops_with_one_line(tmp_path: Path) -> None:
+    """Why 3: a notebook on 2026-11 (outside the sandbox's calendar) computed an all-clear
+    from 0 records; loading the month now stops with the line, a txkit error."""
+    from txkit.errors import NoRecordsError, TxkitError
+    from txkit.notebook import load_month
+
+    with pytest.raises(NoRecordsError) as raised:
+        load_month("2026-11", source="sandbox")
+    assert str(raised.value) == NO_RECORDS and isinstance(raised.value, TxkitError)
+    with pytest.raises(NoRecordsError, match=r"^no records of 2026-11: the store .* holds none"):
+        load_month("2026-11", source="store", store=tmp_path / "empty")
+
+
+def test_no_success_sentence_from_zero_checked_values() -> None:
+    """Why 3: "Every checked balance follows the balance model exactly" after 0 values; "Every
+    fee and tax of the month follows its rule" with no rule; "Difference of each statement: ."
+    """
+    from txkit.analysis.fees import FeeRule
+    from txkit.notebook._close import settlement_findings, wallet_differences_line
+    from txkit.notebook.findings import balance_findings
+    from txkit.notebook.findings_fees import fee_findings
+
+    empty_summary = pl.DataFrame(schema={"checked": pl.Int64, "unverifiable": pl.Int64})
+    sentences = balance_findings(pl.DataFrame(), empty_summary)
+    assert not any("follows" in s for s in sentences), sentences
+    assert fee_findings(pl.DataFrame({"kind": []}, schema={"kind": pl.String}), []) == [
+        "No fee or tax could be checked: no record of the month follows a rule."
+    ]
+    rule = FeeRule("fee", "collection", "NGN", Decimal(10), None, None, 7, 7)
+    assert fee_findings(pl.DataFrame({"kind": []}, schema={"kind": pl.String}), [rule]) == [
+        "Every fee and tax of the month's 7 records follows its rule."
+    ]
+    no_wallet = pl.DataFrame(schema={"currency": pl.String, "difference": pl.Decimal(38, 2)})
+    assert ": ." not in wallet_differences_line(no_wallet)
+    nothing = pl.DataFrame(schema={"category": pl.String, "settlement_id": pl.String})
+    assert "of 0 settlements" not in " ".join(settlement_findings(nothing, object()))  # type: ignore[arg-type]
