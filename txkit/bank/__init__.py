@@ -4,7 +4,8 @@
 (not its name): XML is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
 anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
 ``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
-the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything is matched against it, and every problem is a one-line
+the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
+is matched against it, and every problem is a one-line
 :class:`~txkit.errors.DataFileError` naming the file, the line (an XML element's line) and
 what to do:
 
