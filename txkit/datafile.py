@@ -565,7 +565,9 @@ def read_table(
     """
     path = Path(path)
     if source is None and path.suffix.lower() in SPREADSHEET_SUFFIXES:
-        grid = read_grid(path, what=what)
+        grid = read_grid(
+            path, what=what, want=lambda sheet: find_header(sheet.rows, required) is not None
+        )
         return _sheet_table(path, grid, columns, required, what, rows, date, continues)
     return read_csv_table(
         path,

@@ -9,8 +9,11 @@ for its declared decompressed size first.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+
+import polars as pl
 
 from txkit.errors import DataFileError
 from txkit.files._limits import max_unzipped_bytes
@@ -35,8 +38,11 @@ def _check_zip(path: Path, what: str) -> None:
         raise _bomb(path, total, limit, what)
 
 
-def read_calamine(path: str | Path, *, what: str = "file") -> Sheet:
-    """The first sheet of an ``.xls`` or ``.ods`` workbook as text.
+def read_calamine(
+    path: str | Path, *, what: str = "file", want: Callable[[Sheet], bool] | None = None
+) -> Sheet:
+    """A sheet of an ``.xls`` or ``.ods`` workbook as text: the first for which ``want``
+    holds (the first sheet when none does, or without ``want``).
 
     Raises:
         DataFileError: not such a workbook, or too large once decompressed.
@@ -46,31 +52,41 @@ def read_calamine(path: str | Path, *, what: str = "file") -> Sheet:
     path = Path(path)
     if path.suffix.lower() == ".ods":
         _check_zip(path, what)
+    kind = (
+        "an OpenDocument spreadsheet" if path.suffix.lower() == ".ods" else "an Excel .xls workbook"
+    )
     try:
         reader = fastexcel.read_excel(str(path))
-        names = reader.sheet_names
-        loaded = reader.load_sheet(0, header_row=None, dtypes="string")
-        frame = loaded.to_polars()
+        names = list(reader.sheet_names)
+        first: Sheet | None = None
+        for index, name in enumerate(names):
+            frame = reader.load_sheet(index, header_row=None, dtypes="string").to_polars()
+            sheet = _sheet(name, frame)
+            if want is None or want(sheet):
+                break
+            first = first or sheet
+        else:
+            sheet = first if first is not None else Sheet("Sheet1")
     except Exception as exc:  # fastexcel's errors are its own classes, one per cause
-        kind = (
-            "an OpenDocument spreadsheet"
-            if path.suffix.lower() == ".ods"
-            else "an Excel .xls workbook"
-        )
         raise DataFileError(
             path,
             f"cannot be read as {kind} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
             "open it in the spreadsheet program and save it again as .xlsx (or export CSV)",
             what=what,
         ) from None
-    sheet = Sheet(names[0] if names else "Sheet1")
-    if len(names) > 1:
+    others = [n for n in names if n != sheet.name]
+    if others:
         sheet.notes.append(
-            f"read its first sheet {names[0]!r}; not read: {', '.join(map(repr, names[1:]))}"
+            f"read its sheet {sheet.name!r}; not read: {', '.join(map(repr, others))}"
         )
     sheet.notes.append(
         "number formats of .xls and .ods are not read: amounts are the stored numbers' decimals"
     )
+    return sheet
+
+
+def _sheet(name: str, frame: pl.DataFrame) -> Sheet:
+    sheet = Sheet(name)
     for index, values in enumerate(frame.iter_rows(), start=1):
         cells = ["" if v is None else str(v).strip() for v in values]
         for column, text in enumerate(cells):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,9 +55,12 @@ _ZIP = b"PK\x03\x04"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def read_grid(path: str | Path, *, what: str = "file") -> Grid:
-    """The first sheet of a spreadsheet file, its kind found from its bytes (an ``.xls``
-    that is HTML is read as HTML).
+def read_grid(
+    path: str | Path, *, what: str = "file", want: Callable[[Sheet], bool] | None = None
+) -> Grid:
+    """A sheet of a spreadsheet file, its kind found from its bytes (an ``.xls`` that is HTML
+    is read as HTML): the first sheet for which ``want`` holds (e.g. it has the header), else
+    the first sheet.
 
     Raises:
         DataFileError: not a regular file, too large, or not the workbook it claims to be.
@@ -68,10 +72,10 @@ def read_grid(path: str | Path, *, what: str = "file") -> Grid:
         return Grid(read_html_table(path, data, what=what), "html")
     if data.startswith(_ZIP):
         if suffix == ".ods":
-            return Grid(read_calamine(path, what=what), "ods")
-        return Grid(read_xlsx(path, what=what), "xlsx")
+            return Grid(read_calamine(path, what=what, want=want), "ods")
+        return Grid(read_xlsx(path, what=what, want=want), "xlsx")
     if data.startswith(_OLE):
-        return Grid(read_calamine(path, what=what), "xls")
+        return Grid(read_calamine(path, what=what, want=want), "xls")
     if not data:
         raise DataFileError(path, "the file is empty (0 bytes)", "export it again", what=what)
     raise DataFileError(

@@ -3,7 +3,8 @@ exports): its rows as the text of their cells, the digits as written.
 
 Parsed by lxml's HTML parser (no network, no huge trees); every ``tr`` that holds no table of
 its own is a row, its ``td``/``th`` cells' text with runs of white space as one space, a cell
-spanning columns (``colspan``) repeated in each. Rows are numbered in document order, from 1.
+spanning columns (``colspan``) in its first column and the others empty (as a spreadsheet shows
+a merged cell). Rows are numbered in document order, from 1.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def read_html_table(path: str | Path, data: bytes, *, what: str = "file") -> She
                 continue
             value = _SPACE.sub(" ", cell.text_content().replace("\xa0", " ")).strip()
             span = cell.get("colspan", "1")
-            cells.extend([value] * max(1, min(int(span) if span.isdigit() else 1, MAX_COLUMNS)))
+            width = max(1, min(int(span) if span.isdigit() else 1, MAX_COLUMNS))
+            cells.extend([value] + [""] * (width - 1))  # as a merged cell: in its first column
             if len(cells) > MAX_COLUMNS:
                 break
         if any(cells):

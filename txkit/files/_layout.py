@@ -9,11 +9,12 @@ next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.datafile`).
 * A summary row is one whose text says total, closing or opening balance, brought or carried
   forward, end of statement, generated, printed, page N of M, ... and that cannot be an entry:
   its date cell holds no digit (when the caller names the date column; else a required cell is
-  empty, or the row is not as wide as the header). A row holding a single value where an
-  entry needs several is one too. Only the runs of such rows right after the header and at
-  the end of the data are skipped (each said, with its row); one in the middle of the data
-  is read as a row and refused by the checks that follow, never dropped silently. A row
-  repeating the header (a page break) is skipped.
+  empty, or the row is not as wide as the header). A row holding a single value (or one text
+  repeated, as a merged cell is written), where an entry needs several, is one too whatever it
+  says, unless it is a continuation. Only the runs of such rows right after the header and at
+  the end of the data are skipped (each said, with its row); one in the middle of the data is
+  read as a row and refused by the checks that follow, never dropped silently. A row repeating
+  the header (a page break) is skipped.
 * A continuation row holds text in the description column only: it is joined (with a space)
   to the description of the row above.
 """
@@ -89,12 +90,10 @@ def is_summary(
         incomplete = not re.search(r"[0-9]", cell(date))
     else:
         incomplete = len(cells) != len(names) or any(not cell(r) for r in required)
-    if _SUMMARY.search(" ".join(c for _, c in filled)):
-        return incomplete
-    if len(filled) == 1 and incomplete and len(required) > 1:
-        # a lone value: a continuation when it stands in the description column
+    if len({c.strip() for _, c in filled}) == 1 and len(required) > 1:
+        # a lone value is never an entry; a continuation when it stands in the description
         return continues is None or at.get(continues) != filled[0][0]
-    return False
+    return bool(_SUMMARY.search(" ".join(c for _, c in filled))) and incomplete
 
 
 def summary_runs(

@@ -23,6 +23,7 @@ import math
 import posixpath
 import re
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
@@ -144,8 +145,8 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
     return out
 
 
-def _first_sheet(book: zipfile.ZipFile, names: set[str]) -> tuple[str, str, bool, list[str]]:
-    """(sheet name, its part, the 1904 date system, the other sheets' names)."""
+def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
+    """The worksheets in the workbook's order as (name, part), and the 1904 date system."""
     date1904 = False
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
@@ -153,16 +154,14 @@ def _first_sheet(book: zipfile.ZipFile, names: set[str]) -> tuple[str, str, bool
         date1904 = pr is not None and pr.get("date1904", "0").lower() in ("1", "true")
         rels = _relations(book, "xl/workbook.xml")
         sheets = [
-            (s.get("name", "Sheet1"), rels.get(s.get(f"{_REL}id", "")))
+            (s.get("name", "Sheet1"), rels.get(s.get(f"{_REL}id", ""), ""))
             for s in root.iter(f"{_NS}sheet")
         ]
         sheets = [(n, p) for n, p in sheets if p in names]
         if sheets:
-            return sheets[0][0], sheets[0][1], date1904, [n for n, _ in sheets[1:]]
+            return sheets, date1904
     parts = sorted(n for n in names if re.fullmatch(r"xl/worksheets/sheet[0-9]+\.xml", n))
-    if not parts:
-        return "", "", date1904, []
-    return "Sheet1", parts[0], date1904, []
+    return [(f"Sheet{i + 1}", p) for i, p in enumerate(parts)], date1904
 
 
 def _format_of(code: str) -> _Format:
@@ -307,8 +306,11 @@ def _text_of(element: etree._Element) -> str:
     return "".join(t.text or "" for t in element.iter(f"{_NS}t"))
 
 
-def read_xlsx(path: str | Path, *, what: str = "file") -> Sheet:
-    """The first sheet of an ``.xlsx`` workbook as the text its cells show.
+def read_xlsx(
+    path: str | Path, *, what: str = "file", want: Callable[[Sheet], bool] | None = None
+) -> Sheet:
+    """A sheet of an ``.xlsx`` workbook as the text its cells show: the first for which
+    ``want`` holds (the first sheet when none does, or without ``want``).
 
     Raises:
         DataFileError: not a workbook, parts that would decompress past the limit, a
@@ -321,14 +323,16 @@ def read_xlsx(path: str | Path, *, what: str = "file") -> Sheet:
         raise _fail(path, f"is not an .xlsx workbook (not a ZIP archive: {exc})", what) from None
     try:
         with book:
-            return _read_book(path, book, what)
+            return _read_book(path, book, what, want)
     except (zipfile.BadZipFile, EOFError, OSError, RuntimeError, NotImplementedError) as exc:
         raise _fail(path, f"is a damaged .xlsx workbook ({exc})", what) from None
     except etree.XMLSyntaxError as exc:
         raise _fail(path, f"holds XML that cannot be read ({exc})", what) from None
 
 
-def _read_book(path: Path, book: zipfile.ZipFile, what: str) -> Sheet:
+def _read_book(
+    path: Path, book: zipfile.ZipFile, what: str, want: Callable[[Sheet], bool] | None
+) -> Sheet:
     infos = {info.filename: info for info in book.infolist()}
     names = set(infos)
     small = ["xl/workbook.xml", "xl/_rels/workbook.xml.rels", "xl/styles.xml"]
@@ -336,22 +340,31 @@ def _read_book(path: Path, book: zipfile.ZipFile, what: str) -> Sheet:
     for name in small:  # read whole before the sheet is found: bounded first
         if name in infos and infos[name].file_size > limit:
             raise _bomb(path, infos[name].file_size, limit, what)
-    name, part, date1904, others = _first_sheet(book, names)
-    if not part:
+    sheets, date1904 = _sheets(book, names)
+    if not sheets:
         raise _fail(path, "holds no worksheet", what)
-    parts = [*small, part, "xl/sharedStrings.xml"]
+    # every part that may be read, believed only as declared (zipfile holds each part to it)
+    parts = {*small, "xl/sharedStrings.xml", *(part for _, part in sheets)}
     total = sum(infos[p].file_size for p in parts if p in infos)
     if total > limit:
         raise _bomb(path, total, limit, what)
     styles = _styles(book, names)
     shared = _shared(book, names)
-    sheet = Sheet(name)
+    first: Sheet | None = None
+    for name, part in sheets:
+        sheet = Sheet(name)
+        with book.open(part) as stream:
+            _read_rows(path, stream, sheet, styles, shared, date1904, what)
+        if want is None or want(sheet):
+            break
+        first = first or sheet
+    else:
+        sheet = first or sheet
+    others = [n for n, _ in sheets if n != sheet.name]
     if others:
         sheet.notes.append(
-            f"read its first sheet {name!r}; not read: {', '.join(map(repr, others))}"
+            f"read its sheet {sheet.name!r}; not read: {', '.join(map(repr, others))}"
         )
-    with book.open(part) as stream:
-        _read_rows(path, stream, sheet, styles, shared, date1904, what)
     return sheet
 
 
