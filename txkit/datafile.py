@@ -714,7 +714,8 @@ def _summary_lines(
 
 def _skipped(kind: str, lines: list[int], cells: list[list[str]], unit: str = "line") -> str:
     """``2 title lines skipped (lines 1 and 2: 'Statement of account'; ...)``."""
-    texts = [" ".join(c for c in row if c.strip())[:60] for row in cells[:3]]
+    # a merged cell may be written in each of its columns: its text said once
+    texts = [" ".join(dict.fromkeys(c.strip() for c in row if c.strip()))[:60] for row in cells[:3]]
     where = DataFileError.where(lines, unit)
     plural = "s" if len(lines) != 1 else ""
     return (
