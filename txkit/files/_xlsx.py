@@ -32,6 +32,7 @@ from typing import IO, Final
 
 from lxml import etree
 
+from txkit.config import MAX_INPUT_VAR
 from txkit.errors import DataFileError
 from txkit.files._limits import _mb, max_unzipped_bytes
 
@@ -372,8 +373,8 @@ def _bomb(path: Path, size: int, limit: int, what: str) -> DataFileError:
     return DataFileError(
         path,
         f"its parts would decompress to {_mb(size)}, over the {_mb(limit)} believed (8 x "
-        "TXKIT_MAX_INPUT_MB): a damaged workbook or a ZIP bomb",
-        "check that it is the right file, or raise TXKIT_MAX_INPUT_MB",
+        f"{MAX_INPUT_VAR}): a damaged workbook or a ZIP bomb",
+        f"check that it is the right file, or raise {MAX_INPUT_VAR}",
         what=what,
     )
 
