@@ -625,7 +625,8 @@ def _sheet_table(
     normal = [" ".join(c.split()).casefold() for c in header]
     repeated = [n for n, c in data if [" ".join(x.split()).casefold() for x in c[:width]] == normal]
     if repeated and span == 1:
-        data = [(n, c) for n, c in data if n not in set(repeated)]
+        dropped = set(repeated)
+        data = [(n, c) for n, c in data if n not in dropped]
         notes.append(f"{len(repeated):,} row(s) repeating the header skipped")
     known = {name.casefold(): name for name in columns}
     spelled = [known.get(c.casefold(), c) for c in names]

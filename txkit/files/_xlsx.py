@@ -41,6 +41,10 @@ __all__ = ["MAX_COLUMNS", "MAX_ROWS", "Sheet", "address", "read_xlsx"]
 MAX_ROWS: Final = 1_048_576
 MAX_COLUMNS: Final = 16_384
 _NS: Final = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_C: Final = f"{_NS}c"
+_V: Final = f"{_NS}v"
+_F: Final = f"{_NS}f"
+_IS: Final = f"{_NS}is"
 _REL: Final = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
 _PKG_REL: Final = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 _CELL: Final = re.compile(r"\$?([A-Za-z]{1,10})\$?([0-9]{1,10})")
@@ -398,6 +402,7 @@ def _read_rows(
         huge_tree=False,
     )
     last_row = 0
+    columns: dict[str, int] = {}  # a column's letters -> its index, checked once
     for _, element in events:
         if element.tag == f"{_NS}dimension":
             for ref in element.get("ref", "").split(":"):
@@ -416,10 +421,13 @@ def _read_rows(
         last_row = number
         cells: dict[int, str] = {}
         next_column = 0
-        for cell in element.iterchildren(f"{_NS}c"):
+        for cell in element.iterchildren(_C):
             ref = cell.get("r")
             if ref:
-                _, column = _column_index(path, ref, what)
+                letters = ref.rstrip("0123456789")
+                column = columns.get(letters, -1)
+                if column < 0:
+                    column = columns[letters] = _column_index(path, ref, what)[1]
             else:
                 column = next_column
             next_column = column + 1
@@ -441,13 +449,20 @@ def _cell(
 ) -> tuple[str, str | None]:
     """(the text the cell shows, a problem with its value or None)."""
     kind = cell.get("t", "n")
-    value = cell.find(f"{_NS}v")
-    stored = value.text if value is not None and value.text is not None else None
+    stored = inline = None
+    formula = False
+    for child in cell:  # one pass: find() per part costs a third of the read
+        tag = child.tag
+        if tag == _V:
+            stored = child.text
+        elif tag == _F:
+            formula = True
+        elif tag == _IS:
+            inline = child
     if kind == "inlineStr":
-        inline = cell.find(f"{_NS}is")
         return (_text_of(inline) if inline is not None else "").strip(), None
     if stored is None:
-        if cell.find(f"{_NS}f") is not None:
+        if formula:
             return "", "is a formula without a computed value (the workbook was never recalculated)"
         return "", None
     if kind == "s":
