@@ -163,15 +163,27 @@ def number_setting(name: str, low: float, high: float) -> float | None:
 MAX_INPUT_MB = 256
 
 
-def max_input_bytes() -> int:
-    """``TXKIT_MAX_INPUT_MB`` in bytes (:data:`MAX_INPUT_MB` when unset): the largest data file
-    read, checked before reading; a workbook's parts may decompress to 8 times as much.
+def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
+    """``TXKIT_MAX_INPUT_MB`` (environment, else ``.env``) in bytes (:data:`MAX_INPUT_MB` when
+    unset): the largest data file read, checked before reading; a workbook's parts may
+    decompress to 8 times as much.
 
     Raises:
         ConfigError: it is not a number from 1 to 1000000.
     """
-    value = number_setting(MAX_INPUT_VAR, 1, 1_000_000)
-    return int((MAX_INPUT_MB if value is None else value) * 1024 * 1024)
+    value, origin = read_setting(MAX_INPUT_VAR, env_file)
+    if value is None:
+        return MAX_INPUT_MB * 1024 * 1024
+    try:
+        megabytes = float(value)
+    except ValueError:
+        megabytes = float("nan")
+    if not 1 <= megabytes <= 1_000_000:
+        raise ConfigError(
+            f"{MAX_INPUT_VAR} (from {origin}) must be a number of MB from 1 to 1000000, "
+            f"got {value[:40]!r}"
+        )
+    return int(megabytes * 1024 * 1024)
 
 
 def max_retries_setting() -> int | None:

@@ -198,3 +198,20 @@ def test_a_bank_statement_of_dev_zero_or_a_fifo_ends_in_one_line(tmp_path: Path)
     assert "pipe.sta: is a named pipe (FIFO)" in lines[1]
     _, seconds, peak = lines[2].split()
     assert float(seconds) < 5 and float(peak) < 400, lines[2]
+
+
+def test_the_size_limit_comes_from_the_environment_or_dot_env_and_a_bad_one_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from txkit.config import max_input_bytes
+    from txkit.errors import ConfigError
+
+    monkeypatch.delenv("TXKIT_MAX_INPUT_MB", raising=False)
+    env = tmp_path / ".env"
+    assert max_input_bytes(env) == 256 * 1024 * 1024
+    env.write_text("TXKIT_MAX_INPUT_MB=2.5\n", encoding="utf-8")
+    assert max_input_bytes(env) == int(2.5 * 1024 * 1024)
+    monkeypatch.setenv("TXKIT_MAX_INPUT_MB", "lots")
+    with pytest.raises(ConfigError, match=r"TXKIT_MAX_INPUT_MB \(from the environment\) must be "
+                       r"a number of MB from 1 to 1000000, got 'lots'"):  # fmt: skip
+        max_input_bytes(env)
