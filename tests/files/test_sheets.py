@@ -8,6 +8,7 @@ was found within the search budget); the real files are in test_real_sheets.py."
 from __future__ import annotations
 
 import datetime as dt
+import zipfile
 from decimal import Decimal
 from pathlib import Path
 
@@ -287,3 +288,63 @@ def test_an_html_xls_reads_its_digits_and_a_merged_title(tmp_path: Path) -> None
     assert [str(a) for a in statement.entries["amount"]] == ["1234567.89", "-0.10"]
     assert statement.files == {str(path): "html"}
     assert statement.entries["narration"].to_list() == ["TXK-1A2B3C4D5E6F", "charge"]
+
+
+def _ods(path: Path, rows: list[list[object]]) -> Path:
+    """An OpenDocument spreadsheet of one sheet, written as LibreOffice lays one out (number
+    cells with ``office:value``, every cell's shown text in ``text:p``)."""
+    ns = (
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0"'
+    )
+
+    def cell(value: object) -> str:
+        if value is None:
+            return "<table:table-cell/>"
+        if isinstance(value, str):
+            return f'<table:table-cell office:value-type="string"><text:p>{value}</text:p></table:table-cell>'  # noqa: E501
+        return (
+            f'<table:table-cell office:value-type="float" office:value="{value!r}">'
+            f"<text:p>{value}</text:p></table:table-cell>"
+        )
+
+    body = "".join(
+        "<table:table-row>" + "".join(cell(v) for v in row) + "</table:table-row>" for row in rows
+    )
+    content = (
+        f'<?xml version="1.0" encoding="UTF-8"?><office:document-content {ns} '
+        'office:version="1.2"><office:body><office:spreadsheet><table:table table:name="Sheet1">'
+        f"{body}</table:table></office:spreadsheet></office:body></office:document-content>"
+    )
+    with zipfile.ZipFile(path, "w") as book:
+        book.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.spreadsheet")
+        book.writestr("content.xml", content, zipfile.ZIP_DEFLATED)
+        book.writestr(
+            "META-INF/manifest.xml",
+            '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest='
+            '"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+            '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type='
+            '"text/xml"/></manifest:manifest>',
+        )
+    return path
+
+
+def test_an_ods_statement_reads_through_calamine_with_its_rows_numbered(tmp_path: Path) -> None:
+    path = _ods(
+        tmp_path / "statement.ods",
+        [
+            [None, None, None, None],
+            ["ACME BANK", None, None, None],
+            ["Date", "Description", "Amount", "Currency"],
+            ["01/10/2026", "TXK-1A2B3C4D5E6F", 1500.25, "NGN"],
+            ["02/10/2026", "fees", 0.1 + 0.2, "NGN"],  # a General cell shows 0.3
+            ["Total", None, 1500.55, None],
+        ],
+    )
+    statement = read_statement(path, columns=COLUMNS)
+    assert [str(a) for a in statement.entries["amount"]] == ["1500.25", "0.30"]
+    assert statement.entries["line"].to_list() == [4, 5]
+    assert statement.files == {str(path): "ods"}
+    notes = " ".join(statement.notes)
+    assert "1 title row skipped (Sheet1 row 2" in notes and "number formats" in notes

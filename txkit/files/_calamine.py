@@ -60,7 +60,11 @@ def read_calamine(
         names = list(reader.sheet_names)
         first: Sheet | None = None
         for index, name in enumerate(names):
-            frame = reader.load_sheet(index, header_row=None, dtypes="string").to_polars()
+            # skip_rows=0 counts from the sheet's first row, not its first row holding something:
+            # rows keep their numbers
+            frame = reader.load_sheet(
+                index, header_row=None, dtypes="string", skip_rows=0
+            ).to_polars()
             sheet = _sheet(name, frame)
             if want is None or want(sheet):
                 break
