@@ -35,7 +35,13 @@ def _entry(name: bytes, data: bytes, crc: int, size: int, offset: int) -> tuple[
     return local + name + data, central + name
 
 
-def bomb(path: Path, gigabytes: float, *, declared: int | None = None) -> Path:
+def bomb(
+    path: Path,
+    gigabytes: float,
+    *,
+    declared: int | None = None,
+    name: str = "xl/worksheets/sheet1.xml",
+) -> Path:
     """An .xlsx whose sheet is ``gigabytes`` of blanks inside ``<sheetData>``, deflated to
     about a thousandth of that; ``declared`` (bytes) lies about its size in the ZIP's
     directory (default: the truth)."""
@@ -57,8 +63,7 @@ def bomb(path: Path, gigabytes: float, *, declared: int | None = None) -> Path:
     for _ in range(count):
         crc = zlib.crc32(block, crc)
     crc = zlib.crc32(tail, crc)
-    name = b"xl/worksheets/sheet1.xml"
-    local, central = _entry(name, data, crc, size if declared is None else declared, 0)
+    local, central = _entry(name.encode(), data, crc, size if declared is None else declared, 0)
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
     path.write_bytes(local + central + end)
     return path

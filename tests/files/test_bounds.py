@@ -91,6 +91,10 @@ def test_a_zip_bomb_is_refused_by_its_declared_size_and_a_lying_one_by_zipfile(
         _table(honest)
     _one_line(caught, honest, "would decompress to 2,560.0 MB, over the 2,048.0 MB believed",
               "ZIP bomb")  # fmt: skip
+    ods = bomb(tmp_path / "honest.ods", 2.5, name="content.xml")
+    with pytest.raises(DataFileError) as caught:
+        _table(ods)
+    _one_line(caught, ods, "would decompress to 2,560.0 MB", "ZIP bomb")
     liar = bomb(tmp_path / "liar.xlsx", 0.05, declared=1024)  # says 1 KB, holds 50 MB
     with pytest.raises(DataFileError) as caught:
         _table(liar)
