@@ -15,19 +15,21 @@ kernel settings (the environment, the working folder) differ from those it was s
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
+from traitlets import Dict
 
 from txkit.errors import NotebookFailedError
-from txkit.report._kernel import ReportKernelManager
 
-__all__ = ["KeptLanes", "Lane", "run_in_lanes"]
+__all__ = ["KeptLanes", "Lane", "ReportKernelManager", "run_in_lanes"]
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -50,6 +52,35 @@ get_ipython().execution_count = 1
 """
 
 
+class ReportKernelManager(AsyncKernelManager):
+    """An :class:`AsyncKernelManager` that adds :attr:`extra_env` to its kernel's
+    environment (the report's own process environment, which two lanes and the caller share,
+    is left alone) and remembers its clients, so that a lane closes their channels between
+    notebooks."""
+
+    extra_env = Dict(config=True, help="variables set in the kernel's environment only")
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._clients: list[Any] = []
+
+    def client(self, **kw: Any) -> Any:
+        made = super().client(**kw)
+        self._clients.append(made)
+        return made
+
+    def stop_clients(self) -> None:
+        """Close the channels of every client made so far (a notebook's, a reset's)."""
+        clients, self._clients = self._clients, []
+        for made in clients:
+            made.stop_channels()
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        env = dict(kw.pop("env", None) or os.environ)
+        env.update(self.extra_env)
+        return await super()._async_pre_start_kernel(env=env, **kw)
+
+
 class Lane:
     """One kernel, started by the first notebook run in it, reused by the next ones.
 
@@ -65,7 +96,7 @@ class Lane:
     def manager(self, settings: Hashable = None) -> ReportKernelManager:
         """The kernel manager for the next notebook: its kernel reset, or a new one (started
         by the notebook's client). ``settings``: what the kernel is started with besides its
-        code (see :func:`txkit.report._run.kernel_settings`); a kernel started with others
+        code (see :func:`txkit.report._kernels.kernel_settings`); a kernel started with others
         is shut down and a new one started."""
         if self._manager is not None and self._manager.has_kernel:
             if self._settings == settings and run_sync(self._manager.is_alive)():
