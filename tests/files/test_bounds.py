@@ -219,3 +219,27 @@ def test_the_size_limit_comes_from_the_environment_or_dot_env_and_a_bad_one_is_n
     with pytest.raises(ConfigError, match=r"TXKIT_MAX_INPUT_MB \(from the environment\) must be "
                        r"a number of MB from 1 to 1000000, got 'lots'"):  # fmt: skip
         max_input_bytes(env)
+
+
+def test_txkit_report_names_a_bad_orders_file_or_bank_statement_before_anything_else(
+    tmp_path: Path,
+) -> None:
+    """Before: --bank-statement /dev/zero grew until killed, a link loop was an unexpected
+    RuntimeError, a FIFO hung; now each is one line, before any sync or kernel."""
+    (tmp_path / "loop.sta").symlink_to(tmp_path / "loop2.sta")
+    (tmp_path / "loop2.sta").symlink_to(tmp_path / "loop.sta")
+    os.mkfifo(tmp_path / "pipe.csv")
+    cases = {
+        ("--bank-statement", "loop.sta"): "bank statement loop.sta: is a symbolic link loop",
+        ("--bank-statement", "/dev/zero"): "bank statement /dev/zero: is a device, not a file",
+        ("--orders", "pipe.csv"): "orders file pipe.csv: is a named pipe (FIFO)",
+        ("--bank-statement", "."): "bank statement .: is a folder",
+    }
+    notebooks = str(ROOT / "notebooks")
+    for args, problem in cases.items():
+        done = invoke_cli("report", "--month", "2026-10", "--store", "store", "--out", "out",
+                          "--notebooks", notebooks, *args, cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"txkit: error: {problem}"), lines
+    assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
