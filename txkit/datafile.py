@@ -44,7 +44,7 @@ from txkit.files._layout import (
     join_continuations,
     summary_runs,
 )
-from txkit.files._limits import read_input
+from txkit.files._limits import check_input, read_input
 
 __all__ = [
     "LINE",
@@ -105,15 +105,13 @@ def check_suffix(path: str | Path, accepted: Mapping[str, str], *, what: str = "
         what: how the file is named in messages (``orders file``).
 
     Raises:
-        DataFileError: the file does not exist, is a folder, or has another extension
-            (a spreadsheet is told how to save itself as CSV).
+        DataFileError: the file does not exist, is not a regular file (a folder, a device, a
+            FIFO, a link loop), is over ``TXKIT_MAX_INPUT_MB``, or has another extension (a
+            spreadsheet is told how to save itself as CSV).
     """
     path = Path(path)
     listed = ", ".join(f"{suffix} ({kind})" for suffix, kind in accepted.items())
-    if not path.exists():
-        raise DataFileError(path, "no such file", "check the path", what=what)
-    if path.is_dir():
-        raise DataFileError(path, "is a folder", "give the file itself", what=what)
+    check_input(path, what=what)  # a regular file within TXKIT_MAX_INPUT_MB, or named
     suffix = path.suffix.lower()
     if suffix in accepted:
         return suffix

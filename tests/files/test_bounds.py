@@ -13,6 +13,7 @@ import pytest
 
 from tests.factories import invoke_cli
 from tests.files.hostile_sheets import bomb, far_cell
+from txkit.analysis import read_orders
 from txkit.bank import read_statement
 from txkit.datafile import read_table, read_text
 from txkit.errors import DataFileError
@@ -33,7 +34,9 @@ def _one_line(exc: pytest.ExceptionInfo[DataFileError], path: Path, *words: str)
 
 
 @pytest.mark.parametrize(
-    "reader", [read_statement, _table, read_text], ids=["bank", "table", "text"]
+    "reader",
+    [read_statement, _table, read_text, read_orders],
+    ids=["bank", "table", "text", "orders"],
 )
 def test_a_folder_a_device_a_fifo_and_link_loops_are_named_in_one_line(
     tmp_path: Path, reader: object
