@@ -28,7 +28,7 @@ def _cases(fmt: str) -> list[Any]:
     return [pytest.param(fmt, r, id=r["file"]) for r in _manifest(fmt)]
 
 
-@pytest.mark.parametrize(("fmt", "record"), _cases("mt940"))
+@pytest.mark.parametrize(("fmt", "record"), _cases("mt940") + _cases("camt053"))
 def test_a_real_file_reads_as_its_source_asserts(fmt: str, record: dict[str, Any]) -> None:
     path = REAL / fmt / record["file"]
     if "refused" in record:
@@ -66,17 +66,24 @@ def test_a_real_file_reads_as_its_source_asserts(fmt: str, record: dict[str, Any
         ]
     if "last_closing" in record:
         assert Decimal(str(balances["closing"][-1])) == Decimal(record["last_closing"])
-    if "balances_minor" in record:
-        got = {
-            s: (int(Decimal(str(o)) * 100), int(Decimal(str(c)) * 100))
-            for s, o, c in balances.select("statement", "opening", "closing").rows()
-        }
-        for statement_id, expected in record["balances_minor"].items():
-            if "opening" in expected and "closing" in expected:
-                assert got[statement_id] == (
-                    int(expected["opening"]),
-                    int(expected["closing"]),
-                ), statement_id
+    if "rows" in record:
+        assert entries.height == record["rows"]
+    for statement_id, expected in record.get("by_statement", {}).items():
+        mine = entries.filter(pl.col("statement") == statement_id)
+        read = read_camt(path, path.read_bytes())
+        assert (
+            len({e.group or e.line for e in read.entries if e.statement == statement_id})
+            == (expected["entries"])
+        )
+        total = sum((Decimal(str(a)) for a in mine["amount"]), Decimal(0))
+        assert total * 100 == Decimal(expected["amount_sum_minor"])
+        rows = balances.filter(pl.col("statement") == statement_id)
+        assert rows.height == ("closing_minor" in expected)
+        row = rows.row(0, named=True) if rows.height else {}
+        if "opening_minor" in expected:
+            assert Decimal(str(row["opening"])) * 100 == Decimal(expected["opening_minor"])
+        if "closing_minor" in expected:
+            assert Decimal(str(row["closing"])) * 100 == Decimal(expected["closing_minor"])
     # Every statement with balances is proven: its opening plus its entries is its closing.
     unproven = balances.filter(pl.col("closing").is_null() & pl.col("opening").is_not_null())
     assert unproven.height == 0

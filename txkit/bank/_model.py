@@ -92,7 +92,8 @@ class Balance:
     statement: str | None
     account: str | None
     currency: str
-    opening: str
+    #: None: the statement gives a closing balance only (camt.053 from Wise), unproven.
+    opening: str | None
     opening_date: date | None
     opening_line: int
     closing: str | None = None
@@ -154,7 +155,7 @@ def frames(path: Path, read: Read) -> tuple[pl.DataFrame, pl.DataFrame]:
             closing balance (a truncated or damaged file: the closing balance's line).
     """
     amounts = [e.amount for e in read.entries]
-    balance_texts = [b.opening for b in read.balances] + [
+    balance_texts = [b.opening for b in read.balances if b.opening is not None] + [
         b.closing for b in read.balances if b.closing is not None
     ]
     scale = max([2, *map(_decimals, amounts), *map(_decimals, balance_texts)])
@@ -230,7 +231,7 @@ def _balance_row(path: Path, name: str, b: Balance, booked: list[Decimal]) -> di
         DataFileError: the opening balance plus the booked entries is not the closing one.
     """
     count = len(booked)
-    if b.closing is not None:
+    if b.closing is not None and b.opening is not None:
         expected = Decimal(b.opening) + sum(booked, Decimal(0))
         if expected != Decimal(b.closing):
             raise DataFileError(
