@@ -65,7 +65,7 @@ test: lint compile
 	$(PYTEST) -p tests._early -m "not serial" -n $(JOBS) --durations=20 \
 		--nbval tests notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 	$(PYTEST) -m serial -n 2 --durations=10 -p no:nbval tests/test_hostile.py tests/test_ratelimit.py \
-		tests/sandbox/test_sandbox_loader_faults.py
+		tests/sandbox/test_sandbox_loader_faults.py tests/bank/test_sizes.py
 
 test-fast: compile
 	$(PYTEST) -p tests._early

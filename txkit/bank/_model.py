@@ -61,7 +61,7 @@ BALANCE_COLUMNS: Final[dict[str, pl.DataType]] = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """One statement line as read: ``amount`` is exact text, signed (credits positive)."""
 

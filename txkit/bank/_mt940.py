@@ -42,7 +42,9 @@ errors names a line).
 from __future__ import annotations
 
 import calendar
+import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -92,6 +94,15 @@ def _fail(path: Path, line: int, problem: str, advice: str = _ADVICE) -> DataFil
 
 
 def _date(path: Path, text: str, line: int, where: str) -> date:
+    day = _day(text)
+    if day is None:
+        raise _fail(path, line, f"{where}: {text!r} is not a date (YYMMDD)")
+    return day
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(text: str) -> date | None:
+    """``YYMMDD`` as a date (a statement's dates repeat: each is worked out once)."""
     try:
         year = int(text[:2])
         year = 2000 + year if year < 80 else 1900 + year
@@ -101,8 +112,8 @@ def _date(path: Path, text: str, line: int, where: str) -> date:
         if last < day <= 31:
             day = last
         return date(year, month, day)
-    except ValueError:
-        raise _fail(path, line, f"{where}: {text!r} is not a date (YYMMDD)") from None
+    except (ValueError, calendar.IllegalMonthError):
+        return None
 
 
 def _amount(path: Path, text: str, line: int, where: str, negative: bool) -> str:
@@ -134,19 +145,20 @@ class _Tag:
         return "\n".join(self.lines)
 
 
-def _tags(path: Path, text: str) -> list[_Tag]:
-    """Every tag, with its continuation lines, in one pass over the lines.
+def _tags(path: Path, text: str) -> Iterator[_Tag]:
+    """Every tag, with its continuation lines, in one pass over the lines (each handed on
+    when the next begins: a file of 64,000 statements is never held as tags).
 
     The SWIFT envelope (``{1:...}{4:``, ``-}``, ``{5:...}``), control characters and a
     bank's header lines between messages are skipped; any other text outside a tag is an
     error naming its line.
     """
-    out: list[_Tag] = []
     # ``between``: no statement open (before the first, or after a closing balance), where
     # banks write header lines; ``open_tag``: the tag continuation lines belong to.
     between = True
     open_tag: _Tag | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
+    pending: _Tag | None = None  # the tag being read (its value may run on)
+    for number, raw in enumerate(_lines(text), start=1):
         line = raw.strip(_CONTROL).rstrip()
         if line.startswith("{"):
             rest = _ENVELOPE.sub("", line)
@@ -160,18 +172,19 @@ def _tags(path: Path, text: str) -> list[_Tag]:
             # The end of a message (``-`` alone; `` -`` too).
             open_tag, between = None, True
             continue
-        match = _TAG.fullmatch(line)
+        match = _TAG.fullmatch(line) if line.startswith(":") else None
         tag = match.group("tag") if match else None
         inside_text = open_tag is not None and open_tag.tag in ("86", "61", "NS")
         if match and tag in _KNOWN and not (inside_text and tag not in _STARTS):
-            open_tag = _Tag(number, tag, [match.group("value")])  # type: ignore[arg-type]
-            out.append(open_tag)
+            if pending is not None:
+                yield pending
+            open_tag = pending = _Tag(number, tag, [match.group("value")])  # type: ignore[arg-type]
             if tag == "20":
                 between = False
             elif tag in ("62F", "62M", "62"):
                 between = True
             continue
-        if _MISTYPED.match(line):
+        if line.startswith(":") and match is None and _MISTYPED.match(line):
             # ``:6l:`` (a letter l for a 1): a tag lost here would lose a statement line.
             raise _fail(
                 path,
@@ -198,7 +211,20 @@ def _tags(path: Path, text: str) -> list[_Tag]:
             )
         else:
             raise _fail(path, number, f"text outside any tag: {line[:40]!r}")
-    return out
+    if pending is not None:
+        yield pending
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines one at a time (not a list of a million lines at once); a carriage
+    return left at a line's end is stripped by the caller."""
+    if "\n" not in text:
+        text = text.replace("\r", "\n")  # old Mac line ends
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 # The tags that end ``:86:`` text: a line starting with any other tag-like text is part of
@@ -273,21 +299,20 @@ class _Reader:
         )
         self.result.entries.append(self.entry)
 
-    def details(self, value: str) -> None:
+    def details(self, lines: list[str]) -> None:
         """``:86:``: the last statement line's narration (several ``:86:`` are all kept)."""
         if self.entry is not None:
-            self.texts.append(value.strip())
+            self.texts.extend(line.strip() for line in lines)
 
     def finish_entry(self) -> None:
         """The narration of the statement line just read: all its ``:86:`` text, and its
         reference when the text is structured."""
         entry, texts = self.entry, self.texts
         if entry is not None and texts:
-            details = "\n".join(texts)
             # The :86: text first, then the :61: line's supplementary details.
-            narration = " ".join([*details.split("\n"), entry.narration or ""]).strip()
-            entry.narration = narration or None
-            reference = _structured(details)
+            texts.append(entry.narration or "")
+            entry.narration = " ".join(t for t in texts if t) or None
+            reference = _structured("".join(texts))
             if reference:
                 entry.reference = reference
         self.entry, self.texts = None, []
@@ -319,11 +344,10 @@ class _Reader:
 def read(path: Path, text: str) -> Read:
     """Every statement of an MT940 file, checked line by line (see the module docstring)."""
     reader = _Reader(path, Read("mt940"))
-    tags = _tags(path, text)
-    if not any(t.tag == "20" for t in tags):
-        raise _fail(path, 1, "no statement (:20:) in the file")
-    for t in tags:
+    last = 1
+    for t in _tags(path, text):
         number, tag = t.line, t.tag
+        last = number
         if tag == "20":
             reader.start(number, t.value)
             continue
@@ -336,16 +360,18 @@ def read(path: Path, text: str) -> Read:
         elif tag == "61":
             reader.line(number, t.value)
         elif tag == "86":
-            reader.details(t.value)
+            reader.details(t.lines)
         elif tag in ("62F", "62M", "62"):
             reader.closing(number, tag, t.value)
         elif tag not in ("NS",):
             reader.finish_entry()
     reader.finish_entry()
+    if reader.statement is None:
+        raise _fail(path, 1, "no statement (:20:) in the file")
     if reader.balance is not None and reader.balance.closing is None:
         raise _fail(
             path,
-            tags[-1].line,
+            last,
             f"statement {reader.statement} ends without its closing balance (:62F:): the file "
             "is cut short",
         )
@@ -401,10 +427,9 @@ def _statement_line(
     )
 
 
-def _structured(details: str) -> str | None:
+def _structured(flat: str) -> str | None:
     """The structured reference of an ``:86:`` (``/EREF/``, ``/RFB/``, ``EREF+``), if any,
-    looked for in all its lines."""
-    flat = details.replace("\n", "")
+    looked for in all its lines (joined without a break: banks wrap a reference anywhere)."""
     for pattern in _STRUCTURED:
         for found in pattern.finditer(flat):
             value = found.group(1).strip()
