@@ -301,3 +301,16 @@ def test_no_success_sentence_from_zero_checked_values() -> None:
     assert ": ." not in wallet_differences_line(no_wallet)
     nothing = pl.DataFrame(schema={"category": pl.String, "settlement_id": pl.String})
     assert "of 0 settlements" not in " ".join(settlement_findings(nothing, object()))  # type: ignore[arg-type]
+
+
+def test_a_report_of_a_month_without_records_stops_before_any_notebook(tmp_path: Path) -> None:
+    """``txkit report`` on 2026-11 stops with the one line, exit 2, nothing written."""
+    from tests.factories import invoke_cli
+
+    done = invoke_cli(
+        "report", "--month", "2026-11", "--out", str(tmp_path / "r"),
+        "--notebooks", str(ROOT / "notebooks"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(NO_RECORDS), done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
