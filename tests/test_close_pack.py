@@ -314,3 +314,29 @@ def test_a_report_of_a_month_without_records_stops_before_any_notebook(tmp_path:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(NO_RECORDS), done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
+
+
+# --- 5. the one-page close summary --------------------------------------------------------------
+
+
+@pytest.mark.report
+def test_the_close_summary_comes_first_and_carries_the_month_per_currency(
+    session_report: SessionReport,
+) -> None:
+    """Why 4, 5, 9: the value of the records still open (20,427,773.57 NGN, 20,148.85 USD),
+    the bank charges of 2026-10-06 (25,000 NGN, 500 KES, 50 GHS, 20 USD) and the wallet's
+    balances on one page, first in the pack, with "page x of y" and its month on paper."""
+    folder = session_report.folder
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert index.index('href="00_close_summary.html"') < index.index("What needs action")
+    page = (folder / "00_close_summary.html").read_text(encoding="utf-8")
+    text = " ".join(_text(page).split())
+    assert "Value of the records still open" in text
+    assert "20,427,773.57" in text and "20,148.85" in text
+    assert "Bank charges and other debits -50.00 -500.00 -25,000.00 -20.00" in text
+    assert "counter(page) ' of ' counter(pages)" in page and "Close summary 2026-10" in page
+    wallet = pl.read_csv(folder / "wallet_statement.csv", infer_schema=False)
+    for row in wallet.iter_rows(named=True):
+        for column in ("opening_ledger", "conversions_out", "closing_reported"):
+            assert f"{Decimal(row[column]):,}" in text, (row["currency"], column)
+    assert "Prepared by" in text and "Reviewed by" in text
