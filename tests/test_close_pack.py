@@ -340,3 +340,39 @@ def test_the_close_summary_comes_first_and_carries_the_month_per_currency(
         for column in ("opening_ledger", "conversions_out", "closing_reported"):
             assert f"{Decimal(row[column]):,}" in text, (row["currency"], column)
     assert "Prepared by" in text and "Reviewed by" in text
+
+
+# --- 4. money in and out measured alike ---------------------------------------------------------
+
+
+def test_money_out_counts_conversions_out_of_the_currency() -> None:
+    """Why 6: money in counted conversions into a currency, money out left out conversions out
+    of it (36,012,123.00 NGN), and USDT had no out row though 5,460 USDT were converted out."""
+    from txkit.analysis import monthly_metrics
+
+    def record(kind: str, amount: str, currency: str, **more: object) -> dict:
+        return {
+            "createdAt": datetime(2026, 10, 5, tzinfo=UTC),
+            "transType": kind,
+            "status": "successful",
+            "toAmount": Decimal(amount),
+            "toCurrency": currency,
+            "feeAmount": Decimal(0),
+            "fromAmount": more.get("fromAmount"),
+            "fromCurrency": more.get("fromCurrency"),
+        }
+
+    frame = pl.DataFrame(
+        [
+            record("collection", "1000.00", "NGN"),
+            record("transfer", "300.00", "NGN"),
+            record("conversion", "5.00", "USDT", fromAmount=Decimal("8000.00"), fromCurrency="NGN"),
+            record("conversion", "4000.00", "NGN", fromAmount=Decimal("2.50"), fromCurrency="USDT"),
+        ],
+        schema_overrides={"toAmount": pl.Decimal(38, 2), "fromAmount": pl.Decimal(38, 2),
+                          "feeAmount": pl.Decimal(38, 2)},
+    )  # fmt: skip
+    got = {r["currency"]: r for r in monthly_metrics(frame).iter_rows(named=True)}
+    assert (got["NGN"]["incoming"], got["NGN"]["outgoing"]) == (Decimal(5000), Decimal(8300))
+    assert (got["USDT"]["incoming"], got["USDT"]["outgoing"]) == (Decimal(5), Decimal("2.50"))
+    assert (got["NGN"]["records"], got["USDT"]["records"]) == (3, 1)  # a record counted once

@@ -186,9 +186,12 @@ def test_explore_findings_write_money_by_the_rule() -> None:
     )
     lines = explore_findings(frame)
     assert lines[1] == (
-        "USDT: 2 successful records moving 1,408.960001 USDT; fees 0.000001 (0.00%)."
+        "USDT: 2 successful records moving 1,408.960001 USDT; fees 0.000001 USDT (0.00%)."
     )
-    assert lines[2] == "Busiest USDT day: 2026-06-01 with 1 successful records (1,234.500001 USDT)."
+    assert (
+        lines[2]
+        == "Busiest USDT day by amount: 2026-06-01 with 1 successful records (1,234.500001 USDT)."
+    )
 
 
 # -- notebook 02: reconciliation ---------------------------------------------------------------
