@@ -376,3 +376,37 @@ def test_money_out_counts_conversions_out_of_the_currency() -> None:
     assert (got["NGN"]["incoming"], got["NGN"]["outgoing"]) == (Decimal(5000), Decimal(8300))
     assert (got["USDT"]["incoming"], got["USDT"]["outgoing"]) == (Decimal(5), Decimal("2.50"))
     assert (got["NGN"]["records"], got["USDT"]["records"]) == (3, 1)  # a record counted once
+
+
+# --- 10. masking never touches a transaction reference ------------------------------------------
+
+
+def test_masking_keeps_references_in_narrations_whole() -> None:
+    """Why 10: 53 rows of settlements.csv showed ``TXK-54E******0240`` for a reference inside
+    a narration; an account number standing alone is still masked."""
+    from txkit.privacy import mask_pii
+
+    narrations = [
+        "SETTLEMENT SANDBOX MERCHANT LTD TXK-54E878000240",
+        "RETURN OF CREDIT TXK-5953B42DAFCE_2 ref 2026100612345",
+        "TRANSFER TO 0123456789 ADA",
+        "acct 0123456789.",
+        "paid 1234567.89 NGN",
+    ]
+    masked = mask_pii(pl.DataFrame({"narration": narrations}))["narration"].to_list()
+    assert masked == [
+        "SETTLEMENT SANDBOX MERCHANT LTD TXK-54E878000240",
+        "RETURN OF CREDIT TXK-5953B42DAFCE_2 ref ******2345",
+        "TRANSFER TO ******6789 ADA",
+        "acct ******6789.",
+        "paid 1234567.89 NGN",
+    ]
+
+
+@pytest.mark.report
+def test_no_reference_is_masked_in_the_report(session_report: SessionReport) -> None:
+    import re
+
+    for path in sorted(session_report.folder.glob("*.csv")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"TXK-[0-9A-F]*\*", text), path.name
