@@ -34,6 +34,7 @@ from txkit.config import (
     BANK_COLUMNS_VAR,
     ORDERS_COLUMNS_VAR,
     bank_columns_setting,
+    data_dir,
     orders_columns_setting,
 )
 from txkit.schema import STATUSES
@@ -50,6 +51,7 @@ __all__ = [
     "describe_use",
     "parse_columns",
     "plain_amount",
+    "project_folder",
     "separator",
 ]
 
@@ -372,8 +374,15 @@ def plain_amount(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
     return out.str.strip_prefix("+")
 
 
+def project_folder() -> Path:
+    """The project folder, where ``txkit.toml`` and ``materiality.toml`` are: the data
+    folder's parent (the working folder by default; a report's kernel gets it through its
+    absolute ``TXKIT_DATA_DIR``, and a notebook opened in ``notebooks/`` finds it too)."""
+    return data_dir().resolve().parent
+
+
 def _settings_table(kind: MappingKind, folder: str | os.PathLike[str] | None) -> Any:
-    path = Path(folder or ".") / SETTINGS_FILE
+    path = Path(folder or project_folder()) / SETTINGS_FILE
     if not path.is_file():
         return None
     try:
@@ -400,7 +409,7 @@ def column_setting(
 ) -> ColumnMapping:
     """The mapping in effect for ``kind``: ``given`` (the flag or parameter) if set, else the
     environment variable (then ``.env``), else ``txkit.toml`` in ``folder`` (default: the
-    working folder), else none.
+    project folder, :func:`project_folder`), else none.
 
     Raises:
         ValueError: the settings file is not TOML or has an unknown section or key (one line
@@ -420,4 +429,5 @@ def column_setting(
     try:
         return parse_columns(table, kind, origin=where)
     except ValueError as exc:
-        raise ValueError(f"{Path(folder or '.') / SETTINGS_FILE} [{kind.section}]: {exc}") from None
+        path = Path(folder or project_folder()) / SETTINGS_FILE
+        raise ValueError(f"{path} [{kind.section}]: {exc}") from None

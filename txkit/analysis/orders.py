@@ -193,14 +193,30 @@ def read_orders_file(
     names = _file_columns(mapping)
     if suffix == ".csv":
         required = list(names.values()) if mapping else list(_ORDERS_REQUIRED)
-        table = read_csv_table(
-            path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
-        )
+        try:
+            table = read_csv_table(
+                path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
+            )
+        except DataFileError as exc:
+            if mapping or not exc.problem.startswith("no column"):
+                raise
+            # A shop's export as it comes: say how to name its columns rather than rename them.
+            raise DataFileError(
+                path,
+                exc.problem,
+                f"{exc.advice}; or name the file's columns with --orders-columns (the "
+                "notebook's orders_columns): a preset (shopify, woocommerce, stripe) or "
+                "reference=Order ID,amount=Total,currency=Currency",
+                lines=exc.lines,
+                what=_WHAT,
+            ) from None
         frame, notes, where = table.frame, list(table.notes), _Where(path, "line", LINE)
         if mapping:
             frame = frame.select(LINE, *names.values()).rename({v: k for k, v in names.items()})
     else:
         frame, notes, where = _read_parquet(path, names, mapping), [], _Where(path, "row", _ROW)
+    # Before account_currency fills every row's currency: a continuation row has none.
+    frame, folded = _fold_line_items(frame)
     if "account_currency" in mapping:
         frame = frame.with_columns(pl.lit(mapping["account_currency"]).alias("currency"))
     normalised: dict[str, int] = {}
@@ -211,7 +227,6 @@ def read_orders_file(
         frame, normalised[name], examples[name] = _normalise(frame, name, case)
     if "status" in frame.columns:  # an empty status is not compared
         frame = frame.with_columns(pl.when(pl.col("status") != "").then(pl.col("status")))
-    frame, folded = _fold_line_items(frame, where)
     ignored: dict[str, int] = {}
     if mapping.statuses and "status" in frame.columns:
         frame, ignored = _map_statuses(frame, where, mapping)
@@ -238,8 +253,8 @@ def read_orders_file(
         notes.insert(0, describe_use(mapping))
     if folded:
         notes.append(
-            f"{folded:,} line-item row(s) folded into their order (the order's reference "
-            "again, with no amount, currency or status)"
+            f"{folded:,} line-item row(s) folded into their order (no amount, currency or "
+            "status; the order's reference again, or none)"
         )
     if ignored:
         notes.append(f"{sum(ignored.values()):,} order(s) left out by the status mapping "
@@ -283,9 +298,11 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{n:,} {status}" for status, n in counts.items())
 
 
-def _fold_line_items(frame: pl.DataFrame, where: _Where) -> tuple[pl.DataFrame, int]:
-    """Rows that continue the order above them (same reference, no amount, currency or
-    status: a shop's further line items) left out, and how many."""
+def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Rows that continue the order above them left out, and how many: a row with no
+    amount, currency or status whose reference is that of the row above or empty (a shop's
+    further line items: Shopify repeats the reference, WooCommerce exporters leave it
+    empty). Such a row holds no money, so folding it loses nothing."""
     if frame.height < 2:
         return frame, 0
 
@@ -297,11 +314,12 @@ def _fold_line_items(frame: pl.DataFrame, where: _Where) -> tuple[pl.DataFrame, 
             return value.is_null() | (value.str.strip_chars() == "")
         return value.is_null()
 
-    reference = pl.col("reference")
-    repeats = reference.is_not_null() & (reference != "") & (reference == reference.shift(1))
-    # The order a row continues is the last row above that is not itself a continuation;
-    # rows of one reference are consecutive, so comparing with the row above suffices.
-    continues = repeats & empty("amount") & empty("currency") & empty("status")
+    reference = pl.col("reference").cast(pl.String).str.strip_chars()
+    # The rows of one order are consecutive, so the row above is the order or another of its
+    # items; the first row never continues anything.
+    same = empty("reference") | (reference == reference.shift(1))
+    first = pl.int_range(pl.len()) == 0
+    continues = ~first & same & empty("amount") & empty("currency") & empty("status")
     flags = frame.select(continues.fill_null(False).alias("c"))["c"]
     folded = int(flags.sum())
     return (frame.filter(~flags), folded) if folded else (frame, 0)

@@ -47,6 +47,15 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "the sandbox's orders without)",
     )
     p.add_argument(
+        "--orders-columns",
+        metavar="MAPPING",
+        help="the orders file's columns: a preset (shopify, woocommerce, stripe), key=Column "
+        "Name pairs separated by commas (reference=Order ID,amount=Total,currency=Currency,"
+        "status=State,date=Created), or a preset with changes ('shopify,status.pending=ignore'); "
+        f"status.<shop status>=<service status or ignore> maps statuses (default: "
+        f"{config.ORDERS_COLUMNS_VAR}, else [orders] in txkit.toml)",
+    )
+    p.add_argument(
         "--bank-statement",
         action="append",
         metavar="FILE",
@@ -60,7 +69,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         metavar="MAPPING",
         help="a CSV statement's columns: key=Column Name pairs separated by commas, e.g. "
         "'date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details' "
-        f"(default: {config.BANK_COLUMNS_VAR})",
+        f"(default: {config.BANK_COLUMNS_VAR}, else [bank] in txkit.toml)",
     )
     p.add_argument(
         "--show-pii",
@@ -124,6 +133,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_statements=args.bank_statements,
         bank_columns=args.bank_columns,
         reopen=args.reopen,
+        orders_columns=args.orders_columns,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"

@@ -43,10 +43,11 @@ from typing import Any
 import polars as pl
 
 from txkit import config
+from txkit.analysis.columns import BANK, ORDERS, column_setting, describe_columns
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_month, previous_months
-from txkit.config import bank_columns_setting, default_store, key_configured
+from txkit.config import default_store, key_configured
 from txkit.errors import (
     NotebookFailedError,
     RegisterFormatError,
@@ -318,13 +319,14 @@ class OrdersCheck:
     whole: pl.DataFrame | None = field(default=None, repr=False, compare=False)
 
 
-def check_orders(orders: str, month: str) -> OrdersCheck:
+def check_orders(orders: str, month: str, columns: Any = None) -> OrdersCheck:
     """Read the orders as notebook 02 will, print their line and warn when the month has none.
+    ``columns``: the file's column mapping (as :func:`txkit.notebook.load_orders` takes it).
 
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
+    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS, columns=columns)
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -372,7 +374,9 @@ class ReportPlan:
             the calendar).
         as_of: the table version to re-render from (no sync), or None.
         bank_statements: the bank statements (absolute paths), or None.
-        bank_columns: a CSV statement's column mapping.
+        bank_columns: a CSV statement's column mapping in effect (from the flag,
+            ``TXKIT_BANK_COLUMNS`` or ``txkit.toml``), written as the flag takes it.
+        orders_columns: the orders file's column mapping in effect, likewise.
         show_pii: render customer data unmasked.
     """
 
@@ -387,6 +391,7 @@ class ReportPlan:
     bank_statements: list[str] | None = None
     bank_columns: str | None = None
     show_pii: bool = False
+    orders_columns: str | None = None
 
 
 def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[date, date]:
@@ -440,6 +445,7 @@ def plan_report(
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
     show_pii: bool = False,
+    orders_columns: str | None = None,
 ) -> ReportPlan:
     """Step 1: check the arguments and the merchant's files, and choose what to sync.
 
@@ -452,7 +458,10 @@ def plan_report(
     sources = _notebooks(notebooks)
     orders = config.resolve_orders(orders)
     checked = None
+    orders_mapping = None
     if orders != "sandbox":
+        # Flag over TXKIT_ORDERS_COLUMNS over txkit.toml; the kernels get it as a parameter.
+        orders_mapping = column_setting(ORDERS, orders_columns)
         if not Path(orders).is_file():
             raise ValueError(
                 f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
@@ -461,10 +470,12 @@ def plan_report(
         orders = str(Path(orders).resolve())
         # Read and checked now, before the sync and the kernels: a file that cannot be read
         # stops the report here, naming its lines, not in a notebook after the sync.
-        checked = check_orders(orders, month)
+        checked = check_orders(orders, month, orders_mapping)
+    bank_mapping = None
     if bank_statements:
         bank_statements = [str(Path(p).resolve()) for p in bank_statements]
-        statement = read_statements(bank_statements, columns=bank_columns or bank_columns_setting())
+        bank_mapping = column_setting(BANK, bank_columns)
+        statement = read_statements(bank_statements, columns=bank_mapping)
         print(statement.describe())
     since, until = sync_range(month, sandbox_calendar())
     return ReportPlan(
@@ -477,7 +488,8 @@ def plan_report(
         until=until,
         as_of=as_of,
         bank_statements=bank_statements or None,
-        bank_columns=bank_columns,
+        bank_columns=describe_columns(bank_mapping) or None if bank_mapping else None,
+        orders_columns=describe_columns(orders_mapping) or None if orders_mapping else None,
         show_pii=show_pii,
     )
 
@@ -602,6 +614,7 @@ def _parameters(plan: ReportPlan, manifest: Any, staging: Path) -> dict[str, Any
         "downloads": str(staging.resolve()),
         "bank_statements": plan.bank_statements or "auto",
         "bank_columns": plan.bank_columns,
+        "orders_columns": plan.orders_columns,
     }
 
 
@@ -835,6 +848,7 @@ def run_report(
     bank_statements: list[str] | None = None,
     bank_columns: str | None = None,
     reopen: str | None = None,
+    orders_columns: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index: the
     steps :func:`plan_report`, :func:`sync_for_report`, :func:`stage`, :func:`run_notebooks`,
@@ -856,7 +870,11 @@ def run_report(
         bank_statements: the merchant's bank statements for the settlements (CSV, MT940,
             camt.053; the month's and the next month's); default: none with a key (the
             settlements are then not checked), the sandbox's own without.
-        bank_columns: a CSV statement's column mapping (default ``TXKIT_BANK_COLUMNS``).
+        bank_columns: a CSV statement's column mapping (default ``TXKIT_BANK_COLUMNS``, else
+            the ``[bank]`` section of ``txkit.toml``).
+        orders_columns: the orders file's column mapping or preset (``shopify``,
+            ``woocommerce``, ``stripe``; default ``TXKIT_ORDERS_COLUMNS``, else the
+            ``[orders]`` section of ``txkit.toml``, else txkit's own column names).
         reopen: why a signed month is reported again: the new report is a revision beside the
             signed one (``YYYY-MM.rN``), which is never overwritten.
 
@@ -876,7 +894,7 @@ def run_report(
     target = refuse_signed(out, parse_month(month), reopen)
     plan = plan_report(month, store=store, notebooks=notebooks, orders=orders, as_of=as_of,
                        bank_statements=bank_statements, bank_columns=bank_columns,
-                       show_pii=show_pii)  # fmt: skip
+                       show_pii=show_pii, orders_columns=orders_columns)  # fmt: skip
     # A register this txkit cannot read stops the report before anything is fetched or run.
     read_events(plan.store)
     materiality = load_materiality()
@@ -928,7 +946,7 @@ def record_register(
     version = None if manifest.table_version is None else int(manifest.table_version)
     try:
         if orders is None:
-            orders = read_all_orders(plan.orders)
+            orders = read_all_orders(plan.orders, plan.orders_columns)
         events, carried = report_events(
             plan.store,
             plan.month,
@@ -1033,9 +1051,8 @@ def _write_manifest(
             manifest.table_version,
             orders=orders.path if orders is not None else None,
             bank_statements=plan.bank_statements,
-            bank_columns=(plan.bank_columns or bank_columns_setting())
-            if plan.bank_statements
-            else None,
+            bank_columns=plan.bank_columns if plan.bank_statements else None,
+            orders_columns=plan.orders_columns,
         ),
     }
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
@@ -1049,6 +1066,7 @@ def reproduce_command(
     orders: str | Path | None = None,
     bank_statements: Sequence[str | Path] | None = None,
     bank_columns: str | None = None,
+    orders_columns: str | None = None,
 ) -> str:
     """The shell command that renders the same report again: the month, store and table
     version it read, and the orders file, bank statements and CSV column mapping it was
@@ -1060,8 +1078,10 @@ def reproduce_command(
         version: its table version.
         orders: the orders file (None: the sandbox's own).
         bank_statements: the statements given (None: the sandbox's own, or none).
-        bank_columns: the CSV mapping in effect, from the flag or ``TXKIT_BANK_COLUMNS``
-            (written as a flag, so the command does not depend on the environment).
+        bank_columns: the CSV mapping in effect, from the flag, ``TXKIT_BANK_COLUMNS`` or
+            ``txkit.toml`` (written as a flag, so the command does not depend on the
+            environment or the settings file).
+        orders_columns: the orders file's mapping in effect, likewise.
 
     Returns:
         One line, e.g. ``txkit report --month 2026-10 --store data/store/sandbox --as-of 3``.
@@ -1069,6 +1089,8 @@ def reproduce_command(
     argv = ["txkit", "report", "--month", month, "--store", str(store), "--as-of", str(version)]
     if orders:
         argv += ["--orders", str(orders)]
+        if orders_columns:
+            argv += ["--orders-columns", orders_columns]
     for path in bank_statements or ():
         argv += ["--bank-statement", str(path)]
     if bank_statements and bank_columns:
