@@ -57,15 +57,8 @@ from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
 from txkit.notebook.plots import plot_reconciliation
 
 # %%
-out = txkit.notebook.outputs(
-    month,
-    "02_reconciliation.html",
-    source=source,
-    store=store,
-    version=version,
-    show_pii=show_pii,
-    downloads=downloads,
-)
+out = txkit.notebook.outputs(month, "02_reconciliation.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
 df = out.load_month()
 around = out.load_margin(days=date_tolerance)
 expected = out.load_orders(orders, margin_days=date_tolerance, columns=orders_columns)
@@ -87,7 +80,8 @@ summary = reconcile_summary(result)
 out.table(summary, key=["category", "currency"])
 
 # %% tags=["nbval-ignore-output"]
-plot_reconciliation(summary)
+plot_reconciliation(summary);
+
 # %% [markdown]
 # ## Every reference that does not agree
 # Matched exactly, across the month's end or within the amount tolerance counts as agreeing;
@@ -96,27 +90,12 @@ plot_reconciliation(summary)
 # %%
 out.exceptions(
     result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
-    "reconciliation_mismatches",
-    title="Reconciliation mismatches",
-    key=["reference", "category"],
-    first=[
-        "at_stake",
-        "export_currency",
-        "order_currency",
-        "export_date",
-        "order_date",
-        "difference",
-        "export_amount",
-        "order_amount",
-        "export_status",
-        "order_status",
-    ],
-    sort=[pl.col("at_stake").abs(), "category"],
-    descending=[True, False],
-    rows=60,
+    "reconciliation_mismatches", title="Reconciliation mismatches", key=["reference", "category"],
+    first=["at_stake", "export_currency", "order_currency", "export_date", "order_date",
+           "difference", "export_amount", "order_amount", "export_status", "order_status"],
+    sort=[pl.col("at_stake").abs(), "category"], descending=[True, False], rows=60,
     empty="None this month: every reference matches.",
-    population=count_by_currency(result),
-    population_label="references",
+    population=count_by_currency(result), population_label="references",
 )
 
 # %% [markdown]
