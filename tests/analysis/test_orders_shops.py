@@ -62,8 +62,9 @@ def test_each_real_export_reads_through_its_preset_as_its_manifest_says(
     assert read.notes[0] == f"columns: the {entry['preset']} preset (from the columns argument)"
     if entry["folded"]:
         assert f"{entry['folded']:,} line-item row(s) folded" in read.describe()
-    # Only the mapped columns are kept: the export's addresses and e-mails are not carried.
-    assert frame.columns == ["reference", "amount", "currency", "status", "date"]
+    # Only the mapped columns are kept: the export's addresses are not carried; the e-mail
+    # is the customer, masked on pages as the native file's.
+    assert frame.columns == ["reference", "amount", "currency", "status", "date", "customer"]
 
 
 def test_the_real_exports_are_refused_without_their_preset() -> None:
@@ -137,6 +138,7 @@ def _shop_file(orders: pl.DataFrame, shop: str, path: Path) -> int:
             preset["currency"]: row["currency"].lower() if shop == "stripe" else row["currency"],
             preset["status"]: statuses.get(row["status"], row["status"]),
             preset["date"]: _timestamp(shop, row["date"], i),
+            preset["customer"]: row["customer"],
         })  # fmt: skip
         writer.writerow(record)
         if i % 7 == 3 and shop != "stripe":  # Stripe has no line items
@@ -160,7 +162,7 @@ def test_the_sandbox_orders_in_a_shops_layout_reconcile_as_the_native_file(
     shop: str, tmp_path: Path
 ) -> None:
     case = load_case(1, 0.03)
-    orders = case.ledger.orders.drop("customer")
+    orders = case.ledger.orders
     native = tmp_path / "orders.csv"
     orders.write_csv(native)
     exported = tmp_path / f"{shop}.csv"
@@ -306,7 +308,9 @@ def test_a_parquet_file_reads_through_a_mapping_too(tmp_path: Path) -> None:
         "Email": ["a@example.invalid", None, "b@example.invalid"],
     }).write_parquet(path)  # fmt: skip
     read = read_orders_file(path, columns="shopify")
-    assert read.frame.rows() == [("#1", Decimal("5.00"), "USD", "successful", date(2021, 5, 13))]
+    assert read.frame.rows() == [
+        ("#1", Decimal("5.00"), "USD", "successful", date(2021, 5, 13), "a@example.invalid")
+    ]
     assert read.folded == 1 and read.ignored == {"voided": 1}
 
 

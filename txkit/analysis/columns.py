@@ -115,6 +115,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "currency": "Currency",
         "status": "Financial Status",
         "date": "Created at",
+        "customer": "Email",
         "status.paid": "successful",
         "status.partially_paid": "successful",
         "status.refunded": "successful",
@@ -122,7 +123,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.pending": "pending",
         "status.authorized": "pending",
         "status.voided": IGNORE,
-        "status.expired": IGNORE,
+        "status.expired": "expired",
     },
     # WooCommerce > Export Orders (Advanced Order Export For WooCommerce, the common free
     # exporter): its default labels; the status as WooCommerce names it.
@@ -132,6 +133,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "currency": "Currency",
         "status": "Order Status",
         "date": "Order Date",
+        "customer": "Email (Billing)",
         "status.completed": "successful",
         "status.processing": "successful",
         "status.refunded": "successful",
@@ -152,6 +154,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "currency": "Currency",
         "status": "Status",
         "date": "Created date (UTC)",
+        "customer": "Customer Email",
         "status.paid": "successful",
         "status.refunded": "successful",
         "status.partially refunded": "successful",

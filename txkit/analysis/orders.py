@@ -192,7 +192,11 @@ def read_orders_file(
     suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
     if suffix == ".csv":
-        required = list(names.values()) if mapping else list(_ORDERS_REQUIRED)
+        # With a mapping every mapped column must be there but the customer (a preset names
+        # one an export may leave out); without, txkit's required ones.
+        required = (
+            [v for k, v in names.items() if k != "customer"] if mapping else list(_ORDERS_REQUIRED)
+        )
         try:
             table = read_csv_table(
                 path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
@@ -212,7 +216,8 @@ def read_orders_file(
             ) from None
         frame, notes, where = table.frame, list(table.notes), _Where(path, "line", LINE)
         if mapping:
-            frame = frame.select(LINE, *names.values()).rename({v: k for k, v in names.items()})
+            present = {k: v for k, v in names.items() if v in frame.columns}
+            frame = frame.select(LINE, *present.values()).rename({v: k for k, v in present.items()})
     else:
         frame, notes, where = _read_parquet(path, names, mapping), [], _Where(path, "row", _ROW)
     # Before account_currency fills every row's currency: a continuation row has none.
@@ -434,7 +439,7 @@ def _read_parquet(
             what=_WHAT,
         )
     frame = frame.rename(dict(zip(frame.columns, names, strict=True)))
-    wanted = list(columns) if mapping else [c for c in _ORDERS_REQUIRED if c in columns]
+    wanted = [c for c in columns if c != "customer"] if mapping else list(_ORDERS_REQUIRED)
     missing = [columns[c] for c in wanted if c not in frame.columns]
     if missing:
         raise DataFileError(
