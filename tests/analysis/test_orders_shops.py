@@ -412,3 +412,30 @@ def test_the_notebooks_load_line_says_which_mapping_read_the_orders(
         "columns: the stripe preset with status.failed=ignore (from the orders_columns "
         in info.note
     )
+
+
+def test_the_settings_files_bank_section_reads_a_csv_statement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from txkit.notebook import load_bank_statements
+
+    monkeypatch.delenv("TXKIT_BANK_COLUMNS", raising=False)
+    monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))  # the project: tmp_path
+    statement = _orders(
+        tmp_path,
+        "Value Date,Credit,Debit,Details\n"
+        '01/10/2026,"1,500.00",,SETTLEMENT TXK-1\n'
+        "02/10/2026,,20.00,FEE\n",
+        "statement.csv",
+    )
+    with pytest.raises(DataFileError, match="no column 'date'"):  # before: txkit's names only
+        load_bank_statements(str(statement), "2026-10")
+    _settings(
+        tmp_path,
+        '[bank]\ndate = "Value Date"\ncredit = "Credit"\ndebit = "Debit"\n'
+        'account_currency = "NGN"\nnarration = "Details"\ndate_format = "%d/%m/%Y"\n'
+        'thousands = "comma"\n',
+    )
+    read, _ = load_bank_statements(str(statement), "2026-10")
+    assert read is not None
+    assert read.entries["amount"].to_list() == [Decimal("1500.00"), Decimal("-20.00")]
