@@ -639,19 +639,17 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
         )
         problem = f"date is not written as {date_format}"
     else:
-        parts = text.str.extract_groups(_OFFSET_RE)
-        offset = (
-            parts.struct[4]
-            .str.replace(r"^Z$", "+00:00")
-            .str.replace(r"^([+-][0-9]{2})([0-9]{2})$", "${1}:${2}")
-        )
-        instant = pl.concat_str(
-            parts.struct[0], pl.lit("T"), parts.struct[1], parts.struct[2].fill_null(":00"), offset
-        ).str.to_datetime("%Y-%m-%dT%H:%M:%S%:z", time_zone="UTC", strict=False)
+        # An offset (or Z) after a time: the instant's UTC day; parsed by chrono, which takes
+        # +0200, +02:00 and a space before them alike.
+        offset = text.str.contains(_OFFSET_RE)
+        utc = text.str.replace(r"Z$", "+00:00")
+        instant = pl.coalesce(
+            utc.str.to_datetime(f, time_zone="UTC", strict=False)
+            for f in ("%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M %z",
+                      "%Y-%m-%dT%H:%M%z")
+        )  # fmt: skip
         as_written = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-        parsed = (
-            pl.when(parts.struct[0].is_not_null()).then(instant.dt.date()).otherwise(as_written)
-        )
+        parsed = pl.when(offset).then(instant.dt.date()).otherwise(as_written)
         unreadable = parsed.is_null() | ~text.str.contains(_DATE_RE)
         advice = (
             "write dates as YYYY-MM-DD (or an ISO timestamp such as 2026-10-31T23:10:00Z, "
@@ -659,11 +657,13 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
             "empty where unknown"
         )
         problem = "date is not YYYY-MM-DD"
+    # Computed once: the check and the column read the same values.
+    frame = frame.with_columns(parsed.alias("_date"), unreadable.alias("_unreadable"))
     where.fail(
         frame,
-        text.is_not_null() & (text != "") & unreadable,
+        text.is_not_null() & (text != "") & pl.col("_unreadable"),
         problem,
         advice,
         shown="date",
     )
-    return frame.select(parsed.alias("date")).to_series()
+    return frame["_date"].alias("date")
