@@ -196,6 +196,11 @@ def test_a_timestamp_with_an_offset_is_read_as_its_utc_day(tmp_path: Path) -> No
         "F,1.00,NGN,2021-05-13\n",
     )
     days = read_orders(path)["date"].to_list()
+    bad = _orders(
+        tmp_path, "reference,amount,currency,date\nA,1.00,NGN,2021-05-13 25:01:12 +0200\n"
+    )
+    with pytest.raises(DataFileError, match="line 2: date is not YYYY-MM-DD: '2021-05-13 25:01"):
+        read_orders(bad)
     assert [d.isoformat() for d in days] == [
         "2021-05-13", "2021-05-13", "2021-05-14", "2021-05-13", "2021-05-13", "2021-05-13",
     ]  # fmt: skip
