@@ -16,6 +16,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
 ``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
+``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the working
@@ -55,6 +56,8 @@ __all__ = [
     "LOOKBACK_DAYS",
     "MARGIN_DAYS",
     "MAX_BODY_VAR",
+    "MAX_INPUT_MB",
+    "MAX_INPUT_VAR",
     "MAX_RETRIES_VAR",
     "MAX_TOTAL_VAR",
     "NOTEBOOKS_DIR",
@@ -77,6 +80,7 @@ __all__ = [
     "default_store",
     "key_configured",
     "load_dotenv_values",
+    "max_input_bytes",
     "max_retries_setting",
     "max_total_setting",
     "number_setting",
@@ -119,6 +123,8 @@ BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
 ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 #: Days of store versions kept for time travel by the retention policy (``txkit store vacuum``).
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
+#: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
+MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
 #: Every variable txkit reads.
 VARIABLES = (
     BASE_URL_VAR,
@@ -133,6 +139,7 @@ VARIABLES = (
     BANK_COLUMNS_VAR,
     ORDERS_COLUMNS_VAR,
     STORE_KEEP_DAYS_VAR,
+    MAX_INPUT_VAR,
 )
 
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
@@ -156,6 +163,33 @@ def number_setting(name: str, low: float, high: float) -> float | None:
     if not low <= value <= high:
         raise ConfigError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
     return value
+
+
+#: The default of ``TXKIT_MAX_INPUT_MB``.
+MAX_INPUT_MB = 256
+
+
+def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
+    """``TXKIT_MAX_INPUT_MB`` (environment, else ``.env``) in bytes (:data:`MAX_INPUT_MB` when
+    unset): the largest data file read, checked before reading; a workbook's parts may
+    decompress to 8 times as much.
+
+    Raises:
+        ConfigError: it is not a number from 1 to 1000000.
+    """
+    value, origin = read_setting(MAX_INPUT_VAR, env_file)
+    if value is None:
+        return MAX_INPUT_MB * 1024 * 1024
+    try:
+        megabytes = float(value)
+    except ValueError:
+        megabytes = float("nan")
+    if not 1 <= megabytes <= 1_000_000:
+        raise ConfigError(
+            f"{MAX_INPUT_VAR} (from {origin}) must be a number of MB from 1 to 1000000, "
+            f"got {value[:40]!r}"
+        )
+    return int(megabytes * 1024 * 1024)
 
 
 def max_retries_setting() -> int | None:

@@ -289,7 +289,7 @@ def test_only_moneyless_rows_are_folded_and_a_repeated_order_stays_a_duplicate(
     read = read_orders_file(path)
     assert read.frame["reference"].to_list() == ["A", "A"] and read.folded == 1
     # A row without money but another reference is not a line item: refused with its line.
-    path.write_text("reference,amount,currency\nA,10.00,NGN\nB,,\n")
+    path.write_text("reference,amount,currency\nA,10.00,NGN\nB,,\nC,5.00,NGN\n")
     with pytest.raises(DataFileError, match="line 3: no currency"):
         read_orders(path)
 

@@ -363,10 +363,17 @@ def separator(mapping: Mapping[str, str], key: str) -> str:
     return _SEPARATORS[mapping.get(key, default)]
 
 
-def plain_amount(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
+def plain_amount(expr: pl.Expr, mapping: Mapping[str, str], *, codes: bool = False) -> pl.Expr:
     """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``, a
-    leading ``+`` dropped. Digits only move; nothing is rounded."""
-    out = expr.str.strip_chars()
+    leading ``+`` dropped. Digits only move; nothing is rounded. With ``codes`` a currency
+    code written beside the number (``0.01USD``, ``USD 0.01``) is dropped too: only for a
+    caller that checks that code apart (bank statements do)."""
+    out = expr
+    if codes:
+        out = out.str.replace(r"^\s*[A-Za-z]{3}\s*([-+(0-9.])", "$1").str.replace(
+            r"([0-9.)])\s*[A-Za-z]{3}\s*$", "$1"
+        )
+    out = out.str.strip_chars()
     thousands = separator(mapping, "thousands")
     if thousands:
         out = out.str.replace_all(thousands, "", literal=True)

@@ -134,6 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_columns=args.bank_columns,
         reopen=args.reopen,
         orders_columns=args.orders_columns,
+        on_note=print,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
