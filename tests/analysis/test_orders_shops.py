@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import tomllib
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -444,3 +444,18 @@ def test_the_settings_files_bank_section_reads_a_csv_statement(
     read, _ = load_bank_statements(str(statement), "2026-10")
     assert read is not None
     assert read.entries["amount"].to_list() == [Decimal("1500.00"), Decimal("-20.00")]
+
+
+def test_a_parquet_timestamp_with_a_time_zone_is_its_utc_day(tmp_path: Path) -> None:
+    path = tmp_path / "orders.parquet"
+    local = timezone(timedelta(hours=2))
+    pl.DataFrame({
+        "reference": ["A", "B"],
+        "amount": [Decimal("1.00"), Decimal("2.00")],
+        "currency": ["NGN", "NGN"],
+        "date": [
+            datetime(2021, 5, 14, 0, 30, tzinfo=local),
+            datetime(2021, 5, 14, 12, 0, tzinfo=local),
+        ],
+    }).write_parquet(path)  # fmt: skip
+    assert read_orders(path)["date"].to_list() == [date(2021, 5, 13), date(2021, 5, 14)]
