@@ -366,6 +366,10 @@ def test_the_settings_file_gives_the_mapping_and_environment_and_flag_win(
     assert bank["date"] == "Value Date" and bank.origin == "txkit.toml [bank]"
     monkeypatch.setenv("TXKIT_ORDERS_COLUMNS", "stripe")
     assert column_setting(ORDERS, folder=folder).origin == "TXKIT_ORDERS_COLUMNS"
+    monkeypatch.setenv("TXKIT_ORDERS_COLUMNS", "stripe,refrence=id")
+    with pytest.raises(ValueError, match="^TXKIT_ORDERS_COLUMNS: orders columns: unknown key"):
+        column_setting(ORDERS, folder=folder)
+    monkeypatch.setenv("TXKIT_ORDERS_COLUMNS", "stripe")
     flag = column_setting(ORDERS, "woocommerce", given_origin="--orders-columns", folder=folder)
     assert flag.preset == "woocommerce" and flag.origin == "--orders-columns"
 

@@ -431,7 +431,10 @@ def column_setting(
     variable = ORDERS_COLUMNS_VAR if kind is ORDERS else BANK_COLUMNS_VAR
     value = orders_columns_setting() if kind is ORDERS else bank_columns_setting()
     if value:
-        return parse_columns(value, kind, origin=variable)
+        try:
+            return parse_columns(value, kind, origin=variable)
+        except ValueError as exc:  # say where the mapping came from: it is not on the line
+            raise ValueError(f"{variable}: {exc}") from None
     table = _settings_table(kind, folder)
     if not table:
         return parse_columns(None, kind)
