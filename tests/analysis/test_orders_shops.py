@@ -463,3 +463,21 @@ def test_a_parquet_timestamp_with_a_time_zone_is_its_utc_day(tmp_path: Path) -> 
         ],
     }).write_parquet(path)  # fmt: skip
     assert read_orders(path)["date"].to_list() == [date(2021, 5, 13), date(2021, 5, 14)]
+
+
+def test_a_woocommerce_export_without_its_currency_field_names_the_currency_once(
+    tmp_path: Path,
+) -> None:
+    """The exporter leaves its Currency field unticked by default: refused naming it, then
+    read with the file's one currency."""
+    frame = pl.read_csv(SHOPS / "woocommerce_orders_export.csv", infer_schema=False)
+    path = tmp_path / "orders.csv"
+    frame.drop("Currency").write_csv(path)
+    with pytest.raises(DataFileError, match="no column 'Currency'"):
+        read_orders(path, columns="woocommerce")
+    read = read_orders_file(path, columns="woocommerce,account_currency=NGN")
+    assert read.folded == 3 and read.frame.height == 7
+    assert set(read.frame["currency"]) == {"NGN"}
+    assert read.notes[0] == (
+        "columns: the woocommerce preset with account_currency=NGN (from the columns argument)"
+    )
