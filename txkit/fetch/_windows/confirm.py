@@ -223,12 +223,8 @@ def _keys_of(body: bytes) -> tuple[int, pl.DataFrame]:
 
 def _records_of(body: bytes) -> tuple[int, pl.DataFrame, pl.DataFrame]:
     """The total, the keys (as :func:`_keys_of`) and the decoded records of a page."""
-    page = read_page(body)
-    frame = decode_page(body).frame
-    keys = frame.select("id", "createdAt", "updatedAt").with_columns(
-        pl.col("createdAt", "updatedAt").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
-    )
-    return page.total, keys, frame
+    total, keys = _keys_of(body)  # the text the first read's tie marks compare with
+    return total, keys, decode_page(body).frame
 
 
 def _unknown(seen: pl.DataFrame, frames: list[pl.DataFrame]) -> bool:
