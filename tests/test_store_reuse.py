@@ -122,27 +122,29 @@ def test_a_record_that_left_a_day_and_another_that_entered_it_are_caught(
     assert _stored(store) == _served(box, "2026-10")
 
 
-def test_a_daily_sync_while_records_settle_finishes(box: Sandbox, tmp_path: Path) -> None:
-    """Records settle between the syncs and during the second (two a request): the days that
-    differ are read again until two reads hold the same records, each in its newest version
-    read: the store holds every record of the month, each in a version it really had."""
+def test_a_daily_sync_while_records_settle_finishes(ledgers, tmp_path: Path) -> None:
+    """Records settle between the syncs and during the second (two a request, on a ledger
+    whose last week holds about 120 in flight): the days that differ are read again until
+    two reads hold the same records, each in its newest version read, and the store holds
+    every record of the month, each in a version it really had."""
     store = tmp_path / "store"
-    _sync(box, store)
-    box.faults = "cap=10,settle=2"
-    with client(box) as c:
-        for _ in range(5):
-            c.get_transactions({"limit": 1, "startDate": "2026-10-24"})
-    result = _sync(box, store)
-    changes = box._effects.settled
-    assert len(changes) > 10
+    with Sandbox(ledger=ledgers(seed=7, records=20_000), faults="cap=25") as box:
+        _sync(box, store)
+        box.faults = "cap=25,settle=2"
+        with client(box) as c:
+            for _ in range(20):
+                c.get_transactions({"limit": 1, "startDate": "2026-10-24"})
+        result = _sync(box, store)
+        box.faults = "cap=25"
+        changes = box._effects.settled
+        now = _served(box, "2026-10")
+    assert len(changes) > 40
     assert "read again" in "; ".join(result.stats.notes)
-    box.faults = "cap=10"
     versions: dict[str, set[tuple[str, str]]] = {}
     for change in changes:
         versions.setdefault(change.id, set()).update(
             {(change.old_status, change.old_updated), (change.new_status, change.new_updated)}
         )
-    now = _served(box, "2026-10")
     stored = _stored(store)
     assert set(stored) == set(now)  # every record of the month, none other
     for rid, (created, status, updated) in stored.items():
