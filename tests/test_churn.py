@@ -161,3 +161,13 @@ def test_the_cli_load_line_says_the_status_was_applied_locally(box: Sandbox, tmp
     assert "status pending applied locally to each record as last read" in done.stdout
     df = pl.read_parquet(tmp_path / "pending.parquet")
     _check_guarantee(box, df, ["pending"], *WEEK)
+
+
+def test_the_progress_bar_says_the_status_is_applied_locally(box: Sandbox, capsys) -> None:
+    box.faults = "settle=2,cap=25,fault_seed=1"
+    with connect(box) as client:
+        txkit.load_transactions(
+            client, status="pending", start=WEEK[0], end=WEEK[1], progress=True,
+            status_locally=True,
+        )  # fmt: skip
+    assert "txkit export (status pending applied locally)" in capsys.readouterr().err
