@@ -150,3 +150,14 @@ def test_a_daily_sync_while_records_settle_finishes(ledgers, tmp_path: Path) -> 
     for rid, (created, status, updated) in stored.items():
         assert created == now[rid][0]
         assert (status, updated) == now[rid][1:] or (status, updated) in versions[rid]
+
+
+def test_reshuffled_ties_caps_and_429s_change_no_day(box: Sandbox, tmp_path: Path) -> None:
+    """A day's set is a set: ties in another order on every request, pages capped and 429s
+    make no day differ from the store's read, so none is read again."""
+    box.faults = "cap=37,tie_groups=37,rate_limit=0.05,retry_after=0,fault_seed=3"
+    store = tmp_path / "store"
+    _sync(box, store)
+    result = _sync(box, store)
+    assert "8 day(s) proven by the store's earlier read, 0 read again" in result.stats.notes
+    assert _stored(store) == _served(box, "2026-10")
