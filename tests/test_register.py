@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from tests.factories import cli_env, invoke_cli
-from txkit.errors import RegisterFormatError, ReportSignedError
+from txkit.errors import RegisterFormatError, ReportSignedError, StoreDamagedError
 from txkit.register import (
     ITEMS_SUFFIX,
     REGISTER_COLUMNS,
@@ -490,3 +490,46 @@ def test_revisions_are_read_as_history(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "reports of 2026-10:\n  revision 1 (2026-10" in done.stdout
     assert lines[1] in done.stdout
+
+
+def test_a_damaged_register_file_is_one_line_naming_the_repair(tmp_path: Path) -> None:
+    """Every register file is named by its digest and checked on read; `txkit store verify`
+    covers the register; `txkit exceptions repair` rebuilds it from the intact files."""
+    store = tmp_path / "store"
+    _report(store, tmp_path / "r1", "2026-01", [A, B], 1)
+    _report(store, tmp_path / "r2", "2026-02", [C], 2)
+    parts = sorted((store / "_register").glob("*.parquet"), key=lambda p: p.stat().st_mtime)
+    assert len(parts) == 2 and all("-xxh3_128_" in p.name for p in parts)
+    # A file damaged without changing its size (a flipped byte) is caught by its digest ...
+    data = bytearray(parts[1].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    parts[1].write_bytes(bytes(data))
+    with pytest.raises(StoreDamagedError, match=r"is damaged: _register/part-.*digest differs"):
+        read_events(store)
+    # ... and a truncated one (it made read_delta panic: a 36-line PanicException).
+    with open(parts[1], "r+b") as handle:
+        handle.truncate(1000)
+    for argv in (["exceptions"], ["exceptions", "--month", "2026-01"]):
+        done = invoke_cli(*argv, "--store", str(store), cwd=tmp_path)
+        assert done.returncode != 0
+        assert done.stderr.count("\n") == 1, done.stderr
+        assert "StoreDamagedError" in done.stderr and "Panic" not in done.stderr
+        assert f"repair: txkit exceptions repair --store {store}" in done.stderr
+    checked = invoke_cli("store", "verify", "--store", str(store), cwd=tmp_path)
+    assert checked.returncode != 0
+    assert f"damaged: _register/{parts[1].name}" in checked.stdout
+    assert f"repair: txkit exceptions repair --store {store}" in checked.stdout
+    repaired = invoke_cli("exceptions", "repair", "--store", str(store), cwd=tmp_path)
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"dropped: _register/{parts[1].name}" in repaired.stdout
+    view = register_view(store)
+    assert sorted(view["key"].to_list()) == ["A:amount_mismatch", "B:missing_in_export"]
+    again = invoke_cli("store", "verify", "--store", str(store), cwd=tmp_path)
+    assert again.returncode == 0 and "0 damaged or missing" in again.stdout
+
+
+def test_exceptions_without_a_store_say_so(tmp_path: Path) -> None:
+    done = invoke_cli("exceptions", "--store", str(tmp_path / "nothing"), cwd=tmp_path)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1
+    assert "no store, so no exception register" in done.stderr
+    assert "0 items" not in done.stdout
