@@ -138,7 +138,7 @@ def _list(args: argparse.Namespace) -> int:
     print(f"{view.height:,} items")
     months = reported_months(events)
     month = args.month or (months[-1] if months else None)
-    history = revisions(args.reports, month) if month else []
+    history = revisions(args.reports, month, events=events) if month else []
     if len(history) > 1:  # a reopened month: each report of it, why, who signed, what changed
         print(f"reports of {month}:")
         for line in revision_lines(history):
