@@ -709,3 +709,36 @@ def test_exceptions_without_a_store_say_so(tmp_path: Path) -> None:
     assert done.returncode != 0 and done.stderr.count("\n") == 1
     assert "no store, so no exception register" in done.stderr
     assert "0 items" not in done.stdout
+
+
+@pytest.mark.slow  # a process of its own and a tmpfs
+def test_a_read_only_register_is_one_line_without_rust_panics(tmp_path: Path) -> None:
+    from tests.factories import run_cli
+
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mnt)],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"mounting a tmpfs needs root: {done.stderr.strip()}")
+    try:
+        store = mnt / "store"
+        _report(store, tmp_path / "r1", "2026-01", [A], 1)
+        out = tmp_path / "reports"
+        _fake_report(out, "2026-10", store)
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        for argv in (
+            ["exceptions", "explain", "A:amount_mismatch", "--note", "x"],
+            ["report", "sign", "--month", "2026-10", "--role", "preparer", "--name", "Ada",
+             "--out", str(out)],
+        ):  # fmt: skip
+            failed = run_cli(*argv, "--store", str(store), cwd=tmp_path)
+            assert failed.returncode != 0
+            assert failed.stderr.count("\n") == 1, failed.stderr  # no "panicked" lines
+            assert "panicked" not in failed.stderr
+        assert "Read-only file system" in failed.stderr or "read-only" in failed.stderr
+        listed = run_cli("exceptions", "--store", str(store), cwd=tmp_path)
+        assert listed.returncode == 0 and listed.stderr == ""
+        assert "1 items" in listed.stdout
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
