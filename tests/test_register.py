@@ -742,3 +742,45 @@ def test_a_read_only_register_is_one_line_without_rust_panics(tmp_path: Path) ->
         assert "1 items" in listed.stdout
     finally:
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_revision_names_every_item_and_figure_that_changed(tmp_path: Path) -> None:
+    """Against the signed report: the open and material counts (all and per section), each
+    item added, resolved, changed in amount, status or materiality, the lists' figures."""
+    from txkit.register._sign import compare_reports
+
+    def pack(name: str, rows: list[tuple], listed: int) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "report.json").write_text(json.dumps({"table_version": 3, "rows": 10}))
+        frame = pl.DataFrame(
+            rows, schema=["key", "section", "currency", "amount", "status", "material"],
+            orient="row",
+        )  # fmt: skip
+        frame.write_csv(folder / "exceptions.csv")
+        (folder / "balance_breaks.download.json").write_text(
+            json.dumps({"name": "balance_breaks", "rows": listed, "population": 10})
+        )
+        return folder
+
+    before = pack("2026-10", [
+        ("K1", "fees", "NGN", "10.000000", "open", "false"),
+        ("K2", "fees", "NGN", "20.000000", "open", "true"),
+        ("K3", "reconciliation", "USD", "5.000000", "explained", "false"),
+    ], 3)  # fmt: skip
+    after = pack("2026-10.r2", [
+        ("K1", "fees", "NGN", "12.500000", "open", "true"),
+        ("K2", "fees", "NGN", "20.000000", "written_off", "true"),
+        ("K3", "reconciliation", "USD", "5.000000", "explained", "false"),
+        ("K4", "reconciliation", "USD", "7.000000", "open", "false"),
+    ], 4)  # fmt: skip
+    lines = compare_reports(before, after)
+    assert "register: open items 3 -> 3, of them material 1 -> 1" not in lines
+    assert "register fees: open 2 -> 1, material 1 -> 1" in lines
+    assert "register reconciliation: open 1 -> 2, material 0 -> 0" in lines
+    assert "register items added: 1 (K4)" in lines
+    assert "register items resolved: 1 (K2 (written_off))" in lines
+    assert "register items changed in amount: 1 (K1 (10.00 NGN -> 12.50 NGN))" in lines
+    assert "register items changed in materiality: 1 (K1 (now material))" in lines
+    assert "balance_breaks rows 3 -> 4" in lines
+    assert compare_reports(before, before) == ["no change in figures or items"]

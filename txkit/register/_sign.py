@@ -27,7 +27,7 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import ReportSignedError, one_line
-from txkit.money import format_sums, money_sums
+from txkit.money import format_money, format_sums, money_sums
 from txkit.output import atomic_path
 from txkit.register._lock import (
     _BLOCK,
@@ -582,7 +582,110 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             x, y = was_totals.get(currency, "none"), now_totals.get(currency, "none")
             if x != y:
                 lines.append(f"{name} total {x} -> {y}")
+    lines += _figure_lines(before, after)
+    lines += _register_lines(before, after)
     return lines or [_NO_CHANGE]
+
+
+def _figure_lines(before: Path, after: Path) -> list[str]:
+    """Every figure of the lists' summaries (``NAME.download.json``: rows, population, ...)
+    that changed."""
+    lines = []
+    names = sorted({p.name for d in (before, after) for p in d.glob("*.download.json")})
+    for file in names:
+        old, new = _json(before / file), _json(after / file)
+        list_name = file[: -len(".download.json")]
+        for key in sorted(set(old) | set(new)):
+            x, y = old.get(key), new.get(key)
+            if x != y and all(isinstance(v, (int, float, type(None))) for v in (x, y)):
+                lines.append(f"{list_name} {key} {_num(x)} -> {_num(y)}")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return "none" if value is None else f"{value:,}"
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _register_csv(folder: Path) -> pl.DataFrame | None:
+    path = folder / "exceptions.csv"
+    if not path.is_file():
+        return None
+    frame = pl.read_csv(path, infer_schema=False)
+    needed = {"key", "section", "currency", "amount", "status", "material"}
+    return frame if needed <= set(frame.columns) else None
+
+
+def _register_lines(before: Path, after: Path) -> list[str]:
+    """The month's register against the one revised (``exceptions.csv`` of each): open and
+    material counts (in all and per section), and every item added, removed, resolved,
+    reopened, changed in status, in amount or in materiality, with counts."""
+    a, b = _register_csv(before), _register_csv(after)
+    if a is None or b is None:
+        return []
+    lines = []
+    still = pl.col("status").is_in(["open", "explained"])
+    material = pl.col("material") == "true"
+
+    def counts(frame: pl.DataFrame) -> tuple[int, int]:
+        return frame.filter(still).height, frame.filter(still & material).height
+
+    (ao, am), (bo, bm) = counts(a), counts(b)
+    if (ao, am) != (bo, bm):
+        lines.append(f"register: open items {ao} -> {bo}, of them material {am} -> {bm}")
+    for section in sorted(set(a["section"].to_list()) | set(b["section"].to_list())):
+        x = counts(a.filter(pl.col("section") == section))
+        y = counts(b.filter(pl.col("section") == section))
+        if x != y:
+            lines.append(f"register {section}: open {x[0]} -> {y[0]}, material {x[1]} -> {y[1]}")
+    old = {r["key"]: r for r in a.iter_rows(named=True)}
+    new = {r["key"]: r for r in b.iter_rows(named=True)}
+    groups: dict[str, list[str]] = {}
+    for key in sorted(set(new) - set(old)):
+        groups.setdefault("added", []).append(key)
+    for key in sorted(set(old) - set(new)):
+        groups.setdefault("removed", []).append(key)
+    for key in sorted(set(old) & set(new)):
+        x, y = old[key], new[key]
+        if x["status"] != y["status"]:
+            if y["status"] in ("resolved", "written_off") and x["status"] in ("open", "explained"):
+                groups.setdefault("resolved", []).append(f"{key} ({y['status']})")
+            else:
+                groups.setdefault("changed in status", []).append(
+                    f"{key} ({x['status']} -> {y['status']})"
+                )
+        if x["amount"] != y["amount"]:
+            groups.setdefault("changed in amount", []).append(
+                f"{key} ({_money(x['amount'], x['currency'])} -> "
+                f"{_money(y['amount'], y['currency'])})"
+            )
+        if x["material"] != y["material"]:
+            now = "now material" if y["material"] == "true" else "no longer material"
+            groups.setdefault("changed in materiality", []).append(f"{key} ({now})")
+    for what in ("added", "removed", "resolved", "changed in status", "changed in amount",
+                 "changed in materiality"):  # fmt: skip
+        if what in groups:
+            keys = groups[what]
+            lines.append(f"register items {what}: {len(keys)} ({_shown(keys)})")
+    return lines
+
+
+def _money(text: str | None, currency: str | None) -> str:
+    from decimal import Decimal, InvalidOperation
+
+    if text is None:
+        return "none"
+    try:
+        return f"{format_money(Decimal(text))} {currency or ''}".rstrip()
+    except InvalidOperation:
+        return text
 
 
 def _shown(keys: list[str]) -> str:
