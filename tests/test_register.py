@@ -12,6 +12,7 @@ import time
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -37,6 +38,7 @@ from txkit.register._sign import (
     report_digest,
     sign_report,
     signed_versions,
+    verify_report,
 )
 from txkit.store._retention import KEEP_SOURCES
 
@@ -49,7 +51,7 @@ _SCHEMA = {
 }
 
 
-def _report(store: Path, folder: Path, month: str, rows: list[dict], version: int) -> int:
+def _report(store: Path | str, folder: Path, month: str, rows: list[dict], version: int) -> int:
     """A report run of ``month`` whose reconciliation lists ``rows``."""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob(f"*{ITEMS_SUFFIX}"):
@@ -310,7 +312,7 @@ def test_a_killed_annotation_leaves_the_previous_state_or_the_whole_change(tmp_p
     assert version is not None and now is not None and now >= version
 
 
-def _fake_report(out: Path, month: str, store: Path, *, name: str | None = None) -> Path:
+def _fake_report(out: Path, month: str, store: Path | str, *, name: str | None = None) -> Path:
     """A report folder of ``month`` as a report leaves it, recorded in the register."""
     folder = out / (name or month)
     folder.mkdir(parents=True)
@@ -326,12 +328,14 @@ def _fake_report(out: Path, month: str, store: Path, *, name: str | None = None)
     return folder
 
 
-def _sign(out: Path, month: str, role: str, name: str, login: str, store: Path, mp) -> dict:
+def _sign(
+    out: Path, month: str, role: str, name: str, login: str, store: Path | str, mp: Any
+) -> dict:
     mp.setenv("LOGNAME", login)
     return sign_report(out, month, role=role, name=name, store=store)
 
 
-def _state(store: Path, month: str = "2026-10"):
+def _state(store: Path | str, month: str = "2026-10") -> Any:
     from txkit.register._lock import month_state
 
     return month_state(read_events(store)[0], month)
@@ -784,3 +788,32 @@ def test_a_revision_names_every_item_and_figure_that_changed(tmp_path: Path) -> 
     assert "register items changed in materiality: 1 (K1 (now material))" in lines
     assert "balance_breaks rows 3 -> 4" in lines
     assert compare_reports(before, before) == ["no change in figures or items"]
+
+
+@pytest.mark.slow  # moto's S3 server
+def test_the_register_on_s3_is_written_verified_and_signed(
+    aws: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On object storage: files named by their digest, checked on read; a signature (no file
+    lock reaches there: the register is what holds)."""
+    import boto3
+
+    store = "s3://txkit/register-controls"
+    _report(store, tmp_path / "r1", "2026-01", [A, B], 1)
+    out = tmp_path / "reports"
+    folder = _fake_report(out, "2026-10", store)
+    _sign(out, "2026-10", "preparer", "Ada Obi", "ada", store, monkeypatch)
+    _sign(out, "2026-10", "reviewer", "Eve Ito", "eve", store, monkeypatch)
+    assert _state(store).locked
+    lines, whole = verify_report(out, "2026-10", store=store)
+    assert whole, lines
+    s3 = boto3.client("s3", endpoint_url=aws["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="txkit", Prefix="register-controls/")
+            ["Contents"] if o["Key"].endswith(".parquet")]  # fmt: skip
+    assert keys and all("-xxh3_128_" in k for k in keys)
+    body = s3.get_object(Bucket="txkit", Key=keys[0])["Body"].read()
+    s3.put_object(Bucket="txkit", Key=keys[0], Body=body[:1000])
+    with pytest.raises(StoreDamagedError, match="txkit exceptions repair --store s3://"):
+        read_events(store)
+    assert folder.is_dir()

@@ -274,11 +274,18 @@ def refuse_signed(
                   reopen)  # fmt: skip
 
 
-def signature_block(signatures: list[dict[str, Any]]) -> str:
-    """The index's signature block (between the markers), HTML; every field escaped."""
+def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = None) -> str:
+    """The index's signature block (between the markers), HTML; every field escaped.
+    ``as_of``: a rendering again of that table version (read-only, never signed)."""
     import html
 
-    if not signatures:
+    if as_of is not None:
+        body = (
+            f'<p class="meta">Rendered again from table version {_int(as_of)} with --as-of: '
+            "read-only, not a pack of the register and never signed (the month's sign-off: "
+            "<code>txkit report verify --month YYYY-MM</code>).</p>"
+        )
+    elif not signatures:
         body = (
             '<p class="meta">Not signed: <code>txkit report sign --month YYYY-MM '
             "--role preparer|reviewer --name NAME</code> (the preparer first, then a reviewer "
