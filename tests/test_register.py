@@ -817,3 +817,35 @@ def test_the_register_on_s3_is_written_verified_and_signed(
     with pytest.raises(StoreDamagedError, match="txkit exceptions repair --store s3://"):
         read_events(store)
     assert folder.is_dir()
+
+
+def test_control_characters_never_reach_a_terminal_or_a_page(tmp_path: Path) -> None:
+    """--reopen, --by, --note, --owner: printable text or refused in one line; what an older
+    register or an edited report.json holds is shown as text (no raw ESC in HTML or a
+    terminal line)."""
+    from txkit.register._sign import plain, revision_lines, signature_block
+
+    store = tmp_path / "store"
+    _report(store, tmp_path / "r1", "2026-01", [A], 1)
+    for flag, change in (
+        ("--note", {"note": "ok\x1b[2Kforged"}),
+        ("--owner", {"owner": "\u200b"}),
+        ("--by", {"actor": "Ada\nObi", "note": "fine"}),
+    ):
+        with pytest.raises(ValueError, match=flag):
+            explain(store, "A:amount_mismatch", **change)
+    done = invoke_cli("exceptions", "explain", "A:amount_mismatch", "--note", "x\x1b[1A",
+                      "--store", str(store), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "\x1b" not in done.stderr
+    with pytest.raises(ValueError, match="--reopen"):
+        refuse_signed(tmp_path, "2026-10", "late\x1b[2K", events=read_events(store)[0])
+    hostile = {"role": "preparer", "name": "Eve\x1b[2K\x1b[1A", "at": "2026-11-01T00:00:00Z",
+               "table_version": "7</code>", "sha256": "<b>", "login": "<i>", "revision": 1}  # fmt: skip
+    block = signature_block([hostile])
+    assert "\x1b" not in block and "<b>" not in block and "</code>" not in block
+    assert "Eve\\x1b[2K" in block and "table version ?" in block
+    assert plain("a\nb\x1b") == "a\\nb\\x1b"
+    history = [{"number": 2, "folder": "2026-10.r2", "reason": "x\x1b[2K", "of": "2026-10",
+                "signatures": [hostile], "changes": ["y\n"], "table_version": 7}]  # fmt: skip
+    (line,) = revision_lines(history)
+    assert "\x1b" not in line and "\n" not in line

@@ -292,12 +292,15 @@ def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = Non
             "who is another person).</p>"
         )
     else:
+        def text(value: Any) -> str:  # escaped, and no control byte (an ESC) reaches HTML
+            return html.escape(plain(str(value)))
+
         rows = "".join(
-            f"<li>{html.escape(str(s['role']))}: {html.escape(str(s['name']))} "
-            f"(login {html.escape(str(s.get('login') or '?'))} on "
-            f"{html.escape(str(s.get('host') or '?'))}), {html.escape(str(s['at']))}, "
+            f"<li>{text(s['role'])}: {text(s['name'])} "
+            f"(login {text(s.get('login') or '?')} on "
+            f"{text(s.get('host') or '?')}), {text(s['at'])}, "
             f"revision {_int(s.get('revision'))} (table version {_int(s.get('table_version'))}, "
-            f"SHA-256 {html.escape(str(s['sha256'])[:16])}...)</li>"
+            f"SHA-256 {text(str(s['sha256'])[:16])}...)</li>"
             for s in signatures
         )
         body = f"<section><h2>Signed</h2><ul>{rows}</ul></section>"
