@@ -839,8 +839,10 @@ def test_control_characters_never_reach_a_terminal_or_a_page(tmp_path: Path) -> 
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "\x1b" not in done.stderr
     with pytest.raises(ValueError, match="--reopen"):
         refuse_signed(tmp_path, "2026-10", "late\x1b[2K", events=read_events(store)[0])
-    hostile = {"role": "preparer", "name": "Eve\x1b[2K\x1b[1A", "at": "2026-11-01T00:00:00Z",
-               "table_version": "7</code>", "sha256": "<b>", "login": "<i>", "revision": 1}  # fmt: skip
+    hostile = {
+        "role": "preparer", "name": "Eve\x1b[2K\x1b[1A", "at": "2026-11-01T00:00:00Z",
+        "table_version": "7</code>", "sha256": "<b>", "login": "<i>", "revision": 1,
+    }  # fmt: skip
     block = signature_block([hostile])
     assert "\x1b" not in block and "<b>" not in block and "</code>" not in block
     assert "Eve\\x1b[2K" in block and "table version ?" in block
