@@ -292,6 +292,7 @@ def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = Non
             "who is another person).</p>"
         )
     else:
+
         def text(value: Any) -> str:  # escaped, and no control byte (an ESC) reaches HTML
             return html.escape(plain(str(value)))
 
