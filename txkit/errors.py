@@ -64,6 +64,7 @@ __all__ = [
     "NotebookFailedError",
     "ProfileWarning",
     "RateLimitedError",
+    "RecordsMovingError",
     "RegisterFormatError",
     "ReportSignedError",
     "RequestInfo",
@@ -308,6 +309,14 @@ class IncompleteExportError(TxkitError):
             f"{message}: expected {expected} records (the service's total), "
             f"got {got} unique records after {attempts} pass(es)"
         )
+
+
+class RecordsMovingError(IncompleteExportError):
+    """Records kept moving in and out of a window while it was read: passes that never add
+    up, one-page windows that never agree, re-reads that keep finding another set (not a
+    limit of the service, such as a day above the offset cap). A status query falls back to
+    the status applied locally on it (docs/completeness.md); anywhere else it is the export's
+    failure."""
 
 
 class DataFileError(TxkitError, ValueError):
