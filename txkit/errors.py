@@ -14,6 +14,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     ├── IncompleteExportError     the records fetched do not add up to the service's total
+    │   └── RecordsMovingError    records kept moving in and out while read (a status filter
+    │                             falls back to the status applied locally)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
