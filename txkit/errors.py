@@ -14,6 +14,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     ├── IncompleteExportError     the records fetched do not add up to the service's total
+    │   └── RecordsMovingError    records kept moving in and out while read (a status filter
+    │                             falls back to the status applied locally)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
@@ -64,6 +66,7 @@ __all__ = [
     "NotebookFailedError",
     "ProfileWarning",
     "RateLimitedError",
+    "RecordsMovingError",
     "RegisterFormatError",
     "ReportSignedError",
     "RequestInfo",
@@ -308,6 +311,14 @@ class IncompleteExportError(TxkitError):
             f"{message}: expected {expected} records (the service's total), "
             f"got {got} unique records after {attempts} pass(es)"
         )
+
+
+class RecordsMovingError(IncompleteExportError):
+    """Records kept moving in and out of a window while it was read: passes that never add
+    up, one-page windows that never agree, re-reads that keep finding another set (not a
+    limit of the service, such as a day above the offset cap). A status query falls back to
+    the status applied locally on it (docs/completeness.md); anywhere else it is the export's
+    failure."""
 
 
 class DataFileError(TxkitError, ValueError):
