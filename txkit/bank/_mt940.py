@@ -301,8 +301,10 @@ class _Reader:
 
     def details(self, lines: list[str]) -> None:
         """``:86:``: the last statement line's narration (several ``:86:`` are all kept)."""
-        if self.entry is not None:
-            self.texts.extend(line.strip() for line in lines)
+        if self.entry is not None and lines:
+            # A blank at a wrapped line's start is the text's own (banks wrap at 65 characters).
+            self.texts.append(lines[0].strip())
+            self.texts.extend(lines[1:])
 
     def finish_entry(self) -> None:
         """The narration of the statement line just read: all its ``:86:`` text, and its
