@@ -124,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_statements=args.bank_statements,
         bank_columns=args.bank_columns,
         reopen=args.reopen,
+        on_note=print,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
