@@ -24,8 +24,8 @@ all (Wise writes them so) is read: its entries are exact, but nothing proves tha
 missing (a note says so); a closing balance without an opening one in a statement that has
 opening balances in other currencies is refused.
 
-The file is read element by element (``iterparse``), each ``Stmt`` cleared once read, so
-memory stays bounded by one statement, not the file's tree.
+The file is read entry by entry (``iterparse``): each ``Ntry`` is read and dropped at its end,
+so the tree in memory is one entry's and its statement's head, not the file's.
 
 lxml was chosen over the standard library's ElementTree because every element keeps its line
 (``sourceline``), so a bad value is named where it stands; the parser resolves no entities,
