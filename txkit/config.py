@@ -14,6 +14,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
+``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 =========================== ==============================================================
@@ -60,6 +61,7 @@ __all__ = [
     "MAX_RETRIES_VAR",
     "MAX_TOTAL_VAR",
     "NOTEBOOKS_DIR",
+    "ORDERS_COLUMNS_VAR",
     "PROGRESS_VAR",
     "REPORTS_DIR",
     "SANDBOX",
@@ -82,6 +84,7 @@ __all__ = [
     "max_retries_setting",
     "max_total_setting",
     "number_setting",
+    "orders_columns_setting",
     "orders_path",
     "progress_setting",
     "read_setting",
@@ -116,6 +119,8 @@ MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
 PROGRESS_VAR = "TXKIT_PROGRESS"
 #: A CSV bank statement's column mapping (``txkit report --bank-columns`` wins over it).
 BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
+#: The orders file's column mapping or preset (``txkit report --orders-columns`` wins over it).
+ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 #: Days of store versions kept for time travel by the retention policy (``txkit store vacuum``).
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
@@ -132,6 +137,7 @@ VARIABLES = (
     MAX_TOTAL_VAR,
     PROGRESS_VAR,
     BANK_COLUMNS_VAR,
+    ORDERS_COLUMNS_VAR,
     STORE_KEEP_DAYS_VAR,
     MAX_INPUT_VAR,
 )
@@ -234,6 +240,13 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     """``TXKIT_BANK_COLUMNS`` (environment, else ``.env``): a CSV bank statement's column
     mapping, ``key=Column Name`` pairs separated by commas; None when unset."""
     value, _ = read_setting(BANK_COLUMNS_VAR, env_file)
+    return value
+
+
+def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
+    """``TXKIT_ORDERS_COLUMNS`` (environment, else ``.env``): the orders file's column mapping
+    or preset (``shopify``, ``reference=Name,amount=Total,...``); None when unset."""
+    value, _ = read_setting(ORDERS_COLUMNS_VAR, env_file)
     return value
 
 
