@@ -22,8 +22,10 @@ from typing import Any
 
 import polars as pl
 
+from txkit import config
 from txkit.bank import BankStatement
 from txkit.calendar import parse_month
+from txkit.errors import ParameterError
 from txkit.notebook._close import load_bank_statements, publish_table
 from txkit.notebook._display import as_run, display_exceptions, display_table, what_to_look_at
 from txkit.notebook._downloads import report_history
@@ -112,9 +114,10 @@ class Outputs:
 
     def report_history(self) -> pl.DataFrame:
         """What each month's report found (:func:`~txkit.notebook.report_history`): the
-        reports beside the one being built, or ``reports/`` outside a report."""
+        reports beside the one being built, or the project's ``reports/`` outside a report
+        (also from ``notebooks/``, where JupyterLab runs the kernel)."""
         if not self.downloads:
-            return report_history(Path("reports"))
+            return report_history(config.reports_dir())
         return report_history(Path(self.downloads).parent, current=(self.month, self.downloads))
 
     def loaded(self, kind: str) -> LoadInfo:
@@ -243,6 +246,8 @@ def outputs(
     parse_month(month)
     _check_source(source)
     if not page.endswith(".html"):
-        raise ValueError(f"page must be the notebook's page, e.g. 02_reconciliation.html: {page!r}")
+        raise ParameterError(
+            f"page must be the notebook's page, e.g. 02_reconciliation.html: {page!r}"
+        )
     store = None if store is None else (store if isinstance(store, str) else Path(store))
     return Outputs(month, page, source, store, version, show_pii, downloads or "")
