@@ -45,6 +45,7 @@ source = "auto"  # store: the store's register; auto: build one from the sandbox
 store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
 version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # the orders the reconciliation reads (auto, sandbox, or a CSV/Parquet file)
+orders_columns = None  # their columns: a preset (shopify, woocommerce, stripe) or a mapping
 months = 3  # months up to `month` a built register records
 older_than = 60  # days after which a material item without an explanation is flagged
 show_pii = False  # True shows customer e-mails and account numbers unmasked
@@ -63,7 +64,8 @@ from txkit.register import bucket_counts, explain, filter_items
 
 # %%
 register = load_register(month, source=source, store=store, version=version, orders=orders,
-                         downloads=downloads, months=months)  # fmt: skip
+                         downloads=downloads, months=months,
+                         orders_columns=orders_columns)  # fmt: skip
 view = register.view
 out = txkit.notebook.outputs(month, "07_exceptions.html", source=source, store=store,
                              version=version, show_pii=show_pii, downloads=downloads)

@@ -27,7 +27,8 @@ from txkit.notebook.plots import MIN_POINTS, plot_rate_trends
 from txkit.notebook.tables import format_table
 from txkit.report._headlines import exception_headlines, underpayment_headlines
 from txkit.report._html import Headline, Section, index_html, needs_action
-from txkit.report._run import kernel_environment, sync_range
+from txkit.report._kernels import kernel_environment
+from txkit.report._plan import sync_range
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -318,11 +319,11 @@ def test_run_report_reads_as_named_steps_of_at_most_80_lines() -> None:
     assert long == {}
     called = {
         n.func.id
-        for n in ast.walk(functions["run_report"])
+        for n in ast.walk(functions["run"])
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }
     steps = {"plan_report", "sync_for_report", "stage", "run_notebooks", "attach_downloads"}
-    assert steps | {"add_headlines", "write_index", "swap"} <= called
+    assert steps | {"add_headlines", "write_index", "publish"} <= called
     source = ast.unparse(tree)
     assert "os.environ[" not in source and "os.environ.pop" not in source
 

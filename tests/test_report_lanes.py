@@ -1,7 +1,7 @@
 """The report's lanes: one kernel runs several notebooks in turn, each as in a kernel of its own.
 
 Real kernels (ipykernel over Unix sockets, as the report starts them) run small notebooks
-through papermill, as :func:`txkit.report._run.execute_notebook` does.
+through papermill, as :func:`txkit.report._execute.execute_notebook` does.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ import nbformat
 import papermill
 import pytest
 
+from txkit.report._kernels import _kernel_folder
+from txkit.report._kernels import kernel_manager as _kernel_manager
 from txkit.report._lanes import KeptLanes, Lane, run_in_lanes
-from txkit.report._run import _kernel_folder, _kernel_manager
 
 pytestmark = pytest.mark.slow
 

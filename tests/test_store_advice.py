@@ -16,7 +16,7 @@ import pytest
 
 from tests.factories import forget_digests, invoke_cli, small_notebooks
 from txkit import Client
-from txkit.report._run import sandbox_calendar, sync_range
+from txkit.report._plan import sandbox_calendar, sync_range
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreError,

@@ -13,7 +13,7 @@ from tests.factories import invoke_cli, small_notebooks
 from txkit import Client
 from txkit.report import run_report
 from txkit.report._html import summary_of
-from txkit.report._run import sandbox_calendar, sync_range
+from txkit.report._plan import sandbox_calendar, sync_range
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import read_manifests, read_state, scan_store, sync
 

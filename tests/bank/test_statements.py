@@ -111,7 +111,12 @@ MT940_BAD = {
     "cut short": (":62F:C261031USD1250,50\n-}\n", "", 24, "cut short"),
     "bad date": (":60F:C260930NGN", ":60F:C261330NGN", 5, "not a date"),
     "no decimal comma": ("C250,50NTRF", "C250.50NTRF", 23, "not a statement line"),
-    "text outside a tag": ("-}\n{1:F01", "-}\nGARBAGE\n{1:F01", 18, "text outside any tag"),
+    "text outside a tag": (
+        "\n:61:2610301102C250,50",
+        "\nGARBAGE\n:61:2610301102C250,50",
+        23,
+        "text outside any tag",
+    ),
 }
 
 
@@ -241,8 +246,8 @@ def test_an_empty_statement_is_not_read_as_a_month_without_credits(tmp_path: Pat
         read_statement(path)
 
 
-def test_a_workbook_is_refused_with_how_to_save_it(tmp_path: Path) -> None:
+def test_a_damaged_workbook_is_refused_with_how_to_save_it(tmp_path: Path) -> None:
     path = tmp_path / "statement.xlsx"
     path.write_bytes(b"PK\x03\x04...")
-    with pytest.raises(DataFileError, match="Excel workbook"):
+    with pytest.raises(DataFileError, match=r"not an \.xlsx workbook.*save it again as \.xlsx"):
         read_statement(path)

@@ -22,106 +22,53 @@ from typing import Final
 
 import polars as pl
 
+from txkit.analysis.columns import (
+    BANK,
+    ColumnMapping,
+    describe_columns,
+    parse_columns,
+    plain_amount,
+)
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
-from txkit.datafile import LINE, TextFile, fail_lines, read_csv_table
+from txkit.datafile import LINE, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
 
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
-MAPPING_KEYS: Final[dict[str, str]] = {
-    "date": "the booking date's column",
-    "value_date": "the value date's column (optional)",
-    "amount": "a signed amount column (credits positive), or:",
-    "credit": "the credited amount's column (with debit)",
-    "debit": "the debited amount's column (with credit)",
-    "currency": "the currency code's column, or:",
-    "account_currency": "the one currency of the whole file (e.g. NGN)",
-    "reference": "the reference's column",
-    "narration": "the narration's (description's) column",
-    "bank_reference": "the bank's own reference (optional)",
-    "balance": "the running balance after each line (optional; proves no line is missing)",
-    "account": "the account's column (optional)",
-    "date_format": "how dates are written, e.g. %d/%m/%Y (default %Y-%m-%d)",
-    "decimal": "the decimal separator: dot (default) or comma",
-    "thousands": "the thousands separator: comma, dot, space, apostrophe or none (default)",
-}
-_VALUE_KEYS: Final = ("date_format", "decimal", "thousands", "account_currency")
-# Separators by name (a comma cannot be written inside the comma-separated mapping).
-_SEPARATORS: Final = {"comma": ",", ",": ",", "dot": ".", "period": ".", ".": ".",
-                      "space": " ", " ": " ", "apostrophe": "'", "'": "'", "none": ""}  # fmt: skip
+MAPPING_KEYS: Final[Mapping[str, str]] = BANK.keys
+_VALUE_KEYS: Final = BANK.value_keys
 
 
-def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
-    """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping).
+def parse_mapping(text: str | Mapping[str, str] | None, *, origin: str = "") -> ColumnMapping:
+    """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping): the
+    syntax orders share (:func:`txkit.analysis.columns.parse_columns`).
 
     Raises:
         ValueError: an unknown key, a pair without ``=``, a key given twice, or values that
             do not go together (one message naming the accepted keys).
     """
-    if text is None or text == "":
-        return {}
-    pairs: list[tuple[str, str]]
-    if isinstance(text, Mapping):
-        pairs = [(str(k), str(v)) for k, v in text.items()]
-    else:
-        pairs = []
-        for part in str(text).split(","):
-            if not part.strip():
-                continue
-            key, sep, value = part.partition("=")
-            if not sep:
-                raise ValueError(
-                    f"bank statement columns: {part.strip()!r} is not key=Column Name; "
-                    f"accepted keys: {', '.join(MAPPING_KEYS)}"
-                )
-            pairs.append((key.strip().lower(), value.strip()))
-    out: dict[str, str] = {}
-    for key, value in pairs:
-        if key not in MAPPING_KEYS:
-            raise ValueError(
-                f"bank statement columns: unknown key {key!r}; accepted: {', '.join(MAPPING_KEYS)}"
-            )
-        if key in out:
-            raise ValueError(f"bank statement columns: {key!r} is given twice")
-        if not value:
-            raise ValueError(f"bank statement columns: {key!r} has no column name")
-        out[key] = value
-    if "amount" in out and ({"credit", "debit"} & out.keys()):
-        raise ValueError(
-            "bank statement columns: give either amount (signed) or credit and debit, not both"
-        )
-    if ("credit" in out) != ("debit" in out):
-        raise ValueError("bank statement columns: credit and debit go together")
-    if "currency" in out and "account_currency" in out:
-        raise ValueError(
-            "bank statement columns: give either currency (a column) or account_currency "
-            "(one code for the file), not both"
-        )
-    if _SEPARATORS.get(out.get("decimal", "dot")) not in (".", ","):
-        raise ValueError("bank statement columns: decimal must be dot or comma")
-    if out.get("thousands", "none") not in _SEPARATORS:
-        raise ValueError(
-            "bank statement columns: thousands must be comma, dot, space, apostrophe or none"
-        )
-    if _SEPARATORS[out.get("thousands", "none")] == _SEPARATORS[out.get("decimal", "dot")]:
-        raise ValueError("bank statement columns: thousands and decimal separators must differ")
-    return out
+    return parse_columns(text, BANK, origin=origin)
 
 
 def describe_mapping(mapping: Mapping[str, str]) -> str:
     """The mapping as it would be written: ``date=Value Date,amount=Amount``."""
-    return ",".join(f"{k}={v}" for k, v in mapping.items())
+    return describe_columns(mapping)
 
 
-def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
-    """The entries of a CSV statement read through ``mapping`` (see the module docstring)."""
+def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Read:
+    """The entries of a CSV statement (or, with no ``source``, a spreadsheet's: ``.xlsx``,
+    ``.xls``, ``.ods``, a ``.xls`` that is HTML) read through ``mapping`` (see the module
+    docstring). Title rows, total and footer rows and description lines continuing on the next
+    row are found as :mod:`txkit.files._layout` says."""
     columns, required = _columns(path, mapping)
-    table = read_csv_table(
+    table = read_table(
         path,
         columns=list(columns.values()),
         required=required,
         what=WHAT,
         rows="statement lines",
         source=source,
+        date=columns["date"],
+        continues=columns.get("narration"),
     )
     frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
     if not {"reference", "narration"} & set(frame.columns):
@@ -133,8 +80,8 @@ def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
             lines=[1],
             what=WHAT,
         )
-    result = Read("csv", notes=list(table.notes))
-    result.entries.extend(_entries(_typed(path, frame, mapping)))
+    result = Read(table.kind, notes=list(table.notes))
+    result.entries.extend(_entries(_typed(path, frame, mapping, table.unit, table.kind != "csv")))
     return result
 
 
@@ -152,8 +99,6 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
         required = ["date", "amount", "currency"]
     if "amount" not in columns and "credit" not in columns:
         raise _config(path, "no amount column in the mapping (amount, or credit and debit)")
-    if "currency" not in columns and "account_currency" not in mapping:
-        raise _config(path, "no currency in the mapping (currency, or account_currency)")
     if "date" not in columns:
         raise _config(path, "no date column in the mapping")
     if not {"reference", "narration"} & columns.keys():
@@ -161,19 +106,26 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
     return columns, required
 
 
-def _typed(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+def _typed(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str, iso: bool
+) -> pl.DataFrame:
     """The statement's columns checked and typed: dates, the signed ``_amount``, the currency
-    code, the running balance proven, and the text columns stripped (empty: null)."""
+    code (a column, the file's one currency, or the code written with the amounts: ``0.01USD``),
+    the running balance proven, and the text columns stripped (empty: null). ``iso``: dates
+    may also be written ``2026-10-31`` (a spreadsheet's date cells)."""
     date_format = mapping.get("date_format", "%Y-%m-%d")
     for key in ("date", "value_date"):
         if key in frame.columns:
-            frame = frame.with_columns(_dates(path, frame, key, date_format))
-    amount = _signed_amount(path, frame, mapping)
+            frame = frame.with_columns(_dates(path, frame, key, date_format, unit, iso))
+    frame = frame.with_columns(_written_currency(frame).alias("_written"))
+    amount = _signed_amount(path, frame, mapping, unit)
     frame = frame.with_columns(amount.alias("_amount"))
     if "currency" in frame.columns:
         currency = pl.col("currency").str.strip_chars().str.to_uppercase()
-    else:
+    elif "account_currency" in mapping:
         currency = pl.lit(mapping["account_currency"].strip().upper())
+    else:
+        currency = pl.col("_written").fill_null("")
     frame = frame.with_columns(currency.alias("currency"))
     fail_lines(
         path,
@@ -183,13 +135,38 @@ def _typed(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.Da
         advice="map the currency code's column (currency=...) or set account_currency=NGN",
         shown="currency",
         what=WHAT,
+        unit=unit,
+    )
+    fail_lines(
+        path,
+        frame,
+        pl.col("_written").is_not_null() & (pl.col("_written") != pl.col("currency")),
+        problem="the amount is written with another currency than the line's",
+        advice="check the currency column of the mapping (an amount is never converted)",
+        shown=pl.concat_str([pl.col("_written"), pl.col("currency")], separator=" / "),
+        what=WHAT,
+        unit=unit,
     )
     if "balance" in frame.columns:
-        _check_running_balance(path, frame, mapping)
+        _check_running_balance(path, frame, mapping, unit)
     text = {k: pl.col(k).str.strip_chars() for k in ("reference", "narration", "bank_reference")}
     return frame.with_columns(
         pl.when(expr != "").then(expr).alias(k) for k, expr in text.items() if k in frame.columns
     )
+
+
+def _written_currency(frame: pl.DataFrame) -> pl.Expr:
+    """The code written with the line's amount (amount, credit or debit), upper case; null
+    when none is."""
+    found = [
+        pl.col(k)
+        .str.extract(r"^\s*([A-Za-z]{3})\s*[-+(0-9.]")
+        .fill_null(pl.col(k).str.extract(r"[0-9.)]\s*([A-Za-z]{3})\s*$"))
+        .str.to_uppercase()
+        for k in ("amount", "credit", "debit")
+        if k in frame.columns
+    ]
+    return pl.coalesce(found) if found else pl.lit(None, dtype=pl.String)
 
 
 def _entries(frame: pl.DataFrame) -> list[Entry]:
@@ -235,9 +212,15 @@ def _config(path: Path, problem: str) -> DataFileError:
     )
 
 
-def _dates(path: Path, frame: pl.DataFrame, key: str, date_format: str) -> pl.Series:
+def _dates(
+    path: Path, frame: pl.DataFrame, key: str, date_format: str, unit: str, iso: bool
+) -> pl.Series:
     text = pl.col(key).str.strip_chars()
     parsed = text.str.strptime(pl.Date, date_format, strict=False)
+    if iso:  # a spreadsheet's date cell reads 2026-10-31 (00:00:00), whatever the format shows
+        parsed = parsed.fill_null(
+            text.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False)
+        )
     fail_lines(
         path,
         frame,
@@ -247,33 +230,23 @@ def _dates(path: Path, frame: pl.DataFrame, key: str, date_format: str) -> pl.Se
         advice="set date_format in the column mapping to how the file writes dates",
         shown=key,
         what=WHAT,
+        unit=unit,
     )
     return frame.select(parsed.alias(key)).to_series()
-
-
-def _plain(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
-    """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``."""
-    out = expr.str.strip_chars()
-    thousands = _SEPARATORS[mapping.get("thousands", "none")]
-    if thousands:
-        out = out.str.replace_all(thousands, "", literal=True)
-    if _SEPARATORS[mapping.get("decimal", "dot")] == ",":
-        out = out.str.replace_all(",", ".", literal=True)
-    negative = out.str.starts_with("(") & out.str.ends_with(")")
-    out = pl.when(negative).then("-" + out.str.slice(1, out.str.len_chars() - 2)).otherwise(out)
-    return out.str.strip_prefix("+")
 
 
 _PLAIN: Final = rf"^-?[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"
 
 
-def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.Series:
+def _signed_amount(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
+) -> pl.Series:
     advice = (
         "set decimal and thousands in the column mapping to how the file writes amounts "
         f"(e.g. thousands=,), with at most {MAX_DECIMALS} decimals; amounts are never guessed"
     )
     if "amount" in frame.columns:
-        text = _plain(pl.col("amount"), mapping)
+        text = plain_amount(pl.col("amount"), mapping, codes=True)
         fail_lines(
             path,
             frame,
@@ -282,10 +255,11 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
             advice=advice,
             shown="amount",
             what=WHAT,
+            unit=unit,
         )
         return frame.select(text).to_series()
-    credit = _plain(pl.col("credit"), mapping)
-    debit = _plain(pl.col("debit"), mapping)
+    credit = plain_amount(pl.col("credit"), mapping, codes=True)
+    debit = plain_amount(pl.col("debit"), mapping, codes=True)
     empty_c, empty_d = credit == "", debit == ""
     fail_lines(
         path,
@@ -295,6 +269,7 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
         advice="check the credit and debit columns of the mapping",
         shown=pl.concat_str([pl.col("credit"), pl.col("debit")], separator=" / "),
         what=WHAT,
+        unit=unit,
     )
     for name, expr, empty in (("credit", credit, empty_c), ("debit", debit, empty_d)):
         fail_lines(
@@ -305,15 +280,18 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
             advice=advice,
             shown=name,
             what=WHAT,
+            unit=unit,
         )
     signed = pl.when(empty_c).then("-" + debit).otherwise(credit)
     return frame.select(signed).to_series()
 
 
-def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> None:
+def _check_running_balance(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
+) -> None:
     """Each line's balance must follow from the previous one and its amount, in the file's
     order or the reverse (newest first); else the first line where it does not is named."""
-    text = _plain(pl.col("balance"), mapping)
+    text = plain_amount(pl.col("balance"), mapping, codes=True)
     fail_lines(
         path,
         frame,
@@ -322,6 +300,7 @@ def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str
         advice="set decimal and thousands in the column mapping to how the file writes amounts",
         shown="balance",
         what=WHAT,
+        unit=unit,
     )
     rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_balance")).rows()
     for order in (rows, rows[::-1]):
@@ -337,6 +316,7 @@ def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str
         "a line is missing or damaged: export the statement again (nothing is matched against "
         "a statement that does not add up)",
         lines=[first[0]],
+        unit=unit,
         what=WHAT,
     )
 

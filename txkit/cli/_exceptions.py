@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -19,6 +20,9 @@ import polars as pl
 from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
+from txkit.datafile import read_text
+from txkit.errors import DataFileError, StoreError
+from txkit.files._grid import SPREADSHEET_SUFFIXES
 from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (
@@ -34,6 +38,7 @@ from txkit.register import (
     reported_months,
 )
 from txkit.register._sign import revision_lines, revisions
+from txkit.register._table import repair_register
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
@@ -84,11 +89,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
     i.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
     i.set_defaults(func=_import)
+    r = actions.add_parser(
+        "repair",
+        help="rebuild a damaged register from its intact files (names what was lost)",
+    )
+    r.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
+    r.set_defaults(func=_repair)
+
+
+def _repair(args: argparse.Namespace) -> int:
+    store = args.store or default_store()
+    lost, version = repair_register(store)
+    if version is None:
+        print(f"the exception register in {store} is whole: nothing to repair")
+        return 0
+    for check in lost:
+        print(f"dropped: _register/{check.path} ({check.status}: {check.detail})")
+    print(
+        f"the exception register in {store} was rebuilt from its intact files (version "
+        f"{version}): the events of the {len(lost)} file(s) dropped are lost; rerun the "
+        "reports and signatures they held (`txkit exceptions` shows what remains)"
+    )
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     store = args.store or default_store()
-    view = register_view(store, month=args.month, materiality=load_materiality())
+    events, version = read_events(store)
+    if version is None:
+        what = "a store without" if _is_store(store) else "no store, so no"
+        raise StoreError(
+            f"{store}: {what} exception register (txkit report --month YYYY-MM writes it; "
+            "--store names another store)"
+        )
+    view = register_view(store, month=args.month, materiality=load_materiality(), events=events)
     view = filter_items(
         view, still_open=args.open, material=args.material, older_than=args.older_than
     )
@@ -105,15 +139,20 @@ def _list(args: argparse.Namespace) -> int:
     ):
         print(_table(view))
     print(f"{view.height:,} items")
-    events, _ = read_events(store)
     months = reported_months(events)
     month = args.month or (months[-1] if months else None)
-    history = revisions(args.reports, month) if month else []
+    history = revisions(args.reports, month, events=events) if month else []
     if len(history) > 1:  # a reopened month: each report of it, why, who signed, what changed
         print(f"reports of {month}:")
         for line in revision_lines(history):
             print(f"  {line}")
     return 0
+
+
+def _is_store(store: str) -> bool:
+    if "://" in store:
+        return True  # object storage: the register's absence is what matters
+    return (Path(store) / "_delta_log").is_dir()
 
 
 def _table(view: pl.DataFrame) -> pl.DataFrame:
@@ -148,26 +187,41 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 _IMPORTED = ("category", "owner", "explanation", "status")
+_IMPORT_WHAT = "exceptions file"
 
 
-def _import(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if path.suffix.lower() == ".csv":
-        frame = pl.read_csv(path, infer_schema=False)
-    elif path.suffix.lower() == ".xlsx":
-        rows = read_xlsx_text(path)
+def _read_import(path: Path) -> pl.DataFrame:
+    """The edited register as text columns, read through the bounded readers: a folder, a
+    device, a binary or undecodable file and a damaged or hostile workbook each end in one
+    line naming the file."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        text = read_text(path, what=_IMPORT_WHAT).text
+        try:
+            return pl.read_csv(io.StringIO(text), infer_schema=False)
+        except pl.exceptions.PolarsError as exc:
+            raise DataFileError(
+                path,
+                f"cannot be read as CSV ({str(exc).splitlines()[0][:200]})",
+                "export the register again (the report's exceptions.csv) and edit that",
+                what=_IMPORT_WHAT,
+            ) from None
+    if suffix in SPREADSHEET_SUFFIXES:
+        rows = read_xlsx_text(path, what=_IMPORT_WHAT)
         header = [str(h or "").strip() for h in rows[0]] if rows else []
-        frame = pl.DataFrame(
+        return pl.DataFrame(
             [
                 dict(zip(header, r + [None] * (len(header) - len(r)), strict=False))
                 for r in rows[1:]
             ],
             schema=dict.fromkeys(header, pl.String),
         )
-    else:
-        raise ValueError(
-            f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)"
-        )
+    raise ValueError(f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)")
+
+
+def _import(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    frame = _read_import(path)
     if "key" not in frame.columns:
         raise ValueError(f"{path}: no 'key' column (columns: {', '.join(frame.columns)})")
     store = args.store or default_store()

@@ -63,6 +63,10 @@ class ExportBar:
             self._retries = retries
             self._bar.set_postfix_str(f"retries={retries:,}", refresh=False)
 
+    def describe(self, text: str) -> None:
+        """Replace the bar's description (what the export is doing)."""
+        self._bar.set_description(scrub(text), refresh=False)
+
     @property
     def total(self) -> int:
         return int(self._bar.total or 0)

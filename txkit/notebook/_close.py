@@ -17,16 +17,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from txkit._scrub import scrub_frame
+from txkit.analysis.columns import BANK, column_setting
 from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
-from txkit.config import bank_columns_setting, key_configured
+from txkit.config import key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
@@ -67,7 +68,7 @@ def load_bank_statements(
     bank_statements: str | Sequence[str] | None,
     month: str,
     *,
-    columns: str | None = None,
+    columns: str | Mapping[str, str] | None = None,
 ) -> tuple[BankStatement | None, LoadInfo]:
     """The merchant's bank statements for ``month``'s settlements.
 
@@ -76,7 +77,8 @@ def load_bank_statements(
             without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
             month's statement and the next month's, where its last settlements arrive).
         month: ``YYYY-MM``.
-        columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``).
+        columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``, else the
+            ``[bank]`` section of ``txkit.toml``).
 
     Returns:
         The statements (None when none is given) and a :class:`LoadInfo` whose line says
@@ -106,7 +108,7 @@ def load_bank_statements(
             month=month, first=None, last=None, source="", rows=0, kind="bank", note=note,
             warnings=(note,),
         )  # fmt: skip
-    statement = read_statements(paths, columns=columns or bank_columns_setting())
+    statement = read_statements(paths, columns=column_setting(BANK, columns))
     note = origin + statement.describe()
     return statement, LoadInfo(
         month=month, first=first, last=last, source=origin or "files",

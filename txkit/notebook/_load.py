@@ -7,7 +7,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -15,7 +15,8 @@ from typing import Any
 
 import polars as pl
 
-from txkit.analysis.reconcile import read_orders_file
+from txkit.analysis.columns import ORDERS, column_setting
+from txkit.analysis.orders import read_orders_file
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import default_store, resolve_orders
 from txkit.datafile import orders_around
@@ -364,7 +365,13 @@ def load_margin(
     )  # fmt: skip
 
 
-def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, LoadInfo]:
+def load_orders(
+    orders: str,
+    month: str,
+    *,
+    margin_days: int = 0,
+    columns: str | Mapping[str, Any] | None = None,
+) -> tuple[pl.DataFrame, LoadInfo]:
     """The merchant's expected payments for ``month``.
 
     Args:
@@ -374,9 +381,14 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
         margin_days: also keep the orders dated this many days before and after the month.
+        columns: the file's column mapping or preset (``shopify``; see
+            :func:`txkit.analysis.read_orders`); None: ``TXKIT_ORDERS_COLUMNS``, else the
+            ``[orders]`` section of ``txkit.toml``, else txkit's own column names. Never
+            applied to the sandbox's orders.
 
     Returns:
-        The orders and a :class:`LoadInfo` whose line says where they came from and what
+        The orders and a :class:`LoadInfo` whose line says where they came from, the mapping
+        used and what
         reading the file took (an encoding other than UTF-8, values normalised, with counts);
         its ``warnings`` say when no order is dated in the month (the reconciliation would
         then list every collection as missing in the orders).
@@ -385,12 +397,16 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
         DataFileError: the file cannot be read as it is (named, with its lines and what to
             do; see :func:`txkit.analysis.read_orders`).
     """
-    frame, info, _ = _load_orders(orders, month, margin_days=margin_days)
+    frame, info, _ = _load_orders(orders, month, margin_days=margin_days, columns=columns)
     return frame, info
 
 
 def _load_orders(
-    orders: str, month: str, *, margin_days: int = 0
+    orders: str,
+    month: str,
+    *,
+    margin_days: int = 0,
+    columns: str | Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
     month = parse_month(month)
@@ -401,7 +417,9 @@ def _load_orders(
         origin = "the embedded sandbox's merchant orders"
     else:
         # The file's name only: a page never shows the analyst's local path.
-        read, origin = read_orders_file(orders), f"orders file {Path(orders).name}"
+        mapping = column_setting(ORDERS, columns, given_origin="the orders_columns parameter")
+        read = read_orders_file(orders, columns=mapping)
+        origin = f"orders file {Path(orders).name}"
     frame = read.frame
     warnings: list[str] = []
     if "date" in frame.columns:

@@ -102,9 +102,11 @@ class Outputs:
         """The ``days`` days on each side of the month (:func:`~txkit.notebook.load_margin`)."""
         return self._keep(load_margin(self.month, days=days, **self._where()))
 
-    def load_orders(self, orders: str, *, margin_days: int = 0) -> pl.DataFrame:
+    def load_orders(
+        self, orders: str, *, margin_days: int = 0, columns: str | None = None
+    ) -> pl.DataFrame:
         """The merchant's expected payments (:func:`~txkit.notebook.load_orders`)."""
-        return self._keep(load_orders(orders, self.month, margin_days=margin_days))
+        return self._keep(load_orders(orders, self.month, margin_days=margin_days, columns=columns))
 
     def load_bank_statements(
         self, bank_statements: str | Sequence[str] | None, *, columns: str | None = None

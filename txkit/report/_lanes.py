@@ -1,33 +1,35 @@
 """The report's kernels: a few lanes, each one kernel that runs its notebooks in turn.
 
-Starting a kernel (the interpreter, ipykernel, polars, txkit, matplotlib) costs about 1.3 s
-of CPU and 1.5 to 3 s of wall time on a 2-core machine, a fifth of a curated notebook's run
-on the sandbox: six notebooks in two lanes start two kernels, not six. Between two notebooks
+Starting a kernel (the interpreter, ipykernel, polars, txkit, matplotlib) costs a good part
+of a curated notebook's run on the sandbox (docs/benchmarks.md): eight notebooks in two lanes
+start two kernels, not eight. Between two notebooks
 the lane resets its kernel (every name the notebook defined, its figures, the prompt numbers),
 so a notebook runs as it would in a kernel of its own; modules stay imported. A kernel that
 died, or ran a notebook that failed, is shut down and the lane starts a new one.
 
 A run's lanes end with it. :class:`KeptLanes` keeps them across runs in one process (reports
-of several months in turn: two kernel starts and their imports, about 3 s of CPU, saved a
-report), each lane's kernel still driven by one thread only, and started again when a run's
-kernel settings (the environment, the working folder) differ from those it was started with.
+of several months in turn), each lane's kernel still driven by one thread only, and started
+again when a run's kernel settings (the environment, the working folder) differ from those it
+was started with.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import shutil
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
+from traitlets import Dict
 
 from txkit.errors import NotebookFailedError
-from txkit.report._kernel import ReportKernelManager
 
-__all__ = ["KeptLanes", "Lane", "run_in_lanes"]
+__all__ = ["KeptLanes", "Lane", "ReportKernelManager", "run_in_lanes"]
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -35,9 +37,8 @@ Item = TypeVar("Item")
 #: Run between two notebooks, outside the history: figures closed, txkit's per-notebook state
 #: started again (:mod:`txkit._session`), names removed, and the next notebook's first cell
 #: numbered 1 again, as in a new kernel. The names go as ``%reset -f`` removes them (the
-#: shell's own reset), without the full garbage collection the magic adds after it: the
-#: collector frees what is left in its time, and each such collection of a kernel that has
-#: run a notebook cost 0.08 s of CPU (a third of a reset, 0.3 s a report of four notebooks).
+#: shell's own reset), without the full garbage collection the magic adds after it (a third
+#: of a reset's cost): the collector frees what is left in its time.
 _RESET = """\
 import sys as _sys
 if "matplotlib.pyplot" in _sys.modules:
@@ -48,6 +49,35 @@ del _sys
 get_ipython().reset(new_session=False)
 get_ipython().execution_count = 1
 """
+
+
+class ReportKernelManager(AsyncKernelManager):
+    """An :class:`AsyncKernelManager` that adds :attr:`extra_env` to its kernel's
+    environment (the report's own process environment, which two lanes and the caller share,
+    is left alone) and remembers its clients, so that a lane closes their channels between
+    notebooks."""
+
+    extra_env = Dict(config=True, help="variables set in the kernel's environment only")
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._clients: list[Any] = []
+
+    def client(self, **kw: Any) -> Any:
+        made = super().client(**kw)
+        self._clients.append(made)
+        return made
+
+    def stop_clients(self) -> None:
+        """Close the channels of every client made so far (a notebook's, a reset's)."""
+        clients, self._clients = self._clients, []
+        for made in clients:
+            made.stop_channels()
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> Any:
+        env = dict(kw.pop("env", None) or os.environ)
+        env.update(self.extra_env)
+        return await super()._async_pre_start_kernel(env=env, **kw)
 
 
 class Lane:
@@ -65,7 +95,7 @@ class Lane:
     def manager(self, settings: Hashable = None) -> ReportKernelManager:
         """The kernel manager for the next notebook: its kernel reset, or a new one (started
         by the notebook's client). ``settings``: what the kernel is started with besides its
-        code (see :func:`txkit.report._run.kernel_settings`); a kernel started with others
+        code (see :func:`txkit.report._kernels.kernel_settings`); a kernel started with others
         is shut down and a new one started."""
         if self._manager is not None and self._manager.has_kernel:
             if self._settings == settings and run_sync(self._manager.is_alive)():

@@ -11,9 +11,10 @@ from typing import Any
 import polars as pl
 
 from txkit.decode import read_page
+from txkit.errors import IncompleteExportError
 from txkit.fetch.pages import SlotRead, describe_query
 
-__all__ = ["DAY", "FetchMode", "Piece", "Span"]
+__all__ = ["DAY", "FetchMode", "Piece", "RecordsMovingError", "Span"]
 
 DAY = timedelta(days=1)
 #: The largest offset of a service's days from UTC considered plausible (UTC-14..UTC+14).
@@ -25,6 +26,14 @@ MAX_MARGIN_DAYS = 64
 _IDS_SCHEMA = {
     "data": pl.Struct({"transactions": pl.List(pl.Struct({"id": pl.String})), "total": pl.Int64})
 }
+
+
+class RecordsMovingError(IncompleteExportError):
+    """Records kept moving in and out of a window while it was read (passes that never add
+    up, pages that never agree, re-reads that keep finding a changed set), as opposed to a
+    limit of the service (a day above the offset cap, a tie group no filter splits). The
+    loader catches it for a status filter and proves the window without it
+    (:func:`txkit.fetch.load.load_transactions`)."""
 
 
 class FetchMode(enum.Enum):
@@ -84,10 +93,6 @@ class Piece:
         highs = [v for v in highs if v is not None]
         self.low = min(lows) if lows else None
         self.high = max(highs) if highs else None
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(), tzinfo=UTC)
 
 
 def _midnight(day: date) -> datetime:

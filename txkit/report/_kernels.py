@@ -1,0 +1,171 @@
+"""Where the report's kernels live: one private folder per run (``txkit-kernel-*``, mode 0700,
+in the system temporary folder) for their connection files (each holds the key that signs its
+kernel's messages) and Unix sockets, removed when the run ends; what a killed run left is
+removed by the next. Also what the kernels are started with, and :func:`keep_kernels`."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from txkit import config
+from txkit.errors import TxkitError
+from txkit.report._lanes import KeptLanes, ReportKernelManager
+from txkit.report._publish import OWNER_FILE, alive
+
+log = logging.getLogger("txkit")
+
+__all__ = [
+    "clean_kernel_folders",
+    "keep_kernels",
+    "kept_lanes",
+    "kernel_environment",
+    "kernel_manager",
+    "kernel_settings",
+    "sockets_folder",
+]
+
+_KERNELS = "txkit-kernel-"
+
+# A Unix socket's path holds at most 107 bytes (``sockaddr_un.sun_path``); a kernel's sockets
+# are ``<folder>/k<N>-<port index>``, and pytest's temporary folders alone reach 70 characters.
+_SOCKET_PATH_MAX = 107
+_SOCKET_NAME_MAX = len("/txkit-kernel-xxxxxxxx/k99-99")
+
+
+def clean_kernel_folders(temp: Path | None = None) -> list[str]:
+    """Remove this user's ``txkit-kernel-*`` folders whose report (its owner file) is no
+    longer running, with the connection files and sockets in them; a line per folder.
+
+    Args:
+        temp: the temporary folder (default: :func:`tempfile.gettempdir`).
+    """
+    temp = Path(temp or tempfile.gettempdir())
+    done: list[str] = []
+    for folder in sorted(temp.glob(f"{_KERNELS}*")):
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        try:
+            owner = int((folder / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue  # not (yet) a report's: its owner file is written right after mkdtemp
+        if alive(owner):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        done.append(f"removed the kernel folder {folder} (left by a killed report)")
+    return done
+
+
+def _kernel_base() -> Path:
+    """The temporary folder, or ``/tmp`` when the temporary folder's path is too long for a
+    Unix socket path inside it."""
+    temp = Path(tempfile.gettempdir())
+    if len(os.fsencode(temp)) + _SOCKET_NAME_MAX <= _SOCKET_PATH_MAX:
+        return temp
+    fallback = Path("/tmp")
+    if fallback.is_dir() and os.access(fallback, os.W_OK | os.X_OK):
+        return fallback
+    raise TxkitError(
+        f"the temporary folder {temp} is too long for the kernels' sockets (at most "
+        f"{_SOCKET_PATH_MAX - _SOCKET_NAME_MAX} characters): set TMPDIR to a shorter folder"
+    )
+
+
+def _kernel_folder() -> Path:
+    base = _kernel_base()
+    for line in clean_kernel_folders(base):
+        log.warning("report: %s", line)
+    folder = Path(tempfile.mkdtemp(prefix=_KERNELS, dir=base))
+    (folder / OWNER_FILE).write_text(str(os.getpid()))
+    return folder
+
+
+@contextlib.contextmanager
+def sockets_folder() -> Iterator[Path]:
+    """This run's private folder for its kernels' sockets and connection files: Unix sockets
+    in a 0700 folder, not loopback TCP, which any local user could reach. Inside
+    :func:`keep_kernels`, the kept lanes' folder, left for the next report."""
+    kept = kept_lanes()
+    if kept is not None:
+        kept.folder = kept.folder or _kernel_folder()
+        yield kept.folder
+        return
+    folder = _kernel_folder()
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def kernel_environment(data: Path | None = None) -> dict[str, str]:
+    """What the notebooks' kernels get beside this process's environment: no progress bars
+    in executed pages, and this process's data folder (absolute), so that a kernel started in
+    the notebooks' folder finds the same sandbox cache and store, not a second one under
+    ``notebooks/data/``. Nothing of this process's environment is changed."""
+    return {
+        config.PROGRESS_VAR: "0",
+        config.DATA_DIR_VAR: str((data or config.data_dir()).resolve()),
+    }
+
+
+def kernel_settings(notebooks: Path) -> tuple[object, ...]:
+    """What a notebook's kernel is started with besides its code: this process's environment,
+    :func:`kernel_environment` and the working folder (the notebooks' folder). A kept kernel
+    (:func:`keep_kernels`) started with other settings is started again."""
+    return (
+        tuple(sorted(os.environ.items())),
+        tuple(sorted(kernel_environment().items())),
+        str(notebooks.resolve()),
+    )
+
+
+def kernel_manager(sockets: Path, index: int) -> ReportKernelManager:
+    """Lane ``index``'s kernel manager: Unix sockets in the private folder (short names, for
+    the socket path's limit), its connection file there, and :func:`kernel_environment`."""
+    return ReportKernelManager(
+        kernel_name="python3",
+        transport="ipc",
+        ip=str(sockets / f"k{index}"),
+        connection_file=str(sockets / f"lane{index}.json"),
+        extra_env=kernel_environment(),
+    )
+
+
+_KEPT: contextvars.ContextVar[KeptLanes | None] = contextvars.ContextVar(
+    "txkit_report_kept_lanes", default=None
+)
+
+
+def kept_lanes() -> KeptLanes | None:
+    """The lanes :func:`keep_kernels` keeps in this context, if any."""
+    return _KEPT.get()
+
+
+@contextlib.contextmanager
+def keep_kernels() -> Iterator[KeptLanes]:
+    """Reports run inside this block, in this thread, keep the notebooks' kernels from one to
+    the next (each reset between two notebooks as within a report; see
+    :mod:`txkit.report._lanes`) and shut them down at its end: two kernel starts and their
+    imports saved per report after the first (docs/benchmarks.md).
+
+    A kernel started with other settings than the next report's (:func:`kernel_settings`: the
+    environment, the data folder, the notebooks' folder) is started again.
+    """
+    kept = KeptLanes()
+    token = _KEPT.set(kept)
+    try:
+        yield kept
+    finally:
+        _KEPT.reset(token)
+        kept.close()

@@ -1,0 +1,118 @@
+"""The index's content: each section's downloads and headline figures, then the index page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from txkit.analysis.trends import month_over_month, monthly_metrics
+from txkit.calendar import previous_month
+from txkit.notebook._downloads import read_downloads, report_folder
+from txkit.register import SECTIONS
+from txkit.register._index import RegisterSummary
+from txkit.register._sign import signature_block
+from txkit.report._headlines import (
+    exception_headlines,
+    explore_headlines,
+    orders_headline,
+    underpayment_headlines,
+)
+from txkit.report._html import Headline, Section, index_html
+from txkit.report._manifest import Revision
+from txkit.report._plan import OrdersCheck, ReportPlan
+from txkit.store import MonthManifest, scan_store
+from txkit.store._location import store_name
+
+__all__ = ["add_headlines", "attach_downloads", "write_index"]
+
+
+def attach_downloads(sections: list[Section], staging: Path) -> None:
+    """Each section's downloads (the lists and tables its notebook wrote)."""
+    published = read_downloads(staging)
+    for section in sections:
+        section.downloads = [d for d in published.values() if d.get("page") == section.href]
+
+
+def add_headlines(
+    sections: list[Section],
+    plan: ReportPlan,
+    manifest: MonthManifest,
+    *,
+    out: Path,
+    orders: OrdersCheck | None = None,
+    material: dict[str, int] | None = None,
+) -> None:
+    """Each section's headline figures (this month against the one before, from the table
+    version the notebooks read): the store's figures, the orders' count, and one per download
+    (after :func:`attach_downloads`); ``out`` holds last month's report. With ``material``
+    (open material items per register section), an exception list's headline looks at this
+    only when its section has material items.
+    """
+    month = plan.month
+    before = previous_month(month)
+    scan = scan_store(plan.store, version=manifest.table_version)
+    metrics = monthly_metrics(scan.filter(pl.col("month").is_in([before, month])))
+    mom = month_over_month(metrics, month)
+    previous = read_downloads(report_folder(out, before))  # a reopened month: its newest
+    by_topic = {"explore": explore_headlines, "underpayments": underpayment_headlines}
+    for section in sections:
+        topic = Path(section.href).stem.split("_", 1)[-1]
+        if topic in by_topic:
+            section.headlines += by_topic[topic](mom)
+        if topic == "reconciliation" and orders is not None:
+            section.headlines.append(orders_headline(orders.in_month, orders.dates))
+        for entry in section.downloads:
+            if entry.get("kind") == "table":  # a whole table: its own headline figures
+                section.headlines += [Headline(**h) for h in entry.get("headlines", [])]
+                continue
+            section.headlines += exception_headlines(
+                entry,
+                previous.get(entry["name"]),
+                material=None
+                if material is None
+                else material.get(SECTIONS.get(entry["name"], entry["name"]), 0),
+            )
+
+
+def write_index(
+    staging: Path,
+    plan: ReportPlan,
+    sections: list[Section],
+    manifest: MonthManifest,
+    checked: OrdersCheck,
+    *,
+    register: RegisterSummary | None = None,
+    revision: Revision | None = None,
+    history: str = "",
+) -> None:
+    """The index page, "what needs action" first, the exception register's block and the notes
+    on what was read in its footer; a revision of a signed month says so first."""
+    warnings = list(checked.info.warnings)
+    if revision:
+        warnings.append(revision.warning(plan.month))
+    (staging / "index.html").write_text(
+        index_html(
+            plan.month,
+            sections,
+            show_pii=plan.show_pii,
+            freshness=_freshness(plan.month, plan.store, manifest),
+            source=str(manifest.source),
+            table_version=None if manifest.table_version is None else str(manifest.table_version),
+            warnings=warnings,
+            register=history + (register.html if register else "") + signature_block([]),
+        ),
+        encoding="utf-8",
+    )
+
+
+def _freshness(month: str, store: str | Path, manifest: MonthManifest) -> str:
+    """The index page's line on what was read: source, version, coverage, verification."""
+    state = "complete" if manifest.complete else "NOT complete"
+    return (
+        f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}, read from the "
+        f"store {store_name(store)} at table version {manifest.table_version}; the month is "
+        f"{state} (windows {manifest.coverage.describe_windows()}); every fetch was verified "
+        f"against the service's total for its query (last: {manifest.service_total:,} records, "
+        "with a day of margin on each side)."
+    )

@@ -1,0 +1,321 @@
+"""Step 1 of a report: the request checked, the merchant's files read, the days to sync chosen
+(before anything is fetched or a kernel started); then the sync and the month's manifest."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from txkit import config
+from txkit.analysis.columns import BANK, ORDERS, column_setting, describe_columns
+from txkit.bank import read_statements
+from txkit.calendar import month_bounds, parse_month, previous_months
+from txkit.config import default_store, key_configured
+from txkit.errors import TxkitError
+from txkit.files import check_input
+from txkit.notebook._load import LoadInfo, _load_orders
+from txkit.store import MonthManifest, RetentionPolicy, SyncResult, read_manifests, sync
+from txkit.store._location import check_version, is_remote, store_name
+
+log = logging.getLogger("txkit")
+
+__all__ = [
+    "Notes",
+    "OrdersCheck",
+    "ReportPlan",
+    "ReportRequest",
+    "check_orders",
+    "month_manifest",
+    "plan_report",
+    "resolved_store",
+    "sandbox_calendar",
+    "sync_for_report",
+    "sync_range",
+]
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """What ``txkit report`` was asked for (the arguments of :func:`txkit.report.run_report`).
+
+    Attributes:
+        month: ``YYYY-MM``.
+        out: the reports folder (``out/YYYY-MM/``).
+        notebooks: the folder of curated notebooks.
+        store: the store folder or URI (None: :func:`txkit.config.default_store`).
+        show_pii: render customer data unmasked (the pages say so).
+        lookback_days: the store's look-back window.
+        orders: the merchant's expected payments (None: ``data/orders.csv`` with a key, else
+            the sandbox's).
+        progress: progress bars (None: when interactive).
+        as_of: re-render from this table version of the store (no sync).
+        bank_statements: the merchant's bank statements (None: the sandbox's own without a
+            key, none with one).
+        bank_columns: a CSV statement's column mapping (None: ``TXKIT_BANK_COLUMNS``, else
+            the ``[bank]`` section of ``txkit.toml``).
+        orders_columns: the orders file's column mapping or preset (``shopify``,
+            ``woocommerce``, ``stripe``; None: ``TXKIT_ORDERS_COLUMNS``, else the ``[orders]``
+            section of ``txkit.toml``, else txkit's own column names).
+        reopen: why a signed month is reported again (a revision beside the signed one).
+    """
+
+    month: str
+    out: Path
+    notebooks: Path
+    store: str | Path | None = None
+    show_pii: bool = False
+    lookback_days: int = config.LOOKBACK_DAYS
+    orders: str | None = None
+    progress: bool | None = None
+    as_of: int | None = None
+    bank_statements: list[str] | None = None
+    bank_columns: str | None = None
+    reopen: str | None = None
+    orders_columns: str | None = None
+
+
+class Notes:
+    """The lines a report has to tell its user (the caller shows them; the library prints
+    nothing): kept in order, and each passed to ``on_note`` as it comes."""
+
+    def __init__(self, on_note: Callable[[str], None] | None = None) -> None:
+        self.lines: list[str] = []
+        self._on_note = on_note
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        if self._on_note is not None:
+            self._on_note(line)
+
+
+@dataclass(frozen=True)
+class OrdersCheck:
+    """The orders file as the report checked it before running the notebooks.
+
+    Attributes:
+        info: :func:`txkit.notebook.load_orders`'s line (and warnings) for the month, with
+            the days around it notebook 02 reads.
+        in_month: orders dated in the month (or undated).
+        dates: the first and last order date in the file (None without dates).
+        path: the orders file (None for the sandbox's own orders).
+        whole: every order of the file as read (the register's recomputation reads them all).
+    """
+
+    info: LoadInfo
+    in_month: int
+    dates: tuple[Any, Any] | None = None
+    path: str | None = None
+    whole: pl.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def note(self) -> str:
+        return f"orders: {self.info.note}"
+
+
+def check_orders(orders: str, month: str, columns: Any = None) -> OrdersCheck:
+    """Read the orders as notebook 02 will (its line is :attr:`OrdersCheck.note`); warn
+    when the month has none. ``columns``: the file's column mapping (as
+    :func:`txkit.notebook.load_orders` takes it).
+
+    Raises:
+        DataFileError: the file cannot be read as it is (its lines and what to do).
+    """
+    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS, columns=columns)
+    if "date" in frame.columns:
+        first, last = month_bounds(month)
+        dated = pl.col("date")
+        frame = frame.filter(dated.is_between(first, last) | dated.is_null())
+    for warning in info.warnings:
+        log.warning("report: %s", warning)
+    return OrdersCheck(
+        info, frame.height, read.dates, None if orders == "sandbox" else orders, read.frame
+    )
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """What a report will read and run, decided before anything is fetched.
+
+    Attributes:
+        month: ``YYYY-MM`` (parsed).
+        store: the store folder or URI.
+        notebooks: the curated notebooks, in order.
+        orders: the orders file (absolute) or ``"sandbox"``.
+        checked: the orders as checked up front (None for the sandbox's, read after the sync).
+        since: the first day synced: the trends' first month (:data:`config.TREND_MONTHS`), at
+            least the history months, inside the service's calendar when it is known.
+        until: the last day synced (the month and :data:`config.MARGIN_DAYS` after it, inside
+            the calendar).
+        as_of: the table version to re-render from (no sync), or None.
+        bank_statements: the bank statements (absolute paths), or None.
+        bank_columns: a CSV statement's column mapping in effect (from the flag,
+            ``TXKIT_BANK_COLUMNS`` or ``txkit.toml``), written as the flag takes it.
+        show_pii: render customer data unmasked.
+        orders_columns: the orders file's column mapping in effect, likewise.
+    """
+
+    month: str
+    store: str | Path
+    notebooks: list[Path]
+    orders: str
+    checked: OrdersCheck | None
+    since: date
+    until: date
+    as_of: int | None = None
+    bank_statements: list[str] | None = None
+    bank_columns: str | None = None
+    show_pii: bool = False
+    orders_columns: str | None = None
+
+
+def resolved_store(store: str | Path) -> str:
+    """The store as the notebooks and ``report.json`` get it: a URI as given, a folder's
+    resolved path."""
+    return str(store) if is_remote(store) else str(Path(store).resolve())
+
+
+def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[date, date]:
+    """The days a report of ``month`` syncs: the :data:`config.HISTORY_MONTHS` the notebooks
+    read as history, the month and :data:`config.MARGIN_DAYS` after it. With a ``calendar``
+    (the first and last day the service holds data: the sandbox's) also every month the trends
+    show (up to :data:`config.TREND_MONTHS`), clipped to it, so that no month outside it is
+    planned. Without one (a service) only the history: a window before the service's first
+    record cannot be proven complete (an empty month with nothing near its edges fails the
+    sync), so the trends page says how many of its months the store holds instead.
+
+    Raises:
+        ValueError: the month lies outside ``calendar`` (names the calendar).
+    """
+    month = parse_month(month)
+    back = config.HISTORY_MONTHS
+    if calendar is not None:
+        back = max(back, config.TREND_MONTHS - 1)
+    since, _ = month_bounds(previous_months(month, back)[0])
+    first, last = month_bounds(month)
+    until = last + timedelta(days=config.MARGIN_DAYS)
+    if calendar is not None:
+        if last < calendar[0] or first > calendar[1]:
+            raise ValueError(
+                f"--month {month} is outside the sandbox's calendar ({calendar[0]:%Y-%m} to "
+                f"{calendar[1]:%Y-%m}): pick a month in it"
+            )
+        since, until = max(since, calendar[0]), min(until, calendar[1])
+    return since, until
+
+
+def sandbox_calendar() -> tuple[date, date] | None:
+    """The first and last day of the embedded sandbox's ledger when the report will read the
+    sandbox (no key configured), else None (a service's calendar is not known up front)."""
+    if key_configured():
+        return None
+    settings = config.SANDBOX
+    first, _ = month_bounds(settings.start_month)
+    year, month = divmod(first.year * 12 + first.month - 1 + settings.months - 1, 12)
+    _, last = month_bounds(f"{year:04d}-{month + 1:02d}")
+    return first, last
+
+
+def _notebooks(folder: Path) -> list[Path]:
+    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    if not found:
+        raise ValueError(
+            f"no curated notebooks (NN_topic.ipynb) in {folder}: run from the project folder "
+            "or pass --notebooks DIR"
+        )
+    return found
+
+
+def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
+    """Check the arguments and the merchant's files, and choose what to sync.
+
+    Raises:
+        ValueError: a bad month, version, missing notebooks or orders file.
+        DataFileError: the orders or a bank statement cannot be read as they are.
+    """
+    month = parse_month(request.month)
+    as_of = check_version(request.as_of)
+    sources = _notebooks(request.notebooks)
+    orders = config.resolve_orders(request.orders)
+    checked = None
+    orders_mapping = None
+    if orders != "sandbox":
+        # Flag over TXKIT_ORDERS_COLUMNS over txkit.toml; the kernels get it as a parameter.
+        orders_mapping = column_setting(ORDERS, request.orders_columns)
+        if Path(orders).is_symlink() or Path(orders).exists():
+            check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
+        if not Path(orders).is_file():
+            raise ValueError(
+                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
+                "or Parquet file with reference, amount, currency and optionally status, date)"
+            )
+        orders = str(Path(orders).resolve())
+        # Read and checked now, before the sync and the kernels: a file that cannot be read
+        # stops the report here, naming its lines, not in a notebook after the sync.
+        checked = check_orders(orders, month, orders_mapping)
+        notes.add(checked.note)
+    statements = request.bank_statements
+    bank_mapping = None
+    if statements:
+        bank_mapping = column_setting(BANK, request.bank_columns)
+        # read before resolving: a symbolic link loop is named as one, not a RuntimeError
+        notes.add(read_statements(statements, columns=bank_mapping).describe())
+        statements = [str(Path(p).resolve()) for p in statements]
+    since, until = sync_range(month, sandbox_calendar())
+    return ReportPlan(
+        month=month,
+        store=request.store or default_store(),
+        notebooks=sources,
+        orders=orders,
+        checked=checked,
+        since=since,
+        until=until,
+        as_of=as_of,
+        bank_statements=statements or None,
+        bank_columns=(describe_columns(bank_mapping) or None) if bank_mapping else None,
+        show_pii=request.show_pii,
+        orders_columns=(describe_columns(orders_mapping) or None) if orders_mapping else None,
+    )
+
+
+def sync_for_report(
+    plan: ReportPlan, request: ReportRequest, notes: Notes
+) -> tuple[SyncResult | None, float]:
+    """Sync the plan's days into the store (nothing when it holds them, or with ``as_of``),
+    then apply the store's retention policy, keeping every version the reports in
+    ``request.out`` cite; the sync's result (None when nothing was fetched) and its seconds."""
+    if plan.as_of is not None:
+        return None, 0.0
+    started = time.perf_counter()
+    result = sync(  # it connects only when something is to be fetched
+        start=plan.since,
+        end=plan.until,
+        store=plan.store,
+        lookback_days=request.lookback_days,
+        progress=request.progress,
+        retention=RetentionPolicy.from_config(reports=request.out),
+    )
+    for note in result.notes:
+        notes.add(note)
+    if not result.fetched:
+        return None, 0.0
+    return result, time.perf_counter() - started
+
+
+def month_manifest(plan: ReportPlan) -> MonthManifest:
+    """The store's record of the plan's month (at ``as_of``, else the newest).
+
+    Raises:
+        TxkitError: the store has no data for the month.
+    """
+    manifest = read_manifests(plan.store, version=plan.as_of).get(plan.month)
+    if manifest is None:
+        at = f" at version {plan.as_of}" if plan.as_of is not None else " after the sync"
+        raise TxkitError(f"the store {store_name(plan.store)} has no data for {plan.month}{at}")
+    return manifest
