@@ -72,6 +72,13 @@ def test_a_bad_month_is_the_clis_one_line_and_run_all_stops(
     assert after and all(c.execution_count is None for c in after)
 
 
+def test_the_jupyter_line_does_what_the_terminal_bar_does() -> None:
+    from txkit.fetch.progress import ExportBar, JupyterLine
+
+    asked = {name for name in vars(ExportBar) if not name.startswith("_")}
+    assert asked <= {name for name in dir(JupyterLine) if not name.startswith("_")}
+
+
 LOADING = """
 import logging, warnings
 import txkit.notebook

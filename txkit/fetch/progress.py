@@ -151,6 +151,8 @@ class JupyterLine:
 
     #: Seconds between two updates of the line (each is a message to the browser).
     EVERY = 0.5
+    #: Records expected, as the export learns the service's totals (as :class:`ExportBar`).
+    total: int = 0
 
     def __init__(self, client: Any, ip: Any, desc: str = "txkit export") -> None:
         from IPython.display import DisplayHandle
@@ -178,6 +180,10 @@ class JupyterLine:
         if now - self._last >= self.EVERY:
             self._last = now
             self._handle.update({"text/plain": self._text()}, raw=True)
+
+    def describe(self, text: str) -> None:
+        """Replace the line's description (what the export is doing)."""
+        self._desc = scrub(text)
 
     def update(self, n: int) -> None:
         self._done += n
