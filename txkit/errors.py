@@ -16,6 +16,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── IncompleteExportError     the records fetched do not add up to the service's total
     │   └── RecordsMovingError    records kept moving in and out while read (a status filter
     │                             falls back to the status applied locally)
+    ├── ParameterError            an argument or notebook parameter not accepted (a month
+    │                             ``2026-5``, an unknown source): names it and the accepted
+    │                             values (also a ``ValueError``)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
@@ -36,7 +39,12 @@ Warnings (``warnings.warn``), for results that are returned but deserve a look::
                                   unreadable, another format)
 
 Caller mistakes (an unknown status, a malformed date, start after end) raise ``ValueError``
-before any request is sent.
+before any request is sent; a month, day or notebook parameter raises :class:`ParameterError`,
+which is one.
+
+In Jupyter a txkit error shows as the CLI's one line (``txkit: error: ...``), not a traceback
+(:meth:`TxkitError._render_traceback_`, the hook IPython asks an exception for); the cell
+still fails, so Run All stops there.
 
 Messages never contain the secret key: every message, attribute text, ``repr`` and pickle of
 a txkit error goes through :func:`txkit._scrub.scrub` (the configured key in any encoding, and
@@ -64,6 +72,7 @@ __all__ = [
     "LimitExceededError",
     "NetworkError",
     "NotebookFailedError",
+    "ParameterError",
     "ProfileWarning",
     "RateLimitedError",
     "RecordsMovingError",
@@ -189,6 +198,24 @@ class TxkitError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         state = {name: _clean(value) for name, value in self.__dict__.items()}
         return _restore, (type(self), tuple(_clean(arg) for arg in self.args), state)
+
+    def cli_line(self) -> str:
+        """The one line the CLI prints for this error (``txkit: error: ...``): the message
+        alone for the user's own mistakes (a ``ValueError``), else with the class's name."""
+        text = one_line(self)
+        if not isinstance(self, ValueError):
+            text = f"{type(self).__name__}: {text}"
+        return f"txkit: error: {text}"
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of the traceback: an analyst's typo in a notebook
+        # parameter reads as the CLI's one line, not 30 lines of txkit's internals.
+        return [self.cli_line()]
+
+
+class ParameterError(TxkitError, ValueError):
+    """An argument or notebook parameter that is not accepted (``month = "2026-5"``, an
+    unknown ``source``); the message names it and the accepted values."""
 
 
 class ConfigError(TxkitError):

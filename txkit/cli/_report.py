@@ -9,6 +9,7 @@ from pathlib import Path
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
 from txkit.config import default_store
+from txkit.notebook._source import source_sentence
 from txkit.register._sign import ROLES, sign_report, verify_report
 from txkit.report import run_report
 
@@ -171,6 +172,9 @@ def _run(args: argparse.Namespace) -> int:
         else "store up to date, no request sent"
     )
     print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
+    # Which source the pages show, also when nothing was fetched (then no sync line names it).
+    print(source_sentence(args.month, source="store", store=args.store, version=args.as_of,
+                          plain=True))  # fmt: skip
     for name, seconds in result.notebooks.items():
         print(f"  {name}: {seconds:.1f} s")
     print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")

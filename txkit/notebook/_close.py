@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -191,6 +192,34 @@ def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+#: One record behind a statement's difference, as :func:`txkit.analysis.wallet` lists it.
+_EXPLAINED = re.compile(r"(?P<id>\S+) (?P<kind>\S+) \((?P<where>[^,()]+), (?P<side>\w+)\)")
+#: Records a sentence names before it says "and N more".
+_NAMED = 5
+
+
+def _explained_once(text: str | None) -> str:
+    """The records behind a difference, each once (the statement lists a record for the
+    ledger and again for the available balance), the first :data:`_NAMED` by id; a text that
+    is not such a list (``rounding``) as it is."""
+    entries = (text or "").split("; ")
+    found = [_EXPLAINED.fullmatch(e) for e in entries]
+    if not text or not all(found):
+        return text or ""
+    sides: dict[tuple[str, str, str], list[str]] = {}
+    for m in found:
+        assert m is not None
+        sides.setdefault((m["id"], m["kind"], m["where"]), []).append(m["side"])
+    shown = [
+        f"{id_} {kind} ({where}{'' if len(set(s)) > 1 else f', {s[0]} only'})"
+        for (id_, kind, where), s in list(sides.items())[:_NAMED]
+    ]
+    more = len(sides) - len(shown)
+    if more:
+        shown.append(f"{more:,} more (04's balance breaks list each)")
+    return f"{len(sides):,} record(s): " + "; ".join(shown) if len(sides) > 1 else shown[0]
+
+
 def wallet_findings(statement: pl.DataFrame) -> list[str]:
     """One sentence per wallet whose statement does not tie out (or cannot be stated), and
     one for those that do."""
@@ -205,7 +234,8 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
                 f"Wallet {currency} does not tie out: the closing balance reported is "
                 f"{format_money(row['closing_reported'], currency)}, the month's records make it "
                 f"{format_money(row['closing_computed'], currency)}; difference "
-                f"{format_money(row['difference'], currency)}, explained by {row['explained_by']}."
+                f"{format_money(row['difference'], currency)}, explained by "
+                f"{_explained_once(row['explained_by'])}."
                 + (
                     f" Unexplained: {format_money(row['unexplained'], currency)}."
                     if row["unexplained"]
@@ -217,7 +247,8 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
         if row["available_difference"] not in (None, 0) and row["difference"] == 0:
             out.append(
                 f"Wallet {currency}: the available balance differs by "
-                f"{format_money(row['available_difference'], currency)} ({row['explained_by']})."
+                f"{format_money(row['available_difference'], currency)} "
+                f"({_explained_once(row['explained_by'])})."
             )
     if tied:
         out.insert(0, f"Wallets that tie out to 0.00 (opening + activity = closing): "

@@ -20,6 +20,7 @@ from txkit.analysis.orders import read_orders_file
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import default_store, resolve_orders
 from txkit.datafile import orders_around
+from txkit.errors import ParameterError
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -118,7 +119,7 @@ class LoadInfo:
 
 def _check_source(source: str) -> None:
     if source not in _SOURCES:
-        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+        raise ParameterError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
 
 
 def load_month(
@@ -257,7 +258,7 @@ def load_history(
     _check_source(source)
     month = parse_month(month)
     if months < 0:
-        raise ValueError(f"months must be 0 or more, got {months}")
+        raise ParameterError(f"months must be 0 or more, got {months}")
     wanted = previous_months(month, months)
 
     def none(note: str) -> tuple[None, LoadInfo]:
@@ -333,7 +334,7 @@ def load_margin(
     _check_source(source)
     month = parse_month(month)
     if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+        raise ParameterError(f"days must be a whole number, 0 or more, got {days!r}")
     if days == 0:
         note = f"Days around {month}: none"
         return None, LoadInfo(
@@ -474,7 +475,7 @@ def trend_records(
     """
     month = parse_month(month)
     if months < 1:
-        raise ValueError(f"months must be 1 or more, got {months}")
+        raise ParameterError(f"months must be 1 or more, got {months}")
     wanted = [*previous_months(month, months - 1), month]
     if source == "store":
         store = store or str(default_store())

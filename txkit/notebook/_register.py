@@ -64,9 +64,9 @@ class RegisterInfo:
 
 
 def _project() -> Path:
-    # The project folder (materiality.toml): the data folder's parent, which a report's
-    # kernel gets as an absolute TXKIT_DATA_DIR and a notebook opened in notebooks/ finds too.
-    return config.data_dir().resolve().parent
+    # The project folder (materiality.toml), found the same way from notebooks/ as from the
+    # folder txkit report runs in.
+    return config.project_dir()
 
 
 def _info(month: str, note: str, rows: int) -> LoadInfo:
