@@ -43,11 +43,13 @@ from IPython.display import Markdown, display
 
 import txkit.notebook
 from txkit.analysis import fee_rules, fee_tax_mismatches
-from txkit.notebook import as_run, load_month, what_to_look_at
+from txkit.notebook import what_to_look_at
 from txkit.notebook.findings_fees import fee_findings
 
-df, info = load_month(month, source=source, store=store, version=version)
-as_run(info)
+out = txkit.notebook.outputs(month, "08_fees.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+out.as_run()
 
 # %% [markdown]
 # ## The rules the records follow
@@ -64,13 +66,11 @@ display(Markdown("\n".join(f"* {r if isinstance(r, str) else r.describe()}" for 
 
 # %%
 mismatches = fee_tax_mismatches(df)
-out = txkit.notebook.outputs(month, "08_fees.html", source=source, store=store,
-                             version=version, show_pii=show_pii, downloads=downloads)
 out.exceptions(
     mismatches, "fee_tax_mismatches", rows=30,
     population=sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee"),
     population_label="successful records with a fee",
-)  # fmt: skip
+)
 
 # %% [markdown]
 # ## What to look at
