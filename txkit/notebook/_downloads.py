@@ -35,7 +35,7 @@ from txkit._scrub import scrub_frame
 from txkit.analysis.exception_lists import AT_STAKE, LISTS
 from txkit.calendar import parse_month, previous_month
 from txkit.money import money_sums
-from txkit.notebook._excel import write_xlsx
+from txkit.notebook._excel import ordered, write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
@@ -261,12 +261,13 @@ def publish_exceptions(
             nulls_last=True,
         )
         marked = order.drop("_at")
-    files = _for_files(marked)
+    # The CSV and the workbook in one column order: the reader's first, the key last.
+    files = csv_safe(ordered(_for_files(marked), [*key, *first], ["key"]))
     stake, without = _at_stake_by_currency(keyed, name)
     with atomic_path(folder / f"{name}.csv") as tmp:
-        csv_safe(files).write_csv(tmp)
+        files.write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        write_xlsx(csv_safe(files), tmp, sheet=name, first=[*key, *first], last=["key"])
+        write_xlsx(files, tmp, sheet=name, first=files.columns, last=())
     download = Download(
         name=name,
         title=title,
