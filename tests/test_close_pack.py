@@ -450,3 +450,20 @@ def test_every_workbook_prints_on_a4_landscape_and_matches_its_csv(
     assert register.column_dimensions[changed].width >= 19
     amount = register.cell(2, header.index("amount") + 1)
     assert amount.number_format.startswith("#,##0.00") and header[0] == "key"
+
+
+@pytest.mark.report
+def test_every_printed_page_names_its_page_and_month_and_counts_pages(
+    session_report: SessionReport,
+) -> None:
+    """Printed pages carry the month, the page's name and "page x of y"; a long id or
+    narration breaks rather than run past the page's edge (page 06's narration was cut)."""
+    import re
+
+    for path in sorted(session_report.folder.glob("*.html")):
+        page = path.read_text(encoding="utf-8")
+        assert "counter(page)" in page and "counter(pages)" in page, path.name
+        footer = re.search(r'@bottom-left\{content:(["\'])(.+?)\1;', page)
+        assert footer and "2026-10" in footer.group(2), path.name
+        if path.name[:2].isdigit() and path.name != "00_close_summary.html":
+            assert ".gt_row{overflow-wrap:anywhere}" in page, path.name

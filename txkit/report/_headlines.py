@@ -165,7 +165,7 @@ def exception_headlines(
         listed = ", ".join(format_money(Decimal(v), c) for c, v in sorted(stake.items()))
         value += f"; at stake {listed}"
         if entry.get("without_amount"):
-            value += f" and {entry['without_amount']:,} without an amount (two currencies)"
+            value += f" and {entry['without_amount']:,} without an amount at stake"
     if previous is None:
         change = "no previous report"
     else:
