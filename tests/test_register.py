@@ -25,11 +25,13 @@ from txkit.register import (
     age_bucket,
     bucket_counts,
     explain,
+    keep_signed,
     load_materiality,
     read_events,
     record_report,
     register_items,
     register_view,
+    retention_policy,
 )
 from txkit.register._sign import (
     Target,
@@ -38,7 +40,6 @@ from txkit.register._sign import (
     sign_report,
     signed_versions,
 )
-from txkit.store._retention import KEEP_SOURCES
 
 _SCHEMA = {
     "key": pl.String,
@@ -332,13 +333,11 @@ def test_signing_records_the_digest_and_locks_the_month(tmp_path: Path) -> None:
     assert [s["role"] for s in doc["signatures"]] == ["preparer"]
     assert doc["signatures"][0]["table_version"] == 7
     assert signed_versions(store) == {7}
-    # Every retention policy consults the register, whatever module opened the store first.
-    probe = "import txkit.store._retention as r; print([f.__module__ for f in r.KEEP_SOURCES])"
-    found = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert "txkit.register" in found.stdout
-    kept = set().union(*(source(str(store), "any-id") for source in KEEP_SOURCES))
+    # The policy txkit sync, txkit store vacuum and the report apply keeps them, as a source
+    # passed explicitly (nothing is registered at import).
+    policy = retention_policy()
+    assert policy.sources == (keep_signed,)
+    kept = set().union(*(source(str(store), "any-id") for source in policy.sources))
     assert 7 in kept
     with pytest.raises(ReportSignedError, match=r"is signed \(preparer Ada Obi on .*--reopen"):
         refuse_signed(out, "2026-10", None)

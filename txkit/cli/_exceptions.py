@@ -30,11 +30,12 @@ from txkit.register import (
     filter_items,
     load_materiality,
     read_events,
+    read_xlsx_text,
     register_view,
     reported_months,
+    revision_lines,
+    revisions,
 )
-from txkit.register._sign import revision_lines, revisions
-from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
-from txkit.register._sign import ROLES, sign_report
+from txkit.register import ROLES, sign_report
 from txkit.report import run_report
 
 __all__ = ["add_parser"]

@@ -6,8 +6,14 @@ import argparse
 
 from txkit import config
 from txkit.config import default_store
-from txkit.store import format_status, format_verify, verify_store
-from txkit.store._retention import RetentionPolicy, format_vacuum, vacuum_store
+from txkit.register import retention_policy
+from txkit.store import (
+    format_status,
+    format_vacuum,
+    format_verify,
+    vacuum_store,
+    verify_store,
+)
 
 __all__ = ["add_parser"]
 
@@ -75,7 +81,7 @@ def _days(text: str) -> int:
 
 def _run_store_vacuum(args: argparse.Namespace) -> int:
     store = args.store or str(default_store())
-    policy = RetentionPolicy.from_config(args.keep_days, args.reports)
+    policy = retention_policy(args.keep_days, args.reports)
     print(format_vacuum(vacuum_store(store, policy=policy, dry_run=args.dry_run)))
     return 0
 

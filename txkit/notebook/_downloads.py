@@ -37,9 +37,7 @@ from txkit.notebook._excel import write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
-from txkit.register._model import register_items
-from txkit.register._sign import newest_revision
-from txkit.register._state import ITEMS_SUFFIX
+from txkit.register import ITEMS_SUFFIX, newest_revision, register_items
 
 __all__ = [
     "MANIFEST",

@@ -32,7 +32,7 @@ import polars as pl
 
 from txkit.errors import RegisterFormatError, StoreError
 from txkit.register._model import FORMAT
-from txkit.store._location import storage_options, table_uri
+from txkit.store import storage_options, table_uri
 
 __all__ = ["EVENT_SCHEMA", "RegisterFormatError", "append_events", "read_events", "register_uri"]
 

@@ -8,10 +8,8 @@ import polars as pl
 
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
-from txkit.notebook._downloads import read_downloads, report_folder
-from txkit.register import SECTIONS
-from txkit.register._index import RegisterSummary
-from txkit.register._sign import signature_block
+from txkit.notebook import read_downloads, report_folder
+from txkit.register import SECTIONS, RegisterSummary, signature_block
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -21,8 +19,7 @@ from txkit.report._headlines import (
 from txkit.report._html import Headline, Section, index_html
 from txkit.report._manifest import Revision
 from txkit.report._plan import OrdersCheck, ReportPlan
-from txkit.store import MonthManifest, scan_store
-from txkit.store._location import store_name
+from txkit.store import MonthManifest, scan_store, store_name
 
 __all__ = ["add_headlines", "attach_downloads", "write_index"]
 

@@ -18,9 +18,17 @@ from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import TxkitError
-from txkit.notebook._load import LoadInfo, _load_orders
-from txkit.store import MonthManifest, RetentionPolicy, SyncResult, read_manifests, sync
-from txkit.store._location import check_version, is_remote, store_name
+from txkit.notebook import LoadInfo, load_orders_file
+from txkit.register import retention_policy
+from txkit.store import (
+    MonthManifest,
+    SyncResult,
+    check_version,
+    is_remote,
+    read_manifests,
+    store_name,
+    sync,
+)
 
 log = logging.getLogger("txkit")
 
@@ -119,7 +127,7 @@ def check_orders(orders: str, month: str) -> OrdersCheck:
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
+    frame, info, read = load_orders_file(orders, month, margin_days=config.MARGIN_DAYS)
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -280,7 +288,7 @@ def sync_for_report(
         store=plan.store,
         lookback_days=request.lookback_days,
         progress=request.progress,
-        retention=RetentionPolicy.from_config(reports=request.out),
+        retention=retention_policy(reports=request.out),
     )
     for note in result.notes:
         notes.add(note)

@@ -47,9 +47,18 @@ the lock), ``_retention`` (the retention policy, ``txkit store vacuum``) and ``_
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
 from txkit.store._compact import compact_months
+from txkit.store._location import (
+    check_store,
+    check_version,
+    is_remote,
+    open_table,
+    refuse_foreign_folder,
+    storage_options,
+    store_name,
+    table_uri,
+)
 from txkit.store._read import read_months, reader_problems, scan_store
 from txkit.store._retention import (
-    KEEP_SOURCES,
     RetentionPolicy,
     VacuumResult,
     format_vacuum,
@@ -67,7 +76,6 @@ from txkit.store._sync import SyncResult, sync, sync_needed
 from txkit.store._verify import FileCheck, format_verify, verify_store
 
 __all__ = [
-    "KEEP_SOURCES",
     "FileCheck",
     "MonthManifest",
     "RetentionPolicy",
@@ -79,18 +87,26 @@ __all__ = [
     "StoreVersionError",
     "SyncResult",
     "VacuumResult",
+    "check_store",
+    "check_version",
     "compact_months",
     "default_store",
     "format_status",
     "format_vacuum",
     "format_verify",
+    "is_remote",
+    "open_table",
     "read_manifests",
     "read_months",
     "read_state",
     "reader_problems",
+    "refuse_foreign_folder",
     "scan_store",
+    "storage_options",
+    "store_name",
     "sync",
     "sync_needed",
+    "table_uri",
     "vacuum_store",
     "verify_store",
 ]
