@@ -63,6 +63,7 @@ test: lint compile
 	$(PYTEST) -m "not serial" -n $(JOBS) --durations=20 \
 		--nbval tests notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 	$(PYTEST) -m serial -n 2 --durations=10 -p no:nbval tests/test_hostile.py tests/test_ratelimit.py \
+		tests/files/test_bounds.py \
 		tests/sandbox/test_sandbox_loader_faults.py
 
 test-fast: compile

@@ -15,6 +15,7 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
+``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the working
@@ -54,6 +55,8 @@ __all__ = [
     "LOOKBACK_DAYS",
     "MARGIN_DAYS",
     "MAX_BODY_VAR",
+    "MAX_INPUT_MB",
+    "MAX_INPUT_VAR",
     "MAX_RETRIES_VAR",
     "MAX_TOTAL_VAR",
     "NOTEBOOKS_DIR",
@@ -75,6 +78,7 @@ __all__ = [
     "default_store",
     "key_configured",
     "load_dotenv_values",
+    "max_input_bytes",
     "max_retries_setting",
     "max_total_setting",
     "number_setting",
@@ -114,6 +118,8 @@ PROGRESS_VAR = "TXKIT_PROGRESS"
 BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
 #: Days of store versions kept for time travel by the retention policy (``txkit store vacuum``).
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
+#: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
+MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
 #: Every variable txkit reads.
 VARIABLES = (
     BASE_URL_VAR,
@@ -127,6 +133,7 @@ VARIABLES = (
     PROGRESS_VAR,
     BANK_COLUMNS_VAR,
     STORE_KEEP_DAYS_VAR,
+    MAX_INPUT_VAR,
 )
 
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
@@ -150,6 +157,33 @@ def number_setting(name: str, low: float, high: float) -> float | None:
     if not low <= value <= high:
         raise ConfigError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
     return value
+
+
+#: The default of ``TXKIT_MAX_INPUT_MB``.
+MAX_INPUT_MB = 256
+
+
+def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
+    """``TXKIT_MAX_INPUT_MB`` (environment, else ``.env``) in bytes (:data:`MAX_INPUT_MB` when
+    unset): the largest data file read, checked before reading; a workbook's parts may
+    decompress to 8 times as much.
+
+    Raises:
+        ConfigError: it is not a number from 1 to 1000000.
+    """
+    value, origin = read_setting(MAX_INPUT_VAR, env_file)
+    if value is None:
+        return MAX_INPUT_MB * 1024 * 1024
+    try:
+        megabytes = float(value)
+    except ValueError:
+        megabytes = float("nan")
+    if not 1 <= megabytes <= 1_000_000:
+        raise ConfigError(
+            f"{MAX_INPUT_VAR} (from {origin}) must be a number of MB from 1 to 1000000, "
+            f"got {value[:40]!r}"
+        )
+    return int(megabytes * 1024 * 1024)
 
 
 def max_retries_setting() -> int | None:

@@ -37,6 +37,17 @@ import polars as pl
 
 from txkit.calendar import month_bounds
 from txkit.errors import DataFileError
+from txkit.files import (
+    HEADER_SEARCH,
+    SPREADSHEET_SUFFIXES,
+    Grid,
+    check_input,
+    find_header,
+    join_continuations,
+    read_grid,
+    read_input,
+    summary_runs,
+)
 
 __all__ = [
     "LINE",
@@ -46,6 +57,7 @@ __all__ = [
     "check_suffix",
     "fail_lines",
     "read_csv_table",
+    "read_table",
     "read_text",
     "show_values",
 ]
@@ -96,15 +108,13 @@ def check_suffix(path: str | Path, accepted: Mapping[str, str], *, what: str = "
         what: how the file is named in messages (``orders file``).
 
     Raises:
-        DataFileError: the file does not exist, is a folder, or has another extension
-            (a spreadsheet is told how to save itself as CSV).
+        DataFileError: the file does not exist, is not a regular file (a folder, a device, a
+            FIFO, a link loop), is over ``TXKIT_MAX_INPUT_MB``, or has another extension (a
+            spreadsheet is told how to save itself as CSV).
     """
     path = Path(path)
     listed = ", ".join(f"{suffix} ({kind})" for suffix, kind in accepted.items())
-    if not path.exists():
-        raise DataFileError(path, "no such file", "check the path", what=what)
-    if path.is_dir():
-        raise DataFileError(path, "is a folder", "give the file itself", what=what)
+    check_input(path, what=what)  # a regular file within TXKIT_MAX_INPUT_MB, or named
     suffix = path.suffix.lower()
     if suffix in accepted:
         return suffix
@@ -166,18 +176,19 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = N
     Args:
         path: the file.
         what: how the file is named in messages (``orders file``).
-        max_bytes: refuse larger files (None: no bound).
+        max_bytes: refuse larger files (besides ``TXKIT_MAX_INPUT_MB``, always checked).
 
     Returns:
         A :class:`TextFile`.
 
     Raises:
-        DataFileError: the file is empty, binary (a workbook, a Parquet or ZIP file, NUL
-            bytes), larger than ``max_bytes``, or neither UTF-8, UTF-16 with a byte-order mark
+        DataFileError: not a regular file (a folder, a device, a FIFO, a link loop), the file
+            is empty, binary (a workbook, a Parquet or ZIP file, NUL bytes), larger than
+            ``max_bytes`` or ``TXKIT_MAX_INPUT_MB``, or neither UTF-8, UTF-16 with a byte-order mark
             nor Windows-1252 (line and byte of the first byte that is not).
     """
     path = Path(path)
-    data = path.read_bytes()
+    data = read_input(path, what=what)  # a regular file within TXKIT_MAX_INPUT_MB
     if max_bytes is not None and len(data) > max_bytes:
         raise DataFileError(
             path,
@@ -407,8 +418,11 @@ class CsvTable:
             column a String as written, plus :data:`LINE` (the record's first line, UInt32).
             Known column names are given as the caller spells them.
         header: the names as written in the header (surrounding spaces removed).
-        delimiter: the field delimiter found in the header.
+        delimiter: the field delimiter found in the header ("" for a spreadsheet).
         notes: what a reader should know (encoding, delimiter, lines skipped).
+        kind: ``csv``, ``xlsx``, ``xls``, ``ods`` or ``html`` (a ``.xls`` that is HTML).
+        unit: how :data:`LINE` is named in messages: ``line`` for CSV, ``Sheet1 row`` for a
+            sheet (pass it to :func:`fail_lines`).
     """
 
     path: Path
@@ -416,6 +430,8 @@ class CsvTable:
     header: tuple[str, ...]
     delimiter: str
     notes: tuple[str, ...] = ()
+    kind: str = "csv"
+    unit: str = "line"
 
 
 def _parse_header(line: str, delimiter: str) -> list[str]:
@@ -433,8 +449,14 @@ def read_csv_table(
     what: str = "file",
     rows: str = "records",
     source: TextFile | None = None,
+    date: str | None = None,
+    continues: str | None = None,
 ) -> CsvTable:
     """Read a CSV file with a header as strings, keeping each record's line number.
+
+    The header is found among title lines, over two lines if need be; total and footer lines
+    after the data (and opening-balance lines right after the header) are skipped, each said in
+    the notes (:mod:`txkit.files._layout` says how).
 
     Args:
         path: the file.
@@ -444,6 +466,10 @@ def read_csv_table(
         what: how the file is named in messages (``orders file``).
         rows: what a record is called in messages (``orders``).
         source: the file's text when already read (:func:`read_text`).
+        date: the date column (as spelled in ``columns``): a row whose date cell holds no digit
+            may be a total; a row with a date never is.
+        continues: the description column whose text may continue on the next row (a row
+            holding text in that column only): joined to the row above.
 
     Returns:
         A :class:`CsvTable`.
@@ -458,24 +484,248 @@ def read_csv_table(
     text = source.text
     notes = list(source.notes)
     physical = _lines_of(text)
-    header_at = int((physical.str.strip_chars() != "").arg_true()[0])
-    delimiter, header = _find_header(physical[header_at], required)
+    filled = (physical.str.strip_chars() != "").arg_true()
+    candidates = filled.head(HEADER_SEARCH).to_list()
+    delimiter = _delimiter(physical, candidates, required)
+    parsed = [(i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates]
+    found = find_header(parsed, required)
+    at, header, span = found if found is not None else (0, parsed[0][1], 1)
+    header_at = parsed[at][0]
     line_of_header = header_at + 1
     names = _column_names(path, header, columns, required, line_of_header, what)
     if delimiter != ",":
         notes.append(f"columns separated by {_DELIMITER_NAMES[delimiter]}")
+    if at:
+        notes.append(
+            _skipped("title line", [i + 1 for i, _ in parsed[:at]], [c for _, c in parsed[:at]])
+        )
+    if span == 2:
+        notes.append(f"the header is written over lines {line_of_header} and {line_of_header + 1}")
 
-    body = physical.slice(header_at + 1)
-    first_line = line_of_header + 1
+    body_at = parsed[at + span - 1][0] + 1
+    body = physical.slice(body_at)
+    first_line = body_at + 1
+    known = {name.casefold(): name for name in columns}
+    spelled = [known.get(c.casefold(), c) for c in names]
+    blank = _summary_lines(body, delimiter, spelled, required, date, continues)
+    if blank:
+        lines = sorted(blank)
+        cells = [_parse_header(body[i], delimiter) for i in lines]
+        notes.append(_skipped("total or footer line", [i + first_line for i in lines], cells))
+    if span == 1:
+        header_text = physical[header_at].strip()
+        repeated = (body.str.strip_chars() == header_text).arg_true().to_list()
+        if repeated:
+            notes.append(f"{len(repeated):,} line(s) repeating the header skipped")
+        blank.update(repeated)
+    if blank:
+        body = body.clone()
+        body.scatter(sorted(blank), "")
     if body.str.contains('"', literal=True).any():
-        kept = io.StringIO(text, newline="").readlines()[header_at + 1 :]  # line ends as written
+        kept = io.StringIO(text, newline="").readlines()[body_at:]  # line ends as written
+        for i in blank:
+            kept[i] = "\n"
         frame, ragged, skipped = _quoted_records(path, kept, delimiter, names, first_line, what)
     else:
         frame, ragged, skipped = _plain_records(body, delimiter, names, first_line)
+    if continues is not None:
+        frame, joined = join_continuations(frame, continues, LINE)
+        if joined:
+            notes.append(f"{joined:,} continuation line(s) joined to the {continues} above")
     _check_records(path, frame, ragged, len(names), line_of_header, what, rows)
     if skipped:
         notes.append(f"{skipped:,} line(s) of empty fields skipped")
     return CsvTable(path, frame, tuple(header), delimiter, tuple(notes))
+
+
+def read_table(
+    path: str | Path,
+    *,
+    columns: Sequence[str],
+    required: Sequence[str],
+    what: str = "file",
+    rows: str = "records",
+    source: TextFile | None = None,
+    date: str | None = None,
+    continues: str | None = None,
+) -> CsvTable:
+    """Read a table from CSV or a spreadsheet, every value the text its cell shows.
+
+    ``.xlsx``, ``.xlsm``, ``.xls`` and ``.ods`` files are read as spreadsheets (their first
+    sheet; a ``.xls`` that is an HTML table as HTML), anything else as CSV
+    (:func:`read_csv_table`). The arguments, the header's search, the skipped title, total and
+    continuation rows and the result are the same; a spreadsheet's rows are its row numbers
+    (:attr:`CsvTable.unit` names them: ``Sheet1 row 14``), and a number cell in a column read
+    whose stored value is not the decimal it shows is refused with its address
+    (``Sheet1!C14``).
+
+    Raises:
+        DataFileError: as :func:`read_csv_table`; not a regular file; over
+            ``TXKIT_MAX_INPUT_MB``; a workbook that is damaged, would decompress past its bound
+            or claims cells beyond a spreadsheet's last; a cell not what it shows.
+    """
+    path = Path(path)
+    if source is None and path.suffix.lower() in SPREADSHEET_SUFFIXES:
+        grid = read_grid(
+            path, what=what, want=lambda sheet: find_header(sheet.rows, required) is not None
+        )
+        return _sheet_table(path, grid, columns, required, what, rows, date, continues)
+    return read_csv_table(
+        path,
+        columns=columns,
+        required=required,
+        what=what,
+        rows=rows,
+        source=source,
+        date=date,
+        continues=continues,
+    )
+
+
+_KINDS: Final = {
+    "xlsx": "an Excel workbook",
+    "xls": "an old Excel .xls workbook",
+    "ods": "an OpenDocument spreadsheet",
+    "html": "an HTML table (a .xls download that is a web page), its digits as written",
+}
+
+
+def _sheet_table(
+    path: Path,
+    grid: Grid,
+    columns: Sequence[str],
+    required: Sequence[str],
+    what: str,
+    rows: str,
+    date: str | None,
+    continues: str | None,
+) -> CsvTable:
+    """:func:`read_table` of a spreadsheet's rows."""
+    sheet, unit = grid.sheet, grid.unit
+    notes = [f"read as {_KINDS[grid.kind]}", *sheet.notes]
+    found = find_header(sheet.rows, required)
+    if found is None:
+        first = sheet.rows[0] if sheet.rows else (1, [])
+        _column_names(path, first[1], columns, required, first[0], what, unit)
+        found = (0, first[1], 1)  # every required name found: no required column
+    at, header, span = found
+    while header and not header[-1]:
+        header.pop()
+    line_of_header = sheet.rows[at][0] if sheet.rows else 1
+    names = _column_names(path, header, columns, required, line_of_header, what, unit)
+    width = len(names)
+    if at:
+        titles = sheet.rows[:at]
+        notes.append(_skipped("title row", [n for n, _ in titles], [c for _, c in titles], unit))
+    if span == 2:
+        notes.append(
+            f"the header is written over two rows ({unit}s {line_of_header} and "
+            f"{sheet.rows[at + 1][0]})"
+        )
+    data = sheet.rows[at + span :]
+    normal = [" ".join(c.split()).casefold() for c in header]
+    repeated = [n for n, c in data if [" ".join(x.split()).casefold() for x in c[:width]] == normal]
+    if repeated and span == 1:
+        dropped = set(repeated)
+        data = [(n, c) for n, c in data if n not in dropped]
+        notes.append(f"{len(repeated):,} row(s) repeating the header skipped")
+    known = {name.casefold(): name for name in columns}
+    spelled = [known.get(c.casefold(), c) for c in names]
+    lead, trail = summary_runs([c for _, c in data], spelled, required, date, continues)
+    skipped = data[:lead] + data[len(data) - trail :]
+    if skipped:
+        notes.append(
+            _skipped("total or footer row", [n for n, _ in skipped], [c for _, c in skipped], unit)
+        )
+    data = data[lead : len(data) - trail]
+    ragged = [(n, len(c)) for n, c in data if any(x for x in c[width:])]
+    _refuse_cells(path, grid, data, names, columns, width, what)
+    frame = pl.DataFrame(
+        {
+            name: pl.Series(name, [c[i] if i < len(c) else "" for _, c in data], dtype=pl.String)
+            for i, name in enumerate(names)
+        }
+        | {LINE: pl.Series(LINE, [n for n, _ in data], dtype=pl.UInt32)}
+    )
+    if continues is not None:
+        frame, joined = join_continuations(frame, continues, LINE)
+        if joined:
+            notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
+    _check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
+    return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+
+
+def _refuse_cells(
+    path: Path,
+    grid: Grid,
+    data: list[tuple[int, list[str]]],
+    names: list[str],
+    columns: Sequence[str],
+    width: int,
+    what: str,
+) -> None:
+    """A cell in a column read whose value is not what it shows: refused with its address."""
+    read = {i for i, name in enumerate(names) if name in set(columns)}
+    rows = {n for n, _ in data}
+    bad = sorted(
+        (row, column)
+        for (row, column) in grid.sheet.problems
+        if row in rows and column in read and column < width
+    )
+    if not bad:
+        return
+    row, column = bad[0]
+    more = f" ({len(bad) - 1:,} more such cells)" if len(bad) > 1 else ""
+    raise DataFileError(
+        path,
+        f"cell {grid.address(row, column)} ({names[column]}) {grid.sheet.problems[bad[0]]}{more}",
+        "format the cells to show every decimal the amount has, or type the amount as it "
+        "should read (a spreadsheet's binary number is never rounded by txkit)",
+        what=what,
+    )
+
+
+def _delimiter(physical: pl.Series, candidates: list[int], required: Sequence[str]) -> str:
+    """The delimiter that finds every required name in one line (or two) of the first ones;
+    else the one that splits the first line into the most columns."""
+    for delimiter in _DELIMITERS:
+        parsed = [
+            (i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates
+        ]
+        if find_header(parsed, required) is not None:
+            return delimiter
+    return _find_header(physical[candidates[0]], required)[0]
+
+
+def _summary_lines(
+    body: pl.Series,
+    delimiter: str,
+    names: list[str],
+    required: Sequence[str],
+    date: str | None,
+    continues: str | None,
+) -> set[int]:
+    """Indexes in ``body`` of the summary lines right after the header and at the end."""
+    filled = (body.str.strip_chars() != "").arg_true().to_list()
+    ends = filled[:100] + filled[-100:] if len(filled) > 200 else filled
+    ends = list(dict.fromkeys(ends))
+    cells = [_parse_header(body[i], delimiter) for i in ends]
+    lead, trail = summary_runs(cells, names, required, date, continues)
+    return set(ends[:lead]) | set(ends[len(ends) - trail :])
+
+
+def _skipped(kind: str, lines: list[int], cells: list[list[str]], unit: str = "line") -> str:
+    """``2 title lines skipped (lines 1 and 2: 'Statement of account'; ...)``."""
+    # a merged cell may be written in each of its columns: its text said once
+    texts = [" ".join(dict.fromkeys(c.strip() for c in row if c.strip()))[:60] for row in cells[:3]]
+    where = DataFileError.where(lines, unit)
+    plural = "s" if len(lines) != 1 else ""
+    return (
+        f"{len(lines):,} {kind}{plural} skipped ({where}: "
+        + "; ".join(repr(t) for t in texts)
+        + ("; ..." if len(cells) > 3 else "")
+        + ")"
+    )
 
 
 def _find_header(header_line: str, required: Sequence[str]) -> tuple[str, list[str]]:
@@ -502,6 +752,7 @@ def _column_names(
     required: Sequence[str],
     line_of_header: int,
     what: str,
+    unit: str = "line",
 ) -> list[str]:
     """The frame's column names: known ones as the caller spells them, blank ones numbered.
 
@@ -522,6 +773,7 @@ def _column_names(
             + " (case and surrounding spaces do not matter; separated by commas or "
             "semicolons)",
             lines=[line_of_header],
+            unit=unit,
             what=what,
         )
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -531,6 +783,7 @@ def _column_names(
             f"the header names {show_values(twice)} more than once",
             "rename or remove the extra column",
             lines=[line_of_header],
+            unit=unit,
             what=what,
         )
     return names
@@ -544,6 +797,7 @@ def _check_records(
     line_of_header: int,
     what: str,
     rows: str,
+    unit: str = "line",
 ) -> None:
     """Raise :class:`DataFileError` for records of the wrong width, or for no record."""
     if ragged:
@@ -555,12 +809,13 @@ def _check_records(
             'a value holding the delimiter must be quoted ("1,500.00"), or remove the extra '
             "or missing separators",
             lines=[line for line, _ in ragged],
+            unit=unit,
             what=what,
         )
     if frame.height == 0:
         raise DataFileError(
             path,
-            f"has a header (line {line_of_header}) but no {rows} after it",
+            f"has a header ({unit} {line_of_header}) but no {rows} after it",
             f"export the {rows} again, or pass the right file",
             what=what,
         )

@@ -241,8 +241,8 @@ def test_an_empty_statement_is_not_read_as_a_month_without_credits(tmp_path: Pat
         read_statement(path)
 
 
-def test_a_workbook_is_refused_with_how_to_save_it(tmp_path: Path) -> None:
+def test_a_damaged_workbook_is_refused_with_how_to_save_it(tmp_path: Path) -> None:
     path = tmp_path / "statement.xlsx"
     path.write_bytes(b"PK\x03\x04...")
-    with pytest.raises(DataFileError, match="Excel workbook"):
+    with pytest.raises(DataFileError, match=r"not an \.xlsx workbook.*save it again as \.xlsx"):
         read_statement(path)

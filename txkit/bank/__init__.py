@@ -2,8 +2,10 @@
 
 :func:`read_statements` reads one or more files, finding each one's format from its content
 (not its name): XML is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
-anything else is CSV read through a column mapping (:func:`parse_mapping`). Every file is
-checked before anything is matched against it, and every problem is a one-line
+anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
+``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
+the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
+is matched against it, and every problem is a one-line
 :class:`~txkit.errors.DataFileError` naming the file, the line (an XML element's line) and
 what to do:
 
@@ -36,6 +38,7 @@ from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 from txkit.datafile import check_suffix, read_text
 from txkit.errors import DataFileError
+from txkit.files import SPREADSHEET_SUFFIXES, read_input
 
 __all__ = [
     "BALANCE_COLUMNS",
@@ -54,10 +57,15 @@ FORMATS: Final[dict[str, str]] = {
     "csv": "CSV with a column mapping (every bank its own columns)",
     "mt940": "SWIFT MT940 customer statement",
     "camt.053": "ISO 20022 camt.053 bank-to-customer statement (XML)",
+    "xlsx": "an Excel workbook's first sheet, with the CSV's column mapping",
+    "xls": "an old Excel .xls workbook's first sheet, with the column mapping",
+    "ods": "an OpenDocument spreadsheet's first sheet, with the column mapping",
+    "html": "a .xls download that is an HTML table (GTBank), with the column mapping",
 }
-# Spreadsheets are refused as for the orders (their amounts are binary floats); any other
-# name is accepted, since banks name these files every way (.sta, .940, .txt, .xml, none).
-_SPREADSHEETS: Final = (".xlsx", ".xlsm", ".xlsb", ".xls", ".ods", ".numbers")
+# Spreadsheets (.xlsx, .xls, .ods; a .xls that is HTML) are read as CSV is, through the
+# mapping; any other name is read by its content, since banks name these files every way
+# (.sta, .940, .txt, .xml, none). Not read: these.
+_NOT_READ: Final = (".xlsb", ".numbers")
 
 
 @dataclass(frozen=True)
@@ -143,14 +151,13 @@ def read_statements(
     entries, balances, files, notes = [], [], {}, []
     for given in paths:
         path = Path(given)
-        if path.suffix.lower() in _SPREADSHEETS:
+        if path.suffix.lower() in _NOT_READ:
             check_suffix(path, {".csv": "CSV text"}, what=WHAT)  # raises, saying how to save
-        if not path.exists() or path.is_dir():
-            check_suffix(path, {path.suffix.lower(): "a statement"}, what=WHAT)
         if str(path) in files:
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
-        data = path.read_bytes()
-        if _is_xml(data):
+        if path.suffix.lower() in SPREADSHEET_SUFFIXES:
+            read, source = _csv.read(path, None, mapping), None
+        elif _is_xml(data := read_input(path, what=WHAT)):
             read = _camt.read(path, data)
             source = None
         else:

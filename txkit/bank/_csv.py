@@ -23,7 +23,7 @@ from typing import Final
 import polars as pl
 
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
-from txkit.datafile import LINE, TextFile, fail_lines, read_csv_table
+from txkit.datafile import LINE, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
 
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
@@ -112,16 +112,21 @@ def describe_mapping(mapping: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in mapping.items())
 
 
-def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
-    """The entries of a CSV statement read through ``mapping`` (see the module docstring)."""
+def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Read:
+    """The entries of a CSV statement (or, with no ``source``, a spreadsheet's: ``.xlsx``,
+    ``.xls``, ``.ods``, a ``.xls`` that is HTML) read through ``mapping`` (see the module
+    docstring). Title rows, total and footer rows and description lines continuing on the next
+    row are found as :mod:`txkit.files._layout` says."""
     columns, required = _columns(path, mapping)
-    table = read_csv_table(
+    table = read_table(
         path,
         columns=list(columns.values()),
         required=required,
         what=WHAT,
         rows="statement lines",
         source=source,
+        date=columns["date"],
+        continues=columns.get("narration"),
     )
     frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
     if not {"reference", "narration"} & set(frame.columns):
@@ -133,8 +138,8 @@ def read(path: Path, source: TextFile, mapping: Mapping[str, str]) -> Read:
             lines=[1],
             what=WHAT,
         )
-    result = Read("csv", notes=list(table.notes))
-    result.entries.extend(_entries(_typed(path, frame, mapping)))
+    result = Read(table.kind, notes=list(table.notes))
+    result.entries.extend(_entries(_typed(path, frame, mapping, table.unit, table.kind != "csv")))
     return result
 
 
@@ -152,8 +157,6 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
         required = ["date", "amount", "currency"]
     if "amount" not in columns and "credit" not in columns:
         raise _config(path, "no amount column in the mapping (amount, or credit and debit)")
-    if "currency" not in columns and "account_currency" not in mapping:
-        raise _config(path, "no currency in the mapping (currency, or account_currency)")
     if "date" not in columns:
         raise _config(path, "no date column in the mapping")
     if not {"reference", "narration"} & columns.keys():
@@ -161,19 +164,26 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
     return columns, required
 
 
-def _typed(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.DataFrame:
+def _typed(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str, iso: bool
+) -> pl.DataFrame:
     """The statement's columns checked and typed: dates, the signed ``_amount``, the currency
-    code, the running balance proven, and the text columns stripped (empty: null)."""
+    code (a column, the file's one currency, or the code written with the amounts: ``0.01USD``),
+    the running balance proven, and the text columns stripped (empty: null). ``iso``: dates
+    may also be written ``2026-10-31`` (a spreadsheet's date cells)."""
     date_format = mapping.get("date_format", "%Y-%m-%d")
     for key in ("date", "value_date"):
         if key in frame.columns:
-            frame = frame.with_columns(_dates(path, frame, key, date_format))
-    amount = _signed_amount(path, frame, mapping)
+            frame = frame.with_columns(_dates(path, frame, key, date_format, unit, iso))
+    frame = frame.with_columns(_written_currency(frame).alias("_written"))
+    amount = _signed_amount(path, frame, mapping, unit)
     frame = frame.with_columns(amount.alias("_amount"))
     if "currency" in frame.columns:
         currency = pl.col("currency").str.strip_chars().str.to_uppercase()
-    else:
+    elif "account_currency" in mapping:
         currency = pl.lit(mapping["account_currency"].strip().upper())
+    else:
+        currency = pl.col("_written").fill_null("")
     frame = frame.with_columns(currency.alias("currency"))
     fail_lines(
         path,
@@ -183,13 +193,38 @@ def _typed(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.Da
         advice="map the currency code's column (currency=...) or set account_currency=NGN",
         shown="currency",
         what=WHAT,
+        unit=unit,
+    )
+    fail_lines(
+        path,
+        frame,
+        pl.col("_written").is_not_null() & (pl.col("_written") != pl.col("currency")),
+        problem="the amount is written with another currency than the line's",
+        advice="check the currency column of the mapping (an amount is never converted)",
+        shown=pl.concat_str([pl.col("_written"), pl.col("currency")], separator=" / "),
+        what=WHAT,
+        unit=unit,
     )
     if "balance" in frame.columns:
-        _check_running_balance(path, frame, mapping)
+        _check_running_balance(path, frame, mapping, unit)
     text = {k: pl.col(k).str.strip_chars() for k in ("reference", "narration", "bank_reference")}
     return frame.with_columns(
         pl.when(expr != "").then(expr).alias(k) for k, expr in text.items() if k in frame.columns
     )
+
+
+def _written_currency(frame: pl.DataFrame) -> pl.Expr:
+    """The code written with the line's amount (amount, credit or debit), upper case; null
+    when none is."""
+    found = [
+        pl.col(k)
+        .str.extract(r"^\s*([A-Za-z]{3})\s*[-+(0-9.]")
+        .fill_null(pl.col(k).str.extract(r"[0-9.)]\s*([A-Za-z]{3})\s*$"))
+        .str.to_uppercase()
+        for k in ("amount", "credit", "debit")
+        if k in frame.columns
+    ]
+    return pl.coalesce(found) if found else pl.lit(None, dtype=pl.String)
 
 
 def _entries(frame: pl.DataFrame) -> list[Entry]:
@@ -235,9 +270,15 @@ def _config(path: Path, problem: str) -> DataFileError:
     )
 
 
-def _dates(path: Path, frame: pl.DataFrame, key: str, date_format: str) -> pl.Series:
+def _dates(
+    path: Path, frame: pl.DataFrame, key: str, date_format: str, unit: str, iso: bool
+) -> pl.Series:
     text = pl.col(key).str.strip_chars()
     parsed = text.str.strptime(pl.Date, date_format, strict=False)
+    if iso:  # a spreadsheet's date cell reads 2026-10-31 (00:00:00), whatever the format shows
+        parsed = parsed.fill_null(
+            text.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False)
+        )
     fail_lines(
         path,
         frame,
@@ -247,13 +288,19 @@ def _dates(path: Path, frame: pl.DataFrame, key: str, date_format: str) -> pl.Se
         advice="set date_format in the column mapping to how the file writes dates",
         shown=key,
         what=WHAT,
+        unit=unit,
     )
     return frame.select(parsed.alias(key)).to_series()
 
 
 def _plain(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
     """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``."""
-    out = expr.str.strip_chars()
+    # 0.01USD, USD 0.01: the code (checked apart) dropped, only beside a number
+    out = (
+        expr.str.replace(r"^\s*[A-Za-z]{3}\s*([-+(0-9.])", "$1")
+        .str.replace(r"([0-9.)])\s*[A-Za-z]{3}\s*$", "$1")
+        .str.strip_chars()
+    )
     thousands = _SEPARATORS[mapping.get("thousands", "none")]
     if thousands:
         out = out.str.replace_all(thousands, "", literal=True)
@@ -267,7 +314,9 @@ def _plain(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
 _PLAIN: Final = rf"^-?[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"
 
 
-def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> pl.Series:
+def _signed_amount(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
+) -> pl.Series:
     advice = (
         "set decimal and thousands in the column mapping to how the file writes amounts "
         f"(e.g. thousands=,), with at most {MAX_DECIMALS} decimals; amounts are never guessed"
@@ -282,6 +331,7 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
             advice=advice,
             shown="amount",
             what=WHAT,
+            unit=unit,
         )
         return frame.select(text).to_series()
     credit = _plain(pl.col("credit"), mapping)
@@ -295,6 +345,7 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
         advice="check the credit and debit columns of the mapping",
         shown=pl.concat_str([pl.col("credit"), pl.col("debit")], separator=" / "),
         what=WHAT,
+        unit=unit,
     )
     for name, expr, empty in (("credit", credit, empty_c), ("debit", debit, empty_d)):
         fail_lines(
@@ -305,12 +356,15 @@ def _signed_amount(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) 
             advice=advice,
             shown=name,
             what=WHAT,
+            unit=unit,
         )
     signed = pl.when(empty_c).then("-" + debit).otherwise(credit)
     return frame.select(signed).to_series()
 
 
-def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str]) -> None:
+def _check_running_balance(
+    path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
+) -> None:
     """Each line's balance must follow from the previous one and its amount, in the file's
     order or the reverse (newest first); else the first line where it does not is named."""
     text = _plain(pl.col("balance"), mapping)
@@ -322,6 +376,7 @@ def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str
         advice="set decimal and thousands in the column mapping to how the file writes amounts",
         shown="balance",
         what=WHAT,
+        unit=unit,
     )
     rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_balance")).rows()
     for order in (rows, rows[::-1]):
@@ -337,6 +392,7 @@ def _check_running_balance(path: Path, frame: pl.DataFrame, mapping: Mapping[str
         "a line is missing or damaged: export the statement again (nothing is matched against "
         "a statement that does not add up)",
         lines=[first[0]],
+        unit=unit,
         what=WHAT,
     )
 

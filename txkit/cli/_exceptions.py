@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -19,6 +20,9 @@ import polars as pl
 from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
+from txkit.datafile import read_text
+from txkit.errors import DataFileError
+from txkit.files import SPREADSHEET_SUFFIXES
 from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (
@@ -149,26 +153,41 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 _IMPORTED = ("category", "owner", "explanation", "status")
+_IMPORT_WHAT = "exceptions file"
 
 
-def _import(args: argparse.Namespace) -> int:
-    path = Path(args.file)
-    if path.suffix.lower() == ".csv":
-        frame = pl.read_csv(path, infer_schema=False)
-    elif path.suffix.lower() == ".xlsx":
-        rows = read_xlsx_text(path)
+def _read_import(path: Path) -> pl.DataFrame:
+    """The edited register as text columns, read through the bounded readers: a folder, a
+    device, a binary or undecodable file and a damaged or hostile workbook each end in one
+    line naming the file."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        text = read_text(path, what=_IMPORT_WHAT).text
+        try:
+            return pl.read_csv(io.StringIO(text), infer_schema=False)
+        except pl.exceptions.PolarsError as exc:
+            raise DataFileError(
+                path,
+                f"cannot be read as CSV ({str(exc).splitlines()[0][:200]})",
+                "export the register again (the report's exceptions.csv) and edit that",
+                what=_IMPORT_WHAT,
+            ) from None
+    if suffix in SPREADSHEET_SUFFIXES:
+        rows = read_xlsx_text(path, what=_IMPORT_WHAT)
         header = [str(h or "").strip() for h in rows[0]] if rows else []
-        frame = pl.DataFrame(
+        return pl.DataFrame(
             [
                 dict(zip(header, r + [None] * (len(header) - len(r)), strict=False))
                 for r in rows[1:]
             ],
             schema=dict.fromkeys(header, pl.String),
         )
-    else:
-        raise ValueError(
-            f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)"
-        )
+    raise ValueError(f"{path}: import reads .csv or .xlsx (the report's exceptions.csv, edited)")
+
+
+def _import(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    frame = _read_import(path)
     if "key" not in frame.columns:
         raise ValueError(f"{path}: no 'key' column (columns: {', '.join(frame.columns)})")
     store = args.store or default_store()

@@ -18,6 +18,7 @@ from txkit.bank import read_statements
 from txkit.calendar import month_bounds, parse_month, previous_months
 from txkit.config import bank_columns_setting, default_store, key_configured
 from txkit.errors import TxkitError
+from txkit.files import check_input
 from txkit.notebook import LoadInfo, load_orders_file
 from txkit.register import retention_policy
 from txkit.store import (
@@ -242,6 +243,8 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
     orders = config.resolve_orders(request.orders)
     checked = None
     if orders != "sandbox":
+        if Path(orders).is_symlink() or Path(orders).exists():
+            check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
         if not Path(orders).is_file():
             raise ValueError(
                 f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
@@ -254,9 +257,10 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
         notes.add(checked.note)
     statements = request.bank_statements
     if statements:
-        statements = [str(Path(p).resolve()) for p in statements]
         columns = request.bank_columns or bank_columns_setting()
+        # read before resolving: a symbolic link loop is named as one, not a RuntimeError
         notes.add(read_statements(statements, columns=columns).describe())
+        statements = [str(Path(p).resolve()) for p in statements]
     since, until = sync_range(month, sandbox_calendar())
     return ReportPlan(
         month=month,

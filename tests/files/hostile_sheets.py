@@ -1,0 +1,69 @@
+"""Hostile workbooks, built byte by byte: a tiny one claiming a far cell, and ZIP bombs whose
+sheet decompresses to gigabytes (raw deflate blocks repeated, so building one takes a moment
+and no memory)."""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+import zlib
+from pathlib import Path
+
+NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+
+
+def far_cell(path: Path) -> Path:
+    """A ~400-byte .xlsx whose only sheet declares and holds cell ZZZZZZZZZZ1."""
+    sheet = (
+        f'<worksheet xmlns="{NS}"><dimension ref="A1:ZZZZZZZZZZ1"/><sheetData>'
+        '<row r="1"><c r="ZZZZZZZZZZ1" t="inlineStr"><is><t>key</t></is></c></row>'
+        "</sheetData></worksheet>"
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr("xl/worksheets/sheet1.xml", sheet)
+    return path
+
+
+def _entry(name: bytes, data: bytes, crc: int, size: int, offset: int) -> tuple[bytes, bytes]:
+    local = struct.pack(
+        "<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(data), size, len(name), 0
+    )
+    central = struct.pack(
+        "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(data), size,
+        len(name), 0, 0, 0, 0, 0, offset,
+    )  # fmt: skip
+    return local + name + data, central + name
+
+
+def bomb(
+    path: Path,
+    gigabytes: float,
+    *,
+    declared: int | None = None,
+    name: str = "xl/worksheets/sheet1.xml",
+) -> Path:
+    """An .xlsx whose sheet is ``gigabytes`` of blanks inside ``<sheetData>``, deflated to
+    about a thousandth of that; ``declared`` (bytes) lies about its size in the ZIP's
+    directory (default: the truth)."""
+    head = f'<worksheet xmlns="{NS}"><sheetData>'.encode()
+    tail = b"</sheetData></worksheet>"
+    block = b" " * (1 << 20)
+    count = int(gigabytes * 1024)
+
+    def segment(data: bytes, last: bool = False) -> bytes:
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return c.compress(data) + c.flush(zlib.Z_FINISH if last else zlib.Z_FULL_FLUSH)
+
+    # after a full flush the compressor starts afresh: the same input deflates to the same
+    # bytes, and the segments concatenate into one valid stream
+    body = segment(block)
+    data = segment(head) + body * count + segment(tail, last=True)
+    size = len(head) + count * len(block) + len(tail)
+    crc = zlib.crc32(head)
+    for _ in range(count):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(tail, crc)
+    local, central = _entry(name.encode(), data, crc, size if declared is None else declared, 0)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
+    path.write_bytes(local + central + end)
+    return path
