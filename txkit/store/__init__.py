@@ -51,8 +51,6 @@ from txkit.store._location import (
     check_store,
     check_version,
     is_remote,
-    open_table,
-    refuse_foreign_folder,
     storage_options,
     store_name,
     table_uri,
@@ -73,6 +71,7 @@ from txkit.store._state import (
     read_state,
 )
 from txkit.store._sync import SyncResult, sync, sync_needed
+from txkit.store._table import open_table, refuse_foreign_folder
 from txkit.store._verify import FileCheck, format_verify, verify_store
 
 __all__ = [

@@ -40,17 +40,10 @@ from urllib.parse import unquote
 
 from txkit import config
 from txkit.errors import StoreError
-from txkit.store._location import (
-    StoredObject,
-    StoreLike,
-    is_remote,
-    locked,
-    objects,
-    open_table,
-    store_location,
-    table_files,
-)
+from txkit.store._location import StoredObject, StoreLike, is_remote, objects, store_location
+from txkit.store._lock import locked
 from txkit.store._state import commit_info
+from txkit.store._table import open_table, table_files
 from txkit.store._write import META_KEY, write_checkpoint
 
 __all__ = [

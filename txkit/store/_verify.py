@@ -9,15 +9,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from txkit.errors import StoreError
-from txkit.store._location import (
-    StoreLike,
-    digest_of,
-    objects,
-    open_table,
-    store_location,
-    table_files,
-)
+from txkit.store._location import StoreLike, digest_of, objects, store_location
 from txkit.store._read import _digests
+from txkit.store._table import open_table, table_files
 
 
 @dataclass(frozen=True)
