@@ -14,7 +14,7 @@ from urllib.parse import parse_qs
 from txkit.sandbox.ledger import DAY_MS, HOUR_MS
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "BadParameter", "Query"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "Query"]
 
 #: Page size when ``limit`` is not given.
 DEFAULT_LIMIT: Final = 50
@@ -26,7 +26,7 @@ _DATE_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT_RE: Final = re.compile(r"^-?\d+$")
 
 
-class BadParameter(Exception):
+class _BadParameter(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
@@ -56,7 +56,7 @@ class Query:
             The :class:`Query` (``limit`` already capped at :data:`MAX_LIMIT`).
 
         Raises:
-            BadParameter: with the HTTP status (400 or 422) and a message naming the
+            _BadParameter: with the HTTP status (400 or 422) and a message naming the
                 parameter and the accepted values.
         """
         params = parse_qs(query_string, keep_blank_values=True)
@@ -66,7 +66,7 @@ class Query:
             if given is None:
                 continue
             if len(given) > 1:
-                raise BadParameter(
+                raise _BadParameter(
                     400, f"Parameter '{name}' was given {len(given)} times; give it at most once"
                 )
             values[name] = given[0]
@@ -76,7 +76,7 @@ class Query:
         start = _day(values, "startDate")
         end = _day(values, "endDate")
         if start is not None and end is not None and start > end:
-            raise BadParameter(
+            raise _BadParameter(
                 422,
                 f"Invalid date range: startDate {start.isoformat()} is after endDate "
                 f"{end.isoformat()}; startDate must be on or before endDate",
@@ -115,7 +115,7 @@ def _choice(values: dict[str, str], name: str, accepted: Sequence[str]) -> str |
     if value is None:
         return None
     if value not in accepted:
-        raise BadParameter(
+        raise _BadParameter(
             422, f"Invalid {name} {value!r}: {name} must be one of {', '.join(accepted)}"
         )
     return value
@@ -126,13 +126,13 @@ def _day(values: dict[str, str], name: str) -> date | None:
     if value is None:
         return None
     if not _DATE_RE.match(value):
-        raise BadParameter(
+        raise _BadParameter(
             400, f"Invalid {name} {value!r}: {name} must be a date in the format YYYY-MM-DD"
         )
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise BadParameter(
+        raise _BadParameter(
             400, f"Invalid {name} {value!r}: not a real calendar date (format YYYY-MM-DD)"
         ) from None
 
@@ -144,9 +144,9 @@ def _integer(values: dict[str, str], name: str, default: int, *, minimum: int) -
     what = "a non-negative integer" if minimum == 0 else "a positive integer"
     extra = f" (values above {MAX_LIMIT} are capped at {MAX_LIMIT})" if name == "limit" else ""
     if not _INT_RE.match(value):
-        raise BadParameter(400, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
+        raise _BadParameter(400, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
     # Huge numbers are beyond any page or count: no need to parse them exactly.
     number = int(value) if len(value) <= 18 else (-1 if value.startswith("-") else 10**18)
     if number < minimum:
-        raise BadParameter(422, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
+        raise _BadParameter(422, f"Invalid {name} {value!r}: {name} must be {what}{extra}")
     return number

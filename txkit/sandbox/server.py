@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from txkit.fetch.client import is_loopback
 from txkit.sandbox._effects import FaultEffects, error_body
-from txkit.sandbox._query import DEFAULT_LIMIT, MAX_LIMIT, BadParameter, Query
+from txkit.sandbox._query import DEFAULT_LIMIT, MAX_LIMIT, Query, _BadParameter
 from txkit.sandbox._store import Store
 from txkit.sandbox.faults import Faults
 from txkit.sandbox.ledger import Ledger, generate_ledger, parse_record
@@ -168,7 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             try:
                 query = Query.parse(url.query)
-            except BadParameter as bad:
+            except _BadParameter as bad:
                 self._json(bad.status, bad.message, request_id=request_id)
                 return
             self._serve(sandbox, query, request_id)
