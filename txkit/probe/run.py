@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Final
 
 from txkit.errors import scrub
-from txkit.fetch.profile import Finding, ServiceProfile, unknown
+from txkit.fetch.profile import DATE_FINDINGS, Finding, ServiceProfile, unknown
 from txkit.probe.dates import DateModel, parse_ms, record_id, timestamp_fields
 from txkit.probe.sample import beyond_document, order, tie_groups, totals
 from txkit.probe.session import Page, ProbeSession, ProbeStopped
@@ -170,16 +170,7 @@ class _Probe:
             (self.step_max_limit, ("max_limit",)),
             (self.step_reference, ("order",)),
             (self.step_ties, ("ties_stable", "largest_tie_group")),
-            (
-                self.step_dates,
-                (
-                    "date_field",
-                    "start_inclusive",
-                    "end_inclusive",
-                    "utc_offset_hours",
-                    "total_counts_all_matching",
-                ),
-            ),
+            (self.step_dates, (*DATE_FINDINGS, "total_counts_all_matching")),
             (self.step_max_skip, ("max_skip", "max_skip_mode")),
         ]
         for step, names in steps:
