@@ -6,8 +6,9 @@ import argparse
 
 from txkit import config
 from txkit.config import default_store
-from txkit.register import retention_policy
+from txkit.register import register_file_checks, repair_command, retention_policy
 from txkit.store import (
+    REGISTER,
     format_status,
     format_vacuum,
     format_verify,
@@ -88,6 +89,8 @@ def _run_store_vacuum(args: argparse.Namespace) -> int:
 
 def _run_store_verify(args: argparse.Namespace) -> int:
     store = args.store or str(default_store())
-    text, whole = format_verify(store, verify_store(store, version=args.version), args.version)
+    checks = verify_store(store, version=args.version, others=(register_file_checks,))
+    repairs = {REGISTER: repair_command(store)}
+    text, whole = format_verify(store, checks, args.version, repairs=repairs)
     print(text)
     return 0 if whole else 1

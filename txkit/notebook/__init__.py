@@ -48,6 +48,7 @@ from txkit.notebook._register import (
     owner_counts,
     register_findings,
 )
+from txkit.notebook._source import source_sentence
 
 __all__ = [
     "LoadInfo",
@@ -76,6 +77,7 @@ __all__ = [
     "register_findings",
     "report_folder",
     "report_history",
+    "source_sentence",
     "trend_records",
     "what_to_look_at",
 ]

@@ -16,7 +16,7 @@ from txkit.register._carry import (
     Recomputed,
 )
 from txkit.register._index import RegisterSummary, summarise
-from txkit.register._keep import keep_signed, retention_policy
+from txkit.register._keep import keep_signed, register_file_checks, retention_policy
 from txkit.register._materiality import CONFIG_FILE, Materiality, load_materiality
 from txkit.register._model import (
     BUCKETS,
@@ -41,6 +41,7 @@ from txkit.register._sign import (
     sign_report,
     signature_block,
     signed_versions,
+    verify_report,
 )
 from txkit.register._state import (
     ITEMS_SUFFIX,
@@ -54,7 +55,14 @@ from txkit.register._state import (
     report_events,
     reported_months,
 )
-from txkit.register._table import append_events, read_events, register_uri
+from txkit.register._table import (
+    append_events,
+    check_parts,
+    read_events,
+    register_uri,
+    repair_command,
+    repair_register,
+)
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = [
@@ -78,6 +86,7 @@ __all__ = [
     "annotate",
     "append_events",
     "bucket_counts",
+    "check_parts",
     "compare_reports",
     "default_category",
     "explain",
@@ -90,9 +99,12 @@ __all__ = [
     "read_xlsx_text",
     "record_report",
     "refuse_signed",
+    "register_file_checks",
     "register_items",
     "register_uri",
     "register_view",
+    "repair_command",
+    "repair_register",
     "report_events",
     "reported_months",
     "retention_policy",
@@ -102,5 +114,6 @@ __all__ = [
     "signature_block",
     "signed_versions",
     "summarise",
+    "verify_report",
     "wallet_items",
 ]

@@ -79,6 +79,7 @@ def run_report(
     bank_columns: str | None = None,
     reopen: str | None = None,
     on_note: Callable[[str], None] | None = None,
+    orders_columns: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -107,6 +108,7 @@ def run_report(
         bank_statements=bank_statements,
         bank_columns=bank_columns,
         reopen=reopen,
+        orders_columns=orders_columns,
     )
     return run(request, on_note=on_note)
 

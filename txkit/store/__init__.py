@@ -48,9 +48,12 @@ from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
 from txkit.store._compact import compact_months
 from txkit.store._location import (
+    DIGEST_ALGORITHM,
     check_store,
     check_version,
+    digest_of,
     is_remote,
+    objects,
     storage_options,
     store_name,
     table_uri,
@@ -71,10 +74,12 @@ from txkit.store._state import (
     read_state,
 )
 from txkit.store._sync import SyncResult, sync, sync_needed
-from txkit.store._table import open_table, refuse_foreign_folder
-from txkit.store._verify import FileCheck, format_verify, verify_store
+from txkit.store._table import open_table, refuse_foreign_folder, table_files
+from txkit.store._verify import REGISTER, FileCheck, format_verify, verify_store
 
 __all__ = [
+    "DIGEST_ALGORITHM",
+    "REGISTER",
     "FileCheck",
     "MonthManifest",
     "RetentionPolicy",
@@ -90,10 +95,12 @@ __all__ = [
     "check_version",
     "compact_months",
     "default_store",
+    "digest_of",
     "format_status",
     "format_vacuum",
     "format_verify",
     "is_remote",
+    "objects",
     "open_table",
     "read_manifests",
     "read_months",
@@ -105,6 +112,7 @@ __all__ = [
     "store_name",
     "sync",
     "sync_needed",
+    "table_files",
     "table_uri",
     "vacuum_store",
     "verify_store",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import polars as pl
@@ -35,12 +36,19 @@ class FileCheck:
     detail: str = ""
 
 
-def verify_store(store: StoreLike = None, *, version: int | None = None) -> list[FileCheck]:
+def verify_store(
+    store: StoreLike = None,
+    *,
+    version: int | None = None,
+    others: Sequence[Callable[[str | os.PathLike[str]], list[FileCheck]]] = (),
+) -> list[FileCheck]:
     """Check every data file of a table version against the digest its commit recorded.
 
     Args:
         store: the store folder or URI.
         version: a table version (default: the newest).
+        others: more checks of files kept in the store (the exception register's:
+            :func:`txkit.register.register_file_checks`), added after the table's.
 
     Returns:
         One :class:`FileCheck` per file, in month order.
@@ -51,6 +59,9 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
     store = store_location(store)
     table = open_table(store, version)
     if table is None:
+        extra = [check for other in others for check in other(store)]
+        if extra:  # a register alone (written by txkit.register's tests and tools)
+            return extra
         raise StoreError(f"the store {store} has no table yet: nothing to verify")
     digests = _digests(table, store)
     files = objects(store)
@@ -78,29 +89,45 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
             )
         else:
             out.append(FileCheck(rel, month, size, "ok"))
-    return out
+    return out + [check for other in others for check in other(store)]
+
+
+#: The ``month`` of the exception register's files in a :class:`FileCheck`.
+REGISTER: str = "register"
 
 
 def format_verify(
-    store: str | os.PathLike[str], checks: list[FileCheck], version: int | None
+    store: str | os.PathLike[str],
+    checks: list[FileCheck],
+    version: int | None,
+    *,
+    repairs: Mapping[str, str] | None = None,
 ) -> tuple[str, bool]:
-    """The printable result of :func:`verify_store` and whether the version is whole."""
+    """The printable result of :func:`verify_store` and whether the version is whole;
+    ``repairs``: the command that repairs damaged files of another kind than the table's (by
+    their ``month``, e.g. :data:`REGISTER`)."""
     bad = [c for c in checks if c.status in ("damaged", "missing")]
     unverified = [c for c in checks if c.status == "unverified"]
     at = f"table version {version}" if version is not None else "the newest version"
+    register = sum(c.month == REGISTER for c in checks)
+    files = f"{len(checks) - register} data file(s)" + (
+        f" and {register} exception register file(s)" if register else ""
+    )
     lines = [
-        f"store {store}, {at}: {len(checks)} data file(s), "
+        f"store {store}, {at}: {files}, "
         f"{sum(c.status == 'ok' for c in checks)} verified, {len(bad)} damaged or missing, "
         f"{len(unverified)} unverified (written before digests)"
     ]
     for check in bad + unverified:
         lines.append(f"  {check.status}: {check.path} ({check.month}) {check.detail}".rstrip())
-    if bad:
-        months = sorted({c.month for c in bad})
+    if any(c.month != REGISTER for c in bad):
+        months = sorted({c.month for c in bad if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"repair: txkit sync --store {store} {refresh}")
-    elif unverified:
-        months = sorted({c.month for c in unverified})
+    if any(c.month == REGISTER for c in bad) and repairs and REGISTER in repairs:
+        lines.append(f"repair: {repairs[REGISTER]}")
+    if not bad and any(c.month != REGISTER for c in unverified):
+        months = sorted({c.month for c in unverified if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"to give them digests: txkit sync --store {store} {refresh}")
     return "\n".join(lines), not bad
