@@ -804,7 +804,9 @@ def _check_records(
             f"{'a record has' if len(ragged) == 1 else 'records have'} "
             f"{show_values(widths)} field(s) where the header has {width}",
             'a value holding the delimiter must be quoted ("1,500.00"), or remove the extra '
-            "or missing separators",
+            "or missing separators"
+            if unit == "line"
+            else "move or remove the cells right of the table, or name their column in the header",
             lines=[line for line, _ in ragged],
             unit=unit,
             what=what,

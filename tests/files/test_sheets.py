@@ -348,3 +348,15 @@ def test_an_ods_statement_reads_through_calamine_with_its_rows_numbered(tmp_path
     assert statement.files == {str(path): "ods"}
     notes = " ".join(statement.notes)
     assert "1 title row skipped (Sheet1 row 2" in notes and "number formats" in notes
+
+
+def test_a_cell_right_of_the_table_is_refused_with_its_row(tmp_path: Path) -> None:
+    path = _book(
+        tmp_path / "orders.xlsx",
+        [["reference", "amount"], ["A-1", 10], ["A-2", 3, None, "note: paid twice"]],
+    )
+    with pytest.raises(DataFileError) as caught:
+        read_table(path, columns=["reference", "amount"], required=["reference", "amount"])
+    message = str(caught.value)
+    assert "Sheet1 row 3: a record has 4 field(s) where the header has 2" in message
+    assert "move or remove the cells right of the table" in message

@@ -63,6 +63,8 @@ def read_html_table(path: str | Path, data: bytes, *, what: str = "file") -> She
         raise DataFileError(
             path, f"looks like HTML but cannot be read ({exc})", "download it again", what=what
         ) from None
+    for br in root.iter("br"):  # a line break inside a cell separates words
+        br.tail = " " + (br.tail or "")
     sheet = Sheet("HTML table")
     if note:
         sheet.notes.append(note)
