@@ -19,7 +19,14 @@ The steps, each usable on its own:
 * :func:`read_csv_table`: CSV text as a frame of strings with each record's line number
   (quoted values may span lines), the header's names matched without regard to case or
   surrounding spaces, the delimiter (``,``, ``;``, tab or ``|``) taken from the header.
+* :func:`read_table`: :func:`read_csv_table`'s table from CSV or a spreadsheet (``.xlsx``,
+  ``.xls``, ``.ods``, a ``.xls`` that is HTML), each value the text its cell shows; the header
+  found among title rows or over two rows, total and footer rows and continuation rows
+  handled as :mod:`txkit.files._layout` says.
 * :func:`fail_lines`: raise for the lines where a condition holds, with their values.
+
+Every file is first checked by :func:`txkit.files.check_input`: a regular file (not a folder,
+a device, a FIFO or a link loop) within ``TXKIT_MAX_INPUT_MB``.
 """
 
 from __future__ import annotations
