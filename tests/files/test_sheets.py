@@ -360,3 +360,27 @@ def test_a_cell_right_of_the_table_is_refused_with_its_row(tmp_path: Path) -> No
     message = str(caught.value)
     assert "Sheet1 row 3: a record has 4 field(s) where the header has 2" in message
     assert "move or remove the cells right of the table" in message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("fmt", "suffix"), [("xlsx", ".xlsx"), ("html-xls", ".xls")])
+def test_the_sandboxs_spreadsheet_statements_read_as_its_csv(
+    fmt: str, suffix: str, tmp_path: Path
+) -> None:
+    """The sandbox's bank gives its statement as a workbook and as GTBank's HTML .xls, with
+    title rows and a total and closing row per currency: the entries are the CSV's, exactly."""
+    from tests.analysis.analysis_cases import load_case
+    from txkit.sandbox.ledger._bank import CSV_COLUMNS
+
+    ledger = load_case(2, 0.01).ledger
+    csv_path, sheet_path = tmp_path / "statement.csv", tmp_path / f"statement{suffix}"
+    csv_path.write_bytes(ledger.bank_statement("2026-06", "csv"))
+    sheet_path.write_bytes(ledger.bank_statement("2026-06", fmt))
+    columns = ["date", "value_date", "currency", "amount", "reference", "narration"]
+    from_csv = read_statement(csv_path, columns=CSV_COLUMNS)
+    from_sheet = read_statement(sheet_path, columns=CSV_COLUMNS)
+    assert from_sheet.entries.select(columns).equals(from_csv.entries.select(columns))
+    currencies = from_csv.entries["currency"].n_unique()
+    notes = " ".join(from_sheet.notes)
+    assert "3 title rows skipped" in notes
+    assert f"{2 * currencies + 2} total or footer rows skipped" in notes
