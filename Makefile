@@ -17,11 +17,12 @@ SANDBOX_ENV := env -u TXKIT_SECRET_KEY -u TXKIT_BASE_URL TXKIT_PROGRESS=0
 # pip does: where PYTHONDONTWRITEBYTECODE is set (this machine), nothing is compiled later and
 # every process and kernel compiled its imports again (2.7 s against 0.8 s for polars,
 # matplotlib, ipykernel and txkit.notebook).
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/uv-overrides.txt
 	@echo "Setting up .venv from pyproject.toml: a minute the first time (JupyterLab is large); later runs reuse it."
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.9,<1'
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
+		--override tools/uv-overrides.txt -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -50,11 +51,8 @@ format: $(STAMP)
 # time: they are light (10 s of CPU in 33 s, each against a server of its own), so each has a
 # core, and the pass takes 18-21 s instead of 33 s with the same measurements; it collects only
 # the files that hold them (test_layout checks the list; collecting all cost 7.7 s of CPU),
-# without the nbval plugin (no notebook there, and its nbformat import costs 1.5 s: jsonschema
-# builds 38 IRI grammars when it loads, python-jsonschema/jsonschema#1428).
+# without the nbval plugin (no notebook there).
 # `pytest` alone (no options) is the quick inner loop: it leaves out the slow tests.
-# `-p tests._early` loads before nbval: jsonschema without its IRI grammars, 2 s of CPU less in
-# each pytest process (see tests/_early.py).
 # Three workers on two cores: a worker often waits (loopback HTTP, kernels, subprocesses, S3 on
 # moto), and a third fills the gaps. Measured on the same tree, quiet: the parallel pass took
 # 6 min 7 s with 2 (1.63 cores busy), 5 min 18 s with 3, 5 min 32 s with 4.
@@ -62,14 +60,14 @@ JOBS ?= 3
 PYTEST := $(SANDBOX_ENV) $(BIN)/python -m pytest
 
 test: lint compile
-	$(PYTEST) -p tests._early -m "not serial" -n $(JOBS) --durations=20 \
+	$(PYTEST) -m "not serial" -n $(JOBS) --durations=20 \
 		--nbval tests notebooks --nbval-sanitize-with notebooks/nbval_sanitize.cfg
 	$(PYTEST) -m serial -n 2 --durations=10 -p no:nbval tests/test_hostile.py tests/test_ratelimit.py \
-		tests/files/test_bounds.py \
+		tests/files/test_bounds.py tests/bank/test_sizes.py \
 		tests/sandbox/test_sandbox_loader_faults.py
 
 test-fast: compile
-	$(PYTEST) -p tests._early
+	$(PYTEST)
 
 # Edit notebooks/NN_topic.py (or the .ipynb in JupyterLab), then re-run them all on the sandbox
 # seed and commit both files of each pair.

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import ast
 import importlib
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
-
-import pytest
 
 import txkit
 from txkit import config
@@ -276,68 +270,6 @@ def test_every_public_module_exports_what_it_lists() -> None:
         missing = [n for n in module.__all__ if not hasattr(module, n)]
         assert not missing, f"{name} lists names it does not have: {missing}"
         assert len(set(module.__all__)) == len(module.__all__), name
-
-
-#: Old module paths kept as deprecated shims: the module that now holds their names, and the
-#: home the warning names (issue 21 moved them).
-MOVED = {
-    "txkit.client": ("txkit.fetch.client", "txkit.fetch (or txkit)"),
-    "txkit.load": ("txkit.fetch.load", "txkit.fetch (or txkit)"),
-    "txkit.pages": ("txkit.fetch.pages", "txkit.fetch"),
-    "txkit.tables": ("txkit.notebook.tables", "txkit.notebook.tables"),
-    "txkit.plots": ("txkit.notebook.plots", "txkit.notebook.plots"),
-    "txkit.findings": ("txkit.notebook.findings", "txkit.notebook.findings"),
-    "txkit.trends": (
-        "txkit.analysis.trends",
-        "txkit.analysis (trend_records, report_history: txkit.notebook)",
-    ),
-    "txkit.frame": ("txkit.decode", "txkit.decode (activity_history: txkit)"),
-    "txkit.source": (
-        "txkit.fetch.source",
-        "txkit.fetch.source (the store location and key_configured: txkit.config)",
-    ),
-}
-
-
-@pytest.mark.slow  # processes of its own: seconds, out of the quick loop
-def test_old_module_paths_warn_naming_the_new_home(tmp_path: Path) -> None:
-    # In a fresh interpreter (an imported module warns once): each import line of the user's
-    # own file gets one DeprecationWarning with the new home and the version.
-    script = tmp_path / "user_code.py"
-    lines = ["import json, warnings", "found = {}"]
-    for old in MOVED:
-        lines += [
-            "with warnings.catch_warnings(record=True) as caught:",
-            "    warnings.simplefilter('always')",
-            f"    import {old}",
-            f"found[{old!r}] = [(str(w.message), w.category.__name__, w.filename, w.lineno)"
-            " for w in caught]",
-        ]
-    lines.append("print(json.dumps(found))")
-    script.write_text("\n".join(lines) + "\n")
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=os.environ | {"PYTHONPATH": str(PACKAGE.parent)},
-    )
-    found = json.loads(done.stdout)
-    for old, (_, home) in MOVED.items():
-        [(message, category, filename, lineno)] = found[old]
-        assert category == "DeprecationWarning"
-        assert message == f"{old} is deprecated since 0.2.0: import from {home}"
-        assert filename == str(script)
-        assert script.read_text().splitlines()[lineno - 1].strip() == f"import {old}"
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_old_module_paths_give_the_same_objects() -> None:
-    for old, (new, _) in MOVED.items():
-        shim, module = importlib.import_module(old), importlib.import_module(new)
-        assert set(module.__all__) <= set(shim.__all__)
-        for name in module.__all__:
-            assert getattr(shim, name) is getattr(module, name), f"{old}.{name}"
 
 
 #: A test marked serial: a decorator, or the module's ``pytestmark``.

@@ -289,19 +289,6 @@ def test_another_source_is_refused_naming_the_store_to_use(
     assert read_state(store).version == version
 
 
-def test_old_parquet_store_is_refused_naming_the_migration(tmp_path: Path) -> None:
-    store = tmp_path / "old"
-    (store / "generations/g000001/transactions/month=2026-10").mkdir(parents=True)
-    (store / "current").symlink_to("generations/g000001")
-    for call in (
-        lambda: scan_store(store),
-        lambda: read_manifests(store),
-        lambda: sync_needed(store=store),
-    ):
-        with pytest.raises(StoreError, match=f"txkit store migrate --store {store}"):
-            call()
-
-
 def test_an_earlier_version_that_does_not_exist_is_a_clear_error(
     box: Sandbox, tmp_path: Path
 ) -> None:

@@ -8,7 +8,6 @@ a second one. These tests never pass ``store=``.
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import nbformat
@@ -115,18 +114,3 @@ def test_the_default_store_follows_the_data_folder_and_the_source(
     monkeypatch.delenv(config.SECRET_KEY_VAR)
     with pytest.raises(txkit.ConfigError, match="TXKIT_SECRET_KEY is not"):
         txkit.scan_store()  # the real service was meant: no silent fallback to the sandbox
-
-
-def test_the_old_default_store_constant_is_deprecated(project: Path) -> None:
-    import txkit.store
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        old = txkit.store.DEFAULT_STORE
-    assert old == default_store() == Path("data/store/sandbox")
-    [warning] = caught
-    assert warning.category is DeprecationWarning
-    assert str(warning.message) == (
-        "txkit.store.DEFAULT_STORE is deprecated since 0.2.0: use txkit.store.default_store()"
-    )
-    assert warning.filename == __file__

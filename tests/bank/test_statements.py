@@ -111,7 +111,12 @@ MT940_BAD = {
     "cut short": (":62F:C261031USD1250,50\n-}\n", "", 24, "cut short"),
     "bad date": (":60F:C260930NGN", ":60F:C261330NGN", 5, "not a date"),
     "no decimal comma": ("C250,50NTRF", "C250.50NTRF", 23, "not a statement line"),
-    "text outside a tag": ("-}\n{1:F01", "-}\nGARBAGE\n{1:F01", 18, "text outside any tag"),
+    "text outside a tag": (
+        "\n:61:2610301102C250,50",
+        "\nGARBAGE\n:61:2610301102C250,50",
+        23,
+        "text outside any tag",
+    ),
 }
 
 

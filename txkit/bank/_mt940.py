@@ -1,4 +1,4 @@
-"""SWIFT MT940 customer statements, read strictly, every line accounted for (private).
+"""SWIFT MT940 customer statements as banks write them, every line accounted for (private).
 
 The layout (SWIFT MT940, as banks send it to corporate customers): a message per statement,
 optionally in SWIFT's envelope (``{1:...}{2:...}{4:`` ... ``-}``); tags at the start of a
@@ -13,22 +13,39 @@ line, a tag's value running to the next tag:
   (``C`` credit, ``D`` debit, ``RC`` reversal of a credit, ``RD`` reversal of a debit), an
   optional funds code, the amount, the transaction type (``N``/``S``/``F`` and three
   characters), the customer's reference up to ``//``, the bank's reference, and optional
-  supplementary details on the next line;
+  supplementary details on the lines after it;
 * ``:86:`` the line's information to the account owner (free text, or structured with
   ``/EREF/``, ``/RFB/``, ``EREF+``: the reference is taken from those).
 
-Why not the ``mt-940`` package: its ``:61:`` pattern reads ``C5OO000,00`` (a letter O typed
-for a zero) as an amount of 5.00, a mistyped tag (``:6l:``) loses the line without a word,
-and a statement without its closing balance reads as complete; none of its errors names a
-line. Here every ``:61:`` must match the layout exactly, a text line outside a tag is an
-error, and each statement's opening balance plus its lines must equal its closing balance
-(:func:`txkit.bank._model.frames`).
+What banks write beside the standard, and is read (each seen in real files, see
+``tests/data/real/mt940/MANIFEST.toml``): several statements in one file, whatever their
+``:20:``/``:25:`` (each is proven by its own balances, in file order); bank header lines
+before a message (Rabobank's ``:940:``, ING's ``0000 01INGBNL2AXXXX00001``, ABN AMRO's
+``ABNANL2A`` and ``940``, SOH/ETX control lines, a trailing Ctrl-Z); a transaction type
+with a blank (``NIT ``) or none at all (Zenith Bank: ``C N220000,00//19239782213``); a
+customer's reference over 16 characters; supplementary details over several lines;
+``:86:`` text over many lines, lines in it that look like tags (``:12:11``) or are a lone
+``-``, and several ``:86:`` after one line (all kept, references looked for in all of it);
+``:86 :`` for ``:86:``; a value date of 30 February (German interest convention: read as
+the month's last day); a message closed by `` -``.
+
+Still refused, since it would put a wrong amount in front of a controller: an amount that
+is not digits with one decimal comma (``C5OO000,00``), a statement whose opening balance
+plus its lines is not its closing balance, a statement without its closing balance (a
+truncated file), a mistyped tag outside ``:86:`` text; each error names the file and line.
+
+Why not the ``mt-940`` package: see ``docs/closing.md`` (its ``:61:`` pattern reads
+``C5OO000,00`` as 5.00, it accepts a statement without its closing balance, and none of its
+errors names a line).
 """
 
 from __future__ import annotations
 
+import calendar
+import functools
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Final
@@ -36,15 +53,15 @@ from typing import Final
 from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
 
-_TAG: Final = re.compile(r":(?P<tag>[0-9]{2}[A-Z]?|NS):(?P<value>.*)")
+# ``:86 :`` (a blank before the colon) is written by some banks for ``:86:``.
+_TAG: Final = re.compile(r":(?P<tag>[0-9]{2}[A-Z]?|NS) ?:(?P<value>.*)")
 _BALANCE: Final = re.compile(
-    r"(?P<mark>[CD])(?P<date>[0-9]{6})(?P<cur>[A-Z]{3})(?P<amount>[0-9,]{1,15})"
+    r"(?P<mark>[CD])(?P<date>[0-9]{6})(?P<cur>[A-Z]{3})(?P<amount>[0-9]{1,20},[0-9]{0,6})"
 )
 _LINE: Final = re.compile(
     r"(?P<vdate>[0-9]{6})(?P<edate>[0-9]{4})?(?P<mark>RC|RD|C|D)(?P<funds>[A-Z])?"
-    r"(?P<amount>[0-9]{1,12},[0-9]{0,6})(?P<type>[NSF][A-Z0-9]{3})"
-    r"(?P<custref>(?:(?!//)[^\n]){0,16})(?://(?P<bankref>[^\n]{0,16}))?"
-    r"(?:\n(?P<supp>[^\n]{0,34}))?"
+    r"(?P<amount>[0-9]{1,15},[0-9]{0,6})(?P<type>[NSF][A-Z0-9 ]{3})?"
+    r"(?P<custref>(?:(?!//).)*)(?://(?P<bankref>.*))?"
 )
 _STRUCTURED: Final = (
     re.compile(r"/EREF/([^/\n]+)"),
@@ -52,8 +69,18 @@ _STRUCTURED: Final = (
     re.compile(r"EREF\+([^\s?/]+)"),
 )
 _ADVICE: Final = "export the statement again from the bank (MT940 as SWIFT lays it out)"
-_KNOWN: Final = {"13D", "20", "21", "25", "28", "28C", "34F", "60F", "60M", "61", "62F", "62M",
-                 "64", "65", "86", "90C", "90D", "NS"}  # fmt: skip
+_KNOWN: Final = {"13D", "20", "21", "25", "28", "28C", "34F", "60", "60F", "60M", "61", "62",
+                 "62F", "62M", "64", "65", "86", "90C", "90D", "NS"}  # fmt: skip
+# Tags whose value may run over several lines; a line after any other tag that is no tag
+# is a bank's header line (between messages) or an error (inside a statement).
+_MULTILINE: Final = {"61", "86", "NS", "25", "28", "28C"}
+# SOH, ETX and Ctrl-Z (end of file on old systems) frame messages in some banks' files.
+_CONTROL: Final = "\x01\x03\x1a"
+# A tag with a letter where SWIFT has digits (``:6l:``, ``:6O:``, ``:8b:``): a typo, never text.
+_MISTYPED: Final = re.compile(
+    r":(?![0-9]{2}[A-Z]? ?:|NS:)[0-9][0-9A-Za-z][A-Z]? ?:|:[A-Za-z][0-9][A-Z]? ?:"
+)
+_ENVELOPE: Final = re.compile(r"^(\{[1-3]:(?:[^{}]|\{[^{}]*\})*\})*(\{4:)?")
 
 
 def looks_like(text: str) -> bool:
@@ -67,11 +94,26 @@ def _fail(path: Path, line: int, problem: str, advice: str = _ADVICE) -> DataFil
 
 
 def _date(path: Path, text: str, line: int, where: str) -> date:
+    day = _day(text)
+    if day is None:
+        raise _fail(path, line, f"{where}: {text!r} is not a date (YYMMDD)")
+    return day
+
+
+@functools.lru_cache(maxsize=4096)
+def _day(text: str) -> date | None:
+    """``YYMMDD`` as a date (a statement's dates repeat: each is worked out once)."""
     try:
         year = int(text[:2])
-        return date(2000 + year if year < 80 else 1900 + year, int(text[2:4]), int(text[4:6]))
-    except ValueError:
-        raise _fail(path, line, f"{where}: {text!r} is not a date (YYMMDD)") from None
+        year = 2000 + year if year < 80 else 1900 + year
+        month, day = int(text[2:4]), int(text[4:6])
+        last = calendar.monthrange(year, month)[1]
+        # 30 February and the like: German banks date interest to a 30-day month's end.
+        if last < day <= 31:
+            day = last
+        return date(year, month, day)
+    except (ValueError, calendar.IllegalMonthError):
+        return None
 
 
 def _amount(path: Path, text: str, line: int, where: str, negative: bool) -> str:
@@ -90,32 +132,75 @@ def _amount(path: Path, text: str, line: int, where: str, negative: bool) -> str
     return "-" + plain if negative and plain.strip("0.") else plain
 
 
-def _tags(path: Path, text: str) -> list[tuple[int, str, str]]:
-    """``(line, tag, value)`` for every tag, continuation lines joined with ``\\n``.
+@dataclass
+class _Tag:
+    """A tag as found: its line, name and value lines (continuations appended, joined once)."""
 
-    The SWIFT envelope (``{1:...}{4:``, ``-}``, ``{5:...}``) is skipped; any other text that
-    is not inside a tag is an error.
+    line: int
+    tag: str
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def value(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _tags(path: Path, text: str) -> Iterator[_Tag]:
+    """Every tag, with its continuation lines, in one pass over the lines (each handed on
+    when the next begins: a file of 64,000 statements is never held as tags).
+
+    The SWIFT envelope (``{1:...}{4:``, ``-}``, ``{5:...}``), control characters and a
+    bank's header lines between messages are skipped; any other text outside a tag is an
+    error naming its line.
     """
-    out: list[tuple[int, str, str]] = []
-    open_tag = False
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.rstrip()
+    # ``between``: no statement open (before the first, or after a closing balance), where
+    # banks write header lines; ``open_tag``: the tag continuation lines belong to.
+    between = True
+    open_tag: _Tag | None = None
+    pending: _Tag | None = None  # the tag being read (its value may run on)
+    for number, raw in enumerate(_lines(text), start=1):
+        line = raw.strip(_CONTROL).rstrip()
         if line.startswith("{"):
-            # A header line: blocks 1-3 and the opening of block 4 (its text may follow).
-            rest = re.sub(r"^(\{[1-3]:(?:[^{}]|\{[^{}]*\})*\})*(\{4:)?", "", line)
-            open_tag = False
+            rest = _ENVELOPE.sub("", line)
+            open_tag, between = None, True
             if not rest or rest.startswith("{5:"):
                 continue
             line = rest
-        if line in ("-}", "-") or line.startswith("-}{5:"):
-            open_tag = False
+        if not line.strip(_CONTROL + " "):
             continue
-        if not line.strip():
+        if line.startswith("-}") or (line.strip() == "-" and between):
+            # The end of a message (``-`` alone; `` -`` too).
+            open_tag, between = None, True
             continue
-        match = _TAG.fullmatch(line)
-        if match and match.group("tag") in _KNOWN | {"60", "62"}:
-            out.append((number, match.group("tag"), match.group("value")))
-            open_tag = True
+        match = _TAG.fullmatch(line) if line.startswith(":") else None
+        tag = match.group("tag") if match else None
+        inside_text = open_tag is not None and open_tag.tag in ("86", "61", "NS")
+        if match and tag in _KNOWN and not (inside_text and tag not in _STARTS):
+            if pending is not None:
+                yield pending
+            open_tag = pending = _Tag(number, tag, [match.group("value")])  # type: ignore[arg-type]
+            if tag == "20":
+                between = False
+            elif tag in ("62F", "62M", "62"):
+                between = True
+            continue
+        if line.startswith(":") and match is None and _MISTYPED.match(line):
+            # ``:6l:`` (a letter l for a 1): a tag lost here would lose a statement line.
+            raise _fail(
+                path,
+                number,
+                f"unknown tag {line.split(':')[1]!r}",
+                "MT940 tags are :20:, :25:, :28C:, :60F:, :61:, :86:, :62F:, :64:, :65: "
+                "(check for a typo, e.g. a letter l for a 1)",
+            )
+        if open_tag is not None and open_tag.tag in _MULTILINE and not between:
+            # ``:86:`` text runs on, whatever it looks like (``:12:11``, a lone ``-``).
+            open_tag.lines.append(line)
+        elif open_tag is not None and open_tag.tag == "86" and between:
+            open_tag.lines.append(line)
+        elif between:
+            # A bank's header line before a message (``:940:``, ``ABNANL2A``, ``940 00``).
+            open_tag = None
         elif match or line.startswith(":"):
             raise _fail(
                 path,
@@ -124,12 +209,34 @@ def _tags(path: Path, text: str) -> list[tuple[int, str, str]]:
                 "MT940 tags are :20:, :25:, :28C:, :60F:, :61:, :86:, :62F:, :64:, :65: "
                 "(check for a typo, e.g. a letter l for a 1)",
             )
-        elif open_tag:
-            tag_line, tag, value = out[-1]
-            out[-1] = (tag_line, tag, value + "\n" + line)
         else:
             raise _fail(path, number, f"text outside any tag: {line[:40]!r}")
-    return out
+    if pending is not None:
+        yield pending
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The text's lines one at a time (not a list of a million lines at once); a carriage
+    return left at a line's end is stripped by the caller."""
+    if "\n" not in text:
+        text = text.replace("\r", "\n")  # old Mac line ends
+    start = 0
+    while (end := text.find("\n", start)) >= 0:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
+
+
+# The tags that end ``:86:`` text: a line starting with any other tag-like text is part of
+# the narration (``:00:00/`` in a Rabobank description).
+_STARTS: Final = {"20", "21", "25", "28", "28C", "60", "60F", "60M", "61", "62", "62F", "62M",
+                  "64", "65", "86", "90C", "90D", "13D", "34F"}  # fmt: skip
+
+
+def _balance_value(value: str) -> str:
+    """A balance's text, without the `` -`` that closes a message on the same line."""
+    text = value.strip()
+    return text[:-1].rstrip() if text.endswith(" -") else text
 
 
 @dataclass
@@ -143,6 +250,7 @@ class _Reader:
     account: str | None = None
     balance: Balance | None = None
     entry: Entry | None = None
+    texts: list[str] = field(default_factory=list)
 
     def start(self, number: int, value: str) -> None:
         """``:20:``: a new statement (the one before it must have closed)."""
@@ -152,12 +260,16 @@ class _Reader:
                 number,
                 f"statement {self.statement} has no closing balance (:62F:) before the next one",
             )
-        self.statement, self.account, self.balance, self.entry = value.strip(), None, None, None
+        self.finish_entry()
+        self.statement, self.account, self.balance = value.strip(), None, None
 
     def opening(self, number: int, tag: str, value: str) -> None:
         """``:60F:``: the opening balance."""
         path = self.path
-        b = _BALANCE.fullmatch(value.strip())
+        if self.balance is not None and self.balance.closing is None:
+            raise _fail(path, number, f":{tag}: a second opening balance before a closing one")
+        self.finish_entry()
+        b = _BALANCE.fullmatch(_balance_value(value))
         if b is None:
             raise _fail(
                 path,
@@ -178,28 +290,39 @@ class _Reader:
 
     def line(self, number: int, value: str) -> None:
         """``:61:``: a statement line."""
-        if self.balance is None:
-            raise _fail(self.path, number, "a statement line (:61:) before the opening balance")
+        if self.balance is None or self.balance.closing is not None:
+            raise _fail(self.path, number, "a statement line (:61:) outside an opening and "
+                        "closing balance")  # fmt: skip
+        self.finish_entry()
         self.entry = _statement_line(
             self.path, number, value, self.balance, self.account, self.statement
         )
         self.result.entries.append(self.entry)
 
-    def details(self, value: str) -> None:
-        """``:86:``: the last statement line's narration (and reference, when structured)."""
-        entry = self.entry
-        if entry is not None and entry.narration is None:
-            details = value.strip()
-            entry.narration = " ".join(details.split("\n"))
-            reference = _structured(details)
+    def details(self, lines: list[str]) -> None:
+        """``:86:``: the last statement line's narration (several ``:86:`` are all kept)."""
+        if self.entry is not None:
+            self.texts.extend(line.strip() for line in lines)
+
+    def finish_entry(self) -> None:
+        """The narration of the statement line just read: all its ``:86:`` text, and its
+        reference when the text is structured."""
+        entry, texts = self.entry, self.texts
+        if entry is not None and texts:
+            # The :86: text first, then the :61: line's supplementary details.
+            texts.append(entry.narration or "")
+            entry.narration = " ".join(t for t in texts if t) or None
+            reference = _structured("".join(texts))
             if reference:
                 entry.reference = reference
+        self.entry, self.texts = None, []
 
     def closing(self, number: int, tag: str, value: str) -> None:
         """``:62F:``: the closing balance, in the opening balance's currency."""
         path, balance = self.path, self.balance
-        b = _BALANCE.fullmatch(value.strip())
-        if balance is None or b is None:
+        self.finish_entry()
+        b = _BALANCE.fullmatch(_balance_value(value))
+        if balance is None or balance.closing is not None or b is None:
             raise _fail(
                 path,
                 number,
@@ -216,33 +339,36 @@ class _Reader:
         )
         balance.closing_date = _date(path, b.group("date"), number, f":{tag}:")
         balance.closing_line = number
-        self.entry = None
 
 
 def read(path: Path, text: str) -> Read:
     """Every statement of an MT940 file, checked line by line (see the module docstring)."""
     reader = _Reader(path, Read("mt940"))
-    tags = _tags(path, text)
-    if not any(tag == "20" for _, tag, _ in tags):
-        raise _fail(path, 1, "no statement (:20:) in the file")
-    for number, tag, value in tags:
+    last = 1
+    for t in _tags(path, text):
+        number, tag = t.line, t.tag
+        last = number
         if tag == "20":
-            reader.start(number, value)
+            reader.start(number, t.value)
             continue
         if reader.statement is None:
             raise _fail(path, number, f":{tag}: before the first statement (:20:)")
         if tag == "25":
-            reader.account = value.strip()
+            reader.account = " ".join(t.value.split())
         elif tag in ("60F", "60M", "60"):
-            reader.opening(number, tag, value)
+            reader.opening(number, tag, t.value)
         elif tag == "61":
-            reader.line(number, value)
+            reader.line(number, t.value)
         elif tag == "86":
-            reader.details(value)
+            reader.details(t.lines)
         elif tag in ("62F", "62M", "62"):
-            reader.closing(number, tag, value)
+            reader.closing(number, tag, t.value)
+        elif tag not in ("NS",):
+            reader.finish_entry()
+    reader.finish_entry()
+    if reader.statement is None:
+        raise _fail(path, 1, "no statement (:20:) in the file")
     if reader.balance is not None and reader.balance.closing is None:
-        last = tags[-1][0]
         raise _fail(
             path,
             last,
@@ -261,7 +387,7 @@ def _statement_line(
     statement: str | None,
 ) -> Entry:
     first, _, rest = value.partition("\n")
-    match = _LINE.fullmatch(first.strip() + ("\n" + rest if rest else ""))
+    match = _LINE.fullmatch(first.strip())
     if match is None:
         raise _fail(
             path,
@@ -279,16 +405,12 @@ def _statement_line(
             year -= 1
         elif month == 1 and value_date.month == 12:
             year += 1
-        try:
-            booked = date(year, month, day)
-        except ValueError:
-            raise _fail(
-                path, number, f":61: entry date {match.group('edate')!r} is not a date (MMDD)"
-            ) from None
+        booked = _date(path, f"{year % 100:02d}{month:02d}{day:02d}", number, ":61: entry date")
     # RC (a credit reversed) takes money out; RD (a debit reversed) puts it back.
     negative = mark in ("D", "RC")
     amount = _amount(path, match.group("amount"), number, ":61: amount", negative)
     custref = (match.group("custref") or "").strip()
+    supplementary = " ".join(rest.split())
     return Entry(
         line=number,
         currency=balance.currency,
@@ -298,17 +420,19 @@ def _statement_line(
         reversal=mark.startswith("R"),
         reference=custref if custref and custref.upper() != "NONREF" else None,
         bank_reference=(match.group("bankref") or "").strip() or None,
-        narration=None,
+        narration=supplementary or None,
         account=account,
         statement=statement,
+        balance=balance,
     )
 
 
-def _structured(details: str) -> str | None:
-    """The structured reference of an ``:86:`` (``/EREF/``, ``/RFB/``, ``EREF+``), if any."""
-    flat = details.replace("\n", "")
+def _structured(flat: str) -> str | None:
+    """The structured reference of an ``:86:`` (``/EREF/``, ``/RFB/``, ``EREF+``), if any,
+    looked for in all its lines (joined without a break: banks wrap a reference anywhere)."""
     for pattern in _STRUCTURED:
-        found = pattern.search(flat)
-        if found and found.group(1).strip() and found.group(1).strip().upper() != "NOTPROVIDED":
-            return found.group(1).strip()
+        for found in pattern.finditer(flat):
+            value = found.group(1).strip()
+            if value and value.upper() != "NOTPROVIDED":
+                return value
     return None

@@ -1,4 +1,4 @@
-"""``txkit store``: ``status``, ``verify``, ``vacuum`` and ``migrate``."""
+"""``txkit store``: ``status``, ``verify`` and ``vacuum``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import argparse
 from txkit import config
 from txkit.config import default_store
 from txkit.store import format_status, format_verify, verify_store
-from txkit.store._migrate import migrate_store
 from txkit.store._retention import RetentionPolicy, format_vacuum, vacuum_store
 
 __all__ = ["add_parser"]
@@ -17,12 +16,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit store``."""
     p = sub.add_parser(
         "store",
-        help="the local store: status, verify, vacuum, migrate",
+        help="the local store: status, verify, vacuum",
         description="Look after the store: `status` prints each month's coverage; `verify` "
         "checks every data file of a version against the digest recorded when it was "
-        "committed; `vacuum` removes the versions the retention policy does not keep; "
-        "`migrate` converts a store of the previous format (Parquet generations) "
-        "to a Delta table.",
+        "committed; `vacuum` removes the versions the retention policy does not keep.",
     )
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     status = actions.add_parser("status", help="each month's coverage, rows, totals, last fetch")
@@ -53,13 +50,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     vacuum.add_argument("--reports", metavar="DIR", default=str(config.REPORTS_DIR),
                         help="reports whose versions are kept (default: %(default)s)")  # fmt: skip
     vacuum.set_defaults(func=_run_store_vacuum)
-    migrate = actions.add_parser("migrate", help="convert a previous-format store to Delta")
-    migrate.add_argument("--store", default=str(config.store_root()), metavar="DIR",
-                         help="the old store (default: %(default)s)")  # fmt: skip
-    migrate.add_argument("--to", metavar="DIR",
-                         help="where the Delta store goes (default: in place; data/store goes "
-                         "to data/store/sandbox or data/store/<host>)")  # fmt: skip
-    migrate.set_defaults(func=_run_store_migrate)
 
 
 def _run_store_status(args: argparse.Namespace) -> int:
@@ -95,15 +85,3 @@ def _run_store_verify(args: argparse.Namespace) -> int:
     text, whole = format_verify(store, verify_store(store, version=args.version), args.version)
     print(text)
     return 0 if whole else 1
-
-
-def _run_store_migrate(args: argparse.Namespace) -> int:
-    result = migrate_store(args.store, to=args.to)
-    if result.version is None:
-        print(f"{result.source}: already migrated to {result.target}; old files removed")
-    else:
-        print(
-            f"migrated {len(result.months)} month(s), {result.rows:,} rows from {result.source} "
-            f"to the Delta store {result.target} (table version {result.version})"
-        )
-    return 0

@@ -3,7 +3,7 @@
 :class:`Client` sends ``GET {base_url}/transaction`` with ``Authorization: Bearer <key>`` and
 ``Content-Type: application/json`` and returns the raw body of a successful page; everything
 about pages and completeness lives in :mod:`txkit.fetch.pages`, everything about JSON in
-:mod:`txkit.frame`.
+:mod:`txkit.decode`.
 
 Configuration comes from arguments, else the environment (``TXKIT_BASE_URL``,
 ``TXKIT_SECRET_KEY``), else a ``.env`` file in the working directory, read by python-dotenv
@@ -186,8 +186,8 @@ def tls_context() -> ssl.SSLContext:
     """httpx's default TLS context (``create_ssl_context()``: certifi's CAs, or
     ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set), built once per process and setting.
 
-    Building one loads the whole CA bundle: 21 ms of CPU, most of a :class:`Client`'s 26 ms,
-    paid again by every client and probe (hundreds in a test run). A context is safe to share
+    Building one loads the whole CA bundle, most of a :class:`Client`'s cost, paid again by
+    every client and probe otherwise. A context is safe to share
     between clients and threads; httpx reads the two variables when it builds one, so they
     are part of the key.
     """
@@ -395,7 +395,7 @@ class Client:
     ) -> tuple[Exception | None, float | None]:
         """Map a response to (error or None, Retry-After seconds when rate limited)."""
         if status == 200 and body[:64].lstrip()[:1] == b"{":
-            return None, None  # the hot path: the body is decoded once, by txkit.frame
+            return None, None  # the hot path: the body is decoded once, by txkit.decode
         request_id = next((headers[h] for h in _REQUEST_ID_HEADERS if h in headers), None)
         context: dict[str, Any] = {
             "status_code": status,

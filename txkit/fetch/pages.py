@@ -169,9 +169,9 @@ class OffsetCapped(Exception):
 def digest(body: bytes) -> bytes:
     """A digest of a response body, to tell whether a page changed between two reads.
 
-    XXH3-128 (not for security: no one forges these pages): 0.02 s for 245 MB against 0.14 s
-    for SHA-1, the fastest of hashlib's (``benchmarks/bench_digest.py``); 128 bits make an
-    accidental match of two different pages negligible.
+    XXH3-128 (not for security: no one forges these pages), several times faster than
+    hashlib's fastest (``benchmarks/bench_digest.py``); 128 bits make an accidental match of
+    two different pages negligible.
     """
     return xxhash.xxh3_128_digest(body)
 
@@ -186,8 +186,7 @@ class _Pass:
     Fetching threads (``concurrency``) only wait on the network; reading threads (one per
     core) run polars' reader, which releases the GIL when it is given bytes; the calling
     thread verifies and converts batches. Two pools because a reader per fetching thread
-    oversubscribes the cores: on loopback, 8 reading workers spent 35 % more CPU than 2
-    (measured at 200,000 records). At most ``concurrency + readers`` pages are in flight
+    oversubscribes the cores. At most ``concurrency + readers`` pages are in flight
     (being fetched, waiting to be read or being read), so a service that answers faster than
     pages are decoded cannot pile its bodies up in memory.
     """

@@ -10,7 +10,6 @@ from typing import Any
 
 from txkit.errors import NotebookFailedError
 from txkit.report._html import Section, page_html, summary_of, title_of
-from txkit.report._imports import import_jsonschema
 from txkit.report._kernels import kept_lanes, kernel_manager, kernel_settings, sockets_folder
 from txkit.report._lanes import Lane, run_in_lanes
 from txkit.report._plan import ReportPlan, resolved_store
@@ -108,7 +107,6 @@ def run_notebooks(
     them. The sections in notebook order and each notebook's seconds."""
     from tqdm.auto import tqdm
 
-    import_jsonschema()  # before papermill and nbconvert import it (see _imports)
     parameters = _parameters(plan, manifest, staging)
     bar = tqdm(
         total=len(plan.notebooks),

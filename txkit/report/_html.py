@@ -116,9 +116,8 @@ _EXPORTERS = threading.local()
 
 
 def _exporter() -> Any:
-    """This thread's HTML exporter: kept, because a new one compiles its nine templates again
-    (0.13 s of CPU a page, 0.05 s with them compiled); one a thread, as the report's lanes
-    render their pages at once."""
+    """This thread's HTML exporter: kept, because a new one compiles its nine templates again;
+    one a thread, as the report's lanes render their pages at once."""
     exporter = getattr(_EXPORTERS, "html", None)
     if exporter is None:
         from nbconvert import HTMLExporter
@@ -128,7 +127,7 @@ def _exporter() -> Any:
         exporter.exclude_input_prompt = True
         exporter.exclude_output_prompt = True
         # The notebook is checked against its schema once, after the preprocessors, not after
-        # each of the twelve (they do not change what is checked): 0.1 s of CPU a report.
+        # each of the twelve: they do not change what is checked.
         exporter.optimistic_validation = True
         # nbconvert marks images without alt text with a placeholder and warns; each chart
         # gets the heading of its section instead (the placeholders are in output order).

@@ -1,16 +1,16 @@
 """The report's kernels: a few lanes, each one kernel that runs its notebooks in turn.
 
-Starting a kernel (the interpreter, ipykernel, polars, txkit, matplotlib) costs about 1.3 s
-of CPU and 1.5 to 3 s of wall time on a 2-core machine, a fifth of a curated notebook's run
-on the sandbox: six notebooks in two lanes start two kernels, not six. Between two notebooks
+Starting a kernel (the interpreter, ipykernel, polars, txkit, matplotlib) costs a good part
+of a curated notebook's run on the sandbox (docs/benchmarks.md): eight notebooks in two lanes
+start two kernels, not eight. Between two notebooks
 the lane resets its kernel (every name the notebook defined, its figures, the prompt numbers),
 so a notebook runs as it would in a kernel of its own; modules stay imported. A kernel that
 died, or ran a notebook that failed, is shut down and the lane starts a new one.
 
 A run's lanes end with it. :class:`KeptLanes` keeps them across runs in one process (reports
-of several months in turn: two kernel starts and their imports, about 3 s of CPU, saved a
-report), each lane's kernel still driven by one thread only, and started again when a run's
-kernel settings (the environment, the working folder) differ from those it was started with.
+of several months in turn), each lane's kernel still driven by one thread only, and started
+again when a run's kernel settings (the environment, the working folder) differ from those it
+was started with.
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ Item = TypeVar("Item")
 #: Run between two notebooks, outside the history: figures closed, txkit's per-notebook state
 #: started again (:mod:`txkit._session`), names removed, and the next notebook's first cell
 #: numbered 1 again, as in a new kernel. The names go as ``%reset -f`` removes them (the
-#: shell's own reset), without the full garbage collection the magic adds after it: the
-#: collector frees what is left in its time, and each such collection of a kernel that has
-#: run a notebook cost 0.08 s of CPU (a third of a reset, 0.3 s a report of four notebooks).
+#: shell's own reset), without the full garbage collection the magic adds after it (a third
+#: of a reset's cost): the collector frees what is left in its time.
 _RESET = """\
 import sys as _sys
 if "matplotlib.pyplot" in _sys.modules:

@@ -405,10 +405,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.log_request(status, len(body))
 
 
-#: The ledger a sandbox of this process generated last, with its settings. A notebook on the
-#: sandbox starts one per load (the month, its margin, its history): the 60,000-record default
-#: cost 0.8-1.6 s of CPU each time, about 80 MB kept. A served ledger is only read (a sandbox
-#: copies what it edits), so sandboxes of the same settings can share it.
+#: The ledger a sandbox of this process generated last, with its settings: a notebook on the
+#: sandbox starts one per load, and a served ledger is only read (a sandbox copies what it
+#: edits), so sandboxes of the same settings share it.
 _last_generated: list[tuple[dict[str, object], Ledger]] = []
 _generating = threading.Lock()
 

@@ -40,11 +40,10 @@ Modules (private; everything public is exported here): ``_sync`` (the sync and i
 ``_read`` (verified reads), ``_state`` (the commit metadata: source, coverage, digests),
 ``_verify`` (``txkit store verify``), ``_write`` (the one-commit write), ``_coverage`` (per
 month coverage and planning), ``_location`` (folders and URIs, data files' bytes and digests,
-the lock), ``_retention`` (the retention policy, ``txkit store vacuum``), ``_compact``
-(compaction; checkpoints) and ``_migrate`` (``txkit store migrate``).
+the lock), ``_retention`` (the retention policy, ``txkit store vacuum``) and ``_compact``
+(compaction; checkpoints).
 """
 
-from txkit._deprecated import warn_renamed
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
 from txkit.store._compact import compact_months
@@ -95,12 +94,3 @@ __all__ = [
     "vacuum_store",
     "verify_store",
 ]
-
-
-def __getattr__(name: str) -> object:
-    # DEFAULT_STORE was data/store, fixed at import, while the CLI, the notebooks and the report
-    # used data/store/<source>: one rule now, computed at each call.
-    if name == "DEFAULT_STORE":
-        warn_renamed("txkit.store.DEFAULT_STORE", "txkit.store.default_store()")
-        return default_store()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

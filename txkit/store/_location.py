@@ -1,6 +1,6 @@
 """Where a store lives and how its Delta table is reached: folder or ``s3://`` URI, storage
 options, the data files' bytes (:func:`objects`) and their digests (:func:`digest_of`), the
-refusal of the previous format and of folders that are not stores, the lock of local stores,
+refusal of folders that are not stores, the lock of local stores,
 and the one-line messages for damaged, full or read-only stores.
 
 A store URI is checked here (:func:`check_store`) before delta-rs sees it: delta-rs answers a
@@ -49,7 +49,6 @@ __all__ = [
     "open_table",
     "os_problem",
     "refuse_foreign_folder",
-    "refuse_old_layout",
     "storage_options",
     "store_location",
     "store_name",
@@ -442,8 +441,8 @@ def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:
     """Refuse a local folder that holds something other than a txkit store (``/``, a home
     folder, a project): a sync would otherwise write its table and lock among those files.
 
-    Accepted: a folder that does not exist yet, an empty one, a Delta table, a store of the
-    previous format (refused later with the migration command), or only txkit's own files
+    Accepted: a folder that does not exist yet, an empty one, a Delta table, or only txkit's
+    own files
     (``month=...`` folders and the lock that a first sync killed before its commit leaves).
 
     Raises:
@@ -458,7 +457,7 @@ def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:
         entries = sorted(p.name for p in path.iterdir())
     except OSError:
         return  # unreadable: the write itself names the problem
-    if "_delta_log" in entries or _old_layout(store):
+    if "_delta_log" in entries:
         return
     foreign = [
         name
@@ -476,22 +475,6 @@ def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:
         )
 
 
-def _old_layout(store: str | os.PathLike[str]) -> bool:
-    if is_remote(store):
-        return False
-    path = Path(store)
-    return (path / "generations").is_dir() or (path / "current").is_symlink()
-
-
-def refuse_old_layout(store: str | os.PathLike[str]) -> None:
-    check_store(store)
-    if _old_layout(store):
-        raise StoreError(
-            f"{store} is a store of the previous format (Parquet generations): run "
-            f"`txkit store migrate --store {store}` to convert it to a Delta table"
-        )
-
-
 def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any:
     """The DeltaTable, or None when there is none yet.
 
@@ -505,7 +488,6 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
 
     version = check_version(version)
     uri, options = table_uri(store), storage_options(store)
-    refuse_old_layout(store)
     try:
         table = DeltaTable(uri, version=version, storage_options=options)
         if version is None and not is_remote(store):

@@ -132,7 +132,7 @@ def read_state(store: StoreLike = None, *, version: int | None = None) -> StoreS
     """The store's source and coverage at ``version`` (default: the newest).
 
     Raises:
-        StoreError: a store of the previous format, or one that cannot be read.
+        StoreError: a store that cannot be read.
     """
     store = store_location(store)
     table = open_table(store, version)

@@ -29,7 +29,6 @@ from txkit.store._location import (
     locked,
     new_store_beside,
     refuse_foreign_folder,
-    refuse_old_layout,
     store_location,
 )
 from txkit.store._read import read_months
@@ -335,7 +334,6 @@ def sync(
         store = default_store() if own_client else store_for_url(source_url or client.base_url)
     refresh_set = _refresh_months(refresh, today)
     months, _ = _range(start, end, today)
-    refuse_old_layout(store)
     refuse_foreign_folder(store)
     stats = ExportStats()
     if not _plan(read_state(store), start, end, today, lookback_days, refresh_set):
