@@ -7,7 +7,8 @@ next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.datafile`).
   once each column's two cells are read as one name (``Value`` over ``Date``: ``Value Date``).
   Rows above it are titles (the bank's name, the account, the period): skipped, and said.
 * A summary row is one whose text says total, closing or opening balance, brought or carried
-  forward, end of statement, generated, printed, page N of M, ... and that cannot be an entry:
+  forward, end of statement, generated, printed, page N of M (or totale, totaal, Summe,
+  Gesamt, solde, saldo), ... and that cannot be an entry:
   its date cell holds no digit (when the caller names the date column; else a required cell is
   empty, or the row is not as wide as the header). A row holding a single value (or one text
   repeated, as a merged cell is written), where an entry needs several, is one too whatever it
@@ -35,7 +36,9 @@ HEADER_SEARCH: Final = 200
 _SUMMARY: Final = re.compile(
     r"\b(sub-?totals?|totals?|grand total|closing|opening|b/f|c/f|bal(ance)? (b|c)/?f|"
     r"brought forward|carried forward|end of (the )?(statement|report|file|transactions)|"
-    r"summary|generated|printed|page \d+( of \d+)?|number of|no\. of|count)\b",
+    r"summary|generated|printed|page \d+( of \d+)?|number of|no\. of|count|"
+    # the same in the languages of the real files: Italian, Dutch, French, German, Spanish
+    r"totale|totali|totaal|totaux|summe|gesamt\w*|solde|saldo)\b",
     re.I,
 )
 
