@@ -684,7 +684,8 @@ def _refuse_cells(
         path,
         f"cell {grid.address(row, column)} ({names[column]}) {grid.sheet.problems[bad[0]]}{more}",
         "format the cells to show every decimal the amount has, or type the amount as it "
-        "should read (a spreadsheet's binary number is never rounded by txkit)",
+        "should read; a formula: open the workbook and save it again so it is computed (txkit "
+        "never rounds a spreadsheet's binary number)",
         what=what,
     )
 
