@@ -384,3 +384,17 @@ def test_the_sandboxs_spreadsheet_statements_read_as_its_csv(
     notes = " ".join(from_sheet.notes)
     assert "3 title rows skipped" in notes
     assert f"{2 * currencies + 2} total or footer rows skipped" in notes
+
+
+def test_a_formula_never_computed_is_refused_with_its_cell(tmp_path: Path) -> None:
+    openpyxl = pytest.importorskip("openpyxl")
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Orders"
+    sheet.append(["reference", "amount"])
+    sheet.append(["A-1", "=2*5"])  # openpyxl stores the formula, not its value
+    book.save(tmp_path / "orders.xlsx")
+    with pytest.raises(DataFileError) as caught:
+        read_table(tmp_path / "orders.xlsx", columns=["reference", "amount"],
+                   required=["reference", "amount"])  # fmt: skip
+    assert "cell Orders!B2 (amount) is a formula without a computed value" in str(caught.value)
