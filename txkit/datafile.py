@@ -635,7 +635,7 @@ def _sheet_table(
         notes.append(f"{len(repeated):,} row(s) repeating the header skipped")
     known = {name.casefold(): name for name in columns}
     spelled = [known.get(c.casefold(), c) for c in names]
-    lead, trail = summary_runs([c for _, c in data], spelled, required, date, continues)
+    lead, trail = summary_runs(_marked(grid, data), spelled, required, date, continues)
     skipped = data[:lead] + data[len(data) - trail :]
     if skipped:
         notes.append(
@@ -657,6 +657,24 @@ def _sheet_table(
             notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
     _check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
     return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+
+
+def _marked(grid: Grid, data: list[tuple[int, list[str]]]) -> list[list[str]]:
+    """The rows' cells for finding totals and footers, a cell with a problem (a formula never
+    computed) counted as holding something: its row is an entry to refuse, not a footer."""
+    by_row: dict[int, list[int]] = {}
+    for row, column in grid.sheet.problems:
+        by_row.setdefault(row, []).append(column)
+    if not by_row:
+        return [c for _, c in data]
+    out = []
+    for number, cells in data:
+        columns = by_row.get(number)
+        if columns:
+            cells = cells + [""] * (max(columns) + 1 - len(cells))
+            cells = [c or ("?" if i in columns else "") for i, c in enumerate(cells)]
+        out.append(cells)
+    return out
 
 
 def _refuse_cells(
