@@ -398,3 +398,18 @@ def test_a_formula_never_computed_is_refused_with_its_cell(tmp_path: Path) -> No
         read_table(tmp_path / "orders.xlsx", columns=["reference", "amount"],
                    required=["reference", "amount"])  # fmt: skip
     assert "cell Orders!B2 (amount) is a formula without a computed value" in str(caught.value)
+
+
+def test_an_order_left_without_its_amount_at_the_end_is_refused_not_taken_for_a_footer(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "orders.csv"
+    path.write_text(
+        "reference,amount,currency\nA-1,10.00,NGN\nA-2,,\nExported by the shop,,\n",
+        encoding="utf-8",
+    )
+    table = read_table(path, columns=["reference", "amount", "currency"],
+                       required=["reference", "amount", "currency"])  # fmt: skip
+    # the last line's lone value stands in the reference column: an order with values
+    # missing, kept for the reader's checks to refuse (line 3 and 4), never dropped
+    assert table.frame["_line"].to_list() == [2, 3, 4]
