@@ -413,3 +413,14 @@ def test_an_order_left_without_its_amount_at_the_end_is_refused_not_taken_for_a_
     # the last line's lone value stands in the reference column: an order with values
     # missing, kept for the reader's checks to refuse (line 3 and 4), never dropped
     assert table.frame["_line"].to_list() == [2, 3, 4]
+
+
+def test_a_strict_open_xml_workbook_is_refused_saying_how_to_save_it(tmp_path: Path) -> None:
+    path = tmp_path / "statement.xlsx"
+    with zipfile.ZipFile(path, "w") as book:
+        book.writestr(
+            "xl/workbook.xml",
+            '<workbook xmlns="http://purl.oclc.org/ooxml/spreadsheetml/main"><sheets/></workbook>',
+        )
+    with pytest.raises(DataFileError, match=r"Strict Open XML Spreadsheet.*'Excel Workbook"):
+        read_statement(path, columns=COLUMNS)

@@ -345,6 +345,13 @@ def _read_book(
     for name in small:  # read whole before the sheet is found: bounded first
         if name in infos and infos[name].file_size > limit:
             raise _bomb(path, infos[name].file_size, limit, what)
+    if "xl/workbook.xml" in names and b"purl.oclc.org/ooxml" in book.read("xl/workbook.xml")[:4096]:
+        raise _fail(
+            path,
+            "is saved as a Strict Open XML Spreadsheet, which is not read",
+            "save it as 'Excel Workbook (.xlsx)' (or export CSV)",
+            what,
+        )
     sheets, date1904 = _sheets(book, names)
     if not sheets:
         raise _fail(path, "holds no worksheet", what)
