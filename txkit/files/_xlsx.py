@@ -349,8 +349,8 @@ def _read_book(
         raise _fail(
             path,
             "is saved as a Strict Open XML Spreadsheet, which is not read",
-            "save it as 'Excel Workbook (.xlsx)' (or export CSV)",
             what,
+            "save it as 'Excel Workbook (.xlsx)' (or export CSV)",
         )
     sheets, date1904 = _sheets(book, names)
     if not sheets:
