@@ -94,3 +94,18 @@ def repeated_ods(path: Path, rows: int, columns: int) -> Path:
         book.writestr("content.xml", content, zipfile.ZIP_DEFLATED)
         book.writestr("META-INF/manifest.xml", manifest)
     return path
+
+
+def far_right(path: Path, rows: int) -> Path:
+    """An .xlsx whose every row holds one cell in the last column (XFD): each row a valid
+    16,384 cells wide."""
+    body = "".join(
+        f'<row r="{n}"><c r="XFD{n}" t="inlineStr"><is><t>x</t></is></c></row>'
+        for n in range(1, rows + 1)
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr(
+            "xl/worksheets/sheet1.xml",
+            f'<worksheet xmlns="{NS}"><sheetData>{body}</sheetData></worksheet>',
+        )
+    return path

@@ -75,7 +75,7 @@ def read_html_table(path: str | Path, data: bytes, *, what: str = "file") -> She
                     number += 1
                     cells = _cells(row)
                     if any(cells):
-                        sheet.rows.append((number, cells))
+                        sheet.add(path, number, cells, what)
                 row.clear()
                 while row.getprevious() is not None:
                     del row.getparent()[0]

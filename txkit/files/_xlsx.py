@@ -32,7 +32,7 @@ from typing import IO, Final
 
 from lxml import etree
 
-from txkit.config import MAX_INPUT_VAR
+from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
 from txkit.files._limits import _mb, max_unzipped_bytes
 
@@ -91,6 +91,28 @@ class Sheet:
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     problems: dict[tuple[int, int], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    cells: int = 0
+
+    def add(self, path: Path, number: int, cells: list[str], what: str) -> None:
+        """Keep a row, within :func:`max_sheet_cells` cells in all (a row is as wide as its
+        last cell that holds something: one cell far right, row after row, would make a
+        tiny file take gigabytes)."""
+        self.cells += len(cells)
+        if self.cells > max_sheet_cells():
+            raise DataFileError(
+                path,
+                f"its rows span more than {max_sheet_cells():,} cells (up to {self.name} row "
+                f"{number:,}, {len(cells):,} columns wide): a damaged or hostile spreadsheet",
+                f"check that it is the right file, or raise {MAX_INPUT_VAR}",
+                what=what,
+            )
+        self.rows.append((number, cells))
+
+
+def max_sheet_cells() -> int:
+    """The most cells a sheet's rows may span: one per 16 bytes of ``TXKIT_MAX_INPUT_MB``
+    (16.8 million at 256 MB, about 130 MB of a row's slots)."""
+    return max_input_bytes() // 16
 
 
 @dataclass(frozen=True)
@@ -445,7 +467,7 @@ def _read_rows(
                 sheet.problems[(number, column)] = problem
         if cells:
             width = max(cells) + 1
-            sheet.rows.append((number, [cells.get(i, "") for i in range(width)]))
+            sheet.add(path, number, [cells.get(i, "") for i in range(width)], what)
         element.clear()
         while element.getprevious() is not None:
             del element.getparent()[0]
