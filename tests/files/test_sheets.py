@@ -424,3 +424,19 @@ def test_a_strict_open_xml_workbook_is_refused_saying_how_to_save_it(tmp_path: P
         )
     with pytest.raises(DataFileError, match=r"Strict Open XML Spreadsheet.*'Excel Workbook"):
         read_statement(path, columns=COLUMNS)
+
+
+def test_a_visible_sheet_is_read_before_a_hidden_one(tmp_path: Path) -> None:
+    path = tmp_path / "orders.xlsx"
+    with xlsxwriter.Workbook(path) as book:
+        hidden = book.add_worksheet("lookup")
+        hidden.write_row(0, 0, ["reference", "amount"])
+        hidden.write_row(1, 0, ["OLD-1", "1.00"])
+        shown = book.add_worksheet("Orders")
+        shown.write_row(0, 0, ["reference", "amount"])
+        shown.write_row(1, 0, ["A-1", "10.00"])
+        shown.activate()
+        hidden.hide()
+    table = read_table(path, columns=["reference", "amount"], required=["reference", "amount"])
+    assert table.frame["reference"].to_list() == ["A-1"]
+    assert "read its sheet 'Orders'; not read: 'lookup'" in " ".join(table.notes)

@@ -173,18 +173,21 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
 
 
 def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
-    """The worksheets in the workbook's order as (name, part), and the 1904 date system."""
+    """The worksheets as (name, part), visible ones first, each in the workbook's order, and
+    the 1904 date system."""
     date1904 = False
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
         pr = root.find(f"{_NS}workbookPr")
         date1904 = pr is not None and pr.get("date1904", "0").lower() in ("1", "true")
         rels = _relations(book, "xl/workbook.xml")
-        sheets = [
-            (s.get("name", "Sheet1"), rels.get(s.get(f"{_REL}id", ""), ""))
+        listed = [
+            (s.get("state", "visible") != "visible", s.get("name", "Sheet1"),
+             rels.get(s.get(f"{_REL}id", ""), ""))
             for s in root.iter(f"{_NS}sheet")
-        ]
-        sheets = [(n, p) for n, p in sheets if p in names]
+        ]  # fmt: skip
+        # a hidden sheet (a macro's data, a lookup list) is read only when no visible one fits
+        sheets = [(n, p) for _, n, p in sorted(listed, key=lambda s: s[0]) if p in names]
         if sheets:
             return sheets, date1904
     parts = sorted(n for n in names if re.fullmatch(r"xl/worksheets/sheet[0-9]+\.xml", n))
