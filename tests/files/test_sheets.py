@@ -440,3 +440,19 @@ def test_a_visible_sheet_is_read_before_a_hidden_one(tmp_path: Path) -> None:
     table = read_table(path, columns=["reference", "amount"], required=["reference", "amount"])
     assert table.frame["reference"].to_list() == ["A-1"]
     assert "read its sheet 'Orders'; not read: 'lookup'" in " ".join(table.notes)
+
+
+def test_a_statement_saved_as_a_web_page_reads_as_its_xls(tmp_path: Path) -> None:
+    page = (
+        "<html><body><table><tr><th>Trans Date</th><th>Remarks</th><th>Credit</th>"
+        "<th>Debit</th></tr><tr><td>05-Oct-2026</td><td>TXK-1A2B3C4D5E6F</td><td>1,500.00"
+        "</td><td></td></tr></table></body></html>"
+    )
+    columns = (
+        "date=Trans Date,narration=Remarks,credit=Credit,debit=Debit,account_currency=NGN,"
+        "date_format=%d-%b-%Y,thousands=comma"
+    )
+    for name in ("statement.html", "statement.htm", "statement.xls"):
+        (tmp_path / name).write_text(page, encoding="utf-8")
+        statement = read_statement(tmp_path / name, columns=columns)
+        assert [str(a) for a in statement.entries["amount"]] == ["1500.00"], name

@@ -20,6 +20,8 @@ SPREADSHEET_SUFFIXES = {
     ".xlsm": "an Excel workbook with macros (the macros are not run)",
     ".xls": "an old Excel workbook, or an HTML table saved as .xls",
     ".ods": "an OpenDocument spreadsheet",
+    ".html": "an HTML page holding a table (a bank's download saved as a web page)",
+    ".htm": "an HTML page holding a table (a bank's download saved as a web page)",
 }
 
 
