@@ -41,6 +41,7 @@ source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sand
 store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
 version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
+orders_columns = None  # the file's columns: a preset (shopify, woocommerce, stripe) or a mapping
 date_tolerance = 3  # days beyond the month in which a payment (or an order) is looked for
 amount_tolerance = None  # None: exact; or e.g. "0.05" (or {"NGN": "1", "USD": "0.01"})
 show_pii = False  # True shows customer e-mails and account numbers unmasked
@@ -60,7 +61,7 @@ out = txkit.notebook.outputs(month, "02_reconciliation.html", source=source, sto
                              version=version, show_pii=show_pii, downloads=downloads)
 df = out.load_month()
 around = out.load_margin(days=date_tolerance)
-expected = out.load_orders(orders, margin_days=date_tolerance)
+expected = out.load_orders(orders, margin_days=date_tolerance, columns=orders_columns)
 out.as_run()  # with a warning when no order is dated in the month
 
 # %%

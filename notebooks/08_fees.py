@@ -42,12 +42,15 @@ downloads = ""  # txkit report sets a folder: exception lists are written there 
 import polars as pl
 from IPython.display import Markdown, display
 
+import txkit.notebook
 from txkit.analysis import fee_rules, fee_tax_mismatches
-from txkit.notebook import as_run, display_exceptions, load_month, what_to_look_at
+from txkit.notebook import display_exceptions, what_to_look_at
 from txkit.notebook.findings_fees import fee_findings
 
-df, info = load_month(month, source=source, store=store, version=version)
-as_run(info)
+out = txkit.notebook.outputs(month, "08_fees.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+out.as_run()
 
 # %% [markdown]
 # ## The rules the records follow

@@ -455,9 +455,11 @@ def test_fee_findings_write_money_by_the_rule_and_the_largest_per_currency() -> 
         schema_overrides={"difference": pl.Decimal(38, 6)},
     )
     assert fee_findings(mismatches, []) == [
-        "3 records charged a fee off its rule (reported − expected: +874.96075 NGN, "
-        "+0.000001 USDT); the largest in each currency: f2 (transfer, +1,000.00 NGN against "
-        "the rule); f3 (transfer, +0.000001 USDT against the rule)."
+        # To the cent with the exact digits beside (a fee rule's sub-cent value); USDT's
+        # micro-units as they are.
+        "3 records charged a fee off its rule (reported − expected: +874.96 NGN (exact: "
+        "+874.96075), +0.000001 USDT); the largest in each currency: f2 (transfer, +1,000.00 NGN "
+        "against the rule); f3 (transfer, +0.000001 USDT against the rule)."
     ]
 
 

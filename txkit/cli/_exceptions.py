@@ -21,7 +21,7 @@ from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
 from txkit.datafile import read_text
-from txkit.errors import DataFileError
+from txkit.errors import DataFileError, StoreError
 from txkit.files._grid import SPREADSHEET_SUFFIXES
 from txkit.money import format_money
 from txkit.output import csv_safe
@@ -38,6 +38,7 @@ from txkit.register import (
     reported_months,
 )
 from txkit.register._sign import revision_lines, revisions
+from txkit.register._table import repair_register
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
@@ -88,11 +89,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
     i.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
     i.set_defaults(func=_import)
+    r = actions.add_parser(
+        "repair",
+        help="rebuild a damaged register from its intact files (names what was lost)",
+    )
+    r.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
+    r.set_defaults(func=_repair)
+
+
+def _repair(args: argparse.Namespace) -> int:
+    store = args.store or default_store()
+    lost, version = repair_register(store)
+    if version is None:
+        print(f"the exception register in {store} is whole: nothing to repair")
+        return 0
+    for check in lost:
+        print(f"dropped: _register/{check.path} ({check.status}: {check.detail})")
+    print(
+        f"the exception register in {store} was rebuilt from its intact files (version "
+        f"{version}): the events of the {len(lost)} file(s) dropped are lost; rerun the "
+        "reports and signatures they held (`txkit exceptions` shows what remains)"
+    )
+    return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     store = args.store or default_store()
-    view = register_view(store, month=args.month, materiality=load_materiality())
+    events, version = read_events(store)
+    if version is None:
+        what = "a store without" if _is_store(store) else "no store, so no"
+        raise StoreError(
+            f"{store}: {what} exception register (txkit report --month YYYY-MM writes it; "
+            "--store names another store)"
+        )
+    view = register_view(store, month=args.month, materiality=load_materiality(), events=events)
     view = filter_items(
         view, still_open=args.open, material=args.material, older_than=args.older_than
     )
@@ -109,15 +139,20 @@ def _list(args: argparse.Namespace) -> int:
     ):
         print(_table(view))
     print(f"{view.height:,} items")
-    events, _ = read_events(store)
     months = reported_months(events)
     month = args.month or (months[-1] if months else None)
-    history = revisions(args.reports, month) if month else []
+    history = revisions(args.reports, month, events=events) if month else []
     if len(history) > 1:  # a reopened month: each report of it, why, who signed, what changed
         print(f"reports of {month}:")
         for line in revision_lines(history):
             print(f"  {line}")
     return 0
+
+
+def _is_store(store: str) -> bool:
+    if "://" in store:
+        return True  # object storage: the register's absence is what matters
+    return (Path(store) / "_delta_log").is_dir()
 
 
 def _table(view: pl.DataFrame) -> pl.DataFrame:

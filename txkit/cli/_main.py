@@ -57,14 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _spelled(argv: Sequence[str]) -> list[str]:
-    """``report sign ...`` is the subcommand ``report-sign`` (argparse has no subcommand
-    under one that takes options of its own)."""
+    """``report sign ...`` is the subcommand ``report-sign``, ``report verify ...``
+    ``report-verify`` (argparse has no subcommand under one that takes options of its own)."""
     out = list(argv)
     for i, word in enumerate(out):
         if word.startswith("-"):
             continue
-        if word == "report" and out[i + 1 : i + 2] == ["sign"]:
-            out[i : i + 2] = ["report-sign"]
+        if word == "report" and out[i + 1 : i + 2] in (["sign"], ["verify"]):
+            out[i : i + 2] = [f"report-{out[i + 1]}"]
         break
     return out
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
-from txkit.register._sign import ROLES, sign_report
+from txkit.config import default_store
+from txkit.notebook._source import source_sentence
+from txkit.register._sign import ROLES, sign_report, verify_report
 from txkit.report import run_report
 
 __all__ = ["add_parser"]
@@ -18,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``txkit report`` and ``txkit report-sign``."""
     _add_report(sub)
     _add_sign(sub)
+    _add_verify(sub)
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +50,15 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "the sandbox's orders without)",
     )
     p.add_argument(
+        "--orders-columns",
+        metavar="MAPPING",
+        help="the orders file's columns: a preset (shopify, woocommerce, stripe), key=Column "
+        "Name pairs separated by commas (reference=Order ID,amount=Total,currency=Currency,"
+        "status=State,date=Created), or a preset with changes ('shopify,status.pending=ignore'); "
+        f"status.<shop status>=<service status or ignore> maps statuses (default: "
+        f"{config.ORDERS_COLUMNS_VAR}, else [orders] in txkit.toml)",
+    )
+    p.add_argument(
         "--bank-statement",
         action="append",
         metavar="FILE",
@@ -60,7 +72,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         metavar="MAPPING",
         help="a CSV statement's columns: key=Column Name pairs separated by commas, e.g. "
         "'date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details' "
-        f"(default: {config.BANK_COLUMNS_VAR})",
+        f"(default: {config.BANK_COLUMNS_VAR}, else [bank] in txkit.toml)",
     )
     p.add_argument(
         "--show-pii",
@@ -97,16 +109,43 @@ def _add_sign(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--role", required=True, choices=ROLES)
     s.add_argument("--name", required=True)
     s.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    s.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
     s.set_defaults(func=_sign)
 
 
+def _add_verify(sub: argparse._SubParsersAction) -> None:
+    """``txkit report-verify``: check a month's packs against the register's record."""
+    v = sub.add_parser(
+        "report-verify",
+        prog="txkit report verify",
+        help="verify a month's reports against the register (also `txkit report verify`)",
+        description="Recompute the digest of every file of every revision of the month and "
+        "check it, and every signature, against what the store's exception register recorded; "
+        "names every file changed, added or missing. Exit 1 when anything does not verify.",
+    )
+    v.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
+    v.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    v.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    v.set_defaults(func=_verify)
+
+
 def _sign(args: argparse.Namespace) -> int:
-    signature = sign_report(Path(args.out), args.month, role=args.role, name=args.name)
+    store = args.store or default_store()
+    signature = sign_report(Path(args.out), args.month, role=args.role, name=args.name, store=store)
     print(
-        f"signed {args.month} as {signature['role']}: {signature['name']}, {signature['at']}, "
-        f"table version {signature['table_version']}, SHA-256 {signature['sha256']}"
+        f"signed {args.month} revision {signature['revision']} as {signature['role']}: "
+        f"{signature['name']} (login {signature['login']} on {signature['host']}), "
+        f"{signature['at']}, table version {signature['table_version']}, SHA-256 "
+        f"{signature['sha256']}"
     )
     return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    lines, whole = verify_report(Path(args.out), args.month, store=args.store or default_store())
+    for line in lines:
+        print(line)
+    return 0 if whole else 1
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,6 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_statements=args.bank_statements,
         bank_columns=args.bank_columns,
         reopen=args.reopen,
+        orders_columns=args.orders_columns,
         on_note=print,
     )
     synced = (
@@ -132,6 +172,9 @@ def _run(args: argparse.Namespace) -> int:
         else "store up to date, no request sent"
     )
     print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
+    # Which source the pages show, also when nothing was fetched (then no sync line names it).
+    print(source_sentence(args.month, source="store", store=args.store, version=args.as_of,
+                          plain=True))  # fmt: skip
     for name, seconds in result.notebooks.items():
         print(f"  {name}: {seconds:.1f} s")
     print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")

@@ -26,7 +26,8 @@ from txkit.analysis import (
     reconcile,
     underpayments,
 )
-from txkit.analysis.reconcile import read_orders_file
+from txkit.analysis.columns import ORDERS, column_setting
+from txkit.analysis.orders import read_orders_file
 from txkit.calendar import parse_month
 from txkit.datafile import orders_around
 from txkit.fetch.source import sandbox_files
@@ -42,9 +43,10 @@ __all__ = ["build_register", "month_keys", "read_all_orders", "recomputer"]
 _BALANCE_HISTORY: Final = 1
 
 
-def read_all_orders(orders: str | None) -> pl.DataFrame | None:
+def read_all_orders(orders: str | None, columns: str | None = None) -> pl.DataFrame | None:
     """The whole orders file a report reads (``sandbox``: the embedded sandbox's); None for
-    none.
+    none. ``columns``: its column mapping or preset (None: ``TXKIT_ORDERS_COLUMNS``, else
+    ``txkit.toml``, else txkit's own names).
 
     Raises:
         DataFileError: the file cannot be read as it is.
@@ -53,7 +55,7 @@ def read_all_orders(orders: str | None) -> pl.DataFrame | None:
         return None
     if orders == "sandbox":
         return read_orders_file(sandbox_files() / "orders.csv").frame
-    return read_orders_file(orders).frame
+    return read_orders_file(orders, columns=column_setting(ORDERS, columns)).frame
 
 
 def _keyed(frame: pl.DataFrame, columns: list[str], name: str, month: str) -> pl.DataFrame:

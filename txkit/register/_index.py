@@ -113,11 +113,14 @@ def summarise(
     materiality: Materiality,
     folder: str | os.PathLike[str] | None = None,
     carry: Carry | None = None,
+    events: pl.DataFrame | None = None,
 ) -> RegisterSummary:
     """The register as of ``month`` for the report: the index's block, the ``report.json``
     entry, and (with ``folder``) the month's register written as ``exceptions.csv``;
-    ``carry``: this report's re-evaluation of earlier months (:mod:`._carry`), said on both."""
-    events, _ = read_events(store)
+    ``carry``: this report's re-evaluation of earlier months (:mod:`._carry`), said on both;
+    ``events``: the register's with this report's, not yet committed (default: the store's)."""
+    if events is None:
+        events, _ = read_events(store)
     view = register_view(store, month=month, materiality=materiality, events=events)
     earlier = [m for m in reported_months(events) if m < month]
     before = _as_last_left(store, events, earlier, materiality)

@@ -14,21 +14,38 @@ what changed (:func:`compare_reports`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import polars as pl
 
 from txkit.calendar import parse_month
-from txkit.errors import ReportSignedError
-from txkit.money import format_sums, money_sums
+from txkit.errors import ReportSignedError, one_line
+from txkit.money import format_money, format_sums, money_sums
 from txkit.output import atomic_path
+from txkit.register._lock import (
+    _BLOCK,
+    _MANIFEST,
+    BEGIN,
+    END,
+    ROLES,
+    Revision,
+    chain_of,
+    check_text,
+    locked_message,
+    login_and_host,
+    month_lock,
+    month_state,
+    pack_files,
+    report_digest,
+    signature_problems,
+)
 from txkit.register._state import ITEMS_SUFFIX
 from txkit.register._table import append_events, events_frame, read_events
 
@@ -44,30 +61,23 @@ __all__ = [
     "signed_versions",
 ]
 
-ROLES: Final[tuple[str, ...]] = ("preparer", "reviewer")
-#: The index's signature block lies between these markers; it is left out of the digest, so
-#: signing (which rewrites the block) does not change what was signed.
-BEGIN: Final = "<!--txkit:signatures-->"
-END: Final = "<!--/txkit:signatures-->"
-_BLOCK = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
-_MANIFEST: Final = "report.json"
 
-
-def report_digest(folder: str | os.PathLike[str]) -> str:
-    """SHA-256 over every file of a report folder but ``report.json`` (which holds the
-    signatures): one line ``path NUL sha256`` per file, sorted by path; the index's signature
-    block is left out of its bytes."""
-    folder = Path(folder)
-    lines = []
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        rel = path.relative_to(folder).as_posix()
-        if rel == _MANIFEST or path.name.startswith("."):
-            continue
-        data = path.read_bytes()
-        if rel == "index.html":
-            data = _BLOCK.sub(BEGIN + END, data.decode("utf-8")).encode("utf-8")
-        lines.append(f"{rel}\0{hashlib.sha256(data).hexdigest()}\n")
-    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
+def pack_problems(folder: Path, recorded: dict[str, str] | None) -> list[str]:
+    """The files of ``folder`` changed, added or missing against those its report recorded
+    in the register (each named; empty when it verifies)."""
+    if not folder.is_dir():
+        return [f"the folder {folder} is missing"]
+    if recorded is None:
+        return []
+    now = pack_files(folder)
+    out = []
+    changed = sorted(r for r in now if r in recorded and now[r] != recorded[r])
+    added = sorted(set(now) - set(recorded))
+    missing = sorted(set(recorded) - set(now))
+    for what, names in (("changed", changed), ("added", added), ("missing", missing)):
+        if names:
+            out.append(f"{what}: {', '.join(names)}")
+    return out
 
 
 def _revision(name: str, month: str) -> int | None:
@@ -92,13 +102,19 @@ def newest_revision(out: str | os.PathLike[str], month: str) -> tuple[Path, int]
 
 
 def revisions(
-    out: str | os.PathLike[str], month: str, *, pending: tuple[str, Path] | None = None
+    out: str | os.PathLike[str],
+    month: str,
+    *,
+    pending: tuple[str, Path] | None = None,
+    events: pl.DataFrame | None = None,
 ) -> list[dict[str, Any]]:
     """The month's reports, oldest first: ``number`` (1 is ``YYYY-MM``), ``folder`` (its
     name), ``reason`` (why it was reopened; None for the first), ``of`` (the signed report it
     revises), ``signatures`` (role, name, at, table version, SHA-256), ``changes`` (figures
     and items against ``of``), ``table_version``. ``pending``: (its folder name, the folder
-    being built) of a report not yet in place; it replaces a report of that name."""
+    being built) of a report not yet in place; it replaces a report of that name. With
+    ``events`` (the store's register), the signatures are the register's (a pack's own
+    ``report.json`` is not trusted for them)."""
     found: dict[str, tuple[int, Path]] = {}
     for path in Path(out).glob(f"{month}*"):
         number = _revision(path.name, month)
@@ -108,10 +124,18 @@ def revisions(
         number = _revision(pending[0], month)
         if number is not None:
             found[pending[0]] = (number, Path(pending[1]))
+    state = month_state(events, month) if events is not None else None
     history = []
     for name, (number, path) in sorted(found.items(), key=lambda kv: kv[1][0]):
-        doc = _manifest(path)
-        revision = doc.get("revision") or {}
+        try:
+            doc = _manifest(path)
+        except ValueError:
+            doc = {}
+        doc = doc if isinstance(doc, dict) else {}
+        revision = doc.get("revision") if isinstance(doc.get("revision"), dict) else {}
+        if state is not None:
+            rev = state.revisions.get(number)
+            doc["signatures"] = rev.signatures if rev is not None else []
         history.append(
             {
                 "number": number,
@@ -149,10 +173,21 @@ def revision_lines(history: list[dict[str, Any]]) -> list[str]:
                 plural = "s" if len(real) != 1 else ""
                 what = f"; {len(real)} change{plural} against {rev['of']}: {shown}"
         lines.append(
-            f"revision {rev['number']} ({rev['folder']}, table version {rev['table_version']}): "
-            f"{why}{signed}{what}"
+            plain(
+                f"revision {rev['number']} ({rev['folder']}, table version "
+                f"{_int(rev['table_version'])}): {why}{signed}{what}"
+            )
         )
     return lines
+
+
+def plain(text: str) -> str:
+    """``text`` for a terminal: every control or format character (an escape that would
+    erase lines, a newline that would fake one) shown as ``\\x1b``-style text."""
+    return "".join(
+        ch if unicodedata.category(ch)[0] != "C" else ch.encode("unicode_escape").decode()
+        for ch in str(text)
+    )
 
 
 def history_block(history: list[dict[str, Any]]) -> str:
@@ -189,106 +224,209 @@ class Target:
     reason: str | None = None
 
 
-def _signed(folder: Path) -> list[dict[str, Any]]:
-    return list(_manifest(folder).get("signatures", []))
+def _folder_of(out: str | os.PathLike[str], rev: Revision) -> Path:
+    """A revision's pack: in ``out`` under its name, else where its report wrote it."""
+    name = rev.name or ""
+    here = Path(out) / name
+    if name and here.is_dir():
+        return here
+    return Path(rev.folder) if rev.folder else here
 
 
-def refuse_signed(out: str | os.PathLike[str], month: str, reopen: str | None) -> Target:
-    """Before a report of ``month`` is written: where it goes. An unsigned newest report is
-    replaced (the month's folder, or its unsigned revision ``YYYY-MM.rN``, which keeps
-    comparing with the signed one); a signed one is never: with ``reopen`` the report is the
-    next revision beside it.
+def refuse_signed(
+    out: str | os.PathLike[str],
+    month: str,
+    reopen: str | None,
+    *,
+    events: pl.DataFrame | None = None,
+) -> Target:
+    """Before a report of ``month`` is written: where it goes, from the month's state in the
+    store's register (``events``; the lock is the store's, whatever ``out`` is). A month not
+    locked is reported again in place (its newest revision, whose lapsed signatures must be
+    given again); a locked one only with ``reopen``, as the next revision beside it.
 
     Raises:
-        ReportSignedError: the newest report is signed and ``reopen`` is not given.
-        ValueError: ``reopen`` given but empty, or for a month never signed.
+        ReportSignedError: the month is locked and ``reopen`` is not given.
+        ValueError: ``reopen`` not printable text or empty, or given for a month not locked.
     """
-    if reopen is not None and not reopen.strip():
-        raise ValueError('--reopen needs the reason, e.g. --reopen "late bank statement"')
-    newest = newest_revision(out, month)
-    if newest is None or (newest[1] == 1 and not _signed(newest[0])):
+    reopen = check_text(reopen, "--reopen", example=' e.g. --reopen "late bank statement"')
+    state = month_state(events if events is not None else events_frame([]), month)
+    newest = state.newest
+    if not state.locked:
         if reopen is not None:
             raise ValueError(
-                f"--reopen: the report of {month} is not signed; rerun it without --reopen"
+                f"--reopen: {month} is not locked (signed by {state.who()}); rerun it without "
+                "--reopen"
             )
-        return Target(month)
-    folder, number = newest
-    signatures = _signed(folder)
-    if not signatures:  # an unsigned revision of a signed month: replaced, still a revision
-        before = _manifest(folder).get("revision", {})
-        signed = Path(out) / str(before.get("of", month))
-        return Target(folder.name, number, signed, reopen or before.get("reason"))
-    if reopen is None:
-        raise ReportSignedError(
-            f"the report of {month} ({folder.name}) is signed ({_who(signatures)}): it is "
-            f'not overwritten; rerun with --reopen "why" to write a new revision beside it'
+        if newest is None or newest.number == 1:
+            return Target(month)
+        before = state.revisions.get(newest.number - 1) or Revision(newest.number - 1)
+        return Target(
+            f"{month}.r{newest.number}",
+            newest.number,
+            _folder_of(out, before),
+            newest.reason,
         )
-    return Target(f"{month}.r{number + 1}", number + 1, folder, reopen)
+    assert newest is not None
+    if reopen is None:
+        raise ReportSignedError(locked_message(state, f"txkit report --month {month}"))
+    return Target(f"{month}.r{newest.number + 1}", newest.number + 1, _folder_of(out, newest),
+                  reopen)  # fmt: skip
 
 
-def signature_block(signatures: list[dict[str, Any]]) -> str:
-    """The index's signature block (between the markers), HTML."""
+def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = None) -> str:
+    """The index's signature block (between the markers), HTML; every field escaped.
+    ``as_of``: a rendering again of that table version (read-only, never signed)."""
     import html
 
-    if not signatures:
+    if as_of is not None:
+        body = (
+            f'<p class="meta">Rendered again from table version {_int(as_of)} with --as-of: '
+            "read-only, not a pack of the register and never signed (the month's sign-off: "
+            "<code>txkit report verify --month YYYY-MM</code>).</p>"
+        )
+    elif not signatures:
         body = (
             '<p class="meta">Not signed: <code>txkit report sign --month YYYY-MM '
-            "--role preparer|reviewer --name NAME</code>.</p>"
+            "--role preparer|reviewer --name NAME</code> (the preparer first, then a reviewer "
+            "who is another person).</p>"
         )
     else:
+
+        def text(value: Any) -> str:  # escaped, and no control byte (an ESC) reaches HTML
+            return html.escape(plain(str(value)))
+
         rows = "".join(
-            f"<li>{html.escape(s['role'])}: {html.escape(s['name'])}, {html.escape(s['at'])} "
-            f"(table version {s['table_version']}, SHA-256 {html.escape(s['sha256'][:16])}...)</li>"
+            f"<li>{text(s['role'])}: {text(s['name'])} "
+            f"(login {text(s.get('login') or '?')} on "
+            f"{text(s.get('host') or '?')}), {text(s['at'])}, "
+            f"revision {_int(s.get('revision'))} (table version {_int(s.get('table_version'))}, "
+            f"SHA-256 {text(str(s['sha256'])[:16])}...)</li>"
             for s in signatures
         )
         body = f"<section><h2>Signed</h2><ul>{rows}</ul></section>"
     return f"{BEGIN}{body}{END}"
 
 
-def sign_report(
-    out: str | os.PathLike[str], month: str, *, role: str, name: str, at: datetime | None = None
-) -> dict[str, Any]:
-    """Sign the month's newest report as ``role``; returns the signature.
+def _int(value: Any) -> str:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else "?"
 
-    Order (a kill at any point leaves a consistent month): the register's ``signed`` event
-    first (at worst an extra version kept), then ``report.json`` (atomically; the signature
-    counts from here), then the index's block.
+
+def _same_store(a: Any, b: str | os.PathLike[str]) -> bool:
+    if not isinstance(a, str) or not a:
+        return False
+    if "://" in a or "://" in str(b):
+        return a.rstrip("/") == str(b).rstrip("/")
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def _checked_manifest(
+    folder: Path, month: str, store: str | os.PathLike[str], rev: Revision
+) -> dict[str, Any]:
+    """The pack's ``report.json``, read as data that may have been edited: an object, of this
+    month, of this project's store, citing the table version the register recorded.
 
     Raises:
-        ValueError: a bad role or an empty name, or no report of the month.
-        ReportSignedError: the report's files changed since an earlier signature.
+        ValueError: any of those not so (one line naming what).
+    """
+    where = folder / _MANIFEST
+    try:
+        doc = json.loads(where.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{where} cannot be read as JSON ({one_line(exc, 80)})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{where} is not a report's manifest (a JSON object)")
+    if doc.get("month") != month:
+        raise ValueError(f"{where} is not a report of {month} (month {doc.get('month')!r})")
+    if not _same_store(doc.get("store"), store):
+        raise ValueError(
+            f"{where} names the store {str(doc.get('store'))[:200]!r}, not this project's "
+            f"store {store}: it is not signed (--store names the store the report read)"
+        )
+    version = doc.get("table_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ValueError(f"{where}: table_version {version!r} is not a table version (integer)")
+    if rev.table_version is not None and version != rev.table_version:
+        raise ValueError(
+            f"{where} cites table version {version}; the register recorded "
+            f"{rev.table_version} for this report"
+        )
+    return doc
+
+
+def sign_report(
+    out: str | os.PathLike[str],
+    month: str,
+    *,
+    role: str,
+    name: str,
+    store: str | os.PathLike[str],
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """Sign the month's newest revision as ``role``; returns the signature.
+
+    The month's state comes from the store's register, never from the pack's own files: the
+    preparer signs first, then a reviewer who is another person (name and login); each role
+    once a revision; the pack must be the bytes its report recorded (:func:`verify_report`).
+    The signature records the name, login, host, time, revision, table version and the
+    pack's digest, chained to the month's previous signature.
+
+    Order (a kill at any point leaves a consistent month): the register's ``signed`` event
+    first (the signature counts from here), then ``report.json`` (atomically), then the
+    index's block, both copies of the register's.
+
+    Raises:
+        ValueError: a bad role or name, no report of the month, a pack's manifest that is not
+            the register's report of the month.
+        ReportSignedError: segregation of duties, the pack changed, or a report of the month
+            is running (each one line).
     """
     month = parse_month(month)
     if role not in ROLES:
         raise ValueError(f"--role {role!r} is not one of {', '.join(ROLES)}")
-    if not name.strip():
-        raise ValueError('--name is empty: give the signer\'s name, e.g. --name "Ada Obi"')
-    newest = newest_revision(out, month)
-    if newest is None:
-        raise ValueError(f"no report of {month} in {out}: run txkit report --month {month} first")
-    folder = newest[0]
-    doc = _manifest(folder)
-    digest = report_digest(folder)
-    earlier = doc.get("signatures", [])
-    for sig in earlier:
-        if sig["sha256"] != digest:
-            raise ReportSignedError(
-                f"the report {folder.name} changed since {sig['role']} {sig['name']} signed it "
-                f"(SHA-256 {sig['sha256'][:16]}... now {digest[:16]}...): it cannot be signed; "
-                f'rerun it with --reopen "why" to make a new revision'
+    name = check_text(name, "--name", example=' e.g. --name "Ada Obi"') or ""
+    login, host = login_and_host()
+    with month_lock(store, month, wait=2.0, what=f"a signature of {month} (txkit report sign)"):
+        events, register_version = read_events(store)
+        state = month_state(events, month)
+        newest = state.newest
+        if newest is None:
+            raise ValueError(
+                f"the register of {store} has no report of {month}: run txkit report --month "
+                f"{month} first (--store names the store the report read)"
             )
-    when = (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    signature = {
-        "role": role,
-        "name": name.strip(),
-        "at": when,
-        "table_version": doc.get("table_version"),
-        "register_version": (doc.get("register") or {}).get("version"),
-        "sha256": digest,
-        "revision": newest[1],
-    }
-    store = doc.get("store")
-    if store:
+        folder = _folder_of(out, newest)
+        doc = _checked_manifest(folder, month, store, newest)
+        problems = pack_problems(folder, newest.files)
+        digest = report_digest(folder)
+        if newest.pack is not None and digest != newest.pack and not problems:
+            problems = [f"its digest {digest[:16]}... is not the recorded {newest.pack[:16]}..."]
+        if problems:
+            raise ReportSignedError(
+                f"the report {folder.name} is not the pack its report wrote ({'; '.join(problems)}"
+                f"): it cannot be signed; txkit report verify --month {month} says more"
+            )
+        why = signature_problems(state, role, name, login)
+        if why:
+            raise ReportSignedError(why)
+        # The event's time keeps its microseconds (the register orders events by it); the
+        # signature shows the second.
+        when = at or datetime.now(UTC)
+        signature = {
+            "month": month,
+            "revision": newest.number,
+            "role": role,
+            "name": name,
+            "login": login,
+            "host": host,
+            "at": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "table_version": newest.table_version,
+            "register_version": register_version,
+            "sha256": digest,
+        }
+        previous = state.signatures[-1]["chain"] if state.signatures else ""
+        signature["chain"] = chain_of(previous or "", signature)
+        detail = {k: signature[k] for k in ("login", "host", "revision", "register_version")}
         append_events(
             store,
             events_frame(
@@ -297,25 +435,114 @@ def sign_report(
                         "event": "signed",
                         "month": month,
                         "role": role,
-                        "actor": signature["name"],
-                        "at": datetime.now(UTC),
-                        "table_version": doc.get("table_version"),
+                        "actor": name,
+                        "at": when,
+                        "table_version": newest.table_version,
                         "note": digest,
+                        "key": signature["chain"],
+                        "explanation": json.dumps(detail, sort_keys=True),
                     }
                 ]
             ),
         )
-    doc["signatures"] = [*earlier, signature]
-    with atomic_path(folder / _MANIFEST) as tmp:
-        tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        signatures = [*newest.signatures, signature]
+        doc["signatures"] = signatures
+        with atomic_path(folder / _MANIFEST) as tmp:
+            tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        write_signature_block(folder, signatures)
+    return signature
+
+
+def write_signature_block(folder: Path, signatures: list[dict[str, Any]]) -> None:
+    """Rewrite the index's signature block (between the markers) with ``signatures``."""
     index = folder / "index.html"
     if index.is_file():
         text = index.read_text(encoding="utf-8")
-        block = signature_block(doc["signatures"])
+        block = signature_block(signatures)
         text = _BLOCK.sub(lambda _: block, text) if _BLOCK.search(text) else text
         with atomic_path(index) as tmp:
             tmp.write_text(text, encoding="utf-8")
-    return signature
+
+
+def verify_report(
+    out: str | os.PathLike[str], month: str, *, store: str | os.PathLike[str]
+) -> tuple[list[str], bool]:
+    """Check every revision of the month against the register: every file of its pack
+    against the digests its report recorded (changed, added, missing named), every signature
+    against the pack's digest, the chain of signatures, the signatures the pack shows
+    (``report.json`` and the index's block) against the register's. Returns the lines to
+    print and whether everything verified.
+
+    Raises:
+        ValueError: the register has no report of the month.
+    """
+    month = parse_month(month)
+    events, _ = read_events(store)
+    state = month_state(events, month)
+    if not state.revisions:
+        raise ValueError(
+            f"the register of {store} has no report of {month}: nothing to verify "
+            "(--store names the store the report read)"
+        )
+    lines, whole = [], True
+    for number in sorted(state.revisions):
+        rev = state.revisions[number]
+        folder = _folder_of(out, rev)
+        head = f"revision {number} ({rev.name or month})"
+        problems = pack_problems(folder, rev.files) if rev.files is not None else []
+        if rev.files is None:
+            problems.append("its report recorded no digests (written before txkit verified packs)")
+        digest = report_digest(folder) if folder.is_dir() else None
+        for sig in rev.signatures:
+            if digest is not None and sig["sha256"] != digest:
+                problems.append(
+                    f"{sig['role']} {sig['name']} signed SHA-256 {sig['sha256'][:16]}..., the "
+                    f"pack is now {digest[:16]}..."
+                )
+        if folder.is_dir():
+            problems += _shown_signatures(folder, rev.signatures)
+        signed = ", ".join(
+            f"{s['role']} {s['name']} (login {s.get('login') or '?'}) on {s['at']}"
+            for s in rev.signatures
+        )
+        state_text = "locked" if rev.locked else ("signed by " + signed if signed else "not signed")
+        if rev.locked:
+            state_text = f"locked, signed by {signed}"
+        if problems:
+            whole = False
+            lines.append(f"{head}: DOES NOT VERIFY ({state_text})")
+            lines += [f"  {p}" for p in problems]
+        else:
+            count = len(rev.files or {})
+            lines.append(f"{head}: verified, {count} files ({state_text})")
+    chain = state.chain_problems()
+    if chain:
+        whole = False
+        lines += [f"signatures: {p}" for p in chain]
+    else:
+        lines.append(f"signatures: the chain of {len(state.signatures)} holds")
+    return lines, whole
+
+
+def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[str]:
+    """Where the pack's own copies of its signatures differ from the register's."""
+    problems = []
+    try:
+        doc = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
+        shown = doc.get("signatures", []) if isinstance(doc, dict) else None
+    except (OSError, ValueError):
+        shown = None
+    keys = ("role", "name", "at", "sha256")
+    if not isinstance(shown, list) or [
+        tuple(s.get(k) for k in keys) if isinstance(s, dict) else None for s in shown
+    ] != [tuple(s.get(k) for k in keys) for s in signatures]:
+        problems.append("report.json's signatures are not the register's")
+    index = folder / "index.html"
+    if index.is_file():
+        found = _BLOCK.search(index.read_text(encoding="utf-8", errors="replace"))
+        if found is None or found.group(0) != signature_block(signatures):
+            problems.append("index.html's signature block is not the register's signatures")
+    return problems
 
 
 def signed_versions(store: str | os.PathLike[str]) -> set[int]:
@@ -366,7 +593,110 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             x, y = was_totals.get(currency, "none"), now_totals.get(currency, "none")
             if x != y:
                 lines.append(f"{name} total {x} -> {y}")
+    lines += _figure_lines(before, after)
+    lines += _register_lines(before, after)
     return lines or [_NO_CHANGE]
+
+
+def _figure_lines(before: Path, after: Path) -> list[str]:
+    """Every figure of the lists' summaries (``NAME.download.json``: rows, population, ...)
+    that changed."""
+    lines = []
+    names = sorted({p.name for d in (before, after) for p in d.glob("*.download.json")})
+    for file in names:
+        old, new = _json(before / file), _json(after / file)
+        list_name = file[: -len(".download.json")]
+        for key in sorted(set(old) | set(new)):
+            x, y = old.get(key), new.get(key)
+            if x != y and all(isinstance(v, (int, float, type(None))) for v in (x, y)):
+                lines.append(f"{list_name} {key} {_num(x)} -> {_num(y)}")
+    return lines
+
+
+def _num(value: Any) -> str:
+    return "none" if value is None else f"{value:,}"
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _register_csv(folder: Path) -> pl.DataFrame | None:
+    path = folder / "exceptions.csv"
+    if not path.is_file():
+        return None
+    frame = pl.read_csv(path, infer_schema=False)
+    needed = {"key", "section", "currency", "amount", "status", "material"}
+    return frame if needed <= set(frame.columns) else None
+
+
+def _register_lines(before: Path, after: Path) -> list[str]:
+    """The month's register against the one revised (``exceptions.csv`` of each): open and
+    material counts (in all and per section), and every item added, removed, resolved,
+    reopened, changed in status, in amount or in materiality, with counts."""
+    a, b = _register_csv(before), _register_csv(after)
+    if a is None or b is None:
+        return []
+    lines = []
+    still = pl.col("status").is_in(["open", "explained"])
+    material = pl.col("material") == "true"
+
+    def counts(frame: pl.DataFrame) -> tuple[int, int]:
+        return frame.filter(still).height, frame.filter(still & material).height
+
+    (ao, am), (bo, bm) = counts(a), counts(b)
+    if (ao, am) != (bo, bm):
+        lines.append(f"register: open items {ao} -> {bo}, of them material {am} -> {bm}")
+    for section in sorted(set(a["section"].to_list()) | set(b["section"].to_list())):
+        x = counts(a.filter(pl.col("section") == section))
+        y = counts(b.filter(pl.col("section") == section))
+        if x != y:
+            lines.append(f"register {section}: open {x[0]} -> {y[0]}, material {x[1]} -> {y[1]}")
+    old = {r["key"]: r for r in a.iter_rows(named=True)}
+    new = {r["key"]: r for r in b.iter_rows(named=True)}
+    groups: dict[str, list[str]] = {}
+    for key in sorted(set(new) - set(old)):
+        groups.setdefault("added", []).append(key)
+    for key in sorted(set(old) - set(new)):
+        groups.setdefault("removed", []).append(key)
+    for key in sorted(set(old) & set(new)):
+        x, y = old[key], new[key]
+        if x["status"] != y["status"]:
+            if y["status"] in ("resolved", "written_off") and x["status"] in ("open", "explained"):
+                groups.setdefault("resolved", []).append(f"{key} ({y['status']})")
+            else:
+                groups.setdefault("changed in status", []).append(
+                    f"{key} ({x['status']} -> {y['status']})"
+                )
+        if x["amount"] != y["amount"]:
+            groups.setdefault("changed in amount", []).append(
+                f"{key} ({_money(x['amount'], x['currency'])} -> "
+                f"{_money(y['amount'], y['currency'])})"
+            )
+        if x["material"] != y["material"]:
+            now = "now material" if y["material"] == "true" else "no longer material"
+            groups.setdefault("changed in materiality", []).append(f"{key} ({now})")
+    for what in ("added", "removed", "resolved", "changed in status", "changed in amount",
+                 "changed in materiality"):  # fmt: skip
+        if what in groups:
+            keys = groups[what]
+            lines.append(f"register items {what}: {len(keys)} ({_shown(keys)})")
+    return lines
+
+
+def _money(text: str | None, currency: str | None) -> str:
+    from decimal import Decimal, InvalidOperation
+
+    if text is None:
+        return "none"
+    try:
+        return f"{format_money(Decimal(text))} {currency or ''}".rstrip()
+    except InvalidOperation:
+        return text
 
 
 def _shown(keys: list[str]) -> str:

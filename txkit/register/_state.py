@@ -16,6 +16,7 @@ Rules (docs/register.md):
 from __future__ import annotations
 
 import calendar
+import json
 import os
 import uuid
 from collections.abc import Iterable
@@ -28,7 +29,17 @@ from typing import Any
 import polars as pl
 
 from txkit.calendar import parse_month
+from txkit.errors import ReportSignedError
 from txkit.register._carry import Carry, Recompute, carry_over
+from txkit.register._lock import (
+    check_text,
+    files_digest,
+    locked_message,
+    login_and_host,
+    month_state,
+    pack_files,
+    refuse_locked,
+)
 from txkit.register._materiality import Materiality
 from txkit.register._model import (
     BUCKETS,
@@ -44,12 +55,14 @@ __all__ = [
     "ITEMS_SUFFIX",
     "REGISTER_COLUMNS",
     "bucket_counts",
+    "commit_report",
     "explain",
     "filter_items",
     "record_report",
     "register_view",
     "report_events",
     "reported_months",
+    "select_events",
 ]
 
 #: Beside each exception list in a report folder: ``NAME.register.parquet``.
@@ -95,12 +108,15 @@ def record_report(
     actor: str = "txkit report",
     orders: pl.DataFrame | None = None,
     recompute: Recompute | None = None,
+    revision: int = 1,
+    reason: str | None = None,
 ) -> int:
     """Record a report run in the register: the month, its table version and every item its
     exception lists hold (``NAME.register.parquet`` in ``folder``), and (given ``recompute``,
     :func:`txkit.notebook.recomputer`) the re-evaluation of earlier months' open items
     (:func:`._carry.carry_over`; ``orders``: the whole orders file the report read). One
-    commit. Returns the register's version.
+    commit (:func:`commit_report`; ``revision``, ``reason``: which revision of the month the
+    folder is, and why it was reopened). Returns the register's version.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
@@ -110,7 +126,51 @@ def record_report(
         store, month, folder, table_version=table_version, actor=actor, orders=orders,
         recompute=recompute,
     )  # fmt: skip
-    return append_events(store, events)
+    return commit_report(store, month, events, folder, revision=revision, reason=reason)
+
+
+def commit_report(
+    store: str | os.PathLike[str],
+    month: str,
+    events: pl.DataFrame,
+    folder: str | os.PathLike[str],
+    *,
+    revision: int = 1,
+    reason: str | None = None,
+) -> int:
+    """Commit a report's events (:func:`report_events`) once its pack is in place at
+    ``folder``: the ``reported`` event names the revision, why it was reopened, the folder
+    and the SHA-256 of every file of the pack (what ``txkit report verify`` and a signature
+    check). Refused when the month is locked and this is not its next revision (a signature
+    landed while the report ran). Returns the register's version.
+
+    Raises:
+        ReportSignedError: the month is locked (one line naming the lock and ``--reopen``).
+        StoreError: the register could not be written.
+    """
+    now_events, _ = read_events(store)
+    state = month_state(now_events, month)
+    if state.locked and state.newest is not None and revision <= state.newest.number:
+        raise ReportSignedError(locked_message(state, f"the report of {month} is not recorded"))
+    files = pack_files(folder)
+    detail = {
+        "revision": revision,
+        "reason": reason,
+        "folder": _absolute(folder),
+        "files": files,
+        "pack": files_digest(files),
+    }
+    sealed = events.with_columns(
+        pl.when(pl.col("event") == "reported")
+        .then(pl.lit(json.dumps(detail, sort_keys=True)))
+        .otherwise(pl.col("explanation"))
+        .alias("explanation")
+    )
+    return append_events(store, sealed)
+
+
+def _absolute(folder: str | os.PathLike[str]) -> str:
+    return str(folder) if "://" in str(folder) else str(Path(folder).resolve())
 
 
 def report_events(
@@ -152,7 +212,9 @@ def report_events(
     if recompute is not None:
         if events is None:
             events, _ = read_events(store)
-        items, _, _ = _fold(events, None)
+        # Forward only: the items as the month being reported sees them (runs of later
+        # months, and of earlier months run after them, are not its state).
+        items, _, _ = _fold(select_events(events, month, cut=now()), month)
         done = carry_over(
             store,
             month,
@@ -297,7 +359,7 @@ class _Fold:
         if status is not None:
             item["status"] = status
             if status in ("resolved", "written_off"):
-                item["resolved_month"] = self.newest or item["last_month"]
+                item["resolved_month"] = row["month"] or self.newest or item["last_month"]
                 what = row["note"] or item["explanation"] or "no note"
                 item["resolved_by"] = (
                     f"{status.replace('_', ' ')} by {row['actor']} on {row['at']:%Y-%m-%d}: {what}"
@@ -305,6 +367,52 @@ class _Fold:
             else:
                 item["resolved_month"] = item["resolved_by"] = None
         item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+
+
+def _newest(events: pl.DataFrame) -> str | None:
+    months = reported_months(events)
+    return months[-1] if months else None
+
+
+def annotation_months(events: pl.DataFrame) -> pl.DataFrame:
+    """Each ``annotated`` event's month: the newest month reported when it was made (the
+    month whose register it changes; recorded since format 3, worked out for older ones)."""
+    runs = sorted(
+        events.filter(pl.col("event") == "reported").select("at", "month").iter_rows(),
+        key=lambda r: r[0],
+    )
+    owners, newest, i = [], None, 0
+    notes = events.with_row_index("_i").filter(pl.col("event") == "annotated").sort("at", "_i")
+    for at, month in notes.select("at", "month").iter_rows():
+        while i < len(runs) and runs[i][0] <= at:
+            newest = runs[i][1] if newest is None or runs[i][1] > newest else newest
+            i += 1
+        owners.append(month or newest)
+    return notes.with_columns(pl.Series("month", owners, dtype=pl.String)).drop("_i")
+
+
+def select_events(events: pl.DataFrame, month: str | None, *, cut: Any = None) -> pl.DataFrame:
+    """The events that make ``month``'s register, whatever the order reports were run in:
+    every run of ``month`` itself; the runs of earlier months recorded up to ``month``'s
+    newest run (``cut``: up to then instead), not those run after it; no run of a later
+    month; the annotations made while ``month`` or an earlier one was the newest reported."""
+    if month is None or events.is_empty():
+        return events
+    runs = events.filter(pl.col("event") == "reported").select("run", "month", "at")
+    if cut is None:
+        mine = runs.filter(pl.col("month") == month)["at"]
+        cut = mine.max() if mine.len() else None
+    earlier = pl.col("month") < month
+    if cut is not None:
+        earlier = earlier & (pl.col("at") <= cut)
+    keep = runs.filter((pl.col("month") == month) | earlier).select("run")
+    produced = ["reported", "seen", "cleared", "checked"]
+    reported = events.filter(pl.col("event").is_in(produced)).join(keep, on="run", how="semi")
+    notes = annotation_months(events).filter(pl.col("month") <= month)
+    other = events.filter(
+        ~pl.col("event").is_in(["reported", "seen", "cleared", "checked", "annotated"])
+    )
+    return pl.concat([reported, notes, other])
 
 
 def _fold(
@@ -372,7 +480,9 @@ def register_view(
         if month not in months:
             have = f"{months[0]} to {months[-1]}" if months else "none yet (run txkit report)"
             raise ValueError(f"the register has no report of {month}: it has {have}")
-    items, listed, newest = _fold(events, month, until)
+    if until is not None:
+        events = events.filter(pl.col("at") <= until)
+    items, listed, newest = _fold(select_events(events, month or _newest(events)), month)
     if newest is None:
         return pl.DataFrame(schema=REGISTER_COLUMNS)
     materiality = materiality or Materiality()
@@ -515,7 +625,15 @@ def annotate(
             f"no item {unknown[0][1]!r} in the register{where}{more}: `txkit exceptions` "
             "lists the keys"
         )
-    who = actor or os.environ.get("USER") or os.environ.get("USERNAME") or "unknown"
+    who = check_text(actor, "--by") or login_and_host()[0]
+    for change in changes:
+        for name in ("owner", "explanation"):
+            flag = "--note" if name == "explanation" else f"--{name}"
+            if change.get(name) is not None:
+                change[name] = check_text(change[name], flag)
+    month = _newest(events)
+    if month is not None:
+        refuse_locked(events, month, f"the change of {changes[0]['key']} is refused")
     at = now()
     rows = [
         {
@@ -528,6 +646,7 @@ def annotate(
             "note": c.get("explanation"),
             "actor": who,
             "at": at,
+            "month": month,
         }
         for c in changes
     ]

@@ -21,26 +21,49 @@ signed: role, name, the store's table version it cites).
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
+import shlex
 import time
+import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import polars as pl
 
-from txkit.errors import RegisterFormatError, StoreError
+from txkit.errors import RegisterFormatError, StoreDamagedError, StoreError, one_line
 from txkit.register._model import FORMAT
-from txkit.store._location import storage_options, table_uri
+from txkit.store._location import (
+    DIGEST_ALGORITHM,
+    digest_of,
+    objects,
+    storage_options,
+    table_files,
+    table_uri,
+)
 
-__all__ = ["EVENT_SCHEMA", "RegisterFormatError", "append_events", "read_events", "register_uri"]
+__all__ = [
+    "EVENT_SCHEMA",
+    "PartCheck",
+    "RegisterFormatError",
+    "append_events",
+    "check_parts",
+    "read_events",
+    "register_uri",
+    "repair_register",
+]
 
 #: The table's name; its description names the format (delta-rs accepts no custom table
 #: properties: "Error parsing property").
 TABLE_NAME: Final = "txkit_register"
 _DESCRIBED = re.compile(r"format ([0-9]+)")
 _ATTEMPTS: Final = 5
+#: A register file's name records its digest: ``part-<uuid>-xxh3_128_<32 hex>.zstd.parquet``.
+_NAMED = re.compile(r"-[a-z0-9]+_[0-9]+_([0-9a-f]{32})\.zstd\.parquet$")
 
 EVENT_SCHEMA: Final = pl.Schema(
     {
@@ -104,6 +127,12 @@ def _table(store: str | os.PathLike[str], version: int | None = None) -> Any:
         )
     except TableNotFoundError:
         return None
+    except (OSError, ValueError) as exc:  # an unreadable log (DeltaError is an OSError... or not)
+        raise StoreDamagedError(
+            _damaged(store, "_delta_log", one_line(exc, 160)),
+            months=[],
+            path="_register/_delta_log",
+        ) from None
     found = _DESCRIBED.search(table.metadata().description or "")
     written = int(found.group(1)) if found else FORMAT
     if written > FORMAT:
@@ -114,73 +143,247 @@ def _table(store: str | os.PathLike[str], version: int | None = None) -> Any:
     return table
 
 
+def repair_command(store: str | os.PathLike[str]) -> str:
+    """The command that rebuilds a damaged register from its intact files."""
+    return f"txkit exceptions repair --store {shlex.quote(str(store))}"
+
+
+def _damaged(store: str | os.PathLike[str], rel: str, detail: str) -> str:
+    return (
+        f"the exception register in {store} is damaged: _register/{rel} ({detail}); repair: "
+        f"{repair_command(store)}"
+    )
+
+
+@dataclass(frozen=True)
+class PartCheck:
+    """One file of the register's version, checked: ``ok`` (its digest matches),
+    ``damaged``, ``missing``, or ``unverified`` (written before digests; ``detail`` says
+    whether it reads)."""
+
+    path: str
+    size: int
+    status: str
+    detail: str = ""
+    events: pl.DataFrame | None = None
+
+
+def _recorded(rel: str) -> str | None:
+    found = _NAMED.search(rel.rsplit("/", 1)[-1])
+    return f"{DIGEST_ALGORITHM}:{found.group(1)}" if found else None
+
+
+def _parse(data: bytes) -> pl.DataFrame:
+    try:
+        return pl.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # any parse failure of a damaged file
+        raise ValueError(one_line(exc, 120)) from None
+    except BaseException as exc:  # pyo3's PanicException is a BaseException
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise
+        raise ValueError(one_line(exc, 120)) from None
+
+
+def check_parts(store: str | os.PathLike[str], version: int | None = None) -> list[PartCheck]:
+    """Every file of the register's version, its bytes checked against the digest its name
+    records (:func:`append_events` names each file by its digest), and parsed.
+
+    Raises:
+        RegisterFormatError: written by a newer txkit.
+        StoreDamagedError: the register's log cannot be read.
+    """
+    table = _table(store, version)
+    if table is None:
+        return []
+    files = objects(register_uri(store))
+    out = []
+    for rel, _, size in table_files(table):
+        try:
+            data = files.get(rel)
+        except Exception as exc:  # a lost file (OSError, or obstore's not-found)
+            out.append(PartCheck(rel, size, "missing", one_line(exc, 120)))
+            continue
+        expected = _recorded(rel)
+        if expected is not None and digest_of(data) != expected:
+            out.append(PartCheck(rel, size, "damaged", f"{len(data):,} bytes, digest differs"))
+            continue
+        try:
+            frame = _parse(data)
+        except ValueError as exc:
+            out.append(PartCheck(rel, size, "damaged", f"does not read: {exc}"))
+            continue
+        status = "ok" if expected is not None else "unverified"
+        detail = "" if expected is not None else "unverified (written before digests); it reads"
+        out.append(PartCheck(rel, size, status, detail, frame))
+    return out
+
+
 def read_events(
     store: str | os.PathLike[str], version: int | None = None
 ) -> tuple[pl.DataFrame, int | None]:
     """Every event of the register (empty without one) and the register's table version.
+    Each file's bytes are checked against the digest recorded when it was written.
 
     Raises:
         RegisterFormatError: written by a newer txkit.
+        StoreDamagedError: a file of the register is missing or not the bytes written (one
+            line naming it and the repair command).
     """
     table = _table(store, version)
     if table is None:
         return pl.DataFrame(schema=EVENT_SCHEMA), None
-    frame = pl.read_delta(table)
+    parts = []
+    for check in check_parts(store, int(table.version())):
+        if check.events is None:
+            raise StoreDamagedError(
+                _damaged(store, check.path, f"{check.status}: {check.detail}"),
+                months=[],
+                path=f"_register/{check.path}",
+            )
+        parts.append(events_frame(check.events))
+    frame = pl.concat(parts) if parts else pl.DataFrame(schema=EVENT_SCHEMA)
     if frame.height and int(frame["format"].max() or 0) > FORMAT:  # type: ignore[arg-type]
         raise RegisterFormatError(
             f"the exception register in {store} holds events of a newer txkit (format "
             f"{frame['format'].max()}; this txkit reads up to {FORMAT}): upgrade txkit"
         )
-    return events_frame(frame), int(table.version())
+    return frame, int(table.version())
+
+
+def _write_part(store: str | os.PathLike[str], events: pl.DataFrame) -> Any:
+    """Write one file of events, named by its digest; its Delta add action."""
+    from deltalake.transaction import AddAction
+
+    buffer = io.BytesIO()
+    events.write_parquet(buffer, compression="zstd", statistics=True)
+    data = buffer.getvalue()
+    digest = digest_of(data).split(":", 1)[1]
+    rel = f"part-{uuid.uuid4().hex}-{DIGEST_ALGORITHM}_{digest}.zstd.parquet"
+    files = objects(register_uri(store))
+    try:
+        files.put(rel, data)
+    except BaseException:
+        files.delete(rel)  # a half-written file of no version
+        raise
+    return AddAction(
+        path=rel,
+        size=len(data),
+        partition_values={},
+        modification_time=int(time.time() * 1000),
+        data_change=True,
+        stats=json.dumps({"numRecords": events.height}),
+    )
+
+
+def _delta_schema() -> Any:
+    from arro3.core import Table
+    from deltalake import Schema as DeltaSchema
+
+    return DeltaSchema.from_arrow(Table.from_arrow(pl.DataFrame(schema=EVENT_SCHEMA)).schema)
+
+
+def _commit(store: str | os.PathLike[str], table: Any, actions: list[Any], mode: str) -> None:
+    from deltalake import CommitProperties, PostCommitHookProperties
+    from deltalake.transaction import create_table_with_add_actions
+
+    hooks = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+    if table is None:
+        create_table_with_add_actions(
+            register_uri(store),
+            _delta_schema(),
+            actions,
+            mode="error",
+            name=TABLE_NAME,
+            description=f"txkit exception register, format {FORMAT}",
+            storage_options=storage_options(store),
+            post_commithook_properties=hooks,
+        )
+        return
+    table.create_write_transaction(
+        actions,
+        mode=mode,
+        schema=_delta_schema(),
+        commit_properties=CommitProperties(max_commit_retries=0),
+        post_commithook_properties=hooks,
+    )
 
 
 def append_events(store: str | os.PathLike[str], events: pl.DataFrame) -> int:
     """Append ``events`` as one commit; returns the register's new table version.
 
-    A commit that fails because another one landed first is retried (appends never conflict
-    in content); after five failures nothing is written and a :class:`StoreError` says so.
+    The events are written as one Parquet file named by its digest (checked by every read),
+    then committed. A commit that fails because another one landed first is retried
+    (appends never conflict in content); after five failures nothing is written and a
+    :class:`StoreError` says so.
 
     Raises:
         RegisterFormatError: the register was written by a newer txkit.
         StoreError: the commit kept failing, or the store cannot be written.
     """
-    from deltalake import write_deltalake
+    return _write(store, events_frame(events), "append")
+
+
+def _write(store: str | os.PathLike[str], events: pl.DataFrame, mode: str) -> int:
     from deltalake.exceptions import CommitFailedError, DeltaError
 
-    events = events_frame(events)
-    uri, options = register_uri(store), storage_options(store)
-    if not str(uri).startswith(("s3://", "gs://", "az://")):
-        os.makedirs(uri, exist_ok=True)
+    uri = register_uri(store)
+    if not str(uri).startswith(("s3://", "gs://", "az://", "abfss://")):
+        try:
+            os.makedirs(uri, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write the exception register in {store} ({one_line(exc)}): nothing "
+                "was written"
+            ) from None
     problem = ""
+    try:
+        action = _write_part(store, events)
+    except Exception as exc:  # OSError, obstore's errors: a read-only or full store
+        raise StoreError(
+            f"cannot write the exception register in {store} ({one_line(exc, 160)}): nothing "
+            "was written"
+        ) from None
     for attempt in range(_ATTEMPTS):
         table = _table(store)
         try:
-            write_deltalake(
-                uri if table is None else table,
-                events,
-                mode="append",
-                storage_options=options if table is None else None,
-                name=TABLE_NAME if table is None else None,
-                description=f"txkit exception register, format {FORMAT}" if table is None else None,
-            )
+            _commit(store, table, [action], mode)
         except CommitFailedError as exc:
             # Two first commits race to create the table, or the log moved under a commit.
             problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             time.sleep(0.05 * (attempt + 1))
             continue
-        except DeltaError as exc:
+        except (DeltaError, OSError) as exc:
             text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             if "already exists" in text or "conflict" in text.lower():
                 problem = text
                 time.sleep(0.05 * (attempt + 1))
                 continue
+            objects(uri).delete(action.path)
             raise StoreError(
                 f"cannot write the exception register in {store} ({text}): nothing was written"
             ) from None
         done = _table(store)
         assert done is not None
         return int(done.version())
+    objects(uri).delete(action.path)
     raise StoreError(
         f"the exception register in {store} changed under this command {_ATTEMPTS} times "
         f"({problem}): nothing was written; run it again"
     )
+
+
+def repair_register(store: str | os.PathLike[str]) -> tuple[list[PartCheck], int | None]:
+    """Rebuild a damaged register from its intact files: one commit replaces every file by
+    one holding every event that still reads and verifies. Returns the files that were
+    dropped (damaged or missing) and the new version (None when nothing was damaged).
+
+    Raises:
+        StoreError: the register cannot be written (nothing changed).
+    """
+    checks = check_parts(store)
+    lost = [c for c in checks if c.events is None]
+    if not lost:
+        return [], None
+    kept = [events_frame(c.events) for c in checks if c.events is not None]
+    frame = pl.concat(kept) if kept else pl.DataFrame(schema=EVENT_SCHEMA)
+    return lost, _write(store, frame, "overwrite")

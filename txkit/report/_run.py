@@ -80,6 +80,7 @@ def run_report(
     bank_columns: str | None = None,
     reopen: str | None = None,
     on_note: Callable[[str], None] | None = None,
+    orders_columns: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -108,6 +109,7 @@ def run_report(
         bank_statements=bank_statements,
         bank_columns=bank_columns,
         reopen=reopen,
+        orders_columns=orders_columns,
     )
     return run(request, on_note=on_note)
 

@@ -57,6 +57,9 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
     store = store_location(store)
     table = open_table(store, version)
     if table is None:
+        register = _register_checks(store)
+        if register:  # a register alone (written by txkit.register's tests and tools)
+            return register
         raise StoreError(f"the store {store} has no table yet: nothing to verify")
     digests = _digests(table, store)
     files = objects(store)
@@ -84,7 +87,22 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
             )
         else:
             out.append(FileCheck(rel, month, size, "ok"))
-    return out
+    return out + _register_checks(store)
+
+
+#: The ``month`` of the exception register's files in a :class:`FileCheck`.
+REGISTER: str = "register"
+
+
+def _register_checks(store: str | os.PathLike[str]) -> list[FileCheck]:
+    """The exception register's files (``_register/``), each checked against the digest its
+    name records (txkit.register._table)."""
+    from txkit.register._table import check_parts
+
+    return [
+        FileCheck(f"_register/{c.path}", REGISTER, c.size, c.status, c.detail)
+        for c in check_parts(store)
+    ]
 
 
 def format_verify(
@@ -94,19 +112,27 @@ def format_verify(
     bad = [c for c in checks if c.status in ("damaged", "missing")]
     unverified = [c for c in checks if c.status == "unverified"]
     at = f"table version {version}" if version is not None else "the newest version"
+    register = sum(c.month == REGISTER for c in checks)
+    files = f"{len(checks) - register} data file(s)" + (
+        f" and {register} exception register file(s)" if register else ""
+    )
     lines = [
-        f"store {store}, {at}: {len(checks)} data file(s), "
+        f"store {store}, {at}: {files}, "
         f"{sum(c.status == 'ok' for c in checks)} verified, {len(bad)} damaged or missing, "
         f"{len(unverified)} unverified (written before digests)"
     ]
     for check in bad + unverified:
         lines.append(f"  {check.status}: {check.path} ({check.month}) {check.detail}".rstrip())
-    if bad:
-        months = sorted({c.month for c in bad})
+    if any(c.month != REGISTER for c in bad):
+        months = sorted({c.month for c in bad if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"repair: txkit sync --store {store} {refresh}")
-    elif unverified:
-        months = sorted({c.month for c in unverified})
+    if any(c.month == REGISTER for c in bad):
+        from txkit.register._table import repair_command
+
+        lines.append(f"repair: {repair_command(store)}")
+    if not bad and any(c.month != REGISTER for c in unverified):
+        months = sorted({c.month for c in unverified if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"to give them digests: txkit sync --store {store} {refresh}")
     return "\n".join(lines), not bad
