@@ -29,7 +29,7 @@ from txkit.calendar import parse_month
 from txkit.register import history_block, load_materiality, read_events, refuse_signed, revisions
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_index
+from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
 from txkit.report._plan import (
     Notes,
     ReportRequest,
@@ -154,6 +154,7 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
             revision=revision,
             history=history,
         )
+        write_close_summary(staging, plan, manifest, material=material)
         final = publish(staging, request.out, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
