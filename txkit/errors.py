@@ -14,6 +14,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     ├── IncompleteExportError     the records fetched do not add up to the service's total
+    │   └── RecordsMovingError    records kept moving in and out while read (a status filter
+    │                             falls back to the status applied locally)
     ├── ParameterError            an argument or notebook parameter not accepted (a month
     │                             ``2026-5``, an unknown source): names it and the accepted
     │                             values (also a ``ValueError``)
@@ -73,6 +75,7 @@ __all__ = [
     "ParameterError",
     "ProfileWarning",
     "RateLimitedError",
+    "RecordsMovingError",
     "RegisterFormatError",
     "ReportSignedError",
     "RequestInfo",
@@ -337,6 +340,14 @@ class IncompleteExportError(TxkitError):
         )
 
 
+class RecordsMovingError(IncompleteExportError):
+    """Records kept moving in and out of a window while it was read: passes that never add
+    up, one-page windows that never agree, re-reads that keep finding another set (not a
+    limit of the service, such as a day above the offset cap). A status query falls back to
+    the status applied locally on it (docs/completeness.md); anywhere else it is the export's
+    failure."""
+
+
 class DataFileError(TxkitError, ValueError):
     """A data file the user gave txkit (the merchant's orders; later bank statements) cannot
     be read as it is. Raised before any request is sent or any notebook starts.
@@ -432,3 +443,8 @@ class IncompleteExportWarning(UserWarning):
 
 class ProfileWarning(UserWarning):
     """A profile was found but not used (another base URL, unreadable, another format)."""
+
+
+class NoRecordsError(TxkitError, ValueError):
+    """A month with no records to check: nothing is computed from nothing (``no records of
+    2026-11: the sandbox covers 2025-11 to 2026-10``). A bad argument: the CLI exits 2."""

@@ -463,3 +463,71 @@ def test_a_parquet_timestamp_with_a_time_zone_is_its_utc_day(tmp_path: Path) -> 
         ],
     }).write_parquet(path)  # fmt: skip
     assert read_orders(path)["date"].to_list() == [date(2021, 5, 13), date(2021, 5, 14)]
+
+
+def test_a_woocommerce_export_without_its_currency_field_names_the_currency_once(
+    tmp_path: Path,
+) -> None:
+    """The exporter leaves its Currency field unticked by default: refused naming it, then
+    read with the file's one currency."""
+    frame = pl.read_csv(SHOPS / "woocommerce_orders_export.csv", infer_schema=False)
+    path = tmp_path / "orders.csv"
+    frame.drop("Currency").write_csv(path)
+    with pytest.raises(DataFileError, match="no column 'Currency'"):
+        read_orders(path, columns="woocommerce")
+    read = read_orders_file(path, columns="woocommerce,account_currency=NGN")
+    assert read.folded == 3 and read.frame.height == 7
+    assert set(read.frame["currency"]) == {"NGN"}
+    assert read.notes[0] == (
+        "columns: the woocommerce preset with account_currency=NGN (from the columns argument)"
+    )
+
+
+def test_an_xlsx_orders_export_reads_exactly_as_its_csv(tmp_path: Path) -> None:
+    import xlsxwriter
+
+    rows = [
+        ("#1001", 2500.5, "NGN", "paid", "2021-05-14 00:30:00 +0200"),
+        ("#1002", 0.1 + 0.2, "USD", "paid", "2021-05-14 10:00:00 +0000"),  # shown as 0.30
+        ("#1003", 1234567.89, "NGN", "voided", "2021-05-15 09:00:00 +0100"),
+    ]
+    header = ("Name", "Total", "Currency", "Financial Status", "Created at")
+    book = tmp_path / "orders.xlsx"
+    workbook = xlsxwriter.Workbook(book)
+    sheet = workbook.add_worksheet("Orders")
+    money = workbook.add_format({"num_format": "#,##0.00"})
+    sheet.write_row(0, 0, header)
+    for i, (ref, total, currency, status, created) in enumerate(rows, start=1):
+        sheet.write_string(i, 0, ref)
+        sheet.write_number(i, 1, total, money)
+        sheet.write_row(i, 2, (currency, status, created))
+    workbook.close()
+    text = tmp_path / "orders.csv"
+    text.write_text(
+        ",".join(header)
+        + "\n"
+        + "".join(f'{r},"{t:,.2f}",{c},{s},{d}\n' for r, t, c, s, d in rows),
+        encoding="utf-8",
+    )
+    read = read_orders_file(book, columns="shopify,thousands=comma")
+    assert read.frame.get_column("amount").to_list() == [Decimal("2500.50"), Decimal("0.30")]
+    assert_frame_equal(read.frame, read_orders(text, columns="shopify,thousands=comma"))
+
+
+def test_an_xlsx_amount_that_is_not_what_its_cell_shows_is_refused_with_the_cell(
+    tmp_path: Path,
+) -> None:
+    import xlsxwriter
+
+    book = tmp_path / "orders.xlsx"
+    workbook = xlsxwriter.Workbook(book)
+    sheet = workbook.add_worksheet("Orders")
+    sheet.write_row(0, 0, ("reference", "amount", "currency"))
+    sheet.write_row(1, 0, ("A1", "10.00", "NGN"))
+    # Shown with two decimals, stored with three: the shown 12.35 is not the amount.
+    sheet.write_string(2, 0, "A2")
+    sheet.write_number(2, 1, 12.345, workbook.add_format({"num_format": "0.00"}))
+    sheet.write_string(2, 2, "NGN")
+    workbook.close()
+    with pytest.raises(DataFileError, match=r"Orders!B3"):
+        read_orders(book)

@@ -41,7 +41,7 @@ from txkit.datafile import (
     DataFileError,
     check_suffix,
     fail_lines,
-    read_csv_table,
+    read_table,
     show_values,
 )
 from txkit.schema import CURRENCIES, STATUSES
@@ -191,14 +191,14 @@ def read_orders_file(
     path = Path(path)
     suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
-    if suffix == ".csv":
+    if suffix not in _PARQUET:
         # With a mapping every mapped column must be there but the customer (a preset names
         # one an export may leave out); without, txkit's required ones.
         required = (
             [v for k, v in names.items() if k != "customer"] if mapping else list(_ORDERS_REQUIRED)
         )
         try:
-            table = read_csv_table(
+            table = read_table(
                 path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
             )
         except DataFileError as exc:
@@ -214,7 +214,7 @@ def read_orders_file(
                 lines=exc.lines,
                 what=_WHAT,
             ) from None
-        frame, notes, where = table.frame, list(table.notes), _Where(path, "line", LINE)
+        frame, notes, where = table.frame, list(table.notes), _Where(path, table.unit, LINE)
         if mapping:
             present = {k: v for k, v in names.items() if v in frame.columns}
             frame = frame.select(LINE, *present.values()).rename({v: k for k, v in present.items()})
@@ -360,8 +360,13 @@ def _map_statuses(
 _WHAT: Final = "orders file"
 _ROW: Final = "_row"
 #: Order files txkit reads, by extension.
+_PARQUET: Final = (".parquet", ".pq")
 ORDERS_FORMATS: Final[dict[str, str]] = {
     ".csv": "CSV text, UTF-8 or Windows-1252",
+    ".xlsx": "an Excel workbook (each amount the decimal its cell shows)",
+    ".xlsm": "an Excel workbook with macros (read, never run)",
+    ".xls": "an old Excel workbook, or a web page saved as .xls",
+    ".ods": "an OpenDocument spreadsheet",
     ".parquet": "Parquet",
     ".pq": "Parquet",
 }

@@ -353,8 +353,8 @@ class FaultEffects:
         new = SETTLE_NEXT[old]
         if old == "pending" and rng.random() < 0.25:
             new = "abandoned"  # an unfinished payment, given up after an hour
-        # After every createdAt and every other fault's stamp: a record's versions only grow.
-        stamp = (max(store.created) if store.created else 0) + 86_400_000 + len(self.settled)
+        # After every createdAt (newest first) and the other faults' stamps: versions only grow.
+        stamp = (store.created[0] if store.created else 0) + 86_400_000 + len(self.settled)
         found = _UPDATED_VALUE.search(store.bodies[position])
         before = found.group(1).decode() if found else ""
         store.set_status(position, new, stamp)

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from txkit.decode import read_page
-from txkit.errors import IncompleteExportError
+from txkit.errors import RecordsMovingError
 from txkit.fetch.pages import SlotRead, describe_query
 
 __all__ = ["DAY", "FetchMode", "Piece", "RecordsMovingError", "Span"]
@@ -26,14 +26,6 @@ MAX_MARGIN_DAYS = 64
 _IDS_SCHEMA = {
     "data": pl.Struct({"transactions": pl.List(pl.Struct({"id": pl.String})), "total": pl.Int64})
 }
-
-
-class RecordsMovingError(IncompleteExportError):
-    """Records kept moving in and out of a window while it was read (passes that never add
-    up, pages that never agree, re-reads that keep finding a changed set), as opposed to a
-    limit of the service (a day above the offset cap, a tie group no filter splits). The
-    loader catches it for a status filter and proves the window without it
-    (:func:`txkit.fetch.load.load_transactions`)."""
 
 
 class FetchMode(enum.Enum):
