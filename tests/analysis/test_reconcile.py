@@ -380,9 +380,14 @@ def test_read_orders_refuses_float_parquet_amounts(tmp_path: Path) -> None:
 def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
     with pytest.raises(
         DataFileError,
-        match=r"orders.xlsx: an Excel workbook is not read .*'CSV UTF-8 \(Comma delimited\)'.*"
-        r"accepted: .csv \(CSV text, UTF-8 or Windows-1252\), .parquet \(Parquet\), .pq",
+        match=r"orders.numbers: a Numbers document is not read here; save it as .xlsx, or "
+        r".*'CSV UTF-8 \(Comma delimited\)'.*accepted: .csv \(CSV text, UTF-8 or Windows-1252\), "
+        r".xlsx .*, .parquet \(Parquet\), .pq",
     ):
+        read_orders(_write(tmp_path, "x", "orders.numbers"))
+    # a workbook is read now (tests/files/test_sheets.py); one that is not one says so
+    with pytest.raises(DataFileError, match=r"orders.xlsx: is named .xlsx but is neither a "
+                       r"workbook nor an HTML table"):  # fmt: skip
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
     with pytest.raises(DataFileError, match=r"orders.json: files ending '.json' are not read"):
         read_orders(_write(tmp_path, "{}", "orders.json"))
