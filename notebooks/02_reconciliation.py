@@ -53,7 +53,7 @@ import polars as pl
 import txkit.notebook
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
 from txkit.notebook import count_by_currency
-from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
+from txkit.notebook.findings import reconcile_findings
 from txkit.notebook.plots import plot_reconciliation
 
 # %%
@@ -88,15 +88,8 @@ plot_reconciliation(summary);
 # every other reference is listed (and in the downloads).
 
 # %%
-out.exceptions(
-    result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
-    "reconciliation_mismatches", title="Reconciliation mismatches", key=["reference", "category"],
-    first=["at_stake", "export_currency", "order_currency", "export_date", "order_date",
-           "difference", "export_amount", "order_amount", "export_status", "order_status"],
-    sort=[pl.col("at_stake").abs(), "category"], descending=[True, False], rows=60,
-    empty="None this month: every reference matches.",
-    population=count_by_currency(result), population_label="references",
-)
+out.exceptions(result, "reconciliation_mismatches", rows=60,
+               population=count_by_currency(result), population_label="references")
 
 # %% [markdown]
 # ## What to look at

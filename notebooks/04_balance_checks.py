@@ -87,10 +87,7 @@ out.table(summary)
 # %%
 breaks = balance_breaks(df, history=history, model=choice)
 out.exceptions(
-    breaks, "balance_breaks", title="Balance breaks", key=["id", "field", "kind"],
-    first=["currency", "difference", "expected", "reported"],
-    sort=["kind", pl.col("difference").abs()], descending=[False, True], rows=60,
-    empty="None this month: every checked balance follows the model.",
+    breaks, "balance_breaks", rows=60,
     population=int(summary["checked"].sum()), population_label="balance-after values checked",
 )
 
@@ -104,9 +101,7 @@ plot_balance(df, breaks, currency=currency);
 
 # %%
 out.exceptions(
-    not_reported_balances(df), "not_reported_balances", title="Balances not reported",
-    key=["id"], first=["currency", "transType", "toAmount"],
-    empty="None this month: every successful record reports its balances.",
+    not_reported_balances(df), "not_reported_balances",
     population=int(summary.filter(pl.col("side") == "ledger")["entries"].sum()),
     population_label="successful records",
 )

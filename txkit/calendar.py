@@ -202,3 +202,18 @@ def months_between(first: date, last: date) -> list[str]:
         out.append(f"{year:04d}-{month:02d}")
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return out
+
+
+def no_records_line(month: str, covers: tuple[str, str] | None, where: str = "the sandbox") -> str:
+    """The one line said for a month without records, where a page would otherwise compute
+    figures (or an all-clear) from nothing: ``no records of 2026-11: the sandbox covers
+    2025-11 to 2026-10``.
+
+    Args:
+        month: ``YYYY-MM``.
+        covers: the first and last month the source holds; None when unknown or none.
+        where: the source, as a reader names it (``the sandbox``, ``the store data/...``).
+    """
+    if covers is None:
+        return f"no records of {month}: {where} holds none of that month"
+    return f"no records of {month}: {where} covers {covers[0]} to {covers[1]}"

@@ -443,3 +443,8 @@ class IncompleteExportWarning(UserWarning):
 
 class ProfileWarning(UserWarning):
     """A profile was found but not used (another base URL, unreadable, another format)."""
+
+
+class NoRecordsError(TxkitError, ValueError):
+    """A month with no records to check: nothing is computed from nothing (``no records of
+    2026-11: the sandbox covers 2025-11 to 2026-10``). A bad argument: the CLI exits 2."""

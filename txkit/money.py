@@ -17,7 +17,9 @@ headline uses.
 * **A missing amount is never 0:** it reads ``unknown`` (``unknown NGN``); a sentence that has
   nothing to say about it leaves it out instead.
 * **Sums per currency, never across currencies** (:func:`money_sums`, :func:`format_sums`),
-  listed by currency code.
+  listed by currency code; in a grouped frame :func:`sum_in_currency`: the sum of a group's
+  amounts that are in the group's currency, **blank (null) when there is none** (a figure that
+  was not compared, or is in another currency, is never ``0.00``).
 
 Rates and percentages are not money: they keep their own formats.
 """
@@ -29,7 +31,14 @@ from typing import Any, Final
 
 import polars as pl
 
-__all__ = ["FINER_THAN_CENTS", "UNKNOWN", "format_money", "format_sums", "money_sums"]
+__all__ = [
+    "FINER_THAN_CENTS",
+    "UNKNOWN",
+    "format_money",
+    "format_sums",
+    "money_sums",
+    "sum_in_currency",
+]
 
 UNKNOWN: Final = "unknown"
 #: Currencies whose smallest unit is finer than a cent: ``to_cent`` leaves their digits alone.
@@ -132,3 +141,26 @@ def format_sums(
         text = format_money(total, code, signed=signed, to_cent=to_cent)
         parts.append(f"{text} and {missing:,} {UNKNOWN}" if missing and total is not None else text)
     return ", ".join(parts)
+
+
+def sum_in_currency(
+    amount: str, currency: str | None = None, *, group_currency: str = "currency"
+) -> pl.Expr:
+    """An aggregation for a frame grouped by ``group_currency``: the exact sum of ``amount``
+    over the rows whose own ``currency`` is the group's, null when no row has such an amount.
+
+    polars' ``sum`` of no values is 0, which a page then showed as a ``0.00`` difference
+    where nothing was compared, and a group keyed by one side's currency summed the other
+    side's amounts of other currencies under it (a currency mismatch's orders: KES and USD
+    labelled NGN). Use it in ``group_by(..., group_currency).agg(...)``.
+
+    Args:
+        amount: the money column.
+        currency: the column of each row's currency for ``amount``; None: the amount is in the
+            group's currency on every row.
+        group_currency: the grouping key that names the group's currency.
+    """
+    value = pl.col(amount)
+    if currency is not None:
+        value = pl.when(pl.col(currency) == pl.col(group_currency)).then(value)
+    return pl.when(value.count() > 0).then(value.sum()).alias(amount)

@@ -34,7 +34,7 @@ from txkit.analysis.orders import (
     read_orders_file,
 )
 from txkit.calendar import month_bounds
-from txkit.money import format_money
+from txkit.money import format_money, sum_in_currency
 from txkit.schema import require
 
 __all__ = [
@@ -874,10 +874,14 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         result: the frame :func:`reconcile` returned (eager or lazy).
 
     Returns:
-        One row per category and currency present, in the order of :data:`CATEGORIES` then
-        currency: ``category``, ``currency``, ``references`` (count), ``export_amount`` and
-        ``order_amount`` (sums over the rows that have one) and ``difference`` (sum of the
-        differences).
+        One row per category and currency present (and per orders' currency where it is
+        another, a currency mismatch), in the order of :data:`CATEGORIES` then currency:
+        ``category``, ``currency``, ``references`` (count), ``export_amount``,
+        ``order_currency`` (only where the orders' is another currency than ``currency``),
+        ``order_amount`` (in ``order_currency``, else ``currency``), ``difference`` and
+        ``at_stake`` (:func:`at_stake`); each a sum over the rows that have one, blank where
+        none has (nothing compared), never across currencies
+        (:func:`txkit.money.sum_in_currency`).
 
     Raises:
         ValueError: ``result`` lacks the columns :func:`reconcile` produces.
@@ -899,18 +903,40 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         "reconcile_summary",
     )
     scale = money_scale(schema, ["export_amount", "order_amount", "difference"])
+    row_currency = pl.coalesce("export_currency", "order_currency").cast(pl.String)
     return (
-        lf.group_by(
-            pl.col("category").cast(pl.String).cast(_CATEGORY),
-            pl.coalesce("export_currency", "order_currency").cast(pl.String).alias("currency"),
+        lf.with_columns(
+            money("export_amount", scale),
+            money("order_amount", scale),
+            money("difference", scale),
+            at_stake().cast(pl.Decimal(38, scale)),
+            row_currency.alias("currency"),
+            # The orders' amounts in another currency than the row's are summed apart, in
+            # their own currency (a currency mismatch), never under the row's.
+            pl.when(pl.col("order_currency").cast(pl.String) != row_currency)
+            .then(pl.col("order_currency").cast(pl.String))
+            .alias("_other"),
         )
+        .group_by(pl.col("category").cast(pl.String).cast(_CATEGORY), "currency", "_other")
         .agg(
             pl.len().alias("references"),
-            money("export_amount", scale).sum().alias("export_amount"),
-            money("order_amount", scale).sum().alias("order_amount"),
-            money("difference", scale).sum().alias("difference"),
+            sum_in_currency("export_amount", "export_currency"),
+            sum_in_currency("order_amount"),
+            sum_in_currency("difference"),
+            sum_in_currency("at_stake"),
         )
-        .sort(["category", "currency"], nulls_last=True)
+        .rename({"_other": "order_currency"})
+        .select(
+            "category",
+            "currency",
+            "references",
+            "export_amount",
+            "order_currency",
+            "order_amount",
+            "difference",
+            "at_stake",
+        )
+        .sort(["category", "currency", "order_currency"], nulls_last=True)
         .collect()
     )
 

@@ -174,6 +174,8 @@ def wallet_differences_line(statement: pl.DataFrame) -> str:
         for r in statement.iter_rows(named=True)
         if r["difference"] is not None
     )
+    if not ties:  # never "Difference of each statement: ."
+        return "**Difference of each statement:** none could be computed (no wallet stated)."
     return f"**Difference of each statement:** {ties}."
 
 
@@ -274,10 +276,12 @@ def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -
         ]
     counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
     settled = result.filter(pl.col("settlement_id").is_not_null()).height
-    out = [
-        f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
-        "within the month."
-    ]
+    out = (
+        [f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
+         "within the month."]
+        if settled
+        else ["No settlement to check against the bank this month."]
+    )  # fmt: skip
     if counts.get("timing_next_month"):
         out.append(
             f"{counts['timing_next_month']:,} arrived after the month's end (timing: clears by "

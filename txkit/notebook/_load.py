@@ -15,12 +15,13 @@ from typing import Any
 
 import polars as pl
 
+from txkit import config
 from txkit.analysis.columns import ORDERS, column_setting
 from txkit.analysis.orders import read_orders_file
-from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.config import default_store, resolve_orders
+from txkit.calendar import month_bounds, next_month, no_records_line, parse_month, previous_months
+from txkit.config import default_store, key_configured, resolve_orders
 from txkit.datafile import orders_around
-from txkit.errors import ParameterError
+from txkit.errors import NoRecordsError, ParameterError
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -158,6 +159,8 @@ def load_month(
     stats = ExportStats()
     with _connected(source, client) as (conn, description, _):
         df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
+    if df.height == 0 and currency is None:  # nothing to check: no page computes from nothing
+        raise NoRecordsError(no_records_line(month, *_span(source, client)))
     info = LoadInfo(
         month=month,
         first=first,
@@ -181,6 +184,17 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
         yield src.client, src.description, src.label
 
 
+def _span(source: str, client: Client | None) -> tuple[tuple[str, str] | None, str]:
+    """The months the source covers, when known (the embedded sandbox's calendar), and its
+    name for a reader."""
+    if client is None and (source == "sandbox" or (source == "auto" and not key_configured())):
+        last = first = config.SANDBOX.start_month
+        for _ in range(config.SANDBOX.months - 1):
+            last = next_month(last)
+        return (first, last), "the sandbox"
+    return None, "the service's export"
+
+
 def _store(store: str | Path | None) -> str | Path:
     return store or default_store()
 
@@ -195,7 +209,11 @@ def _from_store(
 ) -> tuple[pl.DataFrame, LoadInfo]:
     manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
-        raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
+        held = sorted(read_manifests(store, version=version))
+        raise NoRecordsError(
+            no_records_line(month, (held[0], held[-1]) if held else None, f"the store {store}")
+            + ": run `txkit sync` first"
+        )
     df = read_months([month], store=store, currency=currency, version=manifest.table_version)
     whole = (
         "its windows cover it whole"

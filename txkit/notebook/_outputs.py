@@ -23,6 +23,7 @@ from typing import Any
 import polars as pl
 
 from txkit import config
+from txkit.analysis.exception_lists import AT_STAKE, exception_list
 from txkit.bank import BankStatement
 from txkit.calendar import parse_month
 from txkit.errors import ParameterError
@@ -197,21 +198,30 @@ class Outputs:
         ``options``: ``rows``, ``key``, ``sort``, ``descending``, ``empty``)."""
         display_table(df, show_pii=self.show_pii, **options)
 
-    def exceptions(
-        self, df: pl.DataFrame, name: str, *, title: str, key: Sequence[str], **options: Any
-    ) -> None:
-        """Display an exception list and, in a report, write it with its open items
-        (:func:`display_exceptions`; ``options``: ``first``, ``sort``, ``descending``,
-        ``rows``, ``empty``, ``population``, ``population_label``)."""
+    def exceptions(self, result: pl.DataFrame, name: str, **options: Any) -> None:
+        """Display the exception list ``name`` drawn from ``result`` (the analysis' frame) and,
+        in a report, write it with its open items (:func:`display_exceptions`).
+
+        Its rows, key, title, amount at stake, column order, row order and empty sentence
+        come from the list's one definition (:data:`txkit.analysis.exception_lists.LISTS`);
+        ``options``: ``rows``, ``population``, ``population_label``.
+        """
+        spec = exception_list(name)
+        if spec.page != self.page:
+            raise ValueError(f"the list {name} belongs to {spec.page}, not {self.page}")
         display_exceptions(
-            df,
+            spec.listed(result),
             name,
-            title=title,
-            key=key,
+            title=spec.title,
+            key=list(spec.key),
             month=self.month,
             downloads=self.downloads,
             page=self.page,
             show_pii=self.show_pii,
+            first=spec.first_columns,
+            sort=[pl.col(AT_STAKE).abs(), *spec.key],
+            descending=[True, *[False] * len(spec.key)],
+            empty=spec.empty,
             **options,
         )
 

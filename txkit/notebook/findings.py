@@ -194,8 +194,13 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
         f"(no earlier value, reserves held from before the data, or fields missing), "
         f"{breaks.height:,} break(s)."
     ]
+    if checked == 0:  # no all-clear from nothing
+        out.append("No balance-after value could be checked: nothing is said about the balances.")
+        return out
     if breaks.height == 0:
-        out.append("Every checked balance follows the balance model exactly.")
+        out.append(
+            f"Every one of the {checked:,} checked balances follows the balance model exactly."
+        )
         return out
     explain = {
         "chain_gap": "the ledger jumps by what a missing record would explain; look for a "

@@ -39,4 +39,7 @@ def fee_findings(mismatches: pl.DataFrame, rules: list[FeeRule | str]) -> list[s
             f"{largest}."
         )
     out += [f"Not checked: {r}." for r in rules if isinstance(r, str)]
-    return out or ["Every fee and tax of the month follows its rule."]
+    checked = sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee")
+    if not checked:  # no all-clear from nothing
+        return out or ["No fee or tax could be checked: no record of the month follows a rule."]
+    return out or [f"Every fee and tax of the month's {checked:,} records follows its rule."]

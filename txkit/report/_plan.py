@@ -16,9 +16,9 @@ import polars as pl
 from txkit import config
 from txkit.analysis.columns import BANK, ORDERS, column_setting, describe_columns
 from txkit.bank import read_statements
-from txkit.calendar import month_bounds, parse_month, previous_months
+from txkit.calendar import month_bounds, no_records_line, parse_month, previous_months
 from txkit.config import default_store, key_configured
-from txkit.errors import TxkitError
+from txkit.errors import NoRecordsError, TxkitError
 from txkit.files import check_input
 from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.store import MonthManifest, RetentionPolicy, SyncResult, read_manifests, sync
@@ -191,7 +191,8 @@ def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[d
     sync), so the trends page says how many of its months the store holds instead.
 
     Raises:
-        ValueError: the month lies outside ``calendar`` (names the calendar).
+        NoRecordsError: the month lies outside ``calendar`` (a ValueError; names the
+            calendar: ``no records of 2026-11: the sandbox covers 2025-11 to 2026-10``).
     """
     month = parse_month(month)
     back = config.HISTORY_MONTHS
@@ -202,9 +203,9 @@ def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[d
     until = last + timedelta(days=config.MARGIN_DAYS)
     if calendar is not None:
         if last < calendar[0] or first > calendar[1]:
-            raise ValueError(
-                f"--month {month} is outside the sandbox's calendar ({calendar[0]:%Y-%m} to "
-                f"{calendar[1]:%Y-%m}): pick a month in it"
+            # The same line a notebook on that month stops with (txkit.notebook.load_month).
+            raise NoRecordsError(
+                no_records_line(month, (f"{calendar[0]:%Y-%m}", f"{calendar[1]:%Y-%m}"))
             )
         since, until = max(since, calendar[0]), min(until, calendar[1])
     return since, until

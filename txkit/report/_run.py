@@ -30,7 +30,7 @@ from txkit.register import load_materiality, read_events
 from txkit.register._sign import history_block, refuse_signed, revisions
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_index
+from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
 from txkit.report._plan import (
     Notes,
     ReportRequest,
@@ -155,6 +155,7 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
             revision=revision,
             history=history,
         )
+        write_close_summary(staging, plan, manifest, material=material)
         final = publish(staging, request.out, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
