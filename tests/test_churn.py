@@ -171,3 +171,39 @@ def test_the_progress_bar_says_the_status_is_applied_locally(box: Sandbox, capsy
             status_locally=True,
         )  # fmt: skip
     assert "txkit export (status pending applied locally)" in capsys.readouterr().err
+
+
+def test_allow_incomplete_still_falls_back_before_returning_anything_short(box: Sandbox) -> None:
+    """``allow_incomplete`` is for what cannot be proven: a status query that keeps moving is
+    proven without its status first, with no warning."""
+    import warnings
+
+    box.faults = "settle=2,cap=25,fault_seed=1"
+    first, last = WEEK
+    stats = txkit.ExportStats()
+    with connect(box) as client, warnings.catch_warnings():
+        warnings.simplefilter("error", txkit.IncompleteExportWarning)
+        df = txkit.load_transactions(
+            client, status="pending", start=first, end=last, stats=stats, allow_incomplete=True
+        )
+    assert "applied locally" in stats.summary()
+    _check_guarantee(box, df, ["pending"], first, last)
+
+
+def test_several_currencies_without_the_confirming_read(box: Sandbox) -> None:
+    """One query per currency, ``confirm=False``: the fallback drops the status from each,
+    and the totals of the queries without it are re-checked as before."""
+    box.faults = "settle=2,cap=25,fault_seed=5"
+    first, last = WEEK
+    stats = txkit.ExportStats()
+    with connect(box) as client:
+        df = txkit.load_transactions(
+            client, status=["pending", "verified"], currency=["NGN", "USD"], start=first,
+            end=last, stats=stats, confirm=False, status_locally=True,
+        )  # fmt: skip
+    assert sorted(stats.totals) == [
+        "currency=NGN&startDate=2026-10-25&endDate=2026-10-31",
+        "currency=USD&startDate=2026-10-25&endDate=2026-10-31",
+    ]
+    assert set(df["toCurrency"].cast(pl.String)) <= {"NGN", "USD"}
+    assert set(df["status"].cast(pl.String)) <= {"pending", "verified"}

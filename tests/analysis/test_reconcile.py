@@ -385,13 +385,23 @@ def test_read_orders_refuses_float_parquet_amounts(tmp_path: Path) -> None:
 
 
 def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
+    # A spreadsheet is read (issue 36); one that is not a workbook is named as such.
     with pytest.raises(
-        DataFileError,
-        match=r"orders.xlsx: an Excel workbook is not read .*'CSV UTF-8 \(Comma delimited\)'.*"
-        r"accepted: .csv \(CSV text, UTF-8 or Windows-1252\), .parquet \(Parquet\), .pq",
+        DataFileError, match=r"orders.xlsx: is named .xlsx but is neither a workbook nor an HTML"
     ):
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
-    with pytest.raises(DataFileError, match=r"orders.json: files ending '.json' are not read"):
+    with pytest.raises(
+        DataFileError,
+        match=r"orders.numbers: a Numbers document is not read here; save it as .xlsx, or "
+        r".*'CSV UTF-8 \(Comma delimited\)'.*accepted: .csv \(CSV text, UTF-8 or Windows-1252\), "
+        r".xlsx .*, .parquet \(Parquet\), .pq",
+    ):
+        read_orders(_write(tmp_path, "x", "orders.numbers"))
+    with pytest.raises(
+        DataFileError,
+        match=r"orders.json: files ending '.json' are not read.*accepted: .csv \(CSV text, "
+        r"UTF-8 or Windows-1252\), .xlsx",
+    ):
         read_orders(_write(tmp_path, "{}", "orders.json"))
     with pytest.raises(DataFileError, match="absent.csv: no such file"):
         read_orders(tmp_path / "absent.csv")

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from txkit.register._sign import Target
+from txkit.register import Target
 
 log = logging.getLogger("txkit")
 

@@ -26,8 +26,7 @@ from pathlib import Path
 
 from txkit import config
 from txkit.calendar import parse_month
-from txkit.register import load_materiality, read_events
-from txkit.register._sign import history_block, refuse_signed, revisions
+from txkit.register import history_block, load_materiality, read_events, refuse_signed, revisions
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
