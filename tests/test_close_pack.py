@@ -467,3 +467,15 @@ def test_every_printed_page_names_its_page_and_month_and_counts_pages(
         assert footer and "2026-10" in footer.group(2), path.name
         if path.name[:2].isdigit() and path.name != "00_close_summary.html":
             assert ".gt_row{overflow-wrap:anywhere}" in page, path.name
+
+
+@pytest.mark.report
+def test_page_01_says_its_table_is_one_currency_and_the_download_every_one(
+    session_report: SessionReport,
+) -> None:
+    """Why 7: page 01 said "first 10 of 123 rows; every row in the download" and the download
+    held 404 (every currency's days)."""
+    folder = session_report.folder
+    rows = pl.read_csv(folder / "daily_volume.csv", infer_schema=False).height
+    text = " ".join(_text((folder / "01_explore.html").read_text(encoding="utf-8")).split())
+    assert f"the download holds every currency's days ({rows:,} rows)" in text
