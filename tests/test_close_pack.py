@@ -444,6 +444,10 @@ def test_every_workbook_prints_on_a4_landscape_and_matches_its_csv(
                 "amount", "at_stake", "difference", "toAmount",
             ):  # fmt: skip
                 assert cell.number_format.startswith("#,##0.00"), (path.name, cell.number_format)
+    # Wrapped text gets rows as tall as its lines (LibreOffice drew it over the next rows).
+    settlements = load_workbook(session_report.folder / "settlements.xlsx").active
+    heights = [settlements.row_dimensions[r].height or 15 for r in range(2, settlements.max_row)]
+    assert max(heights) >= 30
     register = load_workbook(session_report.folder / "exceptions.xlsx").active
     header = [c.value for c in register[1]]
     changed = register.cell(1, header.index("changed_at") + 1).column_letter

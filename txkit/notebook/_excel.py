@@ -127,6 +127,18 @@ def write_xlsx(
             table_style=None,
         )
         worksheet = book.get_worksheet_by_name(sheet[:31])
+        # Rows as tall as their wrapped text: LibreOffice keeps a stored height on opening (a
+        # wrapped cell drew over the next rows), so each row's height is set from its text.
+        if wrapped:
+            lines = frame.select(
+                pl.max_horizontal(
+                    ((pl.col(n).fill_null("").str.len_chars() + PRINT_WIDTH - 1) // PRINT_WIDTH)
+                    for n in wrapped
+                ).alias("lines")
+            )["lines"]
+            for row, count in enumerate(lines.to_list(), start=1):
+                if count and count > 1:
+                    worksheet.set_row(row, 15 * min(count, 20))
         worksheet.set_paper(_A4)
         worksheet.set_landscape()
         worksheet.fit_to_pages(1, 0)  # one page wide, as many long as it takes
