@@ -414,7 +414,6 @@ def test_segregation_of_duties(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert [s["login"] for s in state.signatures] == ["ada", "eve"]
 
 
-@pytest.mark.xfail(strict=True, reason="the run reads the lock: after the split")
 def test_a_locked_month_refuses_every_change_naming_the_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -459,7 +458,6 @@ def test_a_locked_month_refuses_every_change_naming_the_lock(
     assert register_view(store).equals(before)
 
 
-@pytest.mark.xfail(strict=True, reason="the run reads the lock: after the split")
 def test_a_signed_month_rerun_is_refused_and_changes_no_byte(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

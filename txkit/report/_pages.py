@@ -100,7 +100,9 @@ def write_index(
             source=str(manifest.source),
             table_version=None if manifest.table_version is None else str(manifest.table_version),
             warnings=warnings,
-            register=history + (register.html if register else "") + signature_block([]),
+            register=history
+            + (register.html if register else "")
+            + signature_block([], as_of=plan.as_of),
         ),
         encoding="utf-8",
     )
