@@ -30,8 +30,9 @@ from txkit.register._state import (
     register_view,
     reported_months,
 )
-from txkit.register._table import read_events, register_uri
+from txkit.register._table import check_parts, read_events, register_uri, repair_command
 from txkit.store._retention import KEEP_SOURCES
+from txkit.store._verify import EXTRA_CHECKS, REGISTER, FileCheck
 
 
 def _signed(store: str, table_id: str) -> set[int]:
@@ -40,9 +41,18 @@ def _signed(store: str, table_id: str) -> set[int]:
     return signed_versions(store)
 
 
-# Every retention policy keeps the versions signed reports cite (vacuum, compaction): txkit's
-# package imports this module, so no store is opened without the hook in place.
+def _register_files(store: str) -> tuple[list[FileCheck], str]:
+    return [
+        FileCheck(f"_register/{c.path}", REGISTER, c.size, c.status, c.detail)
+        for c in check_parts(store)
+    ], repair_command(store)
+
+
+# Every retention policy keeps the versions signed reports cite (vacuum, compaction), and
+# `txkit store verify` checks the register's files: txkit's package imports this module, so
+# no store is opened without the hooks in place.
 KEEP_SOURCES.append(_signed)
+EXTRA_CHECKS.append(_register_files)
 
 __all__ = [
     "BUCKETS",

@@ -30,6 +30,7 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.errors import ReportSignedError
+from txkit.register._table import register_uri
 
 __all__ = [
     "ROLES",
@@ -318,8 +319,6 @@ def signature_problems(state: MonthState, role: str, name: str, login: str) -> s
 
 
 def _locks_dir(store: str | os.PathLike[str]) -> Path | None:
-    from txkit.register._table import register_uri
-
     uri = register_uri(store)
     if "://" in uri:
         return None  # object storage: the report's final check of the lock is what holds

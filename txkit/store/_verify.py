@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -32,6 +33,7 @@ class FileCheck:
             ``unverified`` (written before digests: no digest to check; ``detail`` says
             whether it reads).
         detail: what was found.
+        repair: the command that repairs it, for a file beside the table (the register's).
     """
 
     path: str
@@ -39,6 +41,7 @@ class FileCheck:
     size: int
     status: str
     detail: str = ""
+    repair: str = ""
 
 
 def verify_store(store: StoreLike = None, *, version: int | None = None) -> list[FileCheck]:
@@ -93,16 +96,19 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
 #: The ``month`` of the exception register's files in a :class:`FileCheck`.
 REGISTER: str = "register"
 
+#: Checks of files the store holds beside its table (the exception register's, which
+#: txkit.register adds here when imported: the store does not import the register), each
+#: ``check(store) -> (checks, repair command)``.
+EXTRA_CHECKS: list[Callable[[str], tuple[list[FileCheck], str]]] = []
+
 
 def _register_checks(store: str | os.PathLike[str]) -> list[FileCheck]:
-    """The exception register's files (``_register/``), each checked against the digest its
-    name records (txkit.register._table)."""
-    from txkit.register._table import check_parts
-
-    return [
-        FileCheck(f"_register/{c.path}", REGISTER, c.size, c.status, c.detail)
-        for c in check_parts(store)
-    ]
+    """The files of :data:`EXTRA_CHECKS` (the exception register's, ``_register/``)."""
+    out: list[FileCheck] = []
+    for check in EXTRA_CHECKS:
+        found, repair = check(str(store))
+        out += [replace(c, repair=repair) for c in found]
+    return out
 
 
 def format_verify(
@@ -127,10 +133,8 @@ def format_verify(
         months = sorted({c.month for c in bad if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"repair: txkit sync --store {store} {refresh}")
-    if any(c.month == REGISTER for c in bad):
-        from txkit.register._table import repair_command
-
-        lines.append(f"repair: {repair_command(store)}")
+    for repair in dict.fromkeys(c.repair for c in bad if c.repair):
+        lines.append(f"repair: {repair}")
     if not bad and any(c.month != REGISTER for c in unverified):
         months = sorted({c.month for c in unverified if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
