@@ -849,3 +849,23 @@ def test_control_characters_never_reach_a_terminal_or_a_page(tmp_path: Path) -> 
                 "signatures": [hostile], "changes": ["y\n"], "table_version": 7}]  # fmt: skip
     (line,) = revision_lines(history)
     assert "\x1b" not in line and "\n" not in line
+
+
+def test_an_edited_report_json_is_read_as_data(tmp_path: Path) -> None:
+    """The history reads only the shapes report.json is written in: a string of changes, a
+    signature without a name, a reason with an escape are not taken as they are."""
+    from txkit.register._sign import history_block, revision_lines, revisions
+
+    out = tmp_path / "reports"
+    for name, doc in (
+        ("2026-10", {"table_version": "7<script>", "signatures": [{"role": "x"}, "y"]}),
+        ("2026-10.r2", {"revision": {"reason": ["\x1b[2K"], "of": 3, "changes": "abc"}}),
+    ):
+        (out / name).mkdir(parents=True)
+        (out / name / "report.json").write_text(json.dumps(doc))
+    history = revisions(out, "2026-10")
+    assert history[0]["signatures"] == [] and history[1]["changes"] == []
+    assert history[1]["reason"] is None and history[1]["of"] is None
+    lines = revision_lines(history)
+    assert lines[0] == "revision 1 (2026-10, table version ?): not signed"
+    assert "<script>" not in history_block(history)

@@ -136,18 +136,38 @@ def revisions(
         if state is not None:
             rev = state.revisions.get(number)
             doc["signatures"] = rev.signatures if rev is not None else []
+        # A pack's report.json is data that may have been edited: only the shapes it is
+        # written in are taken (text, a list of text, a list of signature objects).
+        changes = revision.get("changes")
+        signatures = doc.get("signatures")
         history.append(
             {
                 "number": number,
                 "folder": name,
-                "reason": revision.get("reason"),
-                "of": revision.get("of"),
-                "signatures": doc.get("signatures", []),
-                "changes": revision.get("changes", []),
+                "reason": _text_or_none(revision.get("reason")),
+                "of": _text_or_none(revision.get("of")),
+                "signatures": [
+                    s
+                    for s in signatures
+                    if isinstance(s, dict) and {"role", "name", "at"} <= set(s)
+                ]
+                if isinstance(signatures, list)
+                else [],
+                "changes": [str(c) for c in changes] if isinstance(changes, list) else [],
                 "table_version": doc.get("table_version"),
             }
         )
     return history
+
+
+def _is_signature(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("role", "name", "at")
+    )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 _NO_CHANGE = "no change in figures or items"
