@@ -360,6 +360,8 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
                for line in rdoc["changes"]), rdoc["changes"]  # fmt: skip
     assert f"removed {gone}" in months.reopened.stdout
     page = (revision / "index.html").read_text()
+    # The index's history shows each revision's signatures, as the register holds them.
+    assert f"{month}</a>: preparer Ada Obi on " in page and ", reviewer Eve Ito on " in page
     assert "revision 2 of 2026-10, beside the signed report 2026-10 (reopened: the orders" in page
     assert f"removed {gone}" in page
 

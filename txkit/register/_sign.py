@@ -274,9 +274,9 @@ def refuse_signed(
     newest = state.newest
     if not state.locked:
         if reopen is not None:
+            where = f"revision {newest.number}, {state.who()}" if newest else "never reported"
             raise ValueError(
-                f"--reopen: {month} is not locked (signed by {state.who()}); rerun it without "
-                "--reopen"
+                f"--reopen: {month} is not locked ({where}); rerun it without --reopen"
             )
         if newest is None or newest.number == 1:
             return Target(month)

@@ -30,6 +30,7 @@ from txkit.config import default_store
 from txkit.register import load_materiality, read_events
 from txkit.register._lock import month_lock, month_state
 from txkit.register._sign import Target, history_block, refuse_signed, revisions
+from txkit.register._state import with_revision
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import add_headlines, attach_downloads, write_index
@@ -178,6 +179,8 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
+        if pending is not None:  # this report's run is the target's revision
+            pending = with_revision(pending, target.number, target.reason)
         material = register.material if register else None
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
