@@ -456,6 +456,13 @@ def test_a_locked_month_refuses_every_change_naming_the_lock(
     with pytest.raises(ReportSignedError, match="2026-10 is locked"):
         commit_report(store, "2026-10", read_events(store)[0].head(0), folder)
     assert register_view(store).equals(before)
+    # Once November is reported, a change goes into November's register; October's stays as
+    # signed.
+    _report(store, tmp_path / "r11", "2026-11", [A], 8)
+    explain(store, "A:amount_mismatch", status="written_off", note="below cost")
+    assert register_view(store, month="2026-10").equals(before)
+    november = register_view(store).filter(pl.col("key") == "A:amount_mismatch").row(0, named=True)
+    assert november["status"] == "written_off" and november["resolved_month"] == "2026-11"
 
 
 def test_a_signed_month_rerun_is_refused_and_changes_no_byte(
