@@ -25,7 +25,12 @@ $(STAMP): pyproject.toml tools/uv-overrides.txt
 		--override tools/uv-overrides.txt -e '.[dev]'
 	touch $(STAMP)
 
+# The committed notebooks are marked trusted on this machine (Jupyter's signature database, in
+# the user's Jupyter data folder): JupyterLab shows an untrusted notebook's stored tables
+# without their styles (it drops the <style> of great_tables' HTML) until they are rerun.
+# Again after a pull that changed them (`make notebooks` trusts what it writes).
 install: $(STAMP)
+	$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9]*.ipynb
 
 # txkit itself is installed editable, so the install compiles none of it: with
 # PYTHONDONTWRITEBYTECODE set, every process and kernel that imported txkit compiled it again
@@ -76,6 +81,7 @@ notebooks: $(STAMP)
 	$(SANDBOX_ENV) $(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/[0-9]*.ipynb
 	$(BIN)/python tools/clean_notebooks.py notebooks/[0-9]*.ipynb
 	$(BIN)/jupytext --sync notebooks/[0-9]*.ipynb
+	$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9]*.ipynb
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_sandbox.py

@@ -8,6 +8,10 @@ Measures, on pages served by the sandbox (same bytes for every decoder):
 * the full export over loopback HTTP: naive (sequential ``httpx`` + the naive decoder) vs
   ``txkit.load_transactions``;
 * 100 ms of added latency per page: txkit with one page at a time vs the default concurrency;
+* a live service (issue 37): ``--status pending`` from the issue's service (20,000 records,
+  two records a request leave pending, pages capped at 25), by default (the status sent,
+  then applied locally when records keep moving) and with ``status_locally=True``, beside
+  one unproven pass of the same export on the same service at rest; requests per record;
 * reshuffled ties (issue 22): 2026-09-15..2026-10-31 of a 22,000-record ledger over
   2026-08..2026-10 (13,000-odd records) from a service capping pages at 37, with equal
   ``createdAt`` in a new order on every request, against the same export from a stable-order
@@ -21,6 +25,7 @@ measured step (``/proc/self/clear_refs`` resets the peak).
     python benchmarks/bench_export.py                 # 200,000 records (about 5 minutes)
     python benchmarks/bench_export.py --records 20000 --repeat 1  # quick look
     python benchmarks/bench_export.py --sections export,ties      # the issue-22 rows only
+    python benchmarks/bench_export.py --sections churn            # the issue-37 rows only
 """
 
 from __future__ import annotations
@@ -381,8 +386,8 @@ def main() -> None:
     )
     parser.add_argument(
         "--sections",
-        default="decode,export,latency,ties",
-        help="comma-separated: decode, export, latency, ties (default all)",
+        default="decode,export,latency,ties,churn",
+        help="comma-separated: decode, export, latency, ties, churn (default all)",
     )
     parser.add_argument(
         "--no-naive",
@@ -412,6 +417,8 @@ def main() -> None:
         _latency_section(args)
     if "ties" in sections:
         _ties_section(args)
+    if "churn" in sections:
+        _churn_section(args)
 
 
 def _decode_section(args: argparse.Namespace) -> None:
@@ -511,7 +518,10 @@ def _export_section(args: argparse.Namespace) -> None:
             f"{ours['pages']:,} pages ({ours['proofs']}); the confirming re-read costs "
             f"{ours['requests'] - unconfirmed['requests']:,} requests and {confirm_cost:+.2f} s "
             f"({confirm_cost / unconfirmed['seconds']:+.0%}); the date edges and windows cost "
-            f"{sum(v for k, v in unconfirmed['proofs'].items() if k != 'confirm')} requests."
+            f"{sum(v for k, v in unconfirmed['proofs'].items() if k != 'confirm')} requests.\n"
+            f"Requests per 1,000 records: default {1000 * ours['requests'] / ours['rows']:.2f}, "
+            f"confirm=False {1000 * unconfirmed['requests'] / unconfirmed['rows']:.2f} "
+            f"({ours['requests'] / unconfirmed['requests']:.2f}x one unproven pass)."
         )
         cores = _cores()
 
@@ -611,6 +621,49 @@ def _ties_section(args: argparse.Namespace) -> None:
         print(
             f"\n{list(seen)[faulty]} / {list(seen)[plain]}: requests {r1 / r0:.2f}x "
             f"(target 1.2x), time {s1 / s0:.2f}x (target 1.5x)"
+        )
+
+
+def _churn_section(args: argparse.Namespace) -> None:
+    """The issue-37 service: pending records settling while ``--status pending`` runs."""
+    import txkit
+    from txkit.sandbox import Sandbox
+
+    print(
+        "\n## A live service (20,000 records, `--status pending --start 2026-10-25 --end "
+        "2026-10-31`, the last week, where records are in flight; pages capped at 25, two "
+        f"records a request leave pending; median of {args.repeat})\n"
+    )
+    print("| export | rows | requests | x one unproven pass | seconds |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    cases = {
+        "one unproven pass, service at rest (confirm=False)": ("cap=25", {"confirm": False}),
+        "default, service at rest": ("cap=25", {}),
+        "default, churn (status sent, then applied locally)": ("cap=25,settle=2", {}),
+        "status_locally=True, churn": ("cap=25,settle=2", {"status_locally": True}),
+    }
+    runs: dict[str, list[tuple[float, Any, int]]] = {label: [] for label in cases}
+    with Sandbox(seed=7, records=20_000) as box:
+        for _ in range(args.repeat):
+            for label, (spec, kw) in cases.items():
+                box.faults = spec
+                box.reset()
+                stats = txkit.ExportStats()
+                began = time.perf_counter()
+                with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
+                    frame = txkit.load_transactions(
+                        client, status="pending", start="2026-10-25", end="2026-10-31",
+                        stats=stats, progress=False, profile=False, **kw,
+                    )  # fmt: skip
+                runs[label].append((time.perf_counter() - began, stats, frame.height))
+    base = runs[next(iter(cases))][0][1].requests
+    for label, measured in runs.items():
+        seconds = statistics.median(r[0] for r in measured)
+        requests = statistics.median(r[1].requests for r in measured)
+        local = sum("applied locally" in r[1].summary() for r in measured)
+        print(
+            f"| {label}{f' ({local} of {len(measured)} applied locally)' if local else ''} | "
+            f"{measured[0][2]:,} | {requests:,.0f} | {requests / base:.2f}x | {seconds:.2f} |"
         )
 
 

@@ -13,6 +13,15 @@
 * **Month read-back** (``read_months``, the loader's column and row order) against the
   previous store's ``scan_parquet`` of the month's file; median of 5.
 
+``--requests`` measures requests instead of storage (issue 37): the requests per record and
+the time of a first sync of the year, of daily syncs with a 7-day look-back (a quiet service:
+nothing changed; a day later: one new day; churn: records settling between and during the
+syncs), each beside one unproven pass over the same days (``confirm=False``); then the first
+and the quiet daily sync against the sandbox's token bucket (``--rate``), in multiples of the
+ideal time (requests / rate)::
+
+    python benchmarks/bench_store.py --requests --records 200000 --rate 10
+
 ``--year`` runs a year of daily syncs instead (``--records 60000`` by default there, so that
 it runs in minutes)::
 
@@ -224,11 +233,124 @@ def time_reads(month: str, fresh: str, daily: str, runs: int) -> None:
     print(json.dumps(timing))
 
 
+def _fetched_windows(store: Path, result: object) -> tuple[list[tuple[date, date]], int]:
+    """The windows a sync fetched (its months' newest fetches) and the records they held."""
+    from txkit.store._state import read_state
+
+    coverage = read_state(store).coverage
+    fetches = [coverage[m].last_fetch for m in result.fetched]  # type: ignore[attr-defined]
+    return [(f.first, f.last) for f in fetches if f], sum(f.rows for f in fetches if f)
+
+
+def requests_bench(args: argparse.Namespace) -> None:
+    """Requests per record of the store's syncs beside one unproven pass (see above)."""
+    import time
+
+    import txkit
+    from txkit.calendar import month_bounds
+    from txkit.sandbox import Sandbox
+    from txkit.store import sync
+
+    records = args.records or 200_000
+    work = Path(tempfile.mkdtemp(prefix="txkit-bench-requests-"))
+    first = month_bounds(MONTHS[0])[0]
+    day = date(2026, 10, 30)
+    print(f"# txkit store requests: {records:,} sandbox records, seed {args.seed}, "
+          f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print("\n| sync | rows | requests | per 1,000 records | one unproven pass | ratio | seconds |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+
+    def one_pass(box: Sandbox, client: txkit.Client, months: list[tuple[date, date]]) -> int:
+        before = box.request_count
+        for a, b in months:
+            txkit.load_transactions(client, start=a, end=b, confirm=False)
+        return box.request_count - before
+
+    def measured(box: Sandbox, call: object) -> tuple[int, float, object]:
+        before, began = box.request_count, time.perf_counter()
+        out = call()  # type: ignore[operator]
+        return box.request_count - before, time.perf_counter() - began, out
+
+    def row(name: str, rows: int, requests: int, base: int, seconds: float) -> None:
+        per = 1000 * requests / rows if rows else float("nan")
+        print(f"| {name} | {rows:,} | {requests:,} | {per:.2f} | {base:,} | "
+              f"{requests / base:.2f}x | {seconds:.2f} |")  # fmt: skip
+
+    year_months = [month_bounds(m) for m in MONTHS]
+    with (
+        Sandbox(seed=args.seed, records=records) as box,
+        txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        store = work / "store"
+
+        def first_sync() -> object:
+            return sync(client, start=first, end=day, store=store, today=day)
+
+        n, seconds, result = measured(box, first_sync)
+        rows = sum(result.rows.values())  # type: ignore[attr-defined]
+        row("first sync of the year", rows, n, one_pass(box, client, year_months), seconds)
+        for name, today, churn in (
+            ("daily sync, quiet service (nothing changed)", day, False),
+            ("daily sync a day later (one new day)", date(2026, 10, 31), False),
+            ("daily sync, churn (40 settled before, 2 a request during)", date(2026, 10, 31),
+             True),
+        ):  # fmt: skip
+            if churn:
+                box.faults = "settle=2"
+                for _ in range(20):  # 40 records of the last week settle between the syncs
+                    client.get_transactions({"limit": 1, "startDate": "2026-10-24"})
+            n, seconds, result = measured(
+                box, lambda t=today: sync(client, start=first, end=t, store=store, today=t)
+            )
+            box.faults = None
+            spans, rows = _fetched_windows(store, result)
+            row(name, rows, n, one_pass(box, client, spans), seconds)
+            print(f"| ({'; '.join(result.stats.notes)}) | | | | | | |")  # type: ignore[attr-defined]
+
+    if args.rate:
+        rate_records = min(records, 60_000)
+        print(f"\nRate-limited service: the sandbox's token bucket, rate={args.rate:g}/s, burst 5, "
+              f"{rate_records:,} records\n")  # fmt: skip
+        print("| sync | requests | 429s | seconds | ideal (requests / rate) | x the ideal | "
+              "seconds without the limit |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        syncs = (("first sync of the year", day), ("daily sync, quiet", day),
+                 ("daily sync a day later", date(2026, 10, 31)))  # fmt: skip
+        free: dict[str, float] = {}
+        with (
+            Sandbox(seed=args.seed, records=rate_records) as box,
+            txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
+        ):
+            for name, today in syncs:
+                _, free[name], _ = measured(
+                    box,
+                    lambda t=today: sync(client, start=first, end=t, store=work / "free", today=t),
+                )
+        with (
+            Sandbox(seed=args.seed, records=rate_records, faults=f"rate={args.rate}") as box,
+            txkit.Client(box.base_url, box.secret_key, env_file=None) as client,
+        ):
+            for name, today in syncs:
+                n, seconds, result = measured(
+                    box,
+                    lambda t=today: sync(client, start=first, end=t, store=work / "rated", today=t),
+                )
+                stats = result.stats  # type: ignore[attr-defined]
+                served = n - stats.retries
+                ideal = served / args.rate
+                print(f"| {name} | {served:,} | {stats.retries:,} | {seconds:.1f} | "
+                      f"{ideal:.1f} | {seconds / ideal:.2f}x | {free[name]:.1f} |")  # fmt: skip
+    print(f"(stores under {work}; remove when done)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=None,
                         help="sandbox records (default 1,000,000; 60,000 with --year)")  # fmt: skip
     parser.add_argument("--year", action="store_true", help="365 daily syncs (see above)")
+    parser.add_argument("--requests", action="store_true", help="requests per record (above)")
+    parser.add_argument("--rate", type=float, default=10.0,
+                        help="with --requests: the token bucket's rate (0: skip)")  # fmt: skip
     parser.add_argument("--keep-days", type=int, default=30, help="with --year: days kept")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--month", default="2026-09")
@@ -244,6 +366,9 @@ def main() -> None:
         return
     if args.year:
         year(args)
+        return
+    if args.requests:
+        requests_bench(args)
         return
     args.records = args.records or 1_000_000
 

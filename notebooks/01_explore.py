@@ -39,12 +39,15 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: cut tables are written there whole (CSV, Excel)
 
 # %%
+import txkit.notebook
 from txkit.analysis import overview
-from txkit.notebook import as_run, display_table, load_month, publish_table, what_to_look_at
+from txkit.notebook import display_table, publish_table, what_to_look_at
 from txkit.notebook.plots import plot_daily_volume, plot_status_mix
 
-df, info = load_month(month, source=source, store=store, version=version)
-as_run(info)
+out = txkit.notebook.outputs(month, "01_explore.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+out.as_run()
 
 # %% [markdown]
 # ## Volumes by type and currency, then the status mix

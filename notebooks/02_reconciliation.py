@@ -41,6 +41,7 @@ source = "auto"  # auto: the service when TXKIT_SECRET_KEY is set, else the sand
 store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
 version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # auto, sandbox, or a CSV or Parquet file of expected payments
+orders_columns = None  # the file's columns: a preset (shopify, woocommerce, stripe) or a mapping
 date_tolerance = 3  # days beyond the month in which a payment (or an order) is looked for
 amount_tolerance = None  # None: exact; or e.g. "0.05" (or {"NGN": "1", "USD": "0.01"})
 show_pii = False  # True shows customer e-mails and account numbers unmasked
@@ -52,7 +53,7 @@ import polars as pl
 import txkit.notebook
 from txkit.analysis import describe_matching, reconcile, reconcile_summary
 from txkit.notebook import count_by_currency
-from txkit.notebook.findings import AGREED_CATEGORIES, reconcile_findings
+from txkit.notebook.findings import reconcile_findings
 from txkit.notebook.plots import plot_reconciliation
 
 # %%
@@ -60,7 +61,7 @@ out = txkit.notebook.outputs(month, "02_reconciliation.html", source=source, sto
                              version=version, show_pii=show_pii, downloads=downloads)
 df = out.load_month()
 around = out.load_margin(days=date_tolerance)
-expected = out.load_orders(orders, margin_days=date_tolerance)
+expected = out.load_orders(orders, margin_days=date_tolerance, columns=orders_columns)
 out.as_run()  # with a warning when no order is dated in the month
 
 # %%
@@ -87,15 +88,8 @@ plot_reconciliation(summary);
 # every other reference is listed (and in the downloads).
 
 # %%
-out.exceptions(
-    result.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)),
-    "reconciliation_mismatches", title="Reconciliation mismatches", key=["reference", "category"],
-    first=["at_stake", "export_currency", "order_currency", "export_date", "order_date",
-           "difference", "export_amount", "order_amount", "export_status", "order_status"],
-    sort=[pl.col("at_stake").abs(), "category"], descending=[True, False], rows=60,
-    empty="None this month: every reference matches.",
-    population=count_by_currency(result), population_label="references",
-)
+out.exceptions(result, "reconciliation_mismatches", rows=60,
+               population=count_by_currency(result), population_label="references")
 
 # %% [markdown]
 # ## What to look at

@@ -46,7 +46,6 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
-import polars as pl
 
 import txkit.notebook
 from txkit.analysis import (
@@ -71,10 +70,7 @@ out.as_run(underpayment_scope(month))
 # %%
 flagged = underpayments(df, history=history)
 out.exceptions(
-    flagged, "flagged_payments", title="Flagged under- and overpayments", key=["id", "type"],
-    first=["transactionReference", "shortfall", "currency", "createdAt", "expected", "paid"],
-    sort=[pl.col("shortfall").abs(), "type"], descending=[True, False], rows=20,
-    empty="None this month: no under- or overpayment was recorded.",
+    flagged, "flagged_payments", rows=20,
     population=int(underpayment_summary(df, by="currency")["successful_collections"].sum()),
     population_label="successful collections",
 )

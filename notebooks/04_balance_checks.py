@@ -20,32 +20,8 @@
 # value follow from the previous one and the record's own amounts, and does the available
 # balance equal the ledger minus the rolling reserves still held?
 #
-# **The balance model** is not in the interface document, so it is tested, not assumed.
-# Common to every candidate:
-# * one wallet per currency; records in `createdAt` order, then `id`; only `successful` records
-#   move balances;
-# * a collection adds to the `toCurrency` wallet (`toBalanceAfterLedger`); a transfer or
-#   settlement takes from it (`fromBalanceAfterLedger`); a conversion takes `fromAmount` from
-#   the `fromCurrency` wallet and adds to the `toCurrency` wallet;
-# * available = ledger − reserves held (a collection's `rollingReserve.amount` from its
-#   `createdAt` until `reserveReleaseDate`).
-#
-# The candidates differ in what fees and tax do: `net` (in: `toAmount − feeAmount −
-# taxAmount`, out: `toAmount + feeAmount + taxAmount`), `fee-only` (the tax is included in the
-# fee: `toAmount ∓ feeAmount`) and `gross` (fees outside the wallet: `toAmount`). Each wallet
-# is checked under the candidate that explains at least 95 % of its consecutive values; where
-# none does, the wallet is reported as such and none of its values is called a break.
-#
-# A record whose balance-after fields are all 0 or absent states no balance (the provider
-# documents such a KES transfer): it is counted as **not reported**, never as a break, and the
-# chain carries on through it by the record's own amounts.
-#
-# The month before is loaded as **history** (`history_months`): its records anchor each
-# wallet's chain and show which rolling reserves are still held when the month starts, so the
-# month's first values are checked too; breaks are reported for the month only. Without
-# history (`history_months = 0`, or a store that lacks the month before), each wallet's first
-# value anchors its chain and reserves from earlier months are unknown: those values are
-# counted as unverifiable, never as breaks. Arithmetic is exact (integer minor units).
+# The balance model is not in the interface document, so it is tested, not assumed: how, and
+# what counts as a break, is at the end of this page ("How the balances are checked").
 
 # %% tags=["parameters"]
 month = "2026-10"  # YYYY-MM, UTC
@@ -111,10 +87,7 @@ out.table(summary)
 # %%
 breaks = balance_breaks(df, history=history, model=choice)
 out.exceptions(
-    breaks, "balance_breaks", title="Balance breaks", key=["id", "field", "kind"],
-    first=["currency", "difference", "expected", "reported"],
-    sort=["kind", pl.col("difference").abs()], descending=[False, True], rows=60,
-    empty="None this month: every checked balance follows the model.",
+    breaks, "balance_breaks", rows=60,
     population=int(summary["checked"].sum()), population_label="balance-after values checked",
 )
 
@@ -128,9 +101,7 @@ plot_balance(df, breaks, currency=currency);
 
 # %%
 out.exceptions(
-    not_reported_balances(df), "not_reported_balances", title="Balances not reported",
-    key=["id"], first=["currency", "transType", "toAmount"],
-    empty="None this month: every successful record reports its balances.",
+    not_reported_balances(df), "not_reported_balances",
     population=int(summary.filter(pl.col("side") == "ledger")["entries"].sum()),
     population_label="successful records",
 )
@@ -141,3 +112,33 @@ out.exceptions(
 # %%
 findings = balance_findings(breaks, summary)
 out.what_to_look_at([*findings[:1], model_line, *findings[1:]])
+
+# %% [markdown]
+# ## How the balances are checked
+#
+# **The balance model** is not in the interface document, so it is tested, not assumed.
+# Common to every candidate:
+# * one wallet per currency; records in `createdAt` order, then `id`; only `successful` records
+#   move balances;
+# * a collection adds to the `toCurrency` wallet (`toBalanceAfterLedger`); a transfer or
+#   settlement takes from it (`fromBalanceAfterLedger`); a conversion takes `fromAmount` from
+#   the `fromCurrency` wallet and adds to the `toCurrency` wallet;
+# * available = ledger − reserves held (a collection's `rollingReserve.amount` from its
+#   `createdAt` until `reserveReleaseDate`).
+#
+# The candidates differ in what fees and tax do: `net` (in: `toAmount − feeAmount −
+# taxAmount`, out: `toAmount + feeAmount + taxAmount`), `fee-only` (the tax is included in the
+# fee: `toAmount ∓ feeAmount`) and `gross` (fees outside the wallet: `toAmount`). Each wallet
+# is checked under the candidate that explains at least 95 % of its consecutive values; where
+# none does, the wallet is reported as such and none of its values is called a break.
+#
+# A record whose balance-after fields are all 0 or absent states no balance (the provider
+# documents such a KES transfer): it is counted as **not reported**, never as a break, and the
+# chain carries on through it by the record's own amounts.
+#
+# The month before is loaded as **history** (`history_months`): its records anchor each
+# wallet's chain and show which rolling reserves are still held when the month starts, so the
+# month's first values are checked too; breaks are reported for the month only. Without
+# history (`history_months = 0`, or a store that lacks the month before), each wallet's first
+# value anchors its chain and reserves from earlier months are unknown: those values are
+# counted as unverifiable, never as breaks. Arithmetic is exact (integer minor units).

@@ -78,7 +78,7 @@ plot_exception_trends(table);
 # ## Every month and currency
 # Match rate and balance breaks come from each month's report (empty without one).
 
-# %%
+# %% tags=["nbval-ignore-output", "txkit-reads-reports"]
 out.table(
     table, key=["month", "currency"], sort=["month", "currency"], rows=12 * 8,
     empty="None: the store holds no month yet (run `txkit sync`).",
@@ -87,7 +87,7 @@ out.table(
 # %% [markdown]
 # ## What to look at
 
-# %%
+# %% tags=["nbval-ignore-output", "txkit-reads-reports"]
 from txkit.notebook.findings import trend_findings
 
 out.what_to_look_at(trend_findings(table))

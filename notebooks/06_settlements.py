@@ -52,7 +52,7 @@ downloads = ""  # txkit report sets a folder: tables and exception lists are wri
 import polars as pl
 
 import txkit.notebook
-from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS, match_settlements, settlement_summary
+from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import wallet_differences, wallet_statement
 from txkit.notebook._close import wallet_differences_line, wallet_headlines, wallet_statement_lines
 from txkit.notebook.findings import settlement_findings, wallet_findings
@@ -117,15 +117,8 @@ else:
 
 # %%
 if settlements is not None:
-    out.exceptions(
-        settlements.filter(pl.col("category").cast(pl.String).is_in(SETTLEMENT_EXCEPTIONS)),
-        "settlement_exceptions", title="Settlement exceptions",
-        key=["reference", "bank_line", "category"], sort=["category", "currency"],
-        first=["currency", "difference", "settlement_amount", "bank_amount", "settlement_date",
-               "bank_date", "rule", "note"],
-        empty="None this month: every settlement reached the bank in full, once.",
-        population=settlements.height, population_label="settlements and credits", rows=40,
-    )
+    out.exceptions(settlements, "settlement_exceptions", rows=40,
+                   population=settlements.height, population_label="settlements and credits")
 
 # %% [markdown]
 # ## What to look at

@@ -45,14 +45,15 @@ source = "auto"  # store: the store's register; auto: build one from the sandbox
 store = None  # the store (folder or s3:// URI) read when source is store; None: the source's
 version = None  # the store's table version to read (None: the newest; txkit report --as-of)
 orders = "auto"  # the orders the reconciliation reads (auto, sandbox, or a CSV/Parquet file)
+orders_columns = None  # their columns: a preset (shopify, woocommerce, stripe) or a mapping
 months = 3  # months up to `month` a built register records
 older_than = 60  # days after which a material item without an explanation is flagged
 show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: this month's lists are read from it
 
 # %%
+import txkit.notebook
 from txkit.notebook import (
-    as_run,
     display_table,
     load_register,
     owner_counts,
@@ -63,9 +64,13 @@ from txkit.register import bucket_counts, explain, filter_items
 
 # %%
 register = load_register(month, source=source, store=store, version=version, orders=orders,
-                         downloads=downloads, months=months)  # fmt: skip
+                         downloads=downloads, months=months,
+                         orders_columns=orders_columns)  # fmt: skip
 view = register.view
-as_run(register.info)
+out = txkit.notebook.outputs(month, "07_exceptions.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+built = "a temporary one, built for this page" if register.demo else None
+out.as_run(register.info, store_label=built)
 
 # %% [markdown]
 # ## How old are the open items?
@@ -99,14 +104,15 @@ display_table(owner_counts(view), show_pii=show_pii, key=["owner"])
 # %% [markdown]
 # ## Explaining an item
 # `explain` (as `txkit exceptions explain KEY --category --owner --note`) sets an item's
-# category, owner and explanation; the register keeps who changed what when. Shown here on a
-# built register only: a real one is annotated by its analysts.
+# category, owner and explanation; the register keeps who changed what when. Shown here on
+# the temporary register built for this page only (written by "notebook 07", not a person):
+# a register you keep is annotated by its analysts.
 
 # %%
 if register.demo:
     oldest = stale.sort("age_days", "key", descending=[True, False])["key"][0]
-    done = explain(register.store, oldest, category="investigate", owner="ada", actor="Ada Obi",
-                   note="chain gap: asked the provider for the missing record")  # fmt: skip
+    done = explain(register.store, oldest, category="investigate", owner="example",
+                   actor="notebook 07 (example)", note="example: ask the provider")  # fmt: skip
     display_table(done.select("key", "status", "category", "owner", "explanation", "changed_by"),
                   show_pii=show_pii, key=["key"])  # fmt: skip
     view = register.reload()

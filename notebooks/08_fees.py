@@ -39,15 +39,17 @@ show_pii = False  # True shows customer e-mails and account numbers unmasked
 downloads = ""  # txkit report sets a folder: exception lists are written there as CSV and Excel
 
 # %%
-import polars as pl
 from IPython.display import Markdown, display
 
+import txkit.notebook
 from txkit.analysis import fee_rules, fee_tax_mismatches
-from txkit.notebook import as_run, display_exceptions, load_month, what_to_look_at
+from txkit.notebook import what_to_look_at
 from txkit.notebook.findings_fees import fee_findings
 
-df, info = load_month(month, source=source, store=store, version=version)
-as_run(info)
+out = txkit.notebook.outputs(month, "08_fees.html", source=source, store=store,
+                             version=version, show_pii=show_pii, downloads=downloads)
+df = out.load_month()
+out.as_run()
 
 # %% [markdown]
 # ## The rules the records follow
@@ -64,15 +66,11 @@ display(Markdown("\n".join(f"* {r if isinstance(r, str) else r.describe()}" for 
 
 # %%
 mismatches = fee_tax_mismatches(df)
-display_exceptions(
-    mismatches, "fee_tax_mismatches", title="Fee and tax mismatches", key=["id", "kind"],
-    first=["difference", "currency", "createdAt", "field", "expected", "reported", "rule"],
-    sort=[pl.col("difference").abs(), "id"], descending=[True, False], month=month,
-    downloads=downloads, page="08_fees.html", show_pii=show_pii, rows=30,
-    empty="None this month: every fee and tax follows its rule.",
+out.exceptions(
+    mismatches, "fee_tax_mismatches", rows=30,
     population=sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee"),
     population_label="successful records with a fee",
-)  # fmt: skip
+)
 
 # %% [markdown]
 # ## What to look at

@@ -80,6 +80,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_PROGRESS",
         "TXKIT_RESPONSE_DEADLINE",
         "TXKIT_BANK_COLUMNS",
+        "TXKIT_ORDERS_COLUMNS",
         "TXKIT_STORE_KEEP_DAYS",
         "TXKIT_MAX_INPUT_MB",
     } == set(config.VARIABLES)

@@ -186,9 +186,12 @@ def test_explore_findings_write_money_by_the_rule() -> None:
     )
     lines = explore_findings(frame)
     assert lines[1] == (
-        "USDT: 2 successful records moving 1,408.960001 USDT; fees 0.000001 (0.00%)."
+        "USDT: 2 successful records moving 1,408.960001 USDT; fees 0.000001 USDT (0.00%)."
     )
-    assert lines[2] == "Busiest USDT day: 2026-06-01 with 1 successful records (1,234.500001 USDT)."
+    assert (
+        lines[2]
+        == "Busiest USDT day by amount: 2026-06-01 with 1 successful records (1,234.500001 USDT)."
+    )
 
 
 # -- notebook 02: reconciliation ---------------------------------------------------------------
@@ -455,9 +458,11 @@ def test_fee_findings_write_money_by_the_rule_and_the_largest_per_currency() -> 
         schema_overrides={"difference": pl.Decimal(38, 6)},
     )
     assert fee_findings(mismatches, []) == [
-        "3 records charged a fee off its rule (reported − expected: +874.96075 NGN, "
-        "+0.000001 USDT); the largest in each currency: f2 (transfer, +1,000.00 NGN against "
-        "the rule); f3 (transfer, +0.000001 USDT against the rule)."
+        # To the cent with the exact digits beside (a fee rule's sub-cent value); USDT's
+        # micro-units as they are.
+        "3 records charged a fee off its rule (reported − expected: +874.96 NGN (exact: "
+        "+874.96075), +0.000001 USDT); the largest in each currency: f2 (transfer, +1,000.00 NGN "
+        "against the rule); f3 (transfer, +0.000001 USDT against the rule)."
     ]
 
 
@@ -465,14 +470,16 @@ def test_a_fee_rule_and_the_materiality_are_written_by_the_rule() -> None:
     rule = FeeRule(kind="fee", trans_type="collection", currency="NGN", flat=None,
                    percent_bp=140, cap=D("2000"), explained=4120, records=4130)  # fmt: skip
     assert rule.describe() == (
-        "collection NGN: 1.40 % of toAmount, capped at 2,000.00 (4,120 of 4,130 records)"
+        "collection NGN: 1.40 % of toAmount, capped at 2,000.00 NGN (4,120 of 4,130 records)"
     )
     flat = FeeRule(kind="fee", trans_type="transfer", currency="USDT", flat=D("0.100001"),
                    percent_bp=None, cap=None, explained=1, records=1)  # fmt: skip
-    assert flat.describe() == "transfer USDT: flat 0.100001 (1 of 1 records)"
+    assert flat.describe() == "transfer USDT: flat 0.100001 USDT (1 of 1 records)"
     materiality = Materiality(absolute={"USDT": D("50.000000"), "NGN": D("50000")})
     assert materiality.describe().startswith(
-        "Material: an amount at or above the greater of 50,000.00 NGN, 50.00 USDT (per currency)"
+        "Material: an item whose amount at stake (its absolute value) reaches the greater of "
+        "50,000.00 NGN, 50.00 USDT (per currency) and 5 % of the total at stake of the same "
+        "section's items listed in the month"
     )
 
 

@@ -19,6 +19,7 @@ def _exceptions() -> pl.DataFrame:
     return pl.DataFrame(
         {
             "id": ["t1", "t2"],
+            "field": ["toBalanceAfterLedger", "toBalanceAfterLedger"],
             "kind": ["bad_value", "chain_gap"],
             "currency": ["NGN", "NGN"],
             "customerEmail": ["ada.obi@example.com", "tunde@example.org"],
@@ -35,19 +36,20 @@ def _out(folder: Path | str, *, show_pii: bool = False) -> Outputs:
 def test_an_exception_list_is_written_for_the_runs_month_and_page_and_masked(
     tmp_path: Path,
 ) -> None:
-    _out(tmp_path).exceptions(_exceptions(), "balance_breaks", title="Breaks", key=["id", "kind"])
+    _out(tmp_path).exceptions(_exceptions(), "balance_breaks")
 
     entry = json.loads((tmp_path / "balance_breaks.download.json").read_text())
     assert (entry["page"], entry["rows"]) == ("04_balance_checks.html", 2)
-    assert entry["open"] == {"t1:bad_value": MONTH, "t2:chain_gap": MONTH}
+    assert entry["open"] == {
+        "t1:toBalanceAfterLedger:bad_value": MONTH,
+        "t2:toBalanceAfterLedger:chain_gap": MONTH,
+    }
     text = (tmp_path / "balance_breaks.csv").read_text()
     assert "ada.obi@example.com" not in text and "t1" in text
 
 
 def test_show_pii_writes_customer_data_unmasked(tmp_path: Path) -> None:
-    _out(tmp_path, show_pii=True).exceptions(
-        _exceptions(), "balance_breaks", title="Breaks", key=["id", "kind"]
-    )
+    _out(tmp_path, show_pii=True).exceptions(_exceptions(), "balance_breaks")
     assert "ada.obi@example.com" in (tmp_path / "balance_breaks.csv").read_text()
 
 
@@ -69,7 +71,7 @@ def test_outside_a_report_nothing_is_written(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     out = _out("")
-    out.exceptions(_exceptions(), "balance_breaks", title="Breaks", key=["id", "kind"])
+    out.exceptions(_exceptions(), "balance_breaks")
     out.download(_exceptions(), "daily", title="Daily")
     assert list(tmp_path.iterdir()) == []
 

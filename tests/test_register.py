@@ -47,6 +47,7 @@ _SCHEMA = {
     "category": pl.String,
     "currency": pl.String,
     "difference": pl.Decimal(38, 6),
+    "at_stake": pl.Decimal(38, 6),
     "export_date": pl.Date,
 }
 
@@ -67,6 +68,7 @@ def _row(key: str, amount: str, day: date, currency: str = "NGN") -> dict:
         "category": key.split(":")[1],
         "currency": currency,
         "difference": Decimal(amount),
+        "at_stake": Decimal(amount),  # the register's amount (the list's definition)
         "export_date": day,
     }
 

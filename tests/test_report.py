@@ -95,6 +95,9 @@ def test_rerun_of_a_closed_month_sends_no_request(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     assert "store up to date, no request sent" in again.stdout
     assert "source:" not in again.stdout  # no sandbox, no service: nothing was contacted
+    # ... but it says which source the pages show (the store's, as the store records it).
+    assert "Source: the embedded sandbox (synthetic data" in again.stdout
+    assert "store: data/store/sandbox, table version" in again.stdout
 
 
 @pytest.mark.report

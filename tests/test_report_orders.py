@@ -8,8 +8,10 @@ warning on the page and the index, not a normal-looking report.
 
 from __future__ import annotations
 
+import csv
 import json
 import re
+from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -198,3 +200,92 @@ def test_a_bad_orders_file_stops_the_report_before_the_sync_and_the_kernels(
     # Nothing was synced, nothing was started: no store, no sandbox, no report folder.
     assert "source:" not in done.stdout
     assert not (tmp_path / "data").exists() and not (tmp_path / "reports").exists()
+
+
+def _as_shopify(orders: pl.DataFrame) -> pl.DataFrame:
+    """The sandbox's orders as Shopify exports them (issue 36): its columns, ``paid`` for
+    successful, a UTC offset on every timestamp (half of them after local midnight, before it
+    in UTC), a line-item row after every fifth order and a voided order now and then."""
+    header = (ROOT / "tests/data/real/shops/shopify_orders_export.csv").read_text().split("\n")[0]
+    columns = next(csv.reader([header]))
+    rows: list[dict[str, str | None]] = []
+    for i, order in enumerate(orders.iter_rows(named=True)):
+        day = order["date"]
+        if i % 2:
+            stamp = f"{date.fromisoformat(day) + timedelta(days=1)} 01:30:00 +0200"
+        else:
+            stamp = f"{day} 10:00:00 +0100"
+        status = {"successful": "paid"}.get(order["status"], order["status"])
+        rows.append({"Name": order["reference"], "Total": order["amount"],
+                     "Currency": order["currency"], "Financial Status": status,
+                     "Created at": stamp, "Email": order["customer"]})  # fmt: skip
+        if i % 5 == 0:
+            rows.append({"Name": order["reference"], "Created at": stamp,
+                         "Lineitem name": "Another item"})  # fmt: skip
+        if i % 97 == 0:
+            rows.append({"Name": f"#VOID{i}", "Total": "1.00", "Currency": "NGN",
+                         "Financial Status": "voided", "Created at": stamp})  # fmt: skip
+    return pl.DataFrame(rows, schema=dict.fromkeys(columns, pl.String), orient="row")
+
+
+@pytest.mark.slow
+def test_a_shopify_export_reconciles_through_its_preset_as_the_native_file(
+    workdir: Path,
+) -> None:
+    """Before: a Shopify export was refused (no reference or amount column, its statuses and
+    line-item rows errors). The sandbox's orders rewritten as Shopify writes them, read with
+    --orders-columns shopify, give the same reconciliation as the native file."""
+    native = _sandbox_orders(workdir)
+    native_path = workdir / "orders-native.csv"
+    native.write_csv(native_path)
+    shop_path = workdir / "orders_export.csv"
+    _as_shopify(native).write_csv(shop_path)
+    code, out, err = _report(workdir, native_path, "native")
+    assert code == 0, err
+    done = invoke_cli(
+        "report", "--month", MONTH, "--orders", str(shop_path), "--orders-columns", "shopify",
+        "--notebooks", str(workdir / "books"), "--out", "shopify", cwd=workdir,
+    )  # fmt: skip
+    code, out, err = done.returncode, done.stdout, done.stderr
+    assert code == 0, err
+    # The load line says which mapping read the file, what was folded and left out.
+    assert "columns: the shopify preset (from --orders-columns)" in out
+    assert re.search(r"[0-9,]+ line-item row\(s\) folded into their order", out)
+    assert re.search(r"order\(s\) left out by the status mapping \([0-9,]+ voided\)", out)
+    folder = workdir / f"shopify/{MONTH}"
+    page = _text((folder / "02_reconciliation.html").read_text())
+    # The report hands the mapping in effect to the notebook as its parameter.
+    assert "columns: the shopify preset (from the orders_columns parameter)" in page
+    # The same matches and mismatches as the native file, reference for reference.
+    for name in ("reconciliation_mismatches.csv",):
+        ours = pl.read_csv(folder / name, infer_schema=False)
+        theirs = pl.read_csv(workdir / f"native/{MONTH}/{name}", infer_schema=False)
+        assert ours.height > 20 and ours.equals(theirs)
+    report = json.loads((folder / "report.json").read_text())
+    native_report = json.loads((workdir / f"native/{MONTH}/report.json").read_text())
+    assert report["orders"]["in_month"] == native_report["orders"]["in_month"]
+    assert report["reproduce"].endswith(f"--orders {shop_path} --orders-columns shopify")
+
+
+def test_an_unknown_preset_stops_the_report_in_one_line_naming_the_presets(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "orders.csv").write_text("Name,Total,Currency\n#1,1.00,USD\n")
+    done = invoke_cli(
+        "report", "--month", MONTH, "--orders", "orders.csv", "--orders-columns", "shopfy",
+        "--notebooks", str(NOTEBOOKS), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "txkit: error: orders columns: unknown preset 'shopfy'; accepted: shopify, stripe, "
+        "woocommerce"
+    )
+    assert not (tmp_path / "data").exists() and not (tmp_path / "reports").exists()
+    # A wrong settings file is one line naming the file and the key.
+    (tmp_path / "txkit.toml").write_text('[orders]\npreset = "shopify"\nrefrence = "Name"\n')
+    done = invoke_cli(
+        "report", "--month", MONTH, "--orders", "orders.csv", "--notebooks", str(NOTEBOOKS),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "txkit.toml [orders]: orders columns: unknown key 'refrence'" in done.stderr

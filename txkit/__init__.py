@@ -8,7 +8,7 @@ Example:
 """
 
 from txkit.analysis.activity import activity_history
-from txkit.analysis.reconcile import read_orders
+from txkit.analysis.orders import read_orders
 from txkit.errors import (
     ApiError,
     AuthError,

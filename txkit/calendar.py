@@ -2,7 +2,8 @@
 
 Every day and month given by a user (a CLI flag, a notebook parameter, a function argument) is
 read here, so that every bad value fails the same way: a one-line ``ValueError`` that names the
-argument, the value and the accepted format. Days are limited to :data:`MIN_DAY` ..
+argument, the value and the accepted format (a :class:`~txkit.errors.ParameterError`, which
+is a ``ValueError`` and shows as that one line in Jupyter). Days are limited to :data:`MIN_DAY` ..
 :data:`MAX_DAY` so that the loader's margin days and month arithmetic can never overflow.
 
 Parsing is strict: ASCII digits only, nothing around them. A value with a space or a line
@@ -18,6 +19,8 @@ import calendar as _stdlib_calendar
 import re
 import unicodedata
 from datetime import UTC, date, datetime, timedelta
+
+from txkit.errors import ParameterError
 
 __all__ = [
     "MAX_DAY",
@@ -63,7 +66,7 @@ def _hint(value: object, pattern: re.Pattern[str]) -> str:
 
 def _in_range(day: date, name: str, value: object) -> date:
     if not MIN_DAY <= day <= MAX_DAY:
-        raise ValueError(f"{name} {value!r} is out of range: {_RANGE} (YYYY-MM-DD)")
+        raise ParameterError(f"{name} {value!r} is out of range: {_RANGE} (YYYY-MM-DD)")
     return day
 
 
@@ -92,7 +95,7 @@ def parse_day(value: DateLike | None, name: str = "day") -> date | None:
         try:
             day = (value.astimezone(UTC) if value.tzinfo else value).date()
         except OverflowError:
-            raise ValueError(f"{name} {value!r} is out of range: {_RANGE}") from None
+            raise ParameterError(f"{name} {value!r} is out of range: {_RANGE}") from None
         return _in_range(day, name, value)
     if isinstance(value, date):
         return _in_range(value, name, value)
@@ -100,13 +103,15 @@ def parse_day(value: DateLike | None, name: str = "day") -> date | None:
         try:
             day = date.fromisoformat(value)
         except ValueError:
-            raise ValueError(f"{name} {value!r} is not a real calendar date (YYYY-MM-DD)") from None
+            raise ParameterError(
+                f"{name} {value!r} is not a real calendar date (YYYY-MM-DD)"
+            ) from None
         return _in_range(day, name, value)
     if isinstance(value, str):
-        raise ValueError(
+        raise ParameterError(
             f"{name} must be YYYY-MM-DD (e.g. 2026-10-31), got {value!r}{_hint(value, _DAY_RE)}"
         )
-    raise ValueError(f"{name} must be {_DAY_FORMAT}, got {value!r}")
+    raise ParameterError(f"{name} must be {_DAY_FORMAT}, got {value!r}")
 
 
 def parse_month(value: str, name: str = "month") -> str:
@@ -122,11 +127,11 @@ def parse_month(value: str, name: str = "month") -> str:
     """
     match = _MONTH_RE.fullmatch(value) if isinstance(value, str) else None
     if match is None or not 1 <= int(match.group(2)) <= 12:
-        raise ValueError(
+        raise ParameterError(
             f"{name} must be YYYY-MM (e.g. 2026-10), got {value!r}{_hint(value, _MONTH_RE)}"
         )
     if not MIN_DAY.year <= int(match.group(1)) <= MAX_DAY.year:
-        raise ValueError(
+        raise ParameterError(
             f"{name} {value!r} is out of range: accepted months are "
             f"{MIN_DAY:%Y-%m} to {MAX_DAY:%Y-%m} (YYYY-MM)"
         )
@@ -175,10 +180,10 @@ def previous_months(month: str, count: int) -> list[str]:
     """
     first, _ = month_bounds(month)
     if count < 0:
-        raise ValueError(f"count must be 0 or more, got {count}")
+        raise ParameterError(f"count must be 0 or more, got {count}")
     index = first.year * 12 + first.month - 1
     if index - count < MIN_DAY.year * 12:
-        raise ValueError(
+        raise ParameterError(
             f"{count} month(s) before {month} is out of range: accepted months start at "
             f"{MIN_DAY:%Y-%m}"
         )
@@ -197,3 +202,18 @@ def months_between(first: date, last: date) -> list[str]:
         out.append(f"{year:04d}-{month:02d}")
         year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return out
+
+
+def no_records_line(month: str, covers: tuple[str, str] | None, where: str = "the sandbox") -> str:
+    """The one line said for a month without records, where a page would otherwise compute
+    figures (or an all-clear) from nothing: ``no records of 2026-11: the sandbox covers
+    2025-11 to 2026-10``.
+
+    Args:
+        month: ``YYYY-MM``.
+        covers: the first and last month the source holds; None when unknown or none.
+        where: the source, as a reader names it (``the sandbox``, ``the store data/...``).
+    """
+    if covers is None:
+        return f"no records of {month}: {where} holds none of that month"
+    return f"no records of {month}: {where} covers {covers[0]} to {covers[1]}"

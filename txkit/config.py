@@ -14,19 +14,21 @@ Each environment variable txkit reads is named once, here, and read through a fu
 ``TXKIT_MAX_TOTAL``         the largest ``data.total`` believed
 ``TXKIT_PROGRESS``          ``0``/``1`` forces progress bars off/on
 ``TXKIT_BANK_COLUMNS``      a CSV bank statement's column mapping (``date=Value Date,...``)
+``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 =========================== ==============================================================
 
-The base URL and the key come from the environment, else a ``.env`` file in the working
-directory (read by python-dotenv, as most tools read it); the environment wins, and a warning
-says so when both set a variable differently. Both are checked (:func:`check_setting`) before
-any request uses them.
+The base URL and the key come from the environment, else a ``.env`` file in the project
+folder (:func:`project_dir`: the working folder, or the one above ``notebooks/``), read by
+python-dotenv as most tools read it; the environment wins, and a warning says so when both set
+a variable differently. Both are checked (:func:`check_setting`) before any request uses them.
 
 The defaults the CLI, the store, the report and the notebook helpers share are here too, so a
-default is changed once. Relative folders are relative to the working directory, except that
-``TXKIT_DATA_DIR`` moves the whole ``data/`` folder (the store, the sandbox's files and the
-merchant's orders) elsewhere; it is read at each call, never cached at import.
+default is changed once. Relative folders are relative to the project folder
+(:func:`project_dir`), found the same way from the notebooks' folder; ``TXKIT_DATA_DIR``
+moves the whole ``data/`` folder (the store, the sandbox's files and the merchant's orders)
+elsewhere; it is read at each call, never cached at import.
 """
 
 from __future__ import annotations
@@ -60,7 +62,9 @@ __all__ = [
     "MAX_RETRIES_VAR",
     "MAX_TOTAL_VAR",
     "NOTEBOOKS_DIR",
+    "ORDERS_COLUMNS_VAR",
     "PROGRESS_VAR",
+    "PROJECT_FILES",
     "REPORTS_DIR",
     "SANDBOX",
     "SECRET_KEY_VAR",
@@ -82,10 +86,13 @@ __all__ = [
     "max_retries_setting",
     "max_total_setting",
     "number_setting",
+    "orders_columns_setting",
     "orders_path",
     "progress_setting",
+    "project_dir",
     "read_setting",
     "refuse_base_url_without_key",
+    "reports_dir",
     "resolve_orders",
     "sandbox_cache_dir",
     "sandbox_data_dir",
@@ -116,6 +123,8 @@ MAX_TOTAL_VAR = "TXKIT_MAX_TOTAL"
 PROGRESS_VAR = "TXKIT_PROGRESS"
 #: A CSV bank statement's column mapping (``txkit report --bank-columns`` wins over it).
 BANK_COLUMNS_VAR = "TXKIT_BANK_COLUMNS"
+#: The orders file's column mapping or preset (``txkit report --orders-columns`` wins over it).
+ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 #: Days of store versions kept for time travel by the retention policy (``txkit store vacuum``).
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
@@ -132,6 +141,7 @@ VARIABLES = (
     MAX_TOTAL_VAR,
     PROGRESS_VAR,
     BANK_COLUMNS_VAR,
+    ORDERS_COLUMNS_VAR,
     STORE_KEEP_DAYS_VAR,
     MAX_INPUT_VAR,
 )
@@ -237,6 +247,13 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     return value
 
 
+def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
+    """``TXKIT_ORDERS_COLUMNS`` (environment, else ``.env``): the orders file's column mapping
+    or preset (``shopify``, ``reference=Name,amount=Total,...``); None when unset."""
+    value, _ = read_setting(ORDERS_COLUMNS_VAR, env_file)
+    return value
+
+
 def store_keep_days(env_file: str | os.PathLike[str] | None = ".env") -> int:
     """``TXKIT_STORE_KEEP_DAYS`` (environment, else ``.env``): the days of store versions the
     retention policy keeps for time travel; :data:`STORE_KEEP_DAYS` when unset.
@@ -279,6 +296,8 @@ def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
         ConfigError: the file cannot be read, or is not UTF-8 text.
     """
     file = Path(path)
+    if file == Path(".env"):  # the default: the project's, also from its notebooks/ folder
+        file = project_dir() / ".env"
     try:
         if not file.is_file():
             return {}
@@ -427,17 +446,50 @@ def key_configured(env_file: str | os.PathLike[str] | None = ".env") -> bool:
 # Shared defaults ---------------------------------------------------------------------------
 
 
+#: What marks the project folder (see :func:`project_dir`): a file of the project, or its
+#: curated notebooks (``notebooks/NN_topic.ipynb``).
+PROJECT_FILES = ("pyproject.toml", "materiality.toml", ".env")
+
+
+def _is_project(folder: Path) -> bool:
+    if any((folder / name).is_file() for name in PROJECT_FILES):
+        return True
+    notebooks = folder / NOTEBOOKS_DIR
+    return notebooks.is_dir() and any(notebooks.glob("[0-9][0-9]_*.ipynb"))
+
+
+def project_dir() -> Path:
+    """The project folder: the one ``txkit`` and ``make`` run in, holding ``data/``,
+    ``reports/``, ``notebooks/``, ``.env`` and ``materiality.toml``.
+
+    It is the working folder or the nearest folder above it that holds ``pyproject.toml``,
+    ``materiality.toml``, ``.env`` or the curated notebooks; else the working folder. So a
+    notebook finds the same data, reports, key and register whether its kernel runs in
+    ``notebooks/`` (JupyterLab), in the report's staging folder or in any subfolder: in
+    JupyterLab, ``reports/`` resolved against ``notebooks/`` held no report, and the trends
+    showed no match rate. Returned relative (``.``) when it is the working folder, so that
+    messages keep naming ``data/...``; read at each call, never cached.
+    """
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if _is_project(folder):
+            return Path(".") if folder == here else folder
+    return Path(".")
+
+
+def reports_dir() -> Path:
+    """The reports folder of the project (:func:`project_dir`): where ``txkit report`` writes
+    ``YYYY-MM/`` when run there, and where a notebook finds the reports of earlier months."""
+    return project_dir() / REPORTS_DIR
+
+
 def data_dir() -> Path:
-    """The data folder: ``TXKIT_DATA_DIR`` when set, else ``data`` in the working directory,
-    or in the project's folder when working in its ``notebooks/`` (JupyterLab starts a
-    notebook's kernel there; a second sandbox cache and store appeared under
-    ``notebooks/data/``)."""
+    """The data folder: ``TXKIT_DATA_DIR`` when set, else ``data`` in the project folder
+    (:func:`project_dir`), also from its ``notebooks/`` (JupyterLab starts a notebook's kernel
+    there; a second sandbox cache and store appeared under ``notebooks/data/``)."""
     if os.environ.get(DATA_DIR_VAR):
         return Path(os.environ[DATA_DIR_VAR])
-    here = Path.cwd()
-    if here.name == "notebooks" and (here.parent / "pyproject.toml").is_file():
-        return here.parent / "data"
-    return Path("data")
+    return project_dir() / "data"
 
 
 def store_root() -> Path:

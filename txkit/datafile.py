@@ -19,7 +19,14 @@ The steps, each usable on its own:
 * :func:`read_csv_table`: CSV text as a frame of strings with each record's line number
   (quoted values may span lines), the header's names matched without regard to case or
   surrounding spaces, the delimiter (``,``, ``;``, tab or ``|``) taken from the header.
+* :func:`read_table`: :func:`read_csv_table`'s table from CSV or a spreadsheet (``.xlsx``,
+  ``.xls``, ``.ods``, a ``.xls`` that is HTML), each value the text its cell shows; the header
+  found among title rows or over two rows, total and footer rows and continuation rows
+  handled as :mod:`txkit.files._layout` says.
 * :func:`fail_lines`: raise for the lines where a condition holds, with their values.
+
+Every file is first checked by :func:`txkit.files.check_input`: a regular file (not a folder,
+a device, a FIFO or a link loop) within ``TXKIT_MAX_INPUT_MB``.
 """
 
 from __future__ import annotations
@@ -628,7 +635,7 @@ def _sheet_table(
         notes.append(f"{len(repeated):,} row(s) repeating the header skipped")
     known = {name.casefold(): name for name in columns}
     spelled = [known.get(c.casefold(), c) for c in names]
-    lead, trail = summary_runs([c for _, c in data], spelled, required, date, continues)
+    lead, trail = summary_runs(_marked(grid, data), spelled, required, date, continues)
     skipped = data[:lead] + data[len(data) - trail :]
     if skipped:
         notes.append(
@@ -650,6 +657,24 @@ def _sheet_table(
             notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
     _check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
     return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+
+
+def _marked(grid: Grid, data: list[tuple[int, list[str]]]) -> list[list[str]]:
+    """The rows' cells for finding totals and footers, a cell with a problem (a formula never
+    computed) counted as holding something: its row is an entry to refuse, not a footer."""
+    by_row: dict[int, list[int]] = {}
+    for row, column in grid.sheet.problems:
+        by_row.setdefault(row, []).append(column)
+    if not by_row:
+        return [c for _, c in data]
+    out = []
+    for number, cells in data:
+        columns = by_row.get(number)
+        if columns:
+            cells = cells + [""] * (max(columns) + 1 - len(cells))
+            cells = [c or ("?" if i in columns else "") for i, c in enumerate(cells)]
+        out.append(cells)
+    return out
 
 
 def _refuse_cells(
@@ -677,7 +702,8 @@ def _refuse_cells(
         path,
         f"cell {grid.address(row, column)} ({names[column]}) {grid.sheet.problems[bad[0]]}{more}",
         "format the cells to show every decimal the amount has, or type the amount as it "
-        "should read (a spreadsheet's binary number is never rounded by txkit)",
+        "should read; a formula: open the workbook and save it again so it is computed (txkit "
+        "never rounds a spreadsheet's binary number)",
         what=what,
     )
 
@@ -804,7 +830,9 @@ def _check_records(
             f"{'a record has' if len(ragged) == 1 else 'records have'} "
             f"{show_values(widths)} field(s) where the header has {width}",
             'a value holding the delimiter must be quoted ("1,500.00"), or remove the extra '
-            "or missing separators",
+            "or missing separators"
+            if unit == "line"
+            else "move or remove the cells right of the table, or name their column in the header",
             lines=[line for line, _ in ragged],
             unit=unit,
             what=what,

@@ -14,6 +14,11 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── SchemaError               a field whose value cannot be converted without loss
     ├── LimitExceededError        a bound of txkit was hit (body size, response deadline, ...)
     ├── IncompleteExportError     the records fetched do not add up to the service's total
+    │   └── RecordsMovingError    records kept moving in and out while read (a status filter
+    │                             falls back to the status applied locally)
+    ├── ParameterError            an argument or notebook parameter not accepted (a month
+    │                             ``2026-5``, an unknown source): names it and the accepted
+    │                             values (also a ``ValueError``)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
@@ -36,7 +41,12 @@ Warnings (``warnings.warn``), for results that are returned but deserve a look::
                                   unreadable, another format)
 
 Caller mistakes (an unknown status, a malformed date, start after end) raise ``ValueError``
-before any request is sent.
+before any request is sent; a month, day or notebook parameter raises :class:`ParameterError`,
+which is one.
+
+In Jupyter a txkit error shows as the CLI's one line (``txkit: error: ...``), not a traceback
+(:meth:`TxkitError._render_traceback_`, the hook IPython asks an exception for); the cell
+still fails, so Run All stops there.
 
 Messages never contain the secret key: every message, attribute text, ``repr`` and pickle of
 a txkit error goes through :func:`txkit._scrub.scrub` (the configured key in any encoding, and
@@ -64,8 +74,10 @@ __all__ = [
     "LimitExceededError",
     "NetworkError",
     "NotebookFailedError",
+    "ParameterError",
     "ProfileWarning",
     "RateLimitedError",
+    "RecordsMovingError",
     "RegisterFormatError",
     "ReportSignedError",
     "RequestInfo",
@@ -188,6 +200,24 @@ class TxkitError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         state = {name: _clean(value) for name, value in self.__dict__.items()}
         return _restore, (type(self), tuple(_clean(arg) for arg in self.args), state)
+
+    def cli_line(self) -> str:
+        """The one line the CLI prints for this error (``txkit: error: ...``): the message
+        alone for the user's own mistakes (a ``ValueError``), else with the class's name."""
+        text = one_line(self)
+        if not isinstance(self, ValueError):
+            text = f"{type(self).__name__}: {text}"
+        return f"txkit: error: {text}"
+
+    def _render_traceback_(self) -> list[str]:
+        # IPython shows these lines instead of the traceback: an analyst's typo in a notebook
+        # parameter reads as the CLI's one line, not 30 lines of txkit's internals.
+        return [self.cli_line()]
+
+
+class ParameterError(TxkitError, ValueError):
+    """An argument or notebook parameter that is not accepted (``month = "2026-5"``, an
+    unknown ``source``); the message names it and the accepted values."""
 
 
 class ConfigError(TxkitError):
@@ -312,6 +342,14 @@ class IncompleteExportError(TxkitError):
         )
 
 
+class RecordsMovingError(IncompleteExportError):
+    """Records kept moving in and out of a window while it was read: passes that never add
+    up, one-page windows that never agree, re-reads that keep finding another set (not a
+    limit of the service, such as a day above the offset cap). A status query falls back to
+    the status applied locally on it (docs/completeness.md); anywhere else it is the export's
+    failure."""
+
+
 class DataFileError(TxkitError, ValueError):
     """A data file the user gave txkit (the merchant's orders; later bank statements) cannot
     be read as it is. Raised before any request is sent or any notebook starts.
@@ -409,3 +447,8 @@ class IncompleteExportWarning(UserWarning):
 
 class ProfileWarning(UserWarning):
     """A profile was found but not used (another base URL, unreadable, another format)."""
+
+
+class NoRecordsError(TxkitError, ValueError):
+    """A month with no records to check: nothing is computed from nothing (``no records of
+    2026-11: the sandbox covers 2025-11 to 2026-10``). A bad argument: the CLI exits 2."""

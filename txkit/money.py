@@ -9,24 +9,40 @@ headline uses.
   tables).
 * **Signed on request** (a difference): ``+0.63339 USD``, ``-125.03925 NGN``; zero is ``0.00``
   with no sign (``-0.00`` too).
+* **To the cent, with the exact amount beside it, on request** (``to_cent``, for sentences
+  that compare amounts computed to a fraction of a cent, as fee rules give): ``+0.63 USD
+  (exact: +0.63339)``, half up; an amount in whole cents is written once, and so is one in a
+  currency whose unit is finer than a cent (USDT's micro-units). Stated, never a silent
+  rounding.
 * **A missing amount is never 0:** it reads ``unknown`` (``unknown NGN``); a sentence that has
   nothing to say about it leaves it out instead.
 * **Sums per currency, never across currencies** (:func:`money_sums`, :func:`format_sums`),
-  listed by currency code.
+  listed by currency code; in a grouped frame :func:`sum_in_currency`: the sum of a group's
+  amounts that are in the group's currency, **blank (null) when there is none** (a figure that
+  was not compared, or is in another currency, is never ``0.00``).
 
 Rates and percentages are not money: they keep their own formats.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
 import polars as pl
 
-__all__ = ["UNKNOWN", "format_money", "format_sums", "money_sums"]
+__all__ = [
+    "FINER_THAN_CENTS",
+    "UNKNOWN",
+    "format_money",
+    "format_sums",
+    "money_sums",
+    "sum_in_currency",
+]
 
 UNKNOWN: Final = "unknown"
+#: Currencies whose smallest unit is finer than a cent: ``to_cent`` leaves their digits alone.
+FINER_THAN_CENTS: Final = frozenset({"USDT", "USDC"})
 _CENTS: Final = Decimal("0.01")
 
 
@@ -39,16 +55,21 @@ def _digits(amount: Decimal) -> Decimal:
     return trimmed if trimmed.as_tuple().exponent < -2 else amount.quantize(_CENTS)
 
 
-def format_money(value: Any, currency: str | None = None, *, signed: bool = False) -> str:
+def format_money(
+    value: Any, currency: str | None = None, *, signed: bool = False, to_cent: bool = False
+) -> str:
     """One amount as a person reads it (see the module docstring).
 
     Args:
         value: a ``Decimal``, an ``int`` or a decimal string; None for a missing amount.
         currency: the amount's currency code, written after the amount; None for none.
         signed: write ``+`` before a positive amount (a difference).
+        to_cent: an amount with digits past the cent is written to the cent (half up), its
+            exact digits beside it.
 
     Returns:
-        ``1,234.50 NGN``, ``+0.63339 USD``, ``0.00``; ``unknown NGN`` for None.
+        ``1,234.50 NGN``, ``+0.63339 USD``, ``0.00``; ``unknown NGN`` for None;
+        ``+0.63 USD (exact: +0.63339)`` with ``to_cent``.
 
     Raises:
         TypeError: for a float (money is never a float: its digits are not the amount's).
@@ -64,9 +85,14 @@ def format_money(value: Any, currency: str | None = None, *, signed: bool = Fals
         amount = Decimal(value)
         if amount == 0:
             amount = abs(amount)  # -0.00 reads 0.00
-        text = f"{_digits(amount):,}"
-        if signed and amount > 0:
-            text = "+" + text
+        exact = _digits(amount)
+        sign = "+" if signed and amount > 0 else ""
+        text = f"{sign}{exact:,}"
+        if to_cent and exact.as_tuple().exponent < -2 and currency not in FINER_THAN_CENTS:
+            cents = exact.quantize(_CENTS, rounding=ROUND_HALF_UP)
+            shown = f"{'+' if signed and cents > 0 else ''}{abs(cents) if cents == 0 else cents:,}"
+            named = f"{shown} {currency}" if currency else shown
+            return f"{named} (exact: {text})"
     return f"{text} {currency}" if currency else text
 
 
@@ -92,7 +118,12 @@ def money_sums(
 
 
 def format_sums(
-    frame: pl.DataFrame, amount: str, currency: str = "currency", *, signed: bool = False
+    frame: pl.DataFrame,
+    amount: str,
+    currency: str = "currency",
+    *,
+    signed: bool = False,
+    to_cent: bool = False,
 ) -> str:
     """The sums of :func:`money_sums` as text: ``1,234.50 NGN, 0.63339 USD``. A currency
     with missing amounts says so (``12.00 NGN and 2 unknown``); a row without a currency is
@@ -103,9 +134,33 @@ def format_sums(
         amount: the money column.
         currency: the column of each row's currency code.
         signed: write ``+`` before a positive sum (differences).
+        to_cent: each sum to the cent with its exact digits beside it (:func:`format_money`).
     """
     parts = []
     for code, total, missing in money_sums(frame, amount, currency):
-        text = format_money(total, code, signed=signed)
+        text = format_money(total, code, signed=signed, to_cent=to_cent)
         parts.append(f"{text} and {missing:,} {UNKNOWN}" if missing and total is not None else text)
     return ", ".join(parts)
+
+
+def sum_in_currency(
+    amount: str, currency: str | None = None, *, group_currency: str = "currency"
+) -> pl.Expr:
+    """An aggregation for a frame grouped by ``group_currency``: the exact sum of ``amount``
+    over the rows whose own ``currency`` is the group's, null when no row has such an amount.
+
+    polars' ``sum`` of no values is 0, which a page then showed as a ``0.00`` difference
+    where nothing was compared, and a group keyed by one side's currency summed the other
+    side's amounts of other currencies under it (a currency mismatch's orders: KES and USD
+    labelled NGN). Use it in ``group_by(..., group_currency).agg(...)``.
+
+    Args:
+        amount: the money column.
+        currency: the column of each row's currency for ``amount``; None: the amount is in the
+            group's currency on every row.
+        group_currency: the grouping key that names the group's currency.
+    """
+    value = pl.col(amount)
+    if currency is not None:
+        value = pl.when(pl.col(currency) == pl.col(group_currency)).then(value)
+    return pl.when(value.count() > 0).then(value.sum()).alias(amount)

@@ -22,9 +22,12 @@ __all__ = ["PII_COLUMNS", "mask_pii", "mask_sentences", "mask_text"]
 #: (derived from :data:`txkit.schema.FIELDS`: each field's ``pii``).
 PII_COLUMNS: dict[str, str] = dict(PII_FIELDS)
 
-# An e-mail anywhere in text; a run of 6+ digits (account numbers, phone numbers) in text.
+# An e-mail anywhere in text; a run of 6+ digits standing alone (account numbers, phone
+# numbers) in text: never one glued to letters, a hyphen or an underscore (a transaction
+# reference such as TXK-54E878000240 inside a narration stays whole), nor an amount's digits
+# (1234567.89). polars' regex has no look-around: the boundaries are captured and put back.
 _EMAIL_RE = r"([A-Za-z0-9])[A-Za-z0-9._%+\-]*@([A-Za-z0-9.\-]+\.[A-Za-z]{2,})"
-_DIGITS_RE = r"\d{2,}(\d{4})"
+_DIGITS_RE = r"(^|[^A-Za-z0-9_\-.,])\d{2,}(\d{4})($|[^A-Za-z0-9_\-.,]|[.,]$|[.,][^0-9])"
 
 
 def _mask_email(expr: pl.Expr) -> pl.Expr:
@@ -54,7 +57,10 @@ def _mask_name(expr: pl.Expr) -> pl.Expr:
 
 
 def _mask_text(expr: pl.Expr) -> pl.Expr:
-    digits = expr.str.replace_all(_DIGITS_RE, "******${1}")
+    # Twice: two numbers one character apart share the boundary between them.
+    digits = expr
+    for _ in range(2):
+        digits = digits.str.replace_all(_DIGITS_RE, "${1}******${2}${3}")
     return _mask_email(digits)
 
 

@@ -19,7 +19,10 @@ from txkit.sandbox.ledger import schedule_fee, schedule_tax
 from txkit.sandbox.ledger._bank import CSV_COLUMNS
 
 MONTH, BEFORE, AFTER = "2026-06", "2026-05", "2026-07"
-FORMATS = {"csv": ".csv", "mt940": ".mt940", "camt053": ".camt053.xml"}
+FORMATS = {
+    "csv": ".csv", "mt940": ".mt940", "camt053": ".camt053.xml", "xlsx": ".xlsx",
+    "html-xls": ".xls",
+}  # fmt: skip
 
 
 def _month(frame: pl.DataFrame, *months: str) -> pl.DataFrame:
@@ -32,7 +35,8 @@ def _statements(case: Case, tmp_path: Path, fmt: str) -> object:
         path = tmp_path / f"statement_{month}{FORMATS[fmt]}"
         path.write_bytes(case.ledger.bank_statement(month, fmt))
         paths.append(path)
-    return read_statements(paths, columns=CSV_COLUMNS if fmt == "csv" else None)
+    sheet = fmt in ("csv", "xlsx", "html-xls")
+    return read_statements(paths, columns=CSV_COLUMNS if sheet else None)
 
 
 def _planted_bank_cases(case: Case) -> set[tuple[str, str]]:
@@ -75,7 +79,7 @@ def test_settlements_find_exactly_the_planted_bank_cases(seed: int, tmp_path: Pa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["csv", "mt940"])
+@pytest.mark.parametrize("fmt", ["csv", "mt940", "xlsx", "html-xls"])
 def test_every_statement_format_gives_the_same_matching(fmt: str, tmp_path: Path) -> None:
     case = load_case(2, 0.01)
     records = _month(case.frame, BEFORE, MONTH)

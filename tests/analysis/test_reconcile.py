@@ -220,29 +220,36 @@ def test_without_an_order_status_statuses_are_not_compared() -> None:
 
 
 def test_summary_by_category_and_currency() -> None:
+    """Each side summed in its own currency (the orders' side of a currency mismatch or a
+    duplicate in another currency on a row of its own currency); blank where no row has a
+    value (nothing compared), never 0.00 (issue 33)."""
     summary = reconcile_summary(reconcile(tx_frame(TRANSACTIONS), ORDERS))
     expected = pl.DataFrame(
         [
-            ("matched", "NGN", 1, "100.00", "100.00", "0.00"),
-            ("missing_in_export", "KES", 1, "0.00", "1.50", "0.00"),
-            ("missing_in_export", "NGN", 1, "0.00", "100.00", "0.00"),
-            ("missing_in_orders", "NGN", 1, "100.00", "0.00", "0.00"),
-            ("duplicate_reference", "GHS", 1, "90.00", "100.00", "0.00"),
-            ("duplicate_reference", "NGN", 2, "105.00", "100.00", "0.00"),
-            ("currency_mismatch", "USD", 1, "100.00", "100.01", "0.00"),
-            ("amount_mismatch", "NGN", 2, "200.00", "200.49", "-0.49"),
-            ("status_mismatch", "NGN", 1, "100.00", "100.00", "0.00"),
+            ("matched", "NGN", 1, "100.00", None, "100.00", "0.00", "0.00"),
+            ("missing_in_export", "KES", 1, None, None, "1.50", None, "-1.50"),
+            ("missing_in_export", "NGN", 1, None, None, "100.00", None, "-100.00"),
+            ("missing_in_orders", "NGN", 1, "100.00", None, None, None, "100.00"),
+            ("duplicate_reference", "GHS", 1, "90.00", "NGN", "100.00", None, None),
+            ("duplicate_reference", "NGN", 2, "105.00", None, "100.00", "0.00", "0.00"),
+            ("currency_mismatch", "USD", 1, "100.00", "NGN", "100.01", None, None),
+            ("amount_mismatch", "NGN", 2, "200.00", None, "200.49", "-0.49", "-0.49"),
+            ("status_mismatch", "NGN", 1, "100.00", None, "100.00", "0.00", "100.00"),
         ],
         schema={
             "category": pl.Enum(CATEGORIES),
             "currency": pl.String,
             "references": pl.UInt32,
             "export_amount": pl.String,
+            "order_currency": pl.String,
             "order_amount": pl.String,
             "difference": pl.String,
+            "at_stake": pl.String,
         },
         orient="row",
-    ).with_columns(pl.col("export_amount", "order_amount", "difference").cast(pl.Decimal(38, 2)))
+    ).with_columns(
+        pl.col("export_amount", "order_amount", "difference", "at_stake").cast(pl.Decimal(38, 2))
+    )
     assert_frame_equal(summary, expected)
 
 
@@ -378,13 +385,16 @@ def test_read_orders_refuses_float_parquet_amounts(tmp_path: Path) -> None:
 
 
 def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
+    # A spreadsheet is read (issue 36); one that is not a workbook is named as such.
     with pytest.raises(
-        DataFileError,
-        match=r"orders.xlsx: an Excel workbook is not read .*'CSV UTF-8 \(Comma delimited\)'.*"
-        r"accepted: .csv \(CSV text, UTF-8 or Windows-1252\), .parquet \(Parquet\), .pq",
+        DataFileError, match=r"orders.xlsx: is named .xlsx but is neither a workbook nor an HTML"
     ):
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
-    with pytest.raises(DataFileError, match=r"orders.json: files ending '.json' are not read"):
+    with pytest.raises(
+        DataFileError,
+        match=r"orders.json: files ending '.json' are not read.*accepted: .csv \(CSV text, "
+        r"UTF-8 or Windows-1252\), .xlsx",
+    ):
         read_orders(_write(tmp_path, "{}", "orders.json"))
     with pytest.raises(DataFileError, match="absent.csv: no such file"):
         read_orders(tmp_path / "absent.csv")

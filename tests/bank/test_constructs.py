@@ -277,3 +277,49 @@ def test_a_camt_closing_balance_in_a_currency_without_its_opening_is_refused(
         DataFileError, match="a closing balance \\(CLBD\\) in EUR without an opening"
     ):
         read_statement(_write(tmp_path, text, "b.xml"))
+
+
+@pytest.mark.parametrize(
+    ("case", "problem"),
+    [
+        ("billion-laughs", "DOCTYPE"),
+        ("deep-nesting", "is not well-formed XML"),
+        ("huge-text", "is not well-formed XML"),
+    ],
+)
+def test_hostile_xml_is_refused_in_one_line_by_the_streaming_reader(
+    case: str, problem: str, tmp_path: Path
+) -> None:
+    if case == "billion-laughs":
+        entities = '<!ENTITY a "lol">' + "".join(
+            f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(9)
+        )
+        text = (
+            _batch()
+            .replace(
+                '<?xml version="1.0" encoding="UTF-8"?>\n',
+                f'<?xml version="1.0"?><!DOCTYPE Document [{entities}]>\n',
+            )
+            .replace("PAYOUT ONE", "&j;")
+        )
+    elif case == "deep-nesting":
+        text = _batch().replace(
+            "<AddtlNtryInf>", "<X>" * 100_000 + "</X>" * 100_000 + "<AddtlNtryInf>"
+        )
+    else:
+        text = _batch().replace("PAYOUT ONE", "A" * 11_000_000)
+    with pytest.raises(DataFileError) as caught:
+        read_statement(_write(tmp_path, text, "h.xml"))
+    message = str(caught.value)
+    assert "\n" not in message and problem in message, message
+
+
+def test_an_xinclude_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("SECRET-CONTENT")
+    include = (
+        f'<xi:include xmlns:xi="http://www.w3.org/2001/XInclude" href="{secret}" parse="text"/>'
+    )
+    text = _batch().replace("PAYOUT ONE", include)
+    entries = read_statement(_write(tmp_path, text, "x.xml")).entries
+    assert not any("SECRET" in (n or "") for n in entries["narration"])

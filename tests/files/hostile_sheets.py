@@ -67,3 +67,45 @@ def bomb(
     end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central), len(local), 0)
     path.write_bytes(local + central + end)
     return path
+
+
+def repeated_ods(path: Path, rows: int, columns: int) -> Path:
+    """A tiny .ods whose one cell is repeated ``columns`` times in a row repeated ``rows``
+    times (OpenDocument's own compression of runs)."""
+    content = (
+        '<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+        'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+        'xmlns:table="urn:oasis:names:tc:opendocument:xmlns:table:1.0" '
+        'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+        '<office:body><office:spreadsheet><table:table table:name="Sheet1">'
+        f'<table:table-row table:number-rows-repeated="{rows}"><table:table-cell '
+        f'table:number-columns-repeated="{columns}" office:value-type="string"><text:p>x</text:p>'
+        "</table:table-cell></table:table-row></table:table></office:spreadsheet></office:body>"
+        "</office:document-content>"
+    )
+    manifest = (
+        '<?xml version="1.0" encoding="UTF-8"?><manifest:manifest xmlns:manifest='
+        '"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0" manifest:version="1.2">'
+        '<manifest:file-entry manifest:full-path="content.xml" manifest:media-type="text/xml"/>'
+        "</manifest:manifest>"
+    )
+    with zipfile.ZipFile(path, "w") as book:
+        book.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.spreadsheet")
+        book.writestr("content.xml", content, zipfile.ZIP_DEFLATED)
+        book.writestr("META-INF/manifest.xml", manifest)
+    return path
+
+
+def far_right(path: Path, rows: int) -> Path:
+    """An .xlsx whose every row holds one cell in the last column (XFD): each row a valid
+    16,384 cells wide."""
+    body = "".join(
+        f'<row r="{n}"><c r="XFD{n}" t="inlineStr"><is><t>x</t></is></c></row>'
+        for n in range(1, rows + 1)
+    )
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as book:
+        book.writestr(
+            "xl/worksheets/sheet1.xml",
+            f'<worksheet xmlns="{NS}"><sheetData>{body}</sheetData></worksheet>',
+        )
+    return path

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import invoke_cli
-from tests.files.hostile_sheets import bomb, far_cell
+from tests.files.hostile_sheets import bomb, far_cell, far_right, repeated_ods
 from txkit.analysis import read_orders
 from txkit.bank import read_statement
 from txkit.datafile import read_table, read_text
@@ -84,6 +84,36 @@ def test_a_workbook_claiming_a_cell_beyond_the_last_is_refused(tmp_path: Path) -
     with pytest.raises(DataFileError) as caught:
         _table(path)
     _one_line(caught, path, "claims cell ZZZZZZZZZZ1, beyond a spreadsheet's last cell XFD1048576")
+
+
+def test_rows_each_one_cell_far_right_are_refused_within_a_cell_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = far_right(tmp_path / "orders.xlsx", 100_000)
+    assert path.stat().st_size < 1_000_000
+    monkeypatch.setenv("TXKIT_MAX_INPUT_MB", "1")
+    with pytest.raises(DataFileError) as caught:
+        _table(path)
+    _one_line(caught, path, "its rows span more than 65,536 cells (up to Sheet1 row 5, "
+              "16,384 columns wide)")  # fmt: skip
+    page = tmp_path / "statement.xls"  # the same with HTML cells spanning every column
+    page.write_text("<table>" + '<tr><td colspan="16384">x</td><td>y</td></tr>' * 10 + "</table>")
+    with pytest.raises(DataFileError) as caught:
+        _table(page)
+    _one_line(caught, page, "its rows span more than 65,536 cells (up to HTML table row 4")
+
+
+def test_an_ods_whose_repeated_cells_span_billions_is_refused_before_calamine(
+    tmp_path: Path,
+) -> None:
+    path = repeated_ods(tmp_path / "orders.ods", 1_048_576, 16_384)
+    assert path.stat().st_size < 1000
+    with pytest.raises(DataFileError) as caught:
+        _table(path)
+    _one_line(caught, path, "would span 1,048,576 rows x 16,384 columns, over the 2,684,354")
+    small = repeated_ods(tmp_path / "small.ods", 3, 2)  # runs within bounds still read
+    with pytest.raises(DataFileError, match="no column 'reference'"):
+        _table(small)
 
 
 def test_a_zip_bomb_is_refused_by_its_declared_size_and_a_lying_one_by_zipfile(

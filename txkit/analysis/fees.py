@@ -62,15 +62,16 @@ class FeeRule:
         return value if self.cap is None else min(value, self.cap)
 
     def describe(self) -> str:
-        """``collection NGN: 1.40 % of toAmount, capped at 2,000.00 (4,120 of 4,130)``."""
+        """``collection NGN: 1.40 % of toAmount, capped at 2,000.00 NGN (4,120 of 4,130)``
+        (money with its currency code, as everywhere)."""
         head = f"{self.trans_type} {self.currency}" if self.trans_type else f"tax {self.currency}"
         if self.flat is not None:
-            rule = f"flat {format_money(self.flat)}"
+            rule = f"flat {format_money(self.flat, self.currency)}"
         else:
             base = "of the fee" if self.kind == "tax" else "of toAmount"
             rule = f"{Decimal(self.percent_bp or 0) / 100:.2f} % {base}"
             if self.cap is not None:
-                rule += f", capped at {format_money(self.cap)}"
+                rule += f", capped at {format_money(self.cap, self.currency)}"
         return f"{head}: {rule} ({self.explained:,} of {self.records:,} records)"
 
 

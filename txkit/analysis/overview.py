@@ -156,7 +156,7 @@ def explore_findings(df: Frame) -> list[str]:
         out.append(
             f"{row['toCurrency']}: {row['count']:,} successful records moving "
             f"{format_money(row['amount'], row['toCurrency'])}; fees "
-            f"{format_money(row['fees'])} ({rate:.2%})."
+            f"{format_money(row['fees'], row['toCurrency'])} ({rate:.2%})."
         )
     main = volume["toCurrency"][0]
     busiest = (
@@ -167,7 +167,8 @@ def explore_findings(df: Frame) -> list[str]:
         .row(0, named=True)
     )
     out.append(
-        f"Busiest {main} day: {busiest['day']} with {busiest['count']:,} successful records "
+        f"Busiest {main} day by amount: {busiest['day']} with {busiest['count']:,} successful "
+        "records "
         f"({format_money(busiest['amount'], main)})."
     )
     still_open = frame.filter(pl.col("status").is_in(_OPEN))

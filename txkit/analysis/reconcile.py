@@ -7,12 +7,10 @@ by ``reference``. Amounts are compared exactly, as decimals.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import polars as pl
@@ -26,17 +24,18 @@ from txkit.analysis._common import (
     money,
     money_scale,
 )
-from txkit.calendar import month_bounds
-from txkit.datafile import (
-    LINE,
-    DataFileError,
-    check_suffix,
-    fail_lines,
-    read_csv_table,
-    show_values,
+from txkit.analysis.orders import (
+    MAX_ORDER_DECIMALS,
+    ORDERS_FORMATS,
+    ORDERS_OPTIONAL,
+    ORDERS_REQUIRED,
+    OrdersFile,
+    read_orders,
+    read_orders_file,
 )
-from txkit.money import format_money
-from txkit.schema import CURRENCIES, STATUSES, require
+from txkit.calendar import month_bounds
+from txkit.money import format_money, sum_in_currency
+from txkit.schema import require
 
 __all__ = [
     "AGREED_CATEGORIES",
@@ -107,19 +106,6 @@ Tolerance = Decimal | int | str
 _TX_REQUIRED: Final[dict[str, Kind]] = require(
     "id", "createdAt", "transType", "status", "transactionReference", "toAmount", "toCurrency"
 )
-_ORDERS_REQUIRED: Final[dict[str, Kind]] = {
-    "reference": "string",
-    "amount": "money",
-    "currency": "string",
-}
-_ORDERS_OPTIONAL: Final[dict[str, Kind]] = {
-    "status": "string",
-    "date": "date",
-    "customer": "string",
-}
-# A plain decimal: optional sign, digits, optional fraction. No exponent, no separators.
-_AMOUNT_RE: Final = r"^[+-]?[0-9]+(\.[0-9]+)?$"
-_DATE_RE: Final = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
 #: The default ``date_tolerance`` of :func:`reconcile`: days looked at beyond the month.
 DEFAULT_DATE_TOLERANCE: Final = 3
 
@@ -278,7 +264,7 @@ def _prepare(
     tx_schema = tx.collect_schema()
     od_schema = od.collect_schema()
     check_columns(tx_schema, _TX_REQUIRED, "transactions", "reconcile")
-    check_columns(od_schema, _ORDERS_REQUIRED, "orders", "reconcile", optional=_ORDERS_OPTIONAL)
+    check_columns(od_schema, ORDERS_REQUIRED, "orders", "reconcile", optional=ORDERS_OPTIONAL)
     days = _days(date_tolerance)
     bounds = None if month is None else month_bounds(month)
     scale = max(
@@ -888,10 +874,14 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         result: the frame :func:`reconcile` returned (eager or lazy).
 
     Returns:
-        One row per category and currency present, in the order of :data:`CATEGORIES` then
-        currency: ``category``, ``currency``, ``references`` (count), ``export_amount`` and
-        ``order_amount`` (sums over the rows that have one) and ``difference`` (sum of the
-        differences).
+        One row per category and currency present (and per orders' currency where it is
+        another, a currency mismatch), in the order of :data:`CATEGORIES` then currency:
+        ``category``, ``currency``, ``references`` (count), ``export_amount``,
+        ``order_currency`` (only where the orders' is another currency than ``currency``),
+        ``order_amount`` (in ``order_currency``, else ``currency``), ``difference`` and
+        ``at_stake`` (:func:`at_stake`); each a sum over the rows that have one, blank where
+        none has (nothing compared), never across currencies
+        (:func:`txkit.money.sum_in_currency`).
 
     Raises:
         ValueError: ``result`` lacks the columns :func:`reconcile` produces.
@@ -913,18 +903,40 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         "reconcile_summary",
     )
     scale = money_scale(schema, ["export_amount", "order_amount", "difference"])
+    row_currency = pl.coalesce("export_currency", "order_currency").cast(pl.String)
     return (
-        lf.group_by(
-            pl.col("category").cast(pl.String).cast(_CATEGORY),
-            pl.coalesce("export_currency", "order_currency").cast(pl.String).alias("currency"),
+        lf.with_columns(
+            money("export_amount", scale),
+            money("order_amount", scale),
+            money("difference", scale),
+            at_stake().cast(pl.Decimal(38, scale)),
+            row_currency.alias("currency"),
+            # The orders' amounts in another currency than the row's are summed apart, in
+            # their own currency (a currency mismatch), never under the row's.
+            pl.when(pl.col("order_currency").cast(pl.String) != row_currency)
+            .then(pl.col("order_currency").cast(pl.String))
+            .alias("_other"),
         )
+        .group_by(pl.col("category").cast(pl.String).cast(_CATEGORY), "currency", "_other")
         .agg(
             pl.len().alias("references"),
-            money("export_amount", scale).sum().alias("export_amount"),
-            money("order_amount", scale).sum().alias("order_amount"),
-            money("difference", scale).sum().alias("difference"),
+            sum_in_currency("export_amount", "export_currency"),
+            sum_in_currency("order_amount"),
+            sum_in_currency("difference"),
+            sum_in_currency("at_stake"),
         )
-        .sort(["category", "currency"], nulls_last=True)
+        .rename({"_other": "order_currency"})
+        .select(
+            "category",
+            "currency",
+            "references",
+            "export_amount",
+            "order_currency",
+            "order_amount",
+            "difference",
+            "at_stake",
+        )
+        .sort(["category", "currency", "order_currency"], nulls_last=True)
         .collect()
     )
 
@@ -969,396 +981,6 @@ def duplicate_references(transactions: Frame) -> pl.DataFrame:
         )
         .collect()
     )
-
-
-@dataclass(frozen=True)
-class OrdersFile:
-    """The merchant's orders as :func:`read_orders_file` read them, and how.
-
-    Attributes:
-        path: the file.
-        frame: the orders, as :func:`read_orders` returns them.
-        notes: what a reader should know, one sentence each: the encoding when not UTF-8, the
-            delimiter when not a comma, lines skipped, values normalised (with counts).
-        normalised: per column (``reference``, ``currency``, ``status``), how many values were
-            written otherwise in the file (case, surrounding spaces).
-    """
-
-    path: Path
-    frame: pl.DataFrame
-    notes: tuple[str, ...] = ()
-    normalised: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def dates(self) -> tuple[date, date] | None:
-        """The first and last order date in the file (None without dated orders)."""
-        if "date" not in self.frame.columns:
-            return None
-        first, last = self.frame["date"].min(), self.frame["date"].max()
-        return None if first is None else (first, last)  # type: ignore[return-value]
-
-    def describe(self) -> str:
-        """The notes as one sentence (empty when there is nothing to say)."""
-        return "; ".join(self.notes)
-
-
-def read_orders(path: str | Path) -> pl.DataFrame:
-    """Read the merchant's orders from CSV or Parquet, with exact decimal amounts.
-
-    CSV is read as text and each amount is converted from its digits (never through a float);
-    an amount must be a plain decimal number (``1500``, ``-12.5``, ``0.10``; no exponent, no
-    thousands separator) with at most :data:`MAX_ORDER_DECIMALS` decimals besides trailing
-    zeros. Currency codes are upper-cased and statuses lower-cased, surrounding spaces removed
-    (``' ngn '`` is ``NGN``, ``Successful`` is ``successful``): the export writes them so. A
-    ``date`` must start with ``YYYY-MM-DD`` (the date part of an ISO timestamp is taken as
-    written). Other columns are kept as read. Column names are matched without regard to case
-    or surrounding spaces; columns may be separated by commas, semicolons, tabs or ``|``.
-
-    Text that is not UTF-8 is read as Windows-1252 only when it is that (a
-    :class:`UserWarning` says so; :func:`read_orders_file` returns it as a note), otherwise
-    refused. :func:`read_orders_file` also says how many values were normalised.
-
-    Args:
-        path: a ``.csv`` file, or a ``.parquet``/``.pq`` file (amounts stored as decimal,
-            integer or text; floating-point amounts are refused as inexact).
-
-    Returns:
-        The orders: ``reference`` (String), ``amount`` (``Decimal(38, s)`` where ``s`` is the
-        largest number of decimals in the file, at least 2), ``currency`` (String), and when
-        present ``status`` (String) and ``date`` (Date), followed by any other columns.
-
-    Raises:
-        DataFileError: (a ``ValueError``) the file does not exist, has an unsupported type, is
-            empty, has a header only, is not text, misses required columns (all named), or
-            holds empty references, currencies or amounts, amounts that are not plain decimal
-            numbers or have too many decimals, currencies that are not codes, statuses the
-            service does not have, or unreadable dates: each with the file, its lines (the
-            header is line 1) or Parquet rows, the values and what to do.
-
-    Example:
-        >>> orders = read_orders("orders.csv")
-        >>> reconcile(df, orders)
-    """
-    orders = read_orders_file(path)
-    for note in orders.notes:
-        if "Windows-1252" in note or "UTF-16" in note:
-            warnings.warn(f"orders file {orders.path}: {note}", UserWarning, stacklevel=2)
-    return orders.frame
-
-
-def read_orders_file(path: str | Path) -> OrdersFile:
-    """:func:`read_orders`, with what was done to read the file (encoding, normalised values).
-
-    Raises:
-        DataFileError: as :func:`read_orders`.
-    """
-    path = Path(path)
-    suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
-    known = [*_ORDERS_REQUIRED, *_ORDERS_OPTIONAL]
-    if suffix == ".csv":
-        table = read_csv_table(
-            path, columns=known, required=list(_ORDERS_REQUIRED), what=_WHAT, rows="orders"
-        )
-        frame, notes, where = table.frame, list(table.notes), _Where(path, "line", LINE)
-    else:
-        frame, notes, where = _read_parquet(path), [], _Where(path, "row", _ROW)
-    normalised: dict[str, int] = {}
-    examples: dict[str, str] = {}
-    for name, case in (("reference", None), ("currency", "upper"), ("status", "lower")):
-        if name not in frame.columns:
-            continue
-        frame, normalised[name], examples[name] = _normalise(frame, name, case)
-    if "status" in frame.columns:  # an empty status is not compared
-        frame = frame.with_columns(pl.when(pl.col("status") != "").then(pl.col("status")))
-    _check_orders(frame, where)
-    frame = frame.with_columns(_amount(frame, where))
-    if "date" in frame.columns:
-        frame = frame.with_columns(_read_date(frame, where))
-    changed = [
-        f"{normalised[name]:,} {label} ({examples[name]})"
-        for name, label in (
-            ("currency", "currency codes"),
-            ("status", "statuses"),
-            ("reference", "references with spaces around them"),
-        )
-        if normalised.get(name)
-    ]
-    if changed:
-        notes.append("normalised " + _and(changed))
-    optional = [c for c in _ORDERS_OPTIONAL if c in frame.columns]
-    first = [*_ORDERS_REQUIRED, *optional]
-    rest = [c for c in frame.columns if c not in first and c not in (LINE, _ROW)]
-    return OrdersFile(path, frame.select([*first, *rest]), tuple(notes), normalised)
-
-
-_WHAT: Final = "orders file"
-_ROW: Final = "_row"
-#: Order files txkit reads, by extension.
-ORDERS_FORMATS: Final[dict[str, str]] = {
-    ".csv": "CSV text, UTF-8 or Windows-1252",
-    ".parquet": "Parquet",
-    ".pq": "Parquet",
-}
-#: The most decimals an order amount may have, trailing zeros aside. USDT and USDC, the most
-#: precise currencies of the interface, have six; an amount with more can equal no amount of
-#: the export and is what a spreadsheet's binary floats leave behind (0.30000000000000004), so
-#: it is refused with its line rather than kept (or rounded).
-MAX_ORDER_DECIMALS: Final = 6
-# Sums of 10^8 orders (TXKIT_MAX_TOTAL's default) under 10^20 each stay under 10^28: with
-# six decimals that is 34 of Decimal(38)'s digits, so no summary of the orders can overflow.
-_MAX_INTEGER_DIGITS: Final = 20
-_CURRENCY_RE: Final = r"^[A-Z]{3,4}$"
-_AMOUNT_ADVICE: Final = (
-    "write amounts as digits with a '.' before the decimals, without thousands separators, "
-    "currency signs or exponents (1500.00, -12.5)"
-)
-
-
-@dataclass(frozen=True)
-class _Where:
-    """How the orders' positions are named: lines of a text file, rows of a Parquet file."""
-
-    path: Path
-    unit: str
-    column: str
-
-    def fail(
-        self,
-        frame: pl.DataFrame,
-        condition: pl.Expr,
-        problem: str,
-        advice: str,
-        shown: str | pl.Expr | None = None,
-    ) -> None:
-        fail_lines(
-            self.path,
-            frame,
-            condition,
-            problem=problem,
-            advice=advice,
-            shown=shown,
-            what=_WHAT,
-            unit=self.unit,
-            position=self.column,
-        )
-
-    def error(self, problem: str, advice: str) -> DataFileError:
-        return DataFileError(self.path, problem, advice, what=_WHAT)
-
-
-def _read_parquet(path: Path) -> pl.DataFrame:
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:  # polars raises several types for a file it cannot read
-        reason = " ".join(str(exc).split())[:200]
-        raise DataFileError(
-            path,
-            f"cannot be read as Parquet ({type(exc).__name__}: {reason})",
-            "export it again, or save it as CSV",
-            what=_WHAT,
-        ) from None
-    known = {name.casefold(): name for name in (*_ORDERS_REQUIRED, *_ORDERS_OPTIONAL)}
-    names = [known.get(c.strip().casefold(), c) for c in frame.columns]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise DataFileError(
-            path,
-            f"columns {show_values(twice)} appear more than once",
-            "rename or remove the extra column",
-            what=_WHAT,
-        )
-    frame = frame.rename(dict(zip(frame.columns, names, strict=True)))
-    missing = [c for c in _ORDERS_REQUIRED if c not in frame.columns]
-    if missing:
-        raise DataFileError(
-            path,
-            f"no column {', '.join(map(repr, missing))} (found: {show_values(frame.columns)})",
-            "required: reference, amount, currency; optional: status, date (case and "
-            "surrounding spaces do not matter)",
-            what=_WHAT,
-        )
-    if frame.height == 0:
-        raise DataFileError(
-            path,
-            "holds no orders (0 rows)",
-            "export the orders again, or pass the right file",
-            what=_WHAT,
-        )
-    for name in ("reference", "currency", "status"):
-        if name in frame.columns and not isinstance(
-            frame.schema[name], pl.String | pl.Categorical | pl.Enum | pl.Null
-        ):
-            raise DataFileError(
-                path,
-                f"column {name!r} is stored as {frame.schema[name]}",
-                f"store {name} as text",
-                what=_WHAT,
-            )
-    return frame.with_columns(
-        pl.col(n).cast(pl.String) for n in ("reference", "currency", "status") if n in frame.columns
-    ).with_row_index(_ROW, offset=1)
-
-
-def _normalise(frame: pl.DataFrame, name: str, case: str | None) -> tuple[pl.DataFrame, int, str]:
-    """The column trimmed (and upper- or lower-cased), how many values changed, examples."""
-    raw = pl.col(name)
-    new = raw.str.strip_chars()
-    if case == "upper":
-        new = new.str.to_uppercase()
-    elif case == "lower":
-        new = new.str.to_lowercase()
-    changed = frame.select(raw.alias("raw"), new.alias("new")).filter(
-        pl.col("raw").is_not_null() & (pl.col("raw") != pl.col("new"))
-    )
-    pairs = changed.unique(maintain_order=True).head(3).iter_rows()
-    examples = ", ".join(f"{a!r} read as {b!r}" for a, b in pairs)
-    return frame.with_columns(new.alias(name)), changed.height, examples
-
-
-def _and(parts: Sequence[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
-    """References, currencies and statuses present and valid, or DataFileError."""
-    empty = pl.col("reference").is_null() | (pl.col("reference") == "")
-    where.fail(
-        frame,
-        empty,
-        "no reference",
-        "every order needs the reference its payment carries (the export's "
-        "transactionReference): fill it in, or remove the line",
-    )
-    currency = pl.col("currency")
-    where.fail(
-        frame,
-        currency.is_null() | (currency == ""),
-        "no currency",
-        f"every order needs its currency code ({', '.join(CURRENCIES)})",
-    )
-    where.fail(
-        frame,
-        ~currency.str.contains(_CURRENCY_RE),
-        "currency is not a 3- or 4-letter code",
-        f"write the code the export uses ({', '.join(CURRENCIES)})",
-        shown="currency",
-    )
-    if "status" in frame.columns:
-        status = pl.col("status")
-        where.fail(
-            frame,
-            status.is_not_null() & ~status.is_in(STATUSES),
-            "status is not one of the service's statuses",
-            f"accepted: {', '.join(STATUSES)}; leave it empty where unknown, or remove the "
-            "status column to compare amounts and currencies only",
-            shown="status",
-        )
-
-
-def _amount(frame: pl.DataFrame, where: _Where) -> pl.Series:
-    dtype = frame.schema["amount"]
-    if isinstance(dtype, pl.Decimal) or dtype.is_integer():
-        return _typed_amount(frame, where, dtype)
-    if not isinstance(dtype, pl.String | pl.Null):
-        raise where.error(
-            f"column 'amount' is stored as {dtype}, which does not hold amounts exactly",
-            "store amounts as decimal, integer or text",
-        )
-    text = pl.col("amount").cast(pl.String).str.strip_chars()
-    checked = frame.with_columns(text.alias("_text"))
-    where.fail(
-        checked,
-        ~pl.col("_text").str.contains(_AMOUNT_RE),
-        "amount is empty or not a plain decimal number",
-        _AMOUNT_ADVICE,
-        shown="amount",
-    )
-    fraction = pl.col("_text").str.extract(r"\.([0-9]+)$", 1).fill_null("")
-    significant = fraction.str.strip_chars_end("0").str.len_chars()
-    where.fail(
-        checked,
-        significant > MAX_ORDER_DECIMALS,
-        f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
-        "no currency of the service has more, and amounts are never rounded: round them in "
-        "the file to their currency's decimals (more is usually a spreadsheet's "
-        "floating-point remainder, such as 0.30000000000000004)",
-        shown="_text",
-    )
-    whole = pl.col("_text").str.extract(r"^[+-]?0*([0-9]*)", 1).str.len_chars()
-    where.fail(
-        checked,
-        whole > _MAX_INTEGER_DIGITS,
-        f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
-        "check the column: it does not hold amounts",
-        shown="_text",
-    )
-    scale = max(2, int(checked.select(significant.max()).item() or 0))
-    # Trailing zeros beyond the scale are dropped before the cast, so no value is rounded.
-    exact = (
-        pl.when(pl.col("_text").str.contains(r"\."))
-        .then(pl.col("_text").str.strip_chars_end("0").str.strip_chars_end("."))
-        .otherwise(pl.col("_text"))
-    )
-    return checked.select(exact.cast(pl.Decimal(38, scale)).alias("amount")).to_series()
-
-
-def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:
-    """A Parquet decimal or integer amount at the smallest scale that holds it exactly."""
-    amount = pl.col("amount")
-    where.fail(frame, amount.is_null(), "no amount", "every order needs its amount")
-    limit = pl.lit(10**_MAX_INTEGER_DIGITS, dtype=pl.Decimal(38, 0))
-    where.fail(
-        frame,
-        amount.cast(pl.Decimal(38, 0 if dtype.is_integer() else dtype.scale)).abs() >= limit,
-        f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
-        "check the column: it does not hold amounts",
-        shown="amount",
-    )
-    if dtype.is_integer():
-        return frame["amount"].cast(pl.Decimal(38, 2))
-    original = dtype.scale or 0
-    for scale in range(2, max(original, 2) + 1):
-        if scale > MAX_ORDER_DECIMALS:
-            break
-        # Proven by casting back, not by trusting the cast: reducing a scale rounds.
-        narrowed = frame["amount"].cast(pl.Decimal(38, scale))
-        if (narrowed.cast(pl.Decimal(38, max(original, scale))) == frame["amount"]).all():
-            return narrowed
-    narrowed = frame["amount"].cast(pl.Decimal(38, MAX_ORDER_DECIMALS))
-    lost = narrowed.cast(pl.Decimal(38, original)) != frame["amount"]
-    where.fail(
-        frame.with_columns(lost.alias("_lost")),
-        pl.col("_lost"),
-        f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
-        "no currency of the service has more, and amounts are never rounded: round them to "
-        "their currency's decimals",
-        shown="amount",
-    )
-    return narrowed  # unreachable: some value needed more decimals
-
-
-def _read_date(frame: pl.DataFrame, where: _Where) -> pl.Series:
-    dtype = frame.schema["date"]
-    if isinstance(dtype, pl.Date):
-        return frame["date"]
-    if isinstance(dtype, pl.Datetime):
-        return frame["date"].dt.date()
-    if not isinstance(dtype, pl.String | pl.Null):
-        raise where.error(
-            f"column 'date' is stored as {dtype}", "store dates as dates or as YYYY-MM-DD text"
-        )
-    text = pl.col("date").cast(pl.String).str.strip_chars()
-    parsed = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-    unreadable = parsed.is_null() | ~text.str.contains(_DATE_RE)
-    where.fail(
-        frame,
-        text.is_not_null() & (text != "") & unreadable,
-        "date is not YYYY-MM-DD",
-        "write dates as YYYY-MM-DD (or an ISO timestamp such as 2026-10-31T23:10:00Z); leave "
-        "it empty where unknown",
-        shown="date",
-    )
-    return frame.select(parsed.alias("date")).to_series()
 
 
 def _date_expr(schema: pl.Schema) -> pl.Expr:

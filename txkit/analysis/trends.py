@@ -16,6 +16,7 @@ from __future__ import annotations
 import polars as pl
 
 from txkit.analysis._common import column_or_null, money, money_scale
+from txkit.analysis.exception_lists import LISTS
 from txkit.analysis.underpayments import (
     COUNTED_STATUSES,
     is_underpayment,
@@ -43,7 +44,9 @@ METRIC_COLUMNS = (
 )
 _EXPECTED = "meta.existingTransaction.expectedAmount"
 _INCOMING = ("collection", "conversion")  # conversions: what arrives in the currency
-_OUTGOING = ("transfer", "settlement")
+#: conversions out: what leaves the currency a conversion is made from (its ``fromAmount``),
+#: so money in and out measure conversions alike, on both sides.
+_OUTGOING = ("transfer", "settlement", "conversion_out")
 
 
 def monthly_metrics(
@@ -59,8 +62,9 @@ def monthly_metrics(
     Returns:
         ``month``, ``currency``, ``records``, ``successful``, ``success_rate``, ``incoming``
         (successful collections and conversions into the currency), ``outgoing`` (successful
-        transfers and settlements),
-        ``fees``, ``fee_rate`` (fees / incoming + outgoing), ``collections`` (successful),
+        transfers, settlements and conversions out of the currency, at their ``fromAmount``),
+        ``fees``, ``fee_rate`` (fees / the successful records' own amounts moved in and out,
+        a conversion counted once), ``collections`` (successful),
         ``underpayments``, ``underpayment_rate`` (of successful collections), ``shortfall``
         (expected − paid over the underpayments), sorted by month then currency.
 
@@ -74,9 +78,12 @@ def monthly_metrics(
         raise ValueError(f"missing columns {missing}: pass txkit.scan_store() or a loaded export")
     schema = lf.collect_schema()
     # Money at its own scale (six decimals for USDT/USDC): a cast to two would round it.
-    scale = money_scale(schema, ["toAmount", "feeAmount", _EXPECTED])
+    scale = money_scale(schema, ["toAmount", "feeAmount", _EXPECTED, "fromAmount"])
+    rows = _metric_rows(lf, names, schema, scale)
+    if {"fromAmount", "fromCurrency"} <= names:
+        rows = pl.concat([rows, _conversions_out(lf, names, scale)])
     frame = (
-        _with_rates(_month_totals(_metric_rows(lf, names, schema, scale)), scale)
+        _with_rates(_month_totals(rows), scale)
         .select(
             "month",
             "currency",
@@ -113,6 +120,7 @@ def _metric_rows(lf: pl.LazyFrame, names: set[str], schema: pl.Schema, scale: in
     return lf.select(
         month.alias("month"),
         pl.col("toCurrency").cast(pl.String).alias("currency"),
+        pl.lit(True).alias("record"),
         pl.col("status").is_in(COUNTED_STATUSES).alias("ok"),
         pl.col("transType").cast(pl.String).alias("type"),
         successful_collections().alias("collection"),
@@ -123,13 +131,43 @@ def _metric_rows(lf: pl.LazyFrame, names: set[str], schema: pl.Schema, scale: in
     )
 
 
+def _conversions_out(lf: pl.LazyFrame, names: set[str], scale: int) -> pl.LazyFrame:
+    """One row per conversion in the currency it is made from (``fromCurrency``,
+    ``fromAmount``): money out of that currency, not a record of it (counted once, in its
+    ``toCurrency``)."""
+    month = (
+        pl.col("month").cast(pl.String)
+        if "month" in names
+        else pl.col("createdAt").dt.strftime("%Y-%m")
+    )
+    return lf.filter(
+        (pl.col("transType").cast(pl.String) == "conversion") & pl.col("fromCurrency").is_not_null()
+    ).select(
+        month.alias("month"),
+        pl.col("fromCurrency").cast(pl.String).alias("currency"),
+        pl.lit(False).alias("record"),
+        pl.col("status").is_in(COUNTED_STATUSES).alias("ok"),
+        pl.lit("conversion_out").alias("type"),
+        pl.lit(False).alias("collection"),
+        pl.lit(False).alias("under"),
+        money("fromAmount", scale).alias("amount"),
+        pl.lit(None, pl.Decimal(38, scale)).alias("fee"),
+        pl.lit(None, pl.Decimal(38, scale)).alias("expected"),
+    )
+
+
 def _month_totals(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per month and currency: counts and money totals."""
+    """Per month and currency: counts (records of the currency only) and money totals."""
+    record = pl.col("record")
     return rows.group_by("month", "currency").agg(
-        records=pl.len(),
-        successful=pl.col("ok").sum(),
+        records=record.sum().cast(pl.UInt32),
+        successful=(pl.col("ok") & record).sum(),
         incoming=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_INCOMING)).sum(),
         outgoing=pl.col("amount").filter(pl.col("ok") & pl.col("type").is_in(_OUTGOING)).sum(),
+        # the fee rate's base: the records' own amounts (a conversion once, not on both sides)
+        moved=pl.col("amount")
+        .filter(pl.col("ok") & record & pl.col("type").is_in(_INCOMING + _OUTGOING))
+        .sum(),
         fees=pl.col("fee").filter(pl.col("ok")).sum(),
         collections=pl.col("collection").sum(),
         underpayments=pl.col("under").sum(),
@@ -142,9 +180,8 @@ def _with_rates(totals: pl.LazyFrame, scale: int) -> pl.LazyFrame:
     zero = pl.lit(0, pl.Decimal(38, scale))
     return totals.with_columns(
         success_rate=pl.col("successful") / pl.col("records"),
-        fee_rate=pl.when((pl.col("incoming") + pl.col("outgoing")) != 0).then(
-            pl.col("fees").cast(pl.Float64)
-            / (pl.col("incoming") + pl.col("outgoing")).cast(pl.Float64)
+        fee_rate=pl.when(pl.col("moved") != 0).then(
+            pl.col("fees").cast(pl.Float64) / pl.col("moved").cast(pl.Float64)
         ),
         underpayment_rate=pl.when(pl.col("collections") > 0).then(
             pl.col("underpayments") / pl.col("collections")
@@ -188,10 +225,10 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     def figure(name: str, value: pl.Expr) -> pl.DataFrame:
         return per_currency.filter(pl.col("list") == name).select("month", "currency", value)
 
-    breaks = figure("balance_breaks", pl.col("rows").alias("breaks"))
+    breaks = figure(LISTS["balance_breaks"].name, pl.col("rows").alias("breaks"))
     breaks_months = breaks["month"].unique().implode()
     matched = figure(
-        "reconciliation_mismatches",
+        LISTS["reconciliation_mismatches"].name,
         pl.when(pl.col("population") > 0)
         .then(1 - pl.col("rows") / pl.col("population"))
         .alias("match_rate"),

@@ -24,8 +24,8 @@ all (Wise writes them so) is read: its entries are exact, but nothing proves tha
 missing (a note says so); a closing balance without an opening one in a statement that has
 opening balances in other currencies is refused.
 
-The file is read element by element (``iterparse``), each ``Stmt`` cleared once read, so
-memory stays bounded by one statement, not the file's tree.
+The file is read entry by entry (``iterparse``): each ``Ntry`` is read and dropped at its end,
+so the tree in memory is one entry's and its statement's head, not the file's.
 
 lxml was chosen over the standard library's ElementTree because every element keeps its line
 (``sourceline``), so a bad value is named where it stands; the parser resolves no entities,
@@ -35,6 +35,7 @@ loads no DTD and reaches no network. No camt.053 reader on PyPI is both well kep
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from lxml import etree
 from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
 
+_PROLOG_DOCTYPE: Final = re.compile(rb"(?:\s|<\?.*?\?>|<!--.*?-->)*<!DOCTYPE", re.DOTALL)
 _NS: Final = re.compile(r"urn:iso:std:iso:20022:tech:xsd:(camt\.\d{3})\.\d{3}\.\d{2}")
 _ADVICE: Final = "export the statement again from the bank as camt.053 XML"
 _OTHER: Final = {
@@ -147,6 +149,10 @@ def _amount(path: Path, element: etree._Element, where: str) -> tuple[str, str]:
 
 def read(path: Path, data: bytes) -> Read:
     """Every statement of a camt.053 file (see the module docstring)."""
+    if _PROLOG_DOCTYPE.match(data.removeprefix(codecs.BOM_UTF8)):
+        # Said before parsing: the parser would otherwise stop at what the DTD declares
+        # (entities multiplying themselves), naming that instead.
+        raise _fail(path, 1, "holds a DOCTYPE, which a camt.053 statement never has")
     # Only the ends of entries and statements are handed to Python (each element of an
     # entry is not: a file of half a million entries is read in seconds).
     events = etree.iterparse(

@@ -22,94 +22,36 @@ from typing import Final
 
 import polars as pl
 
+from txkit.analysis.columns import (
+    BANK,
+    ColumnMapping,
+    describe_columns,
+    parse_columns,
+    plain_amount,
+)
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
 from txkit.datafile import LINE, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
 
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
-MAPPING_KEYS: Final[dict[str, str]] = {
-    "date": "the booking date's column",
-    "value_date": "the value date's column (optional)",
-    "amount": "a signed amount column (credits positive), or:",
-    "credit": "the credited amount's column (with debit)",
-    "debit": "the debited amount's column (with credit)",
-    "currency": "the currency code's column, or:",
-    "account_currency": "the one currency of the whole file (e.g. NGN)",
-    "reference": "the reference's column",
-    "narration": "the narration's (description's) column",
-    "bank_reference": "the bank's own reference (optional)",
-    "balance": "the running balance after each line (optional; proves no line is missing)",
-    "account": "the account's column (optional)",
-    "date_format": "how dates are written, e.g. %d/%m/%Y (default %Y-%m-%d)",
-    "decimal": "the decimal separator: dot (default) or comma",
-    "thousands": "the thousands separator: comma, dot, space, apostrophe or none (default)",
-}
-_VALUE_KEYS: Final = ("date_format", "decimal", "thousands", "account_currency")
-# Separators by name (a comma cannot be written inside the comma-separated mapping).
-_SEPARATORS: Final = {"comma": ",", ",": ",", "dot": ".", "period": ".", ".": ".",
-                      "space": " ", " ": " ", "apostrophe": "'", "'": "'", "none": ""}  # fmt: skip
+MAPPING_KEYS: Final[Mapping[str, str]] = BANK.keys
+_VALUE_KEYS: Final = BANK.value_keys
 
 
-def parse_mapping(text: str | Mapping[str, str] | None) -> dict[str, str]:
-    """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping).
+def parse_mapping(text: str | Mapping[str, str] | None, *, origin: str = "") -> ColumnMapping:
+    """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping): the
+    syntax orders share (:func:`txkit.analysis.columns.parse_columns`).
 
     Raises:
         ValueError: an unknown key, a pair without ``=``, a key given twice, or values that
             do not go together (one message naming the accepted keys).
     """
-    if text is None or text == "":
-        return {}
-    pairs: list[tuple[str, str]]
-    if isinstance(text, Mapping):
-        pairs = [(str(k), str(v)) for k, v in text.items()]
-    else:
-        pairs = []
-        for part in str(text).split(","):
-            if not part.strip():
-                continue
-            key, sep, value = part.partition("=")
-            if not sep:
-                raise ValueError(
-                    f"bank statement columns: {part.strip()!r} is not key=Column Name; "
-                    f"accepted keys: {', '.join(MAPPING_KEYS)}"
-                )
-            pairs.append((key.strip().lower(), value.strip()))
-    out: dict[str, str] = {}
-    for key, value in pairs:
-        if key not in MAPPING_KEYS:
-            raise ValueError(
-                f"bank statement columns: unknown key {key!r}; accepted: {', '.join(MAPPING_KEYS)}"
-            )
-        if key in out:
-            raise ValueError(f"bank statement columns: {key!r} is given twice")
-        if not value:
-            raise ValueError(f"bank statement columns: {key!r} has no column name")
-        out[key] = value
-    if "amount" in out and ({"credit", "debit"} & out.keys()):
-        raise ValueError(
-            "bank statement columns: give either amount (signed) or credit and debit, not both"
-        )
-    if ("credit" in out) != ("debit" in out):
-        raise ValueError("bank statement columns: credit and debit go together")
-    if "currency" in out and "account_currency" in out:
-        raise ValueError(
-            "bank statement columns: give either currency (a column) or account_currency "
-            "(one code for the file), not both"
-        )
-    if _SEPARATORS.get(out.get("decimal", "dot")) not in (".", ","):
-        raise ValueError("bank statement columns: decimal must be dot or comma")
-    if out.get("thousands", "none") not in _SEPARATORS:
-        raise ValueError(
-            "bank statement columns: thousands must be comma, dot, space, apostrophe or none"
-        )
-    if _SEPARATORS[out.get("thousands", "none")] == _SEPARATORS[out.get("decimal", "dot")]:
-        raise ValueError("bank statement columns: thousands and decimal separators must differ")
-    return out
+    return parse_columns(text, BANK, origin=origin)
 
 
 def describe_mapping(mapping: Mapping[str, str]) -> str:
     """The mapping as it would be written: ``date=Value Date,amount=Amount``."""
-    return ",".join(f"{k}={v}" for k, v in mapping.items())
+    return describe_columns(mapping)
 
 
 def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Read:
@@ -293,24 +235,6 @@ def _dates(
     return frame.select(parsed.alias(key)).to_series()
 
 
-def _plain(expr: pl.Expr, mapping: Mapping[str, str]) -> pl.Expr:
-    """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``."""
-    # 0.01USD, USD 0.01: the code (checked apart) dropped, only beside a number
-    out = (
-        expr.str.replace(r"^\s*[A-Za-z]{3}\s*([-+(0-9.])", "$1")
-        .str.replace(r"([0-9.)])\s*[A-Za-z]{3}\s*$", "$1")
-        .str.strip_chars()
-    )
-    thousands = _SEPARATORS[mapping.get("thousands", "none")]
-    if thousands:
-        out = out.str.replace_all(thousands, "", literal=True)
-    if _SEPARATORS[mapping.get("decimal", "dot")] == ",":
-        out = out.str.replace_all(",", ".", literal=True)
-    negative = out.str.starts_with("(") & out.str.ends_with(")")
-    out = pl.when(negative).then("-" + out.str.slice(1, out.str.len_chars() - 2)).otherwise(out)
-    return out.str.strip_prefix("+")
-
-
 _PLAIN: Final = rf"^-?[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"
 
 
@@ -322,7 +246,7 @@ def _signed_amount(
         f"(e.g. thousands=,), with at most {MAX_DECIMALS} decimals; amounts are never guessed"
     )
     if "amount" in frame.columns:
-        text = _plain(pl.col("amount"), mapping)
+        text = plain_amount(pl.col("amount"), mapping, codes=True)
         fail_lines(
             path,
             frame,
@@ -334,8 +258,8 @@ def _signed_amount(
             unit=unit,
         )
         return frame.select(text).to_series()
-    credit = _plain(pl.col("credit"), mapping)
-    debit = _plain(pl.col("debit"), mapping)
+    credit = plain_amount(pl.col("credit"), mapping, codes=True)
+    debit = plain_amount(pl.col("debit"), mapping, codes=True)
     empty_c, empty_d = credit == "", debit == ""
     fail_lines(
         path,
@@ -367,7 +291,7 @@ def _check_running_balance(
 ) -> None:
     """Each line's balance must follow from the previous one and its amount, in the file's
     order or the reverse (newest first); else the first line where it does not is named."""
-    text = _plain(pl.col("balance"), mapping)
+    text = plain_amount(pl.col("balance"), mapping, codes=True)
     fail_lines(
         path,
         frame,

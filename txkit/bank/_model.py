@@ -177,8 +177,8 @@ def frames(path: Path, read: Read) -> tuple[pl.DataFrame, pl.DataFrame]:
             path,
             name,
             b,
-            by_balance.get(id(b), [])
-            if any(e.balance is not None for e in read.entries[:1])
+            by_balance[id(b)]
+            if id(b) in by_balance
             else by_key.get((b.statement, b.account, b.currency), []),
         )
         for b in read.balances

@@ -174,8 +174,7 @@ def _tags(path: Path, text: str) -> Iterator[_Tag]:
             continue
         match = _TAG.fullmatch(line) if line.startswith(":") else None
         tag = match.group("tag") if match else None
-        inside_text = open_tag is not None and open_tag.tag in ("86", "61", "NS")
-        if match and tag in _KNOWN and not (inside_text and tag not in _STARTS):
+        if match and tag in _KNOWN:
             if pending is not None:
                 yield pending
             open_tag = pending = _Tag(number, tag, [match.group("value")])  # type: ignore[arg-type]
@@ -194,7 +193,8 @@ def _tags(path: Path, text: str) -> Iterator[_Tag]:
                 "(check for a typo, e.g. a letter l for a 1)",
             )
         if open_tag is not None and open_tag.tag in _MULTILINE and not between:
-            # ``:86:`` text runs on, whatever it looks like (``:12:11``, a lone ``-``).
+            # ``:86:`` text runs on, whatever it looks like (``:12:11``, ``:00:00/``, a lone
+            # ``-``): only a known tag ends it.
             open_tag.lines.append(line)
         elif open_tag is not None and open_tag.tag == "86" and between:
             open_tag.lines.append(line)
@@ -225,12 +225,6 @@ def _lines(text: str) -> Iterator[str]:
         yield text[start:end]
         start = end + 1
     yield text[start:]
-
-
-# The tags that end ``:86:`` text: a line starting with any other tag-like text is part of
-# the narration (``:00:00/`` in a Rabobank description).
-_STARTS: Final = {"20", "21", "25", "28", "28C", "60", "60F", "60M", "61", "62", "62F", "62M",
-                  "64", "65", "86", "90C", "90D", "13D", "34F"}  # fmt: skip
 
 
 def _balance_value(value: str) -> str:
@@ -301,8 +295,10 @@ class _Reader:
 
     def details(self, lines: list[str]) -> None:
         """``:86:``: the last statement line's narration (several ``:86:`` are all kept)."""
-        if self.entry is not None:
-            self.texts.extend(line.strip() for line in lines)
+        if self.entry is not None and lines:
+            # A blank at a wrapped line's start is the text's own (banks wrap at 65 characters).
+            self.texts.append(lines[0].strip())
+            self.texts.extend(lines[1:])
 
     def finish_entry(self) -> None:
         """The narration of the statement line just read: all its ``:86:`` text, and its

@@ -9,6 +9,7 @@ from pathlib import Path
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
 from txkit.config import default_store
+from txkit.notebook._source import source_sentence
 from txkit.register._sign import ROLES, sign_report, verify_report
 from txkit.report import run_report
 
@@ -49,6 +50,15 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "the sandbox's orders without)",
     )
     p.add_argument(
+        "--orders-columns",
+        metavar="MAPPING",
+        help="the orders file's columns: a preset (shopify, woocommerce, stripe), key=Column "
+        "Name pairs separated by commas (reference=Order ID,amount=Total,currency=Currency,"
+        "status=State,date=Created), or a preset with changes ('shopify,status.pending=ignore'); "
+        f"status.<shop status>=<service status or ignore> maps statuses (default: "
+        f"{config.ORDERS_COLUMNS_VAR}, else [orders] in txkit.toml)",
+    )
+    p.add_argument(
         "--bank-statement",
         action="append",
         metavar="FILE",
@@ -62,7 +72,7 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         metavar="MAPPING",
         help="a CSV statement's columns: key=Column Name pairs separated by commas, e.g. "
         "'date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details' "
-        f"(default: {config.BANK_COLUMNS_VAR})",
+        f"(default: {config.BANK_COLUMNS_VAR}, else [bank] in txkit.toml)",
     )
     p.add_argument(
         "--show-pii",
@@ -153,6 +163,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_statements=args.bank_statements,
         bank_columns=args.bank_columns,
         reopen=args.reopen,
+        orders_columns=args.orders_columns,
         on_note=print,
     )
     synced = (
@@ -161,6 +172,9 @@ def _run(args: argparse.Namespace) -> int:
         else "store up to date, no request sent"
     )
     print(f"sync: {synced} ({result.sync_seconds:.1f} s)")
+    # Which source the pages show, also when nothing was fetched (then no sync line names it).
+    print(source_sentence(args.month, source="store", store=args.store, version=args.as_of,
+                          plain=True))  # fmt: skip
     for name, seconds in result.notebooks.items():
         print(f"  {name}: {seconds:.1f} s")
     print(f"report {args.month} done in {time.perf_counter() - started:.1f} s")

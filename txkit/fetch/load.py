@@ -16,7 +16,7 @@ import polars as pl
 from txkit.calendar import DateLike, parse_day
 from txkit.decode import assemble
 from txkit.errors import IncompleteExportError, IncompleteExportWarning
-from txkit.fetch._windows import WindowedExport
+from txkit.fetch._windows import RecordsMovingError, WindowedExport
 from txkit.fetch.client import Client
 from txkit.fetch.pages import (
     DEFAULT_CONCURRENCY,
@@ -104,6 +104,7 @@ def load_transactions(
     stats: ExportStats | None = None,
     confirm: bool = True,
     profile: Any = None,
+    status_locally: bool | None = None,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
@@ -143,6 +144,14 @@ def load_transactions(
             offset and inclusivity; the edges are still proven), the overlap of split windows
             and a known maximum ``skip``; when the date filters apply to another field than
             ``createdAt``, windows are open-ended and filtered locally.
+        status_locally: how a ``status`` filter is proven. The status is the one field of a
+            record that changes, so on a live service records move in and out of a status
+            query while it is read, and its windows may never add up. None (default): the
+            status is sent to the service; if records keep moving (the windows or their
+            re-reads never agree), the windows are proven on the other filters (type,
+            currency, dates), whose records do not move, and the status is applied to each
+            record as last read (the summary says so; see docs/completeness.md for the exact
+            guarantee). True: that from the start. False: never (fail instead).
 
     Returns:
         One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
@@ -171,6 +180,7 @@ def load_transactions(
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
     bar = export_bar(progress, client)
+    local = _local_statuses(statuses, status_locally)
     export = _Export(
         client,
         stats,
@@ -184,14 +194,12 @@ def load_transactions(
         margin_days=margin_days,
         allow_incomplete=allow_incomplete,
         confirm=confirm,
+        bar=bar,
+        local=local,
+        fallback=[s for s in statuses if s is not None] if status_locally is None else [],
     )
     try:
-        frames = export.run(
-            [
-                _params(t, s, c, first, last, 0)
-                for t, s, c in itertools.product(types, statuses, currencies)
-            ]
-        )
+        frames = export.run(_queries(types, statuses, currencies, first, last, local))
     finally:
         if bar is not None:
             bar.close()
@@ -200,8 +208,36 @@ def load_transactions(
         if own_client:
             client.close()
     frame = assemble(frames, _day_range(first, last) if first or last else None)
+    if export.local is not None:
+        # After the dedupe: each record as last read (its newest version) has the status.
+        frame = frame.filter(pl.col("status").cast(pl.String).is_in(export.local))
     stats.seconds += elapsed()
     return frame
+
+
+def _local_statuses(statuses: list[str | None], status_locally: bool | None) -> list[str] | None:
+    """The statuses to apply locally from the start (``status_locally=True``), else None."""
+    if status_locally is not True or statuses == [None]:
+        return None
+    return [s for s in statuses if s is not None]
+
+
+def _queries(
+    types: list[str | None],
+    statuses: list[str | None],
+    currencies: list[str | None],
+    first: date | None,
+    last: date | None,
+    local: list[str] | None,
+) -> list[dict[str, str | int]]:
+    """One query per combination of filter values (without the status when it is applied
+    locally)."""
+    if local is not None:
+        statuses = [None]
+    return [
+        _params(t, s, c, first, last, 0)
+        for t, s, c in itertools.product(types, statuses, currencies)
+    ]
 
 
 class SetProof(enum.Enum):
@@ -240,24 +276,61 @@ class _Export:
     margin_days: int
     allow_incomplete: bool
     confirm: bool
+    bar: Any = None
+    #: The statuses applied locally to each record as last read (None: sent as filters).
+    local: list[str] | None = None
+    #: The statuses to apply locally if their queries' records keep moving (empty: none).
+    fallback: list[str] = field(default_factory=list)
     #: What each query's proven windows add up to, with the server window that holds them.
     outer: dict[str, dict[str, str | int]] = field(default_factory=dict)
     exports: dict[str, WindowedExport] = field(default_factory=dict)
     results: dict[str, QueryResult] = field(default_factory=dict)
 
     def run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
-        """Fetch every query, prove the whole; the frames in fetch order."""
+        """Fetch every query, prove the whole; the frames in fetch order.
+
+        When records keep moving in and out of a status query (:class:`RecordsMovingError`)
+        and the status may be applied locally, everything is fetched again without it.
+        """
+        notes, windows = list(self.stats.notes), self.stats.windows
+        try:
+            return self._run(queries)
+        except RecordsMovingError as exc:
+            if self.local is not None or not self.fallback:
+                raise
+            self.local = self.fallback
+            log.warning("%s; proving the windows without the status filter", exc)
+        # What the status queries had to do no longer describes the export.
+        self.stats.notes[:], self.stats.windows = notes, windows
+        self.exports, self.results, self.outer = {}, {}, {}
+        self.stats.totals.clear()
+        local = [{k: v for k, v in q.items() if k != "status"} for q in queries]
+        return self._run(list({_key(q): q for q in local}.values()))
+
+    def _run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
+        if self.local is not None:
+            what = ", ".join(self.local)
+            self.stats.note(
+                f"status {what} applied locally to each record as last read (records kept "
+                "moving in and out of the status filter; windows proven without it)"
+            )
+            if self.bar is not None:
+                self.bar.describe(f"txkit export (status {what} applied locally)")
         self.results = {_key(q): self.fetch(q) for q in queries}
         proof = self.proof(len(queries))
         if proof is SetProof.CONFIRM:
             self.results = _confirm(
-                self.exports, self.stats, self.max_passes, self.allow_incomplete
+                self.exports, self.stats, self.max_passes, self.allow_incomplete, self.falls_back
             )
         elif proof is SetProof.TOTALS:
             self.recheck_totals(queries)
         frames = [f for result in self.results.values() for f in result.frames]
         self.results.clear()
         return frames
+
+    def falls_back(self, exc: Exception) -> bool:
+        """Whether ``exc`` makes the export fetch again with the status applied locally."""
+        return isinstance(exc, RecordsMovingError) and self.local is None and bool(self.fallback)
 
     def proof(self, queries: int) -> SetProof:
         """The proof after the last query (see :class:`SetProof`)."""
@@ -279,12 +352,13 @@ class _Export:
             stats=self.stats,
             on_page=self.on_page,
             margin=self.margin_days,
+            versions_move=self.local is not None,
             **self.plan,
         )
         try:
             result = export.run()
         except IncompleteExportError as exc:
-            if not self.allow_incomplete:
+            if not self.allow_incomplete or self.falls_back(exc):
                 raise
             _incomplete(
                 QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
@@ -315,6 +389,13 @@ class _Export:
                 # Re-inserted at the end: the frames stay in fetch order for dedupe_latest.
                 del self.results[_key(q)]
                 self.results[_key(q)] = self.fetch(q)
+        if self.local is None and self.fallback:
+            raise RecordsMovingError(
+                "the totals kept moving while the export was re-checked",
+                expected=sum(now.values()),
+                got=sum(r.unique for r in self.results.values()),
+                attempts=self.max_passes,
+            )
         _incomplete(
             QueryResult(
                 frames=[],
@@ -352,7 +433,11 @@ def _params(
 
 
 def _confirm(
-    exports: dict[str, WindowedExport], stats: ExportStats, max_passes: int, allow: bool
+    exports: dict[str, WindowedExport],
+    stats: ExportStats,
+    max_passes: int,
+    allow: bool,
+    falls_back: Any = lambda exc: False,
 ) -> dict[str, QueryResult]:
     """Re-read every window of every query until a whole round finds no change.
 
@@ -368,7 +453,7 @@ def _confirm(
         for export in exports.values():
             export.final_check()
     except IncompleteExportError as exc:
-        if not allow:
+        if not allow or falls_back(exc):
             raise
         _incomplete(
             QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),

@@ -2,8 +2,10 @@
 
 calamine gives each number cell's binary value, not its number format: a number is given as
 the shortest decimal that is that value (what a General cell shows), refused (the cell's
-address) when it needs more than 15 significant digits; an ``.ods`` (a ZIP of XML) is checked
-for its declared decompressed size first.
+address) when it needs more than 15 significant digits. An ``.ods`` (a ZIP of XML) is checked
+first for its declared decompressed size and for its sheets' extent (rows and columns repeated
+by ``table:number-rows-repeated`` and ``number-columns-repeated``): calamine makes a sheet a
+dense rectangle of cells.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ import zipfile
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import IO
 
 import polars as pl
+from lxml import etree
 
+from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
 from txkit.files._limits import max_unzipped_bytes
 from txkit.files._xlsx import SIGNIFICANT, Sheet, _bomb, _significant
@@ -26,6 +31,11 @@ def _check_zip(path: Path, what: str) -> None:
     try:
         with zipfile.ZipFile(path) as book:
             total = sum(info.file_size for info in book.infolist())
+            if total > max_unzipped_bytes():
+                raise _bomb(path, total, max_unzipped_bytes(), what)
+            if "content.xml" in book.namelist():
+                with book.open("content.xml") as content:
+                    _check_extent(path, content, what)
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise DataFileError(
             path,
@@ -33,9 +43,68 @@ def _check_zip(path: Path, what: str) -> None:
             "save it again as .ods or .xlsx",
             what=what,
         ) from None
-    limit = max_unzipped_bytes()
-    if total > limit:
-        raise _bomb(path, total, limit, what)
+    except etree.XMLSyntaxError as exc:
+        raise DataFileError(
+            path,
+            f"holds XML that cannot be read ({exc})",
+            "save it again as .ods or .xlsx",
+            what=what,
+        ) from None
+
+
+def max_cells() -> int:
+    """The most cells a sheet's extent may span: one per 100 bytes of ``TXKIT_MAX_INPUT_MB``
+    (2.7 million at the default 256 MB; calamine and the text columns
+    take about 250 bytes a cell). calamine makes a sheet's cells a dense rectangle."""
+    return max_input_bytes() // 100
+
+
+_T = "{urn:oasis:names:tc:opendocument:xmlns:table:1.0}"
+
+
+def _repeat(element: etree._Element, name: str) -> int:
+    text = element.get(f"{_T}{name}", "1")
+    return int(text) if text.isdigit() else 1
+
+
+def _check_extent(path: Path, content: IO[bytes], what: str) -> None:
+    """Each sheet's extent, with its repeated rows and columns, before calamine believes it:
+    a cell that holds something repeated a million times, or one far from the others, would
+    make a rectangle of billions of cells."""
+    limit = max_cells()
+    events = etree.iterparse(
+        content, events=("start", "end"), resolve_entities=False, no_network=True,
+        load_dtd=False, huge_tree=False,
+    )  # fmt: skip
+    row = rows = columns = 0
+    for event, element in events:
+        tag = element.tag
+        if event == "start" and tag == f"{_T}table":
+            row = rows = columns = 0
+        elif event == "end" and tag == f"{_T}table-row":
+            repeated = _repeat(element, "number-rows-repeated")
+            column = 0
+            for cell in element:
+                if cell.tag not in (f"{_T}table-cell", f"{_T}covered-table-cell"):
+                    continue
+                span = _repeat(cell, "number-columns-repeated")
+                if len(cell) or cell.get(
+                    "{urn:oasis:names:tc:opendocument:xmlns:office:1.0}value-type"
+                ):
+                    columns = max(columns, column + span)
+                    rows = row + repeated
+                column += span
+            row += repeated
+            element.clear()
+            if rows * columns > limit:
+                raise DataFileError(
+                    path,
+                    f"its sheet would span {rows:,} rows x {columns:,} columns, over the "
+                    f"{limit:,} cells believed (one per 100 bytes of {MAX_INPUT_VAR}): a damaged "
+                    "or hostile spreadsheet",
+                    f"check that it is the right file, or raise {MAX_INPUT_VAR}",
+                    what=what,
+                )
 
 
 def read_calamine(

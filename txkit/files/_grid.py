@@ -9,7 +9,7 @@ from pathlib import Path
 from txkit.errors import DataFileError
 from txkit.files._calamine import read_calamine
 from txkit.files._html import looks_like_html, read_html_table
-from txkit.files._limits import read_input
+from txkit.files._limits import check_input, read_input
 from txkit.files._xlsx import Sheet, address, read_xlsx
 
 __all__ = ["SPREADSHEET_SUFFIXES", "Grid", "read_grid"]
@@ -20,6 +20,8 @@ SPREADSHEET_SUFFIXES = {
     ".xlsm": "an Excel workbook with macros (the macros are not run)",
     ".xls": "an old Excel workbook, or an HTML table saved as .xls",
     ".ods": "an OpenDocument spreadsheet",
+    ".html": "an HTML page holding a table (a bank's download saved as a web page)",
+    ".htm": "an HTML page holding a table (a bank's download saved as a web page)",
 }
 
 
@@ -51,6 +53,7 @@ class Grid:
         return address(self.sheet.name, row, column)
 
 
+_SNIFF = 65_536
 _ZIP = b"PK\x03\x04"
 _OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
@@ -66,10 +69,12 @@ def read_grid(
         DataFileError: not a regular file, too large, or not the workbook it claims to be.
     """
     path = Path(path)
-    data = read_input(path, what=what)
+    check_input(path, what=what)
+    with path.open("rb") as file:
+        data = file.read(_SNIFF)  # what it is; a workbook is then streamed from the file
     suffix = path.suffix.lower()
     if looks_like_html(data):
-        return Grid(read_html_table(path, data, what=what), "html")
+        return Grid(read_html_table(path, read_input(path, what=what), what=what), "html")
     if data.startswith(_ZIP):
         if suffix == ".ods":
             return Grid(read_calamine(path, what=what, want=want), "ods")

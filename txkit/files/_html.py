@@ -14,14 +14,13 @@ import re
 from pathlib import Path
 from typing import Final
 
-from lxml import etree, html
+from lxml import etree
 
 from txkit.errors import DataFileError
 from txkit.files._xlsx import MAX_COLUMNS, Sheet
 
 __all__ = ["looks_like_html", "read_html_table"]
 
-_SPACE: Final = re.compile(r"\s+")
 _DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 
 
@@ -48,41 +47,42 @@ def _decode(data: bytes) -> tuple[str, str | None]:
 
 
 def read_html_table(path: str | Path, data: bytes, *, what: str = "file") -> Sheet:
-    """The rows of the HTML tables in ``data``.
+    """The rows of the HTML tables in ``data``, streamed: each row freed once read, so memory
+    follows the rows kept, not the page's tree.
 
     Raises:
-        DataFileError: no table row in the file.
+        DataFileError: no table row in the file, or HTML that cannot be read.
     """
     path = Path(path)
     text, note = _decode(data)
+    del data
     text = _DECLARATION.sub("", text, count=1)
-    parser = html.HTMLParser(no_network=True, huge_tree=False, remove_comments=True)
-    try:
-        root = html.document_fromstring(text, parser=parser)
-    except (etree.ParserError, ValueError) as exc:
-        raise DataFileError(
-            path, f"looks like HTML but cannot be read ({exc})", "download it again", what=what
-        ) from None
+    parser = etree.HTMLPullParser(
+        events=("end",), tag="tr", no_network=True, huge_tree=False, remove_comments=True
+    )
     sheet = Sheet("HTML table")
     if note:
         sheet.notes.append(note)
     number = 0
-    for row in root.iter("tr"):
-        if next(row.iter("table"), None) is not None:
-            continue  # a layout row holding a table: its own rows are read
-        number += 1
-        cells: list[str] = []
-        for cell in row:
-            if not isinstance(cell.tag, str) or cell.tag.lower() not in ("td", "th"):
-                continue
-            value = _SPACE.sub(" ", cell.text_content().replace("\xa0", " ")).strip()
-            span = cell.get("colspan", "1")
-            width = max(1, min(int(span) if span.isdigit() else 1, MAX_COLUMNS))
-            cells.extend([value] + [""] * (width - 1))  # as a merged cell: in its first column
-            if len(cells) > MAX_COLUMNS:
-                break
-        if any(cells):
-            sheet.rows.append((number, cells))
+    try:
+        for start in range(0, len(text) + 1, _CHUNK):
+            if start < len(text):
+                parser.feed(text[start : start + _CHUNK])
+            else:
+                parser.close()
+            for _, row in parser.read_events():
+                if next(row.iter("table"), None) is None:  # a layout row: its rows are read
+                    number += 1
+                    cells = _cells(row)
+                    if any(cells):
+                        sheet.add(path, number, cells, what)
+                row.clear()
+                while row.getprevious() is not None:
+                    del row.getparent()[0]
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError) as exc:
+        raise DataFileError(
+            path, f"looks like HTML but cannot be read ({exc})", "download it again", what=what
+        ) from None
     if not sheet.rows:
         raise DataFileError(
             path,
@@ -91,3 +91,30 @@ def read_html_table(path: str | Path, data: bytes, *, what: str = "file") -> She
             what=what,
         )
     return sheet
+
+
+_CHUNK: Final = 1 << 20
+
+
+def _cells(row: etree._Element) -> list[str]:
+    """A row's cells as text, runs of white space (a non-breaking space too) as one space; a
+    cell spanning columns in its first column, the others empty (as a spreadsheet shows a
+    merged cell)."""
+    cells: list[str] = []
+    for cell in row:
+        tag = cell.tag
+        if tag != "td" and tag != "th":  # lxml's HTML parser gives lower-case tags
+            continue
+        if len(cell):
+            for br in cell.iter("br"):  # a line break inside a cell separates words
+                br.tail = " " + (br.tail or "")
+            raw = "".join(cell.itertext())
+        else:
+            raw = cell.text or ""
+        cells.append(" ".join(raw.split()))
+        span = cell.get("colspan")
+        if span is not None and span.isdigit() and int(span) > 1:
+            cells.extend([""] * (min(int(span), MAX_COLUMNS) - 1))
+        if len(cells) > MAX_COLUMNS:
+            break
+    return cells

@@ -7,14 +7,16 @@ next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.datafile`).
   once each column's two cells are read as one name (``Value`` over ``Date``: ``Value Date``).
   Rows above it are titles (the bank's name, the account, the period): skipped, and said.
 * A summary row is one whose text says total, closing or opening balance, brought or carried
-  forward, end of statement, generated, printed, page N of M, ... and that cannot be an entry:
-  its date cell holds no digit (when the caller names the date column; else a required cell is
-  empty, or the row is not as wide as the header). A row holding a single value (or one text
-  repeated, as a merged cell is written), where an entry needs several, is one too whatever it
-  says, unless it is a continuation. Only the runs of such rows right after the header and at
-  the end of the data are skipped (each said, with its row); one in the middle of the data is
-  read as a row and refused by the checks that follow, never dropped silently. A row repeating
-  the header (a page break) is skipped.
+  forward, end of statement, generated, printed, page N of M (or totale, totaal, Summe,
+  Gesamt, solde, saldo), ... and that cannot be an entry: its date cell holds no digit (when
+  the caller names the date column; else a required cell is empty, or the row is not as wide
+  as the header). A row holding a single value (or one text repeated, as a merged cell is
+  written), where an entry needs several, is one too when that value stands in the date
+  column and is not a date, or in a column not required (a value in a required column is an
+  entry with values missing: refused, never dropped). Only the runs of such rows right after
+  the header and at the end of the data are skipped (each said, with its row); one in the
+  middle of the data is read as a row and refused by the checks that follow, never dropped
+  silently. A row repeating the header (a page break) is skipped.
 * A continuation row holds text in the description column only: it is joined (with a space)
   to the description of the row above.
 """
@@ -35,7 +37,9 @@ HEADER_SEARCH: Final = 200
 _SUMMARY: Final = re.compile(
     r"\b(sub-?totals?|totals?|grand total|closing|opening|b/f|c/f|bal(ance)? (b|c)/?f|"
     r"brought forward|carried forward|end of (the )?(statement|report|file|transactions)|"
-    r"summary|generated|printed|page \d+( of \d+)?|number of|no\. of|count)\b",
+    r"summary|generated|printed|page \d+( of \d+)?|number of|no\. of|count|"
+    # the same in the languages of the real files: Italian, Dutch, French, German, Spanish
+    r"totale|totali|totaal|totaux|summe|gesamt\w*|solde|saldo)\b",
     re.I,
 )
 
@@ -91,9 +95,31 @@ def is_summary(
     else:
         incomplete = len(cells) != len(names) or any(not cell(r) for r in required)
     if len({c.strip() for _, c in filled}) == 1 and len(required) > 1:
-        # a lone value is never an entry; a continuation when it stands in the description
-        return continues is None or at.get(continues) != filled[0][0]
+        # a lone value (or one text repeated, as a merged cell is written): a footer when it
+        # stands where no entry's value would (the date column, not a date; a column not
+        # required); a continuation in the description; else an entry with values missing,
+        # refused by the checks that follow (an order whose amount was left out is never
+        # dropped as a footer)
+        first = filled[0][0]
+        if continues is not None and at.get(continues) == first:
+            return False
+        if date is not None and at.get(date) == first:
+            return not _date_like(cell(date))
+        return names[first] not in required if first < len(names) else True
     return bool(_SUMMARY.search(" ".join(c for _, c in filled))) and incomplete
+
+
+_DATE_LIKE: Final = re.compile(r"[0-9A-Za-z ./:,+\-]{4,30}")
+
+
+def _date_like(text: str) -> bool:
+    """Whether a cell could be a date as banks write it (digits, separators and at most one
+    word: ``05-Jan-2015``, ``31 October 2026 14:05``, ``2026-10-31T00:00:00``)."""
+    return (
+        bool(_DATE_LIKE.fullmatch(text))
+        and any(c.isdigit() for c in text)
+        and len(re.findall(r"[A-Za-z]+", text)) <= 1
+    )
 
 
 def summary_runs(

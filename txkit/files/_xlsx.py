@@ -32,7 +32,7 @@ from typing import IO, Final
 
 from lxml import etree
 
-from txkit.config import MAX_INPUT_VAR
+from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
 from txkit.files._limits import _mb, max_unzipped_bytes
 
@@ -91,6 +91,28 @@ class Sheet:
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     problems: dict[tuple[int, int], str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    cells: int = 0
+
+    def add(self, path: Path, number: int, cells: list[str], what: str) -> None:
+        """Keep a row, within :func:`max_sheet_cells` cells in all (a row is as wide as its
+        last cell that holds something: one cell far right, row after row, would make a
+        tiny file take gigabytes)."""
+        self.cells += len(cells)
+        if self.cells > max_sheet_cells():
+            raise DataFileError(
+                path,
+                f"its rows span more than {max_sheet_cells():,} cells (up to {self.name} row "
+                f"{number:,}, {len(cells):,} columns wide): a damaged or hostile spreadsheet",
+                f"check that it is the right file, or raise {MAX_INPUT_VAR}",
+                what=what,
+            )
+        self.rows.append((number, cells))
+
+
+def max_sheet_cells() -> int:
+    """The most cells a sheet's rows may span: one per 16 bytes of ``TXKIT_MAX_INPUT_MB``
+    (16.8 million at 256 MB, about 130 MB of a row's slots)."""
+    return max_input_bytes() // 16
 
 
 @dataclass(frozen=True)
@@ -151,18 +173,21 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
 
 
 def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
-    """The worksheets in the workbook's order as (name, part), and the 1904 date system."""
+    """The worksheets as (name, part), visible ones first, each in the workbook's order, and
+    the 1904 date system."""
     date1904 = False
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
         pr = root.find(f"{_NS}workbookPr")
         date1904 = pr is not None and pr.get("date1904", "0").lower() in ("1", "true")
         rels = _relations(book, "xl/workbook.xml")
-        sheets = [
-            (s.get("name", "Sheet1"), rels.get(s.get(f"{_REL}id", ""), ""))
+        listed = [
+            (s.get("state", "visible") != "visible", s.get("name", "Sheet1"),
+             rels.get(s.get(f"{_REL}id", ""), ""))
             for s in root.iter(f"{_NS}sheet")
-        ]
-        sheets = [(n, p) for n, p in sheets if p in names]
+        ]  # fmt: skip
+        # a hidden sheet (a macro's data, a lookup list) is read only when no visible one fits
+        sheets = [(n, p) for _, n, p in sorted(listed, key=lambda s: s[0]) if p in names]
         if sheets:
             return sheets, date1904
     parts = sorted(n for n in names if re.fullmatch(r"xl/worksheets/sheet[0-9]+\.xml", n))
@@ -345,6 +370,13 @@ def _read_book(
     for name in small:  # read whole before the sheet is found: bounded first
         if name in infos and infos[name].file_size > limit:
             raise _bomb(path, infos[name].file_size, limit, what)
+    if "xl/workbook.xml" in names and b"purl.oclc.org/ooxml" in book.read("xl/workbook.xml")[:4096]:
+        raise _fail(
+            path,
+            "is saved as a Strict Open XML Spreadsheet, which is not read",
+            what,
+            "save it as 'Excel Workbook (.xlsx)' (or export CSV)",
+        )
     sheets, date1904 = _sheets(book, names)
     if not sheets:
         raise _fail(path, "holds no worksheet", what)
@@ -438,7 +470,7 @@ def _read_rows(
                 sheet.problems[(number, column)] = problem
         if cells:
             width = max(cells) + 1
-            sheet.rows.append((number, [cells.get(i, "") for i in range(width)]))
+            sheet.add(path, number, [cells.get(i, "") for i in range(width)], what)
         element.clear()
         while element.getprevious() is not None:
             del element.getparent()[0]

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from txkit._scrub import scrub_frame
+from txkit.analysis.columns import BANK, column_setting
 from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
-from txkit.config import bank_columns_setting, key_configured
+from txkit.config import key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
@@ -66,7 +68,7 @@ def load_bank_statements(
     bank_statements: str | Sequence[str] | None,
     month: str,
     *,
-    columns: str | None = None,
+    columns: str | Mapping[str, str] | None = None,
 ) -> tuple[BankStatement | None, LoadInfo]:
     """The merchant's bank statements for ``month``'s settlements.
 
@@ -75,7 +77,8 @@ def load_bank_statements(
             without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
             month's statement and the next month's, where its last settlements arrive).
         month: ``YYYY-MM``.
-        columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``).
+        columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``, else the
+            ``[bank]`` section of ``txkit.toml``).
 
     Returns:
         The statements (None when none is given) and a :class:`LoadInfo` whose line says
@@ -105,7 +108,7 @@ def load_bank_statements(
             month=month, first=None, last=None, source="", rows=0, kind="bank", note=note,
             warnings=(note,),
         )  # fmt: skip
-    statement = read_statements(paths, columns=columns or bank_columns_setting())
+    statement = read_statements(paths, columns=column_setting(BANK, columns))
     note = origin + statement.describe()
     return statement, LoadInfo(
         month=month, first=first, last=last, source=origin or "files",
@@ -171,6 +174,8 @@ def wallet_differences_line(statement: pl.DataFrame) -> str:
         for r in statement.iter_rows(named=True)
         if r["difference"] is not None
     )
+    if not ties:  # never "Difference of each statement: ."
+        return "**Difference of each statement:** none could be computed (no wallet stated)."
     return f"**Difference of each statement:** {ties}."
 
 
@@ -189,6 +194,34 @@ def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+#: One record behind a statement's difference, as :func:`txkit.analysis.wallet` lists it.
+_EXPLAINED = re.compile(r"(?P<id>\S+) (?P<kind>\S+) \((?P<where>[^,()]+), (?P<side>\w+)\)")
+#: Records a sentence names before it says "and N more".
+_NAMED = 5
+
+
+def _explained_once(text: str | None) -> str:
+    """The records behind a difference, each once (the statement lists a record for the
+    ledger and again for the available balance), the first :data:`_NAMED` by id; a text that
+    is not such a list (``rounding``) as it is."""
+    entries = (text or "").split("; ")
+    found = [_EXPLAINED.fullmatch(e) for e in entries]
+    if not text or not all(found):
+        return text or ""
+    sides: dict[tuple[str, str, str], list[str]] = {}
+    for m in found:
+        assert m is not None
+        sides.setdefault((m["id"], m["kind"], m["where"]), []).append(m["side"])
+    shown = [
+        f"{id_} {kind} ({where}{'' if len(set(s)) > 1 else f', {s[0]} only'})"
+        for (id_, kind, where), s in list(sides.items())[:_NAMED]
+    ]
+    more = len(sides) - len(shown)
+    if more:
+        shown.append(f"{more:,} more (04's balance breaks list each)")
+    return f"{len(sides):,} record(s): " + "; ".join(shown) if len(sides) > 1 else shown[0]
+
+
 def wallet_findings(statement: pl.DataFrame) -> list[str]:
     """One sentence per wallet whose statement does not tie out (or cannot be stated), and
     one for those that do."""
@@ -203,7 +236,8 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
                 f"Wallet {currency} does not tie out: the closing balance reported is "
                 f"{format_money(row['closing_reported'], currency)}, the month's records make it "
                 f"{format_money(row['closing_computed'], currency)}; difference "
-                f"{format_money(row['difference'], currency)}, explained by {row['explained_by']}."
+                f"{format_money(row['difference'], currency)}, explained by "
+                f"{_explained_once(row['explained_by'])}."
                 + (
                     f" Unexplained: {format_money(row['unexplained'], currency)}."
                     if row["unexplained"]
@@ -215,7 +249,8 @@ def wallet_findings(statement: pl.DataFrame) -> list[str]:
         if row["available_difference"] not in (None, 0) and row["difference"] == 0:
             out.append(
                 f"Wallet {currency}: the available balance differs by "
-                f"{format_money(row['available_difference'], currency)} ({row['explained_by']})."
+                f"{format_money(row['available_difference'], currency)} "
+                f"({_explained_once(row['explained_by'])})."
             )
     if tied:
         out.insert(0, f"Wallets that tie out to 0.00 (opening + activity = closing): "
@@ -241,10 +276,12 @@ def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -
         ]
     counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
     settled = result.filter(pl.col("settlement_id").is_not_null()).height
-    out = [
-        f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
-        "within the month."
-    ]
+    out = (
+        [f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
+         "within the month."]
+        if settled
+        else ["No settlement to check against the bank this month."]
+    )  # fmt: skip
     if counts.get("timing_next_month"):
         out.append(
             f"{counts['timing_next_month']:,} arrived after the month's end (timing: clears by "

@@ -32,7 +32,9 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
+from txkit.analysis.exception_lists import AT_STAKE, LISTS
 from txkit.calendar import parse_month, previous_month
+from txkit.money import money_sums
 from txkit.notebook._excel import write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
@@ -74,6 +76,11 @@ class Download:
     #: the trends' ``breaks 18`` on every currency of 2026-10); None when not recorded.
     rows_by_currency: dict[str, int] | None = None
     population_by_currency: dict[str, int] | None = None
+    #: The money at stake of the listed (open) items per currency: the sum of the absolute
+    #: ``at_stake`` (exact text), never across currencies; items without an amount (a
+    #: currency mismatch) are counted under ``without_amount``.
+    at_stake_by_currency: dict[str, str] | None = None
+    without_amount: int = 0
 
     def links_markdown(self) -> str:
         """``Download: CSV · Excel`` with the counts, for the notebook page."""
@@ -168,6 +175,24 @@ def _for_files(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(out) if out else df
 
 
+def _at_stake_by_currency(keyed: pl.DataFrame, name: str) -> tuple[dict[str, str] | None, int]:
+    """The listed items' money at stake per currency (see :class:`Download`), by the list's
+    one definition; None for a list that has none."""
+    if name not in LISTS:
+        return None, 0
+    spec = LISTS[name]
+    rows = spec.with_at_stake(keyed)
+    frame = rows.select(
+        pl.col(AT_STAKE).abs().alias("amount"), spec.currency_of(rows.schema).alias("currency")
+    )
+    sums = {
+        code: str(total)
+        for code, total, _ in money_sums(frame.drop_nulls("amount"), "amount")
+        if code is not None and total is not None
+    }
+    return sums, frame["amount"].null_count()
+
+
 def _flags(descending: bool | Sequence[bool], n: int) -> list[bool]:
     return [descending] * n if isinstance(descending, bool) else list(descending)
 
@@ -237,6 +262,7 @@ def publish_exceptions(
         )
         marked = order.drop("_at")
     files = _for_files(marked)
+    stake, without = _at_stake_by_currency(keyed, name)
     with atomic_path(folder / f"{name}.csv") as tmp:
         csv_safe(files).write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
@@ -253,6 +279,8 @@ def publish_exceptions(
         population_label=population_label,
         rows_by_currency=count_by_currency(keyed) if _currency(keyed.schema) is not None else None,
         population_by_currency=dict(population) if isinstance(population, Mapping) else None,
+        at_stake_by_currency=stake,
+        without_amount=without,
     )
     still = marked.filter(pl.col("open_status") != RESOLVED)
     entry = asdict(download) | {

@@ -7,7 +7,7 @@ request ids), so the committed notebook outputs can be compared by nbval.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -15,10 +15,13 @@ from typing import Any
 
 import polars as pl
 
-from txkit.analysis.reconcile import read_orders_file
-from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.config import default_store, resolve_orders
+from txkit import config
+from txkit.analysis.columns import ORDERS, column_setting
+from txkit.analysis.orders import read_orders_file
+from txkit.calendar import month_bounds, next_month, no_records_line, parse_month, previous_months
+from txkit.config import default_store, key_configured, resolve_orders
 from txkit.datafile import orders_around
+from txkit.errors import NoRecordsError, ParameterError
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -117,7 +120,7 @@ class LoadInfo:
 
 def _check_source(source: str) -> None:
     if source not in _SOURCES:
-        raise ValueError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
+        raise ParameterError(f"source must be one of {', '.join(_SOURCES)}, got {source!r}")
 
 
 def load_month(
@@ -156,6 +159,8 @@ def load_month(
     stats = ExportStats()
     with _connected(source, client) as (conn, description, _):
         df = load_transactions(conn, start=first, end=last, currency=currency, stats=stats)
+    if df.height == 0 and currency is None:  # nothing to check: no page computes from nothing
+        raise NoRecordsError(no_records_line(month, *_span(source, client)))
     info = LoadInfo(
         month=month,
         first=first,
@@ -179,6 +184,17 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
         yield src.client, src.description, src.label
 
 
+def _span(source: str, client: Client | None) -> tuple[tuple[str, str] | None, str]:
+    """The months the source covers, when known (the embedded sandbox's calendar), and its
+    name for a reader."""
+    if client is None and (source == "sandbox" or (source == "auto" and not key_configured())):
+        last = first = config.SANDBOX.start_month
+        for _ in range(config.SANDBOX.months - 1):
+            last = next_month(last)
+        return (first, last), "the sandbox"
+    return None, "the service's export"
+
+
 def _store(store: str | Path | None) -> str | Path:
     return store or default_store()
 
@@ -193,7 +209,11 @@ def _from_store(
 ) -> tuple[pl.DataFrame, LoadInfo]:
     manifest = read_manifests(store, version=version).get(month)
     if manifest is None:
-        raise ValueError(f"the store {store} holds no data for {month}: run `txkit sync` first")
+        held = sorted(read_manifests(store, version=version))
+        raise NoRecordsError(
+            no_records_line(month, (held[0], held[-1]) if held else None, f"the store {store}")
+            + ": run `txkit sync` first"
+        )
     df = read_months([month], store=store, currency=currency, version=manifest.table_version)
     whole = (
         "its windows cover it whole"
@@ -256,7 +276,7 @@ def load_history(
     _check_source(source)
     month = parse_month(month)
     if months < 0:
-        raise ValueError(f"months must be 0 or more, got {months}")
+        raise ParameterError(f"months must be 0 or more, got {months}")
     wanted = previous_months(month, months)
 
     def none(note: str) -> tuple[None, LoadInfo]:
@@ -332,7 +352,7 @@ def load_margin(
     _check_source(source)
     month = parse_month(month)
     if isinstance(days, bool) or not isinstance(days, int) or days < 0:
-        raise ValueError(f"days must be a whole number, 0 or more, got {days!r}")
+        raise ParameterError(f"days must be a whole number, 0 or more, got {days!r}")
     if days == 0:
         note = f"Days around {month}: none"
         return None, LoadInfo(
@@ -363,7 +383,13 @@ def load_margin(
     )  # fmt: skip
 
 
-def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.DataFrame, LoadInfo]:
+def load_orders(
+    orders: str,
+    month: str,
+    *,
+    margin_days: int = 0,
+    columns: str | Mapping[str, Any] | None = None,
+) -> tuple[pl.DataFrame, LoadInfo]:
     """The merchant's expected payments for ``month``.
 
     Args:
@@ -373,9 +399,14 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
             (see :func:`txkit.analysis.read_orders`).
         month: ``YYYY-MM``; orders dated in another month are left out when they have a date.
         margin_days: also keep the orders dated this many days before and after the month.
+        columns: the file's column mapping or preset (``shopify``; see
+            :func:`txkit.analysis.read_orders`); None: ``TXKIT_ORDERS_COLUMNS``, else the
+            ``[orders]`` section of ``txkit.toml``, else txkit's own column names. Never
+            applied to the sandbox's orders.
 
     Returns:
-        The orders and a :class:`LoadInfo` whose line says where they came from and what
+        The orders and a :class:`LoadInfo` whose line says where they came from, the mapping
+        used and what
         reading the file took (an encoding other than UTF-8, values normalised, with counts);
         its ``warnings`` say when no order is dated in the month (the reconciliation would
         then list every collection as missing in the orders).
@@ -384,12 +415,16 @@ def load_orders(orders: str, month: str, *, margin_days: int = 0) -> tuple[pl.Da
         DataFileError: the file cannot be read as it is (named, with its lines and what to
             do; see :func:`txkit.analysis.read_orders`).
     """
-    frame, info, _ = _load_orders(orders, month, margin_days=margin_days)
+    frame, info, _ = _load_orders(orders, month, margin_days=margin_days, columns=columns)
     return frame, info
 
 
 def _load_orders(
-    orders: str, month: str, *, margin_days: int = 0
+    orders: str,
+    month: str,
+    *,
+    margin_days: int = 0,
+    columns: str | Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
     """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
     month = parse_month(month)
@@ -400,7 +435,9 @@ def _load_orders(
         origin = "the embedded sandbox's merchant orders"
     else:
         # The file's name only: a page never shows the analyst's local path.
-        read, origin = read_orders_file(orders), f"orders file {Path(orders).name}"
+        mapping = column_setting(ORDERS, columns, given_origin="the orders_columns parameter")
+        read = read_orders_file(orders, columns=mapping)
+        origin = f"orders file {Path(orders).name}"
     frame = read.frame
     warnings: list[str] = []
     if "date" in frame.columns:
@@ -456,7 +493,7 @@ def trend_records(
     """
     month = parse_month(month)
     if months < 1:
-        raise ValueError(f"months must be 1 or more, got {months}")
+        raise ParameterError(f"months must be 1 or more, got {months}")
     wanted = [*previous_months(month, months - 1), month]
     if source == "store":
         store = store or str(default_store())

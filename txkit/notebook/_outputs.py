@@ -22,10 +22,18 @@ from typing import Any
 
 import polars as pl
 
+from txkit import config
+from txkit.analysis.exception_lists import AT_STAKE, exception_list
 from txkit.bank import BankStatement
 from txkit.calendar import parse_month
+from txkit.errors import ParameterError
 from txkit.notebook._close import load_bank_statements, publish_table
-from txkit.notebook._display import as_run, display_exceptions, display_table, what_to_look_at
+from txkit.notebook._display import (
+    as_run_line,
+    display_exceptions,
+    display_table,
+    what_to_look_at,
+)
 from txkit.notebook._downloads import report_history
 from txkit.notebook._load import (
     LoadInfo,
@@ -36,6 +44,7 @@ from txkit.notebook._load import (
     load_orders,
     trend_records,
 )
+from txkit.notebook._source import source_sentence
 
 __all__ = ["MIN_POINTS", "Outputs", "outputs"]
 
@@ -94,9 +103,11 @@ class Outputs:
         """The ``days`` days on each side of the month (:func:`~txkit.notebook.load_margin`)."""
         return self._keep(load_margin(self.month, days=days, **self._where()))
 
-    def load_orders(self, orders: str, *, margin_days: int = 0) -> pl.DataFrame:
+    def load_orders(
+        self, orders: str, *, margin_days: int = 0, columns: str | None = None
+    ) -> pl.DataFrame:
         """The merchant's expected payments (:func:`~txkit.notebook.load_orders`)."""
-        return self._keep(load_orders(orders, self.month, margin_days=margin_days))
+        return self._keep(load_orders(orders, self.month, margin_days=margin_days, columns=columns))
 
     def load_bank_statements(
         self, bank_statements: str | Sequence[str] | None, *, columns: str | None = None
@@ -112,9 +123,10 @@ class Outputs:
 
     def report_history(self) -> pl.DataFrame:
         """What each month's report found (:func:`~txkit.notebook.report_history`): the
-        reports beside the one being built, or ``reports/`` outside a report."""
+        reports beside the one being built, or the project's ``reports/`` outside a report
+        (also from ``notebooks/``, where JupyterLab runs the kernel)."""
         if not self.downloads:
-            return report_history(Path("reports"))
+            return report_history(config.reports_dir())
         return report_history(Path(self.downloads).parent, current=(self.month, self.downloads))
 
     def loaded(self, kind: str) -> LoadInfo:
@@ -138,16 +150,35 @@ class Outputs:
 
     # -- showing -------------------------------------------------------------------------
 
-    def as_run(self, *sentences: str) -> None:
-        """The page's "as run" line: every load so far, then ``sentences`` (:func:`as_run`)."""
-        as_run(*self.loads, *sentences)
+    def source_line(self, store_label: str | None = None) -> str:
+        """The page's first sentence: the sandbox or the service, the store, the month
+        (:func:`~txkit.notebook._source.source_sentence`, the same in every notebook)."""
+        return source_sentence(
+            self.month,
+            source=self.source,
+            store=self.store,
+            version=self.version,
+            store_label=store_label,
+        )
+
+    def as_run(self, *sentences: str | LoadInfo, store_label: str | None = None) -> None:
+        """The page's first output: :meth:`source_line`, then the "as run" line (every load so far,
+        then ``sentences``: a text or another helper's :class:`LoadInfo`) and its warnings."""
+        extra = [w for x in sentences if isinstance(x, LoadInfo) for w in x.warnings]
+        lines = [
+            self.source_line(store_label),
+            as_run_line(*self.loads, *sentences),
+            *(f"**Warning:** {w}" for w in [*self.warnings, *extra]),
+        ]
+        self.markdown("\n\n".join(lines))
 
     def as_run_trends(self, metrics: pl.DataFrame, months: int) -> None:
-        """The trends' "as run" line: what :meth:`trend_records` read and how many of the
-        ``months`` asked for ``metrics`` holds."""
+        """The trends' first output: :meth:`source_line`, then what :meth:`trend_records` read and
+        how many of the ``months`` asked for ``metrics`` holds."""
         held = sorted(metrics["month"].unique().to_list())
         span = f"{held[0]} to {held[-1]}" if held else "none"
         self.markdown(
+            f"{self.source_line()}\n\n"
             f"**As run:** {self._trend_origin}. **{len(held)} of the {months} months** asked "
             f"for are in it ({span}); a figure needs {MIN_POINTS} months to be drawn as a line."
         )
@@ -167,21 +198,30 @@ class Outputs:
         ``options``: ``rows``, ``key``, ``sort``, ``descending``, ``empty``)."""
         display_table(df, show_pii=self.show_pii, **options)
 
-    def exceptions(
-        self, df: pl.DataFrame, name: str, *, title: str, key: Sequence[str], **options: Any
-    ) -> None:
-        """Display an exception list and, in a report, write it with its open items
-        (:func:`display_exceptions`; ``options``: ``first``, ``sort``, ``descending``,
-        ``rows``, ``empty``, ``population``, ``population_label``)."""
+    def exceptions(self, result: pl.DataFrame, name: str, **options: Any) -> None:
+        """Display the exception list ``name`` drawn from ``result`` (the analysis' frame) and,
+        in a report, write it with its open items (:func:`display_exceptions`).
+
+        Its rows, key, title, amount at stake, column order, row order and empty sentence
+        come from the list's one definition (:data:`txkit.analysis.exception_lists.LISTS`);
+        ``options``: ``rows``, ``population``, ``population_label``.
+        """
+        spec = exception_list(name)
+        if spec.page != self.page:
+            raise ValueError(f"the list {name} belongs to {spec.page}, not {self.page}")
         display_exceptions(
-            df,
+            spec.listed(result),
             name,
-            title=title,
-            key=key,
+            title=spec.title,
+            key=list(spec.key),
             month=self.month,
             downloads=self.downloads,
             page=self.page,
             show_pii=self.show_pii,
+            first=spec.first_columns,
+            sort=[pl.col(AT_STAKE).abs(), *spec.key],
+            descending=[True, *[False] * len(spec.key)],
+            empty=spec.empty,
             **options,
         )
 
@@ -243,6 +283,8 @@ def outputs(
     parse_month(month)
     _check_source(source)
     if not page.endswith(".html"):
-        raise ValueError(f"page must be the notebook's page, e.g. 02_reconciliation.html: {page!r}")
+        raise ParameterError(
+            f"page must be the notebook's page, e.g. 02_reconciliation.html: {page!r}"
+        )
     store = None if store is None else (store if isinstance(store, str) else Path(store))
     return Outputs(month, page, source, store, version, show_pii, downloads or "")

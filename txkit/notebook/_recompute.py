@@ -17,7 +17,6 @@ import polars as pl
 
 from txkit import config
 from txkit.analysis import (
-    AGREED_CATEGORIES,
     balance_breaks,
     balance_model_choice,
     balance_model_fit,
@@ -26,7 +25,9 @@ from txkit.analysis import (
     reconcile,
     underpayments,
 )
-from txkit.analysis.reconcile import read_orders_file
+from txkit.analysis.columns import ORDERS, column_setting
+from txkit.analysis.exception_lists import exception_list
+from txkit.analysis.orders import read_orders_file
 from txkit.calendar import parse_month
 from txkit.datafile import orders_around
 from txkit.fetch.source import sandbox_files
@@ -42,9 +43,10 @@ __all__ = ["build_register", "month_keys", "read_all_orders", "recomputer"]
 _BALANCE_HISTORY: Final = 1
 
 
-def read_all_orders(orders: str | None) -> pl.DataFrame | None:
+def read_all_orders(orders: str | None, columns: str | None = None) -> pl.DataFrame | None:
     """The whole orders file a report reads (``sandbox``: the embedded sandbox's); None for
-    none.
+    none. ``columns``: its column mapping or preset (None: ``TXKIT_ORDERS_COLUMNS``, else
+    ``txkit.toml``, else txkit's own names).
 
     Raises:
         DataFileError: the file cannot be read as it is.
@@ -53,14 +55,18 @@ def read_all_orders(orders: str | None) -> pl.DataFrame | None:
         return None
     if orders == "sandbox":
         return read_orders_file(sandbox_files() / "orders.csv").frame
-    return read_orders_file(orders).frame
+    return read_orders_file(orders, columns=column_setting(ORDERS, columns)).frame
 
 
-def _keyed(frame: pl.DataFrame, columns: list[str], name: str, month: str) -> pl.DataFrame:
+def _keyed(frame: pl.DataFrame, name: str, month: str) -> pl.DataFrame:
+    """The register's items of the list ``name`` drawn from ``frame`` (an analysis' result),
+    by the list's one definition: its rows, key and amount at stake."""
+    spec = exception_list(name)
+    rows = spec.listed(frame)
     key = pl.concat_str(
-        [pl.col(c).cast(pl.String).fill_null("") for c in columns], separator=":"
+        [pl.col(c).cast(pl.String).fill_null("") for c in spec.key], separator=":"
     ).alias("key")
-    return register_items(frame.with_columns(key), name, month)
+    return register_items(rows.with_columns(key), name, month)
 
 
 def month_keys(
@@ -92,30 +98,25 @@ def month_keys(
         records = df if around is None else pl.concat([df, around], how="diagonal_relaxed")
         expected = orders_around(orders, month, config.MARGIN_DAYS)
         reconciled = reconcile(records, expected, month=month, date_tolerance=config.MARGIN_DAYS)
-        listed = reconciled.filter(~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES))
-        lists["reconciliation_mismatches"] = _keyed(
-            listed, ["reference", "category"], "reconciliation_mismatches", month
-        )
+        lists["reconciliation_mismatches"] = _keyed(reconciled, "reconciliation_mismatches", month)
     if "underpayments" in sections:
         history, _ = load_history(
             month, months=_UNDERPAYMENT_HISTORY, source="store", store=store, version=version
         )
         flagged = underpayments(df, history=history)
-        lists["flagged_payments"] = _keyed(flagged, ["id", "type"], "flagged_payments", month)
+        lists["flagged_payments"] = _keyed(flagged, "flagged_payments", month)
     if sections & {"balance_breaks", "not_reported"}:
         history, _ = load_history(
             month, months=_BALANCE_HISTORY, source="store", store=store, version=version
         )
         choice = balance_model_choice(balance_model_fit(df, history=history))
         breaks = balance_breaks(df, history=history, model=choice)
-        lists["balance_breaks"] = _keyed(breaks, ["id", "field", "kind"], "balance_breaks", month)
+        lists["balance_breaks"] = _keyed(breaks, "balance_breaks", month)
         lists["not_reported_balances"] = _keyed(
-            not_reported_balances(df), ["id"], "not_reported_balances", month
+            not_reported_balances(df), "not_reported_balances", month
         )
     if "fees" in sections:
-        lists["fee_tax_mismatches"] = _keyed(
-            fee_tax_mismatches(df), ["id", "kind"], "fee_tax_mismatches", month
-        )
+        lists["fee_tax_mismatches"] = _keyed(fee_tax_mismatches(df), "fee_tax_mismatches", month)
     return Recomputed(lists=lists, reconciled=reconciled, records=df)
 
 

@@ -64,9 +64,9 @@ class RegisterInfo:
 
 
 def _project() -> Path:
-    # The project folder (materiality.toml): the data folder's parent, which a report's
-    # kernel gets as an absolute TXKIT_DATA_DIR and a notebook opened in notebooks/ finds too.
-    return config.data_dir().resolve().parent
+    # The project folder (materiality.toml), found the same way from notebooks/ as from the
+    # folder txkit report runs in.
+    return config.project_dir()
 
 
 def _info(month: str, note: str, rows: int) -> LoadInfo:
@@ -86,6 +86,7 @@ def load_register(
     orders: str = "auto",
     downloads: str = "",
     months: int = 3,
+    orders_columns: str | None = None,
 ) -> RegisterInfo:
     """The exception register as of ``month`` (see the module's text for which one).
 
@@ -98,6 +99,8 @@ def load_register(
         orders: the orders the report reads (``auto``, ``sandbox`` or a path).
         downloads: the folder of the report being built (its exception lists).
         months: for a built register, how many months up to ``month`` it records.
+        orders_columns: the orders file's column mapping or preset (None:
+            ``TXKIT_ORDERS_COLUMNS``, else ``txkit.toml``, else txkit's own names).
 
     Raises:
         ValueError: a month the store's register has no report of (names those it has).
@@ -106,7 +109,7 @@ def load_register(
     materiality = load_materiality(_project())
     if downloads:
         where = store or config.default_store()
-        every = read_all_orders(config.resolve_orders(orders))
+        every = read_all_orders(config.resolve_orders(orders), orders_columns)
         recompute = recomputer(where, version=version, orders=every)
 
         def read() -> pl.DataFrame:
@@ -139,7 +142,8 @@ def load_register(
     if not config.key_configured():
         end = min(end, _sandbox_last_day())
     sync(start=first, end=end, store=where, progress=False, retention=False)
-    build_register(where, span, orders=read_all_orders(config.resolve_orders(orders)))
+    every = read_all_orders(config.resolve_orders(orders), orders_columns)
+    build_register(where, span, orders=every)
 
     def built() -> pl.DataFrame:
         return register_view(where, month=month, materiality=materiality)

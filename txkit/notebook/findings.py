@@ -118,6 +118,22 @@ def underpayment_scope(month: str) -> str:
     )
 
 
+#: References a sentence names before it says "and N more" (the table lists every one).
+NAMED = 5
+
+
+def _named(flagged: pl.DataFrame) -> str:
+    """The flagged payments a sentence asks to check, by reference and the original they
+    name: the first :data:`NAMED`, then how many more the table above lists."""
+    shown = [
+        f"{row['transactionReference']} (original {row['original_reference']})"
+        for row in flagged.sort("transactionReference").head(NAMED).iter_rows(named=True)
+    ]
+    more = flagged.height - len(shown)
+    tail = f" and {more:,} more (the flagged payments above, original_in_export no)" if more else ""
+    return ", ".join(shown) + tail
+
+
 def underpayment_findings(
     flagged: pl.DataFrame, by_currency: pl.DataFrame, repeats: pl.DataFrame
 ) -> list[str]:
@@ -144,12 +160,12 @@ def underpayment_findings(
                 f"{format_money(row['net_shortfall'], row['currency'])}"
             )
         out.append(text + ".")
-    orphans = flagged.filter(~pl.col("original_in_export")).height
-    if orphans:
+    orphans = flagged.filter(~pl.col("original_in_export"))
+    if orphans.height:
         out.append(
-            f"{orphans:,} flagged payment(s) refer to an original reference found neither in "
-            "this month nor in the history loaded (an older month, or a record the export "
-            "lacks): check them by reference."
+            f"{orphans.height:,} flagged payment(s) refer to an original reference found "
+            "neither in this month nor in the history loaded (an older month, or a record the "
+            f"export lacks): check {_named(orphans)}."
         )
     if repeats.height:
         # repeat_shortfalls' order picks the largest; per currency, as amounts of different
@@ -178,8 +194,13 @@ def balance_findings(breaks: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
         f"(no earlier value, reserves held from before the data, or fields missing), "
         f"{breaks.height:,} break(s)."
     ]
+    if checked == 0:  # no all-clear from nothing
+        out.append("No balance-after value could be checked: nothing is said about the balances.")
+        return out
     if breaks.height == 0:
-        out.append("Every checked balance follows the balance model exactly.")
+        out.append(
+            f"Every one of the {checked:,} checked balances follows the balance model exactly."
+        )
         return out
     explain = {
         "chain_gap": "the ledger jumps by what a missing record would explain; look for a "

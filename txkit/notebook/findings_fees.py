@@ -27,14 +27,19 @@ def fee_findings(mismatches: pl.DataFrame, rules: list[FeeRule | str]) -> list[s
         ).unique("currency", keep="first", maintain_order=True)
         largest = "; ".join(
             f"{top['id']} ({top['transType']}, "
-            f"{format_money(top['difference'], top['currency'], signed=True)} against "
+            f"{format_money(top['difference'], top['currency'], signed=True, to_cent=True)} "
+            "against "
             f"{top['rule']})"
             for top in tops.iter_rows(named=True)
         )
         out.append(
             f"{part.height:,} records charged a {what} off its rule (reported − expected: "
-            f"{format_sums(part, 'difference', signed=True)}); the largest in each currency: "
+            f"{format_sums(part, 'difference', signed=True, to_cent=True)}); the largest in each "
+            "currency: "
             f"{largest}."
         )
     out += [f"Not checked: {r}." for r in rules if isinstance(r, str)]
-    return out or ["Every fee and tax of the month follows its rule."]
+    checked = sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee")
+    if not checked:  # no all-clear from nothing
+        return out or ["No fee or tax could be checked: no record of the month follows a rule."]
+    return out or [f"Every fee and tax of the month's {checked:,} records follows its rule."]

@@ -2,7 +2,7 @@
 
 One file in the project folder, ``materiality.toml`` (the folder ``txkit`` runs in)::
 
-    relative = "0.05"          # share of the section's month volume in that currency
+    relative = "0.05"          # share of the section's listed items' total at stake
 
     [absolute]                 # per currency, in its own units
     NGN = "50000.00"
@@ -62,8 +62,10 @@ class Materiality:
         per = ", ".join(format_money(v, c) for c, v in sorted(self.absolute.items())) or "none"
         share = (self.relative * 100).normalize()
         return (
-            f"Material: an amount at or above the greater of {per} (per currency) and "
-            f"{share:f} % of the section's month volume in that currency; from {self.source}."
+            f"Material: an item whose amount at stake (its absolute value) reaches the greater "
+            f"of {per} (per currency) and {share:f} % of the total at stake of the same "
+            f"section's items listed in the month in that currency (not of the month's volume "
+            f"of payments); from {self.source}."
         )
 
 

@@ -13,6 +13,8 @@ from typing import Final
 
 import polars as pl
 
+from txkit.analysis.exception_lists import AT_STAKE, LISTS, exception_list
+
 __all__ = [
     "BUCKETS",
     "CATEGORIES",
@@ -35,16 +37,9 @@ OPEN_STATUSES: Final[tuple[str, ...]] = ("open", "explained")
 CATEGORIES: Final[tuple[str, ...]] = ("timing", "adjustment", "investigate")
 BUCKETS: Final[tuple[str, ...]] = ("0-30", "31-60", "61-90", "90+")
 
-#: Each exception list (its download's name) -> the register's section.
-SECTIONS: Final[dict[str, str]] = {
-    "reconciliation_mismatches": "reconciliation",
-    "flagged_payments": "underpayments",
-    "balance_breaks": "balance_breaks",
-    "not_reported_balances": "not_reported",
-    "settlement_exceptions": "settlements",
-    "wallet_statement": "wallet_statement",
-    "fee_tax_mismatches": "fees",
-}
+#: Each exception list (its download's name) -> the register's section (from the lists'
+#: one definition, :data:`txkit.analysis.exception_lists.LISTS`).
+SECTIONS: Final[dict[str, str]] = {name: x.section for name, x in LISTS.items()}
 
 #: Default category per section, then per kind (the list's category / type / kind value).
 _SECTION_DEFAULT: Final[dict[str, str]] = {
@@ -72,26 +67,6 @@ _KIND_DEFAULT: Final[dict[str, str]] = {
     "tax_mismatch": "adjustment",
 }
 
-#: Columns read, in order of preference, for an item's kind, amount and own date.
-_KIND_COLUMNS: Final = ("category", "type", "kind")
-_AMOUNT_COLUMNS: Final = (
-    "difference",
-    "shortfall",
-    "toAmount",
-    "settlement_amount",
-    "export_amount",
-    "order_amount",
-    "amount",
-)
-_DATE_COLUMNS: Final = (
-    "export_date",
-    "order_date",
-    "settlement_date",
-    "bank_date",
-    "createdAt",
-    "date",
-)
-
 
 def default_category(section: str, kind: str | None) -> str:
     """The category an item gets until an analyst changes it."""
@@ -111,15 +86,6 @@ def age_bucket(days: int) -> str:
     return "90+"
 
 
-def _currency(schema: pl.Schema) -> pl.Expr:
-    if "currency" in schema:
-        return pl.col("currency").cast(pl.String)
-    sides = [
-        pl.col(c).cast(pl.String) for c in ("export_currency", "order_currency") if c in schema
-    ]
-    return pl.coalesce(sides) if sides else pl.lit(None, dtype=pl.String)
-
-
 def _as_date(name: str, dtype: pl.DataType) -> pl.Expr:
     if isinstance(dtype, pl.Datetime):
         return (
@@ -134,54 +100,54 @@ def _as_date(name: str, dtype: pl.DataType) -> pl.Expr:
 
 def register_items(keyed: pl.DataFrame, name: str, month: str) -> pl.DataFrame:
     """The register's view of one exception list: ``key``, ``section``, ``kind``, ``currency``,
-    ``amount`` (Decimal, exact), ``item_date`` (the item's own date; the month's first day when
-    the list has none).
+    ``amount`` (Decimal, exact: the amount at stake its page shows, with its sign), ``item_date``
+    (the item's own date; the month's first day when the list has none).
+
+    Everything but the key comes from the list's one definition
+    (:mod:`txkit.analysis.exception_lists`), so the register cannot carry another amount, sign
+    or currency than the page and the download.
 
     Args:
         keyed: the list with its ``key`` column.
         name: the list's name (its download), e.g. ``reconciliation_mismatches``.
         month: the report's month (``YYYY-MM``).
+
+    Raises:
+        ValueError: no exception list has that name.
     """
+    spec = exception_list(name)
+    keyed = spec.with_at_stake(keyed)
     schema = keyed.schema
-    section = SECTIONS.get(name, name)
-    kinds = [pl.col(c).cast(pl.String) for c in _KIND_COLUMNS if c in schema]
-    amounts = [
-        pl.col(c).cast(pl.Decimal(38, 6))
-        for c in _AMOUNT_COLUMNS
-        if c in schema and (schema[c].is_decimal() or schema[c].is_integer())
-    ]
-    dates = [_as_date(c, schema[c]) for c in _DATE_COLUMNS if c in schema]
+    dates = [_as_date(c, schema[c]) for c in spec.dates if c in schema]
     first_day = date.fromisoformat(f"{month}-01")
+    kind = pl.col(spec.kind).cast(pl.String) if spec.kind in schema else pl.lit(None, pl.String)
     return keyed.select(
         pl.col("key").cast(pl.String),
-        pl.lit(section).alias("section"),
-        (pl.coalesce(kinds) if kinds else pl.lit(None, dtype=pl.String)).alias("kind"),
-        _currency(schema).alias("currency"),
-        (pl.coalesce(amounts) if amounts else pl.lit(None, dtype=pl.Decimal(38, 6))).alias(
-            "amount"
-        ),
-        (pl.coalesce([*dates, pl.lit(first_day)]) if dates else pl.lit(first_day)).alias(
-            "item_date"
-        ),
+        pl.lit(spec.section).alias("section"),
+        kind.alias("kind"),
+        spec.currency_of(schema).alias("currency"),
+        pl.col(AT_STAKE).cast(pl.Decimal(38, 6)).alias("amount"),
+        pl.coalesce([*dates, pl.lit(first_day)]).alias("item_date"),
     )
 
 
 def wallet_items(statement: pl.DataFrame, month: str) -> pl.DataFrame:
     """The register's items of a wallet statement: one per wallet whose closing balance does
-    not tie out (``difference`` not 0), keyed ``wallet:CURRENCY:YYYY-MM`` and dated the month's
-    last day (a statement's difference is the month's, not a record's)."""
+    not tie out (the list ``wallet_statement``), keyed ``wallet:CURRENCY:YYYY-MM`` and dated
+    the month's last day (a statement's difference is the month's, not a record's)."""
     import calendar
 
     year, mon = int(month[:4]), int(month[5:7])
     last = date(year, mon, calendar.monthrange(year, mon)[1])
-    differs = statement.filter(pl.col("difference").is_not_null() & (pl.col("difference") != 0))
+    spec = exception_list("wallet_statement")
+    differs = spec.listed(statement)
     return differs.select(
         pl.concat_str(
             [pl.lit("wallet:"), pl.col("currency").cast(pl.String), pl.lit(f":{month}")]
         ).alias("key"),
-        pl.lit("wallet_statement").alias("section"),
+        pl.lit(spec.section).alias("section"),
         pl.lit("statement_difference").alias("kind"),
         pl.col("currency").cast(pl.String),
-        pl.col("difference").cast(pl.Decimal(38, 6)).alias("amount"),
+        pl.col(AT_STAKE).cast(pl.Decimal(38, 6)).alias("amount"),
         pl.lit(last).alias("item_date"),
     )

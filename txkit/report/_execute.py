@@ -43,6 +43,7 @@ def _parameters(plan: ReportPlan, manifest: MonthManifest, staging: Path) -> dic
         "downloads": str(staging.resolve()),
         "bank_statements": plan.bank_statements or "auto",
         "bank_columns": plan.bank_columns,
+        "orders_columns": plan.orders_columns,
     }
 
 

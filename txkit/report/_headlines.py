@@ -160,6 +160,12 @@ def exception_headlines(
     if population:
         value += f" of {population:,} {entry.get('population_label') or ''}".rstrip()
         value += f" ({rows / population:.2%})"
+    stake = entry.get("at_stake_by_currency")
+    if stake:  # the money at stake, per currency (never added across currencies)
+        listed = ", ".join(format_money(Decimal(v), c) for c, v in sorted(stake.items()))
+        value += f"; at stake {listed}"
+        if entry.get("without_amount"):
+            value += f" and {entry['without_amount']:,} without an amount (two currencies)"
     if previous is None:
         change = "no previous report"
     else:

@@ -15,7 +15,6 @@ from typing import Any
 
 import polars as pl
 
-from txkit.config import bank_columns_setting
 from txkit.errors import RegisterFormatError, StoreError, one_line
 from txkit.notebook._recompute import read_all_orders, recomputer
 from txkit.register import Materiality
@@ -118,9 +117,8 @@ class ReportManifest:
                 manifest.table_version,
                 orders=orders.path if orders is not None else None,
                 bank_statements=plan.bank_statements,
-                bank_columns=(plan.bank_columns or bank_columns_setting())
-                if plan.bank_statements
-                else None,
+                bank_columns=plan.bank_columns if plan.bank_statements else None,
+                orders_columns=plan.orders_columns,
             ),
         )
 
@@ -161,7 +159,7 @@ def record_register(
         return summary, None
     try:
         if orders is None:
-            orders = read_all_orders(plan.orders)
+            orders = read_all_orders(plan.orders, plan.orders_columns)
         before, read = read_events(plan.store)
         events, carried = report_events(
             plan.store,
@@ -231,6 +229,7 @@ def reproduce_command(
     orders: str | Path | None = None,
     bank_statements: Sequence[str | Path] | None = None,
     bank_columns: str | None = None,
+    orders_columns: str | None = None,
 ) -> str:
     """The shell command that renders the same report again: the month, store and table
     version it read, and the orders file, bank statements and CSV column mapping it was
@@ -242,8 +241,10 @@ def reproduce_command(
         version: its table version.
         orders: the orders file (None: the sandbox's own).
         bank_statements: the statements given (None: the sandbox's own, or none).
-        bank_columns: the CSV mapping in effect, from the flag or ``TXKIT_BANK_COLUMNS``
-            (written as a flag, so the command does not depend on the environment).
+        bank_columns: the CSV mapping in effect, from the flag, ``TXKIT_BANK_COLUMNS`` or
+            ``txkit.toml`` (written as a flag, so the command does not depend on the
+            environment or the settings file).
+        orders_columns: the orders file's mapping in effect, likewise.
 
     Returns:
         One line, e.g. ``txkit report --month 2026-10 --store data/store/sandbox --as-of 3``.
@@ -251,6 +252,8 @@ def reproduce_command(
     argv = ["txkit", "report", "--month", month, "--store", str(store), "--as-of", str(version)]
     if orders:
         argv += ["--orders", str(orders)]
+        if orders_columns:
+            argv += ["--orders-columns", orders_columns]
     for path in bank_statements or ():
         argv += ["--bank-statement", str(path)]
     if bank_statements and bank_columns:

@@ -12,6 +12,7 @@ from txkit.notebook._downloads import read_downloads, report_folder
 from txkit.register import SECTIONS
 from txkit.register._index import RegisterSummary
 from txkit.register._sign import signature_block
+from txkit.report._close_summary import CLOSE_SUMMARY, close_figures, close_summary_html
 from txkit.report._headlines import (
     exception_headlines,
     explore_headlines,
@@ -24,7 +25,7 @@ from txkit.report._plan import OrdersCheck, ReportPlan
 from txkit.store import MonthManifest, scan_store
 from txkit.store._location import store_name
 
-__all__ = ["add_headlines", "attach_downloads", "write_index"]
+__all__ = ["add_headlines", "attach_downloads", "write_close_summary", "write_index"]
 
 
 def attach_downloads(sections: list[Section], staging: Path) -> None:
@@ -106,6 +107,24 @@ def write_index(
         ),
         encoding="utf-8",
     )
+
+
+def write_close_summary(
+    staging: Path, plan: ReportPlan, manifest: MonthManifest, *, material: dict[str, int] | None
+) -> None:
+    """The month's one-page close summary (:mod:`txkit.report._close_summary`), first in the
+    pack, from the pages' downloads, the store at the pages' table version and the bank
+    statements the settlements page read."""
+    from txkit.notebook._close import load_bank_statements
+
+    records = scan_store(plan.store, version=manifest.table_version).filter(
+        pl.col("month") == plan.month
+    )
+    bank, _ = load_bank_statements(
+        plan.bank_statements or "auto", plan.month, columns=plan.bank_columns
+    )
+    figures = close_figures(staging, plan.month, records=records, bank=bank, material=material)
+    (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures), encoding="utf-8")
 
 
 def _freshness(month: str, store: str | Path, manifest: MonthManifest) -> str:

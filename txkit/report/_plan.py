@@ -14,10 +14,11 @@ from typing import Any
 import polars as pl
 
 from txkit import config
+from txkit.analysis.columns import BANK, ORDERS, column_setting, describe_columns
 from txkit.bank import read_statements
-from txkit.calendar import month_bounds, parse_month, previous_months
-from txkit.config import bank_columns_setting, default_store, key_configured
-from txkit.errors import TxkitError
+from txkit.calendar import month_bounds, no_records_line, parse_month, previous_months
+from txkit.config import default_store, key_configured
+from txkit.errors import NoRecordsError, TxkitError
 from txkit.files import check_input
 from txkit.notebook._load import LoadInfo, _load_orders
 from txkit.store import MonthManifest, RetentionPolicy, SyncResult, read_manifests, sync
@@ -57,7 +58,11 @@ class ReportRequest:
         as_of: re-render from this table version of the store (no sync).
         bank_statements: the merchant's bank statements (None: the sandbox's own without a
             key, none with one).
-        bank_columns: a CSV statement's column mapping (None: ``TXKIT_BANK_COLUMNS``).
+        bank_columns: a CSV statement's column mapping (None: ``TXKIT_BANK_COLUMNS``, else
+            the ``[bank]`` section of ``txkit.toml``).
+        orders_columns: the orders file's column mapping or preset (``shopify``,
+            ``woocommerce``, ``stripe``; None: ``TXKIT_ORDERS_COLUMNS``, else the ``[orders]``
+            section of ``txkit.toml``, else txkit's own column names).
         reopen: why a signed month is reported again (a revision beside the signed one).
     """
 
@@ -73,6 +78,7 @@ class ReportRequest:
     bank_statements: list[str] | None = None
     bank_columns: str | None = None
     reopen: str | None = None
+    orders_columns: str | None = None
 
 
 class Notes:
@@ -113,14 +119,15 @@ class OrdersCheck:
         return f"orders: {self.info.note}"
 
 
-def check_orders(orders: str, month: str) -> OrdersCheck:
+def check_orders(orders: str, month: str, columns: Any = None) -> OrdersCheck:
     """Read the orders as notebook 02 will (its line is :attr:`OrdersCheck.note`); warn
-    when the month has none.
+    when the month has none. ``columns``: the file's column mapping (as
+    :func:`txkit.notebook.load_orders` takes it).
 
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS)
+    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS, columns=columns)
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -148,8 +155,10 @@ class ReportPlan:
             the calendar).
         as_of: the table version to re-render from (no sync), or None.
         bank_statements: the bank statements (absolute paths), or None.
-        bank_columns: a CSV statement's column mapping.
+        bank_columns: a CSV statement's column mapping in effect (from the flag,
+            ``TXKIT_BANK_COLUMNS`` or ``txkit.toml``), written as the flag takes it.
         show_pii: render customer data unmasked.
+        orders_columns: the orders file's column mapping in effect, likewise.
     """
 
     month: str
@@ -163,6 +172,7 @@ class ReportPlan:
     bank_statements: list[str] | None = None
     bank_columns: str | None = None
     show_pii: bool = False
+    orders_columns: str | None = None
 
 
 def resolved_store(store: str | Path) -> str:
@@ -181,7 +191,8 @@ def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[d
     sync), so the trends page says how many of its months the store holds instead.
 
     Raises:
-        ValueError: the month lies outside ``calendar`` (names the calendar).
+        NoRecordsError: the month lies outside ``calendar`` (a ValueError; names the
+            calendar: ``no records of 2026-11: the sandbox covers 2025-11 to 2026-10``).
     """
     month = parse_month(month)
     back = config.HISTORY_MONTHS
@@ -192,9 +203,9 @@ def sync_range(month: str, calendar: tuple[date, date] | None = None) -> tuple[d
     until = last + timedelta(days=config.MARGIN_DAYS)
     if calendar is not None:
         if last < calendar[0] or first > calendar[1]:
-            raise ValueError(
-                f"--month {month} is outside the sandbox's calendar ({calendar[0]:%Y-%m} to "
-                f"{calendar[1]:%Y-%m}): pick a month in it"
+            # The same line a notebook on that month stops with (txkit.notebook.load_month).
+            raise NoRecordsError(
+                no_records_line(month, (f"{calendar[0]:%Y-%m}", f"{calendar[1]:%Y-%m}"))
             )
         since, until = max(since, calendar[0]), min(until, calendar[1])
     return since, until
@@ -234,7 +245,10 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
     sources = _notebooks(request.notebooks)
     orders = config.resolve_orders(request.orders)
     checked = None
+    orders_mapping = None
     if orders != "sandbox":
+        # Flag over TXKIT_ORDERS_COLUMNS over txkit.toml; the kernels get it as a parameter.
+        orders_mapping = column_setting(ORDERS, request.orders_columns)
         if Path(orders).is_symlink() or Path(orders).exists():
             check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
         if not Path(orders).is_file():
@@ -245,13 +259,14 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
         orders = str(Path(orders).resolve())
         # Read and checked now, before the sync and the kernels: a file that cannot be read
         # stops the report here, naming its lines, not in a notebook after the sync.
-        checked = check_orders(orders, month)
+        checked = check_orders(orders, month, orders_mapping)
         notes.add(checked.note)
     statements = request.bank_statements
+    bank_mapping = None
     if statements:
-        columns = request.bank_columns or bank_columns_setting()
+        bank_mapping = column_setting(BANK, request.bank_columns)
         # read before resolving: a symbolic link loop is named as one, not a RuntimeError
-        notes.add(read_statements(statements, columns=columns).describe())
+        notes.add(read_statements(statements, columns=bank_mapping).describe())
         statements = [str(Path(p).resolve()) for p in statements]
     since, until = sync_range(month, sandbox_calendar())
     return ReportPlan(
@@ -264,8 +279,9 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
         until=until,
         as_of=as_of,
         bank_statements=statements or None,
-        bank_columns=request.bank_columns,
+        bank_columns=(describe_columns(bank_mapping) or None) if bank_mapping else None,
         show_pii=request.show_pii,
+        orders_columns=(describe_columns(orders_mapping) or None) if orders_mapping else None,
     )
 
 

@@ -33,7 +33,7 @@ from txkit.register._sign import Target, history_block, refuse_signed, revisions
 from txkit.register._state import with_revision
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_index
+from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
 from txkit.report._plan import (
     Notes,
     ReportPlan,
@@ -84,6 +84,7 @@ def run_report(
     bank_columns: str | None = None,
     reopen: str | None = None,
     on_note: Callable[[str], None] | None = None,
+    orders_columns: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -114,6 +115,7 @@ def run_report(
         bank_statements=bank_statements,
         bank_columns=bank_columns,
         reopen=reopen,
+        orders_columns=orders_columns,
     )
     return run(request, on_note=on_note)
 
@@ -200,6 +202,7 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
             revision=revision,
             history=history,
         )
+        write_close_summary(staging, plan, manifest, material=material)
         final = publish(staging, request.out, target, store=plan.store, month=plan.month,
                         pending=pending)  # fmt: skip
     except BaseException:

@@ -10,13 +10,14 @@ parameter) and here (its effect), never in the handler:
 * on the page: ``date_shift``/``bounds``/``date_field`` (which records match), ``cap``,
   ``max_skip`` in ``empty`` mode, ``shuffle_ties``, ``drift``, ``envelope_extras``;
 * after the page, before the client can see it: the data changes of an export in progress
-  (``arrivals``, ``status_changes``, ``swaps``), through the
+  (``arrivals``, ``status_changes``, ``settle``, ``swaps``), through the
   :class:`~txkit.sandbox._store.Store`'s edit primitives.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ import polars as pl
 from txkit.sandbox._store import Store
 from txkit.sandbox.faults import (
     NEXT_STATUS,
+    SETTLE_NEXT,
     Faults,
     drift_body,
     precision_body,
@@ -39,7 +41,7 @@ from txkit.sandbox.ledger import Arrival
 if TYPE_CHECKING:
     from txkit.sandbox.server import Query
 
-__all__ = ["FaultEffects", "Reply"]
+__all__ = ["FaultEffects", "Reply", "Settled"]
 
 JSON: Final = "application/json; charset=utf-8"
 HTML_ERROR: Final = (
@@ -58,6 +60,20 @@ IN_FLIGHT_NEXT: Final = {
     "initiated": "abandoned",
     "ongoing": "abandoned",
 }
+
+
+_UPDATED_VALUE: Final = re.compile(rb'"updatedAt":"([^"]*)"')
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One ``settle`` change: the record's version before and after (``updatedAt`` text)."""
+
+    id: str
+    old_status: str
+    old_updated: str
+    new_status: str
+    new_updated: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +138,8 @@ class FaultEffects:
         self.arrivals_done = 0
         self.changes_done = 0
         self.swaps_done = 0
+        #: Every ``settle`` change since the last reset, in order (the tests' oracle).
+        self.settled: list[Settled] = []
         self._arrivals: tuple[int, list[Arrival]] | None = None
         self._change_order: tuple[int, list[str]] | None = None
         self._drift: dict[str, tuple[bytes, bytes]] = {}
@@ -309,6 +327,41 @@ class FaultEffects:
                 self._change_status(faults)
             if faults.swaps is not None and faults.swap_count > self.swaps_done:
                 self._swap(faults, query)
+            for _ in range(faults.settle):
+                if not self._settle(faults, query):
+                    break
+
+    def _settle(self, faults: Faults, query: Query) -> bool:
+        """One in-flight record takes its next status (see ``settle``); False when none is
+        left in flight."""
+        store = self.store
+        low, high = query.window(faults.date_shift, faults.bounds)
+        flight = list(SETTLE_NEXT)
+        statuses = store.frame.get_column("status")
+        near = self.store.select(
+            low, high, query.trans_type, None, query.currency, field=faults.date_field
+        )
+        positions = range(len(store)) if not len(near) else near
+        picked = _in_flight(statuses, positions, flight)
+        if not picked and len(positions) != len(store):
+            picked = _in_flight(statuses, range(len(store)), flight)
+        if not picked:
+            return False
+        rng = random.Random(f"txkit-settle:{faults.fault_seed}:{len(self.settled)}")
+        position = picked[int(rng.random() * len(picked))]
+        old = str(statuses[position])
+        new = SETTLE_NEXT[old]
+        if old == "pending" and rng.random() < 0.25:
+            new = "abandoned"  # an unfinished payment, given up after an hour
+        # After every createdAt (newest first) and the other faults' stamps: versions only grow.
+        stamp = (store.created[0] if store.created else 0) + 86_400_000 + len(self.settled)
+        found = _UPDATED_VALUE.search(store.bodies[position])
+        before = found.group(1).decode() if found else ""
+        store.set_status(position, new, stamp)
+        found = _UPDATED_VALUE.search(store.bodies[position])
+        after = found.group(1).decode() if found else ""
+        self.settled.append(Settled(store.ids[position], old, before, new, after))
+        return True
 
     def _arrive(self, faults: Faults) -> None:
         cached = self._arrivals
@@ -376,6 +429,17 @@ class FaultEffects:
             low, high, query.trans_type, status, query.currency, field=faults.date_field
         )
         return list(selection) if isinstance(selection, range) else selection.to_list()
+
+
+def _in_flight(statuses: pl.Series, positions: range | pl.Series, flight: list[str]) -> list[int]:
+    """The positions among ``positions`` whose status is in flight."""
+    if isinstance(positions, range):
+        chunk = statuses.slice(positions.start, len(positions))
+        offset = positions.start
+        hits = chunk.cast(pl.String).is_in(flight).arg_true()
+        return (hits + offset).to_list()
+    picked = statuses.gather(positions).cast(pl.String).is_in(flight)
+    return positions.filter(picked).to_list()
 
 
 def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]:

@@ -30,6 +30,14 @@ is decided per record id. Faults never apply to authentication or validation err
                           served page: verified -> successful, processing -> failed, others ->
                           abandoned (a record made successful so carries no balance-after
                           fields)
+``settle=N``              a live service's churn: after each served page, N in-flight records
+                          take their next status (:data:`SETTLE_NEXT`: initiated and ongoing
+                          -> pending, pending -> verified or, one in four, abandoned,
+                          processing -> verified, verified -> successful), each with a new
+                          ``updatedAt``; picked among the records of the page's dates, type
+                          and currency (whatever its status filter), else anywhere; it ends
+                          when nothing is in flight. Every change is logged
+                          (``FaultEffects.settled``) for tests' oracles
 ``swaps=FROM:TO``         after each of the first ``swap_count=N`` (default 10) served pages,
                           one record enters a ``status=TO`` filter and one leaves it: among the
                           records matching the page's other filters (dates, type, currency),
@@ -87,6 +95,7 @@ __all__ = [
     "MAX_SKIP_MODES",
     "NEXT_STATUS",
     "RETRY_AFTER_FORMS",
+    "SETTLE_NEXT",
     "Decision",
     "Faults",
     "drift_body",
@@ -119,6 +128,15 @@ NEXT_STATUS: Final[dict[str, str]] = {
     "successful": "reversed",
 }
 
+#: The next status of an in-flight record under ``settle`` (pending may instead be abandoned).
+SETTLE_NEXT: Final[dict[str, str]] = {
+    "initiated": "pending",
+    "ongoing": "pending",
+    "pending": "verified",
+    "processing": "verified",
+    "verified": "successful",
+}
+
 _PROBABILITIES: Final = (
     "rate_limit",
     "server_error",
@@ -133,6 +151,7 @@ _COUNTS: Final = {
     "cap": 1,
     "arrivals": 0,
     "status_changes": 0,
+    "settle": 0,
     "max_skip": 0,
     "swap_count": 0,
     "burst": 1,
@@ -150,7 +169,8 @@ _USAGE: Final = (
     "rate_limit=P, retry_after=N, rate=R, burst=N, "
     "retry_after_form=seconds|decimal|date|negative|garbage|none, server_error=P, slow=P, "
     "slow_seconds=S, latency=MS, drop=P, not_json=P, cap=N, max_skip=N, "
-    "max_skip_mode=reject|empty, arrivals=N, status_changes=N, swaps=FROM:TO, swap_count=N, "
+    "max_skip_mode=reject|empty, arrivals=N, status_changes=N, settle=N, swaps=FROM:TO, "
+    "swap_count=N, "
     "shuffle_ties, tie_groups=N (0 or 6+), big_tie=M, date_shift=H (-14..14), "
     "bounds=inclusive|exclusive|start_exclusive|end_exclusive, date_field=createdAt|updatedAt, "
     "envelope_extras, drift=P, precision=P, precision_from=YYYY-MM-DD, fault_seed=N (P is a "
@@ -193,6 +213,7 @@ class Faults:
     cap: int | None = None
     arrivals: int = 0
     status_changes: int = 0
+    settle: int = 0
     shuffle_ties: bool = False
     tie_groups: int = 0
     big_tie: int = 0

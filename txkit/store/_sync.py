@@ -10,14 +10,14 @@ import contextlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 
 from txkit.calendar import month_bounds, months_between, parse_day, parse_month, previous_months
 from txkit.config import default_store, store_for_url
 from txkit.decode import dedupe_latest, finalize
-from txkit.errors import ConfigError, StoreError, one_line
+from txkit.errors import ConfigError, IncompleteExportError, StoreError, one_line
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
@@ -390,18 +390,20 @@ class _MonthSync:
     progress: bool | None
 
     def fetch(self, month: str, kind: str, f_first: date, f_last: date) -> pl.DataFrame:
-        """Fetch the month's window, merge it with what the store holds (unless the window
-        replaces the month) and record the fetch in its coverage; returns the month's rows."""
+        """Fetch the month's window, proven (:meth:`proven_read`), merge it with what the
+        store holds (unless the window replaces the month) and record the fetch in its
+        coverage; returns the month's rows."""
         month_stats = ExportStats()
-        fetched = load_transactions(
-            self.client, start=f_first, end=f_last, stats=month_stats, progress=self.progress
-        )
-        _add_stats(self.result.stats, month_stats)
         m_first, m_last = month_bounds(month)
         replace = (f_first <= m_first and f_last >= m_last) or month not in self.coverage
+        # The stored month is read to merge with (a window that replaces the month, such as
+        # a refresh, does not read it: it may be what is being repaired).
         old = (
             None if replace else read_months([month], store=self.store, version=self.state.version)
         )
+        covered = self.covered_days(month, f_first, f_last) if old is not None else set()
+        fetched = self.proven_read(f_first, f_last, old, covered, month_stats)
+        _add_stats(self.result.stats, month_stats)
         merged = _merge(old, fetched)
         fetch = Fetch(f_first, f_last, _clock(self.today), kind, sorted(month_stats.totals),
                       sum(month_stats.totals.values()), fetched.height)  # fmt: skip
@@ -412,6 +414,78 @@ class _MonthSync:
         self.result.fetched[month] = kind
         self.result.rows[month] = merged.height
         return merged
+
+    def covered_days(self, month: str, first: date, last: date) -> set[date]:
+        """The days of ``first..last`` a verified read the store holds contains."""
+        coverage = self.coverage.get(month)
+        if coverage is None:
+            return set()
+        days = (first + timedelta(days=i) for i in range((last - first).days + 1))
+        return {d for d in days if coverage.newest_fetch_of(d) is not None}
+
+    def proven_read(
+        self,
+        first: date,
+        last: date,
+        stored: pl.DataFrame | None,
+        covered: set[date],
+        stats: ExportStats,
+    ) -> pl.DataFrame:
+        """The records of ``first..last``, their set proven by two reads that agree.
+
+        With no day stored, the export's own confirming re-read proves it. Otherwise one
+        read, verified by the service's totals, is compared day by day with the store's
+        earlier read (ids with ``updatedAt``): a day that holds the same set is proven by the
+        two reads (docs/completeness.md, "A proof that reuses earlier reads"); a day that
+        differs, or was never stored, is read again until two consecutive reads agree.
+
+        Raises:
+            IncompleteExportError: the days read again never held still.
+        """
+        if not covered or stored is None:
+            return load_transactions(
+                self.client, start=first, end=last, stats=stats, progress=self.progress
+            )
+        fetched = load_transactions(
+            self.client, start=first, end=last, stats=stats, progress=self.progress,
+            confirm=False,
+        )  # fmt: skip
+        differ = _differing_days(fetched, stored, first, last, covered)
+        reused = (last - first).days + 1 - len(differ)
+        before = stats.requests
+        for a, b in _runs(sorted(differ)):
+            fetched = self.read_again(fetched, a, b, stats)
+        stats.proof("confirm", stats.requests - before)
+        stats.note(f"{reused} day(s) proven by the store's earlier read, {len(differ)} read again")
+        return fetched
+
+    def read_again(
+        self, fetched: pl.DataFrame, a: date, b: date, stats: ExportStats
+    ) -> pl.DataFrame:
+        """``fetched`` with the days ``a..b`` read again until two consecutive reads hold the
+        same records (ids: the days' windows have no filter a record's update moves it out
+        of), each record in the newest version read (``updatedAt``, then the later read)."""
+        days = pl.col("createdAt").dt.date().is_between(a, b)
+        current = fetched.filter(days)
+        for _ in range(_READS):
+            again = load_transactions(
+                self.client, start=a, end=b, stats=stats, progress=self.progress, confirm=False
+            )
+            if set(again["id"].to_list()) == set(current["id"].to_list()):
+                newest = finalize(dedupe_latest([current, again]))
+                return finalize(dedupe_latest([fetched.filter(~days), newest]))
+            current = again
+        raise IncompleteExportError(
+            f"the records created {a}..{b} kept changing: no two of {_READS} reads held the "
+            "same records",
+            expected=current.height,
+            got=current.height,
+            attempts=_READS,
+        )
+
+
+#: Reads of the days that differ from the store, at most, before a sync gives up.
+_READS = 4
 
 
 def sync_needed(
@@ -437,6 +511,42 @@ def _add_stats(total: ExportStats, part: ExportStats) -> None:
     total.exact_pages += part.exact_pages
     total.seconds += part.seconds
     total.totals.update(part.totals)
+    for name, count in part.proof_requests.items():
+        total.proof(name, count)
+    for text in part.notes:
+        total.note(text)
+
+
+def _day_keys(frame: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
+    return frame.select(
+        pl.col("createdAt").dt.date().alias("day"), "id", pl.col("updatedAt").cast(pl.String)
+    ).filter(pl.col("day").is_between(first, last))
+
+
+def _differing_days(
+    new: pl.DataFrame, old: pl.DataFrame, first: date, last: date, covered: set[date] | None
+) -> set[date]:
+    """The days of ``first..last`` whose records (ids with ``updatedAt``) differ between the
+    two reads, and those not in ``covered`` (None: all are)."""
+    a, b = _day_keys(new, first, last), _day_keys(old, first, last)
+    keys = ["day", "id", "updatedAt"]
+    out = set(a.join(b, on=keys, how="anti", nulls_equal=True)["day"].to_list())
+    out |= set(b.join(a, on=keys, how="anti", nulls_equal=True)["day"].to_list())
+    if covered is not None:
+        days = (first + timedelta(days=i) for i in range((last - first).days + 1))
+        out |= {d for d in days if d not in covered}
+    return out
+
+
+def _runs(days: list[date]) -> list[tuple[date, date]]:
+    """Sorted days as ``(first, last)`` runs of consecutive days."""
+    runs: list[tuple[date, date]] = []
+    for day in days:
+        if runs and runs[-1][1] + timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return runs
 
 
 def _newest(frame: pl.DataFrame) -> str | None:

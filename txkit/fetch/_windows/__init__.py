@@ -47,7 +47,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 
-from txkit.errors import IncompleteExportError
 from txkit.fetch._windows.confirm import SetConfirmation, Verdict
 from txkit.fetch._windows.edges import EdgeProofs
 from txkit.fetch._windows.span import (
@@ -56,6 +55,7 @@ from txkit.fetch._windows.span import (
     Edge,
     FetchMode,
     Piece,
+    RecordsMovingError,
     Span,
     _describe,
 )
@@ -63,7 +63,7 @@ from txkit.fetch._windows.split import WindowSplits
 from txkit.fetch.client import Client
 from txkit.fetch.pages import ExportStats, QueryResult
 
-__all__ = ["FetchMode", "Span", "Step", "Verdict", "WindowedExport"]
+__all__ = ["FetchMode", "RecordsMovingError", "Span", "Step", "Verdict", "WindowedExport"]
 
 log = logging.getLogger("txkit")
 
@@ -124,6 +124,8 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
             round over every query's windows, with :meth:`confirm_round`).
         ties: read whole the tie groups page edges cut (False: the service's tie order was
             measured stable).
+        versions_move: the status is applied locally: the confirming read proves the set of
+            ids and keeps the newest version of each record it decodes.
     """
 
     client: Client
@@ -142,6 +144,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
     margin: int = 1
     digests: bool = True
     ties: bool = True
+    versions_move: bool = False
     mode: FetchMode = field(default=FetchMode.OFFSET, init=False)
     outer: Span = field(default=Span(None, None), init=False)
     pieces: list[Piece] = field(default_factory=list, init=False)
@@ -250,7 +253,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
         state.mismatches += 1
         what = _describe(self.filters, self.outer)
         if state.mismatches > self.max_passes:
-            raise IncompleteExportError(
+            raise RecordsMovingError(
                 f"the date windows of {what} do not add up (records kept moving)",
                 expected=state.total,
                 got=state.unique,

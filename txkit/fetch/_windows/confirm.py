@@ -11,9 +11,8 @@ from typing import Any
 import polars as pl
 
 from txkit.decode import decode_page, read_page
-from txkit.errors import IncompleteExportError
 from txkit.fetch._ties import cut_groups, mark_from_columns
-from txkit.fetch._windows.span import FetchMode, Piece, Span, _describe
+from txkit.fetch._windows.span import FetchMode, Piece, RecordsMovingError, Span, _describe
 from txkit.fetch.pages import digest, split_group
 
 __all__ = ["SetConfirmation", "Verdict"]
@@ -56,6 +55,10 @@ class SetConfirmation:
     stats: Any
     outer: Span
     pieces: list[Piece]
+    #: The window's filters include no field that changes (the status is applied locally):
+    #: its set is its ids, a record's version may change between reads, and a page that
+    #: changed is decoded whole so that its records' newer versions are kept.
+    versions_move: bool
 
     def confirm_round(self) -> bool:
         """Re-read every window once; fetch again those whose set changed.
@@ -82,9 +85,9 @@ class SetConfirmation:
         self.pieces = same + [q for p in changed for q in self._fetch_span(p.span)]
         return False
 
-    def unquiet(self) -> IncompleteExportError:
+    def unquiet(self) -> RecordsMovingError:
         """The error for records that never held still long enough to be confirmed."""
-        return IncompleteExportError(
+        return RecordsMovingError(
             f"the records of {_describe(self.filters, self.outer)} kept changing: no two reads "
             "of the same windows agreed",
             expected=sum(p.total for p in self.pieces),
@@ -97,7 +100,7 @@ class SetConfirmation:
         total = self._outer_total(self.outer, self.pieces)
         ids = set().union(*(p.ids for p in self.pieces))
         if len(ids) != total:
-            raise IncompleteExportError(
+            raise RecordsMovingError(
                 f"the windows of {_describe(self.filters, self.outer)} do not add up after "
                 "confirming them",
                 expected=total,
@@ -146,8 +149,13 @@ class SetConfirmation:
                     return Verdict.MOVED  # not decoded: nothing to compare with
                 ids.update(read.ids.drop_nulls().to_list())
         keys = []
+        newer: list[pl.DataFrame] = []
         for slot, body in changed.items():
-            total, frame = _keys_of(body)
+            if self.versions_move:
+                total, frame, whole = _records_of(body)
+                newer.append(whole)
+            else:
+                total, frame = _keys_of(body)
             if total != piece.total:
                 return Verdict.MOVED
             marks[slot] = mark_from_columns(slot[0], frame["id"], frame["createdAt"])
@@ -162,6 +170,14 @@ class SetConfirmation:
                 return Verdict.MOVED
             ids.update(whole["id"].to_list())
             seen = pl.concat([seen, whole], how="diagonal_relaxed")
+        if self.versions_move:
+            if not set(seen["id"].to_list()) <= piece.ids:
+                return Verdict.MOVED  # a record entered the window
+            if len(ids) == piece.total:
+                # The same records; their versions as this read found them (newest wins).
+                piece.frames.extend(newer)
+                return Verdict.SAME
+            return Verdict.LOST
         if _unknown(seen, piece.frames):
             return Verdict.MOVED
         return Verdict.SAME if len(ids) == piece.total else Verdict.LOST
@@ -203,6 +219,12 @@ def _keys_of(body: bytes) -> tuple[int, pl.DataFrame]:
         return page.total, frame.with_columns(
             pl.col("createdAt", "updatedAt").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
         )
+
+
+def _records_of(body: bytes) -> tuple[int, pl.DataFrame, pl.DataFrame]:
+    """The total, the keys (as :func:`_keys_of`) and the decoded records of a page."""
+    total, keys = _keys_of(body)  # the text the first read's tie marks compare with
+    return total, keys, decode_page(body).frame
 
 
 def _unknown(seen: pl.DataFrame, frames: list[pl.DataFrame]) -> bool:

@@ -11,9 +11,10 @@ from typing import Any
 import polars as pl
 
 from txkit.decode import read_page
+from txkit.errors import RecordsMovingError
 from txkit.fetch.pages import SlotRead, describe_query
 
-__all__ = ["DAY", "FetchMode", "Piece", "Span"]
+__all__ = ["DAY", "FetchMode", "Piece", "RecordsMovingError", "Span"]
 
 DAY = timedelta(days=1)
 #: The largest offset of a service's days from UTC considered plausible (UTC-14..UTC+14).
@@ -84,10 +85,6 @@ class Piece:
         highs = [v for v in highs if v is not None]
         self.low = min(lows) if lows else None
         self.high = max(highs) if highs else None
-
-
-def _midnight(day: date) -> datetime:
-    return datetime.combine(day, time(), tzinfo=UTC)
 
 
 def _midnight(day: date) -> datetime:

@@ -16,6 +16,7 @@ from txkit.fetch._windows.span import (
     DAY,
     FetchMode,
     Piece,
+    RecordsMovingError,
     Span,
     _describe,
     _First,
@@ -152,7 +153,7 @@ class WindowSplits:
         if not result.complete:
             if self.mode is FetchMode.ONE_PAGE:
                 # It fits in one page, yet its own pages disagree with its total.
-                raise IncompleteExportError(
+                raise RecordsMovingError(
                     f"the window {_describe(self.filters, span)} fits in one page and still "
                     "does not add up",
                     expected=result.total,
@@ -179,7 +180,7 @@ class WindowSplits:
             )
         result = self._fetch(span)
         if not result.complete:
-            raise IncompleteExportError(
+            raise RecordsMovingError(
                 f"{what} holds more records than one page ({stride}) and its pages do not "
                 "converge (unstable order or records moving)",
                 expected=result.total,

@@ -1,4 +1,7 @@
-"""The merchant's bank account: monthly statements in CSV, MT940 and camt.053, with truth.
+"""The merchant's bank account: monthly statements in CSV, MT940 and camt.053, with truth;
+on request also as banks give spreadsheets (``xlsx``: a workbook with title rows, date and
+number cells and a total row; ``html-xls``: GTBank's ".xls" download, an HTML table with title
+and footer rows, the digits as written), read through the CSV's mapping.
 
 Every successful settlement is credited to the merchant's multi-currency bank account
 (account ``0123456789`` at Sandbox Bank) from zero to three business days after it, most
@@ -96,7 +99,7 @@ class BankAccount:
         return sorted({ln.currency for ln in self.lines})
 
     def statement(self, month: str, fmt: str) -> bytes:
-        """The month's statement as ``csv``, ``mt940`` or ``camt053``."""
+        """The month's statement as ``csv``, ``mt940``, ``camt053``, ``xlsx`` or ``html-xls``."""
         lines = sorted(self._month_lines(month), key=lambda ln: (ln.currency, ln.day))
         if fmt == "csv":
             return _csv(self, month, lines)
@@ -104,7 +107,11 @@ class BankAccount:
             return _mt940(self, month, lines)
         if fmt == "camt053":
             return _camt(self, month, lines)
-        raise ValueError(f"statement format must be csv, mt940 or camt053, got {fmt!r}")
+        if fmt in ("xlsx", "html-xls"):
+            return _sheet(self, month, lines, html=fmt == "html-xls")
+        raise ValueError(
+            f"statement format must be csv, mt940, camt053, xlsx or html-xls, got {fmt!r}"
+        )
 
 
 def _day(ms: int) -> date:
@@ -434,6 +441,101 @@ def _camt(account: BankAccount, month: str, lines: list[_Line]) -> bytes:
         )
     parts += ["    </Stmt>", "  </BkToCstmrStmt>", "</Document>"]
     return ("\n".join(parts) + "\n").encode()
+
+
+def _sheet(account: BankAccount, month: str, lines: list[_Line], *, html: bool) -> bytes:
+    """The month's statement as a bank's spreadsheet: title rows, the CSV's columns, a total
+    and a closing row per currency, then a footer; an ``.xlsx`` workbook (date cells, amounts
+    as number cells formatted ``#,##0.00``) or an HTML table (GTBank's ``.xls``, the digits as
+    written with thousands separators)."""
+    first, last = month_bounds(month)
+    titles = [
+        f"{BANK_NAME.upper()} PLC CUSTOMER STATEMENT {MERCHANT_NAME.upper()}",
+        f"Account No: {ACCOUNT}",
+        f"Period: {first:%d/%b/%Y} To {last:%d/%b/%Y}",
+    ]
+    header = [
+        "Transaction Date", "Value Date", "Narration", "Reference", "Debit", "Credit",
+        "Balance", "Currency",
+    ]  # fmt: skip
+    rows: list[list[object]] = []
+    totals: list[list[object]] = []
+    for currency in account.currencies():
+        balance = account._opening(month, currency)
+        debits = credits = 0
+        for ln in (x for x in lines if x.currency == currency):
+            balance += ln.amount
+            debits += -ln.amount if ln.amount < 0 else 0
+            credits += ln.amount if ln.amount > 0 else 0
+            rows.append([
+                ln.day, ln.value_day or ln.day, ln.narration, ln.reference or "",
+                -ln.amount if ln.amount < 0 else None, ln.amount if ln.amount > 0 else None,
+                balance, currency,
+            ])  # fmt: skip
+        totals.append([f"Total {currency}", None, None, None, debits, credits, None, currency])
+        totals.append(
+            [f"Closing Balance {currency}", None, None, None, None, None, balance, currency]
+        )
+    footer = ["PLEASE ADDRESS ALL ENQUIRIES TO", f"{BANK_NAME.upper()} PLC"]
+    if html:
+        return _html_sheet(titles, header, rows + totals, footer)
+    return _xlsx_sheet(titles, header, rows + totals, footer)
+
+
+def _html_sheet(
+    titles: list[str], header: list[str], rows: list[list[object]], footer: list[str]
+) -> bytes:
+    def cell(value: object) -> str:
+        if isinstance(value, int):
+            return f"<td>{_money(value, thousands=',')}</td>"
+        if isinstance(value, date):
+            return f"<td>{value:%d/%m/%Y}</td>"
+        return f"<td>{escape(str(value or ''))}</td>"
+
+    width = len(header)
+    out = ['<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Statement</title></head>',
+           '<body><table width="100%">']  # fmt: skip
+    out += [f'<tr><td colspan="{width}">{escape(t)}</td></tr>' for t in titles]
+    out.append("<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>")
+    out += ["<tr>" + "".join(cell(v) for v in row) + "</tr>" for row in rows]
+    out += [f'<tr><td colspan="{width}">{escape(t)}</td></tr>' for t in footer]
+    out.append("</table></body></html>")
+    return "\n".join(out).encode()
+
+
+def _xlsx_sheet(
+    titles: list[str], header: list[str], rows: list[list[object]], footer: list[str]
+) -> bytes:
+    import io
+
+    import xlsxwriter
+
+    buffer = io.BytesIO()
+    with xlsxwriter.Workbook(buffer, {"in_memory": True}) as book:
+        sheet = book.add_worksheet("Statement")
+        money = book.add_format({"num_format": "#,##0.00"})
+        day = book.add_format({"num_format": "dd/mm/yyyy"})
+        at = 0
+        for title in titles:
+            sheet.write_string(at, 0, title)
+            at += 1
+        at += 1  # a blank row, as banks leave one
+        sheet.write_row(at, 0, header)
+        for row in rows:
+            at += 1
+            for col, value in enumerate(row):
+                if isinstance(value, date):
+                    sheet.write_datetime(at, col, datetime.combine(value, datetime.min.time()), day)
+                elif isinstance(value, int):
+                    # a double holds every amount here exactly enough to show its two decimals
+                    sheet.write_number(at, col, float(money_text(value)), money)
+                elif value:
+                    sheet.write_string(at, col, str(value))
+        at += 1
+        for text in footer:
+            at += 1
+            sheet.write_string(at, 0, text)
+    return buffer.getvalue()
 
 
 def money_text(minor: int) -> Decimal:

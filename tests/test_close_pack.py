@@ -1,0 +1,412 @@
+"""Issue 33: a close pack that tells the truth on every page.
+
+Fast tests on the functions; the tests marked with ``session_report`` read the run's one
+report of 2026-10 on the sandbox (slow).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.factories import SessionReport
+from txkit.analysis import reconcile
+from txkit.analysis.exception_lists import AT_STAKE, LISTS, exception_list
+from txkit.register import SECTIONS, register_items
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# --- 1. one definition per exception list -----------------------------------------------------
+
+
+def _collection(ref: str, amount: str, currency: str = "NGN", status: str = "successful") -> dict:
+    return {
+        "id": f"t-{ref}",
+        "createdAt": datetime(2026, 1, 2, 3, tzinfo=UTC),
+        "transType": "collection",
+        "status": status,
+        "transactionReference": ref,
+        "toAmount": amount,
+        "toCurrency": currency,
+    }
+
+
+def _reconciled() -> pl.DataFrame:
+    from tests.analysis.analysis_cases import tx_frame
+
+    export = tx_frame(
+        [
+            _collection("SAME", "100.00"),
+            _collection("ONLY-EXPORT", "250.00"),
+            _collection("STATUS", "107786.00", status="successful"),
+            _collection("AMOUNT", "100.00"),
+            _collection("CURRENCY", "100.00", "USD"),
+        ]
+    )
+    orders = pl.DataFrame(
+        {
+            "reference": ["SAME", "ONLY-ORDERS", "STATUS", "AMOUNT", "CURRENCY"],
+            "amount": ["100", "31827", "107786", "90", "300"],
+            "currency": ["NGN", "NGN", "NGN", "NGN", "KES"],
+            "status": ["successful", "successful", "failed", "successful", "successful"],
+            "date": [date(2026, 1, 2)] * 5,
+        }
+    ).with_columns(pl.col("amount").cast(pl.Decimal(38, 2)))
+    return reconcile(export, orders)
+
+
+def _keyed(name: str, frame: pl.DataFrame) -> pl.DataFrame:
+    spec = exception_list(name)
+    rows = spec.listed(frame)
+    key = pl.concat_str([pl.col(c).cast(pl.String) for c in spec.key], separator=":")
+    return rows.with_columns(key.alias("key"))
+
+
+def test_the_register_item_carries_the_amount_at_stake_its_page_shows() -> None:
+    """Why 2: the register recorded a status mismatch of 107,786.00 NGN as 0.000000 (its
+    ``difference``), not material; the 13 orders missing from the export were −31,827.00 on
+    the page and +31,827 in the register. The register's amount is the list's ``at_stake``."""
+    keyed = _keyed("reconciliation_mismatches", _reconciled())
+    items = register_items(keyed, "reconciliation_mismatches", "2026-01")
+    amounts = dict(items.select("key", "amount").iter_rows())
+    assert amounts["STATUS:status_mismatch"] == Decimal("107786")
+    assert amounts["ONLY-ORDERS:missing_in_export"] == Decimal("-31827")
+    assert amounts["ONLY-EXPORT:missing_in_orders"] == Decimal("250")
+    assert amounts["AMOUNT:amount_mismatch"] == Decimal("10")
+    assert amounts["CURRENCY:currency_mismatch"] is None  # two currencies: nothing subtracted
+    page = dict(keyed.select("key", AT_STAKE).iter_rows())
+    assert amounts == page
+    assert "SAME:matched" not in amounts  # agreed: not listed
+
+
+def test_an_unknown_bank_credit_and_a_missing_settlement_carry_their_amount() -> None:
+    """Why 2: the unknown bank credit of 49,556.37 NGN had no amount in the register."""
+    frame = pl.DataFrame(
+        {
+            "reference": [None, "TXK-1", "TXK-2", "TXK-3"],
+            "bank_line": ["s:181", None, "s:12", "s:14"],
+            "category": ["unknown_credit", "missing_in_bank", "amount_differs", "matched"],
+            "currency": ["NGN"] * 4,
+            "settlement_amount": [None, "234516.00", "939.00", "5.00"],
+            "bank_amount": ["49556.37", None, "924.00", "5.00"],
+            "difference": [None, None, "-15.00", "0.00"],
+            "settlement_date": [None, date(2026, 10, 8), date(2026, 10, 23), date(2026, 10, 2)],
+            "bank_date": [date(2026, 10, 16), None, date(2026, 10, 23), date(2026, 10, 2)],
+        }
+    ).with_columns(pl.col("settlement_amount", "bank_amount", "difference").cast(pl.Decimal(38, 2)))
+    keyed = _keyed("settlement_exceptions", frame)
+    items = register_items(keyed, "settlement_exceptions", "2026-10")
+    assert dict(items.select("kind", "amount").iter_rows()) == {
+        "unknown_credit": Decimal("49556.37"),
+        "missing_in_bank": Decimal("-234516.00"),
+        "amount_differs": Decimal("-15.00"),
+    }
+
+
+def test_every_list_is_defined_once_and_everything_derives_from_it() -> None:
+    """The register's sections, the trends' names and the pages' lists are the definitions'."""
+    import inspect
+
+    import txkit.analysis.trends as trends
+    import txkit.notebook._recompute as recompute
+
+    assert {name: x.section for name, x in LISTS.items()} == SECTIONS
+    assert "LISTS[" in inspect.getsource(trends.trend_table)
+    # Which rows a list holds is said once: no page or recomputation filters them again.
+    sources = {"_recompute": inspect.getsource(recompute)} | {
+        p.name: p.read_text() for p in sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+    }
+    for name, source in sources.items():
+        for rule in ("AGREED_CATEGORIES", "SETTLEMENT_EXCEPTIONS"):
+            assert rule not in source, (name, rule)
+    with pytest.raises(ValueError, match="the lists are reconciliation_mismatches"):
+        exception_list("reconciliation")
+
+
+@pytest.mark.report
+def test_the_report_register_holds_the_amount_of_every_listed_row(
+    session_report: SessionReport,
+) -> None:
+    """Every register item of the report carries the ``at_stake`` its download (and page) shows,
+    with its sign, and materiality is computed on it."""
+    folder = session_report.folder
+    register = pl.read_csv(folder / "exceptions.csv", infer_schema=False)
+    recorded = dict(register.select("key", "amount").iter_rows())
+    for name in LISTS:
+        if name == "wallet_statement" or not (folder / f"{name}.csv").exists():
+            continue
+        listed = pl.read_csv(folder / f"{name}.csv", infer_schema=False).filter(
+            pl.col("open_status") != "not listed again"
+        )
+        for key, at_stake in listed.select("key", AT_STAKE).iter_rows():
+            page = None if at_stake is None else Decimal(at_stake)
+            got = None if recorded.get(key) is None else Decimal(recorded[key])
+            assert got == page, (name, key)
+    row = register.filter(pl.col("key") == "TXK-3067037698ED:status_mismatch").row(0, named=True)
+    assert Decimal(row["amount"]) == Decimal("107786") and row["material"] == "true"
+    unknown = register.filter(pl.col("kind") == "unknown_credit")
+    assert [Decimal(a) for a in unknown["amount"]] == [Decimal("49556.37")]
+    missing = register.filter(pl.col("kind") == "missing_in_export")
+    assert all(Decimal(a) < 0 for a in missing["amount"])
+
+
+# --- 2. money never summed across currencies --------------------------------------------------
+
+
+def test_the_reconciliation_summary_sums_each_side_in_its_own_currency() -> None:
+    """Why 1: page 02's row ``currency_mismatch NGN 5`` summed the orders' KES and USD amounts
+    as 384,120.92 NGN; missing and currency rows showed ``difference 0.00`` where nothing was
+    compared."""
+    from txkit.analysis import reconcile_summary
+
+    summary = reconcile_summary(_reconciled())
+    rows = {(r["category"], r["currency"], r["order_currency"]): r for r in summary.to_dicts()}
+    mismatch = rows[("currency_mismatch", "USD", "KES")]
+    assert mismatch["export_amount"] == Decimal("100") and mismatch["order_amount"] == Decimal(300)
+    assert mismatch["difference"] is None and mismatch["at_stake"] is None
+    assert rows[("missing_in_export", "NGN", None)]["difference"] is None
+    assert rows[("missing_in_export", "NGN", None)]["export_amount"] is None
+    assert rows[("missing_in_export", "NGN", None)]["at_stake"] == Decimal("-31827")
+    assert rows[("missing_in_orders", "NGN", None)]["order_amount"] is None
+    assert rows[("status_mismatch", "NGN", None)]["at_stake"] == Decimal("107786")
+
+
+def test_sum_in_currency_is_blank_without_a_value_and_never_mixes_currencies() -> None:
+    from txkit.money import sum_in_currency
+
+    frame = pl.DataFrame(
+        {
+            "currency": ["NGN", "NGN", "USD"],
+            "other": ["KES", "NGN", "USD"],
+            "amount": [Decimal("1.50"), Decimal("2.00"), None],
+        }
+    )
+    got = frame.group_by("currency").agg(sum_in_currency("amount", "other")).sort("currency")
+    assert got.rows() == [("NGN", Decimal("2.00")), ("USD", None)]
+
+
+_FIGURE = r"(?<![\w.,])(-?\d{1,3}(?:,\d{3})*\.\d+|-?\d+\.\d+)(?![\d%])"
+
+
+def _text(html_text: str) -> str:
+    import html
+    import re
+
+    html_text = re.sub(r"<(style|script)\b.*?</\1>", " ", html_text, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", html_text))
+
+
+def _figures(folder: Path) -> dict[Decimal, str]:
+    """Every decimal figure written on a page of the report, with the page."""
+    import re
+
+    out: dict[Decimal, str] = {}
+    for page in sorted(folder.glob("*.html")):
+        for match in re.finditer(_FIGURE, _text(page.read_text(encoding="utf-8"))):
+            out.setdefault(abs(Decimal(match.group(1).replace(",", ""))), page.name)
+    return out
+
+
+def _currency_columns(name: str, columns: list[str]) -> list[str]:
+    prefix = name.rsplit("_", 1)[0] if "_" in name else ""
+    found = [c for c in (f"{prefix}_currency", "currency", "toCurrency") if c in columns]
+    return found + [c for c in columns if c.endswith("currency") and c not in found]
+
+
+def _mixed_sums(frame: pl.DataFrame) -> dict[Decimal, str]:
+    """Every total of a money column over a group of rows (the whole file, or one value of a
+    category-like column) whose rows are in two or more currencies."""
+    out: dict[Decimal, str] = {}
+    groups = [c for c in frame.columns if frame[c].dtype == pl.String and frame[c].n_unique() <= 12]
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != pl.String or not values.drop_nulls().str.contains(r"^-?\d+\.\d+$").all():
+            continue
+        currencies = _currency_columns(column, frame.columns)
+        if not currencies or values.drop_nulls().len() == 0:
+            continue
+        rows = frame.select(
+            pl.col(column).cast(pl.Decimal(38, 6)).alias("amount"),
+            pl.coalesce(currencies).alias("_currency"),
+            *[pl.col(g) for g in groups if g not in currencies and g != column],
+        ).drop_nulls(["amount", "_currency"])
+        rows = rows.filter(pl.col("amount") != 0)  # a zero adds nothing of its currency
+        for by in [None, *[g for g in groups if g not in currencies and g != column]]:
+            parts = [rows] if by is None else rows.partition_by(by)
+            for part in parts:
+                if part["_currency"].n_unique() > 1:
+                    total = abs(sum(part["amount"].to_list(), Decimal(0)))
+                    if total:
+                        out[total] = f"{column} by {by}"
+    return out
+
+
+@pytest.mark.report
+def test_no_figure_of_the_report_is_a_sum_of_amounts_of_different_currencies(
+    session_report: SessionReport,
+) -> None:
+    """Why 1, on the whole shared report: no figure on any page (index included) equals a total
+    of a download's amounts over rows of different currencies, and each download's row holds
+    its amounts in one currency."""
+    folder = session_report.folder
+    figures = _figures(folder)
+    for csv in sorted(folder.glob("*.csv")):
+        frame = pl.read_csv(csv, infer_schema=False)
+        for total, where in _mixed_sums(frame).items():
+            assert total not in figures, (csv.name, where, str(total), figures[total])
+
+
+# --- 3. nothing from nothing ------------------------------------------------------------------
+
+NO_RECORDS = "no records of 2026-11: the sandbox covers 2025-11 to 2026-10"
+
+
+def test_a_month_without_records_stops_with_one_line(tmp_path: Path) -> None:
+    """Why 3: a notebook on 2026-11 (outside the sandbox's calendar) computed an all-clear
+    from 0 records; loading the month now stops with the line, a txkit error."""
+    from txkit.errors import NoRecordsError, TxkitError
+    from txkit.notebook import load_month
+
+    with pytest.raises(NoRecordsError) as raised:
+        load_month("2026-11", source="sandbox")
+    assert str(raised.value) == NO_RECORDS and isinstance(raised.value, TxkitError)
+    with pytest.raises(NoRecordsError, match=r"^no records of 2026-11: the store .* holds none"):
+        load_month("2026-11", source="store", store=tmp_path / "empty")
+
+
+def test_no_success_sentence_from_zero_checked_values() -> None:
+    """Why 3: "Every checked balance follows the balance model exactly" after 0 values; "Every
+    fee and tax of the month follows its rule" with no rule; "Difference of each statement: ."
+    """
+    from txkit.analysis.fees import FeeRule
+    from txkit.notebook._close import settlement_findings, wallet_differences_line
+    from txkit.notebook.findings import balance_findings
+    from txkit.notebook.findings_fees import fee_findings
+
+    empty_summary = pl.DataFrame(schema={"checked": pl.Int64, "unverifiable": pl.Int64})
+    sentences = balance_findings(pl.DataFrame(), empty_summary)
+    assert not any("follows" in s for s in sentences), sentences
+    assert fee_findings(pl.DataFrame({"kind": []}, schema={"kind": pl.String}), []) == [
+        "No fee or tax could be checked: no record of the month follows a rule."
+    ]
+    rule = FeeRule("fee", "collection", "NGN", Decimal(10), None, None, 7, 7)
+    assert fee_findings(pl.DataFrame({"kind": []}, schema={"kind": pl.String}), [rule]) == [
+        "Every fee and tax of the month's 7 records follows its rule."
+    ]
+    no_wallet = pl.DataFrame(schema={"currency": pl.String, "difference": pl.Decimal(38, 2)})
+    assert ": ." not in wallet_differences_line(no_wallet)
+    nothing = pl.DataFrame(schema={"category": pl.String, "settlement_id": pl.String})
+    assert "of 0 settlements" not in " ".join(settlement_findings(nothing, object()))  # type: ignore[arg-type]
+
+
+def test_a_report_of_a_month_without_records_stops_before_any_notebook(tmp_path: Path) -> None:
+    """``txkit report`` on 2026-11 stops with the one line, exit 2, nothing written."""
+    from tests.factories import invoke_cli
+
+    done = invoke_cli(
+        "report", "--month", "2026-11", "--out", str(tmp_path / "r"),
+        "--notebooks", str(ROOT / "notebooks"), cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(NO_RECORDS), done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
+
+
+# --- 5. the one-page close summary --------------------------------------------------------------
+
+
+@pytest.mark.report
+def test_the_close_summary_comes_first_and_carries_the_month_per_currency(
+    session_report: SessionReport,
+) -> None:
+    """Why 4, 5, 9: the value of the records still open (20,427,773.57 NGN, 20,148.85 USD),
+    the bank charges of 2026-10-06 (25,000 NGN, 500 KES, 50 GHS, 20 USD) and the wallet's
+    balances on one page, first in the pack, with "page x of y" and its month on paper."""
+    folder = session_report.folder
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    assert index.index('href="00_close_summary.html"') < index.index("What needs action")
+    page = (folder / "00_close_summary.html").read_text(encoding="utf-8")
+    text = " ".join(_text(page).split())
+    assert "Value of the records still open" in text
+    assert "20,427,773.57" in text and "20,148.85" in text
+    assert "Bank charges and other debits -50.00 -500.00 -25,000.00 -20.00" in text
+    assert "counter(page) ' of ' counter(pages)" in page and "Close summary 2026-10" in page
+    wallet = pl.read_csv(folder / "wallet_statement.csv", infer_schema=False)
+    for row in wallet.iter_rows(named=True):
+        for column in ("opening_ledger", "conversions_out", "closing_reported"):
+            assert f"{Decimal(row[column]):,}" in text, (row["currency"], column)
+    assert "Prepared by" in text and "Reviewed by" in text
+
+
+# --- 4. money in and out measured alike ---------------------------------------------------------
+
+
+def test_money_out_counts_conversions_out_of_the_currency() -> None:
+    """Why 6: money in counted conversions into a currency, money out left out conversions out
+    of it (36,012,123.00 NGN), and USDT had no out row though 5,460 USDT were converted out."""
+    from txkit.analysis import monthly_metrics
+
+    def record(kind: str, amount: str, currency: str, **more: object) -> dict:
+        return {
+            "createdAt": datetime(2026, 10, 5, tzinfo=UTC),
+            "transType": kind,
+            "status": "successful",
+            "toAmount": Decimal(amount),
+            "toCurrency": currency,
+            "feeAmount": Decimal(0),
+            "fromAmount": more.get("fromAmount"),
+            "fromCurrency": more.get("fromCurrency"),
+        }
+
+    frame = pl.DataFrame(
+        [
+            record("collection", "1000.00", "NGN"),
+            record("transfer", "300.00", "NGN"),
+            record("conversion", "5.00", "USDT", fromAmount=Decimal("8000.00"), fromCurrency="NGN"),
+            record("conversion", "4000.00", "NGN", fromAmount=Decimal("2.50"), fromCurrency="USDT"),
+        ],
+        schema_overrides={"toAmount": pl.Decimal(38, 2), "fromAmount": pl.Decimal(38, 2),
+                          "feeAmount": pl.Decimal(38, 2)},
+    )  # fmt: skip
+    got = {r["currency"]: r for r in monthly_metrics(frame).iter_rows(named=True)}
+    assert (got["NGN"]["incoming"], got["NGN"]["outgoing"]) == (Decimal(5000), Decimal(8300))
+    assert (got["USDT"]["incoming"], got["USDT"]["outgoing"]) == (Decimal(5), Decimal("2.50"))
+    assert (got["NGN"]["records"], got["USDT"]["records"]) == (3, 1)  # a record counted once
+
+
+# --- 10. masking never touches a transaction reference ------------------------------------------
+
+
+def test_masking_keeps_references_in_narrations_whole() -> None:
+    """Why 10: 53 rows of settlements.csv showed ``TXK-54E******0240`` for a reference inside
+    a narration; an account number standing alone is still masked."""
+    from txkit.privacy import mask_pii
+
+    narrations = [
+        "SETTLEMENT SANDBOX MERCHANT LTD TXK-54E878000240",
+        "RETURN OF CREDIT TXK-5953B42DAFCE_2 ref 2026100612345",
+        "TRANSFER TO 0123456789 ADA",
+        "acct 0123456789.",
+        "paid 1234567.89 NGN",
+    ]
+    masked = mask_pii(pl.DataFrame({"narration": narrations}))["narration"].to_list()
+    assert masked == [
+        "SETTLEMENT SANDBOX MERCHANT LTD TXK-54E878000240",
+        "RETURN OF CREDIT TXK-5953B42DAFCE_2 ref ******2345",
+        "TRANSFER TO ******6789 ADA",
+        "acct ******6789.",
+        "paid 1234567.89 NGN",
+    ]
+
+
+@pytest.mark.report
+def test_no_reference_is_masked_in_the_report(session_report: SessionReport) -> None:
+    import re
+
+    for path in sorted(session_report.folder.glob("*.csv")):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"TXK-[0-9A-F]*\*", text), path.name

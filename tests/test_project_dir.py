@@ -1,0 +1,68 @@
+"""One project folder for every path a notebook reads or writes (issue 35): data, reports,
+``.env`` and ``materiality.toml`` are found the same way from the project folder, from
+``notebooks/`` (JupyterLab's kernel), from the report's staging folder and from any subfolder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from txkit import config
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in config.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "project"
+    (root / "notebooks").mkdir(parents=True)
+    (root / "notebooks" / "01_explore.ipynb").write_text("{}")
+    (root / "reports" / ".2026-10.abc123").mkdir(parents=True)
+    (root / "data").mkdir()
+    return root
+
+
+@pytest.mark.parametrize(
+    "where", [".", "notebooks", "reports", "reports/.2026-10.abc123", "data"], ids=str
+)
+def test_every_folder_of_the_project_finds_the_same_data_reports_and_env(
+    project: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / ".env").write_text(
+        "TXKIT_BASE_URL=https://api.example.com\nTXKIT_SECRET_KEY=sk_test_abcdefghijklmnop\n"
+    )
+    monkeypatch.chdir(project / where)
+    assert (Path.cwd() / config.project_dir()).resolve() == project.resolve()
+    assert (Path.cwd() / config.data_dir()).resolve() == (project / "data").resolve()
+    assert (Path.cwd() / config.reports_dir()).resolve() == (project / "reports").resolve()
+    assert config.key_configured()  # the project's .env, also from notebooks/
+    assert config.default_store().resolve() == (project / "data/store/api.example.com").resolve()
+
+
+def test_the_project_folder_itself_keeps_relative_paths(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    assert config.data_dir() == Path("data")  # messages keep naming data/...
+    assert config.reports_dir() == Path("reports")
+
+
+def test_a_folder_outside_any_project_is_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in config.VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "loose").mkdir()
+    monkeypatch.chdir(tmp_path / "loose")
+    assert config.project_dir() == Path(".")
+    assert config.data_dir() == Path("data")
+
+
+def test_txkit_data_dir_still_moves_the_data_alone(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project / "notebooks")
+    monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "elsewhere"))
+    assert config.data_dir() == tmp_path / "elsewhere"
+    assert (Path.cwd() / config.reports_dir()).resolve() == (project / "reports").resolve()

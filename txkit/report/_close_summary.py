@@ -1,0 +1,235 @@
+"""The month's close summary: one A4 page, first in the pack (``00_close_summary.html``).
+
+Per currency (a column each, never added across): the wallet's opening and closing balance,
+money in and out by type (conversions on both sides), fees and tax, reserves, the net
+movement, the value of the records still open, the settlements in transit, the bank's closing
+balance and its charges and other debits, then the exceptions at stake per list (material
+first) and the signature block. Every figure comes from what the report's pages wrote (the
+wallet statement, the settlements, the exception lists' definitions) or from the store at the
+table version the pages read, never computed a second way.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from txkit.analysis.exception_lists import LISTS
+from txkit.calendar import month_bounds
+from txkit.money import format_money
+from txkit.notebook._downloads import read_downloads
+
+__all__ = ["CLOSE_SUMMARY", "CloseFigures", "close_figures", "close_summary_html"]
+
+#: The close summary's file in the report folder (first in the pack by its name).
+CLOSE_SUMMARY: Final = "00_close_summary.html"
+#: Statuses of a record that is not final yet (its status can still change).
+OPEN_STATUSES: Final = ("pending", "processing", "ongoing", "initiated", "verified")
+
+#: The wallet statement's lines as the summary names them, in order (``None``: a heading).
+_WALLET_LINES: Final[tuple[tuple[str, str | None], ...]] = (
+    ("Opening balance (ledger)", "opening_ledger"),
+    ("Money in: collections", "collections"),
+    ("Money in: conversions into the currency", "conversions_in"),
+    ("Money out: transfers", "transfers"),
+    ("Money out: settlements to the bank", "settlements"),
+    ("Money out: conversions out of the currency", "conversions_out"),
+    ("Fees", "fees"),
+    ("Tax on fees", "tax"),
+    ("Reserves held", "reserves_held"),
+    ("Reserves released", "reserves_released"),
+    ("Net movement of the month", "_net"),
+    ("Closing balance, computed", "closing_computed"),
+    ("Closing balance, reported by the last record", "closing_reported"),
+    ("Difference (reported - computed)", "difference"),
+)
+
+
+@dataclass(frozen=True)
+class CloseFigures:
+    """The summary's figures, per currency (text amounts, exact)."""
+
+    month: str
+    currencies: list[str]
+    #: line -> currency -> amount (None: not known for that currency)
+    lines: list[tuple[str, dict[str, Decimal | None]]]
+    #: (list title, currency, items, amount at stake, material items)
+    exceptions: list[tuple[str, str, int, Decimal, int | None]]
+    notes: list[str]
+
+
+def _decimal(value: Any) -> Decimal | None:
+    return None if value is None or value == "" else Decimal(str(value))
+
+
+def close_figures(
+    folder: Path,
+    month: str,
+    *,
+    records: pl.LazyFrame | None,
+    bank: Any | None,
+    material: Mapping[str, int] | None = None,
+) -> CloseFigures:
+    """The summary's figures from the report folder's downloads, the month's records (lazy,
+    the store at the pages' table version) and the bank statements (a
+    :class:`txkit.bank.BankStatement`, or None)."""
+    notes: list[str] = []
+    wallet_path = folder / "wallet_statement.csv"
+    wallet = (
+        pl.read_csv(wallet_path, infer_schema=False) if wallet_path.exists() else pl.DataFrame()
+    )
+    currencies = sorted(wallet["currency"].to_list()) if wallet.height else []
+    by_currency = {r["currency"]: r for r in wallet.iter_rows(named=True)}
+    lines: list[tuple[str, dict[str, Decimal | None]]] = []
+    for label, column in _WALLET_LINES:
+        row: dict[str, Decimal | None] = {}
+        for code in currencies:
+            values = by_currency[code]
+            if column == "_net":
+                closing, opening = (
+                    _decimal(values.get("closing_computed")),
+                    _decimal(values.get("opening_ledger")),
+                )
+                row[code] = None if closing is None or opening is None else closing - opening
+            else:
+                row[code] = _decimal(values.get(column))
+        lines.append((label, row))
+    if records is not None:
+        still = (
+            records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
+            .group_by(pl.col("toCurrency").cast(pl.String).alias("currency"))
+            .agg(pl.col("toAmount").sum().alias("amount"), pl.len().alias("n"))
+            .collect()
+        )
+        open_rows = {r["currency"]: r for r in still.iter_rows(named=True)}
+        currencies = sorted(set(currencies) | set(open_rows))
+        lines.append(
+            (
+                "Value of the records still open (status can change)",
+                {c: open_rows[c]["amount"] if c in open_rows else Decimal(0) for c in currencies},
+            )
+        )
+        counted = ", ".join(f"{r['n']:,} {c}" for c, r in sorted(open_rows.items()))
+        if counted:
+            notes.append(f"Records still open ({', '.join(OPEN_STATUSES)}): {counted}.")
+    settlements_path = folder / "settlements.csv"
+    if settlements_path.exists():
+        settled = pl.read_csv(settlements_path, infer_schema=False)
+        transit = settled.filter(pl.col("category") == "timing_next_month")
+        sums: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
+        for code, amount in transit.select("currency", "settlement_amount").iter_rows():
+            sums[code] = (sums.get(code) or Decimal(0)) + Decimal(amount)
+        lines.append(("Settlements in transit (credited after the month)", sums))
+    if bank is not None:
+        first, last = month_bounds(month)
+        balances = bank.balances.filter(pl.col("closing_date").is_between(first, last))
+        closing = {
+            r["currency"]: r["closing"] for r in balances.sort("closing_date").iter_rows(named=True)
+        }
+        lines.append(("Bank closing balance (statement)", {c: closing.get(c) for c in currencies}))
+        debits = bank.entries.filter(
+            (pl.col("direction") == "debit")
+            & pl.col("date").is_between(first, last)
+            & ~pl.col("reversal").fill_null(False)
+        )
+        charges: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
+        for row in debits.iter_rows(named=True):
+            charges[row["currency"]] = (charges.get(row["currency"]) or Decimal(0)) + row["amount"]
+            notes.append(
+                f"Bank debit {row['date']}: {format_money(row['amount'], row['currency'])} "
+                f"({row['narration'] or 'no narration'})."
+            )
+        lines.append(("Bank charges and other debits", charges))
+    else:
+        notes.append("No bank statement was given: the bank's balance and charges are not shown.")
+    exceptions = []
+    for name, entry in read_downloads(folder).items():
+        if name not in LISTS or entry.get("kind") == "table":
+            continue
+        section = LISTS[name].section
+        stake = entry.get("at_stake_by_currency") or {}
+        per_currency = entry.get("rows_by_currency") or {}
+        for code, amount in sorted(stake.items()):
+            exceptions.append(
+                (
+                    entry["title"],
+                    code,
+                    int(per_currency.get(code, 0)),
+                    Decimal(amount),
+                    None if material is None else material.get(section, 0),
+                )
+            )
+    # Material first (by the register's count), then the largest amount.
+    exceptions.sort(key=lambda e: (-(e[4] or 0), e[0], -e[3], e[1]))
+    return CloseFigures(month, currencies, lines, exceptions, notes)
+
+
+_CSS: Final = (
+    "body{font-family:sans-serif;font-size:9pt;margin:1.5rem auto;max-width:64rem;"
+    "line-height:1.3}h1{font-size:15pt;margin:0 0 .2rem}h2{font-size:11pt;margin:.7rem 0 .2rem}"
+    "table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}"
+    "td,th{padding:1px 5px;border-bottom:1px solid #ddd;text-align:right;white-space:nowrap}"
+    "td:first-child,th:first-child{text-align:left;white-space:normal}"
+    "tr.total td{font-weight:bold;border-top:1px solid #555}"
+    ".meta{color:#444;font-size:8pt}.sign td{height:2.2em;text-align:left;border:none}"
+    ".sign td.line{border-bottom:1px solid #000;width:30%}"
+    "@page{size:A4;margin:12mm 12mm 16mm 12mm;"
+    "@bottom-left{content:'Close summary MONTH';font:8pt sans-serif;color:#444}"
+    "@bottom-right{content:'page ' counter(page) ' of ' counter(pages);"
+    "font:8pt sans-serif;color:#444}}"
+    "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}}"
+)
+_TOTALS: Final = {"Net movement of the month", "Closing balance, computed"}
+
+
+def _cell(value: Decimal | None, signed: bool = False) -> str:
+    return "" if value is None else html.escape(format_money(value, signed=signed))
+
+
+def close_summary_html(figures: CloseFigures, *, signatures: Sequence[str] = ()) -> str:
+    """The page (HTML), printable on one A4 page."""
+    month = html.escape(figures.month)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in figures.currencies)
+    rows = []
+    for label, values in figures.lines:
+        css = ' class="total"' if label in _TOTALS else ""
+        signed = label.startswith("Difference")
+        cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
+        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    exceptions = (
+        "".join(
+            f"<tr><td>{html.escape(title)}</td><td>{html.escape(code)}</td><td>{n:,}</td>"
+            f"<td>{html.escape(format_money(amount, code))}</td>"
+            f"<td>{'' if material is None else f'{material:,}'}</td></tr>"
+            for title, code, n, amount, material in figures.exceptions
+        )
+        or '<tr><td colspan="5">No exception this month.</td></tr>'
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in figures.notes)
+    signed = "".join(f"<p>{html.escape(s)}</p>" for s in signatures)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>Close summary {month}</title><style>{_CSS.replace('MONTH', month)}</style>"
+        f'</head><body><p class="meta"><a href="index.html">Report {month}</a></p>'
+        f"<h1>Close summary {month}</h1>"
+        '<p class="meta">Per currency, never added across currencies; amounts exact. The wallet '
+        "lines are the wallet statement of page 06 (money in positive, money out negative); "
+        "the exceptions' amounts at stake are each list's own (the sum of the absolute amounts "
+        "at stake of its items), material items first.</p>"
+        f"<h2>Wallet and bank</h2><table><thead><tr><th></th>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>currency</th>"
+        "<th>items</th><th>at stake</th><th>material (section, open)</th></tr></thead>"
+        f"<tbody>{exceptions}</tbody></table>"
+        f'<ul class="meta">{notes}</ul>'
+        f"<h2>Sign-off</h2>{signed}"
+        '<table class="sign"><tr><td>Prepared by</td><td class="line"></td><td>Date</td>'
+        '<td class="line"></td></tr><tr><td>Reviewed by</td><td class="line"></td>'
+        '<td>Date</td><td class="line"></td></tr></table></body></html>\n'
+    )
