@@ -878,3 +878,24 @@ def test_an_edited_report_json_is_read_as_data(tmp_path: Path) -> None:
     lines = revision_lines(history)
     assert lines[0] == "revision 1 (2026-10, table version ?): not signed"
     assert "<script>" not in history_block(history)
+
+
+def test_a_revision_names_each_close_summary_figure_that_changed(tmp_path: Path) -> None:
+    from txkit.register._sign import compare_reports
+
+    def pack(name: str, closing: str, items: int) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "report.json").write_text(json.dumps({"table_version": 3}))
+        doc = {
+            "month": "2026-10",
+            "lines": [["Closing balance, computed", {"NGN": closing, "USD": "5.00"}]],
+            "exceptions": [["Reconciliation", "NGN", items, "120.50", 1]],
+        }
+        (folder / "00_close_summary.json").write_text(json.dumps(doc))
+        return folder
+
+    lines = compare_reports(pack("a", "100.00", 3), pack("b", "90.00", 4))
+    assert "close summary: Closing balance, computed NGN 100.00 -> 90.00" in lines
+    assert "close summary: exceptions Reconciliation items NGN 3 -> 4" in lines
+    assert not any("USD" in line for line in lines)
