@@ -116,6 +116,8 @@ _ONE_WORKER = frozenset(
         "tests/test_register_carry.py",
         "tests/test_store_retention.py",
         "tests/test_store_readers.py",
+        # the nine JupyterLab-like runs of the notebooks (nbclient), built once, not per worker
+        "tests/test_jupyter.py",
     }
 )
 

@@ -88,7 +88,7 @@ def main() -> None:
     def before_digests() -> object:
         """read_months as it was: polars scans the month's file itself."""
         from txkit.decode import finalize
-        from txkit.store._location import open_table
+        from txkit.store._table import open_table
 
         table = open_table(store)
         schema = pl.Schema({k: v for k, v in pl.Schema(table.schema()).items() if k != "month"})

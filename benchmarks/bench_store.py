@@ -130,8 +130,8 @@ def year(args: argparse.Namespace) -> None:
     import txkit
     from txkit.sandbox import Sandbox
     from txkit.store import read_months, sync
-    from txkit.store._location import open_table, table_files
     from txkit.store._retention import RetentionPolicy
+    from txkit.store._table import open_table, table_files
 
     work = Path(tempfile.mkdtemp(prefix="txkit-bench-year-"))
     records = args.records or 60_000
@@ -379,7 +379,7 @@ def main() -> None:
     from txkit.calendar import month_bounds
     from txkit.sandbox import Sandbox
     from txkit.store import read_months, sync
-    from txkit.store._location import open_table
+    from txkit.store._table import open_table
 
     work = Path(tempfile.mkdtemp(prefix="txkit-bench-store-"))
     print(f"# txkit store benchmark: {args.records:,} sandbox records, seed {args.seed}")

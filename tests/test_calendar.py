@@ -292,7 +292,7 @@ def test_python_entries_refuse_the_month_before_using_it(month: str, tmp_path: P
     """The notebooks' helpers, the report and the store refuse it; before, the stripped value
     chose the dates and the raw one was looked up ("the store has no data for the month")."""
     from txkit.notebook import load_history, load_margin, load_month, load_orders, trend_records
-    from txkit.notebook._downloads import publish_exceptions
+    from txkit.notebook._downloads import Destination, ExceptionList, publish_exceptions
     from txkit.report import run_report
     from txkit.store import read_months, sync
 
@@ -307,8 +307,8 @@ def test_python_entries_refuse_the_month_before_using_it(month: str, tmp_path: P
         lambda: sync(client=None, store=store, refresh=[month]),
         lambda: run_report(month, store=store, out=tmp_path / "r", notebooks=tmp_path),
         lambda: publish_exceptions(
-            pl.DataFrame({"id": ["a"]}), "x", title="X", key=["id"], month=month,
-            folder=tmp_path / "r",
+            pl.DataFrame({"id": ["a"]}), ExceptionList("x", "X", ["id"]),
+            Destination(month, tmp_path / "r"),
         ),
     ]  # fmt: skip
     for call in calls:

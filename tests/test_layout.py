@@ -8,6 +8,8 @@ import importlib
 import re
 from pathlib import Path
 
+import pytest
+
 import txkit
 from txkit import config
 
@@ -184,6 +186,45 @@ def test_no_import_cycle_between_txkit_modules() -> None:
     # Imports inside functions count: they run too, and used to hide a cycle through cli,
     # report, the probe's and the sandbox's commands.
     assert _cycles(_import_graph()) == []
+
+
+def _private_imports() -> list[str]:
+    """Imports of another package's private module (``txkit.X._y`` from outside ``txkit.X``):
+    what a package offers the others is in its ``__init__``."""
+    modules = _modules()
+    found = []
+    for name, path in modules.items():
+        for target, line, _ in _imports(name, path, modules):
+            parts = target.split(".")
+            private = next((i for i in range(2, len(parts)) if parts[i].startswith("_")), None)
+            if private is None:
+                continue
+            owner = ".".join(parts[:private])
+            if name != owner and not name.startswith(owner + "."):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}")
+    return found
+
+
+def test_no_package_imports_another_packages_private_module() -> None:
+    assert _private_imports() == []
+
+
+def test_the_private_import_finder_finds_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = PACKAGE / "report" / "_run.py"
+    text = module.read_text(encoding="utf-8") + "\nfrom txkit.store._location import store_name\n"
+    original = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        return text if self == module else original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    [found] = _private_imports()
+    assert found.startswith("txkit/report/_run.py:") and found.endswith("txkit.store._location")
+
+
+def test_the_top_level_holds_at_most_twelve_modules() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, top
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

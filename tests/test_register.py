@@ -26,11 +26,13 @@ from txkit.register import (
     age_bucket,
     bucket_counts,
     explain,
+    keep_signed,
     load_materiality,
     read_events,
     record_report,
     register_items,
     register_view,
+    retention_policy,
 )
 from txkit.register._sign import (
     Target,
@@ -40,7 +42,6 @@ from txkit.register._sign import (
     signed_versions,
     verify_report,
 )
-from txkit.store._retention import KEEP_SOURCES
 
 _SCHEMA = {
     "key": pl.String,
@@ -360,13 +361,11 @@ def test_signing_records_the_digest_and_locks_the_month(
     doc = json.loads((folder / "report.json").read_text())
     assert [s["role"] for s in doc["signatures"]] == ["preparer"]
     assert signed_versions(store) == {7}
-    # Every retention policy consults the register, whatever module opened the store first.
-    probe = "import txkit.store._retention as r; print([f.__module__ for f in r.KEEP_SOURCES])"
-    found = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert "txkit.register" in found.stdout
-    kept = set().union(*(source(str(store), "any-id") for source in KEEP_SOURCES))
+    # The policy txkit sync, txkit store vacuum and the report apply keeps them, as a source
+    # passed explicitly (nothing is registered at import).
+    policy = retention_policy()
+    assert policy.sources == (keep_signed,)
+    kept = set().union(*(source(str(store), "any-id") for source in policy.sources))
     assert 7 in kept
     # A preparer alone does not lock the month.
     assert not _state(store).locked

@@ -1,23 +1,13 @@
-"""What a report saves in CPU changes nothing it shows: jsonschema's IRI checks answer as before
-with their grammars built late, and a figure drawn once under the inline backend renders to the
-same PNG bytes as one drawn twice. Each runs in a fresh interpreter (a module imported once a
-process, a matplotlib backend chosen once)."""
+"""What a report saves in CPU changes nothing it shows: a figure drawn once under the inline
+backend renders to the same PNG bytes as one drawn twice. It runs in a fresh interpreter (a
+matplotlib backend is chosen once a process)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
-
-import jsonschema
-import pytest
-
-_IMPORTS = Path(__file__).resolve().parent.parent / "txkit" / "report" / "_imports.py"
-_IRI_VALUES = ("http://example.com/ä", "not an iri", "//x/y", "a b")
-_IRI_FORMATS = ("iri", "iri-reference")
 
 
 def _python(code: str, **env: str) -> str:
@@ -31,31 +21,6 @@ def _python(code: str, **env: str) -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
-
-
-def test_jsonschema_builds_the_iri_grammars_only_when_an_iri_is_checked() -> None:
-    if importlib.util.find_spec("rfc3987_syntax") is None:
-        pytest.skip("rfc3987_syntax is not installed: jsonschema has no grammars to build")
-    late = _python(
-        f"""
-        import importlib.util, sys
-        # By its path: txkit's package imports would cost more than the check.
-        spec = importlib.util.spec_from_file_location("_imports", {str(_IMPORTS)!r})
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        module.import_jsonschema()
-        import jsonschema
-        print("rfc3987_syntax" in sys.modules)
-        checker = jsonschema.FormatChecker()
-        print([checker.conforms(v, f) for v in {_IRI_VALUES!r} for f in {_IRI_FORMATS!r}])
-        print("rfc3987_syntax" in sys.modules)
-        """
-    ).splitlines()
-    # The real grammars answer here (pytest's plugins imported jsonschema as it comes).
-    checker = jsonschema.FormatChecker()
-    answers = [checker.conforms(v, f) for v in _IRI_VALUES for f in _IRI_FORMATS]
-    assert True in answers and False in answers
-    assert late == ["False", str(answers), "True"]  # built at the first check, same answers
 
 
 def test_a_figure_drawn_once_for_the_inline_backend_renders_the_same_png() -> None:

@@ -168,9 +168,8 @@ _BAD_FILES = {
     "xlsx": (
         "orders.xlsx",
         b"PK\x03\x04 a workbook",
-        "orders.xlsx: an Excel workbook is not read (its amounts are binary floating-point "
-        "numbers, not the digits shown); save the sheet as CSV (Excel: File > Save As > 'CSV "
-        "UTF-8 (Comma delimited)'",
+        "orders.xlsx: is not an .xlsx workbook (not a ZIP archive: File is not a zip file); "
+        "open it in the spreadsheet program and save it again as .xlsx (or export CSV)",
     ),
     "workbook-renamed-csv": (
         "orders.csv",

@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 from tests.factories import invoke_cli, page, record
 from tests.hostile import HostileServer, Reply, Seen
 from txkit._scrub import REDACTED, scrub_frame
-from txkit.notebook._downloads import publish_exceptions
+from txkit.notebook._downloads import Destination, ExceptionList, publish_exceptions
 
 KEY = "Zq9-unusual.KEY/with+chars=="
 #: The forms a leak would take in a file: as is, URL-encoded, base64 (and its URL-safe twin).
@@ -143,10 +143,8 @@ def test_report_downloads_hold_no_key(tmp_path: Path, caplog, monkeypatch) -> No
         }
     )
     folder = tmp_path / "2026-01"
-    publish_exceptions(
-        df, "mismatches", title="Mismatches", key=["transactionReference", "category"],
-        month="2026-01", folder=folder, show_pii=True,
-    )  # fmt: skip
+    listing = ExceptionList("mismatches", "Mismatches", ["transactionReference", "category"])
+    publish_exceptions(df, listing, Destination("2026-01", folder, show_pii=True))
     files = every_file(folder)
     assert {p.suffix for p in files} >= {".csv", ".xlsx", ".json"}
     for path in files:

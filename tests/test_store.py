@@ -30,7 +30,7 @@ from txkit.store import (
     sync,
     sync_needed,
 )
-from txkit.store._location import locked
+from txkit.store._lock import locked
 
 TODAY = date(2026, 11, 21)  # every month of the sandbox's calendar is past its look-back
 OPEN = date(2026, 10, 31)  # October is still open: its last 7 days are within the look-back
@@ -236,7 +236,7 @@ def test_the_lock_file_goes_with_the_sync_and_still_excludes_while_held(
             [
                 sys.executable,
                 "-c",
-                "import sys\nfrom txkit.store._location import locked\n"
+                "import sys\nfrom txkit.store._lock import locked\n"
                 "try:\n    locked(sys.argv[1]).__enter__()\n"
                 "except Exception as exc:\n    print(type(exc).__name__, exc)",
                 str(store),

@@ -17,9 +17,9 @@ import pytest
 
 from txkit import Client
 from txkit.store import read_state, scan_store, sync
-from txkit.store._location import log_versions, open_table
 from txkit.store._read import reader_problems
 from txkit.store._retention import RetentionPolicy, vacuum_store
+from txkit.store._table import log_versions, open_table
 
 pytestmark = pytest.mark.slow
 

@@ -26,8 +26,9 @@ from txkit.store import (
 )
 from txkit.store._compact import compact_months, crowded_months
 from txkit.store._coverage import settled
-from txkit.store._location import log_versions, objects, open_table, table_files
+from txkit.store._location import objects
 from txkit.store._retention import RetentionPolicy, vacuum_store
+from txkit.store._table import log_versions, open_table, table_files
 from txkit.store._write import commit, drop_stale_checkpoints
 
 FIRST_DAY = date(2026, 8, 20)

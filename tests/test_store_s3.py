@@ -47,8 +47,8 @@ def test_sync_and_scan_on_s3(aws: dict[str, str], tmp_path: Path, sandboxes) -> 
     assert df.schema["toAmount"] == pl.Decimal(38, 2)
     assert scan_store(store, version=0).collect().height == df.height
     # A month read straight from its data files on S3, as from scan_store.
-    from txkit.store._location import open_table
     from txkit.store._read import _plain_files
+    from txkit.store._table import open_table
 
     assert _plain_files(open_table(store))
     month = read_months(["2026-09"], store=store)

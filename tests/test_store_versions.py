@@ -116,8 +116,8 @@ def test_a_version_the_store_does_not_have_names_those_it_has(
 
 
 def test_python_entries_validate_the_version(two_versions: Path) -> None:
+    from txkit.errors import StoreError, StoreVersionError
     from txkit.notebook import load_month
-    from txkit.store._location import StoreError, StoreVersionError
 
     for bad in (-1, True, 1.5, "1"):
         with pytest.raises(ValueError, match="version must be a whole number, 0 or more"):

@@ -11,7 +11,7 @@ import polars as pl
 
 from txkit.analysis import trend_table
 from txkit.notebook import count_by_currency, report_history
-from txkit.notebook._downloads import publish_exceptions
+from txkit.notebook._downloads import Destination, ExceptionList, publish_exceptions
 
 
 def _metrics(month: str) -> pl.DataFrame:
@@ -22,9 +22,8 @@ def _metrics(month: str) -> pl.DataFrame:
 
 def _publish(folder: Path, month: str) -> None:
     breaks = pl.DataFrame({"id": [f"b{i}" for i in range(15)], "currency": ["NGN"] * 14 + ["KES"]})
-    publish_exceptions(
-        breaks, "balance_breaks", title="Balance breaks", key=["id"], month=month, folder=folder
-    )
+    to = Destination(month, folder)
+    publish_exceptions(breaks, ExceptionList("balance_breaks", "Balance breaks", ["id"]), to)
     reconciled = pl.DataFrame(
         {
             "reference": [f"r{i}" for i in range(10)],
@@ -37,12 +36,13 @@ def _publish(folder: Path, month: str) -> None:
     mismatches = reconciled.filter(pl.col("category") != "matched")
     publish_exceptions(
         mismatches,
-        "reconciliation_mismatches",
-        title="Reconciliation mismatches",
-        key=["reference", "category"],
-        month=month,
-        folder=folder,
-        population=count_by_currency(reconciled),
+        ExceptionList(
+            "reconciliation_mismatches",
+            "Reconciliation mismatches",
+            ["reference", "category"],
+            population=count_by_currency(reconciled),
+        ),
+        Destination(month, folder),
     )
 
 

@@ -1,7 +1,8 @@
 """txkit's configuration: every ``TXKIT_*`` variable, how it is read, and every shared default.
 
-Each environment variable txkit reads is named once, here, and read through a function here
-(a test fails on a ``TXKIT_`` name written anywhere else in the package):
+Each environment variable txkit reads is named once, here, and declared in one table,
+:data:`SETTINGS` (type, default, range, where it is read), read by one parser
+(:meth:`Setting.get`; a test fails on a ``TXKIT_`` name written anywhere else in the package):
 
 =========================== ==============================================================
 ``TXKIT_BASE_URL``          the service's base address (:func:`read_setting`)
@@ -68,12 +69,15 @@ __all__ = [
     "REPORTS_DIR",
     "SANDBOX",
     "SECRET_KEY_VAR",
+    "SETTINGS",
     "STORE_CHECKPOINT_INTERVAL",
     "STORE_KEEP_DAYS",
     "STORE_KEEP_DAYS_VAR",
     "TREND_MONTHS",
     "VARIABLES",
     "SandboxSettings",
+    "Setting",
+    "SettingValue",
     "backoff_base_setting",
     "bank_columns_setting",
     "check_setting",
@@ -85,7 +89,6 @@ __all__ = [
     "max_input_bytes",
     "max_retries_setting",
     "max_total_setting",
-    "number_setting",
     "orders_columns_setting",
     "orders_path",
     "progress_setting",
@@ -96,6 +99,7 @@ __all__ = [
     "resolve_orders",
     "sandbox_cache_dir",
     "sandbox_data_dir",
+    "setting_value",
     "store_for_url",
     "store_keep_days",
     "store_root",
@@ -129,148 +133,161 @@ ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
-#: Every variable txkit reads.
-VARIABLES = (
-    BASE_URL_VAR,
-    SECRET_KEY_VAR,
-    DATA_DIR_VAR,
-    MAX_BODY_VAR,
-    DEADLINE_VAR,
-    MAX_RETRIES_VAR,
-    BACKOFF_BASE_VAR,
-    MAX_TOTAL_VAR,
-    PROGRESS_VAR,
-    BANK_COLUMNS_VAR,
-    ORDERS_COLUMNS_VAR,
-    STORE_KEEP_DAYS_VAR,
-    MAX_INPUT_VAR,
-)
-
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
 
-
-def number_setting(name: str, low: float, high: float) -> float | None:
-    """A number variable (``TXKIT_MAX_BODY_MB``, ``TXKIT_RESPONSE_DEADLINE``), or None when it
-    is unset or blank.
-
-    Raises:
-        ConfigError: it is not a number from ``low`` to ``high``.
-    """
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not low <= value <= high:
-        raise ConfigError(f"{name} must be a number from {low:g} to {high:g}, got {raw!r}")
-    return value
-
-
 #: The default of ``TXKIT_MAX_INPUT_MB``.
 MAX_INPUT_MB = 256
+#: Days of store versions the retention policy keeps for time travel (``TXKIT_STORE_KEEP_DAYS``).
+STORE_KEEP_DAYS = 30
+
+SettingValue = int | float | bool | str
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``TXKIT_*`` variable: its type, default, accepted range and where it is read.
+
+    Every setting is read by :meth:`get`, by one rule: the environment, then (``dotenv``) the
+    ``.env`` file (:func:`read_setting`); empty or blank is unset (the ``default``); a number
+    outside ``low``..``high`` (``high`` None: no upper bound) is a :class:`ConfigError` naming
+    the variable, where it came from and what it accepts; ``bool`` is ``0`` or ``1`` (anything
+    else: the ``default``); ``str`` is taken as written.
+    """
+
+    var: str
+    kind: type[SettingValue]
+    default: SettingValue | None = None
+    low: float | None = None
+    high: float | None = None
+    unit: str = ""
+    dotenv: bool = False
+
+    @property
+    def accepted(self) -> str:
+        """What a value must be, as the error says it."""
+        if self.kind is int and self.low == 1 and self.high is None:
+            return "a positive whole number"
+        what = "a whole number" if self.kind is int else "a number"
+        unit = f" of {self.unit}" if self.unit else ""
+        return f"{what}{unit} from {_plain(self.low)} to {_plain(self.high)}"
+
+    def get(self, env_file: str | os.PathLike[str] | None = ".env") -> SettingValue | None:
+        """The setting's value (see the class), or its default when unset.
+
+        Raises:
+            ConfigError: a number that is not one, or outside the range.
+        """
+        raw, origin = read_setting(self.var, env_file if self.dotenv else None)
+        if raw is None or not raw.strip():
+            return self.default
+        text = raw.strip()
+        if self.kind is str:
+            return raw
+        if self.kind is bool:
+            return {"0": False, "1": True}.get(text, self.default)
+        value: float
+        if self.kind is int:
+            value = int(text) if text.isascii() and text.isdigit() else float("nan")
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                value = float("nan")
+        low = float("-inf") if self.low is None else self.low
+        high = float("inf") if self.high is None else self.high
+        if not low <= value <= high:
+            where = f" (from {origin})" if self.dotenv else ""
+            raise ConfigError(f"{self.var}{where} must be {self.accepted}, got {raw[:40]!r}")
+        return value
+
+
+def _plain(number: float | None) -> str:
+    return f"{int(number)}" if number is not None and float(number).is_integer() else f"{number}"
+
+
+#: Every variable txkit reads, with its type, default, range and source (``dotenv``: the
+#: environment, then ``.env``; else the environment only). A new setting is a row here.
+SETTINGS: tuple[Setting, ...] = (
+    Setting(BASE_URL_VAR, str, dotenv=True),  # checked by check_setting
+    Setting(SECRET_KEY_VAR, str, dotenv=True),  # checked by check_setting; scrubbed
+    Setting(DATA_DIR_VAR, str),
+    Setting(MAX_BODY_VAR, float, low=0.001, high=1 << 20),
+    Setting(DEADLINE_VAR, float, low=0.01, high=86_400.0),
+    Setting(MAX_RETRIES_VAR, int, low=0, high=100),
+    Setting(BACKOFF_BASE_VAR, float, low=0.0, high=60.0),
+    Setting(MAX_TOTAL_VAR, int, low=1),
+    Setting(PROGRESS_VAR, bool),
+    Setting(BANK_COLUMNS_VAR, str, dotenv=True),
+    Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
+    Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
+    Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
+)
+_BY_VAR = {setting.var: setting for setting in SETTINGS}
+#: Every variable txkit reads.
+VARIABLES = tuple(_BY_VAR)
+
+
+def setting_value(
+    var: str, env_file: str | os.PathLike[str] | None = ".env"
+) -> SettingValue | None:
+    """The value of the setting ``var`` (:meth:`Setting.get`).
+
+    Raises:
+        ConfigError: see :meth:`Setting.get`.
+    """
+    return _BY_VAR[var].get(env_file)
 
 
 def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
-    """``TXKIT_MAX_INPUT_MB`` (environment, else ``.env``) in bytes (:data:`MAX_INPUT_MB` when
-    unset): the largest data file read, checked before reading; a workbook's parts may
-    decompress to 8 times as much.
-
-    Raises:
-        ConfigError: it is not a number from 1 to 1000000.
-    """
-    value, origin = read_setting(MAX_INPUT_VAR, env_file)
-    if value is None:
-        return MAX_INPUT_MB * 1024 * 1024
-    try:
-        megabytes = float(value)
-    except ValueError:
-        megabytes = float("nan")
-    if not 1 <= megabytes <= 1_000_000:
-        raise ConfigError(
-            f"{MAX_INPUT_VAR} (from {origin}) must be a number of MB from 1 to 1000000, "
-            f"got {value[:40]!r}"
-        )
-    return int(megabytes * 1024 * 1024)
+    """``TXKIT_MAX_INPUT_MB`` in bytes: the largest data file read, checked before reading; a
+    workbook's parts may decompress to 8 times as much."""
+    return int(float(setting_value(MAX_INPUT_VAR, env_file)) * 1024 * 1024)  # type: ignore[arg-type]
 
 
 def max_retries_setting() -> int | None:
-    """``TXKIT_MAX_RETRIES``, or None when it is unset or blank.
-
-    Raises:
-        ConfigError: it is not a whole number from 0 to 100.
-    """
-    raw = os.environ.get(MAX_RETRIES_VAR)
-    if raw is None or not raw.strip():
-        return None
-    if not raw.strip().isdigit() or int(raw) > 100:
-        raise ConfigError(f"{MAX_RETRIES_VAR} must be a whole number from 0 to 100, got {raw!r}")
-    return int(raw)
+    """``TXKIT_MAX_RETRIES``, or None when unset."""
+    value = setting_value(MAX_RETRIES_VAR)
+    return None if value is None else int(value)
 
 
 def backoff_base_setting() -> float | None:
-    """``TXKIT_BACKOFF_BASE``: seconds of the first wait before a retry, or None when it is
-    unset or blank (then :class:`~txkit.fetch.client.RetryPolicy`'s default, 0.5 s).
-
-    Raises:
-        ConfigError: it is not a number from 0 to 60.
-    """
-    return number_setting(BACKOFF_BASE_VAR, 0.0, 60.0)
+    """``TXKIT_BACKOFF_BASE``: seconds of the first wait before a retry, or None when unset
+    (then :class:`~txkit.fetch.client.RetryPolicy`'s default)."""
+    value = setting_value(BACKOFF_BASE_VAR)
+    return None if value is None else float(value)
 
 
 def max_total_setting() -> int | None:
-    """``TXKIT_MAX_TOTAL``, or None when it is unset.
-
-    Raises:
-        ConfigError: it is not a positive whole number.
-    """
-    text = os.environ.get(MAX_TOTAL_VAR)
-    if text is None:
-        return None
-    if not (text.strip().isascii() and text.strip().isdigit() and int(text) > 0):
-        raise ConfigError(f"{MAX_TOTAL_VAR} must be a positive whole number, got {text[:40]!r}")
-    return int(text)
+    """``TXKIT_MAX_TOTAL``, or None when unset."""
+    value = setting_value(MAX_TOTAL_VAR)
+    return None if value is None else int(value)
 
 
 def progress_setting() -> bool | None:
     """``TXKIT_PROGRESS``: True for ``1``, False for ``0``, else None (decide by the terminal)."""
-    forced = os.environ.get(PROGRESS_VAR)
-    return forced == "1" if forced in ("0", "1") else None
+    value = setting_value(PROGRESS_VAR)
+    return None if value is None else bool(value)
 
 
 def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
-    """``TXKIT_BANK_COLUMNS`` (environment, else ``.env``): a CSV bank statement's column
-    mapping, ``key=Column Name`` pairs separated by commas; None when unset."""
-    value, _ = read_setting(BANK_COLUMNS_VAR, env_file)
-    return value
+    """``TXKIT_BANK_COLUMNS``: a CSV bank statement's column mapping, ``key=Column Name`` pairs
+    separated by commas; None when unset."""
+    value = setting_value(BANK_COLUMNS_VAR, env_file)
+    return None if value is None else str(value)
 
 
 def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
-    """``TXKIT_ORDERS_COLUMNS`` (environment, else ``.env``): the orders file's column mapping
-    or preset (``shopify``, ``reference=Name,amount=Total,...``); None when unset."""
-    value, _ = read_setting(ORDERS_COLUMNS_VAR, env_file)
-    return value
+    """``TXKIT_ORDERS_COLUMNS``: the orders file's column mapping or preset (``shopify``,
+    ``reference=Name,amount=Total,...``); None when unset."""
+    value = setting_value(ORDERS_COLUMNS_VAR, env_file)
+    return None if value is None else str(value)
 
 
 def store_keep_days(env_file: str | os.PathLike[str] | None = ".env") -> int:
-    """``TXKIT_STORE_KEEP_DAYS`` (environment, else ``.env``): the days of store versions the
-    retention policy keeps for time travel; :data:`STORE_KEEP_DAYS` when unset.
-
-    Raises:
-        ConfigError: it is not a whole number from 0 to 36500.
-    """
-    value, origin = read_setting(STORE_KEEP_DAYS_VAR, env_file)
-    if value is None:
-        return STORE_KEEP_DAYS
-    text = value.strip()
-    if not (text.isascii() and text.isdigit() and int(text) <= 36_500):
-        raise ConfigError(
-            f"{STORE_KEEP_DAYS_VAR} (from {origin}) must be a whole number of days from 0 to "
-            f"36500, got {value[:40]!r}"
-        )
-    return int(text)
+    """``TXKIT_STORE_KEEP_DAYS``: the days of store versions the retention policy keeps for
+    time travel."""
+    return int(setting_value(STORE_KEEP_DAYS_VAR, env_file))  # type: ignore[arg-type]
 
 
 _dotenv_cache: dict[tuple[str, int, int], dict[str, str]] = {}
@@ -571,8 +588,6 @@ REPORTS_DIR = Path("reports")
 NOTEBOOKS_DIR = Path("notebooks")
 #: Days re-fetched before the newest stored record: statuses change after a record is seen.
 LOOKBACK_DAYS = 7
-#: Days of store versions the retention policy keeps for time travel (``TXKIT_STORE_KEEP_DAYS``).
-STORE_KEEP_DAYS = 30
 #: Commits between two checkpoints kept in the store's log: the newest version has its own
 #: checkpoint, and an older one is read from a checkpoint and at most this many commits,
 #: however many syncs the store has seen.

@@ -9,7 +9,8 @@ before it syncs a store or starts a notebook kernel.
 The steps, each usable on its own:
 
 * :func:`check_suffix`: the file exists and its extension is one the reader accepts; a
-  spreadsheet (``.xlsx``, ``.xls``, ``.ods``) is refused with how to save it as CSV.
+  spreadsheet the reader does not accept (``.numbers``, ``.xlsb``) is refused with how to save
+  it.
 * :func:`read_text`: the bytes as text. UTF-8 (with or without a byte-order mark) is read as
   it is; UTF-16 with a byte-order mark (Excel's "Unicode Text") and Windows-1252 (Excel's
   "CSV (Comma delimited)" on a Western Windows) are read with a note saying so and where the
@@ -44,14 +45,17 @@ import polars as pl
 
 from txkit.calendar import month_bounds
 from txkit.errors import DataFileError
-from txkit.files._grid import SPREADSHEET_SUFFIXES, Grid, read_grid
-from txkit.files._layout import (
+from txkit.files import (
     HEADER_SEARCH,
+    SPREADSHEET_SUFFIXES,
+    Grid,
+    check_input,
     find_header,
     join_continuations,
+    read_grid,
+    read_input,
     summary_runs,
 )
-from txkit.files._limits import check_input, read_input
 
 __all__ = [
     "LINE",
@@ -125,9 +129,8 @@ def check_suffix(path: str | Path, accepted: Mapping[str, str], *, what: str = "
     if suffix in _SPREADSHEETS:
         raise DataFileError(
             path,
-            f"{_SPREADSHEETS[suffix]} is not read (its amounts are binary floating-point "
-            "numbers, not the digits shown)",
-            f"{_SAVE_AS_CSV}; accepted: {listed}",
+            f"{_SPREADSHEETS[suffix]} is not read here",
+            f"save it as .xlsx, or {_SAVE_AS_CSV}; accepted: {listed}",
             what=what,
         )
     raise DataFileError(

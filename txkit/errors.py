@@ -19,6 +19,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── ParameterError            an argument or notebook parameter not accepted (a month
     │                             ``2026-5``, an unknown source): names it and the accepted
     │                             values (also a ``ValueError``)
+    ├── NoRecordsError            a month with no records to check (outside the sandbox's
+    │                             calendar): nothing computed from nothing (also a ``ValueError``)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
@@ -73,6 +75,7 @@ __all__ = [
     "IncompleteExportWarning",
     "LimitExceededError",
     "NetworkError",
+    "NoRecordsError",
     "NotebookFailedError",
     "ParameterError",
     "ProfileWarning",

@@ -392,6 +392,13 @@ def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
     with pytest.raises(
         DataFileError,
+        match=r"orders.numbers: a Numbers document is not read here; save it as .xlsx, or "
+        r".*'CSV UTF-8 \(Comma delimited\)'.*accepted: .csv \(CSV text, UTF-8 or Windows-1252\), "
+        r".xlsx .*, .parquet \(Parquet\), .pq",
+    ):
+        read_orders(_write(tmp_path, "x", "orders.numbers"))
+    with pytest.raises(
+        DataFileError,
         match=r"orders.json: files ending '.json' are not read.*accepted: .csv \(CSV text, "
         r"UTF-8 or Windows-1252\), .xlsx",
     ):

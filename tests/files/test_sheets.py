@@ -108,7 +108,8 @@ def test_more_than_15_significant_digits_is_refused_and_a_column_not_read_is_not
     [
         ("0.30000000000000004", _Format("fixed", 2), "0.30", False),
         ("1500", _Format("fixed", 2), "1500.00", False),
-        ("-0.5", _Format("fixed", 0), "-0", True),
+        ("-0.5", _Format("fixed", 0), "-1", True),  # halves away from zero, as shown
+        ("0.305", _Format("fixed", 2), "0.31", True),
         ("0.125", _Format("percent", 1), "12.5%", False),
         ("0.30000000000000004", _Format("general"), "0.3", False),
         ("123456789012345678", _Format("general"), "123456789012345678", True),
@@ -456,3 +457,25 @@ def test_a_statement_saved_as_a_web_page_reads_as_its_xls(tmp_path: Path) -> Non
         (tmp_path / name).write_text(page, encoding="utf-8")
         statement = read_statement(tmp_path / name, columns=columns)
         assert [str(a) for a in statement.entries["amount"]] == ["1500.00"], name
+
+
+def test_an_xlsx_orders_file_reads_exactly_through_read_orders(tmp_path: Path) -> None:
+    from txkit.analysis import read_orders
+
+    rows = [
+        ["Shop orders export, October 2026", None, None, None, None],
+        [None, None, None, None, None],
+        ["reference", "amount", "currency", "status", "date"],
+        ["A-1", 1500.5, "NGN", "successful", dt.date(2026, 10, 3)],
+        ["A-2", 0.1 + 0.2, "USD", "failed", dt.date(2026, 10, 4)],
+        ["Total", 1500.8, None, None, None],
+    ]
+    orders = read_orders(_book(tmp_path / "orders.xlsx", rows, {1: "#,##0.00"}))
+    assert orders.rows() == [
+        ("A-1", Decimal("1500.50"), "NGN", "successful", dt.date(2026, 10, 3)),
+        ("A-2", Decimal("0.30"), "USD", "failed", dt.date(2026, 10, 4)),
+    ]
+    rows[4][1] = 0.305  # shows 0.31 with two decimals: not what the cell holds
+    with pytest.raises(DataFileError, match=r"orders file .*orders2.xlsx: cell Sheet1!B5 "
+                       r"\(amount\) holds 0.305 but shows 0.31"):  # fmt: skip
+        read_orders(_book(tmp_path / "orders2.xlsx", rows, {1: "#,##0.00"}))

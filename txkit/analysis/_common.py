@@ -182,3 +182,43 @@ def decimals_of(value: object) -> int:
     except ArithmeticError:
         return 0
     return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def tolerance_scales(tolerance: object) -> list[int]:
+    """Decimal places of an amount tolerance (or of each per currency), so that the common
+    scale holds it exactly."""
+    values = tolerance.values() if isinstance(tolerance, Mapping) else [tolerance]
+    return [decimals_of(value) for value in values]
+
+
+def amount_tolerances(
+    tolerance: object, scale: int, who: str
+) -> dict[str, Decimal] | Decimal | None:
+    """``amount_tolerance`` as an exact Decimal at ``scale``, or one per currency (a mapping).
+
+    Raises:
+        ValueError: not an exact amount 0 or more (named with ``who``, the caller's name).
+    """
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, Mapping):
+        return {
+            str(currency): _one_tolerance(value, scale, f"{who}: amount_tolerance[{currency!r}]")
+            for currency, value in tolerance.items()
+        }
+    return _one_tolerance(tolerance, scale, f"{who}: amount_tolerance")
+
+
+def _one_tolerance(value: object, scale: int, what: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
+        raise ValueError(
+            f"{what} must be a Decimal, int or exact str amount (or a mapping of currency to "
+            f"one), got {value!r}"
+        )
+    try:
+        amount = Decimal(value)
+    except ArithmeticError:
+        raise ValueError(f"{what} is not a number: {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise ValueError(f"{what} must be a finite amount, 0 or more, got {value!r}")
+    return amount.quantize(Decimal(1).scaleb(-scale))

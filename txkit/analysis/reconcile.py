@@ -18,11 +18,12 @@ import polars as pl
 from txkit.analysis._common import (
     Frame,
     Kind,
+    amount_tolerances,
     check_columns,
-    decimals_of,
     lazy,
     money,
     money_scale,
+    tolerance_scales,
 )
 from txkit.analysis.orders import (
     MAX_ORDER_DECIMALS,
@@ -270,9 +271,9 @@ def _prepare(
     scale = max(
         money_scale(tx_schema, ["toAmount"]),
         money_scale(od_schema, ["amount"]),
-        *_tolerance_scales(amount_tolerance),
+        *tolerance_scales(amount_tolerance),
     )
-    tolerance = _tolerances(amount_tolerance, scale)
+    tolerance = amount_tolerances(amount_tolerance, scale, "reconcile")
     order_date = _date_expr(od_schema) if "date" in od_schema else pl.lit(None, dtype=pl.Date)
     collections = tx.filter(
         (pl.col("transType") == "collection") & pl.col("transactionReference").is_not_null()
@@ -760,39 +761,6 @@ def _days(tolerance: object) -> timedelta:
         "reconcile: date_tolerance must be a whole number of days, 0 or more (an int or a "
         f"timedelta of whole days), got {tolerance!r}"
     )
-
-
-def _tolerance_scales(tolerance: object) -> list[int]:
-    """Decimal places of the amount tolerance(s), so the common scale holds them exactly."""
-    values = tolerance.values() if isinstance(tolerance, Mapping) else [tolerance]
-    return [decimals_of(value) for value in values]
-
-
-def _tolerances(tolerance: object, scale: int) -> dict[str, Decimal] | Decimal | None:
-    """The amount tolerance as a Decimal, or one per currency; ValueError if not exact."""
-    if tolerance is None:
-        return None
-    if isinstance(tolerance, Mapping):
-        out = {}
-        for currency, value in tolerance.items():
-            out[str(currency)] = _one_tolerance(value, scale, f"amount_tolerance[{currency!r}]")
-        return out
-    return _one_tolerance(tolerance, scale, "amount_tolerance")
-
-
-def _one_tolerance(value: object, scale: int, what: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
-        raise ValueError(
-            f"reconcile: {what} must be a Decimal, int or exact str amount (or a mapping of "
-            f"currency to one), got {value!r}"
-        )
-    try:
-        amount = Decimal(value)
-    except ArithmeticError:
-        raise ValueError(f"reconcile: {what} is not a number: {value!r}") from None
-    if not amount.is_finite() or amount < 0:
-        raise ValueError(f"reconcile: {what} must be a finite amount, 0 or more, got {value!r}")
-    return amount.quantize(Decimal(1).scaleb(-scale))
 
 
 def _optional(schema: pl.Schema, name: str) -> pl.Expr:

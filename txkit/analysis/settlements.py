@@ -44,7 +44,15 @@ from typing import Any, Final, NamedTuple
 
 import polars as pl
 
-from txkit.analysis._common import Frame, check_columns, decimals_of, lazy, money, money_scale
+from txkit.analysis._common import (
+    Frame,
+    amount_tolerances,
+    check_columns,
+    lazy,
+    money,
+    money_scale,
+    tolerance_scales,
+)
 from txkit.calendar import month_bounds
 from txkit.schema import require
 
@@ -129,9 +137,9 @@ def match_settlements(
     scale = max(
         money_scale(schema, ["toAmount"]),
         money_scale(entries.schema, ["amount"]),
-        *_tolerance_scales(amount_tolerance),
+        *tolerance_scales(amount_tolerance),
     )
-    tolerance = _tolerances(amount_tolerance, scale)
+    tolerance = amount_tolerances(amount_tolerance, scale, "match_settlements")
     bounds = month_bounds(month) if month is not None else None
     settlements = _settlements(tx, scale)
     known_refs = settlements.select(pl.col("reference").str.to_uppercase()).to_series()
@@ -795,34 +803,6 @@ def _in_month(day: pl.Expr, bounds: tuple[date, date] | None, name: str) -> list
     if bounds is None:
         return [pl.lit(False).alias(name)]
     return [day.is_between(*bounds).any().alias(name)]
-
-
-def _tolerance_scales(tolerance: object) -> list[int]:
-    values = tolerance.values() if isinstance(tolerance, Mapping) else [tolerance]
-    return [decimals_of(v) for v in values]
-
-
-def _tolerances(tolerance: object, scale: int) -> dict[str, Decimal] | Decimal | None:
-    if tolerance is None:
-        return None
-    if isinstance(tolerance, Mapping):
-        return {str(c): _one(v, scale, f"amount_tolerance[{c!r}]") for c, v in tolerance.items()}
-    return _one(tolerance, scale, "amount_tolerance")
-
-
-def _one(value: object, scale: int, what: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, Decimal | int | str):
-        raise ValueError(
-            f"match_settlements: {what} must be a Decimal, int or exact str amount (or a "
-            f"mapping of currency to one), got {value!r}"
-        )
-    try:
-        amount = Decimal(value)
-    except ArithmeticError:
-        raise ValueError(f"match_settlements: {what} is not a number: {value!r}") from None
-    if not amount.is_finite() or amount < 0:
-        raise ValueError(f"match_settlements: {what} must be 0 or more, got {value!r}")
-    return amount.quantize(Decimal(1).scaleb(-scale))
 
 
 def settlement_summary(result: Frame) -> pl.DataFrame:

@@ -38,8 +38,7 @@ from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 from txkit.datafile import check_suffix, read_text
 from txkit.errors import DataFileError
-from txkit.files import read_input
-from txkit.files._grid import SPREADSHEET_SUFFIXES
+from txkit.files import SPREADSHEET_SUFFIXES, read_input
 
 __all__ = [
     "BALANCE_COLUMNS",

@@ -22,7 +22,7 @@ from txkit.cli._args import month_arg
 from txkit.config import default_store
 from txkit.datafile import read_text
 from txkit.errors import DataFileError, StoreError
-from txkit.files._grid import SPREADSHEET_SUFFIXES
+from txkit.files import SPREADSHEET_SUFFIXES
 from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (
@@ -34,12 +34,13 @@ from txkit.register import (
     filter_items,
     load_materiality,
     read_events,
+    read_xlsx_text,
     register_view,
+    repair_register,
     reported_months,
+    revision_lines,
+    revisions,
 )
-from txkit.register._sign import revision_lines, revisions
-from txkit.register._table import repair_register
-from txkit.register._xlsx import read_xlsx_text
 
 __all__ = ["add_parser"]
 

@@ -24,7 +24,7 @@ from txkit.errors import StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
 from txkit.output import check_writable
-from txkit.store._location import check_store, refuse_foreign_folder
+from txkit.store import check_store, refuse_foreign_folder
 
 __all__ = ["build_parser", "describe_failure", "main"]
 

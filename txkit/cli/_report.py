@@ -9,8 +9,8 @@ from pathlib import Path
 from txkit import config
 from txkit.cli._args import month_arg, version_arg
 from txkit.config import default_store
-from txkit.notebook._source import source_sentence
-from txkit.register._sign import ROLES, sign_report, verify_report
+from txkit.notebook import source_sentence
+from txkit.register import ROLES, sign_report, verify_report
 from txkit.report import run_report
 
 __all__ = ["add_parser"]

@@ -6,8 +6,15 @@ import argparse
 
 from txkit import config
 from txkit.config import default_store
-from txkit.store import format_status, format_verify, verify_store
-from txkit.store._retention import RetentionPolicy, format_vacuum, vacuum_store
+from txkit.register import register_file_checks, repair_command, retention_policy
+from txkit.store import (
+    REGISTER,
+    format_status,
+    format_vacuum,
+    format_verify,
+    vacuum_store,
+    verify_store,
+)
 
 __all__ = ["add_parser"]
 
@@ -75,13 +82,15 @@ def _days(text: str) -> int:
 
 def _run_store_vacuum(args: argparse.Namespace) -> int:
     store = args.store or str(default_store())
-    policy = RetentionPolicy.from_config(args.keep_days, args.reports)
+    policy = retention_policy(args.keep_days, args.reports)
     print(format_vacuum(vacuum_store(store, policy=policy, dry_run=args.dry_run)))
     return 0
 
 
 def _run_store_verify(args: argparse.Namespace) -> int:
     store = args.store or str(default_store())
-    text, whole = format_verify(store, verify_store(store, version=args.version), args.version)
+    checks = verify_store(store, version=args.version, others=(register_file_checks,))
+    repairs = {REGISTER: repair_command(store)}
+    text, whole = format_verify(store, checks, args.version, repairs=repairs)
     print(text)
     return 0 if whole else 1

@@ -7,8 +7,8 @@ import argparse
 from txkit import config
 from txkit.cli._args import day_arg, month_arg
 from txkit.config import default_store
-from txkit.store import format_status, sync
-from txkit.store._retention import format_vacuum
+from txkit.register import retention_policy
+from txkit.store import format_status, format_vacuum, sync
 
 __all__ = ["add_parser"]
 
@@ -56,6 +56,7 @@ def _run(args: argparse.Namespace) -> int:
         "store": store,
         "lookback_days": args.lookback_days,
         "refresh": args.refresh,
+        "retention": retention_policy(),
     }
     # With no client, sync connects (the service, or the sandbox without a key) only when
     # something is to be fetched (a store with nothing to fetch may be read-only).

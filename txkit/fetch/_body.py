@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from txkit.config import DEADLINE_VAR, MAX_BODY_VAR, number_setting
+from txkit.config import DEADLINE_VAR, MAX_BODY_VAR, setting_value
 from txkit.errors import ConfigError, LimitExceededError, NetworkError, ResponseFormatError
 
 __all__ = [
@@ -63,11 +63,11 @@ class Bounds:
             ConfigError: a value that is not positive, or a variable that is not a number.
         """
         if max_body_bytes is None:
-            mb = number_setting(MAX_BODY_VAR, 0.001, 1 << 20)
-            max_body_bytes = DEFAULT_MAX_BODY_BYTES if mb is None else int(mb * 2**20)
+            mb = setting_value(MAX_BODY_VAR, None)
+            max_body_bytes = DEFAULT_MAX_BODY_BYTES if mb is None else int(float(mb) * 2**20)
         if response_deadline is None:
-            response_deadline = number_setting(DEADLINE_VAR, 0.01, 86_400.0)
-            response_deadline = response_deadline or DEFAULT_RESPONSE_DEADLINE
+            deadline = setting_value(DEADLINE_VAR, None)
+            response_deadline = float(deadline or DEFAULT_RESPONSE_DEADLINE)
         if max_body_bytes < 1 or not response_deadline > 0:
             raise ConfigError(
                 "max_body_bytes and response_deadline must be positive, got "

@@ -33,6 +33,7 @@ from txkit.output import atomic_path
 
 __all__ = [
     "CERTAINTIES",
+    "DATE_FINDINGS",
     "DEFAULT_PATH",
     "FINDINGS",
     "FORMAT",
@@ -75,6 +76,9 @@ FINDINGS: Final[dict[str, str]] = {
     "fields_beyond_document": "undocumented record fields: JSON types and share of records",
     "rate_limit": "429 responses seen (count, Retry-After values)",
 }
+
+#: The findings that say how the date filters work (the date probe's; all needed to plan windows).
+DATE_FINDINGS: Final = ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
 
 _DAY_MS: Final = 86_400_000
 _HOUR_MS: Final = 3_600_000
@@ -181,10 +185,7 @@ class ServiceProfile:
     @property
     def dates_known(self) -> bool:
         """True when the date field, both bounds and the offset are all known."""
-        return all(
-            self.value(name) is not None
-            for name in ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
-        )
+        return all(self.value(name) is not None for name in DATE_FINDINGS)
 
     def served_range(self, start_date: date | None, end_date: date | None) -> tuple[int, int]:
         """The ``[low, high)`` range of the date field, in epoch ms, that the service returns
@@ -274,7 +275,7 @@ class ServiceProfile:
         if not self.dates_known:
             missing = [
                 f"{name} ({self.findings[name].detail})"
-                for name in ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
+                for name in DATE_FINDINGS
                 if name in self.findings and not self.findings[name].known
             ]
             raise ValueError(

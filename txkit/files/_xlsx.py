@@ -26,7 +26,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 from typing import IO, Final
 
@@ -285,8 +285,13 @@ def shown_number(stored: str, fmt: _Format) -> tuple[str, str | None]:
     if not value.is_finite():
         return stored, f"holds {stored[:40]!r}, which is not a number"
     if fmt.kind in ("fixed", "percent"):
+        # as a spreadsheet shows it: the value to 15 significant digits, then to the format's
+        # decimals, halves away from zero (0.305 shows 0.31; 2.5 with none shows 3)
+        exponent = value.adjusted() - (SIGNIFICANT - 1)
+        if exponent < 0:
+            value = value.quantize(Decimal(1).scaleb(exponent), ROUND_HALF_UP)
         scaled = value * 100 if fmt.kind == "percent" else value
-        shown = scaled.quantize(Decimal(1).scaleb(-fmt.decimals), ROUND_HALF_EVEN)
+        shown = scaled.quantize(Decimal(1).scaleb(-fmt.decimals), ROUND_HALF_UP)
         back = float(shown / 100) if fmt.kind == "percent" else float(shown)
         suffix = "%" if fmt.kind == "percent" else ""
         text = f"{shown:f}{suffix}"
@@ -298,7 +303,7 @@ def shown_number(stored: str, fmt: _Format) -> tuple[str, str | None]:
     else:  # General (and a number in a text-formatted cell): 15 significant digits
         exponent = value.adjusted() - (SIGNIFICANT - 1)
         shown = (
-            value.quantize(Decimal(1).scaleb(exponent), ROUND_HALF_EVEN) if exponent < 0 else value
+            value.quantize(Decimal(1).scaleb(exponent), ROUND_HALF_UP) if exponent < 0 else value
         )
         shown = shown.normalize()
         text = f"{shown:f}"

@@ -24,26 +24,35 @@ request ids), so the committed notebook outputs can be compared by nbval.
 
 from txkit.notebook._close import load_bank_statements, publish_table
 from txkit.notebook._display import as_run, display_exceptions, display_table, what_to_look_at
-from txkit.notebook._downloads import count_by_currency, report_history
+from txkit.notebook._downloads import (
+    count_by_currency,
+    read_downloads,
+    report_folder,
+    report_history,
+)
 from txkit.notebook._load import (
     LoadInfo,
     load_history,
     load_margin,
     load_month,
     load_orders,
+    load_orders_file,
     trend_records,
 )
+from txkit.notebook._open_items import OpenCounts
 from txkit.notebook._outputs import Outputs, outputs
-from txkit.notebook._recompute import build_register, month_keys, recomputer
+from txkit.notebook._recompute import build_register, month_keys, read_all_orders, recomputer
 from txkit.notebook._register import (
     RegisterInfo,
     load_register,
     owner_counts,
     register_findings,
 )
+from txkit.notebook._source import source_sentence
 
 __all__ = [
     "LoadInfo",
+    "OpenCounts",
     "Outputs",
     "RegisterInfo",
     "as_run",
@@ -56,14 +65,19 @@ __all__ = [
     "load_margin",
     "load_month",
     "load_orders",
+    "load_orders_file",
     "load_register",
     "month_keys",
     "outputs",
     "owner_counts",
     "publish_table",
+    "read_all_orders",
+    "read_downloads",
     "recomputer",
     "register_findings",
+    "report_folder",
     "report_history",
+    "source_sentence",
     "trend_records",
     "what_to_look_at",
 ]

@@ -35,8 +35,7 @@ from txkit.notebook._excel import write_xlsx
 from txkit.notebook._load import LoadInfo
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
-from txkit.register._model import wallet_items
-from txkit.register._state import ITEMS_SUFFIX
+from txkit.register import ITEMS_SUFFIX, wallet_items
 
 __all__ = [
     "load_bank_statements",

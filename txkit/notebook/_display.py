@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from txkit.notebook._downloads import publish_exceptions
+from txkit.notebook._downloads import Destination, ExceptionList, publish_exceptions
 from txkit.notebook._load import LoadInfo
 from txkit.notebook.tables import format_table
 from txkit.privacy import mask_sentences
@@ -111,21 +111,8 @@ def display_exceptions(
     """
     from IPython.display import Markdown, display
 
-    written = publish_exceptions(
-        df,
-        name,
-        title=title,
-        key=key,
-        month=month,
-        folder=downloads,
-        page=page,
-        show_pii=show_pii,
-        population=population,
-        population_label=population_label,
-        first=first,
-        sort=sort,
-        descending=descending,
-    )
+    listing = ExceptionList(name, title, key, first, sort, descending, population, population_label)
+    written = publish_exceptions(df, listing, Destination(month, downloads, page, show_pii))
     display_table(
         df,
         show_pii=show_pii,

@@ -39,13 +39,13 @@ from txkit.notebook._excel import write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
-from txkit.register._model import register_items
-from txkit.register._sign import newest_revision
-from txkit.register._state import ITEMS_SUFFIX
+from txkit.register import ITEMS_SUFFIX, newest_revision, register_items
 
 __all__ = [
     "MANIFEST",
+    "Destination",
     "Download",
+    "ExceptionList",
     "count_by_currency",
     "exception_key",
     "previous_open",
@@ -197,91 +197,78 @@ def _flags(descending: bool | Sequence[bool], n: int) -> list[bool]:
     return [descending] * n if isinstance(descending, bool) else list(descending)
 
 
-def publish_exceptions(
-    df: pl.DataFrame,
-    name: str,
-    *,
-    title: str,
-    key: Sequence[str],
-    month: str,
-    folder: str | os.PathLike[str] | None,
-    page: str = "",
-    show_pii: bool = False,
-    population: int | Mapping[str, int] | None = None,
-    population_label: str = "",
-    first: Sequence[str] = (),
-    sort: Sequence[str | pl.Expr] | None = None,
-    descending: bool | Sequence[bool] = False,
-) -> Download | None:
-    """Write an exception list as CSV and Excel into the report, with open-item status.
+@dataclass(frozen=True)
+class ExceptionList:
+    """An exception list as a notebook defines it.
 
-    Args:
-        df: the exceptions (one row each).
+    Attributes:
         name: the file stem (``reconciliation_mismatches``).
         title: what people read (``Reconciliation mismatches``).
         key: the columns that identify a row across months (reference or id plus category).
-        month: the report's month.
-        folder: the report folder being written; None or empty: write nothing.
-        page: the notebook page that shows the list (``02_reconciliation.html``).
-        show_pii: write customer data unmasked (the report says so).
+        first: the columns a reader needs first in the files, after ``key``'s (amount,
+            currency, date, what is wrong); the technical ``key`` column comes last.
+        sort: the rows' order (as the page's: what is at stake first); in the files, resolved
+            items follow the open ones.
+        descending: for ``sort``.
         population: how many items the list was drawn from (e.g. references reconciled), for
             the index's rates, or those counts per currency (:func:`count_by_currency`), for
             the trends' per-currency rates; None when it has no meaning.
         population_label: what those items are (``references``).
-        first: the columns a reader needs first in the files, after ``key``'s (amount,
-            currency, date, what is wrong); the technical ``key`` column comes last.
-        sort: the files' row order (as the page's: what is at stake first); resolved items
-            follow the open ones.
-        descending: for ``sort``.
+    """
 
-    Returns:
-        The :class:`Download`, or None when ``folder`` is empty.
+    name: str
+    title: str
+    key: Sequence[str]
+    first: Sequence[str] = ()
+    sort: Sequence[str | pl.Expr] | None = None
+    descending: bool | Sequence[bool] = False
+    population: int | Mapping[str, int] | None = None
+    population_label: str = ""
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where a list is written: the report's month, the report folder being written (None or
+    empty: nothing is written), the notebook page that shows the list
+    (``02_reconciliation.html``), and whether customer data is written unmasked."""
+
+    month: str
+    folder: str | os.PathLike[str] | None
+    page: str = ""
+    show_pii: bool = False
+
+
+def publish_exceptions(
+    df: pl.DataFrame, listing: ExceptionList, to: Destination
+) -> Download | None:
+    """Write an exception list (one row per exception) as CSV and Excel into the report, with
+    open-item status; the :class:`Download`, or None when ``to.folder`` is empty.
 
     Raises:
-        ValueError: a key column is absent or keys repeat.
+        ValueError: a key column is absent or keys repeat, or a malformed month.
     """
-    if not folder:
+    if not to.folder:
         return None
-    month = parse_month(month)  # it names files and open items: the parsed value only
-    folder = Path(folder)
-    shown = df if show_pii else mask_pii(df)
+    month = parse_month(to.month)  # it names files and open items: the parsed value only
+    folder, name = Path(to.folder), listing.name
+    shown = df if to.show_pii else mask_pii(df)
     assert isinstance(shown, pl.DataFrame)
     # Before the keys are made: they go into the manifest too.
     shown, _ = scrub_frame(shown, where=f"the report's {name} downloads")
-    keyed = shown.with_columns(exception_key(shown, key))
+    keyed = shown.with_columns(exception_key(shown, listing.key))
     keyed = keyed.select("key", *[c for c in keyed.columns if c != "key"])
     # The previous report sits beside this one (reports/YYYY-MM/ or its newest revision
     # YYYY-MM.rN; this one being built aside).
     previous = previous_open(report_folder(folder.parent, previous_month(month)), name)
     marked, counts = classify(keyed, previous, month=month)
-    if sort:  # the files in the order of the page: what is at stake first
-        order = marked.with_row_index("_at").sort(
-            [pl.col("open_status") == RESOLVED, *sort, "_at"],
-            descending=[False, *_flags(descending, len(sort)), False],
-            nulls_last=True,
-        )
-        marked = order.drop("_at")
+    marked = _in_page_order(marked, listing)
     files = _for_files(marked)
-    stake, without = _at_stake_by_currency(keyed, name)
     with atomic_path(folder / f"{name}.csv") as tmp:
         csv_safe(files).write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        write_xlsx(csv_safe(files), tmp, sheet=name, first=[*key, *first], last=["key"])
-    download = Download(
-        name=name,
-        title=title,
-        page=page,
-        csv=f"{name}.csv",
-        xlsx=f"{name}.xlsx",
-        rows=keyed.height,
-        counts=counts,
-        population=sum(population.values()) if isinstance(population, Mapping) else population,
-        population_label=population_label,
-        rows_by_currency=count_by_currency(keyed) if _currency(keyed.schema) is not None else None,
-        population_by_currency=dict(population) if isinstance(population, Mapping) else None,
-        at_stake_by_currency=stake,
-        without_amount=without,
-    )
+        first = [*listing.key, *listing.first]
+        write_xlsx(csv_safe(files), tmp, sheet=name, first=first, last=["key"])
+    download = _download(listing, to, keyed, counts)
     still = marked.filter(pl.col("open_status") != RESOLVED)
     entry = asdict(download) | {
         "open": dict(zip(still["key"].to_list(), still["first_seen"].to_list(), strict=True))
@@ -293,6 +280,40 @@ def publish_exceptions(
     with atomic_path(folder / f"{name}{MANIFEST}") as tmp:
         tmp.write_text(json.dumps(entry, indent=1, sort_keys=True), encoding="utf-8")
     return download
+
+
+def _in_page_order(marked: pl.DataFrame, listing: ExceptionList) -> pl.DataFrame:
+    if not listing.sort:
+        return marked
+    sort = listing.sort
+    order = marked.with_row_index("_at").sort(
+        [pl.col("open_status") == RESOLVED, *sort, "_at"],
+        descending=[False, *_flags(listing.descending, len(sort)), False],
+        nulls_last=True,
+    )
+    return order.drop("_at")
+
+
+def _download(
+    listing: ExceptionList, to: Destination, keyed: pl.DataFrame, counts: OpenCounts
+) -> Download:
+    population, name = listing.population, listing.name
+    stake, without = _at_stake_by_currency(keyed, name)
+    return Download(
+        name=name,
+        title=listing.title,
+        page=to.page,
+        csv=f"{name}.csv",
+        xlsx=f"{name}.xlsx",
+        rows=keyed.height,
+        counts=counts,
+        population=sum(population.values()) if isinstance(population, Mapping) else population,
+        population_label=listing.population_label,
+        rows_by_currency=count_by_currency(keyed) if _currency(keyed.schema) is not None else None,
+        population_by_currency=dict(population) if isinstance(population, Mapping) else None,
+        at_stake_by_currency=stake,
+        without_amount=without,
+    )
 
 
 def report_history(

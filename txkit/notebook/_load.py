@@ -26,8 +26,7 @@ from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect, sandbox_files
-from txkit.store import read_manifests, read_months, scan_store
-from txkit.store._location import store_name
+from txkit.store import read_manifests, read_months, scan_store, store_name
 
 __all__ = [
     "LoadInfo",
@@ -35,6 +34,7 @@ __all__ = [
     "load_margin",
     "load_month",
     "load_orders",
+    "load_orders_file",
     "trend_records",
 ]
 
@@ -415,11 +415,11 @@ def load_orders(
         DataFileError: the file cannot be read as it is (named, with its lines and what to
             do; see :func:`txkit.analysis.read_orders`).
     """
-    frame, info, _ = _load_orders(orders, month, margin_days=margin_days, columns=columns)
+    frame, info, _ = load_orders_file(orders, month, margin_days=margin_days, columns=columns)
     return frame, info
 
 
-def _load_orders(
+def load_orders_file(
     orders: str,
     month: str,
     *,

@@ -32,9 +32,15 @@ from txkit.calendar import parse_month
 from txkit.datafile import orders_around
 from txkit.fetch.source import sandbox_files
 from txkit.notebook._load import load_history, load_margin, load_month
-from txkit.register._carry import _UNDERPAYMENT_HISTORY, RECOMPUTED, Recompute, Recomputed
-from txkit.register._model import register_items
-from txkit.register._state import ITEMS_SUFFIX, record_report
+from txkit.register import (
+    ITEMS_SUFFIX,
+    RECOMPUTED,
+    UNDERPAYMENT_HISTORY,
+    Recompute,
+    Recomputed,
+    record_report,
+    register_items,
+)
 
 __all__ = ["build_register", "month_keys", "read_all_orders", "recomputer"]
 
@@ -101,7 +107,7 @@ def month_keys(
         lists["reconciliation_mismatches"] = _keyed(reconciled, "reconciliation_mismatches", month)
     if "underpayments" in sections:
         history, _ = load_history(
-            month, months=_UNDERPAYMENT_HISTORY, source="store", store=store, version=version
+            month, months=UNDERPAYMENT_HISTORY, source="store", store=store, version=version
         )
         flagged = underpayments(df, history=history)
         lists["flagged_payments"] = _keyed(flagged, "flagged_payments", month)

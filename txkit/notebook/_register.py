@@ -27,12 +27,12 @@ from txkit.money import format_sums
 from txkit.notebook._load import LoadInfo
 from txkit.notebook._recompute import build_register, read_all_orders, recomputer
 from txkit.register import (
+    OPEN_STATUSES,
     filter_items,
     load_materiality,
     read_events,
     register_view,
 )
-from txkit.register._model import OPEN_STATUSES
 from txkit.store import sync
 
 __all__ = ["RegisterInfo", "load_register", "owner_counts", "register_findings"]

@@ -11,8 +11,7 @@ import os
 from urllib.parse import urlsplit
 
 from txkit import config
-from txkit.store import read_state
-from txkit.store._location import store_name
+from txkit.store import read_state, store_name
 
 __all__ = ["source_sentence"]
 

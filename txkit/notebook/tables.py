@@ -47,9 +47,11 @@ def _restart_ids() -> None:
 # Where a money column finds its currency: ``order_amount`` -> ``order_currency``, then these.
 _CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
 _NUMBER_STYLE = "white-space:nowrap!important;text-align:right"
-#: Columns beyond which a table is wider than JupyterLab's notebook (about 1,000 pixels at
-#: 13 px: 02's 18 columns were 2,100): it says, above its first row, that it scrolls.
-WIDE = 10
+#: Characters (the widest value or name of each column, two more for its padding) beyond
+#: which a table is wider than JupyterLab's notebook: about 6.2 pixels a character at 13 px,
+#: in the 950 pixels of a notebook in a 1440-pixel window (measured in Chromium: 01's last
+#: table cut at 136). Such a table says, above its first row, that it scrolls.
+WIDE = 150
 
 
 class Table:
@@ -72,6 +74,13 @@ class Table:
         self.total_rows = total_rows
         self.download = download
         self._id = f"txkit-table-{next(_IDS)}"
+
+    def width(self) -> int:
+        """The table's width in characters: each column's widest value or name, plus two."""
+        return sum(
+            2 + max([len(name), *(len(v) for v in self.frame[name] if v is not None)])
+            for name in self.frame.columns
+        )
 
     def __repr__(self) -> str:
         if self.frame.height == 0:
@@ -102,7 +111,7 @@ class Table:
         from great_tables import html as GT_html
 
         table = GT(self.frame, id=self._id)
-        if len(self.frame.columns) > WIDE:
+        if self.width() > WIDE:
             # Said above the rows: a reader of a wide table sees its first columns only.
             table = table.tab_header(
                 title=f"{len(self.frame.columns)} columns, the first ones identify each row: "

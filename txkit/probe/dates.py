@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 
-from txkit.fetch.profile import Finding, unknown
+from txkit.fetch.profile import DATE_FINDINGS, Finding, unknown
 
 __all__ = [
     "Candidate",
@@ -300,7 +300,7 @@ class DateModel:
             why_none: the reason no window was listed (when none was).
             cut_short: why no more windows were listed (added to ambiguous findings).
         """
-        names = ("date_field", "start_inclusive", "end_inclusive", "utc_offset_hours")
+        names = DATE_FINDINGS
         listed = len(self.observations)
         if why_none is not None and not listed:
             return {n: unknown(why_none) for n in names}

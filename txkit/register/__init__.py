@@ -4,78 +4,124 @@ A second Delta table in the store (``STORE/_register``, :mod:`._table`) logs eac
 the items its exception lists held, and every annotation (status, category, owner,
 explanation) with who and when. :func:`register_view` folds it into one row per item as of a
 month: age from the item's own date to the month's end, its bucket, materiality
-(``materiality.toml``, :mod:`._materiality`). :mod:`._sign` signs a report and locks its month.
+(``materiality.toml``, :mod:`._materiality`). :mod:`._sign` signs a report and locks its
+month; :func:`retention_policy` keeps the versions signed reports cite.
 See docs/register.md.
 """
 
+from txkit.register._carry import (
+    RECOMPUTED,
+    UNDERPAYMENT_HISTORY,
+    Recompute,
+    Recomputed,
+)
+from txkit.register._index import RegisterSummary, summarise
+from txkit.register._keep import keep_signed, register_file_checks, retention_policy
+from txkit.register._lock import locked_message, month_lock, month_state
 from txkit.register._materiality import CONFIG_FILE, Materiality, load_materiality
 from txkit.register._model import (
     BUCKETS,
     CATEGORIES,
+    OPEN_STATUSES,
     SECTIONS,
     STATUSES,
     age_bucket,
     default_category,
     register_items,
+    wallet_items,
 )
-from txkit.register._sign import sign_report, signed_versions
+from txkit.register._sign import (
+    ROLES,
+    Target,
+    compare_reports,
+    history_block,
+    newest_revision,
+    refuse_signed,
+    revision_lines,
+    revisions,
+    sign_report,
+    signature_block,
+    signed_versions,
+    verify_report,
+)
 from txkit.register._state import (
     ITEMS_SUFFIX,
     REGISTER_COLUMNS,
     annotate,
     bucket_counts,
+    commit_report,
     explain,
     filter_items,
     record_report,
     register_view,
+    report_events,
     reported_months,
+    with_revision,
 )
-from txkit.register._table import check_parts, read_events, register_uri, repair_command
-from txkit.store._retention import KEEP_SOURCES
-from txkit.store._verify import EXTRA_CHECKS, REGISTER, FileCheck
-
-
-def _signed(store: str, table_id: str) -> set[int]:
-    # The register lives inside the store it describes, so its signed versions are this
-    # table's whatever its id.
-    return signed_versions(store)
-
-
-def _register_files(store: str) -> tuple[list[FileCheck], str]:
-    return [
-        FileCheck(f"_register/{c.path}", REGISTER, c.size, c.status, c.detail)
-        for c in check_parts(store)
-    ], repair_command(store)
-
-
-# Every retention policy keeps the versions signed reports cite (vacuum, compaction), and
-# `txkit store verify` checks the register's files: txkit's package imports this module, so
-# no store is opened without the hooks in place.
-KEEP_SOURCES.append(_signed)
-EXTRA_CHECKS.append(_register_files)
+from txkit.register._table import (
+    append_events,
+    check_parts,
+    read_events,
+    register_uri,
+    repair_command,
+    repair_register,
+)
+from txkit.register._xlsx import read_xlsx_text
 
 __all__ = [
     "BUCKETS",
     "CATEGORIES",
     "CONFIG_FILE",
     "ITEMS_SUFFIX",
+    "OPEN_STATUSES",
+    "RECOMPUTED",
     "REGISTER_COLUMNS",
+    "ROLES",
     "SECTIONS",
     "STATUSES",
+    "UNDERPAYMENT_HISTORY",
     "Materiality",
+    "Recompute",
+    "Recomputed",
+    "RegisterSummary",
+    "Target",
     "age_bucket",
     "annotate",
+    "append_events",
     "bucket_counts",
+    "check_parts",
+    "commit_report",
+    "compare_reports",
     "default_category",
     "explain",
     "filter_items",
+    "history_block",
+    "keep_signed",
     "load_materiality",
+    "locked_message",
+    "month_lock",
+    "month_state",
+    "newest_revision",
     "read_events",
+    "read_xlsx_text",
     "record_report",
+    "refuse_signed",
+    "register_file_checks",
     "register_items",
     "register_uri",
     "register_view",
+    "repair_command",
+    "repair_register",
+    "report_events",
     "reported_months",
+    "retention_policy",
+    "revision_lines",
+    "revisions",
     "sign_report",
+    "signature_block",
     "signed_versions",
+    "summarise",
+    "verify_report",
+    "wallet_items",
+    "with_revision",
 ]

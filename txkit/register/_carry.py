@@ -37,7 +37,7 @@ from txkit.datafile import orders_around
 from txkit.errors import TxkitError, one_line
 from txkit.money import format_money
 from txkit.register._model import OPEN_STATUSES, SECTIONS
-from txkit.store._location import open_table
+from txkit.store import open_table
 
 __all__ = ["RECOMPUTED", "Carry", "Recompute", "Recomputed", "carry_over", "month_fingerprint"]
 
@@ -51,12 +51,12 @@ RECOMPUTED: Final[tuple[str, ...]] = (
 )
 #: Notebook 03's ``history_months``: the months before E that E's lists read, so the
 #: fingerprint covers them (txkit.notebook's recompute reads the same).
-_UNDERPAYMENT_HISTORY: Final = 3
+UNDERPAYMENT_HISTORY: Final = 3
 
 
 def _depends_on(month: str) -> list[str]:
     """The months whose records a month's lists read: three before it to one after it."""
-    return [*previous_months(month, _UNDERPAYMENT_HISTORY), month, next_month(month)]
+    return [*previous_months(month, UNDERPAYMENT_HISTORY), month, next_month(month)]
 
 
 def _live_files(store: str | os.PathLike[str], version: int | None) -> list[str]:

@@ -37,7 +37,7 @@ import polars as pl
 
 from txkit.errors import RegisterFormatError, StoreDamagedError, StoreError, one_line
 from txkit.register._model import FORMAT
-from txkit.store._location import (
+from txkit.store import (
     DIGEST_ALGORITHM,
     digest_of,
     objects,

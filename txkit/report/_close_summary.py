@@ -23,7 +23,7 @@ import polars as pl
 from txkit.analysis.exception_lists import LISTS
 from txkit.calendar import month_bounds
 from txkit.money import format_money
-from txkit.notebook._downloads import read_downloads
+from txkit.notebook import read_downloads
 
 __all__ = ["CLOSE_SUMMARY", "CloseFigures", "close_figures", "close_summary_html"]
 

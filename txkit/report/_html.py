@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from txkit.notebook._open_items import OpenCounts
+from txkit.notebook import OpenCounts
 from txkit.privacy import mask_sentences
 
 log = logging.getLogger("txkit")

@@ -16,12 +16,16 @@ from typing import Any
 import polars as pl
 
 from txkit.errors import RegisterFormatError, StoreError, one_line
-from txkit.notebook._recompute import read_all_orders, recomputer
-from txkit.register import Materiality
-from txkit.register._index import RegisterSummary, summarise
-from txkit.register._sign import Target, compare_reports
-from txkit.register._state import report_events
-from txkit.register._table import read_events
+from txkit.notebook import read_all_orders, recomputer
+from txkit.register import (
+    Materiality,
+    RegisterSummary,
+    Target,
+    compare_reports,
+    read_events,
+    report_events,
+    summarise,
+)
 from txkit.report._plan import Notes, OrdersCheck, ReportPlan, resolved_store
 from txkit.store import MonthManifest
 

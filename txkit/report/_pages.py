@@ -10,10 +10,8 @@ import polars as pl
 
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
-from txkit.notebook._downloads import read_downloads, report_folder
-from txkit.register import SECTIONS
-from txkit.register._index import RegisterSummary
-from txkit.register._sign import signature_block
+from txkit.notebook import load_bank_statements, read_downloads, report_folder
+from txkit.register import SECTIONS, RegisterSummary, signature_block
 from txkit.report._close_summary import CLOSE_SUMMARY, close_figures, close_summary_html
 from txkit.report._headlines import (
     exception_headlines,
@@ -24,8 +22,7 @@ from txkit.report._headlines import (
 from txkit.report._html import Headline, Section, index_html
 from txkit.report._manifest import Revision
 from txkit.report._plan import OrdersCheck, ReportPlan
-from txkit.store import MonthManifest, scan_store
-from txkit.store._location import store_name
+from txkit.store import MonthManifest, scan_store, store_name
 
 __all__ = ["add_headlines", "attach_downloads", "write_close_summary", "write_index"]
 
@@ -117,8 +114,6 @@ def write_close_summary(
     """The month's one-page close summary (:mod:`txkit.report._close_summary`), first in the
     pack, from the pages' downloads, the store at the pages' table version and the bank
     statements the settlements page read."""
-    from txkit.notebook._close import load_bank_statements
-
     records = scan_store(plan.store, version=manifest.table_version).filter(
         pl.col("month") == plan.month
     )

@@ -20,9 +20,17 @@ from txkit.calendar import month_bounds, no_records_line, parse_month, previous_
 from txkit.config import default_store, key_configured
 from txkit.errors import NoRecordsError, TxkitError
 from txkit.files import check_input
-from txkit.notebook._load import LoadInfo, _load_orders
-from txkit.store import MonthManifest, RetentionPolicy, SyncResult, read_manifests, sync
-from txkit.store._location import check_version, is_remote, store_name
+from txkit.notebook import LoadInfo, load_orders_file
+from txkit.register import retention_policy
+from txkit.store import (
+    MonthManifest,
+    SyncResult,
+    check_version,
+    is_remote,
+    read_manifests,
+    store_name,
+    sync,
+)
 
 log = logging.getLogger("txkit")
 
@@ -127,7 +135,9 @@ def check_orders(orders: str, month: str, columns: Any = None) -> OrdersCheck:
     Raises:
         DataFileError: the file cannot be read as it is (its lines and what to do).
     """
-    frame, info, read = _load_orders(orders, month, margin_days=config.MARGIN_DAYS, columns=columns)
+    frame, info, read = load_orders_file(
+        orders, month, margin_days=config.MARGIN_DAYS, columns=columns
+    )
     if "date" in frame.columns:
         first, last = month_bounds(month)
         dated = pl.col("date")
@@ -300,7 +310,7 @@ def sync_for_report(
         store=plan.store,
         lookback_days=request.lookback_days,
         progress=request.progress,
-        retention=RetentionPolicy.from_config(reports=request.out),
+        retention=retention_policy(reports=request.out),
     )
     for note in result.notes:
         notes.add(note)

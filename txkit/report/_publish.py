@@ -15,10 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from txkit.errors import RegisterFormatError, ReportSignedError, StoreError, one_line
-from txkit.register._lock import locked_message, month_state
-from txkit.register._sign import Target
-from txkit.register._state import commit_report
-from txkit.register._table import read_events
+from txkit.register import Target, commit_report, locked_message, month_state, read_events
 
 log = logging.getLogger("txkit")
 

@@ -27,10 +27,17 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
-from txkit.register import load_materiality, read_events
-from txkit.register._lock import month_lock, month_state
-from txkit.register._sign import Target, history_block, refuse_signed, revisions
-from txkit.register._state import with_revision
+from txkit.register import (
+    Target,
+    history_block,
+    load_materiality,
+    month_lock,
+    month_state,
+    read_events,
+    refuse_signed,
+    revisions,
+    with_revision,
+)
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index

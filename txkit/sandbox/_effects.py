@@ -39,7 +39,7 @@ from txkit.sandbox.faults import (
 from txkit.sandbox.ledger import Arrival
 
 if TYPE_CHECKING:
-    from txkit.sandbox.server import Query
+    from txkit.sandbox._query import Query
 
 __all__ = ["FaultEffects", "Reply", "Settled"]
 

@@ -47,9 +47,19 @@ the lock), ``_retention`` (the retention policy, ``txkit store vacuum``) and ``_
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
 from txkit.store._compact import compact_months
+from txkit.store._location import (
+    DIGEST_ALGORITHM,
+    check_store,
+    check_version,
+    digest_of,
+    is_remote,
+    objects,
+    storage_options,
+    store_name,
+    table_uri,
+)
 from txkit.store._read import read_months, reader_problems, scan_store
 from txkit.store._retention import (
-    KEEP_SOURCES,
     RetentionPolicy,
     VacuumResult,
     format_vacuum,
@@ -64,10 +74,12 @@ from txkit.store._state import (
     read_state,
 )
 from txkit.store._sync import SyncResult, sync, sync_needed
-from txkit.store._verify import FileCheck, format_verify, verify_store
+from txkit.store._table import open_table, refuse_foreign_folder, table_files
+from txkit.store._verify import REGISTER, FileCheck, format_verify, verify_store
 
 __all__ = [
-    "KEEP_SOURCES",
+    "DIGEST_ALGORITHM",
+    "REGISTER",
     "FileCheck",
     "MonthManifest",
     "RetentionPolicy",
@@ -79,18 +91,29 @@ __all__ = [
     "StoreVersionError",
     "SyncResult",
     "VacuumResult",
+    "check_store",
+    "check_version",
     "compact_months",
     "default_store",
+    "digest_of",
     "format_status",
     "format_vacuum",
     "format_verify",
+    "is_remote",
+    "objects",
+    "open_table",
     "read_manifests",
     "read_months",
     "read_state",
     "reader_problems",
+    "refuse_foreign_folder",
     "scan_store",
+    "storage_options",
+    "store_name",
     "sync",
     "sync_needed",
+    "table_files",
+    "table_uri",
     "vacuum_store",
     "verify_store",
 ]

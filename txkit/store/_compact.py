@@ -29,8 +29,9 @@ from datetime import datetime
 
 import polars as pl
 
-from txkit.store._location import objects, open_table, read_verified, table_files
+from txkit.store._location import objects
 from txkit.store._state import commit_metadata, read_state
+from txkit.store._table import open_table, read_verified, table_files
 from txkit.store._write import commit
 
 __all__ = ["compact_months", "crowded_months"]

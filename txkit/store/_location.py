@@ -1,7 +1,9 @@
-"""Where a store lives and how its Delta table is reached: folder or ``s3://`` URI, storage
-options, the data files' bytes (:func:`objects`) and their digests (:func:`digest_of`), the
-refusal of folders that are not stores, the lock of local stores,
-and the one-line messages for damaged, full or read-only stores.
+"""Where a store lives: :class:`StoreLocation`, a folder or an ``s3://`` URI, checked once,
+with what follows from it (remote or not, the URI delta-rs opens, its storage options, the name
+pages give it) and its files through one declared protocol (:class:`ObjectStore`: a folder's or
+a bucket's); the data files' digests (:func:`digest_of`). The lock of local stores is
+:mod:`._lock`'s, the one-line messages for unreachable, damaged, full or read-only stores
+:mod:`._problems`', the Delta table and its versions :mod:`._table`'s.
 
 A store URI is checked here (:func:`check_store`) before delta-rs sees it: delta-rs answers a
 malformed one (``s3://``, ``s3:///x``) only after the AWS SDK has looked for a region and
@@ -12,49 +14,35 @@ scheme (``foo://x``) comes back as "no table yet", which a sync would then try t
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import operator
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from txkit import config
-from txkit.errors import (
-    StoreDamagedError,
-    StoreError,
-    StoreLockedError,
-    StoreVersionError,
-    one_line,
-)
 
 __all__ = [
     "ACCEPTED_STORES",
     "DIGEST_ALGORITHM",
+    "LOCK_NAME",
+    "ObjectStore",
     "StoreLike",
+    "StoreLocation",
     "StoredObject",
     "check_store",
     "check_version",
     "digest_of",
-    "is_io_error",
     "is_remote",
-    "locked",
-    "log_versions",
-    "new_store_beside",
     "objects",
-    "open_table",
-    "os_problem",
-    "refuse_foreign_folder",
     "storage_options",
     "store_location",
     "store_name",
     "table_uri",
-    "write_problem",
 ]
+
 
 LOCK_NAME = "_txkit.lock"
 
@@ -214,7 +202,7 @@ def check_version(version: object) -> int | None:
 
 def is_remote(store: str | os.PathLike[str]) -> bool:
     """True for an object-storage URI (``s3://...``), False for a folder."""
-    return "://" in str(store)
+    return StoreLocation(store).is_remote
 
 
 def table_uri(store: str | os.PathLike[str]) -> str:
@@ -223,8 +211,7 @@ def table_uri(store: str | os.PathLike[str]) -> str:
     Raises:
         ValueError: a malformed store (see :func:`check_store`).
     """
-    check_store(store)
-    return str(store).rstrip("/") if is_remote(store) else str(Path(store).absolute())
+    return StoreLocation.of(store).uri
 
 
 def storage_options(store: str | os.PathLike[str]) -> dict[str, str] | None:
@@ -267,7 +254,22 @@ class StoredObject:
     modified: datetime
 
 
-class _Folder:
+class ObjectStore(Protocol):
+    """A store's files by path relative to the store: a folder's (:class:`_Folder`) or a
+    bucket's (:class:`_Bucket`)."""
+
+    def get(self, rel: str) -> bytes: ...
+
+    def put(self, rel: str, data: bytes) -> None: ...
+
+    def delete(self, rel: str) -> None: ...
+
+    def list(self, prefix: str = "") -> list[StoredObject]:
+        """Every file under ``prefix`` (relative paths, sizes, modification times)."""
+        ...
+
+
+class _Folder(ObjectStore):
     """A local store's files by path relative to the store."""
 
     def __init__(self, root: Path) -> None:
@@ -304,7 +306,7 @@ class _Folder:
         return sorted(out)
 
 
-class _Bucket:
+class _Bucket(ObjectStore):
     """An object store's objects by key relative to the store's prefix (obstore: the same
     ``object_store`` crate and AWS/Google/Azure variables as delta-rs)."""
 
@@ -349,360 +351,40 @@ class _Bucket:
         return sorted(out)
 
 
-def objects(store: str | os.PathLike[str]) -> _Folder | _Bucket:
-    """The store's files (``get``/``put``/``delete`` by path relative to the store)."""
-    return _Bucket(str(store)) if is_remote(store) else _Folder(Path(store))
+def objects(store: str | os.PathLike[str]) -> ObjectStore:
+    """The store's files (``get``/``put``/``delete``/``list`` by path relative to the store)."""
+    return StoreLocation(store).objects()
 
 
-#: What txkit itself keeps in a store's folder (anything else means it is not a store).
-#: ``_register``: the exception register, a second Delta table in the store (txkit.register).
-_OWN_ENTRIES = ("_delta_log", LOCK_NAME, "_register")
+@dataclass(frozen=True)
+class StoreLocation:
+    """A store's place: a folder or an object-storage URI (:data:`ACCEPTED_STORES`)."""
 
+    where: str | os.PathLike[str]
 
-def table_files(table: Any) -> list[tuple[str, str, int]]:
-    """The data files of a DeltaTable's version: ``(path relative to the store, month,
-    size)``, in log order."""
-    import polars as pl
+    @classmethod
+    def of(cls, store: StoreLike) -> StoreLocation:
+        """``store`` (None: the default store), checked (:func:`check_store`).
 
-    adds = pl.DataFrame(table.get_add_actions(flatten=True))
-    if adds.height == 0:
-        return []
-    months = adds["partition.month"] if "partition.month" in adds.columns else None
-    return [
-        (path, months[i] if months is not None else "", size)
-        for i, (path, size) in enumerate(zip(adds["path"], adds["size_bytes"], strict=True))
-    ]
+        Raises:
+            ValueError: a malformed store (names it and what is accepted).
+        """
+        return cls(check_store(store_location(store)))
 
+    @property
+    def is_remote(self) -> bool:
+        return _URI.match(str(self.where)) is not None
 
-def read_verified(
-    files: _Folder | _Bucket,
-    store: str | os.PathLike[str],
-    rel: str,
-    month: str,
-    expected: str | None,
-    version: int | None = None,
-) -> bytes:
-    """A data file's bytes, proven to be those committed when ``expected`` (its recorded
-    digest) is given; a file without one (written before digests) is returned as it is.
+    @property
+    def uri(self) -> str:
+        """What delta-rs opens: the URI as given, or the folder's absolute path."""
+        if self.is_remote:
+            return str(self.where).rstrip("/")
+        return str(Path(self.where).absolute())
 
-    Raises:
-        StoreDamagedError: the file is missing or its digest differs (names the month and the
-            command that fetches it again).
-    """
-    try:
-        data = files.get(rel)
-    except Exception as exc:  # a lost file; obstore raises FileNotFoundError or its own errors
-        if not isinstance(exc, OSError) and not type(exc).__module__.startswith("obstore"):
-            raise
-        raise StoreDamagedError(
-            damaged_message(store, rel, month, "is missing or cannot be read", version),
-            months=[month],
-            path=rel,
-        ) from None
-    if expected is not None and digest_of(data) != expected:
-        raise StoreDamagedError(
-            damaged_message(
-                store,
-                rel,
-                month,
-                "does not match the digest recorded when it was committed (its bytes changed)",
-                version,
-            ),
-            months=[month],
-            path=rel,
-        )
-    return data
+    @property
+    def name(self) -> str:
+        return store_name(self.where)
 
-
-def damaged_message(
-    store: str | os.PathLike[str], rel: str, month: str, what: str, version: int | None = None
-) -> str:
-    """The one line for a damaged data file: the file, the month, the repair command."""
-    at = f" (table version {version})" if version is not None else ""
-    path = f"{str(store).rstrip('/')}/{rel}"
-    return (
-        f"the store {store}'s data file {path} of {month}{at} {what}; its records cannot be "
-        f"trusted: run `txkit sync --store {store} --refresh {month}` to fetch the month again"
-    )
-
-
-def new_store_beside(store: str | os.PathLike[str]) -> str:
-    """A store location beside ``store`` that holds nothing yet (``S-2``, ``S-3``, ...), for
-    data that must not go into ``store``."""
-    base = str(store).rstrip("/")
-    for n in range(2, 100):
-        candidate = f"{base}-{n}"
-        if is_remote(candidate) or not os.path.exists(candidate):
-            return candidate
-    return f"{base}-new"
-
-
-def refuse_foreign_folder(store: str | os.PathLike[str]) -> None:
-    """Refuse a local folder that holds something other than a txkit store (``/``, a home
-    folder, a project): a sync would otherwise write its table and lock among those files.
-
-    Accepted: a folder that does not exist yet, an empty one, a Delta table, or only txkit's
-    own files
-    (``month=...`` folders and the lock that a first sync killed before its commit leaves).
-
-    Raises:
-        StoreError: the folder holds other files (the message names a few).
-    """
-    if is_remote(store):
-        return
-    path = Path(store)
-    if not path.is_dir():
-        return
-    try:
-        entries = sorted(p.name for p in path.iterdir())
-    except OSError:
-        return  # unreadable: the write itself names the problem
-    if "_delta_log" in entries:
-        return
-    foreign = [
-        name
-        for name in entries
-        if name not in _OWN_ENTRIES
-        and not name.startswith("month=")
-        and not name.startswith(".txkit-probe-")
-    ]
-    if foreign:
-        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        shown = ", ".join(foreign[:3]) + more
-        raise StoreError(
-            f"--store {store} is a folder that is not a txkit store (it holds {shown}): give a "
-            "new or empty folder, or an existing store"
-        )
-
-
-def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any:
-    """The DeltaTable, or None when there is none yet.
-
-    Raises:
-        ValueError: a malformed store, or a version that is not a whole number 0 or more.
-        StoreVersionError: a version the table does not have (the message lists those it has).
-        StoreError: a store that cannot be read.
-    """
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    version = check_version(version)
-    uri, options = table_uri(store), storage_options(store)
-    try:
-        table = DeltaTable(uri, version=version, storage_options=options)
-        if version is None and not is_remote(store):
-            # Every version has a checkpoint (txkit.store._write), which outlives a lost commit
-            # entry: without that entry (and txkit's metadata in it) the table is the version
-            # before, whole, as a Delta log without the checkpoint would read. A stat of the
-            # local file; on object storage a commit is one atomic conditional write.
-            at = table.version()
-            while at > 0 and not (Path(store) / "_delta_log" / f"{at:020d}.json").exists():
-                at -= 1
-            if at != table.version():
-                table = DeltaTable(uri, version=at, storage_options=options)
-        return table
-    except TableNotFoundError:
-        if version is not None:
-            missing = _missing_version(store, version)
-            if missing is not None:
-                raise missing from None
-            raise StoreVersionError(
-                f"the store {store} has no table yet, so no version {version}"
-            ) from None
-        return None
-    except Exception as exc:  # delta-rs raises several types for a damaged or absent log
-        if version is not None:
-            missing = _missing_version(store, version)
-            if missing is not None:
-                raise missing from None
-        raise StoreError(_store_problem(store, exc, version)) from None
-
-
-def _missing_version(store: str | os.PathLike[str], version: int) -> StoreVersionError | None:
-    """The error for a version the table does not have (None: it has it, or has no log)."""
-    versions = _versions(store)
-    if versions is None or version in versions:
-        return None
-    removed = (
-        ", the others were removed by the retention policy (`txkit store vacuum`)"
-        if version < versions[-1] and versions != list(range(versions[-1] + 1))
-        else ""
-    )
-    return StoreVersionError(
-        f"the store {store} has no table version {version}: it has "
-        f"{describe_versions(versions)}{removed} (`txkit store status --store {store}` shows "
-        "the newest)"
-    )
-
-
-def log_versions(store: str | os.PathLike[str]) -> list[int]:
-    """The versions whose commit entries the store's log holds, oldest first (a version the
-    retention policy removed has none and cannot be read)."""
-    names = (o.rel.rsplit("/", 1)[-1] for o in objects(store).list("_delta_log"))
-    return sorted(
-        int(name[:-5]) for name in names if name.endswith(".json") and name[:-5].isdigit()
-    )
-
-
-def _versions(store: str | os.PathLike[str]) -> list[int] | None:
-    """The versions a table can be read at (None when its log cannot be listed)."""
-    try:
-        return log_versions(store) or None
-    except Exception:
-        return None
-
-
-def describe_versions(versions: list[int]) -> str:
-    """``versions 0 to 5``, ``only version 3``, ``versions 3, 40 to 72``: runs of versions."""
-    runs: list[list[int]] = []
-    for v in versions:
-        if runs and v == runs[-1][1] + 1:
-            runs[-1][1] = v
-        else:
-            runs.append([v, v])
-    if len(runs) == 1 and runs[0][0] == runs[0][1]:
-        return f"only version {runs[0][0]}"
-    parts = [f"{a}" if a == b else f"{a} to {b}" for a, b in runs]
-    return "versions " + ", ".join(parts)
-
-
-# What object storage answers when it cannot be reached or refuses (credentials, region, DNS,
-# connection, permissions): the store is not damaged, the settings are wrong.
-_UNREACHABLE = re.compile(
-    r"(?i)credential|region|dns error|connect|error sending request|timed? ?out|access ?denied"
-    r"|forbidden|no ?such ?bucket|signature|invalid ?access ?key|non-2xx|\b40[134]\b"
-)
-
-
-def _store_problem(store: str | os.PathLike[str], exc: Exception, version: int | None) -> str:
-    text = one_line(exc, 300)
-    if version is not None and "version" in text.lower():
-        return f"the store {store} has no version {version} ({text})"
-    if is_remote(store) and _UNREACHABLE.search(text):
-        return (
-            f"cannot reach the store {store}: {text}; check that the bucket exists and the "
-            "object-storage settings (for S3: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, "
-            "AWS_REGION, and AWS_ENDPOINT_URL for MinIO or another S3 API)"
-        )
-    missing = _log_gap(store)
-    if missing:
-        return (
-            f"the store {store} is missing its commit log entry {missing}: restore that file "
-            f"(a backup, or the bucket's versioning), or move the store aside and run `txkit "
-            f"sync --store {store}` to fetch it again"
-        )
-    return (
-        f"the store {store} cannot be read: {text}; if a file of it was damaged, restore it, "
-        f"or move the store aside and run `txkit sync --store {store}` to fetch it again"
-    )
-
-
-def _log_gap(store: str | os.PathLike[str]) -> str | None:
-    """The first missing commit file of a local table's log, if its numbers have a gap."""
-    if is_remote(store):
-        return None
-    log = Path(store) / "_delta_log"
-    versions = sorted(
-        int(p.name.split(".")[0]) for p in log.glob("*.json") if p.name.split(".")[0].isdigit()
-    )
-    checkpoints = [int(p.name.split(".")[0]) for p in log.glob("*.checkpoint.parquet")]
-    start = max(checkpoints, default=versions[0] if versions else 0)
-    later = [v for v in versions if v >= start]
-    for expected, found in zip(range(start, start + len(later)), later, strict=True):
-        if expected != found:
-            return str(log / f"{expected:020d}.json")
-    return None
-
-
-@contextlib.contextmanager
-def locked(store: str | os.PathLike[str]) -> Iterator[None]:
-    """Exclusive use of a local store for one sync (object stores: Delta's conflict check).
-
-    The lock file is removed when the sync ends (a file left saying ``pid 6356 since ...``
-    after every run read as a sync still running). It is removed while still locked, so a
-    process that opened it just before locks a file no longer in the store: it sees that and
-    opens the new one.
-    """
-    check_store(store)
-    if is_remote(store):
-        yield
-        return
-    path = Path(store)
-    lock_path = path / LOCK_NAME
-    for _ in range(20):
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            handle = open(lock_path, "a+")  # noqa: SIM115 - held for the whole sync
-        except OSError as exc:
-            raise StoreError(os_problem(store, exc)) from None
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            handle.close()
-            if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                raise
-            raise StoreLockedError(
-                f"another sync is running on {store} ({holder}); wait for it to finish, "
-                "then run this one again"
-            ) from None
-        try:
-            current = os.stat(lock_path).st_ino
-        except FileNotFoundError:
-            current = None
-        if current == os.fstat(handle.fileno()).st_ino:
-            break
-        handle.close()  # locked a file the previous holder had just removed: open the new one
-    else:
-        raise StoreLockedError(f"could not lock {lock_path}: it keeps being replaced")
-    try:
-        # Who holds it, for the message of a sync refused meanwhile; on a full disk the line
-        # may not be written, and the sync reports the disk itself.
-        with contextlib.suppress(OSError):
-            handle.seek(0)
-            handle.truncate()
-            handle.write(f"pid {os.getpid()} since {datetime.now(UTC):%Y-%m-%d %H:%M:%SZ}")
-            handle.flush()
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            lock_path.unlink()
-        with contextlib.suppress(OSError):  # unflushed holder line on a full disk
-            handle.close()
-
-
-def os_problem(store: str | os.PathLike[str], exc: OSError) -> str:
-    reasons = {
-        errno.ENOSPC: "the disk is full",
-        errno.EROFS: "the file system is read-only",
-        errno.EACCES: "permission denied",
-        errno.EDQUOT: "the disk quota is exceeded",
-    }
-    reason = reasons.get(exc.errno or 0, one_line(exc.strerror or exc))
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    return (
-        f"cannot write to the store {store}: {reason}{where}; the store is left at its previous "
-        "version: free space or fix permissions, then run the sync again"
-    )
-
-
-def is_io_error(exc: Exception) -> bool:
-    from deltalake.exceptions import DeltaError
-
-    return isinstance(exc, DeltaError) or type(exc).__name__ in ("DeltaError", "GenericError")
-
-
-def write_problem(store: str | os.PathLike[str], exc: Exception) -> str:
-    text = one_line(exc, 300)
-    lowered = text.lower()
-    if "no space" in lowered:
-        reason = "the disk is full"
-    elif "read-only" in lowered or "permission denied" in lowered:
-        reason = "the store cannot be written (read-only or permission denied)"
-    else:
-        reason = text
-    return (
-        f"cannot write to the store {store}: {reason}; the store is left at its previous "
-        "version: fix that, then run the sync again"
-    )
+    def objects(self) -> ObjectStore:
+        return _Bucket(str(self.where)) if self.is_remote else _Folder(Path(self.where))

@@ -20,16 +20,10 @@ from txkit.calendar import parse_month
 from txkit.decode import finalize
 from txkit.errors import StoreDamagedError, StoreError
 from txkit.schema import COLUMNS
-from txkit.store._location import (
-    StoreLike,
-    damaged_message,
-    objects,
-    open_table,
-    read_verified,
-    store_location,
-    table_files,
-)
+from txkit.store._location import StoreLike, objects, store_location
+from txkit.store._problems import damaged_message
 from txkit.store._state import recorded_digests
+from txkit.store._table import open_table, read_verified, table_files
 
 log = logging.getLogger("txkit")
 

@@ -11,8 +11,8 @@ The policy (:class:`RetentionPolicy`) keeps
 * every version a report under ``reports/`` cites (its ``report.json``: ``table_version`` of
   this table, by ``table_id``; a report written before the id was recorded counts when it
   names this store's location);
-* every version a registered source returns (:data:`KEEP_SOURCES`: callables given the store
-  and the table id, such as the register of signed months).
+* every version the policy's ``sources`` return (callables given the store and the table id,
+  such as the register's signed months: :func:`txkit.register.retention_policy`).
 
 Everything else goes: data files that no kept version references, and the log entries
 (commits and checkpoints) that no kept version is read from. A version is read from the
@@ -40,21 +40,13 @@ from urllib.parse import unquote
 
 from txkit import config
 from txkit.errors import StoreError
-from txkit.store._location import (
-    StoredObject,
-    StoreLike,
-    is_remote,
-    locked,
-    objects,
-    open_table,
-    store_location,
-    table_files,
-)
+from txkit.store._location import StoredObject, StoreLike, is_remote, objects, store_location
+from txkit.store._lock import locked
 from txkit.store._state import commit_info
+from txkit.store._table import open_table, table_files
 from txkit.store._write import META_KEY, write_checkpoint
 
 __all__ = [
-    "KEEP_SOURCES",
     "REMOTE_GRACE",
     "KeepSource",
     "RetentionPolicy",
@@ -69,9 +61,6 @@ log = logging.getLogger("txkit")
 #: A source of versions to keep: called with the store (as given) and the table's id, returns
 #: the versions it needs (versions the table no longer has are ignored).
 KeepSource = Callable[[str, str], Iterable[int]]
-#: Sources every policy consults besides the reports (the register of signed months adds its
-#: own here); a policy's ``sources`` come on top of these.
-KEEP_SOURCES: list[KeepSource] = []
 #: Data files younger than this are never removed from object storage (a sync may be writing
 #: them; no lock keeps it out there).
 REMOTE_GRACE = timedelta(hours=1)
@@ -87,7 +76,8 @@ class RetentionPolicy:
         keep_days: days of versions kept for time travel (0: only the newest, the cited ones
             and the sources').
         reports: the folder whose ``*/report.json`` cite versions (None: no reports).
-        sources: more sources of versions to keep, besides :data:`KEEP_SOURCES`.
+        sources: sources of versions to keep besides the reports (the register's signed
+            months: :func:`txkit.register.retention_policy`).
     """
 
     keep_days: int = config.STORE_KEEP_DAYS
@@ -339,7 +329,7 @@ def _keep_wanted(
     wanted: dict[int, str] = {}
     for version, why in _cited(store, table_id, policy.reports).items():
         wanted.setdefault(version, f"cited by {why}")
-    for source in [*KEEP_SOURCES, *policy.sources]:
+    for source in policy.sources:
         name = getattr(source, "__qualname__", repr(source))
         for version in source(str(store), table_id):
             wanted.setdefault(int(version), f"kept by {name}")

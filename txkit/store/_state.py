@@ -21,12 +21,8 @@ from txkit import config
 from txkit.calendar import month_bounds
 from txkit.errors import StoreError
 from txkit.store._coverage import MonthCoverage
-from txkit.store._location import (
-    StoreLike,
-    objects,
-    open_table,
-    store_location,
-)
+from txkit.store._location import StoreLike, objects, store_location
+from txkit.store._table import open_table
 from txkit.store._write import META_KEY
 
 if TYPE_CHECKING:

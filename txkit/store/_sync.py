@@ -24,13 +24,8 @@ from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect
 from txkit.store._compact import compact_months
 from txkit.store._coverage import Fetch, MonthCoverage, needed_window
-from txkit.store._location import (
-    StoreLike,
-    locked,
-    new_store_beside,
-    refuse_foreign_folder,
-    store_location,
-)
+from txkit.store._location import StoreLike, store_location
+from txkit.store._lock import locked
 from txkit.store._read import read_months
 from txkit.store._retention import RetentionPolicy, VacuumResult, apply_retention
 from txkit.store._state import (
@@ -40,6 +35,7 @@ from txkit.store._state import (
     commit_metadata,
     read_state,
 )
+from txkit.store._table import new_store_beside, refuse_foreign_folder
 from txkit.store._write import MonthWriter
 
 

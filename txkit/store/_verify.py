@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from txkit.errors import StoreError
-from txkit.store._location import (
-    StoreLike,
-    digest_of,
-    objects,
-    open_table,
-    store_location,
-    table_files,
-)
+from txkit.store._location import StoreLike, digest_of, objects, store_location
 from txkit.store._read import _digests
+from txkit.store._table import open_table, table_files
 
 
 @dataclass(frozen=True)
@@ -33,7 +27,6 @@ class FileCheck:
             ``unverified`` (written before digests: no digest to check; ``detail`` says
             whether it reads).
         detail: what was found.
-        repair: the command that repairs it, for a file beside the table (the register's).
     """
 
     path: str
@@ -41,15 +34,21 @@ class FileCheck:
     size: int
     status: str
     detail: str = ""
-    repair: str = ""
 
 
-def verify_store(store: StoreLike = None, *, version: int | None = None) -> list[FileCheck]:
+def verify_store(
+    store: StoreLike = None,
+    *,
+    version: int | None = None,
+    others: Sequence[Callable[[str | os.PathLike[str]], list[FileCheck]]] = (),
+) -> list[FileCheck]:
     """Check every data file of a table version against the digest its commit recorded.
 
     Args:
         store: the store folder or URI.
         version: a table version (default: the newest).
+        others: more checks of files kept in the store (the exception register's:
+            :func:`txkit.register.register_file_checks`), added after the table's.
 
     Returns:
         One :class:`FileCheck` per file, in month order.
@@ -60,9 +59,9 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
     store = store_location(store)
     table = open_table(store, version)
     if table is None:
-        register = _register_checks(store)
-        if register:  # a register alone (written by txkit.register's tests and tools)
-            return register
+        extra = [check for other in others for check in other(store)]
+        if extra:  # a register alone (written by txkit.register's tests and tools)
+            return extra
         raise StoreError(f"the store {store} has no table yet: nothing to verify")
     digests = _digests(table, store)
     files = objects(store)
@@ -90,31 +89,23 @@ def verify_store(store: StoreLike = None, *, version: int | None = None) -> list
             )
         else:
             out.append(FileCheck(rel, month, size, "ok"))
-    return out + _register_checks(store)
+    return out + [check for other in others for check in other(store)]
 
 
 #: The ``month`` of the exception register's files in a :class:`FileCheck`.
 REGISTER: str = "register"
 
-#: Checks of files the store holds beside its table (the exception register's, which
-#: txkit.register adds here when imported: the store does not import the register), each
-#: ``check(store) -> (checks, repair command)``.
-EXTRA_CHECKS: list[Callable[[str], tuple[list[FileCheck], str]]] = []
-
-
-def _register_checks(store: str | os.PathLike[str]) -> list[FileCheck]:
-    """The files of :data:`EXTRA_CHECKS` (the exception register's, ``_register/``)."""
-    out: list[FileCheck] = []
-    for check in EXTRA_CHECKS:
-        found, repair = check(str(store))
-        out += [replace(c, repair=repair) for c in found]
-    return out
-
 
 def format_verify(
-    store: str | os.PathLike[str], checks: list[FileCheck], version: int | None
+    store: str | os.PathLike[str],
+    checks: list[FileCheck],
+    version: int | None,
+    *,
+    repairs: Mapping[str, str] | None = None,
 ) -> tuple[str, bool]:
-    """The printable result of :func:`verify_store` and whether the version is whole."""
+    """The printable result of :func:`verify_store` and whether the version is whole;
+    ``repairs``: the command that repairs damaged files of another kind than the table's (by
+    their ``month``, e.g. :data:`REGISTER`)."""
     bad = [c for c in checks if c.status in ("damaged", "missing")]
     unverified = [c for c in checks if c.status == "unverified"]
     at = f"table version {version}" if version is not None else "the newest version"
@@ -133,8 +124,8 @@ def format_verify(
         months = sorted({c.month for c in bad if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)
         lines.append(f"repair: txkit sync --store {store} {refresh}")
-    for repair in dict.fromkeys(c.repair for c in bad if c.repair):
-        lines.append(f"repair: {repair}")
+    if any(c.month == REGISTER for c in bad) and repairs and REGISTER in repairs:
+        lines.append(f"repair: {repairs[REGISTER]}")
     if not bad and any(c.month != REGISTER for c in unverified):
         months = sorted({c.month for c in unverified if c.month != REGISTER})
         refresh = " ".join(f"--refresh {m}" for m in months)

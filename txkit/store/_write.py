@@ -42,19 +42,9 @@ from txkit import config
 from txkit._scrub import scrub_frame
 from txkit.errors import StoreError, StoreLockedError
 from txkit.schema import COLUMNS
-from txkit.store._location import (
-    digest_of,
-    is_io_error,
-    new_store_beside,
-    objects,
-    open_table,
-    os_problem,
-    read_verified,
-    storage_options,
-    table_files,
-    table_uri,
-    write_problem,
-)
+from txkit.store._location import digest_of, objects, storage_options, table_uri
+from txkit.store._problems import is_io_error, os_problem, write_problem
+from txkit.store._table import new_store_beside, open_table, read_verified, table_files
 
 __all__ = [
     "META_KEY",
