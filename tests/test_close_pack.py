@@ -410,3 +410,72 @@ def test_no_reference_is_masked_in_the_report(session_report: SessionReport) -> 
     for path in sorted(session_report.folder.glob("*.csv")):
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"TXK-[0-9A-F]*\*", text), path.name
+
+
+# --- 6. print and spreadsheets as finance uses them ---------------------------------------------
+
+
+@pytest.mark.report
+def test_every_workbook_prints_on_a4_landscape_and_matches_its_csv(
+    session_report: SessionReport,
+) -> None:
+    """Why 11: the register's exceptions.xlsx had no page setup (15 A4 portrait pages, amounts
+    in General, changed_at too narrow); the other workbooks printed on Letter; a list's CSV
+    and XLSX had different column orders."""
+    from openpyxl import load_workbook
+
+    workbooks = sorted(session_report.folder.glob("*.xlsx"))
+    assert "exceptions.xlsx" in [w.name for w in workbooks] and len(workbooks) >= 8
+    for path in workbooks:
+        sheet = load_workbook(path).active
+        setup = sheet.page_setup
+        assert (setup.paperSize, setup.orientation) == (9, "landscape"), path.name
+        assert sheet.sheet_properties.pageSetUpPr.fitToPage, path.name
+        assert (setup.fitToWidth or 1, setup.fitToHeight) == (1, 0), path.name  # 1: the default
+        assert sheet.print_title_rows == "$1:$1" and sheet.freeze_panes == "A2", path.name
+        header = [c.value for c in sheet[1]]
+        csv_header = path.with_suffix(".csv").read_text(encoding="utf-8").splitlines()[0]
+        assert header == csv_header.split(","), path.name
+        # A text column wraps beyond 28 characters: no column wider than 50.
+        widths = [sheet.column_dimensions[c.column_letter].width or 0 for c in sheet[1]]
+        assert max(widths) <= 50, (path.name, max(widths))
+        for cell in sheet[2] if sheet.max_row > 1 else ():
+            if isinstance(cell.value, int | float) and header[cell.column - 1] in (
+                "amount", "at_stake", "difference", "toAmount",
+            ):  # fmt: skip
+                assert cell.number_format.startswith("#,##0.00"), (path.name, cell.number_format)
+    register = load_workbook(session_report.folder / "exceptions.xlsx").active
+    header = [c.value for c in register[1]]
+    changed = register.cell(1, header.index("changed_at") + 1).column_letter
+    assert register.column_dimensions[changed].width >= 19
+    amount = register.cell(2, header.index("amount") + 1)
+    assert amount.number_format.startswith("#,##0.00") and header[0] == "key"
+
+
+@pytest.mark.report
+def test_every_printed_page_names_its_page_and_month_and_counts_pages(
+    session_report: SessionReport,
+) -> None:
+    """Printed pages carry the month, the page's name and "page x of y"; a long id or
+    narration breaks rather than run past the page's edge (page 06's narration was cut)."""
+    import re
+
+    for path in sorted(session_report.folder.glob("*.html")):
+        page = path.read_text(encoding="utf-8")
+        assert "counter(page)" in page and "counter(pages)" in page, path.name
+        footer = re.search(r'@bottom-left\{content:(["\'])(.+?)\1;', page)
+        assert footer and "2026-10" in footer.group(2), path.name
+        if path.name[:2].isdigit() and path.name != "00_close_summary.html":
+            assert ".gt_row{overflow-wrap:anywhere}" in page, path.name
+
+
+@pytest.mark.report
+def test_page_01_says_its_table_is_one_currency_and_the_download_every_one(
+    session_report: SessionReport,
+) -> None:
+    """Why 7: page 01 said "first 10 of 123 rows; every row in the download" and the download
+    held 404 (every currency's days)."""
+    folder = session_report.folder
+    rows = pl.read_csv(folder / "daily_volume.csv", infer_schema=False).height
+    text = " ".join(_text((folder / "01_explore.html").read_text(encoding="utf-8")).split())
+    assert f"the download holds every currency's days ({rows:,} rows)" in text

@@ -31,7 +31,7 @@ from txkit.config import key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
-from txkit.notebook._excel import write_xlsx
+from txkit.notebook._excel import ordered, write_xlsx
 from txkit.notebook._load import LoadInfo
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
@@ -141,11 +141,12 @@ def publish_table(
     shown = df if show_pii else mask_pii(df)
     assert isinstance(shown, pl.DataFrame)
     shown, _ = scrub_frame(shown, where=f"the report's {name} download")
-    files = csv_safe(_for_files(shown))
+    # The CSV and the workbook in one column order.
+    files = csv_safe(ordered(_for_files(shown), first, ("key",)))
     with atomic_path(folder / f"{name}.csv") as tmp:
         files.write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        write_xlsx(files, tmp, sheet=name, first=first)
+        write_xlsx(files, tmp, sheet=name, first=files.columns, last=())
     entry = {
         "name": name,
         "kind": "table",

@@ -35,7 +35,7 @@ from txkit._scrub import scrub_frame
 from txkit.analysis.exception_lists import AT_STAKE, LISTS
 from txkit.calendar import parse_month, previous_month
 from txkit.money import money_sums
-from txkit.notebook._excel import write_xlsx
+from txkit.notebook._excel import ordered, write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
 from txkit.output import atomic_path, csv_safe
 from txkit.privacy import mask_pii
@@ -262,12 +262,12 @@ def publish_exceptions(
     previous = previous_open(report_folder(folder.parent, previous_month(month)), name)
     marked, counts = classify(keyed, previous, month=month)
     marked = _in_page_order(marked, listing)
-    files = _for_files(marked)
+    # The CSV and the workbook in one column order: the reader's first, the key last.
+    files = csv_safe(ordered(_for_files(marked), [*listing.key, *listing.first], ["key"]))
     with atomic_path(folder / f"{name}.csv") as tmp:
-        csv_safe(files).write_csv(tmp)
+        files.write_csv(tmp)
     with atomic_path(folder / f"{name}.xlsx") as tmp:
-        first = [*listing.key, *listing.first]
-        write_xlsx(csv_safe(files), tmp, sheet=name, first=first, last=["key"])
+        write_xlsx(files, tmp, sheet=name, first=files.columns, last=())
     download = _download(listing, to, keyed, counts)
     still = marked.filter(pl.col("open_status") != RESOLVED)
     entry = asdict(download) | {

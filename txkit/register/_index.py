@@ -167,9 +167,13 @@ def _write_files(view: pl.DataFrame, folder: Path) -> None:
         csv_safe(view).write_csv(tmp)
     # The same, to annotate in a spreadsheet and read back with `txkit exceptions import`
     # (its key, category, owner, explanation and status columns).
+    # Through the report's one Excel writer: A4 landscape, money formatted, timestamps wide
+    # enough, header frozen and repeated; the columns in the CSV's order (the key first).
+    from txkit.notebook._excel import write_xlsx
+
     files = view.with_columns(pl.col("changed_at").dt.replace_time_zone(None))
     with atomic_path(folder / "exceptions.xlsx") as tmp:
-        csv_safe(files).write_excel(tmp, worksheet="exceptions", autofit=True, freeze_panes=(1, 0))
+        write_xlsx(csv_safe(files), tmp, sheet="exceptions", first=files.columns, last=())
 
 
 def _block(

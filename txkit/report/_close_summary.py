@@ -192,8 +192,10 @@ def _cell(value: Decimal | None, signed: bool = False) -> str:
     return "" if value is None else html.escape(format_money(value, signed=signed))
 
 
-def close_summary_html(figures: CloseFigures, *, signatures: Sequence[str] = ()) -> str:
-    """The page (HTML), printable on one A4 page."""
+def close_summary_html(
+    figures: CloseFigures, *, as_run: str = "", signatures: Sequence[str] = ()
+) -> str:
+    """The page (HTML), printable on one A4 page; ``as_run``: what it read, in a line."""
     month = html.escape(figures.month)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in figures.currencies)
     rows = []
@@ -228,7 +230,8 @@ def close_summary_html(figures: CloseFigures, *, signatures: Sequence[str] = ())
         "<th>items</th><th>at stake</th><th>material (section, open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
         f'<ul class="meta">{notes}</ul>'
-        f"<h2>Sign-off</h2>{signed}"
+        + (f'<p class="meta"><strong>As run:</strong> {html.escape(as_run)}.</p>' if as_run else "")
+        + f"<h2>Sign-off</h2>{signed}"
         '<table class="sign"><tr><td>Prepared by</td><td class="line"></td><td>Date</td>'
         '<td class="line"></td></tr><tr><td>Reviewed by</td><td class="line"></td>'
         '<td>Date</td><td class="line"></td></tr></table></body></html>\n'

@@ -22,6 +22,7 @@ from txkit.money import format_money
 from txkit.report._html import Headline
 
 __all__ = [
+    "completed_rate_headlines",
     "exception_headlines",
     "explore_headlines",
     "orders_headline",
@@ -165,7 +166,7 @@ def exception_headlines(
         listed = ", ".join(format_money(Decimal(v), c) for c, v in sorted(stake.items()))
         value += f"; at stake {listed}"
         if entry.get("without_amount"):
-            value += f" and {entry['without_amount']:,} without an amount (two currencies)"
+            value += f" and {entry['without_amount']:,} without an amount at stake"
     if previous is None:
         change = "no previous report"
     else:
@@ -181,3 +182,43 @@ def exception_headlines(
     grew = previous is not None and rows > int(previous["rows"])
     fresh = counts["new"] > 0 if counts.get("compared") else rows > 0
     return [Headline(f"{entry['title']} (open{new})", value, change, look=grew or fresh)]
+
+
+def completed_rate_headlines(
+    headlines: list[Headline], now: tuple[int, int, int], before: tuple[int, int, int]
+) -> list[Headline]:
+    """The success rate told apart for completed and still-open records: a month's last days
+    hold records whose status can still change (321 in 2026-10 against 7 to 16 before), so the
+    rate of every record falls by timing alone. The rate of every record stays, with its
+    denominator and the open records named, but only a fall of the completed records' rate by
+    more than 5 points looks at this.
+
+    Args:
+        headlines: the page's headlines (:func:`explore_headlines`).
+        now, before: (completed records, successful, still open) of the month and the one
+            before.
+    """
+    completed, successful, still = now
+    rate = successful / completed if completed else None
+    prev = before[1] / before[0] if before[0] else None
+    out = []
+    for headline in headlines:
+        if headline.label == "Success rate (all currencies)":
+            headline = Headline(
+                "Success rate, every record (all currencies)",
+                f"{headline.value} ({still:,} still open: the value on the close summary)",
+                headline.change,
+                look=False,
+            )
+            out.append(headline)
+            out.append(
+                Headline(
+                    "Success rate, completed records (all currencies)",
+                    f"{rate:.2%} of {completed:,}" if rate is not None else _ABSENT,
+                    _pt_change(rate, prev),
+                    look=rate is not None and prev is not None and prev - rate > _SUCCESS_DROP,
+                )
+            )
+            continue
+        out.append(headline)
+    return out

@@ -32,6 +32,7 @@ __all__ = [
     "index_html",
     "needs_action",
     "page_html",
+    "printed_footer",
     "summary_of",
     "title_of",
 ]
@@ -57,6 +58,9 @@ PAGE_CSS = """
   .gt_table{font-size:7pt!important}
   .gt_row,.gt_col_heading{white-space:normal!important;overflow-wrap:break-word;
     padding:1px 3px!important}
+  /* a long id or narration breaks anywhere rather than run past the page's edge; a column
+     stays at least as wide as its header's words */
+  .gt_row{overflow-wrap:anywhere}
   /* a long table's cell flows on to the next page (nbconvert keeps cells whole: a table
      taller than what was left of a page left that page blank) */
   .jp-Cell,.jp-Cell-outputWrapper,.jp-OutputArea,.jp-OutputArea-child,.jp-OutputArea-output{
@@ -137,6 +141,17 @@ def _exporter() -> Any:
     return exporter
 
 
+def printed_footer(name: str) -> str:
+    """CSS for paper: each printed page names the report's page and month and says ``page x
+    of y`` (``@page`` margin boxes)."""
+    text = name.replace("\\", "").replace('"', "'").replace("<", "")
+    return (
+        '@page{@bottom-left{content:"' + text + '";font:8pt sans-serif;color:#444}'
+        '@bottom-right{content:"page " counter(page) " of " counter(pages);'
+        "font:8pt sans-serif;color:#444}}"
+    )
+
+
 def page_html(notebook_path: Path, notebook: dict, *, month: str, title: str) -> str:
     """A self-contained HTML page of an executed notebook, without its code.
 
@@ -160,7 +175,9 @@ def page_html(notebook_path: Path, notebook: dict, *, month: str, title: str) ->
     body = re.sub(r"<script[^>]*src=\"https?://[^\"]*\"[^>]*>\s*</script>", "", body)
     full_title = html.escape(f"{title} · {month}")
     body = re.sub(r"<title>.*?</title>", f"<title>{full_title}</title>", body, count=1, flags=re.S)
-    body = body.replace("</head>", f"<style>{PAGE_CSS}</style>\n</head>", 1)
+    body = body.replace(
+        "</head>", f"<style>{PAGE_CSS}{printed_footer(f'{title} · {month}')}</style>\n</head>", 1
+    )
     nav = (
         f'<nav class="txkit-nav"><a href="index.html">&larr; Transactions report '
         f"{html.escape(month)}: index</a></nav>"
@@ -305,7 +322,8 @@ def index_html(
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>Transactions report {html.escape(month)}</title>"
-        f"<style>{_INDEX_CSS}</style></head><body>"
+        f"<style>{_INDEX_CSS}{printed_footer(f'Transactions report {month}: index')}</style>"
+        "</head><body>"
         f"<h1>Transactions report {html.escape(month)}</h1>"
         f'<p class="mode"><a href="00_close_summary.html"><strong>Close summary '
         f"{html.escape(month)}</strong></a>: the month on one A4 page (balances, money in and "

@@ -14,6 +14,7 @@ from txkit.notebook import load_bank_statements, read_downloads, report_folder
 from txkit.register import SECTIONS, RegisterSummary, signature_block
 from txkit.report._close_summary import CLOSE_SUMMARY, close_figures, close_summary_html
 from txkit.report._headlines import (
+    completed_rate_headlines,
     exception_headlines,
     explore_headlines,
     orders_headline,
@@ -60,6 +61,10 @@ def add_headlines(
         topic = Path(section.href).stem.split("_", 1)[-1]
         if topic in by_topic:
             section.headlines += by_topic[topic](mom)
+        if topic == "explore":
+            section.headlines = completed_rate_headlines(
+                section.headlines, _completed(scan, month), _completed(scan, before)
+            )
         if topic == "reconciliation" and orders is not None:
             section.headlines.append(orders_headline(orders.in_month, orders.dates))
         for entry in section.downloads:
@@ -73,6 +78,24 @@ def add_headlines(
                 if material is None
                 else material.get(SECTIONS.get(entry["name"], entry["name"]), 0),
             )
+
+
+def _completed(scan: pl.LazyFrame, month: str) -> tuple[int, int, int]:
+    """(completed records, successful, still open) of ``month`` in the store."""
+    from txkit.report._close_summary import OPEN_STATUSES
+
+    status = pl.col("status").cast(pl.String)
+    row = (
+        scan.filter(pl.col("month") == month)
+        .select(
+            (~status.is_in(OPEN_STATUSES)).sum().alias("completed"),
+            (status == "successful").sum().alias("successful"),
+            status.is_in(OPEN_STATUSES).sum().alias("open"),
+        )
+        .collect()
+        .row(0)
+    )
+    return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
 
 def write_index(
@@ -117,11 +140,15 @@ def write_close_summary(
     records = scan_store(plan.store, version=manifest.table_version).filter(
         pl.col("month") == plan.month
     )
-    bank, _ = load_bank_statements(
+    bank, bank_info = load_bank_statements(
         plan.bank_statements or "auto", plan.month, columns=plan.bank_columns
     )
     figures = close_figures(staging, plan.month, records=records, bank=bank, material=material)
-    (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures), encoding="utf-8")
+    version = (
+        "" if manifest.table_version is None else f" at table version {manifest.table_version}"
+    )
+    read = f"the store {store_name(plan.store)}{version}; " + (bank_info.note or bank_info.source)
+    (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures, as_run=read), encoding="utf-8")
     # The same figures as data (exact amounts as text): what a revision compares with the
     # signed report (txkit.register._sign.compare_reports).
     doc = {
