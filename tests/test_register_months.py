@@ -55,6 +55,8 @@ class Months:
     refused: Any  # the rerun of the signed month without --reopen (returncode, stdout, stderr)
     reopened: Any  # with it
     signed_files: dict[str, str]  # the signed report's files' SHA-256 before the refused rerun
+    signed_register: str  # `txkit exceptions --month 2026-10 --format csv` once signed
+    after_earlier: str  # the same after an earlier month's report was run again
 
     @property
     def store(self) -> Path:
@@ -132,11 +134,22 @@ def _build(workdir: Path) -> dict[str, object]:
                 "--note", EXPLAINED_NOTE, "--by", "Ada Obi", cwd=workdir,
             )  # fmt: skip
             assert note.returncode == 0, note.stderr
-    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
+    for role, name, login in (("preparer", "Ada Obi", "ada"), ("reviewer", "Eve Ito", "eve")):
         signed = invoke_cli("report", "sign", "--month", MONTHS[-1], "--role", role, "--name", name,
-                            cwd=workdir)  # fmt: skip
+                            cwd=workdir, env={"LOGNAME": login})  # fmt: skip
         assert signed.returncode == 0, signed.stderr
     signed_files = _digests(workdir / "reports" / MONTHS[-1])
+
+    def register_of(month: str) -> str:
+        done = invoke_cli("exceptions", "--month", month, "--format", "csv", cwd=workdir)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # An earlier month run after the signed one leaves the signed month's register as signed.
+    signed_register = register_of(MONTHS[-1])
+    earlier = _run(workdir, "report", "--month", MONTHS[len(MONTHS) // 2])
+    assert earlier.returncode == 0, earlier.stderr
+    after_earlier = register_of(MONTHS[-1])
     refused = _run(workdir, "report", "--month", MONTHS[-1])
     (orders,) = workdir.glob("data/sandbox/cache/*/orders.csv")
     began = time.perf_counter()
@@ -153,6 +166,8 @@ def _build(workdir: Path) -> dict[str, object]:
         "refused": _outcome(refused),
         "reopened": _outcome(reopened),
         "signed_files": signed_files,
+        "signed_register": signed_register,
+        "after_earlier": after_earlier,
     }
 
 
@@ -185,6 +200,8 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
         SimpleNamespace(**got["refused"]),
         SimpleNamespace(**got["reopened"]),
         got["signed_files"],
+        got["signed_register"],
+        got["after_earlier"],
     )
 
 
@@ -317,15 +334,22 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
     month = MONTHS[-1]
     folder = months.report(month)
     assert months.refused.returncode == 1
-    assert "ReportSignedError: the report of 2026-10 (2026-10) is signed (preparer Ada Obi" in (
+    assert "ReportSignedError: txkit report --month 2026-10: 2026-10 is locked (revision 1, " in (
         months.refused.stderr
     )
+    assert "signed by preparer Ada Obi on " in months.refused.stderr
+    assert '--reopen "why"' in months.refused.stderr
     assert (
         _digests(folder) == months.signed_files
     )  # not one byte changed, by the refusal nor the revision
     doc = json.loads((folder / "report.json").read_text())
     assert [s["role"] for s in doc["signatures"]] == ["preparer", "reviewer"]
     assert {s["sha256"] for s in doc["signatures"]} == {report_digest(folder)}
+    verified = invoke_cli("report", "verify", "--month", month, cwd=months.workdir)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "revision 1 (2026-10): verified, " in verified.stdout
+    assert "(locked, signed by preparer Ada Obi (login ada)" in verified.stdout
+    assert "revision 2 (2026-10.r2): verified, " in verified.stdout
     assert signed_versions(months.store) == {doc["table_version"]}
     revision = months.report(f"{month}.r2")
     rdoc = json.loads((revision / "report.json").read_text())["revision"]
@@ -336,8 +360,22 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
                for line in rdoc["changes"]), rdoc["changes"]  # fmt: skip
     assert f"removed {gone}" in months.reopened.stdout
     page = (revision / "index.html").read_text()
+    # The index's history shows each revision's signatures, as the register holds them.
+    assert f"{month}</a>: preparer Ada Obi on " in page and ", reviewer Eve Ito on " in page
     assert "revision 2 of 2026-10, beside the signed report 2026-10 (reopened: the orders" in page
     assert f"removed {gone}" in page
+
+
+def test_an_earlier_month_run_afterwards_leaves_the_signed_register_as_signed(
+    months: Months,
+) -> None:
+    assert months.after_earlier == months.signed_register
+    signed = pl.read_csv(months.report(MONTHS[-1]) / "exceptions.csv", infer_schema=False)
+    listed = pl.read_csv(months.signed_register.encode(), infer_schema=False)
+    assert sorted(listed["key"].to_list()) == sorted(signed["key"].to_list())
+    assert listed.filter(pl.col("status").is_in(["open", "explained"])).height == (
+        signed.filter(pl.col("status").is_in(["open", "explained"])).height
+    )
 
 
 def test_an_item_resolved_by_a_later_record_says_so(months: Months) -> None:

@@ -532,12 +532,14 @@ def test_the_largest_fee_mismatch_is_chosen_by_id_on_a_tie_and_shown_exactly() -
         [("USDT", "0.250001"), ("NGN", "-0.250001"), ("USDT", "-0.250001"), ("USDT", "0.000001")]
     )
     lines = stable(part, lambda m: fee_findings(m, []))
-    # Every amount at its own scale: USDT's micro-units are not rounded to cents; the largest
+    # Every amount exact: NGN to the cent with its exact digits beside (issue 35), USDT's
+    # micro-units at their own scale; the largest
     # per currency (f0 and f2 tie in USDT: f0).
     assert lines == [
-        "4 records charged a fee off its rule (reported − expected: -0.250001 NGN, "
-        "+0.000001 USDT); the largest in each currency: f1 (transfer, -0.250001 NGN against "
-        "fee transfer); f0 (transfer, +0.250001 USDT against fee transfer)."
+        "4 records charged a fee off its rule (reported − expected: -0.25 NGN (exact: "
+        "-0.250001), +0.000001 USDT); the largest in each currency: f1 (transfer, -0.25 NGN "
+        "(exact: -0.250001) against fee transfer); f0 (transfer, +0.250001 USDT against fee "
+        "transfer)."
     ]
 
 

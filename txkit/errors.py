@@ -29,7 +29,9 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │   ├── StoreDamagedError     a data file missing or not the bytes committed (names the month)
     │   ├── StoreVersionError     a table version the store does not have (also a ``ValueError``)
     │   └── RegisterFormatError   the exception register was written by a newer txkit
-    ├── ReportSignedError         a signed month's report would be overwritten (``--reopen``)
+    ├── ReportSignedError         a locked month would change (``--reopen``), a signature
+    │                             against the sign-off rules, or a report and a signature of a
+    │                             month at once
     └── NotebookFailedError       a report's notebook raised an error (names the notebook, the cell)
 
 Warnings (``warnings.warn``), for results that are returned but deserve a look::
@@ -432,8 +434,10 @@ class RegisterFormatError(StoreError):
 
 
 class ReportSignedError(TxkitError):
-    """A signed month's report would be overwritten (rerun with ``--reopen "why"``), or a
-    report changed since it was signed."""
+    """A locked month would change: its report, items or pack (the message names the lock
+    and ``--reopen "why"``); a signature against the sign-off rules (the preparer first, a
+    reviewer who is another person, each role once) or over a pack that does not verify; a
+    report and a signature of one month at once."""
 
 
 class NotebookFailedError(TxkitError):

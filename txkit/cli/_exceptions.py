@@ -118,7 +118,7 @@ def _list(args: argparse.Namespace) -> int:
     store = args.store or default_store()
     events, version = read_events(store)
     if version is None:
-        what = "a store without" if _is_store(store) else "no store, so no"
+        what = "a store without an" if _is_store(store) else "no store, so no"
         raise StoreError(
             f"{store}: {what} exception register (txkit report --month YYYY-MM writes it; "
             "--store names another store)"

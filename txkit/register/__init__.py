@@ -17,6 +17,7 @@ from txkit.register._carry import (
 )
 from txkit.register._index import RegisterSummary, summarise
 from txkit.register._keep import keep_signed, register_file_checks, retention_policy
+from txkit.register._lock import locked_message, month_lock, month_state
 from txkit.register._materiality import CONFIG_FILE, Materiality, load_materiality
 from txkit.register._model import (
     BUCKETS,
@@ -48,12 +49,14 @@ from txkit.register._state import (
     REGISTER_COLUMNS,
     annotate,
     bucket_counts,
+    commit_report,
     explain,
     filter_items,
     record_report,
     register_view,
     report_events,
     reported_months,
+    with_revision,
 )
 from txkit.register._table import (
     append_events,
@@ -87,6 +90,7 @@ __all__ = [
     "append_events",
     "bucket_counts",
     "check_parts",
+    "commit_report",
     "compare_reports",
     "default_category",
     "explain",
@@ -94,6 +98,9 @@ __all__ = [
     "history_block",
     "keep_signed",
     "load_materiality",
+    "locked_message",
+    "month_lock",
+    "month_state",
     "newest_revision",
     "read_events",
     "read_xlsx_text",
@@ -116,4 +123,5 @@ __all__ = [
     "summarise",
     "verify_report",
     "wallet_items",
+    "with_revision",
 ]

@@ -322,6 +322,10 @@ def _locks_dir(store: str | os.PathLike[str]) -> Path | None:
     uri = register_uri(store)
     if "://" in uri:
         return None  # object storage: the report's final check of the lock is what holds
+    if not Path(uri).is_dir():
+        # No register yet, so no report of any month to sign: nothing to exclude, and a
+        # folder that is not (yet) a store gets nothing written into it.
+        return None
     return Path(uri) / "_txkit_locks"
 
 

@@ -136,18 +136,38 @@ def revisions(
         if state is not None:
             rev = state.revisions.get(number)
             doc["signatures"] = rev.signatures if rev is not None else []
+        # A pack's report.json is data that may have been edited: only the shapes it is
+        # written in are taken (text, a list of text, a list of signature objects).
+        changes = revision.get("changes")
+        signatures = doc.get("signatures")
         history.append(
             {
                 "number": number,
                 "folder": name,
-                "reason": revision.get("reason"),
-                "of": revision.get("of"),
-                "signatures": doc.get("signatures", []),
-                "changes": revision.get("changes", []),
+                "reason": _text_or_none(revision.get("reason")),
+                "of": _text_or_none(revision.get("of")),
+                "signatures": [
+                    s
+                    for s in signatures
+                    if isinstance(s, dict) and {"role", "name", "at"} <= set(s)
+                ]
+                if isinstance(signatures, list)
+                else [],
+                "changes": [str(c) for c in changes] if isinstance(changes, list) else [],
                 "table_version": doc.get("table_version"),
             }
         )
     return history
+
+
+def _is_signature(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(value.get(k), str) for k in ("role", "name", "at")
+    )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 _NO_CHANGE = "no change in figures or items"
@@ -254,9 +274,9 @@ def refuse_signed(
     newest = state.newest
     if not state.locked:
         if reopen is not None:
+            where = f"revision {newest.number}, {state.who()}" if newest else "never reported"
             raise ValueError(
-                f"--reopen: {month} is not locked (signed by {state.who()}); rerun it without "
-                "--reopen"
+                f"--reopen: {month} is not locked ({where}); rerun it without --reopen"
             )
         if newest is None or newest.number == 1:
             return Target(month)
@@ -594,6 +614,7 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
             if x != y:
                 lines.append(f"{name} total {x} -> {y}")
     lines += _figure_lines(before, after)
+    lines += _close_lines(before, after)
     lines += _register_lines(before, after)
     return lines or [_NO_CHANGE]
 
@@ -611,6 +632,41 @@ def _figure_lines(before: Path, after: Path) -> list[str]:
             if x != y and all(isinstance(v, (int, float, type(None))) for v in (x, y)):
                 lines.append(f"{list_name} {key} {_num(x)} -> {_num(y)}")
     return lines
+
+
+#: The close summary's figures as data (txkit.report._pages.write_close_summary).
+_CLOSE_FIGURES = "00_close_summary.json"
+
+
+def _close_lines(before: Path, after: Path) -> list[str]:
+    """Every figure of the close summary that changed: each wallet line per currency, and
+    per exception list and currency its items, amount at stake and material items."""
+    old, new = _json(before / _CLOSE_FIGURES), _json(after / _CLOSE_FIGURES)
+    if not old and not new:
+        return []
+
+    def cells(doc: dict[str, Any]) -> dict[tuple[str, str], str]:
+        out: dict[tuple[str, str], str] = {}
+        for entry in doc.get("lines") or []:
+            if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[1], dict):
+                for code, value in entry[1].items():
+                    out[(str(entry[0]), str(code))] = "none" if value is None else str(value)
+        for entry in doc.get("exceptions") or []:
+            if isinstance(entry, list) and len(entry) == 5:
+                title, code, items, amount, material = entry
+                where = f"exceptions {title}"
+                out[(f"{where} items", str(code))] = str(items)
+                out[(f"{where} at stake", str(code))] = str(amount)
+                out[(f"{where} material", str(code))] = str(material)
+        return out
+
+    was, now = cells(old), cells(new)
+    return [
+        f"close summary: {label} {code} {was.get((label, code), 'none')} -> "
+        f"{now.get((label, code), 'none')}"
+        for label, code in sorted(set(was) | set(now))
+        if was.get((label, code), "none") != now.get((label, code), "none")
+    ]
 
 
 def _num(value: Any) -> str:

@@ -63,6 +63,7 @@ __all__ = [
     "report_events",
     "reported_months",
     "select_events",
+    "with_revision",
 ]
 
 #: Beside each exception list in a report folder: ``NAME.register.parquet``.
@@ -167,6 +168,23 @@ def commit_report(
         .alias("explanation")
     )
     return append_events(store, sealed)
+
+
+def with_revision(events: pl.DataFrame, revision: int, reason: str | None) -> pl.DataFrame:
+    """``events`` (the register's, then a report's not yet committed) with the report's
+    ``reported`` event naming its revision and why (what the month's state reads before the
+    commit names the pack's files too)."""
+    reported = events.filter(pl.col("event") == "reported")
+    if reported.is_empty():
+        return events
+    run = reported["run"][-1]
+    doc = json.dumps({"revision": revision, "reason": reason}, sort_keys=True)
+    return events.with_columns(
+        pl.when((pl.col("event") == "reported") & (pl.col("run") == run))
+        .then(pl.lit(doc))
+        .otherwise(pl.col("explanation"))
+        .alias("explanation")
+    )
 
 
 def _absolute(folder: str | os.PathLike[str]) -> str:

@@ -21,8 +21,8 @@ from txkit.register import (
     Materiality,
     RegisterSummary,
     Target,
-    append_events,
     compare_reports,
+    read_events,
     report_events,
     summarise,
 )
@@ -144,14 +144,27 @@ def record_register(
     notes: Notes,
     *,
     orders: pl.DataFrame | None = None,
-) -> RegisterSummary | None:
-    """Record the month's exception lists in the store's register and summarise it for the
-    index; None (with a warning) when the register cannot be written (a read-only store).
-    ``orders``: the whole orders file as the report read it (default: read again)."""
+) -> tuple[RegisterSummary | None, pl.DataFrame | None]:
+    """The month's exception lists as register events, and the register summarised for the
+    index as it will be once they are committed; nothing is written: the events are committed
+    with the report's pack (:func:`txkit.report._publish.publish`). Returns the summary and the
+    register's events with this report's (``pending``, what the index's history reads); None,
+    None (with a warning) when the register cannot be read or written (a read-only store).
+    ``--as-of`` is read-only: the register as it is, no events. ``orders``: the whole orders
+    file as the report read it (default: read again)."""
     version = None if manifest.table_version is None else int(manifest.table_version)
+    if plan.as_of is not None:
+        try:
+            events, read = read_events(plan.store)
+            summary = summarise(plan.store, plan.month, version=read, materiality=materiality,
+                                folder=staging, events=events)  # fmt: skip
+        except ValueError:  # the register has no report of the month: nothing to show
+            return None, None
+        return summary, None
     try:
         if orders is None:
             orders = read_all_orders(plan.orders, plan.orders_columns)
+        before, read = read_events(plan.store)
         events, carried = report_events(
             plan.store,
             plan.month,
@@ -159,24 +172,27 @@ def record_register(
             table_version=version,
             orders=orders,
             recompute=recomputer(plan.store, version=version, orders=orders),
+            events=before,
         )
-        written = append_events(plan.store, events)  # what record_report does, in one commit
+        pending = pl.concat([before, events])
         if carried is not None:
             notes.add(carried.describe())
-        return summarise(
+        summary = summarise(
             plan.store,
             plan.month,
-            version=written,
+            version=read,
             materiality=materiality,
             folder=staging,
             carry=carried,
+            events=pending,
         )
+        return summary, pending
     except (StoreError, OSError) as exc:
         if isinstance(exc, RegisterFormatError):
             raise
         # A read-only store (a report re-rendered from a mounted copy) still gets its report.
         log.warning("report: the exception register was not updated: %s", one_line(exc))
-        return None
+        return None, None
 
 
 def write_manifest(

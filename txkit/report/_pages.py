@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -121,7 +123,9 @@ def write_index(
             source=str(manifest.source),
             table_version=None if manifest.table_version is None else str(manifest.table_version),
             warnings=warnings,
-            register=history + (register.html if register else "") + signature_block([]),
+            register=history
+            + (register.html if register else "")
+            + signature_block([], as_of=plan.as_of),
         ),
         encoding="utf-8",
     )
@@ -145,6 +149,27 @@ def write_close_summary(
     )
     read = f"the store {store_name(plan.store)}{version}; " + (bank_info.note or bank_info.source)
     (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures, as_run=read), encoding="utf-8")
+    # The same figures as data (exact amounts as text): what a revision compares with the
+    # signed report (txkit.register._sign.compare_reports).
+    doc = {
+        "month": figures.month,
+        "lines": [
+            [label, {c: _text(v) for c, v in values.items()}] for label, values in figures.lines
+        ],
+        "exceptions": [
+            [title, code, items, _text(amount), material_items]
+            for title, code, items, amount, material_items in figures.exceptions
+        ],
+    }
+    (staging / CLOSE_FIGURES).write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+#: The close summary's figures as data, beside its page.
+CLOSE_FIGURES = "00_close_summary.json"
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _freshness(month: str, store: str | Path, manifest: MonthManifest) -> str:

@@ -12,7 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from txkit.register import Target
+import polars as pl
+
+from txkit.errors import RegisterFormatError, ReportSignedError, StoreError, one_line
+from txkit.register import Target, commit_report, locked_message, month_state, read_events
 
 log = logging.getLogger("txkit")
 
@@ -78,10 +81,47 @@ def stage(out: Path, month: str) -> Path:
     return staging
 
 
-def publish(staging: Path, out: Path, target: Target) -> Path:
+def publish(
+    staging: Path,
+    out: Path,
+    target: Target,
+    *,
+    store: str | os.PathLike[str] | None = None,
+    month: str | None = None,
+    pending: pl.DataFrame | None = None,
+) -> Path:
     """Put the finished report in place of the previous one of the target's name (the month,
-    or a revision ``YYYY-MM.rN`` of a signed month); its folder."""
-    return _swap(staging, out, target.name)
+    or a revision ``YYYY-MM.rN`` of a signed month); its folder.
+
+    With ``pending`` (the register's events and this report's, not yet committed): the
+    month's lock is checked again first (a signature that landed while the report ran, from
+    where the month's lock file does not reach: object storage, another machine), and this
+    report's events are committed only once its pack is in place, naming each file's digest.
+
+    Raises:
+        ReportSignedError: the month was locked meanwhile (nothing is put in place or
+            recorded).
+    """
+    mine = None
+    if pending is not None and store is not None and month is not None:
+        state = month_state(read_events(store)[0], month)
+        if state.locked and state.newest is not None and target.number <= state.newest.number:
+            raise ReportSignedError(
+                locked_message(state, f"the report of {month} is not put in place")
+            )
+        # This report's events: the last run of ``pending`` (the register's come first).
+        run = pending.filter(pl.col("event") == "reported")["run"][-1]
+        mine = pending.filter(pl.col("run") == run)
+    final = _swap(staging, out, target.name)
+    if mine is not None and store is not None and month is not None:
+        try:
+            commit_report(store, month, mine, final, revision=target.number,
+                          reason=target.reason)  # fmt: skip
+        except StoreError as exc:
+            if isinstance(exc, (RegisterFormatError, ReportSignedError)):
+                raise
+            log.warning("report: the exception register was not updated: %s", one_line(exc))
+    return final
 
 
 def _swap(staging: Path, out: Path, name: str) -> Path:

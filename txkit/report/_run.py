@@ -26,12 +26,24 @@ from pathlib import Path
 
 from txkit import config
 from txkit.calendar import parse_month
-from txkit.register import history_block, load_materiality, read_events, refuse_signed, revisions
+from txkit.config import default_store
+from txkit.register import (
+    Target,
+    history_block,
+    load_materiality,
+    month_lock,
+    month_state,
+    read_events,
+    refuse_signed,
+    revisions,
+    with_revision,
+)
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
 from txkit.report._plan import (
     Notes,
+    ReportPlan,
     ReportRequest,
     check_orders,
     month_manifest,
@@ -92,7 +104,9 @@ def run_report(
         ValueError: a bad month or missing notebooks.
         DataFileError: the orders file cannot be read as it is (raised before the sync).
         TxkitError: the sync failed (the store is left as it was).
-        ReportSignedError: the month is signed and ``reopen`` not given (nothing is done).
+        ReportSignedError: the month is locked (the store's register, whatever ``out``) and
+            ``reopen`` not given (nothing is done), or was locked while the report ran
+            (nothing is put in place or recorded), or a signature of it is being given.
         RegisterFormatError: the store's exception register was written by a newer txkit.
     """
     request = ReportRequest(
@@ -114,13 +128,52 @@ def run_report(
 
 
 def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None) -> ReportResult:
-    """:func:`run_report` for a :class:`ReportRequest`, step by step."""
+    """:func:`run_report` for a :class:`ReportRequest`, step by step.
+
+    The month's lock is the store's register (:mod:`txkit.register._lock`): a locked month is
+    refused first, before anything is read, fetched, run or written (whatever ``out``); the
+    report then holds the month (a signature meanwhile is refused) and checks the lock again
+    before its final swap; its register events are committed only once its pack is in place.
+    ``--as-of`` is read-only: no lock, no register event."""
     notes = Notes(on_note)
-    # A signed month is locked: refused before anything else is read, fetched or run.
-    target = refuse_signed(request.out, parse_month(request.month), request.reopen)
-    plan = plan_report(request, notes)
-    # A register this txkit cannot read stops the report before anything is fetched or run.
-    read_events(plan.store)
+    where, month = request.store or default_store(), parse_month(request.month)
+    if request.as_of is not None:
+        plan = plan_report(request, notes)
+        return _run(request, plan, notes, _as_of_target(plan, request.out, request.reopen))
+    # A register this txkit cannot read, or a locked month, stops the report here.
+    refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
+    plan = plan_report(request, notes)  # arguments and the merchant's files: nothing written
+    with month_lock(where, month, wait=_LOCK_WAIT, what=f"a report of {month} (txkit report)"):
+        target = refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
+        return _run(request, plan, notes, target)
+
+
+#: How long a report waits for another command holding its month (a signature: a second; a
+#: report of the same month: its whole run) before it is refused.
+_LOCK_WAIT: float = 900.0
+
+
+def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
+    """Where an ``--as-of`` rendering goes: a month's folder the register does not hold as a
+    pack (it would replace the bytes a report recorded, perhaps signed).
+
+    Raises:
+        ValueError: ``--reopen`` given, or the folder is a pack of the register's.
+    """
+    if reopen is not None:
+        raise ValueError("--as-of renders a version again, read-only: it takes no --reopen")
+    state = month_state(read_events(plan.store)[0], plan.month)
+    packs = {Path(r.folder).resolve() for r in state.revisions.values() if r.folder}
+    if (out / plan.month).resolve() in packs:
+        raise ValueError(
+            f"--as-of: {out / plan.month} is {plan.month}'s report as the register recorded "
+            "it; an --as-of rendering is read-only and goes elsewhere: give --out DIR"
+        )
+    return Target(plan.month)
+
+
+def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target) -> ReportResult:
+    """The steps once the month is held (or for ``--as-of``)."""
     materiality = load_materiality()
     synced, sync_seconds = sync_for_report(plan, request, notes)
     checked = plan.checked
@@ -132,9 +185,11 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
         attach_downloads(sections, staging)
-        register = record_register(
+        register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
+        if pending is not None:  # this report's run is the target's revision
+            pending = with_revision(pending, target.number, target.reason)
         material = register.material if register else None
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
@@ -142,8 +197,8 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
-            pending = (target.name, staging)
-            history = history_block(revisions(request.out, plan.month, pending=pending))
+            at = (target.name, staging)
+            history = history_block(revisions(request.out, plan.month, pending=at, events=pending))
         write_index(
             staging,
             plan,
@@ -155,7 +210,8 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
             history=history,
         )
         write_close_summary(staging, plan, manifest, material=material)
-        final = publish(staging, request.out, target)
+        final = publish(staging, request.out, target, store=plan.store, month=plan.month,
+                        pending=pending)  # fmt: skip
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
