@@ -103,7 +103,7 @@ plot_balance(df, breaks, currency=currency);
 out.exceptions(
     not_reported_balances(df), "not_reported_balances",
     population=int(summary.filter(pl.col("side") == "ledger")["entries"].sum()),
-    population_label="successful records",
+    population_label="wallet entries of successful records (a conversion has two)",
 )
 
 # %% [markdown]

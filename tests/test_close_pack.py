@@ -483,3 +483,11 @@ def test_page_01_says_its_table_is_one_currency_and_the_download_every_one(
     rows = pl.read_csv(folder / "daily_volume.csv", infer_schema=False).height
     text = " ".join(_text((folder / "01_explore.html").read_text(encoding="utf-8")).split())
     assert f"the download holds every currency's days ({rows:,} rows)" in text
+
+
+@pytest.mark.report
+def test_balances_not_reported_say_what_they_are_out_of(session_report: SessionReport) -> None:
+    """Why 7: "0 of 6,185 successful records" while 5,740 records succeeded: 6,185 counts
+    wallet entries (a conversion twice); the index now says so."""
+    index = " ".join(_text((session_report.folder / "index.html").read_text()).split())
+    assert "wallet entries of successful records (a conversion has two)" in index
