@@ -16,8 +16,8 @@ from txkit.analysis.settlements import match_settlements
 from txkit.analysis.wallet import wallet_statement
 from txkit.bank import read_statements
 from txkit.notebook._close import publish_table
-from txkit.notebook._excel import MAX_WIDTH as MAX_COLUMN_CHARS
-from txkit.notebook._excel import PRINT_WIDTH
+from txkit.output import MAX_WIDTH as MAX_COLUMN_CHARS
+from txkit.output import PRINT_WIDTH
 
 MONTH, BEFORE, AFTER = "2026-06", "2026-05", "2026-07"
 

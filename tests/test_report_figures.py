@@ -20,11 +20,11 @@ from txkit import config
 from txkit.analysis import reconcile, reconcile_summary
 from txkit.analysis.underpayments import SHORTFALL_NAMES
 from txkit.notebook._display import as_run_line
-from txkit.notebook._excel import MONEY_FORMAT, write_xlsx
 from txkit.notebook._load import LoadInfo
 from txkit.notebook.findings import reconcile_findings, underpayment_findings
 from txkit.notebook.plots import MIN_POINTS, plot_rate_trends
 from txkit.notebook.tables import format_table
+from txkit.output import MONEY_FORMAT, write_xlsx
 from txkit.report._headlines import exception_headlines, underpayment_headlines
 from txkit.report._html import Headline, Section, index_html, needs_action
 from txkit.report._kernels import kernel_environment

@@ -31,9 +31,8 @@ from txkit.config import key_configured
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
-from txkit.notebook._excel import ordered, write_xlsx
 from txkit.notebook._load import LoadInfo
-from txkit.output import atomic_path, csv_safe
+from txkit.output import atomic_path, csv_safe, ordered, write_xlsx
 from txkit.privacy import mask_pii
 from txkit.register import ITEMS_SUFFIX, wallet_items
 

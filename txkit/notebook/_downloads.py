@@ -35,9 +35,8 @@ from txkit._scrub import scrub_frame
 from txkit.analysis.exception_lists import AT_STAKE, LISTS
 from txkit.calendar import parse_month, previous_month
 from txkit.money import money_sums
-from txkit.notebook._excel import ordered, write_xlsx
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
-from txkit.output import atomic_path, csv_safe
+from txkit.output import atomic_path, csv_safe, ordered, write_xlsx
 from txkit.privacy import mask_pii
 from txkit.register import ITEMS_SUFFIX, newest_revision, register_items
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from txkit.output import atomic_path, csv_safe
+from txkit.output import atomic_path, csv_safe, write_xlsx
 from txkit.register._carry import Carry
 from txkit.register._materiality import Materiality
 from txkit.register._model import BUCKETS, OPEN_STATUSES
@@ -169,8 +169,6 @@ def _write_files(view: pl.DataFrame, folder: Path) -> None:
     # (its key, category, owner, explanation and status columns).
     # Through the report's one Excel writer: A4 landscape, money formatted, timestamps wide
     # enough, header frozen and repeated; the columns in the CSV's order (the key first).
-    from txkit.notebook._excel import write_xlsx
-
     files = view.with_columns(pl.col("changed_at").dt.replace_time_zone(None))
     with atomic_path(folder / "exceptions.xlsx") as tmp:
         write_xlsx(csv_safe(files), tmp, sheet="exceptions", first=files.columns, last=())

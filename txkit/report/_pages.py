@@ -12,7 +12,12 @@ from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
 from txkit.notebook import load_bank_statements, read_downloads, report_folder
 from txkit.register import SECTIONS, RegisterSummary, signature_block
-from txkit.report._close_summary import CLOSE_SUMMARY, close_figures, close_summary_html
+from txkit.report._close_summary import (
+    CLOSE_SUMMARY,
+    OPEN_STATUSES,
+    close_figures,
+    close_summary_html,
+)
 from txkit.report._headlines import (
     completed_rate_headlines,
     exception_headlines,
@@ -82,8 +87,6 @@ def add_headlines(
 
 def _completed(scan: pl.LazyFrame, month: str) -> tuple[int, int, int]:
     """(completed records, successful, still open) of ``month`` in the store."""
-    from txkit.report._close_summary import OPEN_STATUSES
-
     status = pl.col("status").cast(pl.String)
     row = (
         scan.filter(pl.col("month") == month)
