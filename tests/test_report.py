@@ -156,8 +156,11 @@ def test_pages_read_like_a_report(session_report: SessionReport) -> None:
     import re
 
     folder = session_report.folder
-    pages = sorted(folder.glob("[0-9][0-9]_*.html"))
+    # The notebooks' pages; the close summary (00, no notebook) is checked on its own below.
+    pages = sorted(p for p in folder.glob("[0-9][0-9]_*.html") if p.stem != "00_close_summary")
     assert [p.stem for p in pages] == sorted(p.stem for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    summary = (folder / "00_close_summary.html").read_text()
+    assert "2026-10</title>" in summary and "@page" in summary and 'href="index.html"' in summary
     for page in pages:
         text = page.read_text()
         visible = _text_of(text)

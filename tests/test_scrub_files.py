@@ -143,7 +143,10 @@ def test_report_downloads_hold_no_key(tmp_path: Path, caplog, monkeypatch) -> No
         }
     )
     folder = tmp_path / "2026-01"
-    listing = ExceptionList("mismatches", "Mismatches", ["transactionReference", "category"])
+    # A list of the one registry (issue 33): an unknown name is refused before anything is written.
+    listing = ExceptionList(
+        "reconciliation_mismatches", "Mismatches", ["transactionReference", "category"]
+    )
     publish_exceptions(df, listing, Destination("2026-01", folder, show_pii=True))
     files = every_file(folder)
     assert {p.suffix for p in files} >= {".csv", ".xlsx", ".json"}
@@ -153,7 +156,8 @@ def test_report_downloads_hold_no_key(tmp_path: Path, caplog, monkeypatch) -> No
             with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as book:
                 for member in book.namelist():
                     assert_no_key(book.read(member), f"{path}:{member}")
-    assert "server said ***" in (folder / "mismatches.csv").read_text(encoding="utf-8")
+    text = (folder / "reconciliation_mismatches.csv").read_text(encoding="utf-8")
+    assert "server said ***" in text
     warnings = [r.getMessage() for r in caplog.records if WARNING in r.getMessage()]
     assert len(warnings) == 1 and "mismatches" in warnings[0]
 
@@ -206,3 +210,12 @@ def test_values_without_the_key_are_unchanged(caplog) -> None:
     assert_frame_equal(out, clean)
     assert_frame_equal(scrub_frame(clean.head(0), KEY)[0], clean.head(0))
     assert not [r for r in caplog.records if WARNING in r.getMessage()]
+
+
+def test_a_list_the_registry_does_not_define_is_refused_before_any_file(tmp_path: Path) -> None:
+    folder = tmp_path / "2026-01"
+    listing = ExceptionList("mismatches", "Mismatches", ["transactionReference"])
+    frame = pl.DataFrame({"transactionReference": ["TXK-1"]})
+    with pytest.raises(ValueError, match="no exception list is named 'mismatches': the lists"):
+        publish_exceptions(frame, listing, Destination("2026-01", folder, show_pii=True))
+    assert not folder.exists() or not any(folder.iterdir())

@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
-from txkit.analysis.exception_lists import AT_STAKE, LISTS
+from txkit.analysis.exception_lists import AT_STAKE, LISTS, exception_list
 from txkit.calendar import parse_month, previous_month
 from txkit.money import money_sums
 from txkit.notebook._open_items import RESOLVED, OpenCounts, classify
@@ -244,10 +244,12 @@ def publish_exceptions(
     open-item status; the :class:`Download`, or None when ``to.folder`` is empty.
 
     Raises:
-        ValueError: a key column is absent or keys repeat, or a malformed month.
+        ValueError: a key column is absent or keys repeat, a malformed month, or a list that
+            :mod:`txkit.analysis.exception_lists` does not define (before any file is written).
     """
     if not to.folder:
         return None
+    exception_list(listing.name)  # the register's items need the list's one definition
     month = parse_month(to.month)  # it names files and open items: the parsed value only
     folder, name = Path(to.folder), listing.name
     shown = df if to.show_pii else mask_pii(df)

@@ -325,13 +325,14 @@ def index_html(
         f"<style>{_INDEX_CSS}{printed_footer(f'Transactions report {month}: index')}</style>"
         "</head><body>"
         f"<h1>Transactions report {html.escape(month)}</h1>"
-        f'<p class="mode"><a href="00_close_summary.html"><strong>Close summary '
-        f"{html.escape(month)}</strong></a>: the month on one A4 page (balances, money in and "
-        "out per currency, value still open, bank, exceptions at stake, sign-off).</p>"
+        # A warning first: it says the month is unlike a normal one, before any figure.
         + "".join(
             f'<p class="warn" role="alert"><strong>Warning:</strong> {html.escape(w)}</p>'
             for w in mask_sentences(list(warnings), show_pii=show_pii)
         )
+        + f'<p class="mode"><a href="00_close_summary.html"><strong>Close summary '
+        f"{html.escape(month)}</strong></a>: the month on one A4 page (balances, money in and "
+        "out per currency, value still open, bank, exceptions at stake, sign-off).</p>"
         + _actions_html(sections, show_pii)
         + register
         + "".join(items)
