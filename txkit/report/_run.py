@@ -210,8 +210,9 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
             history=history,
         )
         write_close_summary(staging, plan, manifest, material=material)
-        final = publish(staging, request.out, target, store=plan.store, month=plan.month,
-                        pending=pending)  # fmt: skip
+        final = publish(
+            staging, request.out, target, store=plan.store, month=plan.month, pending=pending
+        )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
