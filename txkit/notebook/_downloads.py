@@ -249,8 +249,8 @@ def publish_exceptions(
     """
     if not to.folder:
         return None
-    exception_list(listing.name)  # the register's items need the list's one definition
     month = parse_month(to.month)  # it names files and open items: the parsed value only
+    exception_list(listing.name)  # the register's items need the list's one definition
     folder, name = Path(to.folder), listing.name
     shown = df if to.show_pii else mask_pii(df)
     assert isinstance(shown, pl.DataFrame)
