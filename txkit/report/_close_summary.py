@@ -183,7 +183,9 @@ _CSS: Final = (
     "@bottom-left{content:'Close summary MONTH';font:8pt sans-serif;color:#444}"
     "@bottom-right{content:'page ' counter(page) ' of ' counter(pages);"
     "font:8pt sans-serif;color:#444}}"
-    "@media print{body{margin:0;max-width:none}a{color:#000;text-decoration:none}}"
+    # Printed, the page must hold one A4 sheet with the sign-off block at its foot.
+    "@media print{body{margin:0;max-width:none;font-size:8.5pt;line-height:1.2}"
+    "h2{margin:.45rem 0 .15rem}.sign td{height:1.8em}a{color:#000;text-decoration:none}}"
 )
 _TOTALS: Final = {"Net movement of the month", "Closing balance, computed"}
 
