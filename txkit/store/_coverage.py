@@ -168,7 +168,7 @@ class MonthCoverage:
         if len(others) <= 1 or all(f.settled_lag is not None for f in others):
             return self  # nothing to merge (one fetch, or merged already)
         windows = []
-        for first, last in _runs(rest):
+        for first, last in day_runs(rest):
             times = {}
             for day in _days(self.month, first, last):
                 seen = self.newest_fetch_of(day)
@@ -227,7 +227,7 @@ def _day_end(day: date) -> datetime:
     return datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
 
 
-def _runs(days: list[date]) -> list[tuple[date, date]]:
+def day_runs(days: list[date]) -> list[tuple[date, date]]:
     """Sorted days as ``(first, last)`` runs of consecutive days."""
     runs: list[tuple[date, date]] = []
     for day in days:

@@ -23,7 +23,7 @@ from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect
 from txkit.store._compact import compact_months
-from txkit.store._coverage import Fetch, MonthCoverage, needed_window
+from txkit.store._coverage import Fetch, MonthCoverage, day_runs, needed_window
 from txkit.store._location import StoreLike, store_location
 from txkit.store._lock import locked
 from txkit.store._read import read_months
@@ -449,7 +449,7 @@ class _MonthSync:
         differ = _differing_days(fetched, stored, first, last, covered)
         reused = (last - first).days + 1 - len(differ)
         before = stats.requests
-        for a, b in _runs(sorted(differ)):
+        for a, b in day_runs(sorted(differ)):
             fetched = self.read_again(fetched, a, b, stats)
         stats.proof("confirm", stats.requests - before)
         stats.note(f"{reused} day(s) proven by the store's earlier read, {len(differ)} read again")
@@ -532,17 +532,6 @@ def _differing_days(
         days = (first + timedelta(days=i) for i in range((last - first).days + 1))
         out |= {d for d in days if d not in covered}
     return out
-
-
-def _runs(days: list[date]) -> list[tuple[date, date]]:
-    """Sorted days as ``(first, last)`` runs of consecutive days."""
-    runs: list[tuple[date, date]] = []
-    for day in days:
-        if runs and runs[-1][1] + timedelta(days=1) == day:
-            runs[-1] = (runs[-1][0], day)
-        else:
-            runs.append((day, day))
-    return runs
 
 
 def _newest(frame: pl.DataFrame) -> str | None:
