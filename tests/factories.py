@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +353,16 @@ def forget_digests(store: Path) -> None:
             info["txkit.store"] = json.dumps(meta)
         lines.append(json.dumps(action))
     log.write_text("\n".join(lines) + "\n")
+
+
+def collection(ref: str, amount: str, currency: str = "NGN", status: str = "successful") -> dict:
+    """A wire record of a collection of 2026-01-02 with reference ``ref`` (for reconciliations)."""
+    return {
+        "id": f"t-{ref}",
+        "createdAt": datetime(2026, 1, 2, 3, tzinfo=UTC),
+        "transType": "collection",
+        "status": status,
+        "transactionReference": ref,
+        "toAmount": amount,
+        "toCurrency": currency,
+    }

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import SessionReport
+from tests.factories import SessionReport, collection
 from txkit.analysis import reconcile
 from txkit.analysis.exception_lists import AT_STAKE, LISTS, exception_list
 from txkit.register import SECTIONS, register_items
@@ -23,28 +23,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # --- 1. one definition per exception list -----------------------------------------------------
 
 
-def _collection(ref: str, amount: str, currency: str = "NGN", status: str = "successful") -> dict:
-    return {
-        "id": f"t-{ref}",
-        "createdAt": datetime(2026, 1, 2, 3, tzinfo=UTC),
-        "transType": "collection",
-        "status": status,
-        "transactionReference": ref,
-        "toAmount": amount,
-        "toCurrency": currency,
-    }
-
-
 def _reconciled() -> pl.DataFrame:
     from tests.analysis.analysis_cases import tx_frame
 
     export = tx_frame(
         [
-            _collection("SAME", "100.00"),
-            _collection("ONLY-EXPORT", "250.00"),
-            _collection("STATUS", "107786.00", status="successful"),
-            _collection("AMOUNT", "100.00"),
-            _collection("CURRENCY", "100.00", "USD"),
+            collection("SAME", "100.00"),
+            collection("ONLY-EXPORT", "250.00"),
+            collection("STATUS", "107786.00", status="successful"),
+            collection("AMOUNT", "100.00"),
+            collection("CURRENCY", "100.00", "USD"),
         ]
     )
     orders = pl.DataFrame(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 from openpyxl import load_workbook
 
+from tests.factories import collection
 from txkit import config
 from txkit.analysis import reconcile, reconcile_summary
 from txkit.analysis.underpayments import SHORTFALL_NAMES
@@ -36,28 +37,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # --- 1. one meaning per figure ----------------------------------------------------------------
 
 
-def _collection(ref: str, amount: str, currency: str = "NGN", status: str = "successful") -> dict:
-    return {
-        "id": f"t-{ref}",
-        "createdAt": datetime(2026, 1, 2, 3, tzinfo=UTC),
-        "transType": "collection",
-        "status": status,
-        "transactionReference": ref,
-        "toAmount": amount,
-        "toCurrency": currency,
-    }
-
-
 def _reconciled() -> pl.DataFrame:
     from tests.analysis.analysis_cases import tx_frame
 
     export = tx_frame(
         [
-            _collection("SAME", "100.00"),
-            _collection("ONLY-EXPORT", "250.00"),
-            _collection("STATUS", "40.00", status="failed"),
-            _collection("AMOUNT", "100.00"),
-            _collection("CURRENCY", "100.00", "USD"),
+            collection("SAME", "100.00"),
+            collection("ONLY-EXPORT", "250.00"),
+            collection("STATUS", "40.00", status="failed"),
+            collection("AMOUNT", "100.00"),
+            collection("CURRENCY", "100.00", "USD"),
         ]
     )
     orders = pl.DataFrame(
