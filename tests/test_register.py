@@ -719,6 +719,10 @@ def test_exceptions_without_a_store_say_so(tmp_path: Path) -> None:
     assert done.returncode != 0 and done.stderr.count("\n") == 1
     assert "no store, so no exception register" in done.stderr
     assert "0 items" not in done.stdout
+    # The default store (a path from the settings, not a --store string) says the same.
+    done = invoke_cli("exceptions", "--month", "2026-10", cwd=tmp_path)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+    assert "no store, so no exception register" in done.stderr
 
 
 @pytest.mark.slow  # a process of its own and a tmpfs

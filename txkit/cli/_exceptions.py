@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from txkit.register import (
     revision_lines,
     revisions,
 )
+from txkit.store import is_remote
 
 __all__ = ["add_parser"]
 
@@ -150,8 +152,8 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_store(store: str) -> bool:
-    if "://" in store:
+def _is_store(store: str | os.PathLike[str]) -> bool:
+    if is_remote(store):
         return True  # object storage: the register's absence is what matters
     return (Path(store) / "_delta_log").is_dir()
 
