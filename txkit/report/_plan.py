@@ -263,8 +263,9 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
             check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
         if not Path(orders).is_file():
             raise ValueError(
-                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (a CSV "
-                "or Parquet file with reference, amount, currency and optionally status, date)"
+                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (CSV, "
+                "Parquet or a spreadsheet with reference, amount, currency and optionally status, "
+                "date; a shop's export with --orders-columns shopify, woocommerce or stripe)"
             )
         orders = str(Path(orders).resolve())
         # Read and checked now, before the sync and the kernels: a file that cannot be read
