@@ -25,10 +25,10 @@ from txkit.sandbox.ledger._model import (
 )
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 
-def plant_payment_anomalies(g: _Generator) -> None:
+def plant_payment_anomalies(g: LedgerState) -> None:
     cols, rand = g.cols, g.rng.random
     for kind, label in (("underpayment", "UNDERPAYMENT"), ("overpayment", "OVERPAYMENT")):
 
@@ -76,14 +76,14 @@ def plant_payment_anomalies(g: _Generator) -> None:
             )
 
 
-def _wallets(g: _Generator, i: int) -> tuple[str, ...]:
+def _wallets(g: LedgerState, i: int) -> tuple[str, ...]:
     cols = g.cols
     if cols.ttype[i] == "conversion":
         return (cols.fcur[i], cols.cur[i])  # type: ignore[return-value]
     return (cols.cur[i],)
 
 
-def _spaced(g: _Generator, i: int, planted: dict[str, set[int]]) -> bool:
+def _spaced(g: LedgerState, i: int, planted: dict[str, set[int]]) -> bool:
     for wallet in _wallets(g, i):
         seq = g.seq[wallet]
         p = bisect.bisect_left(seq, i)
@@ -94,12 +94,12 @@ def _spaced(g: _Generator, i: int, planted: dict[str, set[int]]) -> bool:
     return True
 
 
-def _mark(g: _Generator, i: int, planted: dict[str, set[int]]) -> None:
+def _mark(g: LedgerState, i: int, planted: dict[str, set[int]]) -> None:
     for wallet in _wallets(g, i):
         planted[wallet].add(bisect.bisect_left(g.seq[wallet], i))
 
 
-def plant_balance_anomalies(g: _Generator) -> None:
+def plant_balance_anomalies(g: LedgerState) -> None:
     """Hide records and falsify balance-after values, each spaced apart on its wallets."""
     planted: dict[str, set[int]] = {c: set() for c in WALLET_CURRENCIES}
     g.balance_planted = planted  # wallet -> positions in g.seq (zero balances keep away)
@@ -108,7 +108,7 @@ def plant_balance_anomalies(g: _Generator) -> None:
     _falsify_available_balances(g, planted)
 
 
-def _hide_collections(g: _Generator, planted: dict[str, set[int]]) -> None:
+def _hide_collections(g: LedgerState, planted: dict[str, set[int]]) -> None:
     """``missing_from_export``: successful collections without a reserve, left out of the
     export."""
     cols = g.cols
@@ -137,7 +137,7 @@ def _hide_collections(g: _Generator, planted: dict[str, set[int]]) -> None:
         )
 
 
-def _ok_bad(g: _Generator, planted: dict[str, set[int]]) -> Callable[[int], bool]:
+def _ok_bad(g: LedgerState, planted: dict[str, set[int]]) -> Callable[[int], bool]:
     """Whether a record may carry a false balance: successful, and spaced from the others."""
     cols = g.cols
 
@@ -147,7 +147,7 @@ def _ok_bad(g: _Generator, planted: dict[str, set[int]]) -> Callable[[int], bool
     return ok_bad
 
 
-def _falsify_ledger_balances(g: _Generator, planted: dict[str, set[int]]) -> None:
+def _falsify_ledger_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
     """``bad_balance``: a balance-after-ledger value off by up to 500.00."""
     cols, rand = g.cols, g.rng.random
     ok_bad = _ok_bad(g, planted)
@@ -174,7 +174,7 @@ def _falsify_ledger_balances(g: _Generator, planted: dict[str, set[int]]) -> Non
         )
 
 
-def _falsify_available_balances(g: _Generator, planted: dict[str, set[int]]) -> None:
+def _falsify_available_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
     """``reserve_mismatch``: a balance-after-available value that does not deduct the reserve
     held (or, without one, is off by up to 200.00)."""
     cols, rand = g.cols, g.rng.random
@@ -203,7 +203,7 @@ def _falsify_available_balances(g: _Generator, planted: dict[str, set[int]]) -> 
         )
 
 
-def _reserve_mismatches(g: _Generator, planted: dict[str, set[int]]) -> list[int]:
+def _reserve_mismatches(g: LedgerState, planted: dict[str, set[int]]) -> list[int]:
     """The records chosen for ``reserve_mismatch`` (all chosen before any is falsified)."""
     cols = g.cols
     ok_bad = _ok_bad(g, planted)
@@ -227,7 +227,7 @@ def _reserve_mismatches(g: _Generator, planted: dict[str, set[int]]) -> list[int
     return chosen
 
 
-def _side(g: _Generator, i: int) -> str:
+def _side(g: LedgerState, i: int) -> str:
     ttype = g.cols.ttype[i]
     if ttype == "collection":
         return "to"
@@ -236,7 +236,7 @@ def _side(g: _Generator, i: int) -> str:
     return "from"
 
 
-def _side_with_reserve(g: _Generator, i: int) -> str:
+def _side_with_reserve(g: LedgerState, i: int) -> str:
     cols = g.cols
     if cols.ttype[i] == "collection":
         return "to"
@@ -245,14 +245,14 @@ def _side_with_reserve(g: _Generator, i: int) -> str:
     return "from"
 
 
-def _side_currency(g: _Generator, i: int, side: str) -> str:
+def _side_currency(g: LedgerState, i: int, side: str) -> str:
     cols = g.cols
     if side == "from" and cols.ttype[i] == "conversion":
         return cols.fcur[i]  # type: ignore[return-value]
     return cols.cur[i]
 
 
-def plant_duplicates(g: _Generator) -> None:
+def plant_duplicates(g: LedgerState) -> None:
     cols, rand = g.cols, g.rng.random
     kind = "duplicate_reference"
 
@@ -278,7 +278,7 @@ def plant_duplicates(g: _Generator) -> None:
         g.add_truth(j, kind, original_id=cols.oid[k])
 
 
-def plant_repeat_underpayers(g: _Generator) -> None:
+def plant_repeat_underpayers(g: LedgerState) -> None:
     """Give ``repeat_underpayers`` customers two or three underpayments each.
 
     The underpayments planted in the calendar's last month (the default report month) are

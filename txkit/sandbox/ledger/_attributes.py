@@ -25,10 +25,10 @@ from txkit.sandbox.ledger._model import (
 from txkit.schema import STATUSES
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 
-def attributes(g: _Generator) -> None:
+def attributes(g: LedgerState) -> None:
     rng, n, cols = g.rng, g.n, g.cols
     rand = rng.random
     currencies = {t: _cumulative(w) for t, w in _CURRENCY_WEIGHTS.items()}
@@ -82,7 +82,7 @@ def attributes(g: _Generator) -> None:
     cols.chan, cols.party, cols.status = chans, parties, sts
 
 
-def force_statuses(g: _Generator) -> None:
+def force_statuses(g: LedgerState) -> None:
     """Make sure every status appears (small ledgers), on late successful collections."""
     cols = g.cols
     if g.n < 50:
@@ -106,7 +106,7 @@ def force_statuses(g: _Generator) -> None:
             break
 
 
-def references(g: _Generator) -> None:
+def references(g: LedgerState) -> None:
     getrandbits = g.rng.getrandbits
     refs = []
     used = g.used_refs

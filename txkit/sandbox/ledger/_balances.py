@@ -34,7 +34,7 @@ from txkit.sandbox.ledger._model import (
 )
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 
 @dataclass(slots=True)
@@ -43,7 +43,7 @@ class _Walk:
     heap of their release times), and the balance-after, fee, tax and reserve columns it
     fills."""
 
-    g: _Generator
+    g: LedgerState
     charge: Callable[[int, str, str, int], tuple[int, int]]
     tax_moves: bool
     ledger: dict[str, int]
@@ -58,7 +58,7 @@ class _Walk:
     reserves: list[int]
 
     @classmethod
-    def start(cls, g: _Generator) -> _Walk:
+    def start(cls, g: LedgerState) -> _Walk:
         """Empty wallets, and columns of ``g.n`` empty values."""
         n = g.n
         return cls(
@@ -125,7 +125,7 @@ class _Walk:
         g.open_reserves = {c: sorted(h) for c, h in self.heaps.items()}
 
 
-def balances(g: _Generator) -> None:
+def balances(g: LedgerState) -> None:
     """Walk the records in order, moving balances and failing debits that cannot be met."""
     walk = _Walk.start(g)
     cols, rand, n, seq = g.cols, g.rng.random, g.n, g.seq
@@ -180,7 +180,7 @@ def balances(g: _Generator) -> None:
     walk.finish()
 
 
-def _debit_amount(g: _Generator, ttype: str, cur: str, desired: int, room: int) -> int | None:
+def _debit_amount(g: LedgerState, ttype: str, cur: str, desired: int, room: int) -> int | None:
     """How much a debit takes out of ``room`` (available minus fees), or None to fail it."""
     rand = g.rng.random
     minimum = _MIN_DEBIT[cur]
@@ -203,7 +203,7 @@ _ZEROS = (
 )
 
 
-def pick_zero_balances(g: _Generator) -> None:
+def pick_zero_balances(g: LedgerState) -> None:
     """Choose the successful transfers that report all four balance-after fields as ``0``.
 
     Each eligible transfer (successful, served, no planted anomaly, at least
@@ -244,7 +244,7 @@ def pick_zero_balances(g: _Generator) -> None:
         )
 
 
-def zero_bodies(g: _Generator, bodies: list[bytes]) -> None:
+def zero_bodies(g: LedgerState, bodies: list[bytes]) -> None:
     """Rewrite the rendered bytes of the chosen transfers: four balance-after fields of ``0``."""
     for i in g.zero_rows:
         body, count = _FROM_BALANCES.subn(_ZEROS, bodies[i], count=1)

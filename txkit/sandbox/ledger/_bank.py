@@ -39,7 +39,7 @@ from txkit.calendar import month_bounds
 from txkit.sandbox._render import MERCHANT_NAME
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 #: The kinds of planted bank cases (the settlement categories other than ``matched``).
 BANK_CASES: Final = (
@@ -135,7 +135,7 @@ def _money(minor: int, sep: str = ".", thousands: str = "") -> str:
     return f"{sign}{text}{sep}{cents:02d}"
 
 
-def bank_account(g: _Generator) -> BankAccount:
+def bank_account(g: LedgerState) -> BankAccount:
     """The bank account of the generated ledger (see the module docstring)."""
     cols = g.cols
     rng = random.Random(f"txkit-bank:{g.seed}")
@@ -190,7 +190,7 @@ def _days(first: date, last: date) -> list[date]:
 
 
 def _choose_cases(
-    g: _Generator, rng: random.Random, month: str, rows: list[int], planted: dict[int, str]
+    g: LedgerState, rng: random.Random, month: str, rows: list[int], planted: dict[int, str]
 ) -> None:
     """One settlement per kind in the month (away from its ends, except the timing one)."""
     cols = g.cols
@@ -215,7 +215,7 @@ def _month_end(month: str) -> date:
 
 
 def _credit(
-    g: _Generator,
+    g: LedgerState,
     rng: random.Random,
     account: BankAccount,
     i: int,
@@ -282,7 +282,7 @@ def _unknown_credit(
 
 
 def _truth(
-    g: _Generator, account: BankAccount, settlements: list[int], planted: dict[int, str]
+    g: LedgerState, account: BankAccount, settlements: list[int], planted: dict[int, str]
 ) -> None:
     """Every settlement and credit that does not simply match, with its category."""
     cols = g.cols

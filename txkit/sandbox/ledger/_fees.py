@@ -21,7 +21,7 @@ from txkit.sandbox.ledger._model import (
 )
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ def schedule_tax(fee_minor: int) -> int:
     return (fee_minor * TAX_RATE_BP + 5_000) // 10_000
 
 
-def plant_fee_anomalies(g: _Generator) -> None:
+def plant_fee_anomalies(g: LedgerState) -> None:
     cols = g.cols
     g.fee_kind: dict[int, str] = {}
     for kind in ("fee_mismatch", "tax_mismatch"):
@@ -113,7 +113,7 @@ def plant_fee_anomalies(g: _Generator) -> None:
             g.fee_kind[i] = kind
 
 
-def fee_tax(g: _Generator, i: int, ttype: str, cur: str, amount: int) -> tuple[int, int]:
+def fee_tax(g: LedgerState, i: int, ttype: str, cur: str, amount: int) -> tuple[int, int]:
     fee = schedule_fee(ttype, cur, amount)
     kind = g.fee_kind.get(i)
     if kind is None:

@@ -35,10 +35,10 @@ from txkit.sandbox.ledger._records import Ledger
 _LATE_WINDOW_MS: Final = 6 * HOUR_MS
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 
-def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
+def orders(g: LedgerState) -> list[tuple[str, int, str, str, str, str]]:
     """The merchant's orders as ``(reference, amount, currency, status, date, customer)``
     rows."""
     order_kind = _order_anomalies(g)
@@ -53,7 +53,7 @@ def orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
     return rows
 
 
-def _order_anomalies(g: _Generator) -> dict[int, str]:
+def _order_anomalies(g: LedgerState) -> dict[int, str]:
     """Collections (not otherwise planted, not hidden) whose order is missing or differs in
     amount, status or currency."""
     cols, rand = g.cols, g.rng.random
@@ -77,7 +77,7 @@ def _order_anomalies(g: _Generator) -> dict[int, str]:
 
 
 def _collection_orders(
-    g: _Generator,
+    g: LedgerState,
     order_kind: dict[int, str],
     grouped: dict[int, tuple[str, str, int]],
     order_days: list[str],
@@ -114,7 +114,7 @@ def _collection_orders(
     return rows
 
 
-def _extra_orders(g: _Generator) -> list[tuple[str, int, str, str, str, str]]:
+def _extra_orders(g: LedgerState) -> list[tuple[str, int, str, str, str, str]]:
     """``order_extra``: orders no record pays."""
     rand = g.rng.random
     customers = g.ctx.customers
@@ -163,7 +163,7 @@ _GROUP_SPAN_MS: Final = 2 * DAY_MS
 _GROUP_MARGIN_MS: Final = 4 * DAY_MS
 
 
-def _choose_groups(g: _Generator, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
+def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
     """Collections planted into groups: ``i -> (kind, form, group number)``; a random source
     of its own, so nothing else changes. Each customer gets at most one group, and only
     customers without another unmatched collection or order."""
@@ -229,7 +229,7 @@ def _choose_groups(g: _Generator, order_kind: dict[int, str]) -> dict[int, tuple
 
 
 def _group_orders(
-    g: _Generator, grouped: dict[int, tuple[str, str, int]], order_days: list[str]
+    g: LedgerState, grouped: dict[int, tuple[str, str, int]], order_days: list[str]
 ) -> list[tuple[str, int, str, str, str, str]]:
     """The planted groups' orders, and their ground truth (``g.group_truth``)."""
     cols = g.cols
@@ -292,7 +292,7 @@ def _group_orders(
 
 
 def assemble(
-    g: _Generator, bodies: list[bytes], orders: list[tuple[str, int, str, str, str, str]]
+    g: LedgerState, bodies: list[bytes], orders: list[tuple[str, int, str, str, str, str]]
 ) -> Ledger:
     """The :class:`Ledger`: the rendered bodies, the index, the orders and the truths."""
     return Ledger(
@@ -324,7 +324,7 @@ def assemble(
     )
 
 
-def _index_frame(g: _Generator) -> pl.DataFrame:
+def _index_frame(g: LedgerState) -> pl.DataFrame:
     """One row per record (:attr:`Ledger.index`)."""
     cols = g.cols
     return pl.DataFrame(
@@ -373,7 +373,7 @@ def _orders_frame(orders: list[tuple[str, int, str, str, str, str]]) -> pl.DataF
     )
 
 
-def _ground_truth(g: _Generator) -> list[dict[str, Any]]:
+def _ground_truth(g: LedgerState) -> list[dict[str, Any]]:
     """The planted anomalies, by time, kind, id and reference."""
     return [
         e
@@ -383,7 +383,7 @@ def _ground_truth(g: _Generator) -> list[dict[str, Any]]:
     ]
 
 
-def _reserves_open_at_end(g: _Generator) -> dict[str, list[tuple[int, int]]]:
+def _reserves_open_at_end(g: LedgerState) -> dict[str, list[tuple[int, int]]]:
     """Each wallet's reserves (release time, amount) still held after the last record."""
     created = g.cols.created
     last = created[-1] if created else g.start_ms
@@ -393,7 +393,7 @@ def _reserves_open_at_end(g: _Generator) -> dict[str, list[tuple[int, int]]]:
     }
 
 
-def _order_times(g: _Generator, order_kind: dict[int, str]) -> list[int]:
+def _order_times(g: LedgerState, order_kind: dict[int, str]) -> list[int]:
     """When each collection's order was placed (epoch ms; other records keep ``createdAt``).
 
     An order is placed before it is paid: most a few minutes to two hours before, some up to

@@ -25,12 +25,12 @@ from txkit.sandbox.ledger._model import (
 )
 
 if TYPE_CHECKING:
-    from txkit.sandbox.ledger._generator import _Generator
+    from txkit.sandbox.ledger._state import LedgerState
 
 _UPDATED = re.compile(rb'"updatedAt":"([^"]*)"')
 
 
-def times(g: _Generator) -> None:
+def times(g: LedgerState) -> None:
     """Draw every record's ``createdAt`` (sorted) and plant ties (``g.tie``)."""
     rng, n = g.rng, g.n
     days = (g.end_ms - g.start_ms) // DAY_MS
@@ -65,7 +65,7 @@ def times(g: _Generator) -> None:
     g.tie = tie
 
 
-def ids(g: _Generator) -> None:
+def ids(g: LedgerState) -> None:
     """ObjectId-like ids: seconds, one of three 'process' values, a running counter."""
     rng, n = g.rng, g.n
     procs = [rng.getrandbits(40) for _ in range(3)]
@@ -91,7 +91,7 @@ def ids(g: _Generator) -> None:
     g.id_counter = counter + n
 
 
-def late_updates(g: _Generator, bodies: list[bytes]) -> None:
+def late_updates(g: LedgerState, bodies: list[bytes]) -> None:
     """Move each reversed record's ``updatedAt`` 1 to 14 days after its payment.
 
     The renderer dates a reversal a day after the payment; here a random source of its own
