@@ -11,9 +11,10 @@ comes from fixed vocabularies without characters that JSON must escape; pooled n
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 import polars as pl
@@ -265,6 +266,44 @@ def money_column(
     return frame.select(text).to_series().to_list()
 
 
+class _Row(NamedTuple):
+    """One record's values as :func:`render_rows` writes them: money and times as text."""
+
+    i: int
+    oid: str
+    ttype: str
+    status: str
+    cur: str
+    created: int
+    party: int
+    fcur: str | None
+    chan: str | None
+    ref: str
+    reserve: int
+    release: int | None
+    amt: str
+    famt: str | None
+    fee: str
+    tax: str
+    to_l: str | None
+    to_a: str | None
+    from_l: str | None
+    from_a: str | None
+    reserve_t: str | None
+    created_iso: str
+    updated_iso: str
+    paid_iso: str | None
+    release_iso: str | None
+
+
+class _Shared(NamedTuple):
+    ctx: Context
+    children: dict[int, list[str]]
+    existing: dict[int, tuple[str, int, str]]
+    merchant_id_part: str
+    tail: str
+
+
 def render_rows(cols: Columns, ctx: Context, rng: random.Random) -> list[bytes]:
     """Render every row of ``cols`` to compact JSON bytes.
 
@@ -276,13 +315,27 @@ def render_rows(cols: Columns, ctx: Context, rng: random.Random) -> list[bytes]:
     Returns:
         One ``bytes`` object per row, in the order of ``cols``.
     """
-    n = len(cols)
-    rand = rng.random
-    getrandbits = rng.getrandbits
+    # Every row's timestamps draw from rng before any row is rendered (they are rendered in
+    # one batch): the order of the draws is part of the output.
+    updated, paid, releases = _status_times(cols, ctx.reserve_ms, rng.random)
+    shared = _Shared(
+        ctx,
+        cols.children,
+        cols.existing,
+        f'"merchantId":"{ctx.merchant_id}",',
+        f'"merchantInfo":{{"name":"{MERCHANT_NAME}"}},"meta":',
+    )
+    rows = map(_Row._make, _row_values(cols, updated, paid, releases))
+    return [_render_row(row, shared, rng).encode() for row in rows]
+
+
+def _status_times(
+    cols: Columns, reserve_ms: int, rand: Callable[[], float]
+) -> tuple[list[int], list[int | None], list[int | None]]:
+    """``updatedAt``, ``paidAt`` and the reserve's release of every row, from its status."""
     updated: list[int] = []
     paid: list[int | None] = []
     releases: list[int | None] = []
-    # Timestamps derived from the status first, so that they can be rendered in one batch.
     for created, status, reserve in zip(cols.created, cols.status, cols.reserve, strict=True):
         if status in _PAID:
             paid_at = created + 2_000 + int(rand() * 240_000)
@@ -299,10 +352,17 @@ def render_rows(cols: Columns, ctx: Context, rng: random.Random) -> list[bytes]:
             else:
                 upd = created + int(rand() * 30_000)
         updated.append(upd)
-        releases.append(created + ctx.reserve_ms if reserve else None)
+        releases.append(created + reserve_ms if reserve else None)
+    return updated, paid, releases
+
+
+def _row_values(
+    cols: Columns, updated: list[int], paid: list[int | None], releases: list[int | None]
+) -> Iterator[tuple[Any, ...]]:
+    """The fields of :class:`_Row`, row by row (money and times rendered a column at once)."""
     kes = [c == "KES" for c in cols.cur]
-    columns = zip(
-        range(n),
+    return zip(
+        range(len(cols)),
         cols.oid,
         cols.ttype,
         cols.status,
@@ -329,136 +389,116 @@ def render_rows(cols: Columns, ctx: Context, rng: random.Random) -> list[bytes]:
         iso_column(releases),
         strict=True,
     )
-    customers = ctx.customers
-    recipients = ctx.recipients
-    histories = ctx.histories
-    children = cols.children
-    existing = cols.existing
-    end_ms = ctx.end_ms
-    v2_from = ctx.v2_from_ms
-    merchant_id_from = ctx.merchant_id_from_ms
-    merchant_id_part = f'"merchantId":"{ctx.merchant_id}",'
-    tail = f'"merchantInfo":{{"name":"{MERCHANT_NAME}"}},"meta":'
-    out: list[bytes] = []
-    append = out.append
-    for (
-        i,
-        oid,
-        ttype,
-        status,
-        cur,
-        created,
-        party,
-        fcur,
-        chan,
-        ref,
-        reserve,
-        release,
-        amt_t,
-        famt_t,
-        fee_t,
-        tax_t,
-        to_l_t,
-        to_a_t,
-        from_l_t,
-        from_a_t,
-        reserve_t,
-        created_iso,
-        updated_iso,
-        paid_iso,
-        release_iso,
-    ) in columns:
-        head = (
-            f'{{"_id":"{oid}","transType":"{ttype}","status":"{status}",'
-            f'"toAmount":{amt_t},"toCurrency":"{cur}",'
+
+
+def _render_row(row: _Row, shared: _Shared, rng: random.Random) -> str:
+    # The steps run in this order: each draws its random numbers from rng in turn.
+    rand = rng.random
+    parts = [_head(row)]
+    collection = row.ttype == "collection"
+    if collection:
+        name, email, bank_part, bank_code = shared.ctx.customers[row.party]
+        if rand() < 0.3:
+            parts.append(
+                f'"userTransactionReference":"ORD-{row.created // 1000 % 10_000_000:07d}",'
+            )
+    else:
+        email = MERCHANT_EMAIL
+    parts.append(_flags(row, email, shared.ctx.v2_from_ms, rand))
+    parts.append(_lists_and_charges(row, shared.children.get(row.i), rng))
+    if row.created >= shared.ctx.merchant_id_from_ms:
+        parts.append(shared.merchant_id_part)
+    parts.append(_card_and_narration(row, rng.getrandbits))
+    parts.append(_times_balances_and_reserve(row, shared.ctx.end_ms))
+    if row.ttype == "transfer":
+        parts.append(f'"recipient":{shared.ctx.recipients[row.cur][row.party]},')
+    parts.append(shared.tail)
+    if collection:
+        meta = _collection_meta(
+            row.chan,
+            row.status,
+            row.created,
+            (name, bank_part, bank_code),
+            shared.existing.get(row.i),
+            row.created_iso,
+            shared.ctx.histories,
+            rng,
         )
-        if fcur is not None:
-            head += f'"fromAmount":{famt_t},"fromCurrency":"{fcur}",'
-        if chan == "CARD":
-            head += f'"amount":{amt_t},"currency":"{cur}",'
-        parts = [head, f'"transactionReference":"{ref}",']
-        collection = ttype == "collection"
-        if collection:
-            name, email, bank_part, bank_code = customers[party]
-            if rand() < 0.3:
-                parts.append(
-                    f'"userTransactionReference":"ORD-{created // 1000 % 10_000_000:07d}",'
-                )
-        else:
-            email = MERCHANT_EMAIL
-        recurrent = "true" if chan == "CARD" and rand() < 0.05 else "false"
-        manual = "true" if ttype == "settlement" and rand() < 0.1 else "false"
-        if created >= v2_from:
-            parts.append(
-                f'"customerEmail":"{email}","isRecurrent":{recurrent},"postProcess":null,'
-                f'"isManual":{manual},"source":null,'
-            )
-        else:
-            parts.append(
-                f'"customerEmail":"{email}","isRecurrent":{recurrent},"isManual":{manual},'
-            )
-        notify = f'"{NOTIFY_EMAIL}"' if rand() < 0.05 else ""
-        kids = children.get(i)
-        kids_text = ",".join(f'"{k}"' for k in kids) if kids else ""
-        disputes = dispute_refs = ""
-        if status == "reversed" and chan == "CARD" and rand() < 0.5:
-            dref = f"DSP-{getrandbits(32):08X}"
-            dispute_refs = f'"{dref}"'
-            verdict = "lost" if rand() < 0.7 else "won"
-            disputes = f'{{"reference":"{dref}","reason":"fraudulent","status":"{verdict}"}}'
-        has_reserve = "true" if reserve else "false"
-        parts.append(
-            f'"customNotifyEmails":[{notify}],"childTransactionIds":[{kids_text}],'
-            f'"disputeReferences":[{dispute_refs}],"disputes":[{disputes}],'
-            f'"hasRollingReserve":{has_reserve},"feeAmount":{fee_t},"taxAmount":{tax_t},'
+        parts.append(f'{{{meta}}},"id":"{row.oid}"}}')
+    else:
+        parts.append(f'{{}},"id":"{row.oid}"}}')
+    return "".join(parts)
+
+
+def _head(row: _Row) -> str:
+    head = (
+        f'{{"_id":"{row.oid}","transType":"{row.ttype}","status":"{row.status}",'
+        f'"toAmount":{row.amt},"toCurrency":"{row.cur}",'
+    )
+    if row.fcur is not None:
+        head += f'"fromAmount":{row.famt},"fromCurrency":"{row.fcur}",'
+    if row.chan == "CARD":
+        head += f'"amount":{row.amt},"currency":"{row.cur}",'
+    return head + f'"transactionReference":"{row.ref}",'
+
+
+def _flags(row: _Row, email: str, v2_from_ms: int, rand: Callable[[], float]) -> str:
+    recurrent = "true" if row.chan == "CARD" and rand() < 0.05 else "false"
+    manual = "true" if row.ttype == "settlement" and rand() < 0.1 else "false"
+    if row.created >= v2_from_ms:
+        return (
+            f'"customerEmail":"{email}","isRecurrent":{recurrent},"postProcess":null,'
+            f'"isManual":{manual},"source":null,'
         )
-        if created >= merchant_id_from:
-            parts.append(merchant_id_part)
-        if chan == "CARD":
-            parts.append(f'"gatewayReference":"GW-{getrandbits(48):012X}",')
-            if status in _PAID:
-                parts.append(f'"authorizationCode":"AUTH_{getrandbits(40):010x}",')
-        if ttype == "transfer":
-            parts.append(f'"narration":"Payout {ref}",')
-        elif ttype == "settlement":
-            parts.append(f'"narration":"Settlement of {cur} balance",')
-        if paid_iso is None:
-            parts.append(f'"createdAt":"{created_iso}","updatedAt":"{updated_iso}",')
-        else:
-            parts.append(
-                f'"createdAt":"{created_iso}","updatedAt":"{updated_iso}","paidAt":"{paid_iso}",'
-            )
-        if to_l_t is not None:
-            parts.append(f'"toBalanceAfterAvailable":{to_a_t},"toBalanceAfterLedger":{to_l_t},')
-        if from_l_t is not None:
-            parts.append(
-                f'"fromBalanceAfterAvailable":{from_a_t},"fromBalanceAfterLedger":{from_l_t},'
-            )
-        if reserve:
-            held = "true" if release > end_ms else "false"
-            parts.append(
-                f'"rollingReserve":{{"isInReserve":{held},"amount":{reserve_t},'
-                f'"reserveReleaseDate":"{release_iso}"}},'
-            )
-        if ttype == "transfer":
-            parts.append(f'"recipient":{recipients[cur][party]},')
-        parts.append(tail)
-        if collection:
-            meta = _collection_meta(
-                chan,
-                status,
-                created,
-                (name, bank_part, bank_code),
-                existing.get(i),
-                created_iso,
-                histories,
-                rng,
-            )
-            parts.append(f'{{{meta}}},"id":"{oid}"}}')
-        else:
-            parts.append(f'{{}},"id":"{oid}"}}')
-        append("".join(parts).encode())
-    return out
+    return f'"customerEmail":"{email}","isRecurrent":{recurrent},"isManual":{manual},'
+
+
+def _lists_and_charges(row: _Row, kids: list[str] | None, rng: random.Random) -> str:
+    rand = rng.random
+    notify = f'"{NOTIFY_EMAIL}"' if rand() < 0.05 else ""
+    kids_text = ",".join(f'"{k}"' for k in kids) if kids else ""
+    disputes = dispute_refs = ""
+    if row.status == "reversed" and row.chan == "CARD" and rand() < 0.5:
+        dref = f"DSP-{rng.getrandbits(32):08X}"
+        dispute_refs = f'"{dref}"'
+        verdict = "lost" if rand() < 0.7 else "won"
+        disputes = f'{{"reference":"{dref}","reason":"fraudulent","status":"{verdict}"}}'
+    has_reserve = "true" if row.reserve else "false"
+    return (
+        f'"customNotifyEmails":[{notify}],"childTransactionIds":[{kids_text}],'
+        f'"disputeReferences":[{dispute_refs}],"disputes":[{disputes}],'
+        f'"hasRollingReserve":{has_reserve},"feeAmount":{row.fee},"taxAmount":{row.tax},'
+    )
+
+
+def _card_and_narration(row: _Row, getrandbits: Callable[[int], int]) -> str:
+    text = ""
+    if row.chan == "CARD":
+        text += f'"gatewayReference":"GW-{getrandbits(48):012X}",'
+        if row.status in _PAID:
+            text += f'"authorizationCode":"AUTH_{getrandbits(40):010x}",'
+    if row.ttype == "transfer":
+        text += f'"narration":"Payout {row.ref}",'
+    elif row.ttype == "settlement":
+        text += f'"narration":"Settlement of {row.cur} balance",'
+    return text
+
+
+def _times_balances_and_reserve(row: _Row, end_ms: int) -> str:
+    text = f'"createdAt":"{row.created_iso}","updatedAt":"{row.updated_iso}",'
+    if row.paid_iso is not None:
+        text += f'"paidAt":"{row.paid_iso}",'
+    if row.to_l is not None:
+        text += f'"toBalanceAfterAvailable":{row.to_a},"toBalanceAfterLedger":{row.to_l},'
+    if row.from_l is not None:
+        text += f'"fromBalanceAfterAvailable":{row.from_a},"fromBalanceAfterLedger":{row.from_l},'
+    if row.reserve:
+        held = "true" if row.release is not None and row.release > end_ms else "false"
+        text += (
+            f'"rollingReserve":{{"isInReserve":{held},"amount":{row.reserve_t},'
+            f'"reserveReleaseDate":"{row.release_iso}"}},'
+        )
+    return text
 
 
 def _collection_meta(
