@@ -440,7 +440,16 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
                 page.edges = _exact_edges(page._exact)
     if not fast:
         return [p._exact for p in pages if p._exact is not None]
-    data = pl.concat(
+    data = _transactions(fast)
+    converted = _convert(data)
+    redo = _pages_to_redo(fast, data, converted)
+    runs = _edge_runs(converted, len(fast)) if edges else [None] * len(fast)
+    return _frames_in_order(pages, fast, converted, redo, runs)
+
+
+def _transactions(fast: list[RawPage]) -> pl.DataFrame:
+    """One row per record of the fast pages (``tx``), with its page's position among them."""
+    return pl.concat(
         [
             p._envelope.select(
                 pl.col("data").struct.field("transactions").alias("tx"),
@@ -450,20 +459,33 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
         ],
         how="vertical",
     ).explode("tx", empty_as_null=False)
-    converted = _convert(data)
-    counts = [p.count for p in fast]
-    accounted = _accounted(converted, counts)
+
+
+def _pages_to_redo(fast: list[RawPage], data: pl.DataFrame, converted: pl.DataFrame) -> set[int]:
+    """The fast pages the exact path decodes again: a value not proven exact, a record that is
+    not an object, or keys that cannot be accounted for."""
+    accounted = _accounted(converted, [p.count for p in fast])
     bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list()) | set(
         data.filter(pl.col("tx").is_null())[f"{AUX}page"].unique().to_list()
     )
     whole = _whole_body_counts(fast)
-    redo = {
+    return {
         i
         for i, p in enumerate(fast)
         if i in bad_pages or accounted[i] != _add(p._expected, whole[i])
     }
+
+
+def _frames_in_order(
+    pages: Sequence[RawPage],
+    fast: list[RawPage],
+    converted: pl.DataFrame,
+    redo: set[int],
+    runs: Sequence[tuple[EdgeRun, EdgeRun] | None],
+) -> list[pl.DataFrame]:
+    """Slices of ``converted`` for runs of consecutive fast pages, between the frames of the
+    pages decoded exactly (before or now), in the pages' order."""
     final = converted.select(_FINAL)
-    runs = _edge_runs(converted, len(fast)) if edges else [None] * len(fast)
     out: list[pl.DataFrame] = []
     run_start = run_end = 0  # rows of consecutive fast pages not yet emitted
     offset = 0
