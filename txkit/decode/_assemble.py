@@ -105,8 +105,8 @@ def assemble(frames: list[pl.DataFrame], keep: pl.Expr | None = None) -> pl.Data
     del frame
     out: list[pl.Series] = []
     for start in range(0, len(names), 8):
-        # 8 columns at a time, released as they go. Rechunked first: a gather from many
-        # chunks is ten times slower.
+        # 8 columns at a time, released as they go; rechunked first, as a gather from many
+        # chunks is much slower (docs/benchmarks.md).
         group = pl.DataFrame([columns.pop(name) for name in names[start : start + 8]]).rechunk()
         out.extend(group[order].get_columns())
         del group

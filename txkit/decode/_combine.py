@@ -27,8 +27,7 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
     if not frames:
         return pl.DataFrame(schema=COLUMNS)
     # Each page's schema is read once: ``frame.schema`` and ``frame.columns`` build a new
-    # object each call, and asking them for each of the 64+ columns of each page was 11 % of
-    # a windows test's CPU.
+    # object at each call, per column that added up (docs/benchmarks.md).
     schemas = [frame.schema for frame in frames]
     target: dict[str, pl.DataType] = {}
     for schema in schemas:
@@ -56,11 +55,8 @@ def _aligned(
 def _check_rescaled_money(
     target: dict[str, pl.DataType], frames: Sequence[pl.DataFrame], schemas: Sequence[pl.Schema]
 ) -> None:
-    """Fail, naming the record, when a wider common scale leaves no room for a page's amount.
-
-    A page with ``1.1000000000000001`` widens its column to 16 decimals; an amount of another
-    page with more than 22 integer digits would then not fit in 38 digits.
-    """
+    """Fail, naming the record, when a scale widened by another page (``1.1000000000000001``:
+    16 decimals) leaves an amount more than the 38 digits."""
     for name, dtype in target.items():
         if not isinstance(dtype, pl.Decimal):
             continue

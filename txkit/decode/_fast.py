@@ -110,17 +110,8 @@ class _Counts:
 
 
 def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None, int, int] | None:
-    """The envelope checked (extra keys allowed) and the span of ``data.transactions``.
-
-    Returns ``(records, total, message, start, end)`` with ``body[start:end]`` the array, or
-    None when the envelope cannot be told apart from the records cheaply (the exact path then
-    reads the page). The envelope is parsed by :mod:`json` with the array emptied, so every
-    envelope key, known or not, stays out of the records' accounting. A bad envelope also gives
-    None: the exact path then raises the error that applies.
-
-    Raises:
-        ConfigError: ``TXKIT_MAX_TOTAL`` is not a positive whole number.
-    """
+    """``(records, total, message, start, end)``, ``body[start:end]`` the records array, or
+    None for the exact path (an envelope not cheaply told apart from the records, or bad)."""
     key = body.find(_KEY)
     if key < 0 or b"\\" in body[:key]:
         return None
@@ -154,28 +145,8 @@ def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None
 
 
 def _byte_accounting(body: bytes, start: int, end: int) -> _Counts | None:
-    """Count, in the bytes of the records array, what the frame read from it must hold.
-
-    Why this proves no field was dropped: in JSON without escaped quotes, ``quotes / 2 ==
-    keys + string values``, and every key is a field polars read (non-null), a null-valued key
-    (``"key":null``), or an unknown key. So without unknown keys ``quotes / 2 - ":null"``
-    equals the non-null fields plus the string values that :func:`build_frames` counts in the
-    frame; an unknown key with a value makes the byte side larger. Anything unusual also makes
-    the two differ and sends the page to the exact path: pretty-printed nulls (``": null"``),
-    a number where a string is documented (polars would silently turn it into text), a string
-    containing ``:null``. Undetected: an unknown key whose value is null (it carries no
-    information), and two such oddities on one page that cancel out exactly.
-
-    Two more counts close what quotes cannot see: every ``true``/``false`` must be a boolean
-    field polars read (polars would turn ``"toAmount": true`` into 1.0) and no number token may
-    need more than float64 carries (polars would round ``1.1000000000000001`` to 1.10): any
-    such token (:data:`_ODD_NUMBER`) sends the page to the exact path; and every ``[`` must be a
-    list field (polars would wrap a bare string into a one-element list).
-
-    Quotes are counted here, over the records (``bytes.count`` is fastest for them). The other
-    counts run over whole bodies, batched in polars (:func:`_whole_body_counts`, off the GIL);
-    here the envelope's small share of them is counted, to be subtracted.
-    """
+    """What the frame read from the records array must hold, counted in its bytes; why that
+    proves nothing was dropped: docs/exactness.md, "The byte accounting"."""
     if body.find(b"\\", start, end) >= 0:
         return None  # maybe an escaped quote: only the exact path can tell
     envelope = body[:start] + body[end:]
@@ -188,11 +159,8 @@ def _byte_accounting(body: bytes, start: int, end: int) -> _Counts | None:
 
 
 def _whole_body_counts(pages: Sequence[RawPage]) -> list[_Counts | None]:
-    """Per page, over the whole body: ``-":null"``, booleans, ``[``, odd number tokens.
-
-    One batched polars pass (off the GIL, and cheaper than page by page); odd numbers are only
-    counted on the rare page where one is found. None for a body that is not UTF-8.
-    """
+    """Per page, over the whole body: ``-":null"``, booleans, ``[``, odd number tokens (None
+    for a body that is not UTF-8)."""
     text = pl.Series([p._body for p in pages], dtype=pl.Binary).cast(pl.String, strict=False)
     found = pl.select(
         text.str.count_matches(":null", literal=True).alias("n"),
@@ -239,9 +207,8 @@ def _flatten_exprs() -> list[pl.Expr]:
 
 
 def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
-    """(conversions into ``__c.*`` columns, checks that are True where a value could not be
-    proven exact, the converted names). Conversions and checks run as two steps so that each
-    conversion is computed once."""
+    """(conversions into ``__c.*`` columns, checks True where a value is not proven exact, the
+    converted names): two steps, so that each conversion is computed once."""
     conversions: list[pl.Expr] = []
     checks: list[pl.Expr] = []
     names: list[str] = []
@@ -334,11 +301,7 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
 
 
 def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
-    """Per page, what the frame holds in the terms of :func:`_byte_accounting`.
-
-    One vectorised group-by over the batch (non-null values per row, summed per page), not a
-    slice and a null count per page.
-    """
+    """Per page, what the frame holds in the terms of :func:`_byte_accounting`."""
     leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
     null_items = 0
     for c in LIST_COLS:
@@ -375,12 +338,8 @@ def _add(a: _Counts | None, b: _Counts | None) -> _Counts | None:
 
 
 def _edge_runs(frame: pl.DataFrame, pages: int) -> list[tuple[EdgeRun, EdgeRun] | None]:
-    """The edge runs (:attr:`RawPage.edges`) of ``pages`` pages whose records are the rows of
-    ``frame`` (``__page``: the page's index, ``id``, ``createdAt`` as text), in page order.
-
-    One vectorised pass for a batch of pages instead of polars calls per page; only the edge
-    rows (two on most pages) reach Python.
-    """
+    """The edge runs (:attr:`RawPage.edges`) of ``pages`` pages, the rows of ``frame``
+    (``__page``, ``id``, ``createdAt`` as text), in page order."""
     page, created, rid = pl.col(f"{AUX}page"), pl.col("createdAt"), pl.col("id")
     new_run = ((created != created.shift()) | (page != page.shift())).fill_null(True)
     runs = frame.select(

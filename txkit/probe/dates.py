@@ -268,9 +268,8 @@ class DateModel:
     def _confirming_window(
         self, first: date, last: date, done: set[tuple[date, date]], max_records: int
     ) -> tuple[date, date] | None:
-        """For one surviving reading (or several that agree on every window): the 3-day window
-        with the most reference records within an hour of the boundaries it predicts (the
-        sharpest test of it)."""
+        """The 3-day window with the most reference records within an hour of the boundaries the
+        surviving reading predicts (the sharpest test of it)."""
         c = self.candidates[0]
         axis = self._axes[c[0]]
         best: tuple[int, tuple[date, date]] | None = None

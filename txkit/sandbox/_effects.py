@@ -262,11 +262,8 @@ class FaultEffects:
     def _shuffled(
         self, selection: range | pl.Series, skip: int, limit: int, fault_seed: int, seq: int
     ) -> list[int]:
-        """The page's positions, with every tie group shuffled anew for this request.
-
-        Tie groups that straddle the page's edges are shuffled whole, so that records move
-        across page boundaries between requests, as with an unstable sort on a real server.
-        """
+        """The page's positions, each tie group shuffled anew; groups straddling the page's edges
+        are shuffled whole, so records move across pages as under an unstable sort."""
         listed = selection if isinstance(selection, range) else selection.to_list()
         total = len(listed)
         stop = min(total, skip + limit)
@@ -422,8 +419,6 @@ class FaultEffects:
             store.set_status(leave, NEXT_STATUS[target], stamp)
 
     def _matching(self, query: Query, faults: Faults, status: str) -> list[int]:
-        """Positions of the records matching ``query`` with its status filter set to
-        ``status``."""
         low, high = query.window(faults.date_shift, faults.bounds)
         selection = self.store.select(
             low, high, query.trans_type, status, query.currency, field=faults.date_field
@@ -432,7 +427,6 @@ class FaultEffects:
 
 
 def _in_flight(statuses: pl.Series, positions: range | pl.Series, flight: list[str]) -> list[int]:
-    """The positions among ``positions`` whose status is in flight."""
     if isinstance(positions, range):
         chunk = statuses.slice(positions.start, len(positions))
         offset = positions.start
@@ -443,12 +437,8 @@ def _in_flight(statuses: pl.Series, positions: range | pl.Series, flight: list[s
 
 
 def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]:
-    """New ``createdAt`` values (position -> epoch ms) planting the tie groups.
-
-    Each group takes its oldest member's timestamp (moving ``createdAt`` earlier never puts it
-    after ``updatedAt``). The big group is mixed across ``transType`` values, nearest records
-    first around 70 % of the way down the listing, so that a ``transType`` filter splits it.
-    """
+    """New ``createdAt`` values (position -> epoch ms): each group takes its oldest member's
+    (earlier never passes ``updatedAt``); the big group mixes ``transType`` values."""
     rng = random.Random(f"txkit-tie-groups:{seed}")
     created, n = store.created, len(store)
     groups: list[list[int]] = []

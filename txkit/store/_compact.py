@@ -9,10 +9,9 @@ store has seen 10 syncs or 365, and keeps one at every version divisible by
 10 commits: each commit removes the checkpoints before the last two that are neither at the
 interval nor needed because the commits before them are gone
 (:func:`txkit.store._write.drop_stale_checkpoints`). Replaying up to nine commits after the
-interval's checkpoint cost about 1 ms of a 12 ms open and read of a small month (see
-docs/store.md). delta-rs's own default interval is 100, and its post-commit hook would also
-remove log entries older than 30 days, including those of versions a report cites: txkit turns
-the hook off and leaves the log to the retention policy.
+interval's checkpoint is cheap (docs/benchmarks.md). delta-rs's own default interval is 100,
+and its post-commit hook would also remove log entries older than 30 days, including those of
+versions a report cites: txkit turns the hook off and leaves the log to the retention policy.
 
 **Compaction.** A sync writes one file per month it touches, but a month can hold several (a
 store another tool wrote to, or one migrated): :func:`compact_months` rewrites each such month

@@ -86,8 +86,8 @@ def store_location(store: StoreLike) -> str | os.PathLike[str]:
 
 #: How txkit proves a data file's bytes: recorded per file in the commit that adds it.
 #: xxHash's XXH3 (128 bits) detects any change of a file (it is not a defence against someone
-#: who can also rewrite the log); it hashes at memory speed (see README, "Data files prove
-#: their content"), where SHA-256 would cost about 0.5 s per GB on this machine.
+#: who can also rewrite the log) at memory speed, several times faster than SHA-256
+#: (docs/benchmarks.md).
 DIGEST_ALGORITHM = "xxh3_128"
 
 

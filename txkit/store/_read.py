@@ -61,15 +61,13 @@ def _check_millis(frame: pl.DataFrame, store: str | os.PathLike[str]) -> None:
 
 
 def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
-    """``lf`` with the loader's types (see :func:`_casts`)."""
     casts = _casts(lf.collect_schema())
     return lf.with_columns(casts) if casts else lf
 
 
 def _plain_files(table: Any) -> bool:
-    """Whether the table's data files can be read as they are: no column mapping (reader
-    version 2, or the feature) and no deletion vectors. txkit's own tables qualify; a table
-    another writer upgraded is read through ``scan_delta`` (unverified)."""
+    """Whether the data files can be read as they are (no column mapping, no deletion vectors):
+    else the table is read through ``scan_delta``, unverified."""
     protocol = table.protocol()
     return protocol.min_reader_version == 1 or (
         protocol.min_reader_version >= 3 and not set(protocol.reader_features or ())
@@ -352,7 +350,7 @@ def read_months(
     if currency is not None:
         lf = lf.filter(pl.col("toCurrency") == currency)
     # Sorted before the casts to the loader's types: a frame cast in the scan comes back in
-    # chunks, and sorting those costs a third more (see benchmarks/bench_store.py).
+    # chunks, slower to sort (docs/benchmarks.md).
     frame = finalize(_collect(lf, store, wanted))
     _check_millis(frame, store)
     casts = _casts(frame.schema)

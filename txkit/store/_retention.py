@@ -140,12 +140,8 @@ def _version_time(store: str | os.PathLike[str], version: int) -> datetime | Non
 
 
 def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -> dict[int, str]:
-    """Versions of this table cited by ``reports/*/report.json`` -> the report's path.
-
-    Raises:
-        StoreError: a report.json that cannot be read (what it cites is unknown, so nothing
-            may be removed until it is fixed or moved).
-    """
+    """Versions of this table cited by ``reports/*/report.json`` -> the report's path; a
+    report.json that cannot be read is a StoreError (nothing may be removed until it is fixed)."""
     if reports is None or is_remote(str(reports)) or not Path(reports).is_dir():
         return {}
     here = str(store) if is_remote(store) else str(Path(store).resolve())
@@ -169,9 +165,8 @@ def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -
 
 
 def _files_of(store: str | os.PathLike[str], versions: list[int]) -> set[str]:
-    """The data files every one of ``versions`` reads: each run of consecutive versions is
-    opened once, at its first, and followed through its commits' add and remove actions
-    (opening each version costs a log read; a year's 31 kept versions took a second)."""
+    """The data files every one of ``versions`` reads: each run of consecutive versions opened
+    once, at its first, and followed through its commits' actions."""
     files: set[str] = set()
     runs: list[list[int]] = []
     for v in versions:

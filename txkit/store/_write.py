@@ -381,9 +381,8 @@ class MonthWriter:
         version = _version(self.store)
         if version > 0:  # a table of one commit opens faster from it than from a checkpoint
             with _store_errors(self.store, version):
-                # Every later version gets a checkpoint, so opening the newest reads it alone:
-                # after a year of daily syncs, replaying the commits since the last interval
-                # checkpoint cost 1 ms of a 12 ms open+read of a small month (docs/store.md).
+                # Every later version gets a checkpoint, so opening the newest reads it alone
+                # (docs/benchmarks.md).
                 write_checkpoint(self.store, version)
                 drop_stale_checkpoints(self.store, version)
         return version
@@ -397,12 +396,8 @@ class MonthWriter:
         self._written.append(self._write(written.month, part))
 
     def _widen_stored(self, months: list[str]) -> list[str]:
-        """Rewrite the stored months (other than this sync's) whose files hold a column under
-        a type narrower than the version's; returns those months (replaced in the commit).
-
-        Each such month is read (its digests checked), cast exactly and written again, one
-        month in memory at a time.
-        """
+        """Rewrite the stored months (not this sync's) holding a column narrower than the version's,
+        one month in memory at a time; returns them (replaced in the commit)."""
         if self.version is None or self._table_schema is None:
             return []
         types = self._types()
@@ -545,10 +540,8 @@ def _properties(meta: dict[str, Any]) -> Any:
 
 
 def _no_hooks() -> Any:
-    """No post-commit checkpoint or log cleanup by delta-rs: txkit writes checkpoints at its
-    own interval (:mod:`txkit.store._compact`), and delta-rs's cleanup would remove the log
-    entries of versions a report cites once they are 30 days old (the retention policy,
-    :mod:`txkit.store._retention`, decides)."""
+    """No post-commit checkpoint or log cleanup by delta-rs: txkit keeps its own checkpoint
+    interval, and the retention policy, not delta-rs, decides which log entries go."""
     from deltalake import PostCommitHookProperties
 
     return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)

@@ -444,10 +444,8 @@ def _camt(account: BankAccount, month: str, lines: list[_Line]) -> bytes:
 
 
 def _sheet(account: BankAccount, month: str, lines: list[_Line], *, html: bool) -> bytes:
-    """The month's statement as a bank's spreadsheet: title rows, the CSV's columns, a total
-    and a closing row per currency, then a footer; an ``.xlsx`` workbook (date cells, amounts
-    as number cells formatted ``#,##0.00``) or an HTML table (GTBank's ``.xls``, the digits as
-    written with thousands separators)."""
+    """The statement as a bank's spreadsheet: an ``.xlsx`` workbook (date and ``#,##0.00``
+    cells) or GTBank's HTML ``.xls`` (digits with thousands separators)."""
     first, last = month_bounds(month)
     titles = [
         f"{BANK_NAME.upper()} PLC CUSTOMER STATEMENT {MERCHANT_NAME.upper()}",

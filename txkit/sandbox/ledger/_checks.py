@@ -236,7 +236,6 @@ def _jumped(events: list[_Side], k: int, reported: Decimal) -> bool:
 def _violation(
     side: _Side, currency: str, field: str, kind: str, want: Decimal, got: Decimal | None
 ) -> tuple[int, BalanceViolation]:
-    """A violation of ``side``'s record, keyed by its position in record order."""
     return side.pos, BalanceViolation(side.record["id"], currency, field, kind, want, got)
 
 

@@ -164,9 +164,8 @@ _GROUP_MARGIN_MS: Final = 4 * DAY_MS
 
 
 def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
-    """Collections planted into groups: ``i -> (kind, form, group number)``; a random source
-    of its own, so nothing else changes. Each customer gets at most one group, and only
-    customers without another unmatched collection or order."""
+    """Collections planted into groups, ``i -> (kind, form, group number)``, from a random
+    source of their own: at most one group per customer, none with another unmatched item."""
     out: dict[int, tuple[str, str, int]] = {}
     if g.anomaly_rate <= 0:
         return out
@@ -394,17 +393,8 @@ def _reserves_open_at_end(g: LedgerState) -> dict[str, list[tuple[int, int]]]:
 
 
 def _order_times(g: LedgerState, order_kind: dict[int, str]) -> list[int]:
-    """When each collection's order was placed (epoch ms; other records keep ``createdAt``).
-
-    An order is placed before it is paid: most a few minutes to two hours before, some up to
-    a day, a few up to three days. Orders stay in the payment's calendar month (a lag that
-    would cross the month's start is cut at it), except the planted late payments: up to
-    ``late_payments_per_month`` successful collections without another anomaly, paid in the
-    first six hours of a month, whose order is placed on the last evening of the month
-    before (20:00 to 23:59 UTC). They go to the ground truth as ``late_payment``. The lags
-    come from a random source of their own, so records and anomalies are the same as
-    without them.
-    """
+    """When each collection's order was placed, epoch ms (see "Order dates and late payments"
+    in :mod:`txkit.sandbox.ledger`), from a random source of its own."""
     cols, n = g.cols, g.n
     rng = random.Random(f"txkit-order-times:{g.seed}")
     rand = rng.random
