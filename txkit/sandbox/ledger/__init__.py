@@ -193,6 +193,41 @@ def generate_ledger(
     Raises:
         ValueError: for an argument outside the ranges above.
     """
+    _check_arguments(
+        seed,
+        records,
+        months,
+        anomaly_rate,
+        balance_model,
+        zero_balance_rate,
+        late_payments_per_month,
+        repeat_underpayers,
+    )
+    start_ms, end_ms = calendar_bounds(start_month, months)
+    generator = _Generator(
+        seed,
+        records,
+        start_month,
+        months,
+        float(anomaly_rate),
+        balance_model=balance_model,
+        zero_balance_rate=float(zero_balance_rate),
+        late_payments_per_month=late_payments_per_month,
+        repeat_underpayers=repeat_underpayers,
+    )
+    return generator.run(start_ms, end_ms)
+
+
+def _check_arguments(
+    seed: object,
+    records: object,
+    months: object,
+    anomaly_rate: object,
+    balance_model: object,
+    zero_balance_rate: object,
+    late_payments_per_month: object,
+    repeat_underpayers: object,
+) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be an integer, got {seed!r}")
     if isinstance(records, bool) or not isinstance(records, int) or not 0 <= records <= 10**7:
@@ -230,19 +265,6 @@ def generate_ledger(
         raise ValueError(
             f"repeat_underpayers must be an integer from 0 to 100, got {repeat_underpayers!r}"
         )
-    start_ms, end_ms = calendar_bounds(start_month, months)
-    generator = _Generator(
-        seed,
-        records,
-        start_month,
-        months,
-        float(anomaly_rate),
-        balance_model=balance_model,
-        zero_balance_rate=float(zero_balance_rate),
-        late_payments_per_month=late_payments_per_month,
-        repeat_underpayers=repeat_underpayers,
-    )
-    return generator.run(start_ms, end_ms)
 
 
 def calendar_bounds(start_month: str, months: int) -> tuple[int, int]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final
@@ -191,40 +192,63 @@ def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tupl
     number = 0
     for k, start in enumerate(starts):
         end = starts[k + 1] if k + 1 < len(starts) else g.end_ms
-        lo = bisect.bisect_left(cols.created, start + _GROUP_MARGIN_MS)
-        hi = bisect.bisect_left(cols.created, end - _GROUP_MARGIN_MS)
-        by_customer: dict[tuple[int, str], list[int]] = {}
-        for i in range(lo, hi):
-            if free(i):
-                by_customer.setdefault((cols.party[i], cols.cur[i]), []).append(i)
-        pairs = [
-            (a, b)
-            for members in by_customer.values()
-            for a, b in itertools.pairwise(members)
-            if cols.created[b] - cols.created[a] <= _GROUP_SPAN_MS
-        ]
-        singles = [i for members in by_customer.values() for i in members if cols.amt[i] >= 2_000]
-        rng.shuffle(pairs)
-        rng.shuffle(singles)
+        pairs, singles = _group_candidates(g, start, end, free, rng)
         for kind, form in _GROUP_FORMS:
-            if kind == "paid_in_parts":
-                while pairs and (cols.party[pairs[-1][0]] in busy):
-                    pairs.pop()
-                if not pairs:
-                    continue
-                a, b = pairs.pop()
-                members = [a, b]
-            else:
-                while singles and cols.party[singles[-1]] in busy:
-                    singles.pop()
-                if not singles:
-                    continue
-                members = [singles.pop()]
+            members = _take_members(kind, pairs, singles, busy, cols.party)
+            if members is None:
+                continue
             busy.add(cols.party[members[0]])
             number += 1
             for i in members:
                 out[i] = (kind, form, number)
     return out
+
+
+def _group_candidates(
+    g: LedgerState, start: int, end: int, free: Callable[[int], bool], rng: random.Random
+) -> tuple[list[tuple[int, int]], list[int]]:
+    """A month's free collections, shuffled: pairs of one customer's payments close in time,
+    and single payments of at least 20.00."""
+    cols = g.cols
+    lo = bisect.bisect_left(cols.created, start + _GROUP_MARGIN_MS)
+    hi = bisect.bisect_left(cols.created, end - _GROUP_MARGIN_MS)
+    by_customer: dict[tuple[int, str], list[int]] = {}
+    for i in range(lo, hi):
+        if free(i):
+            by_customer.setdefault((cols.party[i], cols.cur[i]), []).append(i)
+    pairs = [
+        (a, b)
+        for members in by_customer.values()
+        for a, b in itertools.pairwise(members)
+        if cols.created[b] - cols.created[a] <= _GROUP_SPAN_MS
+    ]
+    singles = [i for members in by_customer.values() for i in members if cols.amt[i] >= 2_000]
+    rng.shuffle(pairs)
+    rng.shuffle(singles)
+    return pairs, singles
+
+
+def _take_members(
+    kind: str,
+    pairs: list[tuple[int, int]],
+    singles: list[int],
+    busy: set[int],
+    party: list[int],
+) -> list[int] | None:
+    """A group's members (a pair paid in parts, or one payment covering several orders) from
+    the candidates of a customer not yet busy; None when none is left."""
+    if kind == "paid_in_parts":
+        while pairs and (party[pairs[-1][0]] in busy):
+            pairs.pop()
+        if not pairs:
+            return None
+        a, b = pairs.pop()
+        return [a, b]
+    while singles and party[singles[-1]] in busy:
+        singles.pop()
+    if not singles:
+        return None
+    return [singles.pop()]
 
 
 def _group_orders(
@@ -259,35 +283,63 @@ def _group_orders(
             "createdAt": iso_ms(cols.created[first]),
         }
         if kind == "paid_in_parts":
-            total = sum(cols.amt[i] for i in members)
-            reference = cols.ref[first] if form == "kept" else invoice()
-            rows.append((reference, total, cur, "successful", day, customer))
-            entry |= {
-                "reference": reference,
-                "amount": money(total),
-                "parts": [
-                    {"reference": cols.ref[i], "id": cols.oid[i], "amount": money(cols.amt[i])}
-                    for i in members
-                ],
-            }
+            entry |= _parts_order(g, members, form, day, customer, invoice, rows)
         else:
-            amount = cols.amt[first]
-            split = max(100, min(amount - 100, amount * (30 + int(rng.random() * 40)) // 100))
-            split -= split % 100 if split % 100 and split > 100 else 0
-            shares = [split, amount - split]
-            refs = [cols.ref[first] if form == "kept" else invoice(), invoice()]
-            for ref, share in zip(refs, shares, strict=True):
-                rows.append((ref, share, cur, "successful", day, customer))
-            entry |= {
-                "reference": cols.ref[first],
-                "id": cols.oid[first],
-                "amount": money(amount),
-                "orders": [
-                    {"reference": r, "amount": money(a)} for r, a in zip(refs, shares, strict=True)
-                ],
-            }
+            entry |= _split_order(g, first, form, day, customer, invoice, rng, rows)
         g.group_truth.append(entry)
     return rows
+
+
+def _parts_order(
+    g: LedgerState,
+    members: list[int],
+    form: str,
+    day: str,
+    customer: str,
+    invoice: Callable[[], str],
+    rows: list[tuple[str, int, str, str, str, str]],
+) -> dict[str, Any]:
+    """One order for the payments of ``members``; its ground truth."""
+    cols = g.cols
+    first, cur = members[0], g.cols.cur[members[0]]
+    total = sum(cols.amt[i] for i in members)
+    reference = cols.ref[first] if form == "kept" else invoice()
+    rows.append((reference, total, cur, "successful", day, customer))
+    return {
+        "reference": reference,
+        "amount": money(total),
+        "parts": [
+            {"reference": cols.ref[i], "id": cols.oid[i], "amount": money(cols.amt[i])}
+            for i in members
+        ],
+    }
+
+
+def _split_order(
+    g: LedgerState,
+    first: int,
+    form: str,
+    day: str,
+    customer: str,
+    invoice: Callable[[], str],
+    rng: random.Random,
+    rows: list[tuple[str, int, str, str, str, str]],
+) -> dict[str, Any]:
+    """Two orders one payment covers; its ground truth."""
+    cols = g.cols
+    cur, amount = cols.cur[first], cols.amt[first]
+    split = max(100, min(amount - 100, amount * (30 + int(rng.random() * 40)) // 100))
+    split -= split % 100 if split % 100 and split > 100 else 0
+    shares = [split, amount - split]
+    refs = [cols.ref[first] if form == "kept" else invoice(), invoice()]
+    for ref, share in zip(refs, shares, strict=True):
+        rows.append((ref, share, cur, "successful", day, customer))
+    return {
+        "reference": cols.ref[first],
+        "id": cols.oid[first],
+        "amount": money(amount),
+        "orders": [{"reference": r, "amount": money(a)} for r, a in zip(refs, shares, strict=True)],
+    }
 
 
 def assemble(
