@@ -5,6 +5,7 @@ then parsed from memory (:class:`_Reader`), lazily (:func:`scan_store`) or by mo
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -260,10 +261,21 @@ def scan_store(store: StoreLike = None, *, version: int | None = None) -> pl.Laz
         return pl.LazyFrame(schema={**COLUMNS, "month": pl.String()})
     reader = _reader(table, store, version)
     if reader is None:
-        lf = pl.scan_delta(table)  # the version opened above, with its storage options
-        names = lf.collect_schema().names()
-        extra = sorted(c for c in names if c not in COLUMNS and c != "month")
-        return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
+        return _scan_unverified(table)
+    order, typed = _columns(reader)
+    source = functools.partial(_month_frames, reader, store, order)
+    return register_io_source(source, schema=typed, explain_name=f"txkit store {store}")
+
+
+def _scan_unverified(table: Any) -> pl.LazyFrame:
+    lf = pl.scan_delta(table)  # the version opened above, with its storage options
+    names = lf.collect_schema().names()
+    extra = sorted(c for c in names if c not in COLUMNS and c != "month")
+    return _typed(lf).select([*(c for c in COLUMNS if c in names), *extra, "month"])
+
+
+def _columns(reader: _Reader) -> tuple[list[str], pl.Schema]:
+    """The scan's column order (documented, others, ``month``) and its types after the casts."""
     names = reader.schema.names()
     order = [
         *(c for c in COLUMNS if c in names),
@@ -275,38 +287,43 @@ def scan_store(store: StoreLike = None, *, version: int | None = None) -> pl.Laz
     for cast in _casts(pl.Schema(typed)):
         name = cast.meta.output_name()
         typed[name] = COLUMNS[name]
+    return order, pl.Schema(typed)
 
-    def source(
-        with_columns: list[str] | None,
-        predicate: pl.Expr | None,
-        n_rows: int | None,
-        batch_size: int | None,
-    ) -> Iterator[pl.DataFrame]:
-        left = n_rows
-        needed = None
-        if with_columns is not None:
-            needed = set(with_columns)
-            if predicate is not None:
-                needed |= set(predicate.meta.root_names())
-        for month in _month_filter(predicate, reader.months()):
-            if left is not None and left <= 0:
-                return
-            lf = reader.scan(month).with_columns(pl.lit(month).alias("month"))
-            lf = lf.select([c for c in order if needed is None or c in needed])
-            frame = _collect(lf, store, [month])
-            _check_millis(frame, store)
-            lf = frame.lazy().with_columns(_casts(frame.schema))
-            if predicate is not None:
-                lf = lf.filter(predicate)
-            lf = lf.select(with_columns if with_columns is not None else order)
-            if left is not None:
-                lf = lf.head(left)
-            out = lf.collect()
-            if left is not None:
-                left -= out.height
-            yield out
 
-    return register_io_source(source, schema=pl.Schema(typed), explain_name=f"txkit store {store}")
+def _month_frames(
+    reader: _Reader,
+    store: str | os.PathLike[str],
+    order: list[str],
+    with_columns: list[str] | None,
+    predicate: pl.Expr | None,
+    n_rows: int | None,
+    batch_size: int | None,
+) -> Iterator[pl.DataFrame]:
+    """The polars IO source of :func:`scan_store`: month by month, only the months the
+    predicate selects, each checked against its digests."""
+    left = n_rows
+    needed = None
+    if with_columns is not None:
+        needed = set(with_columns)
+        if predicate is not None:
+            needed |= set(predicate.meta.root_names())
+    for month in _month_filter(predicate, reader.months()):
+        if left is not None and left <= 0:
+            return
+        lf = reader.scan(month).with_columns(pl.lit(month).alias("month"))
+        lf = lf.select([c for c in order if needed is None or c in needed])
+        frame = _collect(lf, store, [month])
+        _check_millis(frame, store)
+        lf = frame.lazy().with_columns(_casts(frame.schema))
+        if predicate is not None:
+            lf = lf.filter(predicate)
+        lf = lf.select(with_columns if with_columns is not None else order)
+        if left is not None:
+            lf = lf.head(left)
+        out = lf.collect()
+        if left is not None:
+            left -= out.height
+        yield out
 
 
 def read_months(
