@@ -319,40 +319,51 @@ class DateModel:
         # of them computes the service's windows exactly.
         same = len({(c[0], *_shifts(c)) for c in pool}) == 1
         canonical = min(pool, key=lambda c: (not c[1], not c[2], abs(c[3]), c[3]))
-        out: dict[str, Finding] = {}
-        for k, name in enumerate(names):
-            values = sorted({c[k] for c in self.candidates}, key=str)
-            if len(values) == 1:
-                out[name] = Finding(_jsonable(values[0]), "measured", f"listings of {days}")
-                continue
-            whole_values = sorted({c[k] for c in whole}, key=str)
-            if len(whole_values) == 1:
-                out[name] = Finding(
-                    _jsonable(whole_values[0]),
-                    "inferred",
-                    f"listings of {days}, assuming days start on a whole hour (also fits: "
-                    f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
-                )
-                continue
-            if same:
-                readings = "; ".join(_reading(c) for c in sorted(pool, key=str)[:4])
-                out[name] = Finding(
-                    _jsonable(canonical[k]),
-                    "inferred",
-                    f"listings of {days}: the readings {readings} give the same window for "
-                    "every query, so either computes it exactly; this one is "
-                    f"{_reading(canonical)}",
-                )
-                continue
-            why = (
-                cut_short
-                or "no sampled record lies between the boundaries these readings put at midnight"
-            )
-            out[name] = unknown(
-                f"the listings of {days} fit {', '.join(_show(v) for v in values[:6])}"
-                f"{' ...' if len(values) > 6 else ''} equally: {why}"
-            )
-        return out
+        return {
+            name: _finding(k, self.candidates, whole, same, canonical, days, cut_short)
+            for k, name in enumerate(names)
+        }
+
+
+def _finding(
+    k: int,
+    candidates: list[Candidate],
+    whole: list[Candidate],
+    same: bool,
+    canonical: Candidate,
+    days: str,
+    cut_short: str | None,
+) -> Finding:
+    """The ``k``-th date finding: the value every surviving reading agrees on, the one the
+    whole-hour readings agree on, or any of readings that give the same windows."""
+    values = sorted({c[k] for c in candidates}, key=str)
+    if len(values) == 1:
+        return Finding(_jsonable(values[0]), "measured", f"listings of {days}")
+    whole_values = sorted({c[k] for c in whole}, key=str)
+    if len(whole_values) == 1:
+        return Finding(
+            _jsonable(whole_values[0]),
+            "inferred",
+            f"listings of {days}, assuming days start on a whole hour (also fits: "
+            f"{', '.join(_show(v) for v in values if v != whole_values[0])})",
+        )
+    if same:
+        pool = whole or candidates
+        readings = "; ".join(_reading(c) for c in sorted(pool, key=str)[:4])
+        return Finding(
+            _jsonable(canonical[k]),
+            "inferred",
+            f"listings of {days}: the readings {readings} give the same window for "
+            "every query, so either computes it exactly; this one is "
+            f"{_reading(canonical)}",
+        )
+    why = (
+        cut_short or "no sampled record lies between the boundaries these readings put at midnight"
+    )
+    return unknown(
+        f"the listings of {days} fit {', '.join(_show(v) for v in values[:6])}"
+        f"{' ...' if len(values) > 6 else ''} equally: {why}"
+    )
 
 
 def _shifts(c: Candidate) -> tuple[float, float]:
