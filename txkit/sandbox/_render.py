@@ -4,7 +4,8 @@ Records are rendered once, at generation time, from column lists into compact JS
 f-string templates, much faster than a dict per record and ``orjson.dumps``
 (docs/benchmarks.md). This is safe because every string value comes from fixed vocabularies
 without characters that JSON must escape; pooled nested objects (customer bank details,
-transfer recipients, activity histories) are rendered once through ``orjson``. Money is rendered from integer minor units, never through a float.
+transfer recipients, activity histories) are rendered once through ``orjson``. Money is
+rendered from integer minor units, never through a float.
 """
 
 from __future__ import annotations
