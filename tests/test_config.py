@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -12,7 +13,7 @@ import pytest
 
 from tests.factories import page, record, run_cli
 from tests.hostile import HostileServer, ok_page
-from txkit import Client
+from txkit import Client, config
 from txkit.errors import ConfigError
 
 # Letters and digits that no message word holds, so that any piece of the key is found.
@@ -230,3 +231,28 @@ def test_cli_sends_the_key_without_its_dotenv_comment(tmp_path: Path) -> None:
         done = run_cli("export", "-o", "x.parquet", "--no-confirm", cwd=tmp_path, timeout=120)
         assert done.returncode == 0, done.stderr
         assert {s.headers["authorization"] for s in server.seen} == {f"Bearer {KEY}"}
+
+
+@pytest.fixture
+def fresh_generator_digest() -> Iterator[None]:
+    config._generator_digest.cache_clear()
+    yield
+    config._generator_digest.cache_clear()
+
+
+@pytest.mark.parametrize("module", ["ledger/_orders.py", "_render.py"])
+def test_the_sandbox_cache_key_changes_with_the_generator_and_its_rendering(
+    module: str, monkeypatch: pytest.MonkeyPatch, fresh_generator_digest: None
+) -> None:
+    # The cached orders, ground truth and bank files must match the records served: a change
+    # to how they are rendered (money, times: sandbox/_render.py) is a new ledger too.
+    before = config.SANDBOX.key
+    changed = Path(config.__file__).resolve().parent / "sandbox" / module
+    original = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        return original(self) + (b"\n# changed\n" if self == changed else b"")
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    config._generator_digest.cache_clear()
+    assert config.SANDBOX.key != before

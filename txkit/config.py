@@ -632,10 +632,11 @@ class SandboxSettings:
 
 @functools.cache
 def _generator_digest() -> str:
-    """A short digest of the sandbox ledger generator's source files."""
-    folder = Path(__file__).resolve().parent / "sandbox" / "ledger"
+    """A short digest of the sandbox ledger generator's source files, and of the rendering
+    its orders, ground truth and records are written with."""
+    sandbox = Path(__file__).resolve().parent / "sandbox"
     digest = hashlib.sha256()
-    for file in sorted(folder.glob("*.py")):
+    for file in [*sorted((sandbox / "ledger").glob("*.py")), sandbox / "_render.py"]:
         digest.update(file.name.encode() + b"\0" + file.read_bytes())
     return digest.hexdigest()[:12]
 
