@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import polars as pl
 
@@ -182,61 +182,129 @@ def read_csv_table(
     """
     path = Path(path)
     source = source or read_text(path, what=what)
-    text = source.text
-    notes = list(source.notes)
-    physical = _lines_of(text)
-    filled = (physical.str.strip_chars() != "").arg_true()
-    candidates = filled.head(HEADER_SEARCH).to_list()
-    delimiter = _delimiter(physical, candidates, required)
-    parsed = [(i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates]
-    found = find_header(parsed, required)
-    at, header, span = found if found is not None else (0, parsed[0][1], 1)
-    header_at = parsed[at][0]
-    line_of_header = header_at + 1
-    names = column_names(path, header, columns, required, line_of_header, what)
-    if delimiter != ",":
-        notes.append(f"columns separated by {_DELIMITER_NAMES[delimiter]}")
-    if at:
-        notes.append(
-            skipped_note("title line", [i + 1 for i, _ in parsed[:at]], [c for _, c in parsed[:at]])
-        )
-    if span == 2:
-        notes.append(f"the header is written over lines {line_of_header} and {line_of_header + 1}")
-
-    body_at = parsed[at + span - 1][0] + 1
-    body = physical.slice(body_at)
-    first_line = body_at + 1
-    known = {name.casefold(): name for name in columns}
-    spelled = [known.get(c.casefold(), c) for c in names]
-    blank = _summary_lines(body, delimiter, spelled, required, date, continues)
-    if blank:
-        lines = sorted(blank)
-        cells = [_parse_header(body[i], delimiter) for i in lines]
-        notes.append(skipped_note("total or footer line", [i + first_line for i in lines], cells))
-    if span == 1:
-        header_text = physical[header_at].strip()
-        repeated = (body.str.strip_chars() == header_text).arg_true().to_list()
-        if repeated:
-            notes.append(f"{len(repeated):,} line(s) repeating the header skipped")
-        blank.update(repeated)
-    if blank:
-        body = body.clone()
-        body.scatter(sorted(blank), "")
-    if body.str.contains('"', literal=True).any():
-        kept = io.StringIO(text, newline="").readlines()[body_at:]  # line ends as written
-        for i in blank:
-            kept[i] = "\n"
-        frame, ragged, skipped = _quoted_records(path, kept, delimiter, names, first_line, what)
-    else:
-        frame, ragged, skipped = _plain_records(body, delimiter, names, first_line)
+    physical = _lines_of(source.text)
+    header = _csv_header(physical, required)
+    names = column_names(path, header.names, columns, required, header.line, what)
+    notes = [*source.notes, *_header_notes(header)]
+    body, blank = _skip_summaries(physical, header, names, columns, required, date, continues)
+    notes += _summary_notes(body, header, blank)
+    body = _blanked(body, blank.lines)
+    frame, ragged, skipped = _records(path, source.text, body, blank, header, names, what)
     if continues is not None:
         frame, joined = join_continuations(frame, continues, LINE)
         if joined:
             notes.append(f"{joined:,} continuation line(s) joined to the {continues} above")
-    check_records(path, frame, ragged, len(names), line_of_header, what, rows)
+    check_records(path, frame, ragged, len(names), header.line, what, rows)
     if skipped:
         notes.append(f"{skipped:,} line(s) of empty fields skipped")
-    return CsvTable(path, frame, tuple(header), delimiter, tuple(notes))
+    return CsvTable(path, frame, tuple(header.names), header.delimiter, tuple(notes))
+
+
+class _CsvHeader(NamedTuple):
+    """Where the header is among the file's lines (indexes from 0) and what it says."""
+
+    delimiter: str
+    names: list[str]
+    span: int  # 1, or 2 for a header written over two lines
+    at: int  # its first line
+    body_at: int  # the first line after it
+    titles: list[tuple[int, list[str]]]  # the lines above it, split
+
+    @property
+    def line(self) -> int:
+        return self.at + 1
+
+
+class _Blank(NamedTuple):
+    """Indexes in the body of the lines read as blank."""
+
+    summaries: set[int]  # totals and footers after the data, opening lines before it
+    headers: set[int]  # the header repeated
+
+    @property
+    def lines(self) -> set[int]:
+        return self.summaries | self.headers
+
+
+def _csv_header(physical: pl.Series, required: Sequence[str]) -> _CsvHeader:
+    candidates = (physical.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
+    delimiter = _delimiter(physical, candidates, required)
+    parsed = [(i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates]
+    found = find_header(parsed, required)
+    at, names, span = found if found is not None else (0, parsed[0][1], 1)
+    body_at = parsed[at + span - 1][0] + 1
+    return _CsvHeader(delimiter, names, span, parsed[at][0], body_at, parsed[:at])
+
+
+def _header_notes(header: _CsvHeader) -> list[str]:
+    notes = []
+    if header.delimiter != ",":
+        notes.append(f"columns separated by {_DELIMITER_NAMES[header.delimiter]}")
+    if header.titles:
+        lines = [i + 1 for i, _ in header.titles]
+        notes.append(skipped_note("title line", lines, [c for _, c in header.titles]))
+    if header.span == 2:
+        notes.append(f"the header is written over lines {header.line} and {header.line + 1}")
+    return notes
+
+
+def _skip_summaries(
+    physical: pl.Series,
+    header: _CsvHeader,
+    names: list[str],
+    columns: Sequence[str],
+    required: Sequence[str],
+    date: str | None,
+    continues: str | None,
+) -> tuple[pl.Series, _Blank]:
+    """The lines after the header, and those of them to read as blank."""
+    body = physical.slice(header.body_at)
+    known = {name.casefold(): name for name in columns}
+    spelled = [known.get(c.casefold(), c) for c in names]
+    summaries = _summary_lines(body, header.delimiter, spelled, required, date, continues)
+    repeated: set[int] = set()
+    if header.span == 1:
+        header_text = physical[header.at].strip()
+        repeated = set((body.str.strip_chars() == header_text).arg_true().to_list())
+    return body, _Blank(summaries, repeated)
+
+
+def _summary_notes(body: pl.Series, header: _CsvHeader, blank: _Blank) -> list[str]:
+    notes = []
+    if blank.summaries:
+        lines = sorted(blank.summaries)
+        cells = [_parse_header(body[i], header.delimiter) for i in lines]
+        first_line = header.body_at + 1
+        notes.append(skipped_note("total or footer line", [i + first_line for i in lines], cells))
+    if blank.headers:
+        notes.append(f"{len(blank.headers):,} line(s) repeating the header skipped")
+    return notes
+
+
+def _records(
+    path: Path,
+    text: str,
+    body: pl.Series,
+    blank: _Blank,
+    header: _CsvHeader,
+    names: list[str],
+    what: str,
+) -> _Records:
+    first_line = header.body_at + 1
+    if not body.str.contains('"', literal=True).any():
+        return _plain_records(body, header.delimiter, names, first_line)
+    kept = io.StringIO(text, newline="").readlines()[header.body_at :]  # line ends as written
+    for i in blank.lines:
+        kept[i] = "\n"
+    return _quoted_records(path, kept, header.delimiter, names, first_line, what)
+
+
+def _blanked(body: pl.Series, lines: set[int]) -> pl.Series:
+    if not lines:
+        return body
+    body = body.clone()
+    body.scatter(sorted(lines), "")
+    return body
 
 
 def _delimiter(physical: pl.Series, candidates: list[int], required: Sequence[str]) -> str:

@@ -89,61 +89,100 @@ def _sheet_table(
 ) -> CsvTable:
     """:func:`read_table` of a spreadsheet's rows."""
     sheet, unit = grid.sheet, grid.unit
-    notes = [f"read as {_KINDS[grid.kind]}", *sheet.notes]
-    found = find_header(sheet.rows, required)
-    if found is None:
-        first = sheet.rows[0] if sheet.rows else (1, [])
-        column_names(path, first[1], columns, required, first[0], what, unit)
-        found = (0, first[1], 1)  # every required name found: no required column
-    at, header, span = found
-    while header and not header[-1]:
-        header.pop()
+    at, header, span = _sheet_header(path, grid, columns, required, what)
     line_of_header = sheet.rows[at][0] if sheet.rows else 1
     names = column_names(path, header, columns, required, line_of_header, what, unit)
-    width = len(names)
-    if at:
-        titles = sheet.rows[:at]
-        notes.append(
-            skipped_note("title row", [n for n, _ in titles], [c for _, c in titles], unit)
-        )
-    if span == 2:
-        notes.append(
-            f"the header is written over two rows ({unit}s {line_of_header} and "
-            f"{sheet.rows[at + 1][0]})"
-        )
+    notes = [f"read as {_KINDS[grid.kind]}", *sheet.notes]
+    notes += _header_notes(grid, at, span, line_of_header)
     data = sheet.rows[at + span :]
-    normal = [" ".join(c.split()).casefold() for c in header]
-    repeated = [n for n, c in data if [" ".join(x.split()).casefold() for x in c[:width]] == normal]
-    if repeated and span == 1:
-        dropped = set(repeated)
-        data = [(n, c) for n, c in data if n not in dropped]
-        notes.append(f"{len(repeated):,} row(s) repeating the header skipped")
-    known = {name.casefold(): name for name in columns}
-    spelled = [known.get(c.casefold(), c) for c in names]
-    lead, trail = summary_runs(_marked(grid, data), spelled, required, date, continues)
-    skipped = data[:lead] + data[len(data) - trail :]
-    if skipped:
-        notes.append(
-            skipped_note(
-                "total or footer row", [n for n, _ in skipped], [c for _, c in skipped], unit
-            )
-        )
-    data = data[lead : len(data) - trail]
+    if span == 1:
+        data, dropped = _without_repeated_header(data, header, len(names))
+        if dropped:
+            notes.append(f"{dropped:,} row(s) repeating the header skipped")
+    data, summaries = _without_summaries(grid, data, names, columns, required, date, continues)
+    if summaries:
+        lines, cells = [n for n, _ in summaries], [c for _, c in summaries]
+        notes.append(skipped_note("total or footer row", lines, cells, unit))
+    width = len(names)
     ragged = [(n, len(c)) for n, c in data if any(x for x in c[width:])]
     _refuse_cells(path, grid, data, names, columns, width, what)
-    frame = pl.DataFrame(
-        {
-            name: pl.Series(name, [c[i] if i < len(c) else "" for _, c in data], dtype=pl.String)
-            for i, name in enumerate(names)
-        }
-        | {LINE: pl.Series(LINE, [n for n, _ in data], dtype=pl.UInt32)}
-    )
+    frame = _frame(data, names)
     if continues is not None:
         frame, joined = join_continuations(frame, continues, LINE)
         if joined:
             notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
     check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
     return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+
+
+_Rows = list[tuple[int, list[str]]]
+
+
+def _sheet_header(
+    path: Path, grid: Grid, columns: Sequence[str], required: Sequence[str], what: str
+) -> tuple[int, list[str], int]:
+    """(index of the header's first row, its names without empty ones at the end, its rows)."""
+    rows = grid.sheet.rows
+    found = find_header(rows, required)
+    if found is None:
+        first = rows[0] if rows else (1, [])
+        column_names(path, first[1], columns, required, first[0], what, grid.unit)
+        found = (0, first[1], 1)  # every required name found: no required column
+    at, header, span = found
+    while header and not header[-1]:
+        header.pop()
+    return at, header, span
+
+
+def _header_notes(grid: Grid, at: int, span: int, line_of_header: int) -> list[str]:
+    rows, unit = grid.sheet.rows, grid.unit
+    notes = []
+    if at:
+        titles = rows[:at]
+        notes.append(
+            skipped_note("title row", [n for n, _ in titles], [c for _, c in titles], unit)
+        )
+    if span == 2:
+        notes.append(
+            f"the header is written over two rows ({unit}s {line_of_header} and {rows[at + 1][0]})"
+        )
+    return notes
+
+
+def _without_repeated_header(data: _Rows, header: list[str], width: int) -> tuple[_Rows, int]:
+    normal = [" ".join(c.split()).casefold() for c in header]
+    repeated = [n for n, c in data if [" ".join(x.split()).casefold() for x in c[:width]] == normal]
+    if not repeated:
+        return data, 0
+    dropped = set(repeated)
+    return [(n, c) for n, c in data if n not in dropped], len(repeated)
+
+
+def _without_summaries(
+    grid: Grid,
+    data: _Rows,
+    names: list[str],
+    columns: Sequence[str],
+    required: Sequence[str],
+    date: str | None,
+    continues: str | None,
+) -> tuple[_Rows, _Rows]:
+    """The rows without the summary rows at either end, and those rows."""
+    known = {name.casefold(): name for name in columns}
+    spelled = [known.get(c.casefold(), c) for c in names]
+    lead, trail = summary_runs(_marked(grid, data), spelled, required, date, continues)
+    return data[lead : len(data) - trail], data[:lead] + data[len(data) - trail :]
+
+
+def _frame(data: _Rows, names: list[str]) -> pl.DataFrame:
+    """One String column per name (a short row's missing cells empty) and :data:`LINE`."""
+    return pl.DataFrame(
+        {
+            name: pl.Series(name, [c[i] if i < len(c) else "" for _, c in data], dtype=pl.String)
+            for i, name in enumerate(names)
+        }
+        | {LINE: pl.Series(LINE, [n for n, _ in data], dtype=pl.UInt32)}
+    )
 
 
 def _marked(grid: Grid, data: list[tuple[int, list[str]]]) -> list[list[str]]:

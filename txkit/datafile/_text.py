@@ -136,6 +136,26 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = N
     """
     path = Path(path)
     data = read_input(path, what=what)  # a regular file within TXKIT_MAX_INPUT_MB
+    _refuse_not_text(path, data, what, max_bytes)
+    notes: list[str] = []
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        text, encoding = _decode_utf16(path, data, what), "utf-16"
+        notes.append("read as UTF-16 text (it starts with UTF-16's byte-order mark)")
+    else:
+        _refuse_nul(path, data, what)
+        text, encoding = _decode_8bit(path, data, what, notes)
+    if not text.strip():
+        raise DataFileError(
+            path,
+            "holds no text, only blank lines",
+            "export it again, or pass the right file",
+            what=what,
+        )
+    return TextFile(path, text, encoding, tuple(notes))
+
+
+def _refuse_not_text(path: Path, data: bytes, what: str, max_bytes: int | None) -> None:
+    """Over ``max_bytes``, empty, or a known binary format."""
     if max_bytes is not None and len(data) > max_bytes:
         raise DataFileError(
             path,
@@ -154,40 +174,33 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = N
         if data.startswith(magic):
             advice = _SAVE_AS_CSV if "Excel" in kind else "pass a text (CSV) file"
             raise DataFileError(path, f"is {kind}, not text", advice, what=what)
-    notes: list[str] = []
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        try:
-            text, encoding = data.decode("utf-16"), "utf-16"
-        except UnicodeDecodeError as exc:
-            line, byte = _position(data, exc.start)
-            raise DataFileError(
-                path,
-                f"starts as UTF-16 text but is not (byte {byte} of the line)",
-                "save it again as CSV UTF-8",
-                lines=[line],
-                what=what,
-            ) from None
-        text = text.removeprefix("\ufeff")
-        notes.append("read as UTF-16 text (it starts with UTF-16's byte-order mark)")
-    else:
-        if b"\0" in data:
-            line, byte = _position(data, data.index(b"\0"))
-            raise DataFileError(
-                path,
-                f"holds a NUL byte (byte {byte} of the line): not a text file",
-                "pass a CSV text file (a spreadsheet: save it as CSV UTF-8)",
-                lines=[line],
-                what=what,
-            )
-        text, encoding = _decode_8bit(path, data, what, notes)
-    if not text.strip():
+
+
+def _decode_utf16(path: Path, data: bytes, what: str) -> str:
+    try:
+        text = data.decode("utf-16")
+    except UnicodeDecodeError as exc:
+        line, byte = _position(data, exc.start)
         raise DataFileError(
             path,
-            "holds no text, only blank lines",
-            "export it again, or pass the right file",
+            f"starts as UTF-16 text but is not (byte {byte} of the line)",
+            "save it again as CSV UTF-8",
+            lines=[line],
+            what=what,
+        ) from None
+    return text.removeprefix("\ufeff")
+
+
+def _refuse_nul(path: Path, data: bytes, what: str) -> None:
+    if b"\0" in data:
+        line, byte = _position(data, data.index(b"\0"))
+        raise DataFileError(
+            path,
+            f"holds a NUL byte (byte {byte} of the line): not a text file",
+            "pass a CSV text file (a spreadsheet: save it as CSV UTF-8)",
+            lines=[line],
             what=what,
         )
-    return TextFile(path, text, encoding, tuple(notes))
 
 
 def _decode_8bit(path: Path, data: bytes, what: str, notes: list[str]) -> tuple[str, str]:
