@@ -75,9 +75,8 @@ def _open_orders(
 ) -> pl.DataFrame:
     """The references with one order and no collection that agrees, that an open collection
     can be linked to (by a reference or its customer), with the order's ``customer``."""
-    # Only what can be linked at all is looked at: the orders carrying an open collection's
-    # reference or from its customer (the open orders can be a million, none of them linked;
-    # reading each one's customer cost 0.5 s there, and 10 s in Python).
+    # Only the orders that can be linked at all (an open collection's reference or customer)
+    # are read: the open orders can be a million, none of them linked.
     linkable_refs = pl.concat(
         [open_collections["reference"], open_collections["existing"].drop_nulls()]
     ).implode()
@@ -196,7 +195,6 @@ def _candidates(
 
 
 def _links(item: dict[str, Any], other: dict[str, Any], days: timedelta) -> set[str]:
-    """How ``other`` is linked to ``item`` (empty: not a candidate)."""
     how = set()
     if other["reference"] == item["reference"]:
         how.add("reference")
@@ -268,10 +266,9 @@ def _changes(
 
 
 def _apply(result: pl.DataFrame, changes: pl.DataFrame, scale: int) -> pl.DataFrame:
-    """``result`` with the ``changes``' rows rewritten in place."""
     grouped = pl.col("_cat").is_not_null()
-    # Only the few rows of the sets change: updated apart and put back at their rows (a join
-    # and a rewrite of every row's columns cost 0.3 s at a million references).
+    # Only the few rows of the sets change: updated apart and put back at their rows rather
+    # than a join and a rewrite of every row.
     rows = (
         result.with_row_index("_row")
         .filter(pl.col("reference").is_in(changes["reference"].implode()))

@@ -305,7 +305,6 @@ def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
 
 
 def _category(sides: Sides) -> pl.Expr:
-    """A reference's category: the first that applies, in the order :func:`reconcile` gives."""
     within = _within(_GAP, sides.tolerance, sides.scale)
     has_order_status = pl.col("order_status").is_not_null()
     category = (
@@ -384,7 +383,6 @@ def _with_at_stake(result: pl.DataFrame, scale: int) -> pl.DataFrame:
 
 
 def _within(gap: pl.Expr, tolerance: dict[str, Decimal] | Decimal | None, scale: int) -> pl.Expr:
-    """Is the (same-currency) difference within the tolerance? Exact decimal comparison."""
     if tolerance is None:
         return pl.lit(False)
     if isinstance(tolerance, Decimal):

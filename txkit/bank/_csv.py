@@ -170,7 +170,6 @@ def _written_currency(frame: pl.DataFrame) -> pl.Expr:
 
 
 def _entries(frame: pl.DataFrame) -> list[Entry]:
-    """One :class:`Entry` per line of the typed frame."""
 
     def column(key: str) -> list:
         return frame.get_column(key).to_list() if key in frame.columns else [None] * frame.height

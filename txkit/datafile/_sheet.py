@@ -87,7 +87,6 @@ def _sheet_table(
     date: str | None,
     continues: str | None,
 ) -> CsvTable:
-    """:func:`read_table` of a spreadsheet's rows."""
     sheet, unit = grid.sheet, grid.unit
     at, header, span = _sheet_header(path, grid, columns, required, what)
     line_of_header = sheet.rows[at][0] if sheet.rows else 1

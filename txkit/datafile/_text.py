@@ -110,7 +110,6 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
 
 
 def _first_non_ascii(text: str) -> tuple[int, str] | None:
-    """The line number and text of the first line holding a non-ASCII character."""
     for number, line in enumerate(io.StringIO(text, newline=""), start=1):
         if not line.isascii():
             return number, line.rstrip("\r\n")
