@@ -315,11 +315,7 @@ def _in_order(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _file_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Each of txkit's columns the file has, and its name there (its own without a mapping).
-
-    Raises:
-        ValueError: a mapping without a reference, an amount or a currency.
-    """
+    """Each of txkit's columns the file has, and its name there (its own without a mapping)."""
     known = [*_ORDERS_REQUIRED, *_ORDERS_OPTIONAL]
     if not mapping:
         return {k: k for k in known}
@@ -344,10 +340,8 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Rows that continue the order above them left out, and how many: a row with no
-    amount, currency or status whose reference is that of the row above or empty (a shop's
-    further line items: Shopify repeats the reference, WooCommerce exporters leave it
-    empty). Such a row holds no money, so folding it loses nothing."""
+    """A shop's further line items left out, and how many: rows with no amount, currency or
+    status, their reference that of the row above (Shopify) or empty (WooCommerce)."""
     if frame.height < 2:
         return frame, 0
 
@@ -537,7 +531,6 @@ def _and(parts: Sequence[str]) -> str:
 
 
 def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
-    """References, currencies and statuses present and valid, or DataFileError."""
     empty = pl.col("reference").is_null() | (pl.col("reference") == "")
     where.fail(
         frame,

@@ -146,13 +146,9 @@ class _Tag:
 
 
 def _tags(path: Path, text: str) -> Iterator[_Tag]:
-    """Every tag, with its continuation lines, in one pass over the lines (each handed on
-    when the next begins: a file of 64,000 statements is never held as tags).
-
-    The SWIFT envelope (``{1:...}{4:``, ``-}``, ``{5:...}``), control characters and a
-    bank's header lines between messages are skipped; any other text outside a tag is an
-    error naming its line.
-    """
+    """Every tag with its continuation lines, each handed on when the next begins (a large
+    file is never held as tags); the SWIFT envelope, control characters and banks' header
+    lines between messages skipped."""
     # ``between``: no statement open (before the first, or after a closing balance), where
     # banks write header lines; ``open_tag``: the tag continuation lines belong to.
     between = True

@@ -79,7 +79,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ledger's settings: the arguments of :func:`~txkit.sandbox.ledger.generate_ledger`."""
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"

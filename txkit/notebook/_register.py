@@ -155,7 +155,6 @@ def _from_store(
 def _built(
     month: str, months: int, materiality: Materiality, orders: str, orders_columns: str | None
 ) -> RegisterInfo:
-    """A register built in a temporary store from the months up to ``month``."""
     keep = tempfile.TemporaryDirectory(prefix="txkit-register-demo-")
     where = str(Path(keep.name) / "store")
     span = [*previous_months(month, months - 1), month]

@@ -269,7 +269,6 @@ def _open_before(items: dict[str, dict[str, Any]], month: str) -> dict[str, list
 
 
 def _gone(item: dict[str, Any], got: Recomputed) -> bool:
-    """The item's section was recomputed and its key is no longer listed."""
     still = got.keys.get(item["section"])
     return still is not None and item["key"] not in still
 

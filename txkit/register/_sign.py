@@ -344,11 +344,7 @@ def _checked_manifest(
     folder: Path, month: str, store: str | os.PathLike[str], rev: Revision
 ) -> dict[str, Any]:
     """The pack's ``report.json``, read as data that may have been edited: an object, of this
-    month, of this project's store, citing the table version the register recorded.
-
-    Raises:
-        ValueError: any of those not so (one line naming what).
-    """
+    month, of this project's store, citing the table version the register recorded."""
     where = folder / _MANIFEST
     try:
         doc = json.loads(where.read_text(encoding="utf-8"))

@@ -510,7 +510,6 @@ def register_view(
 
 
 def _reported_month(events: pl.DataFrame, month: str | None) -> str | None:
-    """``month`` checked to be one the register has a report of."""
     months = reported_months(events)
     if month is None:
         return None
@@ -524,7 +523,6 @@ def _reported_month(events: pl.DataFrame, month: str | None) -> str | None:
 def _view_rows(
     items: dict[str, dict[str, Any]], in_month: set[str], end: date, materiality: Materiality
 ) -> list[dict[str, Any]]:
-    """Each item with its age, bucket, whether the month lists it, and its materiality."""
     volume = _listed_volume(items, in_month)
     rows = []
     for item in items.values():

@@ -295,7 +295,6 @@ class _LaneRun(Generic[Item, T]):
                 lane.close()
 
     def _wave(self, wave: list[Item], lane: Lane) -> None:
-        """The wave's items this lane takes, until none is left or one fails."""
         while (item := self.take(wave)) is not None:
             try:
                 result = self.work(item, lane)
