@@ -98,7 +98,6 @@ def _open_orders(
 
 
 def _linked_to(open_collections: pl.DataFrame, open_orders: pl.DataFrame) -> pl.DataFrame:
-    """The open collections that carry an open order's reference or come from its customer."""
     order_customers = open_orders["customer"].drop_nulls().implode()
     order_links = open_orders["reference"].implode()
     return open_collections.filter(
