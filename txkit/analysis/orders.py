@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import polars as pl
 
@@ -191,47 +191,85 @@ def read_orders_file(
     path = Path(path)
     suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
-    if suffix not in _PARQUET:
-        # With a mapping every mapped column must be there but the customer (a preset names
-        # one an export may leave out); without, txkit's required ones.
-        required = (
-            [v for k, v in names.items() if k != "customer"] if mapping else list(_ORDERS_REQUIRED)
-        )
-        try:
-            table = read_table(
-                path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
-            )
-        except DataFileError as exc:
-            if mapping or not exc.problem.startswith("no column"):
-                raise
-            # A shop's export as it comes: say how to name its columns rather than rename them.
-            raise DataFileError(
-                path,
-                exc.problem,
-                f"{exc.advice}; or name the file's columns with --orders-columns (the "
-                "notebook's orders_columns): a preset (shopify, woocommerce, stripe) or "
-                "reference=Order ID,amount=Total,currency=Currency",
-                lines=exc.lines,
-                what=_WHAT,
-            ) from None
-        frame, notes, where = table.frame, list(table.notes), _Where(path, table.unit, LINE)
-        if mapping:
-            present = {k: v for k, v in names.items() if v in frame.columns}
-            frame = frame.select(LINE, *present.values()).rename({v: k for k, v in present.items()})
-    else:
+    if suffix in _PARQUET:
         frame, notes, where = _read_parquet(path, names, mapping), [], _Where(path, "row", _ROW)
+    else:
+        frame, notes, where = _read_table(path, names, mapping)
     # Before account_currency fills every row's currency: a continuation row has none.
     frame, folded = _fold_line_items(frame)
     if "account_currency" in mapping:
         frame = frame.with_columns(pl.lit(mapping["account_currency"]).alias("currency"))
-    normalised: dict[str, int] = {}
-    examples: dict[str, str] = {}
+    frame, normalised = _normalised(frame)
+    frame, ignored = _without_ignored(frame, where, mapping)
+    _check_orders(frame, where)
+    frame = frame.with_columns(_amount(frame, where, mapping))
+    if "date" in frame.columns:
+        frame = frame.with_columns(_read_date(frame, where, mapping.get("date_format")))
+    if mapping:
+        notes.insert(0, describe_use(mapping))
+    notes += _cleaning_notes(folded, ignored, normalised)
+    return OrdersFile(
+        path, _in_order(frame), tuple(notes), normalised.counts, mapping, folded, ignored
+    )
+
+
+def _read_table(
+    path: Path, names: dict[str, str], mapping: ColumnMapping
+) -> tuple[pl.DataFrame, list[str], _Where]:
+    """A CSV file's or a spreadsheet's orders under txkit's names, with the reader's notes."""
+    # With a mapping every mapped column must be there but the customer (a preset names
+    # one an export may leave out); without, txkit's required ones.
+    required = (
+        [v for k, v in names.items() if k != "customer"] if mapping else list(_ORDERS_REQUIRED)
+    )
+    try:
+        table = read_table(
+            path, columns=list(names.values()), required=required, what=_WHAT, rows="orders"
+        )
+    except DataFileError as exc:
+        if mapping or not exc.problem.startswith("no column"):
+            raise
+        # A shop's export as it comes: say how to name its columns rather than rename them.
+        raise DataFileError(
+            path,
+            exc.problem,
+            f"{exc.advice}; or name the file's columns with --orders-columns (the "
+            "notebook's orders_columns): a preset (shopify, woocommerce, stripe) or "
+            "reference=Order ID,amount=Total,currency=Currency",
+            lines=exc.lines,
+            what=_WHAT,
+        ) from None
+    frame = table.frame
+    if mapping:
+        present = {k: v for k, v in names.items() if v in frame.columns}
+        frame = frame.select(LINE, *present.values()).rename({v: k for k, v in present.items()})
+    return frame, list(table.notes), _Where(path, table.unit, LINE)
+
+
+class _Normalised(NamedTuple):
+    """Per column, how many values were written otherwise, and examples of them."""
+
+    counts: dict[str, int]
+    examples: dict[str, str]
+
+
+def _normalised(frame: pl.DataFrame) -> tuple[pl.DataFrame, _Normalised]:
+    """References trimmed, currencies upper-cased, statuses lower-cased (an empty one null)."""
+    found = _Normalised({}, {})
     for name, case in (("reference", None), ("currency", "upper"), ("status", "lower")):
         if name not in frame.columns:
             continue
-        frame, normalised[name], examples[name] = _normalise(frame, name, case)
+        frame, found.counts[name], found.examples[name] = _normalise(frame, name, case)
     if "status" in frame.columns:  # an empty status is not compared
         frame = frame.with_columns(pl.when(pl.col("status") != "").then(pl.col("status")))
+    return frame, found
+
+
+def _without_ignored(
+    frame: pl.DataFrame, where: _Where, mapping: ColumnMapping
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """The orders whose status the mapping does not say to ignore, and the count per status
+    of those left out; DataFileError when none is left."""
     ignored: dict[str, int] = {}
     if mapping.statuses and "status" in frame.columns:
         frame, ignored = _map_statuses(frame, where, mapping)
@@ -241,21 +279,11 @@ def read_orders_file(
             f"({_counts(ignored)})",
             "check the status mapping, or pass the file of the month",
         )
-    _check_orders(frame, where)
-    frame = frame.with_columns(_amount(frame, where, mapping))
-    if "date" in frame.columns:
-        frame = frame.with_columns(_read_date(frame, where, mapping.get("date_format")))
-    changed = [
-        f"{normalised[name]:,} {label} ({examples[name]})"
-        for name, label in (
-            ("currency", "currency codes"),
-            ("status", "statuses"),
-            ("reference", "references with spaces around them"),
-        )
-        if normalised.get(name)
-    ]
-    if mapping:
-        notes.insert(0, describe_use(mapping))
+    return frame, ignored
+
+
+def _cleaning_notes(folded: int, ignored: dict[str, int], normalised: _Normalised) -> list[str]:
+    notes = []
     if folded:
         notes.append(
             f"{folded:,} line-item row(s) folded into their order (no amount, currency or "
@@ -264,22 +292,30 @@ def read_orders_file(
     if ignored:
         notes.append(f"{sum(ignored.values()):,} order(s) left out by the status mapping "
                      f"({_counts(ignored)})")  # fmt: skip
+    changed = [
+        f"{normalised.counts[name]:,} {label} ({normalised.examples[name]})"
+        for name, label in (
+            ("currency", "currency codes"),
+            ("status", "statuses"),
+            ("reference", "references with spaces around them"),
+        )
+        if normalised.counts.get(name)
+    ]
     if changed:
         notes.append("normalised " + _and(changed))
+    return notes
+
+
+def _in_order(frame: pl.DataFrame) -> pl.DataFrame:
+    """txkit's columns first, then the file's others; no line or row numbers."""
     optional = [c for c in _ORDERS_OPTIONAL if c in frame.columns]
     first = [*_ORDERS_REQUIRED, *optional]
     rest = [c for c in frame.columns if c not in first and c not in (LINE, _ROW)]
-    return OrdersFile(
-        path, frame.select([*first, *rest]), tuple(notes), normalised, mapping, folded, ignored
-    )
+    return frame.select([*first, *rest])
 
 
 def _file_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Each of txkit's columns the file has, and its name there (its own without a mapping).
-
-    Raises:
-        ValueError: a mapping without a reference, an amount or a currency.
-    """
+    """Each of txkit's columns the file has, and its name there (its own without a mapping)."""
     known = [*_ORDERS_REQUIRED, *_ORDERS_OPTIONAL]
     if not mapping:
         return {k: k for k in known}
@@ -304,10 +340,8 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Rows that continue the order above them left out, and how many: a row with no
-    amount, currency or status whose reference is that of the row above or empty (a shop's
-    further line items: Shopify repeats the reference, WooCommerce exporters leave it
-    empty). Such a row holds no money, so folding it loses nothing."""
+    """A shop's further line items left out, and how many: rows with no amount, currency or
+    status, their reference that of the row above (Shopify) or empty (WooCommerce)."""
     if frame.height < 2:
         return frame, 0
 
@@ -497,7 +531,6 @@ def _and(parts: Sequence[str]) -> str:
 
 
 def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
-    """References, currencies and statuses present and valid, or DataFileError."""
     empty = pl.col("reference").is_null() | (pl.col("reference") == "")
     where.fail(
         frame,

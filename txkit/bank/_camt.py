@@ -287,15 +287,69 @@ def _head(path: Path, stmt: etree._Element, result: Read) -> _Head:
 
 def _entry(path: Path, ntry: etree._Element, head: _Head) -> list[Entry]:
     """The rows of one ``Ntry``: itself, or one per ``TxDtls`` of a batch booking."""
-    where, account, statement = head.where, head.account, head.statement
-    account_currency = head.account_currency
     line = ntry.sourceline or 0
-    amount, currency = _amount(path, ntry, f"{where} <Ntry>")
-    if account_currency and currency != account_currency:
+    amount, currency = _amount(path, ntry, f"{head.where} <Ntry>")
+    booking = _booking(path, ntry, head, currency, line)
+    details = [d for group in _children(ntry, "NtryDtls") for d in _children(group, "TxDtls")]
+    entry_text = _text(ntry, "AddtlNtryInf")
+    amounts = _detail_amounts(path, details, amount, currency, head.where, line)
+    if amounts is not None:
+        rows = []
+        for tx, signed in zip(details, amounts, strict=True):
+            references, texts = _detail_text(tx)
+            texts = [*texts, *filter(None, [entry_text])]
+            rows.append(booking.row(tx.sourceline or line, signed, references, texts, line))
+        return rows
+    references, texts = [], []
+    for tx in details:
+        refs, more = _detail_text(tx)
+        references += [r for r in refs if r not in references]
+        texts += more
+    if entry_text:
+        texts.append(entry_text)
+    return [booking.row(line, amount, references, texts, None)]
+
+
+@dataclass(frozen=True)
+class _Booking:
+    """What every row of one ``Ntry`` shares."""
+
+    currency: str
+    booked: date | None
+    value: date | None
+    reversal: bool
+    status: str
+    bank_reference: str | None
+    head: _Head
+
+    def row(
+        self, at: int, signed: str, references: list[str], texts: list[str], group: int | None
+    ) -> Entry:
+        narration = " ".join([*texts, *references[1:]]) or None
+        return Entry(
+            line=at,
+            currency=self.currency,
+            date=self.booked or self.value,  # type: ignore[arg-type]
+            value_date=self.value,
+            amount=signed,
+            reversal=self.reversal,
+            booked=self.status == "BOOK",
+            reference=references[0] if references else None,
+            narration=narration,
+            bank_reference=self.bank_reference,
+            account=self.head.account,
+            statement=self.head.statement,
+            group=group,
+        )
+
+
+def _booking(path: Path, ntry: etree._Element, head: _Head, currency: str, line: int) -> _Booking:
+    where = head.where
+    if head.account_currency and currency != head.account_currency:
         raise _fail(
             path,
             line,
-            f"{where} <Ntry> in {currency} on an account in {account_currency}",
+            f"{where} <Ntry> in {currency} on an account in {head.account_currency}",
         )
     status = _text(ntry, "Sts", "Cd") or _text(ntry, "Sts")
     if status is None:
@@ -305,53 +359,8 @@ def _entry(path: Path, ntry: etree._Element, head: _Head) -> list[Entry]:
     value = _date(path, ntry, ("ValDt",), f"{where} <Ntry>")
     if booked is None and value is None:
         raise _fail(path, line, f"{where} <Ntry> has neither <BookgDt> nor <ValDt>")
-    details = [d for group in _children(ntry, "NtryDtls") for d in _children(group, "TxDtls")]
-    entry_text = _text(ntry, "AddtlNtryInf")
     bank_reference = _text(ntry, "AcctSvcrRef") or _text(ntry, "NtryRef")
-
-    def row(
-        at: int, signed: str, references: list[str], texts: list[str], group: int | None
-    ) -> Entry:
-        narration = " ".join([*texts, *references[1:]]) or None
-        return Entry(
-            line=at,
-            currency=currency,
-            date=booked or value,  # type: ignore[arg-type]
-            value_date=value,
-            amount=signed,
-            reversal=reversal,
-            booked=status == "BOOK",
-            reference=references[0] if references else None,
-            narration=narration,
-            bank_reference=bank_reference,
-            account=account,
-            statement=statement,
-            group=group,
-        )
-
-    amounts = _detail_amounts(path, details, amount, currency, where, line)
-    if amounts is not None:
-        rows = []
-        for tx, signed in zip(details, amounts, strict=True):
-            references, texts = _detail_text(tx)
-            rows.append(
-                row(
-                    tx.sourceline or line,
-                    signed,
-                    references,
-                    [*texts, *filter(None, [entry_text])],
-                    line,
-                )
-            )
-        return rows
-    references, texts = [], []
-    for tx in details:
-        refs, more = _detail_text(tx)
-        references += [r for r in refs if r not in references]
-        texts += more
-    if entry_text:
-        texts.append(entry_text)
-    return [row(line, amount, references, texts, None)]
+    return _Booking(currency, booked, value, reversal, status, bank_reference, head)
 
 
 def _detail_text(tx: etree._Element) -> tuple[list[str], list[str]]:

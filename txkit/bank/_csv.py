@@ -86,12 +86,7 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
 
 
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """The file's column for each key txkit reads, and the columns that must be there.
-
-    Raises:
-        DataFileError: a mapping without an amount, a currency, a date, or a reference or
-            narration.
-    """
+    """The file's column for each key txkit reads, and the columns that must be there."""
     columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
     required = list(columns.values())
     if not columns:
@@ -170,7 +165,6 @@ def _written_currency(frame: pl.DataFrame) -> pl.Expr:
 
 
 def _entries(frame: pl.DataFrame) -> list[Entry]:
-    """One :class:`Entry` per line of the typed frame."""
 
     def column(key: str) -> list:
         return frame.get_column(key).to_list() if key in frame.columns else [None] * frame.height

@@ -225,11 +225,7 @@ def _entries_frame(name: str, read: Read, amounts: list[str], scale: int) -> pl.
 
 
 def _balance_row(path: Path, name: str, b: Balance, booked: list[Decimal]) -> dict[str, Any]:
-    """One statement's balance row, its closing balance proven by its booked entries.
-
-    Raises:
-        DataFileError: the opening balance plus the booked entries is not the closing one.
-    """
+    """One statement's balance row, its closing balance proven by its booked entries."""
     count = len(booked)
     if b.closing is not None and b.opening is not None:
         expected = Decimal(b.opening) + sum(booked, Decimal(0))

@@ -146,13 +146,9 @@ class _Tag:
 
 
 def _tags(path: Path, text: str) -> Iterator[_Tag]:
-    """Every tag, with its continuation lines, in one pass over the lines (each handed on
-    when the next begins: a file of 64,000 statements is never held as tags).
-
-    The SWIFT envelope (``{1:...}{4:``, ``-}``, ``{5:...}``), control characters and a
-    bank's header lines between messages are skipped; any other text outside a tag is an
-    error naming its line.
-    """
+    """Every tag with its continuation lines, each handed on when the next begins (a large
+    file is never held as tags); the SWIFT envelope, control characters and banks' header
+    lines between messages skipped."""
     # ``between``: no statement open (before the first, or after a closing balance), where
     # banks write header lines; ``open_tag``: the tag continuation lines belong to.
     between = True
@@ -183,36 +179,49 @@ def _tags(path: Path, text: str) -> Iterator[_Tag]:
             elif tag in ("62F", "62M", "62"):
                 between = True
             continue
-        if line.startswith(":") and match is None and _MISTYPED.match(line):
-            # ``:6l:`` (a letter l for a 1): a tag lost here would lose a statement line.
-            raise _fail(
-                path,
-                number,
-                f"unknown tag {line.split(':')[1]!r}",
-                "MT940 tags are :20:, :25:, :28C:, :60F:, :61:, :86:, :62F:, :64:, :65: "
-                "(check for a typo, e.g. a letter l for a 1)",
-            )
-        if open_tag is not None and open_tag.tag in _MULTILINE and not between:
-            # ``:86:`` text runs on, whatever it looks like (``:12:11``, ``:00:00/``, a lone
-            # ``-``): only a known tag ends it.
-            open_tag.lines.append(line)
-        elif open_tag is not None and open_tag.tag == "86" and between:
-            open_tag.lines.append(line)
-        elif between:
-            # A bank's header line before a message (``:940:``, ``ABNANL2A``, ``940 00``).
-            open_tag = None
-        elif match or line.startswith(":"):
-            raise _fail(
-                path,
-                number,
-                f"unknown tag {line.split(':')[1] if line.count(':') > 1 else line!r}",
-                "MT940 tags are :20:, :25:, :28C:, :60F:, :61:, :86:, :62F:, :64:, :65: "
-                "(check for a typo, e.g. a letter l for a 1)",
-            )
-        else:
-            raise _fail(path, number, f"text outside any tag: {line[:40]!r}")
+        open_tag = _untagged(path, number, line, match, open_tag, between)
     if pending is not None:
         yield pending
+
+
+_TAGS_ADVICE: Final = (
+    "MT940 tags are :20:, :25:, :28C:, :60F:, :61:, :86:, :62F:, :64:, :65: "
+    "(check for a typo, e.g. a letter l for a 1)"
+)
+
+
+def _untagged(
+    path: Path,
+    number: int,
+    line: str,
+    match: re.Match[str] | None,
+    open_tag: _Tag | None,
+    between: bool,
+) -> _Tag | None:
+    """A line that begins no known tag: the open tag's continuation, a bank's header line
+    between messages (no tag open after it), else an error naming the line."""
+    if line.startswith(":") and match is None and _MISTYPED.match(line):
+        # ``:6l:`` (a letter l for a 1): a tag lost here would lose a statement line.
+        raise _fail(path, number, f"unknown tag {line.split(':')[1]!r}", _TAGS_ADVICE)
+    if open_tag is not None and open_tag.tag in _MULTILINE and not between:
+        # ``:86:`` text runs on, whatever it looks like (``:12:11``, ``:00:00/``, a lone
+        # ``-``): only a known tag ends it.
+        open_tag.lines.append(line)
+    elif open_tag is not None and open_tag.tag == "86" and between:
+        open_tag.lines.append(line)
+    elif between:
+        # A bank's header line before a message (``:940:``, ``ABNANL2A``, ``940 00``).
+        return None
+    elif match or line.startswith(":"):
+        raise _fail(
+            path,
+            number,
+            f"unknown tag {line.split(':')[1] if line.count(':') > 1 else line!r}",
+            _TAGS_ADVICE,
+        )
+    else:
+        raise _fail(path, number, f"text outside any tag: {line[:40]!r}")
+    return open_tag
 
 
 def _lines(text: str) -> Iterator[str]:

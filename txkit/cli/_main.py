@@ -98,14 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _configure_logging(verbose: bool) -> None:
-    """``txkit: LEVEL: message`` on stderr, scrubbed; ``-v`` shows txkit's DEBUG records (one
-    line per retry) and httpx's requests.
-
-    delta-rs logs from Rust (the AWS SDK's multi-line warnings about regions and credentials,
-    with a timestamp each) straight to stderr, filtered by ``RUST_LOG`` when it is first
-    imported: without ``-v`` they are turned off (a ``RUST_LOG`` the user set is kept; the
-    report's kernels inherit it). What goes wrong reaches the user as the error's one line.
-    """
+    """``txkit: LEVEL: message`` on stderr, scrubbed; ``-v`` shows txkit's DEBUG records and
+    httpx's requests. delta-rs logs from Rust straight to stderr (``RUST_LOG``, read once):
+    off without ``-v`` unless the user set it; errors reach the user as their one line."""
     if "RUST_LOG" not in os.environ and not verbose:
         os.environ["RUST_LOG"] = "off"
     logging.basicConfig(

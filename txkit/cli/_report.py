@@ -24,7 +24,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
-    """``txkit report``: the month, where things are, and how it is shown."""
     p = sub.add_parser(
         "report",
         help="the monthly job: sync the month, run the notebooks, write HTML",
@@ -34,6 +33,13 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
             "write reports/YYYY-MM/ with HTML pages and an index."
         ),
     )
+    _add_where(p)
+    _add_data_files(p)
+    _add_how_shown(p)
+    p.set_defaults(func=_run)
+
+
+def _add_where(p: argparse.ArgumentParser) -> None:
     p.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
     p.add_argument(
         "--store",
@@ -43,6 +49,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
     p.add_argument("--notebooks", default=str(config.NOTEBOOKS_DIR), metavar="DIR")
     p.add_argument("--lookback-days", type=int, default=config.LOOKBACK_DAYS, metavar="N")
+
+
+def _add_data_files(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--orders",
         metavar="FILE",
@@ -74,6 +83,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "'date=Value Date,credit=Credit,debit=Debit,currency=Currency,narration=Details' "
         f"(default: {config.BANK_COLUMNS_VAR}, else [bank] in txkit.toml)",
     )
+
+
+def _add_how_shown(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--show-pii",
         action="store_true",
@@ -92,11 +104,9 @@ def _add_report(sub: argparse._SubParsersAction) -> None:
         "what changed",
     )
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=_run)
 
 
 def _add_sign(sub: argparse._SubParsersAction) -> None:
-    """``txkit report-sign``: sign a month's report as preparer or reviewer."""
     s = sub.add_parser(
         "report-sign",
         prog="txkit report sign",
@@ -114,7 +124,6 @@ def _add_sign(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_verify(sub: argparse._SubParsersAction) -> None:
-    """``txkit report-verify``: check a month's packs against the register's record."""
     v = sub.add_parser(
         "report-verify",
         prog="txkit report verify",

@@ -23,7 +23,7 @@ from typing import Any
 from txkit.cli._args import month_arg
 from txkit.config import BASE_URL_VAR, SECRET_KEY_VAR, sandbox_data_dir
 from txkit.sandbox.faults import Faults
-from txkit.sandbox.ledger import BALANCE_MODELS, generate_ledger
+from txkit.sandbox.ledger import BALANCE_MODELS, Ledger, generate_ledger
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
 
 __all__ = ["add_parser", "run"]
@@ -79,7 +79,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ledger's settings: the arguments of :func:`~txkit.sandbox.ledger.generate_ledger`."""
     parser.add_argument("--seed", type=int, default=7, help="ledger seed (default: %(default)s)")
     parser.add_argument(
         "--records", type=int, default=20_000, help="number of records (default: %(default)s)"
@@ -134,7 +133,6 @@ def _add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """The service's faults, its data folder, and leave to listen beyond loopback."""
     parser.add_argument(
         "--faults",
         type=_faults,
@@ -182,17 +180,7 @@ def run(args: argparse.Namespace) -> int:
         )
         started = time.perf_counter()
         try:
-            ledger = generate_ledger(
-                seed=args.seed,
-                records=args.records,
-                start_month=args.start_month,
-                months=args.months,
-                anomaly_rate=args.anomaly_rate,
-                balance_model=args.balance_model,
-                zero_balance_rate=args.zero_balance_rate,
-                late_payments_per_month=args.late_payments,
-                repeat_underpayers=args.repeat_underpayers,
-            )
+            ledger = _ledger(args)
             sandbox = Sandbox(
                 ledger=ledger,
                 faults=args.faults,
@@ -211,18 +199,7 @@ def run(args: argparse.Namespace) -> int:
                 f"txkit sandbox: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
             )
             return 1
-        print(
-            f"txkit sandbox: ready in {time.perf_counter() - started:.1f} s; "
-            f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "
-            f"anomalies, {len(ledger.late_payments)} late payments, "
-            f"{len(ledger.zero_balances)} zero-balance records (balance model "
-            f"{ledger.balance_model}); orders.csv and ground_truth.json in {args.data_dir}; "
-            f"faults: {sandbox.faults}. Press Ctrl-C to stop.",
-            file=sys.stderr,
-            flush=True,
-        )
-        print(f"{BASE_URL_VAR}={sandbox.base_url}", flush=True)
-        print(f"{SECRET_KEY_VAR}={sandbox.secret_key}", flush=True)
+        _say_ready(args, ledger, sandbox, time.perf_counter() - started)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
@@ -231,3 +208,33 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if sandbox is not None:
             sandbox.stop()
+
+
+def _ledger(args: argparse.Namespace) -> Ledger:
+    return generate_ledger(
+        seed=args.seed,
+        records=args.records,
+        start_month=args.start_month,
+        months=args.months,
+        anomaly_rate=args.anomaly_rate,
+        balance_model=args.balance_model,
+        zero_balance_rate=args.zero_balance_rate,
+        late_payments_per_month=args.late_payments,
+        repeat_underpayers=args.repeat_underpayers,
+    )
+
+
+def _say_ready(args: argparse.Namespace, ledger: Ledger, sandbox: Sandbox, took: float) -> None:
+    """What is served on stderr; the two settings to use it on stdout."""
+    print(
+        f"txkit sandbox: ready in {took:.1f} s; "
+        f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "
+        f"anomalies, {len(ledger.late_payments)} late payments, "
+        f"{len(ledger.zero_balances)} zero-balance records (balance model "
+        f"{ledger.balance_model}); orders.csv and ground_truth.json in {args.data_dir}; "
+        f"faults: {sandbox.faults}. Press Ctrl-C to stop.",
+        file=sys.stderr,
+        flush=True,
+    )
+    print(f"{BASE_URL_VAR}={sandbox.base_url}", flush=True)
+    print(f"{SECRET_KEY_VAR}={sandbox.secret_key}", flush=True)

@@ -13,6 +13,7 @@ look at" sentences.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -28,6 +29,7 @@ from txkit.notebook._load import LoadInfo
 from txkit.notebook._recompute import build_register, read_all_orders, recomputer
 from txkit.register import (
     OPEN_STATUSES,
+    Materiality,
     filter_items,
     load_materiality,
     read_events,
@@ -110,27 +112,49 @@ def load_register(
     if downloads:
         where = store or config.default_store()
         every = read_all_orders(config.resolve_orders(orders), orders_columns)
-        recompute = recomputer(where, version=version, orders=every)
-
-        def read() -> pl.DataFrame:
-            return register_view(
-                where, month=month, materiality=materiality, pending=downloads,
-                table_version=version, orders=every, recompute=recompute,
-            )  # fmt: skip
-
-        view = read()
-        note = f"the store's exception register with {month}'s report, {view.height:,} items"
-        return RegisterInfo(view, str(where), False, _info(month, note, view.height), None, read)
+        return _with_report(month, where, materiality, version, every, downloads)
     if source == "store":
-        where = store or config.default_store()
+        return _from_store(month, store or config.default_store(), materiality)
+    return _built(month, months, materiality, orders, orders_columns)
 
-        def read() -> pl.DataFrame:
-            return register_view(where, month=month, materiality=materiality)
 
-        view = read()
-        _, at = read_events(where)
-        note = f"the store's exception register (version {at}) as of {month}, {view.height:,} items"
-        return RegisterInfo(view, str(where), False, _info(month, note, view.height), None, read)
+def _with_report(
+    month: str,
+    where: str | os.PathLike[str],
+    materiality: Materiality,
+    version: int | None,
+    every: pl.DataFrame | None,
+    downloads: str,
+) -> RegisterInfo:
+    """The store's register as it will be once the report being built is recorded."""
+    recompute = recomputer(where, version=version, orders=every)
+
+    def read() -> pl.DataFrame:
+        return register_view(
+            where, month=month, materiality=materiality, pending=downloads,
+            table_version=version, orders=every, recompute=recompute,
+        )  # fmt: skip
+
+    view = read()
+    note = f"the store's exception register with {month}'s report, {view.height:,} items"
+    return RegisterInfo(view, str(where), False, _info(month, note, view.height), None, read)
+
+
+def _from_store(
+    month: str, where: str | os.PathLike[str], materiality: Materiality
+) -> RegisterInfo:
+    def read() -> pl.DataFrame:
+        return register_view(where, month=month, materiality=materiality)
+
+    view = read()
+    _, at = read_events(where)
+    note = f"the store's exception register (version {at}) as of {month}, {view.height:,} items"
+    return RegisterInfo(view, str(where), False, _info(month, note, view.height), None, read)
+
+
+def _built(
+    month: str, months: int, materiality: Materiality, orders: str, orders_columns: str | None
+) -> RegisterInfo:
     keep = tempfile.TemporaryDirectory(prefix="txkit-register-demo-")
     where = str(Path(keep.name) / "store")
     span = [*previous_months(month, months - 1), month]

@@ -48,9 +48,8 @@ def _restart_ids() -> None:
 _CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
 _NUMBER_STYLE = "white-space:nowrap!important;text-align:right"
 #: Characters (the widest value or name of each column, two more for its padding) beyond
-#: which a table is wider than JupyterLab's notebook: about 6.2 pixels a character at 13 px,
-#: in the 950 pixels of a notebook in a 1440-pixel window (measured in Chromium: 01's last
-#: table cut at 136). Such a table says, above its first row, that it scrolls.
+#: which a table is wider than JupyterLab's notebook (docs/benchmarks.md); such a table says,
+#: above its first row, that it scrolls.
 WIDE = 150
 
 

@@ -229,14 +229,7 @@ def carry_over(
     started = time.perf_counter()
     month = parse_month(month)
     files = _live_files(store, version)
-    by_month: dict[str, list[dict[str, Any]]] = {}
-    for item in items.values():
-        if (
-            item["status"] in OPEN_STATUSES
-            and item["section"] in RECOMPUTED
-            and item["last_month"] < month
-        ):
-            by_month.setdefault(item["last_month"], []).append(item)
+    by_month = _open_before(items, month)
     events: list[dict[str, Any]] = [
         {"event": "checked", "month": month, "note": month_fingerprint(files, orders, month)}
     ]
@@ -255,22 +248,41 @@ def carry_over(
             looked[earlier] = f"not recomputed ({one_line(exc)})"
             continue
         looked[earlier] = "recomputed"
-        for item in by_month[earlier]:
-            still = got.keys.get(item["section"])
-            if still is None or item["key"] in still:
-                continue
-            cleared.append(item["key"])
-            events.append(
-                {
-                    "event": "cleared",
-                    "key": item["key"],
-                    "month": month,
-                    "section": item["section"],
-                    "note": (
-                        f"cleared by {month}'s report, which recomputed {earlier} from the "
-                        f"store (table version {version}): {_why(item, got)}"
-                    ),
-                }
-            )
+        gone = [i for i in by_month[earlier] if _gone(i, got)]
+        cleared += [item["key"] for item in gone]
+        events += [_cleared_event(item, got, month, earlier, version) for item in gone]
         events.append({"event": "checked", "month": earlier, "note": print_})
     return Carry(events, looked, cleared, time.perf_counter() - started)
+
+
+def _open_before(items: dict[str, dict[str, Any]], month: str) -> dict[str, list[dict[str, Any]]]:
+    """The open items of recomputed sections last listed before ``month``, by that month."""
+    by_month: dict[str, list[dict[str, Any]]] = {}
+    for item in items.values():
+        if (
+            item["status"] in OPEN_STATUSES
+            and item["section"] in RECOMPUTED
+            and item["last_month"] < month
+        ):
+            by_month.setdefault(item["last_month"], []).append(item)
+    return by_month
+
+
+def _gone(item: dict[str, Any], got: Recomputed) -> bool:
+    still = got.keys.get(item["section"])
+    return still is not None and item["key"] not in still
+
+
+def _cleared_event(
+    item: dict[str, Any], got: Recomputed, month: str, earlier: str, version: int | None
+) -> dict[str, Any]:
+    return {
+        "event": "cleared",
+        "key": item["key"],
+        "month": month,
+        "section": item["section"],
+        "note": (
+            f"cleared by {month}'s report, which recomputed {earlier} from the "
+            f"store (table version {version}): {_why(item, got)}"
+        ),
+    }

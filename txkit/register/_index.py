@@ -162,7 +162,6 @@ def _as_last_left(
 
 
 def _write_files(view: pl.DataFrame, folder: Path) -> None:
-    """The month's register as ``exceptions.csv`` and ``exceptions.xlsx`` in ``folder``."""
     with atomic_path(folder / "exceptions.csv") as tmp:
         csv_safe(view).write_csv(tmp)
     # The same, to annotate in a spreadsheet and read back with `txkit exceptions import`

@@ -344,11 +344,7 @@ def _checked_manifest(
     folder: Path, month: str, store: str | os.PathLike[str], rev: Revision
 ) -> dict[str, Any]:
     """The pack's ``report.json``, read as data that may have been edited: an object, of this
-    month, of this project's store, citing the table version the register recorded.
-
-    Raises:
-        ValueError: any of those not so (one line naming what).
-    """
+    month, of this project's store, citing the table version the register recorded."""
     where = folder / _MANIFEST
     try:
         doc = json.loads(where.read_text(encoding="utf-8"))
@@ -417,15 +413,7 @@ def sign_report(
             )
         folder = _folder_of(out, newest)
         doc = _checked_manifest(folder, month, store, newest)
-        problems = pack_problems(folder, newest.files)
-        digest = report_digest(folder)
-        if newest.pack is not None and digest != newest.pack and not problems:
-            problems = [f"its digest {digest[:16]}... is not the recorded {newest.pack[:16]}..."]
-        if problems:
-            raise ReportSignedError(
-                f"the report {folder.name} is not the pack its report wrote ({'; '.join(problems)}"
-                f"): it cannot be signed; txkit report verify --month {month} says more"
-            )
+        digest = _unchanged_pack(folder, month, newest)
         why = signature_problems(state, role, name, login)
         if why:
             raise ReportSignedError(why)
@@ -446,31 +434,46 @@ def sign_report(
         }
         previous = state.signatures[-1]["chain"] if state.signatures else ""
         signature["chain"] = chain_of(previous or "", signature)
-        detail = {k: signature[k] for k in ("login", "host", "revision", "register_version")}
-        append_events(
-            store,
-            events_frame(
-                [
-                    {
-                        "event": "signed",
-                        "month": month,
-                        "role": role,
-                        "actor": name,
-                        "at": when,
-                        "table_version": newest.table_version,
-                        "note": digest,
-                        "key": signature["chain"],
-                        "explanation": json.dumps(detail, sort_keys=True),
-                    }
-                ]
-            ),
-        )
+        append_events(store, _signed_event(signature, when, newest))
         signatures = [*newest.signatures, signature]
         doc["signatures"] = signatures
         with atomic_path(folder / _MANIFEST) as tmp:
             tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         write_signature_block(folder, signatures)
     return signature
+
+
+def _unchanged_pack(folder: Path, month: str, newest: Revision) -> str:
+    """The pack's digest, once it is the bytes its report wrote (else ReportSignedError)."""
+    problems = pack_problems(folder, newest.files)
+    digest = report_digest(folder)
+    if newest.pack is not None and digest != newest.pack and not problems:
+        problems = [f"its digest {digest[:16]}... is not the recorded {newest.pack[:16]}..."]
+    if problems:
+        raise ReportSignedError(
+            f"the report {folder.name} is not the pack its report wrote ({'; '.join(problems)}"
+            f"): it cannot be signed; txkit report verify --month {month} says more"
+        )
+    return digest
+
+
+def _signed_event(signature: dict[str, Any], when: datetime, newest: Revision) -> pl.DataFrame:
+    detail = {k: signature[k] for k in ("login", "host", "revision", "register_version")}
+    return events_frame(
+        [
+            {
+                "event": "signed",
+                "month": signature["month"],
+                "role": signature["role"],
+                "actor": signature["name"],
+                "at": when,
+                "table_version": newest.table_version,
+                "note": signature["sha256"],
+                "key": signature["chain"],
+                "explanation": json.dumps(detail, sort_keys=True),
+            }
+        ]
+    )
 
 
 def write_signature_block(folder: Path, signatures: list[dict[str, Any]]) -> None:

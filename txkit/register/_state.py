@@ -492,26 +492,38 @@ def register_view(
             recompute=recompute, events=events,
         )  # fmt: skip
         events = pl.concat([events, extra])
-    months = reported_months(events)
-    if month is not None:
-        month = parse_month(month)
-        if month not in months:
-            have = f"{months[0]} to {months[-1]}" if months else "none yet (run txkit report)"
-            raise ValueError(f"the register has no report of {month}: it has {have}")
+    month = _reported_month(events, month)
     if until is not None:
         events = events.filter(pl.col("at") <= until)
     items, listed, newest = _fold(select_events(events, month or _newest(events)), month)
     if newest is None:
         return pl.DataFrame(schema=REGISTER_COLUMNS)
-    materiality = materiality or Materiality()
-    end = _month_end(newest)
     in_month = listed.get(newest, set())
-    volume: dict[tuple[str, str], Decimal] = {}
-    for key in in_month:
-        item = items[key]
-        if item["amount"] is not None:
-            at = (item["section"], item["currency"] or "")
-            volume[at] = volume.get(at, Decimal(0)) + abs(item["amount"])
+    rows = _view_rows(items, in_month, _month_end(newest), materiality or Materiality())
+    if not rows:  # months reported, none with an exception
+        return pl.DataFrame(schema=REGISTER_COLUMNS)
+    return (
+        pl.DataFrame(rows, schema_overrides=REGISTER_COLUMNS, infer_schema_length=None)
+        .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
+        .sort("section", "first_month", "key")
+    )
+
+
+def _reported_month(events: pl.DataFrame, month: str | None) -> str | None:
+    months = reported_months(events)
+    if month is None:
+        return None
+    month = parse_month(month)
+    if month not in months:
+        have = f"{months[0]} to {months[-1]}" if months else "none yet (run txkit report)"
+        raise ValueError(f"the register has no report of {month}: it has {have}")
+    return month
+
+
+def _view_rows(
+    items: dict[str, dict[str, Any]], in_month: set[str], end: date, materiality: Materiality
+) -> list[dict[str, Any]]:
+    volume = _listed_volume(items, in_month)
     rows = []
     for item in items.values():
         age = max((end - item["item_date"]).days, 0) if item["item_date"] else 0
@@ -529,13 +541,20 @@ def register_view(
                 "material": amount is not None and amount != 0 and abs(amount) >= threshold,
             }
         )
-    if not rows:  # months reported, none with an exception
-        return pl.DataFrame(schema=REGISTER_COLUMNS)
-    return (
-        pl.DataFrame(rows, schema_overrides=REGISTER_COLUMNS, infer_schema_length=None)
-        .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
-        .sort("section", "first_month", "key")
-    )
+    return rows
+
+
+def _listed_volume(
+    items: dict[str, dict[str, Any]], in_month: set[str]
+) -> dict[tuple[str, str], Decimal]:
+    """The month's listed amounts, absolute, per section and currency."""
+    volume: dict[tuple[str, str], Decimal] = {}
+    for key in in_month:
+        item = items[key]
+        if item["amount"] is not None:
+            at = (item["section"], item["currency"] or "")
+            volume[at] = volume.get(at, Decimal(0)) + abs(item["amount"])
+    return volume
 
 
 def filter_items(

@@ -20,8 +20,9 @@ import queue
 import shutil
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
@@ -231,62 +232,77 @@ def run_in_lanes(
 
     The first exception stops the lanes from taking new items and is raised once they have
     stopped (the failed lane's kernel shut down; every kernel unless kept)."""
-    results: dict[Item, T] = {}
-    errors: list[BaseException] = []
-    guard = threading.Lock()
     count = max(1, lanes)
-    barrier = threading.Barrier(count)
-    queues = [list(wave) for wave in waves]
-    pool = kept or KeptLanes()
-    made = pool.take(count, make_manager)
-
-    def take(wave: list[Item]) -> Item | None:
-        with guard:
-            return wave.pop(0) if wave and not errors else None
-
-    def lane_main(lane: Lane) -> None:
-        try:
-            for wave in queues:
-                while (item := take(wave)) is not None:
-                    try:
-                        result = work(item, lane)
-                    except BaseException as exc:
-                        lane.done(failed=True)
-                        with guard:
-                            errors.append(exc)
-                        break
-                    lane.done(failed=False)
-                    with guard:
-                        results[item] = result
-                    on_done(item, result)
-                try:
-                    barrier.wait()
-                except threading.BrokenBarrierError:
-                    return
-                if errors:
-                    return
-        except BaseException as exc:  # a reset or a shutdown that failed
-            with guard:
-                errors.append(exc)
-            barrier.abort()
-            lane.close()
-        finally:
-            if kept is None:
-                lane.close()
-
-    finished = [driver.submit(lambda lane=lane: lane_main(lane)) for lane, driver in made]
+    run = _LaneRun(
+        [list(wave) for wave in waves], work, on_done, threading.Barrier(count), kept is not None
+    )
+    made = (kept or KeptLanes()).take(count, make_manager)
+    finished = [driver.submit(lambda lane=lane: run.lane_main(lane)) for lane, driver in made]
     try:
         for event in finished:
             event.wait()
     except BaseException:
-        with guard:
-            errors.append(KeyboardInterrupt())
-        barrier.abort()
+        run.failed(KeyboardInterrupt())
+        run.barrier.abort()
         raise
     finally:
         if kept is None:
             for _lane, driver in made:
                 driver.stop()
-    if errors:
-        raise errors[0]
-    return results, [lane for lane, _driver in made]
+    if run.errors:
+        raise run.errors[0]
+    return run.results, [lane for lane, _driver in made]
+
+
+@dataclass
+class _LaneRun(Generic[Item, T]):
+    """What the lanes of one :func:`run_in_lanes` share: the waves left, the results, the
+    errors (the first stops every lane from taking new items)."""
+
+    queues: list[list[Item]]
+    work: Callable[[Item, Lane], T]
+    on_done: Callable[[Item, T], None]
+    barrier: threading.Barrier
+    keep: bool
+    results: dict[Item, T] = field(default_factory=dict)
+    errors: list[BaseException] = field(default_factory=list)
+    guard: threading.Lock = field(default_factory=threading.Lock)
+
+    def take(self, wave: list[Item]) -> Item | None:
+        with self.guard:
+            return wave.pop(0) if wave and not self.errors else None
+
+    def failed(self, exc: BaseException) -> None:
+        with self.guard:
+            self.errors.append(exc)
+
+    def lane_main(self, lane: Lane) -> None:
+        try:
+            for wave in self.queues:
+                self._wave(wave, lane)
+                try:
+                    self.barrier.wait()
+                except threading.BrokenBarrierError:
+                    return
+                if self.errors:
+                    return
+        except BaseException as exc:  # a reset or a shutdown that failed
+            self.failed(exc)
+            self.barrier.abort()
+            lane.close()
+        finally:
+            if not self.keep:
+                lane.close()
+
+    def _wave(self, wave: list[Item], lane: Lane) -> None:
+        while (item := self.take(wave)) is not None:
+            try:
+                result = self.work(item, lane)
+            except BaseException as exc:
+                lane.done(failed=True)
+                self.failed(exc)
+                return
+            lane.done(failed=False)
+            with self.guard:
+                self.results[item] = result
+            self.on_done(item, result)

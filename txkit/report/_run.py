@@ -155,11 +155,7 @@ _LOCK_WAIT: float = 900.0
 
 def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
     """Where an ``--as-of`` rendering goes: a month's folder the register does not hold as a
-    pack (it would replace the bytes a report recorded, perhaps signed).
-
-    Raises:
-        ValueError: ``--reopen`` given, or the folder is a pack of the register's.
-    """
+    pack (it would replace the bytes a report recorded, perhaps signed)."""
     if reopen is not None:
         raise ValueError("--as-of renders a version again, read-only: it takes no --reopen")
     state = month_state(read_events(plan.store)[0], plan.month)
