@@ -271,21 +271,14 @@ MAX_FUNCTION_LINES = 60
 LONG_MODULES = frozenset(
     {
         "txkit/analysis/balances.py",
-        "txkit/analysis/reconcile.py",
         "txkit/analysis/settlements.py",
-        "txkit/datafile.py",
     }
 )
 LONG_FUNCTIONS = frozenset(
     {
-        "txkit/analysis/orders.py:read_orders_file",
         "txkit/analysis/settlements.py:_reversals",
         "txkit/analysis/wallet.py:_activity",
-        "txkit/bank/_camt.py:_entry",
-        "txkit/cli/_report.py:_add_report",
-        "txkit/cli/_sandbox.py:run",
         "txkit/fetch/pages.py:_Pass.run",
-        "txkit/register/_sign.py:sign_report",
         "txkit/report/_close_summary.py:close_figures",
     }
 )
