@@ -125,7 +125,11 @@ def wallet_differences(
         ``currency``, ``side`` (``ledger`` or ``available``), ``id``, ``createdAt``,
         ``where`` (``opening`` record, ``in the month``, ``closing`` record), ``kind`` (a
         :data:`~txkit.analysis.BREAK_KINDS` value), ``contribution`` (what it adds to the
-        difference), sorted by currency, side and time.
+        difference), sorted by currency, side and time. Each break is one row, on the side
+        the balance checks give it (:func:`~txkit.analysis.balance_breaks`): the ``ledger``
+        rows add to ``difference``; the available balance is the ledger less the reserves
+        held, so the ``ledger`` and ``available`` rows together add to
+        ``available_difference``.
     """
     _, items = _statement(transactions, month, history, model)
     return items
@@ -474,7 +478,9 @@ def _explanations(
     A record missing from the export (``chain_gap``) or an unclassified jump (``other``)
     adds its whole difference; a wrong value in the middle of the month is undone by the
     next record, so only one at the month's last record (the closing) or at the opening
-    record changes the statement.
+    record changes the statement. Each break is listed once, on the side
+    :func:`~txkit.analysis.balance_breaks` gives it: the ledger rows add to the ledger
+    difference, and the ledger and available rows together to the available difference.
     """
     out: list[dict[str, Any]] = []
     last_reported = month.filter(pl.col("reported_ledger").is_not_null())
@@ -499,8 +505,9 @@ def _explanations(
         at_close = entry["id"] == last_id
         where = "closing" if at_close else "in the month"
         if kind in ("chain_gap", "other"):
+            # One row, on the side the balance checks (page 04) put it: available = ledger -
+            # reserves held, so it moves the available difference too without a second row.
             add(entry, "ledger", kind, where, gap)
-            add(entry, "available", kind, where, gap)
         else:
             add(entry, "ledger", kind, where, gap if at_close else 0)
     if closing["avail_kind"] == "reserve_mismatch" and closing["reported_available"] is not None:

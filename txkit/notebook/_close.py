@@ -200,9 +200,9 @@ _NAMED = 5
 
 
 def _explained_once(text: str | None) -> str:
-    """The records behind a difference, each once (the statement lists a record for the
-    ledger and again for the available balance), the first :data:`_NAMED` by id; a text that
-    is not such a list (``rounding``) as it is."""
+    """The records behind a difference, each once, the first :data:`_NAMED` by id; a text that
+    is not such a list (``rounding``) as it is. A ledger break moves the available balance
+    too (available = ledger - reserves held); an available one moves that balance only."""
     entries = (text or "").split("; ")
     found = [_EXPLAINED.fullmatch(e) for e in entries]
     if not text or not all(found):
@@ -212,7 +212,7 @@ def _explained_once(text: str | None) -> str:
         assert m is not None
         sides.setdefault((m["id"], m["kind"], m["where"]), []).append(m["side"])
     shown = [
-        f"{id_} {kind} ({where}{'' if len(set(s)) > 1 else f', {s[0]} only'})"
+        f"{id_} {kind} ({where}{', available only' if set(s) == {'available'} else ''})"
         for (id_, kind, where), s in list(sides.items())[:_NAMED]
     ]
     more = len(sides) - len(shown)

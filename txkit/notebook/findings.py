@@ -21,6 +21,7 @@ __all__ = [
     "trend_findings",
     "underpayment_findings",
     "underpayment_scope",
+    "wallet_differences_totals",
     "wallet_findings",
 ]
 
@@ -281,3 +282,26 @@ def trend_findings(table: pl.DataFrame) -> list[str]:
             f"{worst['month']}{where} ({worst['match_rate']:.2%} of references)."
         )
     return out
+
+
+def wallet_differences_totals(items: pl.DataFrame, statement: pl.DataFrame) -> str:
+    """The line under page 06's differences: per wallet, what its rows add to beside each
+    difference (the ledger rows: the ledger's; ledger and available rows: the available's)."""
+    parts = []
+    for row in statement.iter_rows(named=True):
+        currency = row["currency"]
+        available = row["available_difference"]
+        if row["difference"] is None or (row["difference"] == 0 and available in (None, 0)):
+            continue
+        mine = items.filter(pl.col("currency") == currency)
+        ledger = mine.filter(pl.col("side") == "ledger")["contribution"].sum()
+        both = mine["contribution"].sum()
+        parts.append(
+            f"{currency}: ledger rows {format_money(ledger, currency)} "
+            f"(difference {format_money(row['difference'], currency)}), ledger and available "
+            f"rows {format_money(both, currency)} (available difference "
+            f"{'not stated' if available is None else format_money(available, currency)})"
+        )
+    if not parts:
+        return "**What the rows add to:** no wallet has a difference."
+    return "**What the rows add to:** " + "; ".join(parts) + "."
