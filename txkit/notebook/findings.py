@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from txkit.analysis.exception_lists import rate_text
 from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
 from txkit.analysis.underpayments import COUNTED_STATUSES, SHORTFALL_NAMES
 from txkit.money import format_money, format_sums
@@ -150,8 +151,13 @@ def underpayment_findings(
         if row.get("overpayments"):
             parts.append(f"{row['overpayments']:,} overpayment(s)")
         text = ", ".join(parts)
-        if row.get("underpayment_rate") is not None:
-            text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
+        if row.get("successful_collections"):  # the index's words (rate_text)
+            underpaid = rate_text(
+                row.get("underpayments") or 0,
+                {row["currency"]: row["successful_collections"]},
+                "successful collections",
+            )
+            text += f"; underpaid: {underpaid}"
         if row.get("shortfall") is not None:
             shortfall = format_money(row["shortfall"], row["currency"])
             text += f"; {SHORTFALL_NAMES['shortfall']} {shortfall}"
