@@ -95,6 +95,44 @@ def test_an_unknown_bank_credit_and_a_missing_settlement_carry_their_amount() ->
     }
 
 
+def test_an_expired_collection_has_nothing_at_stake_unless_an_order_claims_it_paid() -> None:
+    """Why 12: an expired collection nobody ordered was 17,500 NGN at stake (its amount), as if
+    money had arrived. At stake is what was paid less what an order claims paid: nothing for
+    an expired or abandoned collection; the order's amount, short, where the order says paid
+    (a failed collection of a paid order was +10,300.00, money more than expected)."""
+    from tests.analysis.analysis_cases import tx_frame
+    from txkit.analysis import reconcile_summary
+
+    export = tx_frame(
+        [
+            collection("EXPIRED", "17500.00", status="expired"),
+            collection("ABANDONED", "900.00", status="abandoned"),
+            collection("FAILED", "10300.00", status="failed"),
+            collection("PAID", "107786.00"),
+        ]
+    )
+    orders = pl.DataFrame(
+        {
+            "reference": ["FAILED", "PAID", "ABANDONED"],
+            "amount": ["10300", "107786", "900"],
+            "currency": ["NGN"] * 3,
+            "status": ["successful", "failed", "abandoned"],
+            "date": [date(2026, 1, 2)] * 3,
+        }
+    ).with_columns(pl.col("amount").cast(pl.Decimal(38, 2)))
+    result = reconcile(export, orders)
+    keyed = _keyed("reconciliation_mismatches", result)
+    page = dict(keyed.select("key", AT_STAKE).iter_rows())
+    assert page["EXPIRED:missing_in_orders"] == 0
+    assert page["FAILED:status_mismatch"] == Decimal("-10300")
+    assert page["PAID:status_mismatch"] == Decimal("107786")
+    items = register_items(keyed, "reconciliation_mismatches", "2026-01")
+    assert dict(items.select("key", "amount").iter_rows()) == page
+    summary = reconcile_summary(result)
+    mine = summary.filter(pl.col("category").cast(pl.String) == "missing_in_orders")
+    assert mine["at_stake"].to_list() == [0]
+
+
 def test_every_list_is_defined_once_and_everything_derives_from_it() -> None:
     """The register's sections, the trends' names and the pages' lists are the definitions'."""
     import inspect

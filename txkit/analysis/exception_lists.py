@@ -142,10 +142,11 @@ LISTS: Final[dict[str, ExceptionList]] = {
             rows=_category_not_in(AGREED_CATEGORIES),
             how=(
                 "every reference of the month whose export and orders do not agree (not matched "
-                "exactly, across the month's end or within the amount tolerance); at stake: the "
-                "export's amount where the orders lack it or the statuses differ, minus the "
-                "order's amount where the export lacks it, else the difference (export - order); "
-                "none for a currency mismatch"
+                "exactly, across the month's end or within the amount tolerance); at stake: where "
+                "the orders or the export lack the reference or the statuses differ, what was "
+                "paid (the export's amount if successful) minus what an order claims paid (its "
+                "amount if successful), so nothing for an expired or abandoned collection nobody "
+                "ordered; else the difference (export - order); none for a currency mismatch"
             ),
             dates=("export_date", "order_date"),
             first=(

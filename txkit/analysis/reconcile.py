@@ -7,7 +7,7 @@ by ``reference``. Amounts are compared exactly, as decimals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -424,23 +424,32 @@ def _one_to_one(joined: pl.LazyFrame, sides: _Sides) -> pl.DataFrame:
 
 def _with_at_stake(result: pl.DataFrame, scale: int) -> pl.DataFrame:
     """``at_stake`` added, before the columns that say how a reference was linked."""
-    return result.with_columns(at_stake().cast(pl.Decimal(38, scale))).select(
+    return result.with_columns(at_stake(result.columns).cast(pl.Decimal(38, scale))).select(
         *[c for c in result.columns if c not in _LINK_COLUMNS], "at_stake", *_LINK_COLUMNS
     )
 
 
-def at_stake() -> pl.Expr:
+def at_stake(columns: Collection[str] = ("export_status", "order_status")) -> pl.Expr:
     """The amount at stake on a reconciliation row (``reconcile``'s ``at_stake``), in the row's
-    one currency: the export's amount where the orders lack the reference or the statuses
-    differ (``difference`` is then null or 0 while the whole payment is in question), minus
-    the order's amount where the export lacks it, else ``difference``; null for a currency
-    mismatch (two currencies: nothing to subtract)."""
+    one currency. Where the orders lack the reference, the export lacks it or the statuses
+    differ (``difference`` is then null or 0 while the whole payment is in question): what was
+    paid (the export's amount if its status is ``successful``) minus what an order claims paid
+    (the order's amount if its status is ``successful``), so an expired or abandoned collection
+    nobody ordered has nothing at stake; else ``difference``; null for a currency mismatch (two
+    currencies: nothing to subtract). A side whose status column is not in ``columns`` (a
+    hand-built frame) counts as paid."""
     category = pl.col("category").cast(pl.String)
+
+    def side(name: str) -> pl.Expr:
+        amount = pl.col(f"{name}_amount").fill_null(0)
+        if f"{name}_status" not in columns:
+            return amount
+        paid = pl.col(f"{name}_status").cast(pl.String).eq("successful").fill_null(True)
+        return pl.when(paid).then(amount).otherwise(pl.lit(0))
+
     return (
-        pl.when(category.is_in(["missing_in_orders", "status_mismatch"]))
-        .then(pl.col("export_amount"))
-        .when(category == "missing_in_export")
-        .then(-pl.col("order_amount"))
+        pl.when(category.is_in(["missing_in_orders", "status_mismatch", "missing_in_export"]))
+        .then(side("export") - side("order"))
         .otherwise(pl.col("difference"))
         .alias("at_stake")
     )
@@ -877,7 +886,7 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
             money("export_amount", scale),
             money("order_amount", scale),
             money("difference", scale),
-            at_stake().cast(pl.Decimal(38, scale)),
+            at_stake(schema.names()).cast(pl.Decimal(38, scale)),
             row_currency.alias("currency"),
             # The orders' amounts in another currency than the row's are summed apart, in
             # their own currency (a currency mismatch), never under the row's.
