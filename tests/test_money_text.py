@@ -369,7 +369,8 @@ def test_the_close_writes_money_by_the_rule() -> None:
     statement = _statement()
     # Amount then currency, as everywhere (it was "GHS 0.000000, NGN -0.500000, ...").
     assert wallet_differences_line(statement) == (
-        "**Difference of each statement:** 0.00 GHS, -0.50 NGN, -0.000001 USDT."
+        "**Difference of each statement** (reported - computed; +: the wallet reports more "
+        "than its records explain): 0.00 GHS, -0.50 NGN, -0.000001 USDT."
     )
     assert [h["value"] for h in wallet_headlines(statement)] == [
         "0.00 GHS",

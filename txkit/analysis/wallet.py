@@ -53,7 +53,13 @@ from txkit.analysis._common import (
 from txkit.analysis.balances import _MONEY, _OPTIONAL, _REQUIRED, BREAK_KINDS, _check
 from txkit.calendar import month_bounds
 
-__all__ = ["ACTIVITY_COLUMNS", "LEDGER_ACTIVITY", "wallet_differences", "wallet_statement"]
+__all__ = [
+    "ACTIVITY_COLUMNS",
+    "DIFFERENCE_SIGN",
+    "LEDGER_ACTIVITY",
+    "wallet_differences",
+    "wallet_statement",
+]
 
 #: The ledger's activity columns: each adds to ``opening_ledger`` to make ``closing_computed``.
 LEDGER_ACTIVITY: Final[tuple[str, ...]] = (
@@ -67,6 +73,9 @@ LEDGER_ACTIVITY: Final[tuple[str, ...]] = (
 )
 #: Every activity column, the reserves (available balance only) last.
 ACTIVITY_COLUMNS: Final[tuple[str, ...]] = (*LEDGER_ACTIVITY, "reserves_held", "reserves_released")
+#: What a wallet difference's sign means, said wherever the figure stands (index, pages 06
+#: and 00): ``difference`` = the closing balance reported - the one the records compute.
+DIFFERENCE_SIGN: Final = "reported - computed; +: the wallet reports more than its records explain"
 _TS = pl.Datetime("ms", "UTC")
 _UTC_MIDNIGHT = "%Y-%m-%dT00:00:00Z"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
@@ -21,11 +21,18 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.analysis.exception_lists import LISTS
+from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.calendar import month_bounds
 from txkit.money import format_money
 from txkit.notebook import read_downloads
 
-__all__ = ["CLOSE_SUMMARY", "CloseFigures", "close_figures", "close_summary_html"]
+__all__ = [
+    "CLOSE_SUMMARY",
+    "RECONCILIATION",
+    "CloseFigures",
+    "close_figures",
+    "close_summary_html",
+]
 
 #: The close summary's file in the report folder (first in the pack by its name).
 CLOSE_SUMMARY: Final = "00_close_summary.html"
@@ -47,7 +54,26 @@ _WALLET_LINES: Final[tuple[tuple[str, str | None], ...]] = (
     ("Net movement of the month", "_net"),
     ("Closing balance, computed", "closing_computed"),
     ("Closing balance, reported by the last record", "closing_reported"),
-    ("Difference (reported - computed)", "difference"),
+    (f"Difference ({DIFFERENCE_SIGN})", "difference"),
+)
+
+
+#: The bank reconciliation's lines, per currency: the bank's opening balance, plus what the
+#: wallet paid out to it, less what had not arrived by the month's end, plus earlier months'
+#: settlements that did, plus what page 06's settlement exceptions put at stake (bank -
+#: settlement), plus the bank's own debits, is the bank's expected closing balance; the
+#: statement's closing balance less it is the unexplained difference (+: the bank holds more).
+#: The wallet's own balance is not in the bank account, so it is not a line of it.
+RECONCILIATION: Final[tuple[str, ...]] = (
+    "Bank opening balance (statement)",
+    "+ settlements paid from the wallet in the month",
+    "- settlements in transit at the month's end",
+    "+ earlier settlements credited in the month",
+    "+ settlement exceptions at stake (page 06: bank - settlement)",
+    "+ bank charges and other debits",
+    "= expected bank closing balance",
+    "Bank closing balance (statement)",
+    "Unexplained difference (bank - expected; +: the bank holds more)",
 )
 
 
@@ -62,6 +88,9 @@ class CloseFigures:
     #: (list title, currency, items, amount at stake, material items)
     exceptions: list[tuple[str, str, int, Decimal, int | None]]
     notes: list[str]
+    #: The wallet's settlements carried to the bank's closing balance (:data:`RECONCILIATION`);
+    #: empty without a bank statement or the settlements page's download.
+    reconciliation: list[tuple[str, dict[str, Decimal | None]]] = field(default_factory=list)
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -119,6 +148,7 @@ def close_figures(
         if counted:
             notes.append(f"Records still open ({', '.join(OPEN_STATUSES)}): {counted}.")
     settlements_path = folder / "settlements.csv"
+    settled = pl.DataFrame()
     if settlements_path.exists():
         settled = pl.read_csv(settlements_path, infer_schema=False)
         transit = settled.filter(pl.col("category") == "timing_next_month")
@@ -148,6 +178,13 @@ def close_figures(
         lines.append(("Bank charges and other debits", charges))
     else:
         notes.append("No bank statement was given: the bank's balance and charges are not shown.")
+    reconciliation = (
+        _reconciliation(month, currencies, dict(lines), settled, bank)
+        if bank is not None and settlements_path.exists()
+        else []
+    )
+    if reconciliation:
+        notes.extend(_reconciliation_notes(settled))
     exceptions = []
     for name, entry in read_downloads(folder).items():
         if name not in LISTS or entry.get("kind") == "table":
@@ -167,7 +204,76 @@ def close_figures(
             )
     # Material first (by the register's count), then the largest amount.
     exceptions.sort(key=lambda e: (-(e[4] or 0), e[0], -e[3], e[1]))
-    return CloseFigures(month, currencies, lines, exceptions, notes)
+    return CloseFigures(month, currencies, lines, exceptions, notes, reconciliation)
+
+
+def _reconciliation(
+    month: str,
+    currencies: list[str],
+    lines: Mapping[str, Mapping[str, Decimal | None]],
+    settled: pl.DataFrame,
+    bank: Any,
+) -> list[tuple[str, dict[str, Decimal | None]]]:
+    """The :data:`RECONCILIATION` lines per currency (None where the bank has no statement
+    of the currency: nothing to reconcile, never 0)."""
+    first, last = month_bounds(month)
+    # The opening of the first statement that closes in the month (its opening date is the
+    # day before the month starts).
+    closed = bank.balances.filter(pl.col("closing_date").is_between(first, last))
+    opening = {
+        r["currency"]: r["opening"]
+        for r in closed.sort("closing_date", descending=True).iter_rows(named=True)
+    }
+    closing = dict(lines["Bank closing balance (statement)"])
+    paid = lines["Money out: settlements to the bank"]
+    charges = lines["Bank charges and other debits"]
+    amounts = ("settlement_amount", "bank_amount", "difference")
+    money = pl.Decimal(38, _scale(settled, amounts))  # the digits the page wrote, exactly
+    rows = settled.with_columns(
+        pl.col("settlement_amount", "bank_amount", "difference").cast(money),
+        pl.col("settlement_date", "bank_date").str.to_date(),
+    )
+    at_stake = LISTS["settlement_exceptions"].listed(rows)
+    transit = rows.filter(pl.col("category") == "timing_next_month")
+    earlier = rows.filter(
+        (pl.col("category") == "matched")
+        & (pl.col("settlement_date") < first)
+        & pl.col("bank_date").is_between(first, last)
+    )
+
+    def total(frame: pl.DataFrame, column: str, code: str) -> Decimal:
+        return Decimal(frame.filter(pl.col("currency") == code)[column].sum() or 0)
+
+    out: dict[str, dict[str, Decimal | None]] = {label: {} for label in RECONCILIATION}
+    for code in currencies:
+        if opening.get(code) is None or closing.get(code) is None or paid.get(code) is None:
+            for label in RECONCILIATION:
+                out[label][code] = None
+            continue
+        parts = [
+            Decimal(opening[code]),
+            -Decimal(paid[code] or 0),
+            -total(transit, "settlement_amount", code),
+            total(earlier, "settlement_amount", code),
+            total(at_stake, "at_stake", code),
+            Decimal(charges.get(code) or 0),
+        ]
+        expected = sum(parts, Decimal(0))
+        values = [*parts, expected, Decimal(closing[code]), Decimal(closing[code]) - expected]
+        for label, value in zip(RECONCILIATION, values, strict=True):
+            out[label][code] = value
+    return [(label, out[label]) for label in RECONCILIATION]
+
+
+def _reconciliation_notes(settled: pl.DataFrame) -> list[str]:
+    ambiguous = settled.filter(pl.col("category") == "ambiguous") if settled.height else settled
+    if not ambiguous.height:
+        return []
+    return [
+        "Wallet to bank: the credits that fit an ambiguous settlement (page 06, for a person "
+        "to choose) are in the bank's balance but credited to no settlement, so they stay in "
+        "the unexplained difference until one is chosen."
+    ]
 
 
 _CSS: Final = (
@@ -192,6 +298,33 @@ _TOTALS: Final = {"Net movement of the month", "Closing balance, computed"}
 
 def _cell(value: Decimal | None, signed: bool = False) -> str:
     return "" if value is None else html.escape(format_money(value, signed=signed))
+
+
+def _scale(frame: pl.DataFrame, columns: Sequence[str]) -> int:
+    """The most decimal places among the text amounts of ``columns``."""
+    digits = [
+        len(value.split(".", 1)[1])
+        for column in columns
+        for value in frame[column].drop_nulls()
+        if "." in value
+    ]
+    return max(digits, default=0)
+
+
+def _reconciliation_html(figures: CloseFigures) -> str:
+    if not figures.reconciliation:
+        return ""
+    rows = []
+    for label, values in figures.reconciliation:
+        css = ' class="total"' if label.startswith("=") else ""
+        signed = label.startswith(("+", "-", "Unexplained"))
+        cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
+        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in figures.currencies)
+    return (
+        "<h2>Wallet to bank</h2><table><thead><tr><th></th>"
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def close_summary_html(
@@ -228,7 +361,8 @@ def close_summary_html(
         "at stake of its items), material items first.</p>"
         f"<h2>Wallet and bank</h2><table><thead><tr><th></th>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
-        "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>currency</th>"
+        + _reconciliation_html(figures)
+        + "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>currency</th>"
         "<th>items</th><th>at stake</th><th>material (section, open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
         f'<ul class="meta">{notes}</ul>'
