@@ -169,12 +169,15 @@ def close_figures(
             & ~pl.col("reversal").fill_null(False)
         )
         charges: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
+        listed = []
         for row in debits.iter_rows(named=True):
             charges[row["currency"]] = (charges.get(row["currency"]) or Decimal(0)) + row["amount"]
-            notes.append(
-                f"Bank debit {row['date']}: {format_money(row['amount'], row['currency'])} "
-                f"({row['narration'] or 'no narration'})."
+            listed.append(
+                f"{row['date']} {format_money(row['amount'], row['currency'])} "
+                f"({row['narration'] or 'no narration'})"
             )
+        if listed:
+            notes.append(f"Bank debits: {'; '.join(listed)}.")
         lines.append(("Bank charges and other debits", charges))
     else:
         notes.append("No bank statement was given: the bank's balance and charges are not shown.")
@@ -311,6 +314,10 @@ def _scale(frame: pl.DataFrame, columns: Sequence[str]) -> int:
     return max(digits, default=0)
 
 
+def _count(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
 def _reconciliation_html(figures: CloseFigures) -> str:
     if not figures.reconciliation:
         return ""
@@ -339,14 +346,21 @@ def close_summary_html(
         signed = label.startswith("Difference")
         cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
         rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    # One row per list (material first), its amount at stake under each currency's column.
+    by_list: dict[str, dict[str, Any]] = {}
+    for title, code, n, amount, material in figures.exceptions:
+        entry = by_list.setdefault(title, {"items": 0, "stake": {}, "material": material})
+        entry["items"] += n
+        entry["stake"][code] = amount
+    width = len(figures.currencies) + 3
     exceptions = (
         "".join(
-            f"<tr><td>{html.escape(title)}</td><td>{html.escape(code)}</td><td>{n:,}</td>"
-            f"<td>{html.escape(format_money(amount, code))}</td>"
-            f"<td>{'' if material is None else f'{material:,}'}</td></tr>"
-            for title, code, n, amount, material in figures.exceptions
+            f"<tr><td>{html.escape(title)}</td><td>{e['items']:,}</td>"
+            + "".join(f"<td>{_cell(e['stake'].get(c))}</td>" for c in figures.currencies)
+            + f"<td>{_count(e['material'])}</td></tr>"
+            for title, e in by_list.items()
         )
-        or '<tr><td colspan="5">No exception this month.</td></tr>'
+        or f'<tr><td colspan="{width}">No exception this month.</td></tr>'
     )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in figures.notes)
     signed = "".join(f"<p>{html.escape(s)}</p>" for s in signatures)
@@ -362,8 +376,8 @@ def close_summary_html(
         f"<h2>Wallet and bank</h2><table><thead><tr><th></th>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
         + _reconciliation_html(figures)
-        + "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>currency</th>"
-        "<th>items</th><th>at stake</th><th>material (section, open)</th></tr></thead>"
+        + "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>items</th>"
+        f"{head}<th>material (section, open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
         f'<ul class="meta">{notes}</ul>'
         + (f'<p class="meta"><strong>As run:</strong> {html.escape(as_run)}.</p>' if as_run else "")
