@@ -69,9 +69,10 @@ out.as_run(underpayment_scope(month))
 
 # %%
 flagged = underpayments(df, history=history)
+by_currency = underpayment_summary(df, by="currency")
 out.exceptions(
     flagged, "flagged_payments", rows=20,
-    population=int(underpayment_summary(df, by="currency")["successful_collections"].sum()),
+    population=dict(by_currency.select("currency", "successful_collections").iter_rows()),
     population_label="successful collections",
 )
 
@@ -79,7 +80,6 @@ out.exceptions(
 # ## Totals and rates by currency, bank and payment channel
 
 # %%
-by_currency = underpayment_summary(df, by="currency")
 out.table(by_currency)
 
 # %%

@@ -55,7 +55,11 @@ import txkit.notebook
 from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import wallet_differences, wallet_statement
 from txkit.notebook._close import wallet_differences_line, wallet_headlines, wallet_statement_lines
-from txkit.notebook.findings import settlement_findings, wallet_findings
+from txkit.notebook.findings import (
+    settlement_findings,
+    wallet_differences_totals,
+    wallet_findings,
+)
 
 # %%
 out = txkit.notebook.outputs(month, "06_settlements.html", source=source, store=store,
@@ -86,12 +90,16 @@ out.download(wallets, "wallet_statement", title="Wallet statement",
 # the export (`chain_gap`: the reported balances include it, the export does not), or a wrong
 # value at the month's last record or at the opening record. A wrong value in the middle of
 # the month is undone by the next record and changes no statement.
+#
+# Each record is listed once, on the side page 04 gives it: the `ledger` rows add to the
+# ledger difference; the available balance is the ledger less the reserves held, so a ledger
+# row moves it too, and the `ledger` and `available` rows together add to the available
+# difference.
 
 # %%
-out.table(
-    wallet_differences(df, month=month, history=history),
-    key=["currency", "side", "id"], empty="None: every wallet ties out.",
-)
+differences = wallet_differences(df, month=month, history=history)
+out.table(differences, key=["currency", "side", "id"], empty="None: every wallet ties out.")
+out.markdown(wallet_differences_totals(differences, wallets))
 
 # %% [markdown]
 # ## Settlements against the bank statement

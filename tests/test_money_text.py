@@ -248,6 +248,7 @@ def test_underpayment_findings_write_money_by_the_rule_and_the_largest_per_curre
     by_currency = pl.DataFrame(
         {
             "currency": ["NGN", "USDT"],
+            "successful_collections": [4, 4],
             "underpayments": [2, 1],
             "overpayments": [1, 0],
             "underpayment_rate": [0.5, 0.25],
@@ -268,10 +269,10 @@ def test_underpayment_findings_write_money_by_the_rule_and_the_largest_per_curre
     )
     lines = underpayment_findings(flagged, by_currency, repeats)
     assert lines == [
-        "NGN: 2 underpayment(s), 1 overpayment(s) (50.00% of successful collections "
-        "underpaid); gross shortfall of underpayments 1,234,567.50 NGN, net shortfall (gross "
+        "NGN: 2 underpayment(s), 1 overpayment(s); underpaid: 2 of 4 successful collections, "
+        "NGN (50.00%); gross shortfall of underpayments 1,234,567.50 NGN, net shortfall (gross "
         "shortfall less the excess of overpayments) 0.00 NGN.",
-        "USDT: 1 underpayment(s) (25.00% of successful collections underpaid); "
+        "USDT: 1 underpayment(s); underpaid: 1 of 4 successful collections, USDT (25.00%); "
         "gross shortfall of underpayments 0.000001 USDT.",
         "3 customer(s) underpaid more than once; the largest total in each currency: "
         "1,234,567.50 NGN over 2 payments (a***@x); 0.000002 USDT over 2 payments (c***@x).",
@@ -368,7 +369,8 @@ def test_the_close_writes_money_by_the_rule() -> None:
     statement = _statement()
     # Amount then currency, as everywhere (it was "GHS 0.000000, NGN -0.500000, ...").
     assert wallet_differences_line(statement) == (
-        "**Difference of each statement:** 0.00 GHS, -0.50 NGN, -0.000001 USDT."
+        "**Difference of each statement** (reported - computed; +: the wallet reports more "
+        "than its records explain): 0.00 GHS, -0.50 NGN, -0.000001 USDT."
     )
     assert [h["value"] for h in wallet_headlines(statement)] == [
         "0.00 GHS",

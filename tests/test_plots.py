@@ -24,3 +24,68 @@ def test_balance_plot_leaves_out_records_that_report_no_balance() -> None:
     fig = plot_balance(df, balance_breaks(df), currency=currency)
     drawn = fig.axes[0].lines[0].get_ydata()
     assert len(drawn) > 0 and min(drawn) > 0  # a zero would be a record that states nothing
+
+
+def _hidden(fig: object) -> list[tuple[str, float, float]]:
+    """Every drawn data point (a line's or marker's point, a bar's top) that a legend of the
+    figure covers, in display coordinates after the figure is drawn."""
+    import numpy as np
+
+    fig.canvas.draw()  # type: ignore[attr-defined]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)  # type: ignore[attr-defined]
+    assert legends, "no legend drawn"
+    boxes = [legend.get_window_extent() for legend in legends]
+    covered = []
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        points = [np.asarray(line.get_xydata(), dtype=float) for line in ax.lines]
+        points += [np.asarray(c.get_offsets(), dtype=float) for c in ax.collections]
+        for patch in ax.patches:
+            box = patch.get_window_extent()
+            top = box.y1 if patch.get_height() >= 0 else box.y0  # type: ignore[attr-defined]
+            xy = ax.transData.inverted().transform([((box.x0 + box.x1) / 2, top)])
+            points.append(xy)
+        for data in points:
+            data = data[~np.isnan(data).any(axis=1)] if len(data) else data
+            for x, y in ax.transData.transform(data) if len(data) else []:
+                if any(b.x0 <= x <= b.x1 and b.y0 <= y <= b.y1 for b in boxes):
+                    covered.append((ax.get_title(), float(x), float(y)))
+    return covered
+
+
+def _months(n: int = 12) -> list[str]:
+    return [f"{2025 + (10 + i) // 12}-{(10 + i) % 12 + 1:02d}" for i in range(n)]
+
+
+def test_no_legend_hides_a_point_of_the_lines_it_names() -> None:
+    """Issue 33, Why 12: a legend placed inside the panel ("best") hid the last months of a
+    line. Lines that fill their panel, the last months at its top right, as the sandbox's
+    growth draws them: no point may be under a legend."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from txkit.notebook.plots import plot_exception_trends, plot_money_trend, plot_rate_trends
+
+    months = _months()
+    rows = []
+    for c, currency in enumerate(["GHS", "KES", "NGN", "USD", "USDT"]):
+        for i, month in enumerate(months):
+            wave = (i % 2) * 0.5 + i / len(months)  # zigzag up to the last month
+            rows.append(
+                {
+                    "month": month,
+                    "currency": currency,
+                    "incoming": 1000.0 * (1 + wave),
+                    "outgoing": 1000.0 * (1.5 - wave / 2 + (c % 2) * 0.3),
+                    "success_rate": 0.8 + 0.1 * wave + 0.01 * c,
+                    "fee_rate": 0.01 + 0.005 * wave,
+                    "underpayment_rate": 0.002 + 0.002 * wave,
+                    "match_rate": 0.95 + 0.03 * wave,
+                    "underpayments": 3 + i,
+                    "shortfall": 100.0 * (1 + wave),
+                    "breaks": 2 + i + c,
+                }
+            )
+    table = pl.DataFrame(rows)
+    for plot in (plot_money_trend, plot_rate_trends, plot_exception_trends):
+        fig = plot(table)
+        assert _hidden(fig) == [], plot.__name__

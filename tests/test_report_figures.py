@@ -70,7 +70,8 @@ def test_the_difference_column_says_what_is_at_stake_on_missing_and_status_rows(
         "SAME": Decimal("0.00"),
         "ONLY-EXPORT": Decimal("250.00"),  # the export's payment the orders lack
         "ONLY-ORDERS": Decimal("-75.50"),  # the order the export lacks: money not received
-        "STATUS": Decimal("40.00"),  # difference 0.00, yet 40.00 NGN failed on one side
+        # difference 0.00, yet the payment failed while its order says paid: 40.00 NGN short
+        "STATUS": Decimal("-40.00"),
         "AMOUNT": Decimal("10.00"),
         "CURRENCY": None,  # two currencies: nothing is subtracted
     }

@@ -75,6 +75,9 @@ def test_messy_flags_give_one_underpayment_count_and_shortfall_everywhere(
     assert (row["underpayments"], row["collections"], row["shortfall"]) == (4, 6, shortfall)
 
     shown = {h.label: h.value for h in underpayment_headlines(month_over_month(metrics, "2026-10"))}
-    assert shown[f"Underpayments, {currency}"].startswith("4 (")
+    # The rate with its denominator, as page 03 says it (issue 33).
+    assert shown[f"Underpayments, {currency}"] == (
+        f"4 of 6 successful collections, {currency} (66.67%)"
+    )
     gross = shown[f"Gross shortfall of underpayments, {currency}"]
     assert gross.replace(",", "").startswith(str(shortfall).rstrip("0"))

@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from tests.analysis.analysis_cases import SEEDS, Case, load_case
+from txkit.analysis.balances import balance_breaks
 from txkit.analysis.reconcile import reconcile
 from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import LEDGER_ACTIVITY, wallet_differences, wallet_statement
@@ -172,6 +173,19 @@ def test_the_wallet_statement_ties_out_but_for_the_planted_anomalies(
         .agg(pl.col("contribution").sum())
     )
     assert dict(ledger.iter_rows()) == {c: d for c, d in expected.items() if d}
+    # Each break once (page 06 listed a chain gap on both sides: its contributions added to
+    # twice the difference), on the side the balance checks (page 04) give it.
+    assert items.select("currency", "id", "where", "kind").is_duplicated().sum() == 0
+    breaks = balance_breaks(
+        _month(case.frame, MONTH), history=_month(case.frame, BEFORE), model="auto"
+    )
+    sides = {(r["id"], r["kind"]): r["side"] for r in breaks.iter_rows(named=True)}
+    for item in items.filter(pl.col("where") == "in the month").iter_rows(named=True):
+        assert sides[(item["id"], item["kind"])] == item["side"], item
+    both = items.group_by("currency").agg(pl.col("contribution").sum())
+    available = dict(statement.select("currency", "available_difference").iter_rows())
+    for currency, total in both.iter_rows():
+        assert total == available[currency], currency
 
 
 def test_the_wallet_statement_without_history_says_the_opening_is_unknown() -> None:

@@ -234,7 +234,8 @@ def test_summary_by_category_and_currency() -> None:
             ("duplicate_reference", "NGN", 2, "105.00", None, "100.00", "0.00", "0.00"),
             ("currency_mismatch", "USD", 1, "100.00", "NGN", "100.01", None, None),
             ("amount_mismatch", "NGN", 2, "200.00", None, "200.49", "-0.49", "-0.49"),
-            ("status_mismatch", "NGN", 1, "100.00", None, "100.00", "0.00", "100.00"),
+            # R4 failed while its order says paid: the order's amount is short (issue 33).
+            ("status_mismatch", "NGN", 1, "100.00", None, "100.00", "0.00", "-100.00"),
         ],
         schema={
             "category": pl.Enum(CATEGORIES),

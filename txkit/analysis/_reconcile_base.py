@@ -3,6 +3,7 @@ the two sides ready to match."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
@@ -71,18 +72,27 @@ class Sides:
         return pl.col("_day").is_between(first, last) | pl.col("_day").is_null()
 
 
-def at_stake() -> pl.Expr:
+def at_stake(columns: Collection[str] = ("export_status", "order_status")) -> pl.Expr:
     """The amount at stake on a reconciliation row (``reconcile``'s ``at_stake``), in the row's
-    one currency: the export's amount where the orders lack the reference or the statuses
-    differ (``difference`` is then null or 0 while the whole payment is in question), minus
-    the order's amount where the export lacks it, else ``difference``; null for a currency
-    mismatch (two currencies: nothing to subtract)."""
+    one currency. Where the orders lack the reference, the export lacks it or the statuses
+    differ (``difference`` is then null or 0 while the whole payment is in question): what was
+    paid (the export's amount if its status is ``successful``) minus what an order claims paid
+    (the order's amount if its status is ``successful``), so an expired or abandoned collection
+    nobody ordered has nothing at stake; else ``difference``; null for a currency mismatch (two
+    currencies: nothing to subtract). A side whose status column is not in ``columns`` (a
+    hand-built frame) counts as paid."""
     category = pl.col("category").cast(pl.String)
+
+    def side(name: str) -> pl.Expr:
+        amount = pl.col(f"{name}_amount").fill_null(0)
+        if f"{name}_status" not in columns:
+            return amount
+        paid = pl.col(f"{name}_status").cast(pl.String).eq("successful").fill_null(True)
+        return pl.when(paid).then(amount).otherwise(pl.lit(0))
+
     return (
-        pl.when(category.is_in(["missing_in_orders", "status_mismatch"]))
-        .then(pl.col("export_amount"))
-        .when(category == "missing_in_export")
-        .then(-pl.col("order_amount"))
+        pl.when(category.is_in(["missing_in_orders", "status_mismatch", "missing_in_export"]))
+        .then(side("export") - side("order"))
         .otherwise(pl.col("difference"))
         .alias("at_stake")
     )

@@ -144,7 +144,7 @@ def _summable(lf: pl.LazyFrame, scale: int) -> pl.LazyFrame:
         money("export_amount", scale),
         money("order_amount", scale),
         money("difference", scale),
-        at_stake().cast(pl.Decimal(38, scale)),
+        at_stake(lf.collect_schema().names()).cast(pl.Decimal(38, scale)),
         row_currency.alias("currency"),
         # The orders' amounts in another currency than the row's are summed apart, in
         # their own currency (a currency mismatch), never under the row's.

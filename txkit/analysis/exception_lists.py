@@ -17,7 +17,7 @@ stake (null): two currencies are never subtracted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,7 +26,15 @@ import polars as pl
 from txkit.analysis.reconcile import AGREED_CATEGORIES, at_stake
 from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS
 
-__all__ = ["AT_STAKE", "LISTS", "ExceptionList", "exception_list", "listed", "with_at_stake"]
+__all__ = [
+    "AT_STAKE",
+    "LISTS",
+    "ExceptionList",
+    "exception_list",
+    "listed",
+    "rate_text",
+    "with_at_stake",
+]
 
 #: The column every list carries: the amount at stake, signed, in the row's currency.
 AT_STAKE: Final = "at_stake"
@@ -134,10 +142,11 @@ LISTS: Final[dict[str, ExceptionList]] = {
             rows=_category_not_in(AGREED_CATEGORIES),
             how=(
                 "every reference of the month whose export and orders do not agree (not matched "
-                "exactly, across the month's end or within the amount tolerance); at stake: the "
-                "export's amount where the orders lack it or the statuses differ, minus the "
-                "order's amount where the export lacks it, else the difference (export - order); "
-                "none for a currency mismatch"
+                "exactly, across the month's end or within the amount tolerance); at stake: where "
+                "the orders or the export lack the reference or the statuses differ, what was "
+                "paid (the export's amount if successful) minus what an order claims paid (its "
+                "amount if successful), so nothing for an expired or abandoned collection nobody "
+                "ordered; else the difference (export - order); none for a currency mismatch"
             ),
             dates=("export_date", "order_date"),
             first=(
@@ -295,3 +304,34 @@ def listed(name: str, frame: pl.DataFrame) -> pl.DataFrame:
 def with_at_stake(name: str, frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (rows of the list ``name``) with its ``at_stake`` column."""
     return exception_list(name).with_at_stake(frame)
+
+
+def rate_text(
+    rows: int,
+    population: int | Mapping[str, int],
+    label: str,
+    rows_by_currency: Mapping[str, int] | None = None,
+) -> str:
+    """A list's rate, with its numerator and denominator named, as every page states it.
+
+    One rule for the index's line and the page's: with a population per currency (what the
+    list was drawn from, e.g. the successful collections of each currency), the rate of every
+    currency comes first, then the rate of each currency with rows, over that currency's own
+    population: ``15 of 4,490 successful collections, every currency (0.33%); NGN: 15 of 3,320
+    successful collections, NGN (0.45%)``. With one number, ``41 of 5,279 references
+    (0.78%)``.
+    """
+    by = dict(population) if isinstance(population, Mapping) else {}
+    by.pop("", None)
+    total = sum(population.values()) if isinstance(population, Mapping) else population
+    if not total:
+        return f"{rows:,} of 0 {label}".rstrip()
+    if len(by) < 2:
+        only = f", {next(iter(by))}" if by else ""
+        return f"{rows:,} of {total:,} {label}{only} ({rows / total:.2%})"
+    text = f"{rows:,} of {total:,} {label}, every currency ({rows / total:.2%})"
+    for currency, n in sorted((rows_by_currency or {}).items()):
+        if n and by.get(currency):
+            text += f"; {currency}: {n:,} of {by[currency]:,} {label}, {currency} "
+            text += f"({n / by[currency]:.2%})"
+    return text

@@ -377,7 +377,7 @@ def _one_to_one(joined: pl.LazyFrame, sides: Sides) -> pl.DataFrame:
 
 def _with_at_stake(result: pl.DataFrame, scale: int) -> pl.DataFrame:
     """``at_stake`` added, before the columns that say how a reference was linked."""
-    return result.with_columns(at_stake().cast(pl.Decimal(38, scale))).select(
+    return result.with_columns(at_stake(result.columns).cast(pl.Decimal(38, scale))).select(
         *[c for c in result.columns if c not in _LINK_COLUMNS], "at_stake", *_LINK_COLUMNS
     )
 

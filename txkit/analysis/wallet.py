@@ -53,7 +53,13 @@ from txkit.analysis._common import (
 from txkit.analysis.balances import _MONEY, _OPTIONAL, _REQUIRED, BREAK_KINDS, _check
 from txkit.calendar import month_bounds
 
-__all__ = ["ACTIVITY_COLUMNS", "LEDGER_ACTIVITY", "wallet_differences", "wallet_statement"]
+__all__ = [
+    "ACTIVITY_COLUMNS",
+    "DIFFERENCE_SIGN",
+    "LEDGER_ACTIVITY",
+    "wallet_differences",
+    "wallet_statement",
+]
 
 #: The ledger's activity columns: each adds to ``opening_ledger`` to make ``closing_computed``.
 LEDGER_ACTIVITY: Final[tuple[str, ...]] = (
@@ -67,6 +73,9 @@ LEDGER_ACTIVITY: Final[tuple[str, ...]] = (
 )
 #: Every activity column, the reserves (available balance only) last.
 ACTIVITY_COLUMNS: Final[tuple[str, ...]] = (*LEDGER_ACTIVITY, "reserves_held", "reserves_released")
+#: What a wallet difference's sign means, said wherever the figure stands (index, pages 06
+#: and 00): ``difference`` = the closing balance reported - the one the records compute.
+DIFFERENCE_SIGN: Final = "reported - computed; +: the wallet reports more than its records explain"
 _TS = pl.Datetime("ms", "UTC")
 _UTC_MIDNIGHT = "%Y-%m-%dT00:00:00Z"
 
@@ -125,7 +134,11 @@ def wallet_differences(
         ``currency``, ``side`` (``ledger`` or ``available``), ``id``, ``createdAt``,
         ``where`` (``opening`` record, ``in the month``, ``closing`` record), ``kind`` (a
         :data:`~txkit.analysis.BREAK_KINDS` value), ``contribution`` (what it adds to the
-        difference), sorted by currency, side and time.
+        difference), sorted by currency, side and time. Each break is one row, on the side
+        the balance checks give it (:func:`~txkit.analysis.balance_breaks`): the ``ledger``
+        rows add to ``difference``; the available balance is the ledger less the reserves
+        held, so the ``ledger`` and ``available`` rows together add to
+        ``available_difference``.
     """
     _, items = _statement(transactions, month, history, model)
     return items
@@ -229,6 +242,10 @@ def _activity(month: pl.LazyFrame, schema: pl.Schema, scale: int) -> dict[str, d
         .sort("currency", "type", nulls_last=True)
         .collect()
     )
+    return _by_wallet(parts)
+
+
+def _by_wallet(parts: pl.DataFrame) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for group in parts.iter_rows(named=True):
         kind = group["type"]
@@ -474,7 +491,9 @@ def _explanations(
     A record missing from the export (``chain_gap``) or an unclassified jump (``other``)
     adds its whole difference; a wrong value in the middle of the month is undone by the
     next record, so only one at the month's last record (the closing) or at the opening
-    record changes the statement.
+    record changes the statement. Each break is listed once, on the side
+    :func:`~txkit.analysis.balance_breaks` gives it: the ledger rows add to the ledger
+    difference, and the ledger and available rows together to the available difference.
     """
     out: list[dict[str, Any]] = []
     last_reported = month.filter(pl.col("reported_ledger").is_not_null())
@@ -499,8 +518,9 @@ def _explanations(
         at_close = entry["id"] == last_id
         where = "closing" if at_close else "in the month"
         if kind in ("chain_gap", "other"):
+            # One row, on the side the balance checks (page 04) put it: available = ledger -
+            # reserves held, so it moves the available difference too without a second row.
             add(entry, "ledger", kind, where, gap)
-            add(entry, "available", kind, where, gap)
         else:
             add(entry, "ledger", kind, where, gap if at_close else 0)
     if closing["avail_kind"] == "reserve_mismatch" and closing["reported_available"] is not None:

@@ -25,6 +25,7 @@ import polars as pl
 
 from txkit._scrub import scrub_frame
 from txkit.analysis.columns import BANK, column_setting
+from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
 from txkit.config import key_configured
@@ -175,7 +176,7 @@ def wallet_differences_line(statement: pl.DataFrame) -> str:
     )
     if not ties:  # never "Difference of each statement: ."
         return "**Difference of each statement:** none could be computed (no wallet stated)."
-    return f"**Difference of each statement:** {ties}."
+    return f"**Difference of each statement** ({DIFFERENCE_SIGN}): {ties}."
 
 
 def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
@@ -183,7 +184,7 @@ def wallet_headlines(statement: pl.DataFrame) -> list[dict[str, Any]]:
     looked at unless it is 0 (a statement that cannot be stated is looked at too)."""
     return [
         {
-            "label": f"Wallet statement {r['currency']}: difference",
+            "label": f"Wallet statement {r['currency']}: difference ({DIFFERENCE_SIGN})",
             "value": "not stated"
             if r["difference"] is None
             else format_money(r["difference"], r["currency"]),
@@ -200,9 +201,9 @@ _NAMED = 5
 
 
 def _explained_once(text: str | None) -> str:
-    """The records behind a difference, each once (the statement lists a record for the
-    ledger and again for the available balance), the first :data:`_NAMED` by id; a text that
-    is not such a list (``rounding``) as it is."""
+    """The records behind a difference, each once, the first :data:`_NAMED` by id; a text that
+    is not such a list (``rounding``) as it is. A ledger break moves the available balance
+    too (available = ledger - reserves held); an available one moves that balance only."""
     entries = (text or "").split("; ")
     found = [_EXPLAINED.fullmatch(e) for e in entries]
     if not text or not all(found):
@@ -212,7 +213,7 @@ def _explained_once(text: str | None) -> str:
         assert m is not None
         sides.setdefault((m["id"], m["kind"], m["where"]), []).append(m["side"])
     shown = [
-        f"{id_} {kind} ({where}{'' if len(set(s)) > 1 else f', {s[0]} only'})"
+        f"{id_} {kind} ({where}{', available only' if set(s) == {'available'} else ''})"
         for (id_, kind, where), s in list(sides.items())[:_NAMED]
     ]
     more = len(sides) - len(shown)
@@ -309,13 +310,13 @@ _LINES = (
     ("tax", "Tax on fees"),
     ("closing_computed", "Closing balance computed"),
     ("closing_reported", "Closing balance reported by the last record"),
-    ("difference", "Difference (reported - computed)"),
+    ("difference", f"Difference ({DIFFERENCE_SIGN})"),
     ("opening_available", "Opening available balance"),
     ("reserves_held", "Rolling reserves held"),
     ("reserves_released", "Rolling reserves released"),
     ("closing_available_computed", "Closing available computed"),
     ("closing_available_reported", "Closing available reported"),
-    ("available_difference", "Available difference"),
+    ("available_difference", f"Available difference ({DIFFERENCE_SIGN})"),
 )
 
 

@@ -10,7 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from txkit.notebook._downloads import Destination, ExceptionList, publish_exceptions
+from txkit.analysis.exception_lists import rate_text
+from txkit.notebook._downloads import (
+    Destination,
+    ExceptionList,
+    count_by_currency,
+    publish_exceptions,
+)
 from txkit.notebook._load import LoadInfo
 from txkit.notebook.tables import format_table
 from txkit.privacy import mask_sentences
@@ -123,5 +129,14 @@ def display_exceptions(
         empty=empty,
         download=name if written is not None else None,
     )
+    if population is not None:  # the index's rate, in the same words (rate_text)
+        by_currency = written.rows_by_currency if written is not None else None
+        if by_currency is None and isinstance(population, Mapping):
+            by_currency = count_by_currency(df)
+        display(
+            Markdown(
+                f"**Rate:** {rate_text(df.height, population, population_label, by_currency)}."
+            )
+        )
     if written is not None:
         display(Markdown(written.links_markdown()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from txkit.analysis.exception_lists import rate_text
 from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
 from txkit.analysis.underpayments import COUNTED_STATUSES, SHORTFALL_NAMES
 from txkit.money import format_money, format_sums
@@ -21,6 +22,7 @@ __all__ = [
     "trend_findings",
     "underpayment_findings",
     "underpayment_scope",
+    "wallet_differences_totals",
     "wallet_findings",
 ]
 
@@ -149,8 +151,13 @@ def underpayment_findings(
         if row.get("overpayments"):
             parts.append(f"{row['overpayments']:,} overpayment(s)")
         text = ", ".join(parts)
-        if row.get("underpayment_rate") is not None:
-            text += f" ({row['underpayment_rate']:.2%} of successful collections underpaid)"
+        if row.get("successful_collections"):  # the index's words (rate_text)
+            underpaid = rate_text(
+                row.get("underpayments") or 0,
+                {row["currency"]: row["successful_collections"]},
+                "successful collections",
+            )
+            text += f"; underpaid: {underpaid}"
         if row.get("shortfall") is not None:
             shortfall = format_money(row["shortfall"], row["currency"])
             text += f"; {SHORTFALL_NAMES['shortfall']} {shortfall}"
@@ -281,3 +288,26 @@ def trend_findings(table: pl.DataFrame) -> list[str]:
             f"{worst['month']}{where} ({worst['match_rate']:.2%} of references)."
         )
     return out
+
+
+def wallet_differences_totals(items: pl.DataFrame, statement: pl.DataFrame) -> str:
+    """The line under page 06's differences: per wallet, what its rows add to beside each
+    difference (the ledger rows: the ledger's; ledger and available rows: the available's)."""
+    parts = []
+    for row in statement.iter_rows(named=True):
+        currency = row["currency"]
+        available = row["available_difference"]
+        if row["difference"] is None or (row["difference"] == 0 and available in (None, 0)):
+            continue
+        mine = items.filter(pl.col("currency") == currency)
+        ledger = mine.filter(pl.col("side") == "ledger")["contribution"].sum()
+        both = mine["contribution"].sum()
+        parts.append(
+            f"{currency}: ledger rows {format_money(ledger, currency)} "
+            f"(difference {format_money(row['difference'], currency)}), ledger and available "
+            f"rows {format_money(both, currency)} (available difference "
+            f"{'not stated' if available is None else format_money(available, currency)})"
+        )
+    if not parts:
+        return "**What the rows add to:** no wallet has a difference."
+    return "**What the rows add to:** " + "; ".join(parts) + "."

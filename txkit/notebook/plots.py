@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable, Sequence
-from typing import ParamSpec
+from typing import Any, ParamSpec
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -109,6 +109,22 @@ def _labels(values: Sequence[object]) -> list[str]:
     return [UNKNOWN if v is None or str(v).strip() == "" else str(v) for v in values]
 
 
+def _legend_outside(ax: plt.Axes, **options: Any) -> None:
+    """The axes' legend beside its plotting area, never over the data: placed "best" inside,
+    it hid the last months of a line."""
+    ax.legend(
+        loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small",
+        **options,
+    )  # fmt: skip
+
+
+def _figure_legend(fig: Figure, ax: plt.Axes, **options: Any) -> None:
+    """One legend for every panel (the same labels on each), outside them all."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", fontsize="small", **options)
+
+
 def _figure(title: str, size: tuple[float, float] = (9, 4)) -> tuple[Figure, plt.Axes]:
     fig, ax = plt.subplots(figsize=size, layout="constrained")
     ax.set_title(title)
@@ -153,7 +169,7 @@ def plot_daily_volume(daily: pl.DataFrame, *, currency: str) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: human_amount(abs(v), currency)))
     ax.set_xlabel("day (UTC)")
     ax.set_ylabel(f"amount per day ({currency})")
-    ax.legend(title="direction: type", fontsize="small")
+    _legend_outside(ax, title="direction: type")
     fig.autofmt_xdate()
     return fig
 
@@ -176,7 +192,7 @@ def plot_status_mix(mix: pl.DataFrame) -> Figure:
         left = values if left is None else left + values
     ax.set_xlabel("share of the type's records (%)")
     ax.set_ylabel("transaction type")
-    ax.legend(title="status", bbox_to_anchor=(1.01, 1), loc="upper left", fontsize="small")
+    _legend_outside(ax, title="status")
     return fig
 
 
@@ -236,7 +252,7 @@ def plot_shortfall_by(summary: pl.DataFrame, *, dimension: str, currency: str) -
         ax.set_ylabel(ylabel)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, u=unit: human_amount(v, u or "")))
         ax.grid(True, axis="y", alpha=0.3)
-        ax.legend()
+        _legend_outside(ax)
     if data.height == 0:
         counts.text(0.5, 0.5, "None this month", ha="center", transform=counts.transAxes)
     return fig
@@ -272,7 +288,7 @@ def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Fi
             zorder=3,
             label="break",
         )
-        ax.legend()
+        _legend_outside(ax)
     ax.set_xlabel("createdAt (UTC)")
     ax.set_ylabel(f"ledger balance ({currency})")
     _money_axis(ax.yaxis, currency)
@@ -336,7 +352,7 @@ def plot_money_trend(metrics: pl.DataFrame) -> Figure:
         ax.set_ylabel(f"amount ({currency})")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p, u=currency: human_amount(v, u)))
         _month_axis(ax, months)
-        ax.legend(fontsize="small")
+    _figure_legend(fig, axes.flat[0])
     return fig
 
 
@@ -358,8 +374,7 @@ def plot_rate_trends(table: pl.DataFrame) -> Figure:
         ax.set_ylabel(label)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.2f}%"))
         _month_axis(ax, months)
-    if axes.flat[0].get_legend_handles_labels()[0]:
-        axes.flat[0].legend(title="currency", fontsize="small")
+    _figure_legend(fig, axes.flat[0], title="currency")
     ax = axes.flat[3]
     known = table.filter(pl.col("match_rate").is_not_null())
     ax.set_title("Match rate (each month's report)")
@@ -386,7 +401,7 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
             part = flagged.filter(pl.col("currency") == currency).sort("month")
             where = [months.index(m) for m in part["month"].to_list()]
             short.bar(where, part["shortfall"].cast(pl.Float64).to_list(), label=currency)
-        short.legend(title="currency", fontsize="small")
+        _legend_outside(short, title="currency")
     else:
         short.text(0.5, 0.5, "No underpayment", ha="center", transform=short.transAxes)
     short.set_ylabel("expected − paid (its currency)")
@@ -408,7 +423,7 @@ def plot_exception_trends(table: pl.DataFrame) -> Figure:
             part = known.filter(pl.col("currency") == currency).sort("month")
             where = [months.index(m) - 0.4 + width * (i + 0.5) for m in part["month"].to_list()]
             breaks.bar(where, part["breaks"].to_list(), width=width, label=currency)
-        breaks.legend(title="currency", fontsize="small")
+        _legend_outside(breaks, title="currency")
     else:
         breaks.text(0.5, 0.5, "No monthly report yet", ha="center", transform=breaks.transAxes)
     return fig

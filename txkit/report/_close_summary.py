@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
@@ -21,11 +21,18 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.analysis.exception_lists import LISTS
+from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.calendar import month_bounds
 from txkit.money import format_money
 from txkit.notebook import read_downloads
 
-__all__ = ["CLOSE_SUMMARY", "CloseFigures", "close_figures", "close_summary_html"]
+__all__ = [
+    "CLOSE_SUMMARY",
+    "RECONCILIATION",
+    "CloseFigures",
+    "close_figures",
+    "close_summary_html",
+]
 
 #: The close summary's file in the report folder (first in the pack by its name).
 CLOSE_SUMMARY: Final = "00_close_summary.html"
@@ -47,7 +54,26 @@ _WALLET_LINES: Final[tuple[tuple[str, str | None], ...]] = (
     ("Net movement of the month", "_net"),
     ("Closing balance, computed", "closing_computed"),
     ("Closing balance, reported by the last record", "closing_reported"),
-    ("Difference (reported - computed)", "difference"),
+    (f"Difference ({DIFFERENCE_SIGN})", "difference"),
+)
+
+
+#: The bank reconciliation's lines, per currency: the bank's opening balance, plus what the
+#: wallet paid out to it, less what had not arrived by the month's end, plus earlier months'
+#: settlements that did, plus what page 06's settlement exceptions put at stake (bank -
+#: settlement), plus the bank's own debits, is the bank's expected closing balance; the
+#: statement's closing balance less it is the unexplained difference (+: the bank holds more).
+#: The wallet's own balance is not in the bank account, so it is not a line of it.
+RECONCILIATION: Final[tuple[str, ...]] = (
+    "Bank opening balance (statement)",
+    "+ settlements paid from the wallet in the month",
+    "- settlements in transit at the month's end",
+    "+ earlier settlements credited in the month",
+    "+ settlement exceptions at stake (page 06: bank - settlement)",
+    "+ bank charges and other debits",
+    "= expected bank closing balance",
+    "Bank closing balance (statement)",
+    "Unexplained difference (bank - expected; +: the bank holds more)",
 )
 
 
@@ -62,6 +88,9 @@ class CloseFigures:
     #: (list title, currency, items, amount at stake, material items)
     exceptions: list[tuple[str, str, int, Decimal, int | None]]
     notes: list[str]
+    #: The wallet's settlements carried to the bank's closing balance (:data:`RECONCILIATION`);
+    #: empty without a bank statement or the settlements page's download.
+    reconciliation: list[tuple[str, dict[str, Decimal | None]]] = field(default_factory=list)
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -80,13 +109,44 @@ def close_figures(
     the store at the pages' table version) and the bank statements (a
     :class:`txkit.bank.BankStatement`, or None)."""
     notes: list[str] = []
+    currencies, lines = _wallet_lines(folder)
+    if records is not None:
+        currencies, line, note = _open_records_line(records, currencies)
+        lines.append(line)
+        notes.extend(note)
+    settlements_path = folder / "settlements.csv"
+    settled = pl.DataFrame()
+    if settlements_path.exists():
+        settled = pl.read_csv(settlements_path, infer_schema=False)
+        lines.append(_transit_line(settled, currencies))
+    if bank is not None:
+        bank_lines, note = _bank_lines(bank, month, currencies)
+        lines.extend(bank_lines)
+        notes.extend(note)
+    else:
+        notes.append("No bank statement was given: the bank's balance and charges are not shown.")
+    reconciliation = (
+        _reconciliation(month, currencies, dict(lines), settled, bank)
+        if bank is not None and settlements_path.exists()
+        else []
+    )
+    if reconciliation:
+        notes.extend(_reconciliation_notes(settled))
+    exceptions = _exception_lines(folder, material)
+    return CloseFigures(month, currencies, lines, exceptions, notes, reconciliation)
+
+
+_Line = tuple[str, dict[str, Decimal | None]]
+
+
+def _wallet_lines(folder: Path) -> tuple[list[str], list[_Line]]:
     wallet_path = folder / "wallet_statement.csv"
     wallet = (
         pl.read_csv(wallet_path, infer_schema=False) if wallet_path.exists() else pl.DataFrame()
     )
     currencies = sorted(wallet["currency"].to_list()) if wallet.height else []
     by_currency = {r["currency"]: r for r in wallet.iter_rows(named=True)}
-    lines: list[tuple[str, dict[str, Decimal | None]]] = []
+    lines: list[_Line] = []
     for label, column in _WALLET_LINES:
         row: dict[str, Decimal | None] = {}
         for code in currencies:
@@ -100,54 +160,72 @@ def close_figures(
             else:
                 row[code] = _decimal(values.get(column))
         lines.append((label, row))
-    if records is not None:
-        still = (
-            records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
-            .group_by(pl.col("toCurrency").cast(pl.String).alias("currency"))
-            .agg(pl.col("toAmount").sum().alias("amount"), pl.len().alias("n"))
-            .collect()
+    return currencies, lines
+
+
+def _open_records_line(
+    records: pl.LazyFrame, currencies: list[str]
+) -> tuple[list[str], _Line, list[str]]:
+    """The value still open per currency (currencies without a wallet line added), and the
+    note counting the records."""
+    still = (
+        records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
+        .group_by(pl.col("toCurrency").cast(pl.String).alias("currency"))
+        .agg(pl.col("toAmount").sum().alias("amount"), pl.len().alias("n"))
+        .collect()
+    )
+    open_rows = {r["currency"]: r for r in still.iter_rows(named=True)}
+    currencies = sorted(set(currencies) | set(open_rows))
+    line = (
+        "Value of the records still open (status can change)",
+        {c: open_rows[c]["amount"] if c in open_rows else Decimal(0) for c in currencies},
+    )
+    counted = ", ".join(f"{r['n']:,} {c}" for c, r in sorted(open_rows.items()))
+    notes = [f"Records still open ({', '.join(OPEN_STATUSES)}): {counted}."] if counted else []
+    return currencies, line, notes
+
+
+def _transit_line(settled: pl.DataFrame, currencies: list[str]) -> _Line:
+    transit = settled.filter(pl.col("category") == "timing_next_month")
+    sums: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
+    for code, amount in transit.select("currency", "settlement_amount").iter_rows():
+        sums[code] = (sums.get(code) or Decimal(0)) + Decimal(amount)
+    return ("Settlements in transit (credited after the month)", sums)
+
+
+def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Line], list[str]]:
+    """The bank's closing balance and its debits of the month (each listed in a note)."""
+    first, last = month_bounds(month)
+    balances = bank.balances.filter(pl.col("closing_date").is_between(first, last))
+    closing = {
+        r["currency"]: r["closing"] for r in balances.sort("closing_date").iter_rows(named=True)
+    }
+    debits = bank.entries.filter(
+        (pl.col("direction") == "debit")
+        & pl.col("date").is_between(first, last)
+        & ~pl.col("reversal").fill_null(False)
+    )
+    charges: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
+    listed = []
+    for row in debits.iter_rows(named=True):
+        charges[row["currency"]] = (charges.get(row["currency"]) or Decimal(0)) + row["amount"]
+        listed.append(
+            f"{row['date']} {format_money(row['amount'], row['currency'])} "
+            f"({row['narration'] or 'no narration'})"
         )
-        open_rows = {r["currency"]: r for r in still.iter_rows(named=True)}
-        currencies = sorted(set(currencies) | set(open_rows))
-        lines.append(
-            (
-                "Value of the records still open (status can change)",
-                {c: open_rows[c]["amount"] if c in open_rows else Decimal(0) for c in currencies},
-            )
-        )
-        counted = ", ".join(f"{r['n']:,} {c}" for c, r in sorted(open_rows.items()))
-        if counted:
-            notes.append(f"Records still open ({', '.join(OPEN_STATUSES)}): {counted}.")
-    settlements_path = folder / "settlements.csv"
-    if settlements_path.exists():
-        settled = pl.read_csv(settlements_path, infer_schema=False)
-        transit = settled.filter(pl.col("category") == "timing_next_month")
-        sums: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
-        for code, amount in transit.select("currency", "settlement_amount").iter_rows():
-            sums[code] = (sums.get(code) or Decimal(0)) + Decimal(amount)
-        lines.append(("Settlements in transit (credited after the month)", sums))
-    if bank is not None:
-        first, last = month_bounds(month)
-        balances = bank.balances.filter(pl.col("closing_date").is_between(first, last))
-        closing = {
-            r["currency"]: r["closing"] for r in balances.sort("closing_date").iter_rows(named=True)
-        }
-        lines.append(("Bank closing balance (statement)", {c: closing.get(c) for c in currencies}))
-        debits = bank.entries.filter(
-            (pl.col("direction") == "debit")
-            & pl.col("date").is_between(first, last)
-            & ~pl.col("reversal").fill_null(False)
-        )
-        charges: dict[str, Decimal | None] = {c: Decimal(0) for c in currencies}
-        for row in debits.iter_rows(named=True):
-            charges[row["currency"]] = (charges.get(row["currency"]) or Decimal(0)) + row["amount"]
-            notes.append(
-                f"Bank debit {row['date']}: {format_money(row['amount'], row['currency'])} "
-                f"({row['narration'] or 'no narration'})."
-            )
-        lines.append(("Bank charges and other debits", charges))
-    else:
-        notes.append("No bank statement was given: the bank's balance and charges are not shown.")
+    notes = [f"Bank debits: {'; '.join(listed)}."] if listed else []
+    lines: list[_Line] = [
+        ("Bank closing balance (statement)", {c: closing.get(c) for c in currencies}),
+        ("Bank charges and other debits", charges),
+    ]
+    return lines, notes
+
+
+def _exception_lines(
+    folder: Path, material: Mapping[str, int] | None
+) -> list[tuple[str, str, int, Decimal, int | None]]:
+    """Each list's money at stake per currency: material first (by the register's count),
+    then the largest amount."""
     exceptions = []
     for name, entry in read_downloads(folder).items():
         if name not in LISTS or entry.get("kind") == "table":
@@ -165,9 +243,77 @@ def close_figures(
                     None if material is None else material.get(section, 0),
                 )
             )
-    # Material first (by the register's count), then the largest amount.
     exceptions.sort(key=lambda e: (-(e[4] or 0), e[0], -e[3], e[1]))
-    return CloseFigures(month, currencies, lines, exceptions, notes)
+    return exceptions
+
+
+def _reconciliation(
+    month: str,
+    currencies: list[str],
+    lines: Mapping[str, Mapping[str, Decimal | None]],
+    settled: pl.DataFrame,
+    bank: Any,
+) -> list[tuple[str, dict[str, Decimal | None]]]:
+    """The :data:`RECONCILIATION` lines per currency (None where the bank has no statement
+    of the currency: nothing to reconcile, never 0)."""
+    first, last = month_bounds(month)
+    # The opening of the first statement that closes in the month (its opening date is the
+    # day before the month starts).
+    closed = bank.balances.filter(pl.col("closing_date").is_between(first, last))
+    opening = {
+        r["currency"]: r["opening"]
+        for r in closed.sort("closing_date", descending=True).iter_rows(named=True)
+    }
+    closing = dict(lines["Bank closing balance (statement)"])
+    paid = lines["Money out: settlements to the bank"]
+    charges = lines["Bank charges and other debits"]
+    amounts = ("settlement_amount", "bank_amount", "difference")
+    money = pl.Decimal(38, _scale(settled, amounts))  # the digits the page wrote, exactly
+    rows = settled.with_columns(
+        pl.col("settlement_amount", "bank_amount", "difference").cast(money),
+        pl.col("settlement_date", "bank_date").str.to_date(),
+    )
+    at_stake = LISTS["settlement_exceptions"].listed(rows)
+    transit = rows.filter(pl.col("category") == "timing_next_month")
+    earlier = rows.filter(
+        (pl.col("category") == "matched")
+        & (pl.col("settlement_date") < first)
+        & pl.col("bank_date").is_between(first, last)
+    )
+
+    def total(frame: pl.DataFrame, column: str, code: str) -> Decimal:
+        return Decimal(frame.filter(pl.col("currency") == code)[column].sum() or 0)
+
+    out: dict[str, dict[str, Decimal | None]] = {label: {} for label in RECONCILIATION}
+    for code in currencies:
+        if opening.get(code) is None or closing.get(code) is None or paid.get(code) is None:
+            for label in RECONCILIATION:
+                out[label][code] = None
+            continue
+        parts = [
+            Decimal(opening[code]),
+            -Decimal(paid[code] or 0),
+            -total(transit, "settlement_amount", code),
+            total(earlier, "settlement_amount", code),
+            total(at_stake, "at_stake", code),
+            Decimal(charges.get(code) or 0),
+        ]
+        expected = sum(parts, Decimal(0))
+        values = [*parts, expected, Decimal(closing[code]), Decimal(closing[code]) - expected]
+        for label, value in zip(RECONCILIATION, values, strict=True):
+            out[label][code] = value
+    return [(label, out[label]) for label in RECONCILIATION]
+
+
+def _reconciliation_notes(settled: pl.DataFrame) -> list[str]:
+    ambiguous = settled.filter(pl.col("category") == "ambiguous") if settled.height else settled
+    if not ambiguous.height:
+        return []
+    return [
+        "Wallet to bank: the credits that fit an ambiguous settlement (page 06, for a person "
+        "to choose) are in the bank's balance but credited to no settlement, so they stay in "
+        "the unexplained difference until one is chosen."
+    ]
 
 
 _CSS: Final = (
@@ -194,6 +340,37 @@ def _cell(value: Decimal | None, signed: bool = False) -> str:
     return "" if value is None else html.escape(format_money(value, signed=signed))
 
 
+def _scale(frame: pl.DataFrame, columns: Sequence[str]) -> int:
+    """The most decimal places among the text amounts of ``columns``."""
+    digits = [
+        len(value.split(".", 1)[1])
+        for column in columns
+        for value in frame[column].drop_nulls()
+        if "." in value
+    ]
+    return max(digits, default=0)
+
+
+def _count(value: int | None) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def _reconciliation_html(figures: CloseFigures) -> str:
+    if not figures.reconciliation:
+        return ""
+    rows = []
+    for label, values in figures.reconciliation:
+        css = ' class="total"' if label.startswith("=") else ""
+        signed = label.startswith(("+", "-", "Unexplained"))
+        cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
+        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in figures.currencies)
+    return (
+        "<h2>Wallet to bank</h2><table><thead><tr><th></th>"
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def close_summary_html(
     figures: CloseFigures, *, as_run: str = "", signatures: Sequence[str] = ()
 ) -> str:
@@ -206,14 +383,21 @@ def close_summary_html(
         signed = label.startswith("Difference")
         cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
         rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    # One row per list (material first), its amount at stake under each currency's column.
+    by_list: dict[str, dict[str, Any]] = {}
+    for title, code, n, amount, material in figures.exceptions:
+        entry = by_list.setdefault(title, {"items": 0, "stake": {}, "material": material})
+        entry["items"] += n
+        entry["stake"][code] = amount
+    width = len(figures.currencies) + 3
     exceptions = (
         "".join(
-            f"<tr><td>{html.escape(title)}</td><td>{html.escape(code)}</td><td>{n:,}</td>"
-            f"<td>{html.escape(format_money(amount, code))}</td>"
-            f"<td>{'' if material is None else f'{material:,}'}</td></tr>"
-            for title, code, n, amount, material in figures.exceptions
+            f"<tr><td>{html.escape(title)}</td><td>{e['items']:,}</td>"
+            + "".join(f"<td>{_cell(e['stake'].get(c))}</td>" for c in figures.currencies)
+            + f"<td>{_count(e['material'])}</td></tr>"
+            for title, e in by_list.items()
         )
-        or '<tr><td colspan="5">No exception this month.</td></tr>'
+        or f'<tr><td colspan="{width}">No exception this month.</td></tr>'
     )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in figures.notes)
     signed = "".join(f"<p>{html.escape(s)}</p>" for s in signatures)
@@ -228,8 +412,9 @@ def close_summary_html(
         "at stake of its items), material items first.</p>"
         f"<h2>Wallet and bank</h2><table><thead><tr><th></th>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
-        "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>currency</th>"
-        "<th>items</th><th>at stake</th><th>material (section, open)</th></tr></thead>"
+        + _reconciliation_html(figures)
+        + "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>items</th>"
+        f"{head}<th>material (section, open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
         f'<ul class="meta">{notes}</ul>'
         + (f'<p class="meta"><strong>As run:</strong> {html.escape(as_run)}.</p>' if as_run else "")

@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from txkit.analysis.exception_lists import rate_text
 from txkit.analysis.underpayments import SHORTFALL_NAMES
 from txkit.money import format_money
 from txkit.report._html import Headline
@@ -107,11 +108,11 @@ def underpayment_headlines(mom: pl.DataFrame) -> list[Headline]:
         rising = bool(rate and prev_rate is not None and rate > prev_rate * _UNDERPAYMENT_RISE)
         if not count and not before:
             continue
-        shown_rate = f" ({rate:.2%} of successful collections)" if rate is not None else ""
+        collections = row.get("collections") or 0
         out.append(
             Headline(
                 f"Underpayments, {currency}",
-                f"{count:,}{shown_rate}",
+                rate_text(count, {currency: collections}, "successful collections"),
                 _pt_change(rate, prev_rate) or _pct_change(count, before),
                 look=rising,
             )
@@ -158,9 +159,13 @@ def exception_headlines(
     rows = int(entry["rows"])
     population = entry.get("population")
     value = f"{rows:,}"
-    if population:
-        value += f" of {population:,} {entry.get('population_label') or ''}".rstrip()
-        value += f" ({rows / population:.2%})"
+    if population:  # the page states the same rate, with the same denominator (rate_text)
+        value = rate_text(
+            rows,
+            entry.get("population_by_currency") or population,
+            entry.get("population_label") or "",
+            entry.get("rows_by_currency"),
+        )
     stake = entry.get("at_stake_by_currency")
     if stake:  # the money at stake, per currency (never added across currencies)
         listed = ", ".join(format_money(Decimal(v), c) for c, v in sorted(stake.items()))

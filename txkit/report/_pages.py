@@ -157,7 +157,8 @@ def write_close_summary(
     doc = {
         "month": figures.month,
         "lines": [
-            [label, {c: _text(v) for c, v in values.items()}] for label, values in figures.lines
+            [label, {c: _text(v) for c, v in values.items()}]
+            for label, values in [*figures.lines, *figures.reconciliation]
         ],
         "exceptions": [
             [title, code, items, _text(amount), material_items]
