@@ -200,6 +200,7 @@ def load_transactions(
     confirm: bool = True,
     profile: Any = None,
     status_locally: bool | None = None,
+    options: ExportOptions | None = None,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
@@ -210,7 +211,7 @@ def load_transactions(
     filtered locally). Every query is verified against the service's ``total`` per date
     window, split by dates past an offset cap or when offset pages do not converge, and read
     once more to prove the set (docs/completeness.md). ``page_size`` to ``status_locally``:
-    the attributes of :class:`ExportOptions` of the same names.
+    the attributes of :class:`ExportOptions` of the same names, or ``options`` (not both).
 
     Args:
         client: a :class:`~txkit.fetch.client.Client`; default one from the configured
@@ -237,9 +238,14 @@ def load_transactions(
     filters = ExportFilters.of(
         trans_type=trans_type, status=status, currency=currency, start=start, end=end
     )
-    options = ExportOptions(page_size=page_size, concurrency=concurrency, max_passes=max_passes,
-                            margin_days=margin_days, allow_incomplete=allow_incomplete,
-                            confirm=confirm, status_locally=status_locally)  # fmt: skip
+    keywords = ExportOptions(page_size=page_size, concurrency=concurrency, max_passes=max_passes,
+                             margin_days=margin_days, allow_incomplete=allow_incomplete,
+                             confirm=confirm, status_locally=status_locally)  # fmt: skip
+    if options is not None and keywords != ExportOptions():
+        raise ValueError(
+            "give the export options either as keywords or as options=ExportOptions(...), not both"
+        )
+    options = options or keywords
     own_client = client is None
     client = client or Client()
     try:

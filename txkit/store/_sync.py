@@ -316,12 +316,11 @@ def sync(
     Args:
         client: a :class:`~txkit.fetch.client.Client`; default: the source ``txkit sync``
             uses (:func:`txkit.fetch.source.connect`; the first note says which), opened only
-            when something is to be fetched and closed afterwards.
+            when something is to be fetched.
         start: first day (default: the first day of the month 11 months before ``end``).
         end: last day (default: ``today``, UTC).
-        store: the store folder or URI (``s3://bucket/prefix``); default: with ``client``
-            None, :func:`txkit.config.default_store`; with a client, the store of its source
-            (:func:`txkit.config.store_for_url`).
+        store: the store folder or URI; default: :func:`txkit.config.default_store`, or with
+            a client the store of its source (:func:`txkit.config.store_for_url`).
         lookback_days: days after which a stored record's status is taken as final.
         refresh: months (``YYYY-MM``) to fetch whole again, widening the range if needed.
         today: "today" for the defaults and the fetch times recorded (tests pin it).
@@ -329,18 +328,16 @@ def sync(
         source: how the store names the source (default: the client's base URL).
         source_url: the source's identity when it is not the client's URL and key
             (``sandbox:<settings>`` for the embedded sandbox, whose port and key change).
-        retention: after the commit, months held in several files are compacted and the
-            retention policy applied (:mod:`txkit.store._retention`): None for the configured
-            one, a :class:`~txkit.store._retention.RetentionPolicy`, or False to keep all.
+        retention: applied after the commit (:mod:`txkit.store._retention`): None for the
+            configured policy, a :class:`~txkit.store._retention.RetentionPolicy`, or False.
         read_once: the newest days read for the first time may be stored after one read
             (unproven until the next sync; docs/completeness.md); False proves every day now
             (the report's sync of its month).
 
     Raises:
         StoreLockedError: another sync holds the lock, or committed meanwhile.
-        StoreError: the store holds another source or account, is of the old format or not a
-            store, a value would change in it (named), or it cannot be written; it is then
-            left at its previous version.
+        StoreError: another source or account, not a store, a value would change (named), or
+            it cannot be written; the store is then left at its previous version.
         ValueError: bad dates, months (a refresh month not begun) or look-back.
         TxkitError: the export failed (the store is then left as it was).
     """
