@@ -230,8 +230,19 @@ def test_records_that_left_and_entered_the_once_read_day_are_caught(
         x, y = _position(box, "2026-10-31"), _position(box, "2026-10-28")
         created = box._store.created
         box._store.set_created({x: created[y] + 1, y: created[x] - 1})
+        # and a record created on the day after it was read (the newest day still filling)
+        old_id, body = box._store.ids[0], box._store.bodies[0]
+        new_id = "f" * len(old_id)
+        newest = box._store.created[0] + 1
+        assert body.count(old_id.encode()) == 2  # _id and id
+        kind = [box._store.frame[c][0] for c in ("transType", "status", "toCurrency")]
+        box._store.insert_newest(body.replace(old_id.encode(), new_id.encode()), new_id,
+                                 newest, *kind)  # fmt: skip
+        box._store.set_created({0: newest})
+    assert _served(box, "2026-10")[new_id][0].startswith("2026-10-31")
     result = _daily(box, store, NEW_DAY)
     assert "6 day(s) proven by the store's earlier read, 2 read again" in result.stats.notes
+    assert new_id in _stored(store)
     assert _stored(store) == _served(box, "2026-10")
     assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
 
