@@ -363,6 +363,10 @@ def test_typed_options_are_the_keywords_and_are_checked_when_made(box: Sandbox) 
 
     with pytest.raises(ValueError, match="concurrency and max_passes must be at least 1"):
         ExportOptions(concurrency=0)
+    with pytest.raises(ValueError, match="concurrency must be a whole number, got '8'"):
+        ExportOptions(concurrency="8")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="confirm must be True or False, got 'no'"):
+        ExportOptions(confirm="no")  # type: ignore[arg-type]
     days = {"start": "2026-10-01", "end": "2026-10-10", "progress": False}
     typed, keywords = ExportStats(), ExportStats()
     with connect(box) as client:

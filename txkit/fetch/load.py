@@ -153,8 +153,8 @@ class ExportOptions:
             never (fail instead).
 
     Raises:
-        ValueError: a size below its minimum (page_size, concurrency, max_passes at least 1,
-            margin_days at least 0).
+        ValueError: a value of another type, or a size below its minimum (page_size,
+            concurrency, max_passes at least 1, margin_days at least 0).
     """
 
     page_size: int | None = None
@@ -166,6 +166,16 @@ class ExportOptions:
     status_locally: bool | None = None
 
     def __post_init__(self) -> None:
+        for name in ("page_size", "concurrency", "max_passes", "margin_days"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not (
+                name == "page_size" and value is None
+            ):
+                raise ValueError(f"{name} must be a whole number, got {value!r}")
+        for name in ("allow_incomplete", "confirm", "status_locally"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "status_locally" and value is None):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
         _check_sizes(self.page_size, self.concurrency, self.max_passes, self.margin_days)
 
 
