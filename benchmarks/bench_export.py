@@ -26,11 +26,14 @@ measured step (``/proc/self/clear_refs`` resets the peak).
     python benchmarks/bench_export.py --records 20000 --repeat 1  # quick look
     python benchmarks/bench_export.py --sections export,ties      # the issue-22 rows only
     python benchmarks/bench_export.py --sections churn            # the issue-37 rows only
+    python benchmarks/bench_export.py --sections export --service own --no-naive
+        # E + D and txkit on a service of our own (benchmarks/own_service.py, not the sandbox)
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pickle
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
@@ -190,6 +194,10 @@ def _run_decode(name: str, pages_file: str) -> dict:
     }
 
 
+def _load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _cpu_seconds() -> float:
     """CPU time of this process so far, every thread (user + system)."""
     times = os.times()
@@ -332,6 +340,7 @@ def _repeated(
         cpu = {k: statistics.median(m.get(k, 0.0) for m in ms) for k in ("cpu_s", "server_cpu_s")}
         out[key] = {
             **ms[0],
+            "rounds": [m["seconds"] for m in ms],  # in round order, for per-round ratios
             "seconds": statistics.median(seconds),
             "min": seconds[0],
             "max": seconds[-1],
@@ -390,6 +399,12 @@ def main() -> None:
         help="comma-separated: decode, export, latency, ties, churn (default all)",
     )
     parser.add_argument(
+        "--service",
+        choices=("sandbox", "own"),
+        default="sandbox",
+        help="the export section's service: the sandbox, or benchmarks/own_service.py",
+    )
+    parser.add_argument(
         "--no-naive",
         action="store_true",
         help="leave the naive export out of the export section (its rows are then vs D)",
@@ -407,7 +422,7 @@ def main() -> None:
         return
 
     sections = set(args.sections.split(","))
-    print(f"# txkit export benchmark: {args.records:,} sandbox records, seed {args.seed}")
+    print(f"# txkit export benchmark: {args.records:,} records ({args.service}), seed {args.seed}")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
     if "decode" in sections:
         _decode_section(args)
@@ -468,20 +483,43 @@ def _decode_section(args: argparse.Namespace) -> None:
         )
 
 
-def _export_section(args: argparse.Namespace) -> None:
-    from txkit.sandbox import Sandbox
+@contextlib.contextmanager
+def _service(args: argparse.Namespace) -> Iterator[tuple[str, str, str]]:
+    """``(base URL, key, description)`` of the service the export section reads: the sandbox,
+    or ``benchmarks/own_service.py`` (``--service own``: written from the interface document
+    alone, not the sandbox's code; its CPU is not in the rows' server CPU)."""
+    if args.service == "sandbox":
+        from txkit.sandbox import Sandbox
 
-    with Sandbox(seed=args.seed, records=args.records) as box:
-        os.environ["BENCH_KEY"] = box.secret_key
-        print(f"\n## Full export over loopback HTTP (median of {args.repeat} runs)\n")
+        with Sandbox(seed=args.seed, records=args.records) as box:
+            yield box.base_url, box.secret_key, "the sandbox (server CPU in this process)"
+        return
+    key = "sk_bench_own_service"
+    command = [sys.executable, str(HERE.parent / "own_service.py"), "--records",
+               str(args.records), "--seed", str(args.seed), "--key", key]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip()
+        yield url, key, f"benchmarks/own_service.py (pid {server.pid}; server CPU not counted)"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _export_section(args: argparse.Namespace) -> None:
+    with _service(args) as (base_url, key, description):
+        os.environ["BENCH_KEY"] = key
+        print(f"\n## Full export over loopback HTTP (median of {args.repeat} runs, round-robin)\n")
+        print(f"Service: {description}; load average before: {_load()}\n")
         print(_HEADER.format(first="path", vs="vs naive"))
         conc = str(DEFAULT_CONCURRENCY)
         runs = {
-            "naive": ["export", "naive", box.base_url, "1"],
-            "download": ["export", "download", box.base_url, conc],
-            "bare-export": ["export", "bare-export", box.base_url, conc],
-            "txkit": ["export", "txkit", box.base_url, conc],
-            "txkit-unconfirmed": ["export", "txkit-unconfirmed", box.base_url, conc],
+            "naive": ["export", "naive", base_url, "1"],
+            "download": ["export", "download", base_url, conc],
+            "bare-export": ["export", "bare-export", base_url, conc],
+            "txkit": ["export", "txkit", base_url, conc],
+            "txkit-unconfirmed": ["export", "txkit-unconfirmed", base_url, conc],
         }
         if args.no_naive:
             del runs["naive"]
@@ -491,6 +529,7 @@ def _export_section(args: argparse.Namespace) -> None:
                 runs[f"base-{name}"] = runs[name]
                 envs[f"base-{name}"] = {"PYTHONPATH": os.path.abspath(args.baseline)}
         exported = _repeated(runs, args.repeat, envs)
+        print(f"(load average after: {_load()})\n")
         naive = exported["download" if args.no_naive else "naive"]
         ours, unconfirmed = exported["txkit"], exported["txkit-unconfirmed"]
         download = exported["download"]
@@ -509,6 +548,17 @@ def _export_section(args: argparse.Namespace) -> None:
         limit = bare_export["seconds"]
         confirm_cost = ours["seconds"] - unconfirmed["seconds"]
         d, e = download["seconds"], bare_export["seconds"]
+        rounds = [
+            t / (a + b)
+            for t, a, b in zip(
+                ours["rounds"], bare_export["rounds"], download["rounds"], strict=True
+            )
+        ]
+        print(
+            "Default / (E + D) round by round (the four exports of a round run back to back, so "
+            f"the machine's load drifts less within a round): "
+            f"{', '.join(f'{r:.2f}x' for r in rounds)}; median **{statistics.median(rounds):.2f}x**"
+        )
         print(
             f"\nRatios (issue 22): D = download {d:.2f} s, E = bare polars export {e:.2f} s. "
             f"Default export / (E + D): **{ours['seconds'] / (e + d):.2f}x** (target 1.25x); "

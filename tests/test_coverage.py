@@ -158,3 +158,23 @@ def test_a_gap_or_an_unsettled_day_is_never_merged_away() -> None:
     )
     assert open_month.complete(7) and not open_month.complete(8)
     assert open_month.merged(8) == open_month
+
+
+def test_days_read_once_are_needed_until_proven_and_an_older_store_has_none() -> None:
+    """A coverage written before unproven days existed (no ``unproven`` key) has every day
+    proven; a day read once is needed by the next sync even when it is settled, the month is
+    not complete, and the next fetch of that day proves it."""
+    at = datetime(2026, 11, 1, 12, tzinfo=UTC)  # every day settled under a look-back of 0
+    whole = Fetch(date(2026, 10, 1), date(2026, 10, 31), at, "full")
+    old = MonthCoverage.from_json({"month": "2026-10", "fetches": [whole.to_json()], "rows": 5})
+    assert old.unproven == () and "unproven" not in old.to_json()
+    once = MonthCoverage("2026-10", (whole,), 5).with_fetch(
+        whole, replace=True, rows=5, newest=None, read_once=frozenset({date(2026, 10, 31)})
+    )
+    assert MonthCoverage.from_json(once.to_json()) == once
+    assert not once.complete(0) and old.complete(0)
+    later = datetime(2026, 11, 20, tzinfo=UTC)
+    assert needed_window("2026-10", once, last=date(2026, 10, 31), lookback_days=0, now=later) == (
+        "look-back", date(2026, 10, 31), date(2026, 10, 31))  # fmt: skip
+    again = Fetch(date(2026, 10, 31), date(2026, 10, 31), later, "look-back")
+    assert once.with_fetch(again, replace=False, rows=5, newest=None).unproven == ()

@@ -354,3 +354,27 @@ def test_cli_bad_arguments_exit_2_with_a_message(
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_typed_options_are_the_keywords_and_are_checked_when_made(box: Sandbox) -> None:
+    """``options=ExportOptions(...)`` exports exactly as the same keywords (rows and requests);
+    a bad value is refused when the value is made, and both ways at once before any request."""
+    from txkit.fetch import ExportOptions
+
+    with pytest.raises(ValueError, match="concurrency and max_passes must be at least 1"):
+        ExportOptions(concurrency=0)
+    with pytest.raises(ValueError, match="concurrency must be a whole number, got '8'"):
+        ExportOptions(concurrency="8")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="confirm must be True or False, got 'no'"):
+        ExportOptions(confirm="no")  # type: ignore[arg-type]
+    days = {"start": "2026-10-01", "end": "2026-10-10", "progress": False}
+    typed, keywords = ExportStats(), ExportStats()
+    with connect(box) as client:
+        a = txkit.load_transactions(client, options=ExportOptions(page_size=100, confirm=False),
+                                    stats=typed, **days)  # fmt: skip
+        b = txkit.load_transactions(client, page_size=100, confirm=False, stats=keywords, **days)
+        before = box.request_count
+        with pytest.raises(ValueError, match="not both"):
+            txkit.load_transactions(client, confirm=False, options=ExportOptions(), **days)
+        assert box.request_count == before
+    assert a.equals(b) and typed.requests == keywords.requests

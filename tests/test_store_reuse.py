@@ -13,6 +13,7 @@ import pytest
 import txkit
 from tests.exports import served
 from txkit import Client, RetryPolicy
+from txkit.notebook import load_month
 from txkit.sandbox import Sandbox
 from txkit.store import scan_store, sync
 
@@ -160,4 +161,120 @@ def test_reshuffled_ties_caps_and_429s_change_no_day(box: Sandbox, tmp_path: Pat
     _sync(box, store)
     result = _sync(box, store)
     assert "8 day(s) proven by the store's earlier read, 0 read again" in result.stats.notes
+    assert _stored(store) == _served(box, "2026-10")
+
+
+# -- days read once (issue 37, A): the newest day a sync reads for the first time is stored
+#    after one verified read and proven by the next sync's read --------------------------------
+
+NEW_DAY = date(2026, 10, 31)
+WINDOW_NEW = (date(2026, 10, 23), date(2026, 10, 31))  # Oct 30's sync: 23..30 within look-back
+
+
+def _daily(box: Sandbox, store: Path, today: date, **kwargs):
+    with client(box) as c:
+        return sync(c, start="2026-10-01", end=today, store=store, today=today,
+                    progress=False, **kwargs)  # fmt: skip
+
+
+def _one_new_day(box: Sandbox, store: Path):
+    """A store synced up to Oct 30, then the daily sync of Oct 31 (one new day)."""
+    _daily(box, store, date(2026, 10, 30))
+    return _daily(box, store, NEW_DAY)
+
+
+def test_a_daily_sync_with_one_new_day_costs_one_pass(box: Sandbox, tmp_path: Path) -> None:
+    """Before: the new day was read twice (the one pass plus an export of the day)."""
+    store = tmp_path / "store"
+    _daily(box, store, date(2026, 10, 30))
+    one_pass = _requests(box, *WINDOW_NEW)
+    before = box.request_count
+    result = _daily(box, store, NEW_DAY)
+    assert box.request_count - before == one_pass
+    assert (
+        "8 day(s) proven by the store's earlier read, 0 read again, 1 new day(s) read once "
+        "(count verified against the service's totals; the next sync proves the set)"
+    ) in result.stats.notes
+    assert _stored(store) == _served(box, "2026-10")
+    status = txkit.store.format_status(store)
+    assert "open (1 day(s) read once, not yet set-proven)" in status
+    assert "2026-10-31 read once (count verified against the service's totals), not yet " in status
+    # A notebook reading the month from the store is told, not given a silent success.
+    _, info = load_month("2026-10", source="store", store=store)
+    assert "NOT complete" in info.verified and "2026-10-31 read once" in info.verified
+
+
+def test_the_next_sync_proves_the_once_read_day_without_a_request_more(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    _one_new_day(box, store)
+    one_pass = _requests(box, *WINDOW)  # Oct 23 is settled now
+    before = box.request_count
+    result = _daily(box, store, NEW_DAY)
+    assert box.request_count - before == one_pass
+    assert "8 day(s) proven by the store's earlier read, 0 read again" in result.stats.notes
+    assert "read once" not in txkit.store.format_status(store)
+    assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
+
+
+def test_records_that_left_and_entered_the_once_read_day_are_caught(
+    box: Sandbox, tmp_path: Path
+) -> None:
+    """Between the syncs a record of the once-read day moves to Oct 28 and one of Oct 28
+    into it (the day's count unchanged): the next sync reads both days again and the store
+    ends as the service lists them, every day proven."""
+    store = tmp_path / "store"
+    _one_new_day(box, store)
+    with box._store.lock:
+        x, y = _position(box, "2026-10-31"), _position(box, "2026-10-28")
+        created = box._store.created
+        box._store.set_created({x: created[y] + 1, y: created[x] - 1})
+        # and a record created on the day after it was read (the newest day still filling)
+        old_id, body = box._store.ids[0], box._store.bodies[0]
+        new_id = "f" * len(old_id)
+        newest = box._store.created[0] + 1
+        assert body.count(old_id.encode()) == 2  # _id and id
+        kind = [box._store.frame[c][0] for c in ("transType", "status", "toCurrency")]
+        box._store.insert_newest(body.replace(old_id.encode(), new_id.encode()), new_id,
+                                 newest, *kind)  # fmt: skip
+        box._store.set_created({0: newest})
+    assert _served(box, "2026-10")[new_id][0].startswith("2026-10-31")
+    result = _daily(box, store, NEW_DAY)
+    assert "6 day(s) proven by the store's earlier read, 2 read again" in result.stats.notes
+    assert new_id in _stored(store)
+    assert _stored(store) == _served(box, "2026-10")
+    assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
+
+
+def test_a_refresh_and_a_first_sync_read_no_day_once(box: Sandbox, tmp_path: Path) -> None:
+    """So no month is ever left unproven in bulk: the export's confirming re-read."""
+    store = tmp_path / "store"
+    _daily(box, store, NEW_DAY)
+    assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
+    _daily(box, store, NEW_DAY, refresh=["2026-10"])
+    assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
+
+
+def test_a_report_of_a_month_with_an_unproven_day_proves_it_first(
+    box: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The report's sync (no pinned day: today, long after October) proves the once-read day
+    by comparing its read with the stored one, and reads no new day once itself."""
+    from txkit.report._plan import Notes, ReportPlan, ReportRequest, sync_for_report
+
+    store = tmp_path / "store"
+    _one_new_day(box, store)
+    monkeypatch.setenv("TXKIT_BASE_URL", box.base_url)
+    monkeypatch.setenv("TXKIT_SECRET_KEY", box.secret_key)
+    request = ReportRequest(month="2026-10", out=tmp_path / "reports", notebooks=tmp_path,
+                            store=store, progress=False)  # fmt: skip
+    plan = ReportPlan(month="2026-10", store=store, notebooks=[], orders="sandbox", checked=None,
+                      since=date(2026, 10, 1), until=NEW_DAY)  # fmt: skip
+    result, _ = sync_for_report(plan, request, Notes())
+    assert result is not None and result.fetched == {"2026-10": "look-back"}
+    assert any("0 read again" in n for n in result.stats.notes), result.stats.notes
+    state = txkit.store.read_state(store)
+    assert state.coverage["2026-10"].unproven == ()
+    assert state.coverage["2026-10"].complete(state.lookback_days)
     assert _stored(store) == _served(box, "2026-10")

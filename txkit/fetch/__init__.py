@@ -19,12 +19,13 @@ The layers of one fetch, each in its own module:
 """
 
 from txkit.fetch.client import Client, RetryPolicy, describe_retries
-from txkit.fetch.load import load_transactions, validate_filters
+from txkit.fetch.load import ExportOptions, load_transactions, validate_filters
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.profile import ServiceProfile, load_profile
 
 __all__ = [
     "Client",
+    "ExportOptions",
     "ExportStats",
     "RetryPolicy",
     "ServiceProfile",

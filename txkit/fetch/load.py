@@ -7,7 +7,7 @@ import itertools
 import logging
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -32,7 +32,10 @@ from txkit.fetch.progress import export_bar
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
 
 __all__ = [
+    "ExportFilters",
+    "ExportOptions",
     "IncompleteExportWarning",
+    "WindowPlan",
     "load_transactions",
     "validate_filters",
 ]
@@ -87,6 +90,108 @@ def validate_filters(
     return types, statuses, currencies, first, last
 
 
+@dataclass(frozen=True)
+class ExportFilters:
+    """The filters of an export, checked (:func:`validate_filters`); ``(None,)``: unfiltered.
+
+    Attributes:
+        types: ``transType`` values, one query each.
+        statuses: ``status`` values, one query each.
+        currencies: ``currency`` values, one query each.
+        first: the first UTC day (None: unbounded).
+        last: the last UTC day, included (None: unbounded).
+    """
+
+    types: tuple[str | None, ...] = (None,)
+    statuses: tuple[str | None, ...] = (None,)
+    currencies: tuple[str | None, ...] = (None,)
+    first: date | None = None
+    last: date | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        trans_type: Choice = None,
+        status: Choice = None,
+        currency: Choice = None,
+        start: DateLike | None = None,
+        end: DateLike | None = None,
+    ) -> ExportFilters:
+        """Raises: ValueError as :func:`validate_filters`."""
+        types, statuses, currencies, first, last = validate_filters(
+            trans_type=trans_type, status=status, currency=currency, start=start, end=end
+        )
+        return cls(tuple(types), tuple(statuses), tuple(currencies), first, last)
+
+    def day_range(self) -> pl.Expr | None:
+        """``createdAt`` inside ``[first 00:00Z, last + 1 day 00:00Z)`` (None: no dates)."""
+        return _day_range(self.first, self.last) if self.first or self.last else None
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """How an export is read and proven; checked when made (as httpx's ``Timeout``).
+
+    Attributes:
+        page_size: records asked per page; None: the measured maximum of the service's
+            profile, else 1000.
+        concurrency: pages fetched at once.
+        max_passes: passes per query before the export is declared incomplete.
+        margin_days: extra days asked for on each side of the range at first (widened until
+            each edge is proven).
+        allow_incomplete: return an export that does not add up, with an
+            :class:`IncompleteExportWarning`, instead of raising.
+        confirm: read every window once more at the end, proving the set of records and not
+            only their count (one request per page; see docs/completeness.md).
+        status_locally: how a ``status`` filter is proven. The status is the one field of a
+            record that changes, so on a live service records move in and out of a status
+            query while it is read. None: the status is sent to the service; if records keep
+            moving, the windows are proven on the other filters (type, currency, dates) and
+            the status applied to each record as last read (the summary says so;
+            docs/completeness.md gives the guarantee). True: that from the start. False:
+            never (fail instead).
+
+    Raises:
+        ValueError: a value of another type, or a size below its minimum (page_size,
+            concurrency, max_passes at least 1, margin_days at least 0).
+    """
+
+    page_size: int | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_passes: int = 4
+    margin_days: int = 1
+    allow_incomplete: bool = False
+    confirm: bool = True
+    status_locally: bool | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("page_size", "concurrency", "max_passes", "margin_days"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not (
+                name == "page_size" and value is None
+            ):
+                raise ValueError(f"{name} must be a whole number, got {value!r}")
+        for name in ("allow_incomplete", "confirm", "status_locally"):
+            value = getattr(self, name)
+            if not isinstance(value, bool) and not (name == "status_locally" and value is None):
+                raise ValueError(f"{name} must be True or False, got {value!r}")
+        _check_sizes(self.page_size, self.concurrency, self.max_passes, self.margin_days)
+
+
+@dataclass(frozen=True)
+class WindowPlan:
+    """What a measured service profile changes in the windows (see :class:`WindowedExport`):
+    the first server window, the overlap of split windows, dates not on ``createdAt``, a known
+    maximum ``skip`` and whether cut tie groups are read whole."""
+
+    start_end: tuple[date, date] | None = None
+    overlap: int | None = None
+    open_dates: bool = False
+    max_skip: int | None = None
+    ties: bool = True
+
+
 def load_transactions(
     client: Client | None = None,
     *,
@@ -105,60 +210,34 @@ def load_transactions(
     confirm: bool = True,
     profile: Any = None,
     status_locally: bool | None = None,
+    options: ExportOptions | None = None,
 ) -> pl.DataFrame:
     """Load every matching transaction into one flat, typed polars DataFrame.
 
     ``status``, ``trans_type`` and ``currency`` take one value or a list (one query per
-    value, combined). ``start``/``end`` are UTC days, both included: the result is exactly the
-    records whose ``createdAt`` is in ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the
-    server's own bounds do: txkit asks for ``margin_days`` more on each side, proves that the
-    records it got reach past each edge (or that the service holds nothing beyond), widens
-    the window until one holds, and filters locally. Every query is verified against the
-    service's ``total`` per date window, split by dates past an offset cap or when offset
-    pages do not converge, and read once more to prove the set (see :mod:`txkit.fetch._windows`).
+    value, combined). ``start``/``end`` are UTC days, both included (``date``, ``datetime`` or
+    ``'YYYY-MM-DD'``): the result is exactly the records whose ``createdAt`` is in
+    ``[start 00:00Z, end + 1 day 00:00Z)``, whatever the server's own bounds do (edges proven,
+    filtered locally). Every query is verified against the service's ``total`` per date
+    window, split by dates past an offset cap or when offset pages do not converge, and read
+    once more to prove the set (docs/completeness.md). ``page_size`` to ``status_locally``:
+    the attributes of :class:`ExportOptions` of the same names, or ``options`` (not both).
 
     Args:
-        client: a :class:`~txkit.fetch.client.Client`; default one from ``TXKIT_BASE_URL`` and
-            ``TXKIT_SECRET_KEY`` (closed afterwards).
-        trans_type: ``conversion``, ``settlement``, ``collection``, ``transfer``.
-        status: values of :data:`txkit.schema.STATUSES`.
-        currency: values of :data:`txkit.schema.CURRENCIES`.
-        start: first day (``date``, ``datetime`` or ``'YYYY-MM-DD'``).
-        end: last day, included.
-        page_size: records asked per page; default the measured maximum of the service's
-            profile, else 1000.
-        concurrency: pages fetched at once.
-        max_passes: passes per query before the export is declared incomplete.
-        margin_days: extra days asked for on each side of the range at first (widened until
-            each edge is proven).
-        allow_incomplete: return an export that does not add up, with an
-            :class:`IncompleteExportWarning`, instead of raising.
+        client: a :class:`~txkit.fetch.client.Client`; default one from the configured
+            service (closed afterwards).
         progress: show a progress bar; default: only on a terminal or in Jupyter.
         stats: an :class:`~txkit.fetch.pages.ExportStats` to fill in.
-        confirm: read every window once more at the end, proving the set of records and not
-            only their count (one request per page; see the README).
-        profile: the service profile ``txkit probe`` measured: None reads the default file
-            (:func:`txkit.probe.load_profile`, used only when it is for the client's base
-            URL), a path reads that file, a :class:`~txkit.probe.ServiceProfile` is used as
-            is, False uses none. It sets the page size, the first server window (measured
-            offset and inclusivity; the edges are still proven), the overlap of split windows
-            and a known maximum ``skip``; when the date filters apply to another field than
-            ``createdAt``, windows are open-ended and filtered locally.
-        status_locally: how a ``status`` filter is proven. The status is the one field of a
-            record that changes, so on a live service records move in and out of a status
-            query while it is read, and its windows may never add up. None (default): the
-            status is sent to the service; if records keep moving (the windows or their
-            re-reads never agree), the windows are proven on the other filters (type,
-            currency, dates), whose records do not move, and the status is applied to each
-            record as last read (the summary says so; see docs/completeness.md for the exact
-            guarantee). True: that from the start. False: never (fail instead).
+        profile: the profile ``txkit probe`` measured (:class:`WindowPlan`): None reads the
+            default file (if for the client's base URL), a path that file, a
+            :class:`~txkit.probe.ServiceProfile` is used as is, False uses none.
 
     Returns:
         One row per transaction (unique ``id``), sorted by ``createdAt`` then ``id``, with every
         column of :data:`txkit.schema.COLUMNS` and any undocumented field after them.
 
     Raises:
-        ValueError: bad filters, before any request.
+        ValueError: bad filters or options, before any request.
         IncompleteExportError: the records do not add up to the total after every pass.
         TxkitError: the subclasses of :mod:`txkit.errors` for HTTP and format failures.
 
@@ -166,48 +245,53 @@ def load_transactions(
         >>> df = txkit.load_transactions(status=["successful", "verified"], currency="NGN",
         ...                              start="2026-10-01", end="2026-10-31")
     """
-    types, statuses, currencies, first, last = validate_filters(
+    filters = ExportFilters.of(
         trans_type=trans_type, status=status, currency=currency, start=start, end=end
     )
-    _check_sizes(page_size, concurrency, max_passes, margin_days)
+    keywords = ExportOptions(page_size=page_size, concurrency=concurrency, max_passes=max_passes,
+                             margin_days=margin_days, allow_incomplete=allow_incomplete,
+                             confirm=confirm, status_locally=status_locally)  # fmt: skip
+    if options is not None and keywords != ExportOptions():
+        raise ValueError(
+            "give the export options either as keywords or as options=ExportOptions(...), not both"
+        )
+    options = options or keywords
     own_client = client is None
     client = client or Client()
-    stats = stats if stats is not None else ExportStats()
+    try:
+        stats = stats if stats is not None else ExportStats()
+        return _export(client, filters, options, stats, progress, profile)
+    finally:
+        if own_client:
+            client.close()
+
+
+def _export(
+    client: Client,
+    filters: ExportFilters,
+    options: ExportOptions,
+    stats: ExportStats,
+    progress: bool | None,
+    profile: Any,
+) -> pl.DataFrame:
+    """:func:`load_transactions` once its arguments are checked."""
     measured = _profile(profile, client)
-    plan = _profile_plan(measured, first, last, stats)
-    if page_size is None:
-        page_size = measured.page_size() if measured is not None else 1000
+    plan = _profile_plan(measured, filters.first, filters.last, stats)
+    if options.page_size is None:
+        size = measured.page_size() if measured is not None else 1000
+        options = replace(options, page_size=size)
     elapsed = timed()
     requests_before, retries_before = client.requests_sent, client.retries
     bar = export_bar(progress, client)
-    local = _local_statuses(statuses, status_locally)
-    export = _Export(
-        client,
-        stats,
-        first,
-        last,
-        plan,
-        _progress_hook(bar),
-        page_size=page_size,
-        concurrency=concurrency,
-        max_passes=max_passes,
-        margin_days=margin_days,
-        allow_incomplete=allow_incomplete,
-        confirm=confirm,
-        bar=bar,
-        local=local,
-        fallback=[s for s in statuses if s is not None] if status_locally is None else [],
-    )
+    export = _Export(client, stats, filters, options, plan, _progress_hook(bar), bar=bar)
     try:
-        frames = export.run(_queries(types, statuses, currencies, first, last, local))
+        frames = export.run(_queries(filters, export.local))
     finally:
         if bar is not None:
             bar.close()
         stats.requests += client.requests_sent - requests_before
         stats.retries += client.retries - retries_before
-        if own_client:
-            client.close()
-    frame = assemble(frames, _day_range(first, last) if first or last else None)
+    frame = assemble(frames, filters.day_range())
     if export.local is not None:
         # After the dedupe: each record as last read (its newest version) has the status.
         frame = frame.filter(pl.col("status").cast(pl.String).is_in(export.local))
@@ -215,28 +299,22 @@ def load_transactions(
     return frame
 
 
-def _local_statuses(statuses: list[str | None], status_locally: bool | None) -> list[str] | None:
+def _local_statuses(
+    statuses: Sequence[str | None], status_locally: bool | None
+) -> list[str] | None:
     """The statuses to apply locally from the start (``status_locally=True``), else None."""
-    if status_locally is not True or statuses == [None]:
+    if status_locally is not True or list(statuses) == [None]:
         return None
     return [s for s in statuses if s is not None]
 
 
-def _queries(
-    types: list[str | None],
-    statuses: list[str | None],
-    currencies: list[str | None],
-    first: date | None,
-    last: date | None,
-    local: list[str] | None,
-) -> list[dict[str, str | int]]:
+def _queries(filters: ExportFilters, local: list[str] | None) -> list[dict[str, str | int]]:
     """One query per combination of filter values (without the status when it is applied
     locally)."""
-    if local is not None:
-        statuses = [None]
+    statuses = (None,) if local is not None else filters.statuses
     return [
-        _params(t, s, c, first, last, 0)
-        for t, s, c in itertools.product(types, statuses, currencies)
+        _params(t, s, c, filters.first, filters.last, 0)
+        for t, s, c in itertools.product(filters.types, statuses, filters.currencies)
     ]
 
 
@@ -266,25 +344,24 @@ class _Export:
 
     client: Client
     stats: ExportStats
-    first: date | None
-    last: date | None
-    plan: dict[str, Any]
+    filters: ExportFilters
+    options: ExportOptions
+    plan: WindowPlan
     on_page: Any
-    page_size: int
-    concurrency: int
-    max_passes: int
-    margin_days: int
-    allow_incomplete: bool
-    confirm: bool
     bar: Any = None
     #: The statuses applied locally to each record as last read (None: sent as filters).
-    local: list[str] | None = None
+    local: list[str] | None = field(init=False)
     #: The statuses to apply locally if their queries' records keep moving (empty: none).
-    fallback: list[str] = field(default_factory=list)
+    fallback: list[str] = field(init=False)
     #: What each query's proven windows add up to, with the server window that holds them.
     outer: dict[str, dict[str, str | int]] = field(default_factory=dict)
     exports: dict[str, WindowedExport] = field(default_factory=dict)
     results: dict[str, QueryResult] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        locally, statuses = self.options.status_locally, self.filters.statuses
+        self.local = _local_statuses(statuses, locally)
+        self.fallback = [s for s in statuses if s is not None] if locally is None else []
 
     def run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
         """Fetch every query, prove the whole; the frames in fetch order.
@@ -320,7 +397,11 @@ class _Export:
         proof = self.proof(len(queries))
         if proof is SetProof.CONFIRM:
             self.results = _confirm(
-                self.exports, self.stats, self.max_passes, self.allow_incomplete, self.falls_back
+                self.exports,
+                self.stats,
+                self.options.max_passes,
+                self.options.allow_incomplete,
+                self.falls_back,
             )
         elif proof is SetProof.TOTALS:
             self.recheck_totals(queries)
@@ -334,37 +415,43 @@ class _Export:
 
     def proof(self, queries: int) -> SetProof:
         """The proof after the last query (see :class:`SetProof`)."""
-        if self.confirm:
+        if self.options.confirm:
             return SetProof.CONFIRM
         return SetProof.TOTALS if queries > 1 else SetProof.NONE
 
     def fetch(self, params: dict[str, str | int]) -> QueryResult:
         """One query over the days, proven (or, with ``allow_incomplete``, what was got)."""
+        options, plan = self.options, self.plan
+        assert options.page_size is not None  # _export set it
         export = WindowedExport(
             self.client,
             {k: v for k, v in params.items() if k not in ("startDate", "endDate")},
-            self.first,
-            self.last,
-            page_size=self.page_size,
-            concurrency=self.concurrency,
-            max_passes=self.max_passes,
-            digests=self.confirm,
+            self.filters.first,
+            self.filters.last,
+            page_size=options.page_size,
+            concurrency=options.concurrency,
+            max_passes=options.max_passes,
+            digests=options.confirm,
             stats=self.stats,
             on_page=self.on_page,
-            margin=self.margin_days,
+            margin=options.margin_days,
             versions_move=self.local is not None,
-            **self.plan,
+            start_end=plan.start_end,
+            overlap=plan.overlap,
+            open_dates=plan.open_dates,
+            max_skip=plan.max_skip,
+            ties=plan.ties,
         )
         try:
             result = export.run()
         except IncompleteExportError as exc:
-            if not self.allow_incomplete or self.falls_back(exc):
+            if not self.options.allow_incomplete or self.falls_back(exc):
                 raise
             _incomplete(
                 QueryResult(frames=[], total=exc.expected, unique=exc.got, complete=False),
                 params,
-                self.max_passes,
-                self.allow_incomplete,
+                options.max_passes,
+                options.allow_incomplete,
                 what=str(exc),
             )
             result = export.partial()
@@ -378,7 +465,7 @@ class _Export:
         takes a record out of one query and into another). Check every total once more and
         fetch again the queries whose total moved, until all hold still."""
         now: dict[str, int] = {}
-        for _ in range(self.max_passes):
+        for _ in range(self.options.max_passes):
             now = {_key(q): current_total(self.client, self.outer[_key(q)]) for q in queries}
             self.stats.proof("totals", len(queries))
             moved = [q for q in queries if now[_key(q)] != self.results[_key(q)].total]
@@ -394,7 +481,7 @@ class _Export:
                 "the totals kept moving while the export was re-checked",
                 expected=sum(now.values()),
                 got=sum(r.unique for r in self.results.values()),
-                attempts=self.max_passes,
+                attempts=self.options.max_passes,
             )
         _incomplete(
             QueryResult(
@@ -404,8 +491,8 @@ class _Export:
                 complete=False,
             ),
             {"queries": ", ".join(_key(q) for q in queries)},
-            self.max_passes,
-            self.allow_incomplete,
+            self.options.max_passes,
+            self.options.allow_incomplete,
             what="the totals kept moving while the export was re-checked",
         )
 
@@ -480,7 +567,7 @@ def _profile(profile: Any, client: Client) -> Any:
             f"service profile ignored: it was measured for {profile.base_url}, not "
             f"{client.base_url}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=4,  # _profile, _export, load_transactions, the caller
         )
         return None
     return load_profile(client.base_url, None if profile in (None, True) else profile)
@@ -492,31 +579,30 @@ def _same_url(a: str, b: str) -> bool:
 
 def _profile_plan(
     profile: Any, first: date | None, last: date | None, stats: ExportStats
-) -> dict[str, Any]:
-    """What a measured profile changes in the windows (see :class:`WindowedExport`)."""
+) -> WindowPlan:
+    """What a measured profile changes in the windows (:class:`WindowPlan`)."""
     if profile is None:
-        return {}
+        return WindowPlan()
     stats.note(f"profile: {profile.describe()}")
-    plan: dict[str, Any] = {}
-    if profile.ties_stable:
-        plan["ties"] = False  # measured: a cut tie group's parts never miss a record
     max_skip = profile.value("max_skip")
-    if isinstance(max_skip, int) and max_skip >= 0:
-        plan["max_skip"] = max_skip
+    plan = WindowPlan(
+        # measured: a cut tie group's parts never miss a record
+        ties=not profile.ties_stable,
+        max_skip=max_skip if isinstance(max_skip, int) and max_skip >= 0 else None,
+    )
     field = profile.value("date_field")
     if field is not None and field != "createdAt":
-        plan["open_dates"] = True
+        return replace(plan, open_dates=True)
+    if not profile.dates_known:
         return plan
-    if profile.dates_known:
-        plan["overlap"] = int(not profile.value("start_inclusive")) + int(
-            not profile.value("end_inclusive")
-        )
-        if first is not None or last is not None:
-            # A day beyond each edge, so that records past it prove the edge for free.
-            low = (first or last) - timedelta(days=1)
-            high = (last or first) + timedelta(days=1)
-            plan["start_end"] = profile.server_window(low, high)
-    return plan
+    overlap = int(not profile.value("start_inclusive")) + int(not profile.value("end_inclusive"))
+    start_end = None
+    if first is not None or last is not None:
+        # A day beyond each edge, so that records past it prove the edge for free.
+        low = (first or last) - timedelta(days=1)
+        high = (last or first) + timedelta(days=1)
+        start_end = profile.server_window(low, high)
+    return replace(plan, overlap=overlap, start_end=start_end)
 
 
 def _incomplete(

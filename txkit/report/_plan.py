@@ -301,7 +301,11 @@ def sync_for_report(
 ) -> tuple[SyncResult | None, float]:
     """Sync the plan's days into the store (nothing when it holds them, or with ``as_of``),
     then apply the store's retention policy, keeping every version the reports in
-    ``request.out`` cite; the sync's result (None when nothing was fetched) and its seconds."""
+    ``request.out`` cite; the sync's result (None when nothing was fetched) and its seconds.
+
+    Every day the report reads is proven before a notebook runs: days an earlier sync read
+    once (unproven) are planned and proven by this sync, and this sync reads none once
+    (``read_once=False``; docs/completeness.md, "Days read once")."""
     if plan.as_of is not None:
         return None, 0.0
     started = time.perf_counter()
@@ -312,6 +316,7 @@ def sync_for_report(
         lookback_days=request.lookback_days,
         progress=request.progress,
         retention=retention_policy(reports=request.out),
+        read_once=False,
     )
     for note in result.notes:
         notes.add(note)

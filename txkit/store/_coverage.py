@@ -14,6 +14,12 @@ table version. Planning reads it day by day:
 A sync fetches, for each month, the span from its first uncovered or unsettled day to its last
 one, whatever other months hold.
 
+A covered day may be **unproven** (:attr:`MonthCoverage.unproven`): the newest days a sync read
+for the first time are stored after one read verified by the service's totals, and the next
+sync proves their set by comparing its read with the stored one (docs/completeness.md, "Days
+read once"). An unproven day is never settled and its month never complete until then; a store
+written before unproven days existed has none (every day it holds was proven).
+
 A **complete** month's fetches are merged when a commit records them
 (:meth:`MonthCoverage.merged`): its newest fetch is kept as it is, and the days it does not
 cover (one contiguous run each side of it, every day covered and settled) become one ``merged``
@@ -110,21 +116,27 @@ class MonthCoverage:
             a later one contains is dropped).
         rows: records stored for the month.
         newest_created_at: the newest ``createdAt`` stored (ISO 8601), or None.
+        unproven: the days read once (their count verified against the service's totals,
+            their set not yet proven by a second read), in order; the next sync proves them.
     """
 
     month: str
     fetches: tuple[Fetch, ...]
     rows: int
     newest_created_at: str | None = None
+    unproven: tuple[date, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return {
+        """A JSON-ready dict (without ``unproven`` when every day is proven, as before)."""
+        out: dict[str, Any] = {
             "month": self.month,
             "fetches": [f.to_json() for f in self.fetches],
             "rows": self.rows,
             "newest_created_at": self.newest_created_at,
         }
+        if self.unproven:
+            out["unproven"] = [d.isoformat() for d in self.unproven]
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MonthCoverage:
@@ -134,14 +146,27 @@ class MonthCoverage:
             fetches=tuple(Fetch.from_json(f) for f in data["fetches"]),
             rows=int(data["rows"]),
             newest_created_at=data.get("newest_created_at"),
+            # A store written before unproven days existed: every day it holds was proven.
+            unproven=tuple(date.fromisoformat(d) for d in data.get("unproven", ())),
         )
 
     def with_fetch(
-        self, fetch: Fetch, *, replace: bool, rows: int, newest: str | None
+        self,
+        fetch: Fetch,
+        *,
+        replace: bool,
+        rows: int,
+        newest: str | None,
+        read_once: frozenset[date] = frozenset(),
     ) -> MonthCoverage:
-        """The coverage after ``fetch`` (``replace``: it replaced the month's data)."""
+        """The coverage after ``fetch`` (``replace``: it replaced the month's data). Every day
+        of its window is proven by it except ``read_once`` (read once, now unproven)."""
         fetches = (fetch,) if replace else (*self.fetches, fetch)
-        return MonthCoverage(self.month, _shadowed_out(fetches), rows, newest)
+        kept = () if replace else self.unproven
+        unproven = {d for d in kept if not fetch.first <= d <= fetch.last} | set(read_once)
+        return MonthCoverage(
+            self.month, _shadowed_out(fetches), rows, newest, tuple(sorted(unproven))
+        )
 
     @property
     def last_fetch(self) -> Fetch | None:
@@ -182,6 +207,7 @@ class MonthCoverage:
                 Fetch(first, last, min(times.values()), "merged", settled_lag=lag, merged=count)
             )
         fetches = tuple(sorted((*windows, newest), key=lambda f: (f.fetched_at, f.first)))
+        # complete(): no day is unproven
         return MonthCoverage(self.month, fetches, self.rows, self.newest_created_at)
 
     def uncovered(self, first: date | None = None, last: date | None = None) -> list[date]:
@@ -192,10 +218,23 @@ class MonthCoverage:
         """Covered whole, and newest fetch after the month's end plus the look-back."""
         return not needed_days(self, lookback_days, now=None)
 
+    def describe_unproven(self) -> str:
+        """``2026-10-31 read once, not yet set-proven (the next sync proves it)``, or ``""``."""
+        if not self.unproven:
+            return ""
+        days = ", ".join(
+            str(a) if a == b else f"{a}..{b}" for a, b in day_runs(list(self.unproven))
+        )
+        return (
+            f"{days} read once (count verified against the service's totals), not yet "
+            "set-proven: the next `txkit sync` proves them"
+        )
+
     def describe_windows(self) -> str:
-        """``2026-09-01..2026-09-10 (fetched ...), ...`` in day order."""
+        """``2026-09-01..2026-09-10 (fetched ...), ...`` in day order, then the days read
+        once (:meth:`describe_unproven`)."""
         parts = sorted(self.fetches, key=lambda f: (f.first, f.fetched_at))
-        return ", ".join(
+        text = ", ".join(
             f"{f.first}..{f.last} ({f.kind} at {f.fetched_at:%Y-%m-%d %H:%M}Z)"
             if f.settled_lag is None
             else f"{f.first}..{f.last} ({f.merged} fetches merged, from "
@@ -203,6 +242,8 @@ class MonthCoverage:
             "after it ended)"
             for f in parts
         )
+        unproven = self.describe_unproven()
+        return f"{text}; {unproven}" if unproven else text
 
 
 def _shadowed_out(fetches: tuple[Fetch, ...]) -> tuple[Fetch, ...]:
@@ -262,7 +303,7 @@ def needed_days(
     month: str | None = None,
     last: date | None = None,
 ) -> list[date]:
-    """The days up to ``last`` that are uncovered, or covered but not settled.
+    """The days up to ``last`` that are uncovered, or covered but not settled or unproven.
 
     ``now`` is when the caller would fetch: an unsettled day is only worth fetching again when
     the new fetch could see something the last one did not (always, in practice); None means
@@ -276,7 +317,7 @@ def needed_days(
     out = []
     for day in days:
         seen = coverage.newest_fetch_of(day)
-        if seen is None or not settled(day, seen, lookback_days):
+        if seen is None or not settled(day, seen, lookback_days) or day in coverage.unproven:
             out.append(day)
     return out
 

@@ -100,8 +100,8 @@ class MonthManifest:
         service_total: the service's ``total`` for the last fetch's queries (a day of margin
             on each side, so it counts more than the window's rows).
         source: how the store names its source (never the key).
-        complete: the windows cover the month whole and the newest fetch happened after the
-            month ended plus the look-back.
+        complete: the windows cover the month whole, the newest fetch happened after the
+            month ended plus the look-back, and no day is unproven (read once).
         newest_created_at: the newest ``createdAt`` stored.
         query: the last fetch's queries (``{"queries": [...]}``).
         table_version: the store's table version this summary describes.
@@ -331,6 +331,8 @@ def format_status(store: StoreLike = None, *, lookback_days: int | None = None) 
             if cov.complete(lookback)
             else f"partial ({len(uncovered)} day(s) never fetched)"
             if uncovered
+            else f"open ({len(cov.unproven)} day(s) read once, not yet set-proven)"
+            if cov.unproven
             else "open (within the look-back)"
         )
         lines.append(

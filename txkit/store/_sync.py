@@ -1,7 +1,16 @@
 """The sync: what each month needs (its coverage), fetched, merged and written in one commit.
 
+Each month's coverage decides what is fetched (:mod:`txkit.store._coverage`): a month not yet
+stored is fetched whole; a stored month only from its first day that was never fetched, was
+fetched before its look-back ended (statuses change after a record is first seen), or was read
+once and not yet proven; ``refresh`` forces whole months. Re-fetched records replace their
+older versions (by id, newest ``updatedAt`` wins, then the later fetch). A sync with nothing to
+fetch writes nothing (a read-only store is fine). How each day's set is proven (the store's
+earlier read, or a second read; the newest days read once): :meth:`_MonthSync.proven_read`.
+
 The store belongs to one account of one service: a new key of the same account is recognised
-by the records it returns (:func:`_same_account`), another account's key is refused.
+by the records it returns (:func:`_same_account`, the note says so), another account's key is
+refused.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect
 from txkit.store._compact import compact_months
-from txkit.store._coverage import Fetch, MonthCoverage, day_runs, needed_window
+from txkit.store._coverage import Fetch, MonthCoverage, day_runs, needed_window, settled
 from txkit.store._location import StoreLike, store_location
 from txkit.store._lock import locked
 from txkit.store._read import read_months
@@ -110,41 +119,63 @@ def _range(
     return months_between(first, last), last
 
 
-def _plan(
-    state: StoreState,
-    start: date | str | None,
-    end: date | str | None,
-    today: date | None,
-    lookback_days: int,
-    refresh: set[str],
-) -> dict[str, tuple[str, date, date]]:
+@dataclass(frozen=True)
+class _Asked:
+    """What a sync was asked for, checked (see :func:`sync` for each field)."""
+
+    start: date | str | None
+    end: date | str | None
+    today: date | None
+    lookback_days: int
+    refresh: frozenset[str]
+    read_once: bool = True
+
+    @classmethod
+    def of(
+        cls,
+        start: date | str | None,
+        end: date | str | None,
+        today: date | None,
+        lookback_days: int,
+        refresh: Sequence[str],
+        read_once: bool = True,
+    ) -> _Asked:
+        if lookback_days < 0:
+            raise ValueError(f"lookback_days must be 0 or more, got {lookback_days}")
+        asked = cls(start, end, today, lookback_days, _refresh_months(refresh, today), read_once)
+        asked.months()  # bad dates are refused before anything is read
+        return asked
+
+    def months(self) -> list[str]:
+        return _range(self.start, self.end, self.today)[0]
+
+
+def _plan(state: StoreState, asked: _Asked) -> dict[str, tuple[str, date, date]]:
     """month -> (kind, first day, last day) of what must be fetched.
 
     A ``refresh`` month outside the range widens it: it is fetched whole (up to today).
     """
-    if lookback_days < 0:
-        raise ValueError(f"lookback_days must be 0 or more, got {lookback_days}")
-    months, last = _range(start, end, today)
-    now = _clock(today)
+    months, last = _range(asked.start, asked.end, asked.today)
+    now = _clock(asked.today)
     plan = {}
-    for month in sorted(set(months) | refresh):
+    for month in sorted(set(months) | asked.refresh):
         need = needed_window(
             month,
             state.coverage.get(month),
             last=last if month in months else now.date(),
-            lookback_days=lookback_days,
+            lookback_days=asked.lookback_days,
             now=now,
-            refresh=month in refresh,
+            refresh=month in asked.refresh,
         )
         if need is not None:
             plan[month] = need
     return plan
 
 
-def _refresh_months(refresh: Sequence[str], today: date | None) -> set[str]:
+def _refresh_months(refresh: Sequence[str], today: date | None) -> frozenset[str]:
     """The ``--refresh`` months, parsed; a month that has not begun is refused (there is
     nothing of it to fetch)."""
-    months = {parse_month(m, "refresh month") for m in refresh}
+    months = frozenset(parse_month(m, "refresh month") for m in refresh)
     now = _clock(today).date()
     for month in sorted(months):
         if month_bounds(month)[0] > now:
@@ -276,114 +307,111 @@ def sync(
     source: str | None = None,
     source_url: str | None = None,
     retention: RetentionPolicy | bool | None = None,
+    read_once: bool = True,
 ) -> SyncResult:
     """Bring the store up to date for the months from ``start`` to ``end``, in one commit.
 
-    Each month's coverage decides what is fetched (:mod:`txkit.store._coverage`): a month not yet
-    stored is fetched whole; a stored month only from its first day that was never fetched,
-    or fetched before its look-back ended (statuses change after a record is first seen);
-    ``refresh`` forces whole months, widening the range when a month lies outside it.
-    Re-fetched records replace their older versions (by id, newest ``updatedAt`` wins, then
-    the later fetch). A sync with nothing to fetch writes nothing (a read-only store is fine).
-
-    The store belongs to one account of one service: a key other than the one that wrote it
-    is accepted when the service returns with it the records the store holds for a day (the
-    same account; :attr:`SyncResult.notes` says so), and refused otherwise.
+    What is fetched, how it is proven and how a new key is recognised: the module's docstring.
 
     Args:
         client: a :class:`~txkit.fetch.client.Client`; default: the source ``txkit sync``
-            uses (:func:`txkit.fetch.source.connect`: the configured service, or the embedded
-            sandbox when no key is configured; the first of :attr:`SyncResult.notes` says
-            which), opened only when something is to be fetched and closed afterwards.
+            uses (:func:`txkit.fetch.source.connect`; the first note says which), opened only
+            when something is to be fetched.
         start: first day (default: the first day of the month 11 months before ``end``).
         end: last day (default: ``today``, UTC).
-        store: the store folder or URI (``s3://bucket/prefix``); default: with ``client``
-            None, the store the CLI, the notebooks and the report use
-            (:func:`txkit.config.default_store`, ``data/store/<source>``); with a client, the
-            store of its source (:func:`txkit.config.store_for_url`).
+        store: the store folder or URI; default: :func:`txkit.config.default_store`, or with
+            a client the store of its source (:func:`txkit.config.store_for_url`).
         lookback_days: days after which a stored record's status is taken as final.
-        refresh: months (``YYYY-MM``) to fetch whole again.
+        refresh: months (``YYYY-MM``) to fetch whole again, widening the range if needed.
         today: "today" for the defaults and the fetch times recorded (tests pin it).
         progress: show progress bars (default: when interactive).
         source: how the store names the source (default: the client's base URL).
-        source_url: the source's identity when it is not the client's URL and key:
-            ``sandbox:<settings>`` for the embedded sandbox (:attr:`txkit.fetch.source.Source.url`),
-            whose port and key change at every start.
-        retention: after the commit, months held in several files are compacted and the
-            retention policy is applied (:mod:`txkit.store._retention`): None for the
-            configured one (``TXKIT_STORE_KEEP_DAYS``, the reports under ``reports/``), a
-            :class:`~txkit.store._retention.RetentionPolicy`, or False to keep everything.
-
-    Returns:
-        A :class:`SyncResult`.
+        source_url: the source's identity when it is not the client's URL and key
+            (``sandbox:<settings>`` for the embedded sandbox, whose port and key change).
+        retention: applied after the commit (:mod:`txkit.store._retention`): None for the
+            configured policy, a :class:`~txkit.store._retention.RetentionPolicy`, or False.
+        read_once: the newest days read for the first time may be stored after one read
+            (unproven until the next sync; docs/completeness.md); False proves every day now
+            (the report's sync of its month).
 
     Raises:
         StoreLockedError: another sync holds the lock, or committed meanwhile.
-        StoreError: the store holds another source or account, is of the old format, is a
-            folder that is not a store, a value would change in it (named), or it cannot be
-            written (full disk, read-only); it is then left at its previous version.
+        StoreError: another source or account, not a store, a value would change (named), or
+            it cannot be written; the store is then left at its previous version.
         ValueError: bad dates, months (a refresh month not begun) or look-back.
         TxkitError: the export failed (the store is then left as it was).
     """
-    own_client = client is None
     if store is None or store == "":
-        store = default_store() if own_client else store_for_url(source_url or client.base_url)
-    refresh_set = _refresh_months(refresh, today)
-    months, _ = _range(start, end, today)
+        store = default_store() if client is None else store_for_url(source_url or client.base_url)
+    asked = _Asked.of(start, end, today, lookback_days, refresh, read_once)
     refuse_foreign_folder(store)
-    stats = ExportStats()
-    if not _plan(read_state(store), start, end, today, lookback_days, refresh_set):
+    if not _plan(read_state(store), asked):
         state = read_state(store)
-        rows = {m: state.coverage[m].rows for m in months if m in state.coverage}
-        return SyncResult({}, months, rows, stats, str(store), state.version)
+        rows = {m: state.coverage[m].rows for m in asked.months() if m in state.coverage}
+        return SyncResult({}, asked.months(), rows, ExportStats(), str(store), state.version)
     notes: list[str] = []
     with contextlib.ExitStack() as stack, locked(store):
         if client is None:
             opened = stack.enter_context(connect())
             notes.append(f"source: {opened.description}")
-            client, source, source_url = (
-                opened.client,
-                source or opened.label,
-                source_url or opened.url,
-            )
+            client, source = opened.client, source or opened.label
+            source_url = source_url or opened.url
         state = read_state(store)
-        ident = _check_source(store, state, _identity(client, source_url, state, source),
-                              client, notes)  # fmt: skip
-        plan = _plan(state, start, end, today, lookback_days, refresh_set)
-        result = SyncResult(fetched={}, skipped=[m for m in months if m not in plan], rows={},
-                            stats=stats, store=str(store), version=state.version,
-                            notes=notes)  # fmt: skip
-        run = _MonthSync(client, store, state, dict(state.coverage), result, today, progress)
-        writer = MonthWriter(store, state.version, state.files)
-        stack.callback(writer.close)
-        for month, (kind, f_first, f_last) in plan.items():
-            writer.add(month, run.fetch(month, kind, f_first, f_last))
-        if plan:
-            meta = commit_metadata(ident, lookback_days, run.coverage, _clock(today))
-            result.version = writer.commit(list(plan), meta)
-            compacted = compact_months(store, now=_clock(today))
-            if compacted is not None:
-                result.version = compacted
-            if retention is not False:
-                result.vacuum = _retain(store, retention, _clock(today), notes)
-        for month in result.skipped:
-            if month in run.coverage:
-                result.rows[month] = run.coverage[month].rows
-        return result
+        identity = _identity(client, source_url, state, source)
+        ident = _check_source(store, state, identity, client, notes)
+        run = _MonthSync(client, store, state, asked, progress, notes)
+        run.fetch_plan(stack, _plan(state, asked))
+        run.commit(ident, retention)
+        return run.result
 
 
 @dataclass
 class _MonthSync:
-    """What fetching one month needs and updates: the client, the store as read under the
-    lock, the coverage being built and the result."""
+    """What fetching the plan's months needs and updates: the client, the store as read under
+    the lock, what was asked, the coverage being built and the result."""
 
     client: Client
     store: StoreLike
     state: StoreState
-    coverage: dict[str, MonthCoverage]
-    result: SyncResult
-    today: date | None
+    asked: _Asked
     progress: bool | None
+    notes: list[str]
+    coverage: dict[str, MonthCoverage] = field(init=False)
+    result: SyncResult = field(init=False)
+    plan: list[str] = field(init=False, default_factory=list)
+    writer: MonthWriter | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.coverage = dict(self.state.coverage)
+        self.result = SyncResult(fetched={}, skipped=[], rows={}, stats=ExportStats(),
+                                 store=str(self.store), version=self.state.version,
+                                 notes=self.notes)  # fmt: skip
+
+    def fetch_plan(
+        self, stack: contextlib.ExitStack, plan: dict[str, tuple[str, date, date]]
+    ) -> None:
+        """Fetch and write (uncommitted) every month of ``plan``."""
+        self.plan = list(plan)
+        self.result.skipped = [m for m in self.asked.months() if m not in plan]
+        self.writer = MonthWriter(self.store, self.state.version, self.state.files)
+        stack.callback(self.writer.close)
+        for month, (kind, f_first, f_last) in plan.items():
+            self.writer.add(month, self.fetch(month, kind, f_first, f_last))
+
+    def commit(self, ident: SourceIdentity, retention: RetentionPolicy | bool | None) -> None:
+        """One commit of what :meth:`fetch_plan` wrote, then compaction and retention."""
+        now, result = _clock(self.asked.today), self.result
+        if self.plan and self.writer is not None:
+            meta = commit_metadata(ident, self.asked.lookback_days, self.coverage, now)
+            result.version = self.writer.commit(self.plan, meta)
+            compacted = compact_months(self.store, now=now)
+            if compacted is not None:
+                result.version = compacted
+            if retention is not False:
+                result.vacuum = _retain(self.store, retention, now, self.notes)
+        for month in result.skipped:
+            if month in self.coverage:
+                result.rows[month] = self.coverage[month].rows
 
     def fetch(self, month: str, kind: str, f_first: date, f_last: date) -> pl.DataFrame:
         """Fetch the month's window, proven (:meth:`proven_read`), merge it with what the
@@ -398,14 +426,16 @@ class _MonthSync:
             None if replace else read_months([month], store=self.store, version=self.state.version)
         )
         covered = self.covered_days(month, f_first, f_last) if old is not None else set()
-        fetched = self.proven_read(f_first, f_last, old, covered, month_stats)
+        once = self.read_once_days(month, kind, f_first, f_last)
+        fetched = self.proven_read(f_first, f_last, old, covered, once, month_stats)
         _add_stats(self.result.stats, month_stats)
         merged = _merge(old, fetched)
-        fetch = Fetch(f_first, f_last, _clock(self.today), kind, sorted(month_stats.totals),
-                      sum(month_stats.totals.values()), fetched.height)  # fmt: skip
+        fetch = Fetch(f_first, f_last, _clock(self.asked.today), kind,
+                      sorted(month_stats.totals), sum(month_stats.totals.values()),
+                      fetched.height)  # fmt: skip
         previous = self.coverage.get(month) or MonthCoverage(month, (), 0)
         self.coverage[month] = previous.with_fetch(
-            fetch, replace=replace, rows=merged.height, newest=_newest(merged)
+            fetch, replace=replace, rows=merged.height, newest=_newest(merged), read_once=once
         )
         self.result.fetched[month] = kind
         self.result.rows[month] = merged.height
@@ -416,8 +446,27 @@ class _MonthSync:
         coverage = self.coverage.get(month)
         if coverage is None:
             return set()
-        days = (first + timedelta(days=i) for i in range((last - first).days + 1))
-        return {d for d in days if coverage.newest_fetch_of(d) is not None}
+        return {d for d in _days(first, last) if coverage.newest_fetch_of(d) is not None}
+
+    def read_once_days(self, month: str, kind: str, first: date, last: date) -> frozenset[date]:
+        """The days of ``first..last`` this sync may store after one read (unproven until the
+        next sync): the newest days (inside the look-back at this read) never stored before,
+        in a store that holds earlier syncs. A first sync, a refresh, a report's sync
+        (``read_once=False``) and a month read for the first time (unless every day of it
+        read is that new) prove every day now, so no month is left unproven in bulk."""
+        if not self.asked.read_once or kind == "refresh" or not self.state.coverage:
+            return frozenset()
+        now, stored = _clock(self.asked.today), self.coverage.get(month)
+        days = _days(first, last)
+        new = {
+            d
+            for d in days
+            if (stored is None or stored.newest_fetch_of(d) is None)
+            and not settled(d, now, self.asked.lookback_days)
+        }
+        if stored is None and len(new) < len(days):
+            return frozenset()
+        return frozenset(new)
 
     def proven_read(
         self,
@@ -425,20 +474,23 @@ class _MonthSync:
         last: date,
         stored: pl.DataFrame | None,
         covered: set[date],
+        once: frozenset[date],
         stats: ExportStats,
     ) -> pl.DataFrame:
-        """The records of ``first..last``, their set proven by two reads that agree.
+        """The records of ``first..last``, each day's set proven by two reads that agree, or
+        (the days in ``once``) read once, verified by the service's totals.
 
-        With no day stored, the export's own confirming re-read proves it. Otherwise one
-        read, verified by the service's totals, is compared day by day with the store's
-        earlier read (ids with ``updatedAt``): a day that holds the same set is proven by the
-        two reads (docs/completeness.md, "A proof that reuses earlier reads"); a day that
-        differs, or was never stored, is read again until two consecutive reads agree.
+        With no day stored and none to read once, the export's own confirming re-read proves
+        it. Otherwise one read, verified by the service's totals, is compared day by day with
+        the store's earlier read (ids with ``updatedAt``): a day that holds the same set is
+        proven by the two reads (docs/completeness.md, "A proof that reuses earlier reads");
+        a day that differs, or was never stored and is not in ``once``, is read again until
+        two consecutive reads agree.
 
         Raises:
             IncompleteExportError: the days read again never held still.
         """
-        if not covered or stored is None:
+        if not covered and not once:
             return load_transactions(
                 self.client, start=first, end=last, stats=stats, progress=self.progress
             )
@@ -446,13 +498,23 @@ class _MonthSync:
             self.client, start=first, end=last, stats=stats, progress=self.progress,
             confirm=False,
         )  # fmt: skip
-        differ = _differing_days(fetched, stored, first, last, covered)
-        reused = (last - first).days + 1 - len(differ)
+        if stored is None:
+            differ = set(_days(first, last)) - covered
+        else:
+            differ = _differing_days(fetched, stored, first, last, covered)
+        differ -= once
+        reused = len(_days(first, last)) - len(differ) - len(once)
         before = stats.requests
         for a, b in day_runs(sorted(differ)):
             fetched = self.read_again(fetched, a, b, stats)
         stats.proof("confirm", stats.requests - before)
-        stats.note(f"{reused} day(s) proven by the store's earlier read, {len(differ)} read again")
+        line = f"{reused} day(s) proven by the store's earlier read, {len(differ)} read again"
+        if once:
+            line += (
+                f", {len(once)} new day(s) read once (count verified against the service's "
+                "totals; the next sync proves the set)"
+            )
+        stats.note(line)
         return fetched
 
     def read_again(
@@ -480,6 +542,10 @@ class _MonthSync:
         )
 
 
+def _days(first: date, last: date) -> list[date]:
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
 #: Reads of the days that differ from the store, at most, before a sync gives up.
 _READS = 4
 
@@ -495,8 +561,8 @@ def sync_needed(
 ) -> bool:
     """True when :func:`sync` with these arguments would send any request."""
     store = store_location(store)
-    refresh_set = _refresh_months(refresh, today)
-    return bool(_plan(read_state(store), start, end, today, lookback_days, refresh_set))
+    asked = _Asked.of(start, end, today, lookback_days, refresh)
+    return bool(_plan(read_state(store), asked))
 
 
 def _add_stats(total: ExportStats, part: ExportStats) -> None:
@@ -529,8 +595,7 @@ def _differing_days(
     out = set(a.join(b, on=keys, how="anti", nulls_equal=True)["day"].to_list())
     out |= set(b.join(a, on=keys, how="anti", nulls_equal=True)["day"].to_list())
     if covered is not None:
-        days = (first + timedelta(days=i) for i in range((last - first).days + 1))
-        out |= {d for d in days if d not in covered}
+        out |= {d for d in _days(first, last) if d not in covered}
     return out
 
 
