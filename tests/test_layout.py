@@ -265,16 +265,6 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 MAX_MODULE_LINES = 800
 MAX_FUNCTION_LINES = 60
 
-#: Today's offenders, in files other branches of issue 32 are reworking (analysis, datafile,
-#: bank, register, report, cli, fetch): the lead removes each entry as its branch merges, and
-#: an entry that is short again fails the test until it is removed.
-LONG_MODULES = frozenset({})
-LONG_FUNCTIONS = frozenset(
-    {
-        "txkit/fetch/pages.py:_Pass.run",
-    }
-)
-
 
 def _sources() -> dict[str, str]:
     return {
@@ -321,19 +311,11 @@ def _long_functions(sources: dict[str, str], limit: int = MAX_FUNCTION_LINES) ->
 
 
 def test_no_module_is_over_800_lines() -> None:
-    long = _long_modules(_sources())
-    assert not long.keys() - LONG_MODULES, {k: long[k] for k in long.keys() - LONG_MODULES}
-    assert not LONG_MODULES - long.keys(), (
-        f"short now, remove from LONG_MODULES: {LONG_MODULES - long.keys()}"
-    )
+    assert _long_modules(_sources()) == {}
 
 
 def test_no_function_body_is_over_60_lines() -> None:
-    long = _long_functions(_sources())
-    assert not long.keys() - LONG_FUNCTIONS, {k: long[k] for k in long.keys() - LONG_FUNCTIONS}
-    assert not LONG_FUNCTIONS - long.keys(), (
-        f"short now, remove from LONG_FUNCTIONS: {LONG_FUNCTIONS - long.keys()}"
-    )
+    assert _long_functions(_sources()) == {}
 
 
 def _function(name: str, body_lines: int, docstring_lines: int = 0) -> str:

@@ -266,18 +266,40 @@ class _Pass:
 
     def run(self) -> int:
         """Fetch every page once; returns the total reported by the first page."""
+        total, stride, first_count = self._first_page()
+        self._other_pages(total, stride, first_count)
+        # The pass's pages are converted first: their edge runs come with their frames
+        # (build_frames marks a batch of pages in one vectorised pass).
+        self.sink.flush()
+        if self.ties:
+            self._marks = {slot: mark_page(slot[0], page) for slot, page in self._pages.items()}
+            self._read_cut_groups(stride)
+            self.sink.flush()
+        self.slots = {
+            slot: SlotRead(self._digests[slot], self._marks.get(slot), self._pages.get(slot))
+            for slot in self._digests
+        }
+        self.stats.exact_pages += self.sink.exact_pages
+        self._conclude(total, stride)
+        return total
+
+    def _first_page(self) -> tuple[int, int, int]:
+        """The total, the stride and the first page's count: a first page shorter than both
+        the limit and the total reveals a silent cap."""
         _, _, body, request = self._fetch(0, self.page_size)
         assert body is not None
         _, _, first = self._read(0, self.page_size, body, request)
         del body
         self._accept(first, (0, self.page_size))
         total = first.total
-        # A first page shorter than both the limit and the total reveals a silent cap.
         stride = first.count if 0 < first.count < min(self.page_size, total) else self.page_size
         self.stride = stride
         self.on_page(first.count, total)
+        return total, stride, first.count
+
+    def _other_pages(self, total: int, stride: int, first_count: int) -> None:
         guard = 2 * _pages_needed(total, stride) + 16
-        slots = deque((skip, stride) for skip in range(first.count, total, stride))
+        slots = deque((skip, stride) for skip in range(first_count, total, stride))
         sent = 1 + len(slots)
         fetching: set[cf.Future[tuple[int, int, bytes, Any]]] = set()
         reading: set[cf.Future[tuple[int, int, RawPage]]] = set()
@@ -300,31 +322,26 @@ class _Pass:
                     reading.add(self.readers.submit(self._read, skip, limit, fetched, request))
                     continue
                 reading.discard(future)
-                skip, limit, page = future.result()
-                self._accept(page, (skip, limit))
-                self.on_page(page.count, 0)
-                if page.count:
-                    self._worked.append(skip)
-                elif skip < min(total, page.total):
-                    self._empty.append(skip)
-                wanted = min(limit, max(0, total - skip))
-                if 0 < page.count < wanted and sent < guard:
-                    # Short page (a cap lower than the first page's, or data that moved): ask
-                    # for the rest of its slot instead of assuming the export ended.
-                    slots.append((skip + page.count, wanted - page.count))
+                rest = self._on_read(*future.result(), total)
+                if rest is not None and sent < guard:
+                    slots.append(rest)
                     sent += 1
-        # The pass's pages are converted first: their edge runs come with their frames
-        # (build_frames marks a batch of pages in one vectorised pass).
-        self.sink.flush()
-        if self.ties:
-            self._marks = {slot: mark_page(slot[0], page) for slot, page in self._pages.items()}
-            self._read_cut_groups(stride)
-            self.sink.flush()
-        self.slots = {
-            slot: SlotRead(self._digests[slot], self._marks.get(slot), self._pages.get(slot))
-            for slot in self._digests
-        }
-        self.stats.exact_pages += self.sink.exact_pages
+
+    def _on_read(self, skip: int, limit: int, page: RawPage, total: int) -> tuple[int, int] | None:
+        """Accept a page; returns the rest of its slot to ask for when it came back short (a
+        cap lower than the first page's, or data that moved), rather than assume the end."""
+        self._accept(page, (skip, limit))
+        self.on_page(page.count, 0)
+        if page.count:
+            self._worked.append(skip)
+        elif skip < min(total, page.total):
+            self._empty.append(skip)
+        wanted = min(limit, max(0, total - skip))
+        if 0 < page.count < wanted:
+            return (skip + page.count, wanted - page.count)
+        return None
+
+    def _conclude(self, total: int, stride: int) -> None:
         self.worked = max(self._worked)
         if self._refused and min(self._refused) > self.worked:
             # Every page from some skip on was refused, every page before it was not: the
@@ -332,7 +349,6 @@ class _Pass:
             raise OffsetCapped(self.worked, min(self._refused), total, stride)
         if self._empty and min(self._empty) > self.worked:
             self.empty_from = min(self._empty)
-        return total
 
     def _read_cut_groups(self, stride: int) -> None:
         """Read whole every tie group that page edges cut and whose parts missed a record.
