@@ -22,7 +22,7 @@ _LANES = 2
 
 
 def _waves(sources: list[Path]) -> list[list[Path]]:
-    """The notebooks in two waves: the others, then those marked ``txkit.after_others``."""
+    """Those marked ``txkit.after_others`` run in a second wave."""
     late = []
     for source_nb in sources:
         metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})
