@@ -67,7 +67,6 @@ def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _plain_files(table: Any) -> bool:
-    """False (column mapping, deletion vectors): read through ``scan_delta``, unverified."""
     protocol = table.protocol()
     return protocol.min_reader_version == 1 or (
         protocol.min_reader_version >= 3 and not set(protocol.reader_features or ())

@@ -127,7 +127,6 @@ class VacuumResult:
 
 
 def _version_time(store: str | os.PathLike[str], version: int) -> datetime | None:
-    """Its recorded sync clock, else its commit time."""
     entry = commit_info(store, version)
     if entry is None:
         return None
@@ -164,8 +163,6 @@ def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -
 
 
 def _files_of(store: str | os.PathLike[str], versions: list[int]) -> set[str]:
-    """Each run of consecutive versions is opened once, at its first, and followed through its
-    commits."""
     files: set[str] = set()
     runs: list[list[int]] = []
     for v in versions:
@@ -362,7 +359,6 @@ def _remove(
 
 
 def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
-    """The ``_last_checkpoint`` hint stays on the newest checkpoint."""
     files = objects(store)
     hint = "_delta_log/_last_checkpoint"
     try:
@@ -371,6 +367,7 @@ def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
         before = None
     for version in versions:
         write_checkpoint(store, version)
+    # each write moves the hint to the checkpoint it wrote: keep it on the newest one
     if before is not None:
         files.put(hint, before)
     else:

@@ -210,7 +210,6 @@ def log_versions(store: str | os.PathLike[str]) -> list[int]:
 
 
 def _versions(store: str | os.PathLike[str]) -> list[int] | None:
-    """None when the log cannot be listed."""
     try:
         return log_versions(store) or None
     except Exception:

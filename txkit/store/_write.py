@@ -391,7 +391,6 @@ class MonthWriter:
         self._written.append(self._write(written.month, part))
 
     def _widen_stored(self, months: list[str]) -> list[str]:
-        """One month in memory at a time; the months returned are replaced in the commit."""
         if self.version is None or self._table_schema is None:
             return []
         types = self._types()
