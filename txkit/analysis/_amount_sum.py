@@ -45,7 +45,6 @@ def amount_sum_rules(result: pl.DataFrame, sides: Sides) -> pl.DataFrame:
 
 
 def _open_collections(result: pl.DataFrame, sides: Sides) -> pl.DataFrame:
-    """Adds ``customer`` and ``existing`` (the reference an under- or overpayment pays)."""
     open_collections = result.filter(
         pl.col("category").is_in(["missing_in_orders", "amount_mismatch"])
         & (pl.col("export_count") == 1)
@@ -115,7 +114,6 @@ def _items(frame: pl.DataFrame, side: str) -> list[dict[str, Any]]:
 def _fits(
     pays: list[dict[str, Any]], dues: list[dict[str, Any]], sides: Sides
 ) -> tuple[list[_Fit], dict[str, int]]:
-    """The one set that fits each target, and the targets several sets fit (with how many)."""
     fits: list[_Fit] = []
     undecided: dict[str, int] = {}
     for kind, targets, pool in (("paid_in_parts", dues, pays), ("grouped", pays, dues)):

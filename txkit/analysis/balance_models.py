@@ -115,7 +115,6 @@ def _chained(entries: pl.DataFrame) -> pl.DataFrame:
 
 
 def _earlier_openings(opening: Mapping[str, int]) -> list[pl.Expr]:
-    """An opening balance stands before a wallet's first chain."""
     opened_wallet = pl.col(_W).is_in(list(opening))
     opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
     shifted = []

@@ -537,7 +537,6 @@ def _reserve_adds(records: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _holds() -> pl.Expr:
-    """A reserve not over before it starts."""
     amount = pl.col("rollingReserve.amount")
     flagged = pl.col("hasRollingReserve").fill_null(amount.is_not_null())
     over_at_once = pl.col("release").is_not_null() & (pl.col("release") <= pl.col("createdAt"))

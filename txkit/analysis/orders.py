@@ -605,7 +605,6 @@ def _amount(frame: pl.DataFrame, where: _Where, mapping: Mapping[str, str]) -> p
 
 
 def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:
-    """At the smallest scale that holds the amount exactly."""
     amount = pl.col("amount")
     where.fail(frame, amount.is_null(), "no amount", "every order needs its amount")
     limit = pl.lit(10**_MAX_INTEGER_DIGITS, dtype=pl.Decimal(38, 0))

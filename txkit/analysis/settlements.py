@@ -186,7 +186,6 @@ def _inputs(
 
 
 def _settlements(tx: pl.LazyFrame, scale: int) -> pl.DataFrame:
-    """The last row of an id."""
     return (
         tx.filter(
             (pl.col("transType") == "settlement")
@@ -501,7 +500,6 @@ def _unknown_credits(
 
 
 def _result_schema(scale: int) -> dict[str, pl.DataType]:
-    """Before ``category`` becomes the Enum."""
     money_type = pl.Decimal(38, scale)
     return {
         "reference": pl.String(),

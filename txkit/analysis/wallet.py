@@ -290,7 +290,6 @@ def _releases(records: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.DataFr
 
 
 def _value(entry: Mapping[str, Any], reported: str, expected: str) -> tuple[int | None, bool]:
-    """Carried by the chain when the entry reports none."""
     if entry[reported] is not None:
         return int(entry[reported]), False
     value = entry[expected]
@@ -430,7 +429,6 @@ def _released_between(
 def _closing(
     categories: Mapping[str, int], ends: _Ends, ledger_known: bool, available_known: bool
 ) -> dict[str, int | None]:
-    """None where a balance cannot be computed."""
     ledger_activity = sum(categories[c] for c in LEDGER_ACTIVITY)
     computed = None
     if ledger_known and ends.open_ledger is not None:
