@@ -79,7 +79,6 @@ def _ns(element: etree._Element) -> str:
 
 
 def _child(element: etree._Element, *names: str) -> etree._Element | None:
-    """Local names; lxml searches in C (half a million entries in seconds)."""
     ns = _ns(element)
     return element.find("/".join(ns + name for name in names))
 
@@ -281,7 +280,6 @@ def _head(path: Path, stmt: etree._Element, result: Read) -> _Head:
 
 
 def _entry(path: Path, ntry: etree._Element, head: _Head) -> list[Entry]:
-    """One row per ``TxDtls`` of a batch booking."""
     line = ntry.sourceline or 0
     amount, currency = _amount(path, ntry, f"{head.where} <Ntry>")
     booking = _booking(path, ntry, head, currency, line)

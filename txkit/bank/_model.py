@@ -224,7 +224,6 @@ def _entries_frame(name: str, read: Read, amounts: list[str], scale: int) -> pl.
 
 
 def _balance_row(path: Path, name: str, b: Balance, booked: list[Decimal]) -> dict[str, Any]:
-    """The closing balance is proven by the booked entries."""
     count = len(booked)
     if b.closing is not None and b.opening is not None:
         expected = Decimal(b.opening) + sum(booked, Decimal(0))
