@@ -193,7 +193,6 @@ _IMPORT_WHAT = "exceptions file"
 
 
 def _read_import(path: Path) -> pl.DataFrame:
-    """Through the bounded readers: a bad file ends in one line naming it."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
         text = read_text(path, what=_IMPORT_WHAT).text
