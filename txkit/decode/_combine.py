@@ -42,7 +42,6 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
 def _aligned(
     frame: pl.DataFrame, schema: pl.Schema, target: dict[str, pl.DataType]
 ) -> pl.DataFrame:
-    """Missing columns null; a page already in that shape is returned as it is."""
     if list(schema.items()) == list(target.items()):
         return frame
     return frame.select(

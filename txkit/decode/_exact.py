@@ -203,7 +203,6 @@ def _flatten_record(
 
 
 def _nesting(value: Any) -> int:
-    """1 for ``[]``; no recursion."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -227,7 +226,6 @@ def _too_deep(rid: str | None, path: str, value: Any) -> SchemaError:
 
 
 def _json_text(value: Any) -> str:
-    """Numbers exactly as received (Decimal kept)."""
     if isinstance(value, dict):
         inner = ",".join(f"{json.dumps(str(k))}:{_json_text(v)}" for k, v in value.items())
         return "{" + inner + "}"
@@ -254,7 +252,6 @@ def _to_decimal(value: Any) -> Decimal | None:
 
 
 def _holds_in_float64(number: Decimal) -> bool:
-    """Its shortest repr reads back as it."""
     as_float = float(number)
     return math.isfinite(as_float) and Decimal(repr(as_float)) == number
 
@@ -330,7 +327,6 @@ def _to_money(value: Any, fail: _Fail) -> Decimal:
 
 
 def _to_epoch_ms(value: Any, fail: _Fail) -> datetime:
-    """Whole epoch milliseconds (years 1-9999) or an ISO 8601 text."""
     number = _to_decimal(value)
     if number is not None and number == number.to_integral_value():
         if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
@@ -369,7 +365,6 @@ def _to_bool(value: Any, fail: _Fail) -> bool:
 
 
 def _to_string(name: str, value: Any, fail: _Fail) -> str:
-    """A JSON-text column's value as JSON, a scalar as written."""
     if isinstance(value, str):
         return value
     if name in JSON_TEXT_COLUMNS:
@@ -396,7 +391,6 @@ def _to_string_list(name: str, value: Any, fail: _Fail) -> list[str | None]:
 
 
 def _infer_unknown(name: str, values: list[Any], ids: list[str | None]) -> pl.Series:
-    """Losslessly, or raise SchemaError."""
     present = [(v, i) for v, i in zip(values, ids, strict=True) if v is not None]
     kinds = {_kind(v) for v, _ in present}
     if not kinds:

@@ -413,7 +413,6 @@ def _transactions(fast: list[RawPage]) -> pl.DataFrame:
 
 
 def _pages_to_redo(fast: list[RawPage], data: pl.DataFrame, converted: pl.DataFrame) -> set[int]:
-    """A value not proven exact, a record that is not an object, or keys not accounted for."""
     accounted = _accounted(converted, [p.count for p in fast])
     bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list()) | set(
         data.filter(pl.col("tx").is_null())[f"{AUX}page"].unique().to_list()

@@ -112,7 +112,6 @@ def _builders() -> int:
 
 
 def _build_pool() -> ThreadPoolExecutor:
-    """Shared by every sink, created on first use."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
