@@ -133,7 +133,6 @@ def _fail(path: Path, problem: str, what: str, advice: str = _SAVE) -> DataFileE
 
 
 def _column_index(path: Path, ref: str, what: str) -> tuple[int, int]:
-    """Column from 0; beyond a spreadsheet's last cell: refused."""
     found = _CELL.fullmatch(ref)
     if not found:
         raise _fail(path, f"a cell's address {ref[:40]!r} is not an address like C14", what)
@@ -172,8 +171,6 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
 
 
 def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
-    """Visible ones first, each in the workbook's order; and whether the 1904 date system is
-    used."""
     date1904 = False
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
@@ -194,7 +191,6 @@ def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str
 
 
 def _format_of(code: str) -> _Format:
-    """From the code's first section only."""
     section = code.split(";")[0]
     plain = re.sub(r'"[^"]*"|\\.|\[[^\]]*\]|_.|\*.', "", section)
     if plain.strip().lower() in ("general", ""):
@@ -211,7 +207,6 @@ def _format_of(code: str) -> _Format:
 
 
 def _styles(book: zipfile.ZipFile, names: set[str]) -> list[_Format]:
-    """Index = a cell's ``s``."""
     if "xl/styles.xml" not in names:
         return []
     root = etree.fromstring(book.read("xl/styles.xml"), _parser())
@@ -239,7 +234,6 @@ def _styles(book: zipfile.ZipFile, names: set[str]) -> list[_Format]:
 
 
 def _si_text(si: etree._Element) -> str:
-    """Phonetic runs left out."""
     parts = [t.text or "" for t in si.iterchildren(f"{_NS}t")]
     for run in si.iterchildren(f"{_NS}r"):
         parts.extend(t.text or "" for t in run.iterchildren(f"{_NS}t"))
