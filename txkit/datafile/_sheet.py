@@ -120,7 +120,6 @@ _Rows = list[tuple[int, list[str]]]
 def _sheet_header(
     path: Path, grid: Grid, columns: Sequence[str], required: Sequence[str], what: str
 ) -> tuple[int, list[str], int]:
-    """(index of the header's first row, its names without trailing empty ones, its rows)."""
     rows = grid.sheet.rows
     found = find_header(rows, required)
     if found is None:
