@@ -175,7 +175,6 @@ def _for_files(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _at_stake_by_currency(keyed: pl.DataFrame, name: str) -> tuple[dict[str, str] | None, int]:
-    """By the list's one definition (see :class:`Download`); None for a list that has none."""
     if name not in LISTS:
         return None, 0
     spec = LISTS[name]

@@ -184,7 +184,6 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
 
 
 def _span(source: str, client: Client | None) -> tuple[tuple[str, str] | None, str]:
-    """Months known only for the embedded sandbox's calendar."""
     if client is None and (source == "sandbox" or (source == "auto" and not key_configured())):
         last = first = config.SANDBOX.start_month
         for _ in range(config.SANDBOX.months - 1):

@@ -180,7 +180,6 @@ def _built(
 
 
 def _sandbox_last_day() -> date:
-    """As ``txkit report`` computes it."""
     settings = config.SANDBOX
     first, _ = month_bounds(settings.start_month)
     year, month = divmod(first.year * 12 + first.month - 1 + settings.months - 1, 12)

@@ -292,7 +292,6 @@ def _month_axis(ax: plt.Axes, months: list[str]) -> None:
 
 
 def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> int:
-    """Currencies with at least :data:`MIN_POINTS` months; none drawn: the panel says why."""
     drawn = 0
     for currency in sorted(data["currency"].drop_nulls().unique().to_list()):
         part = data.filter(pl.col("currency") == currency).sort("month")
