@@ -357,7 +357,6 @@ def _step_ties(st: _State) -> None:
 
 
 def _tie_pages(st: _State) -> _TieCheck:
-    """Further pages while too few tie groups are seen (a small page may hold none)."""
     # Unfiltered pages only: a thinning filter leaves few ties.
     plain = [(p, ids) for p, ids in st.reference_pages if not st.filter] or [st.first_page]
     by_id = dict(st.seen)
@@ -484,7 +483,6 @@ def _date_walk_step(st: _State, walk: _DateWalk) -> bool:
 
 
 def _list_date_window(st: _State, walk: _DateWalk, start: date, end: date) -> bool:
-    """False when the service ignores dates."""
     params: dict[str, str | int] = {
         **st.filter,
         "startDate": start.isoformat(),
@@ -527,7 +525,6 @@ def _list_date_window(st: _State, walk: _DateWalk, start: date, end: date) -> bo
 
 
 def _record_date_findings(st: _State, walk: _DateWalk) -> None:
-    """Also when stopped."""
     cut = walk.cut
     if walk.short:
         cut = (
