@@ -255,7 +255,6 @@ def carry_over(
 
 
 def _open_before(items: dict[str, dict[str, Any]], month: str) -> dict[str, list[dict[str, Any]]]:
-    """By the month that last listed them."""
     by_month: dict[str, list[dict[str, Any]]] = {}
     for item in items.values():
         if (

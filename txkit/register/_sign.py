@@ -245,7 +245,6 @@ class Target:
 
 
 def _folder_of(out: str | os.PathLike[str], rev: Revision) -> Path:
-    """In ``out`` under its name, else where its report wrote it."""
     name = rev.name or ""
     here = Path(out) / name
     if name and here.is_dir():
@@ -444,7 +443,6 @@ def sign_report(
 
 
 def _unchanged_pack(folder: Path, month: str, newest: Revision) -> str:
-    """Raises ReportSignedError unless the pack is the bytes its report wrote."""
     problems = pack_problems(folder, newest.files)
     digest = report_digest(folder)
     if newest.pack is not None and digest != newest.pack and not problems:

@@ -248,7 +248,6 @@ def report_events(
 
 
 def _seen_events(frame: pl.DataFrame, month: str, stamp: dict[str, Any]) -> pl.DataFrame:
-    """The first of a key listed twice."""
     return events_frame(
         frame.unique("key", keep="first", maintain_order=True).with_columns(
             pl.lit("seen").alias("event"),
