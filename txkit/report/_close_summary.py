@@ -221,7 +221,6 @@ def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Lin
 def _exception_lines(
     folder: Path, material: Mapping[str, int] | None
 ) -> list[tuple[str, str, int, Decimal, int | None]]:
-    """Material first (by the register's count), then the largest amount."""
     exceptions = []
     for name, entry in read_downloads(folder).items():
         if name not in LISTS or entry.get("kind") == "table":
