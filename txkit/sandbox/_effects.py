@@ -328,7 +328,6 @@ class FaultEffects:
                     break
 
     def _settle(self, faults: Faults, query: Query) -> bool:
-        """False when no record is left in flight (see ``settle``)."""
         store = self.store
         low, high = query.window(faults.date_shift, faults.bounds)
         flight = list(SETTLE_NEXT)
@@ -398,7 +397,6 @@ class FaultEffects:
         )
 
     def _swap(self, faults: Faults, query: Query) -> None:
-        """See ``swaps``."""
         statuses = faults.swap_statuses
         assert statuses is not None
         source, target = statuses

@@ -75,7 +75,6 @@ def iso_column(values: list[int] | list[int | None]) -> list[str | None]:
 
 
 def _seconds_text(centiseconds: int) -> str:
-    """At most two decimals, trailing zeros dropped."""
     whole, frac = divmod(centiseconds, 100)
     if frac == 0:
         return str(whole)

@@ -145,7 +145,6 @@ def _ok_bad(g: LedgerState, planted: dict[str, set[int]]) -> Callable[[int], boo
 
 
 def _falsify_ledger_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
-    """Off by up to 500.00."""
     cols, rand = g.cols, g.rng.random
     ok_bad = _ok_bad(g, planted)
     for _ in range(g.quota["bad_balance"]):
@@ -172,7 +171,6 @@ def _falsify_ledger_balances(g: LedgerState, planted: dict[str, set[int]]) -> No
 
 
 def _falsify_available_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
-    """Does not deduct the reserve held (or, without one, is off by up to 200.00)."""
     cols, rand = g.cols, g.rng.random
     for i in _reserve_mismatches(g, planted):
         side = _side_with_reserve(g, i)

@@ -443,7 +443,6 @@ def _camt(account: BankAccount, month: str, lines: list[_Line]) -> bytes:
 
 
 def _sheet(account: BankAccount, month: str, lines: list[_Line], *, html: bool) -> bytes:
-    """``html``: GTBank's HTML ``.xls`` (digits with thousands separators); else ``.xlsx``."""
     first, last = month_bounds(month)
     titles = [
         f"{BANK_NAME.upper()} PLC CUSTOMER STATEMENT {MERCHANT_NAME.upper()}",

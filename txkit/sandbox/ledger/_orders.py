@@ -161,8 +161,6 @@ _GROUP_MARGIN_MS: Final = 4 * DAY_MS
 
 
 def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
-    """``i -> (kind, form, group number)``, from a random source of their own; at most one group
-    per customer."""
     out: dict[int, tuple[str, str, int]] = {}
     if g.anomaly_rate <= 0:
         return out
