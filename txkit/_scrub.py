@@ -188,13 +188,11 @@ def scrub_bytes(data: bytes, *secrets: str | None) -> bytes:
 
 
 def _frame_forms(secrets: tuple[str | None, ...]) -> list[str]:
-    """Longest first (the first listed wins a tie)."""
     forms = {form for secret in _secrets(secrets) for form in secret_forms(secret)}
     return sorted(forms, key=lambda form: (-len(form), form))
 
 
 def _hits(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr | None:
-    """None: no text inside."""
     import polars as pl
 
     if dtype == pl.String:
@@ -225,7 +223,6 @@ def _clean_name(name: str, forms: list[str]) -> str:
 
 
 def _replaced(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr:
-    """Struct field names too."""
     import polars as pl
 
     if dtype == pl.String:
@@ -256,7 +253,6 @@ def _has_text(dtype: pl.DataType, forms: list[str]) -> bool:
 
 
 def _names_hit(dtype: pl.DataType, forms: list[str]) -> int:
-    """From the schema alone."""
     import polars as pl
 
     if isinstance(dtype, pl.List):

@@ -631,7 +631,6 @@ class SandboxSettings:
 
 @functools.cache
 def _generator_digest() -> str:
-    """Of the generator's source files and the rendering its output is written with."""
     sandbox = Path(__file__).resolve().parent / "sandbox"
     digest = hashlib.sha256()
     for file in [*sorted((sandbox / "ledger").glob("*.py")), sandbox / "_render.py"]:
