@@ -82,15 +82,14 @@ def register_secret(secret: str | None) -> None:
 
 
 def _usable(secret: str | None) -> list[str]:
-    """The secret and its stripped form, or nothing for a blank one."""
     if not secret or not secret.strip():
         return []
     return list(dict.fromkeys((secret, secret.strip())))
 
 
 def _base64_forms(raw: bytes) -> set[str]:
-    """The part of ``base64(prefix + raw + suffix)`` that depends only on ``raw``, for each of
-    the three alignments of ``raw`` in the encoded bytes, standard and URL-safe."""
+    """The part of ``base64(prefix + raw + suffix)`` that depends only on ``raw``: three
+    alignments, standard and URL-safe."""
     forms: set[str] = set()
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + raw).decode("ascii").rstrip("=")
@@ -189,13 +188,11 @@ def scrub_bytes(data: bytes, *secrets: str | None) -> bytes:
 
 
 def _frame_forms(secrets: tuple[str | None, ...]) -> list[str]:
-    """Every form of every known secret, longest first (the first listed wins a tie)."""
     forms = {form for secret in _secrets(secrets) for form in secret_forms(secret)}
     return sorted(forms, key=lambda form: (-len(form), form))
 
 
 def _hits(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr | None:
-    """Per row, how many text values under ``expr`` hold a form (None: no text inside)."""
     import polars as pl
 
     if dtype == pl.String:
@@ -226,7 +223,6 @@ def _clean_name(name: str, forms: list[str]) -> str:
 
 
 def _replaced(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr:
-    """``expr`` with every form in every text value (and struct field name) replaced."""
     import polars as pl
 
     if dtype == pl.String:
@@ -245,7 +241,6 @@ def _replaced(expr: pl.Expr, dtype: pl.DataType, forms: list[str]) -> pl.Expr:
 
 
 def _has_text(dtype: pl.DataType, forms: list[str]) -> bool:
-    """Whether ``dtype`` holds text values or struct field names that may hold a form."""
     import polars as pl
 
     if dtype == pl.String:
@@ -258,7 +253,6 @@ def _has_text(dtype: pl.DataType, forms: list[str]) -> bool:
 
 
 def _names_hit(dtype: pl.DataType, forms: list[str]) -> int:
-    """How many struct field names under ``dtype`` hold a form (from the schema alone)."""
     import polars as pl
 
     if isinstance(dtype, pl.List):

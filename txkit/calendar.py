@@ -52,7 +52,6 @@ _RANGE = f"accepted days are {MIN_DAY} to {MAX_DAY}"
 
 
 def _hint(value: object, pattern: re.Pattern[str]) -> str:
-    """Why a string that looks almost right was refused (empty when it does not)."""
     if not isinstance(value, str):
         return ""
     if value != value.strip() and pattern.fullmatch(value.strip()):

@@ -383,7 +383,6 @@ _CHAR_NAMES = {
 
 
 def _describe(char: str) -> str:
-    """A whitespace or control character by name and code (never part of a valid key)."""
     if char in _CHAR_NAMES:
         return _CHAR_NAMES[char]
     name = unicodedata.name(char, "").lower()
@@ -391,8 +390,8 @@ def _describe(char: str) -> str:
 
 
 def _problem(value: str, *, secret: bool) -> str | None:
-    """What is wrong with a setting's text, or None. For the key, printable characters are
-    never named (only where the bad one is): they could be the key's own."""
+    """For the key, printable characters are never named (only where the bad one is): they could
+    be the key's own."""
     stripped = value.strip()
     if not stripped:
         return "is empty or only whitespace"
@@ -632,8 +631,6 @@ class SandboxSettings:
 
 @functools.cache
 def _generator_digest() -> str:
-    """A short digest of the sandbox ledger generator's source files, and of the rendering
-    its orders, ground truth and records are written with."""
     sandbox = Path(__file__).resolve().parent / "sandbox"
     digest = hashlib.sha256()
     for file in [*sorted((sandbox / "ledger").glob("*.py")), sandbox / "_render.py"]:

@@ -165,8 +165,7 @@ def describe_request(request: Any) -> str | None:
 
 
 def _clean(value: Any) -> Any:
-    """A value safe to keep on an error: text scrubbed, anything else unchanged unless its repr
-    holds a secret (then its scrubbed repr)."""
+    """Text scrubbed; anything else kept unless its repr holds a secret (then its scrubbed repr)."""
     if value is None or isinstance(value, bool | int | float | RequestInfo):
         return value
     if isinstance(value, str):
@@ -177,7 +176,7 @@ def _clean(value: Any) -> Any:
 
 
 def _restore(cls: type[TxkitError], args: tuple[Any, ...], state: dict[str, Any]) -> TxkitError:
-    """Unpickle a txkit error without calling its ``__init__`` (whose arguments differ)."""
+    """Without ``__init__``, whose arguments differ."""
     error = cls.__new__(cls)
     Exception.__init__(error, *args)
     error.__dict__.update(state)

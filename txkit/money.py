@@ -47,8 +47,7 @@ _CENTS: Final = Decimal("0.01")
 
 
 def _digits(amount: Decimal) -> Decimal:
-    """``amount`` with at least two decimals and no zeros past the cents that its column's
-    scale added: exact either way (only zeros are added or dropped)."""
+    """Only zeros past the cents are dropped, or added up to two decimals: exact either way."""
     if amount.as_tuple().exponent >= -2:
         return amount.quantize(_CENTS)
     trimmed = amount.normalize()

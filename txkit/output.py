@@ -38,8 +38,8 @@ FORMATS = {".parquet": "Parquet", ".csv": "CSV"}
 
 
 def _umask() -> int:
-    """The process's umask, read without changing it (``os.umask`` sets it to read it, which
-    another thread writing a file at that moment would see)."""
+    """Read without changing it: ``os.umask`` sets it to read it, which another thread writing a
+    file at that moment would see."""
     with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("Umask:"):
@@ -79,10 +79,8 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
 
 
 def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
-    """CSV holds no lists or structs: write those columns as JSON text (lossless).
-
-    Known columns as :data:`txkit.schema.CSV_JSON_COLUMNS` says, undocumented ones by type.
-    """
+    """Lists and structs as JSON text (lossless); known columns as
+    :data:`txkit.schema.CSV_JSON_COLUMNS` says."""
     nested = [
         name
         for name, dtype in df.schema.items()
@@ -273,8 +271,8 @@ def _width(series: pl.Series, name: str) -> float:
 
 
 def _decimals(series: pl.Series) -> int:
-    """The decimals a money column's values use (at least 2): a register's ``Decimal(38, 6)``
-    of NGN amounts shows ``107,786.00``; USDT's micro-units keep their six."""
+    """At least 2: a register's ``Decimal(38, 6)`` NGN shows ``107,786.00``; USDT's micro-units
+    keep six."""
     used = [-min(0, v.normalize().as_tuple().exponent) for v in series.drop_nulls().head(5000)]
     return max([2, *used])
 

@@ -35,7 +35,6 @@ def _mask_email(expr: pl.Expr) -> pl.Expr:
 
 
 def _mask_number(expr: pl.Expr) -> pl.Expr:
-    """Keep the last 4 characters; ``0000012345`` -> ``******2345``."""
     length = expr.str.len_chars()
     return (
         pl.when(expr.is_null())
@@ -47,7 +46,6 @@ def _mask_number(expr: pl.Expr) -> pl.Expr:
 
 
 def _mask_name(expr: pl.Expr) -> pl.Expr:
-    """Initials: ``TEST CUSTOMER ADA`` -> ``T. C. A.``."""
     return (
         expr.str.strip_chars()
         .str.split(" ")

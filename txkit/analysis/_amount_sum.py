@@ -45,8 +45,6 @@ def amount_sum_rules(result: pl.DataFrame, sides: Sides) -> pl.DataFrame:
 
 
 def _open_collections(result: pl.DataFrame, sides: Sides) -> pl.DataFrame:
-    """The references with one collection and no order that agrees, with the collection's
-    ``customer`` and the reference it pays (``existing``: an under- or overpayment's)."""
     open_collections = result.filter(
         pl.col("category").is_in(["missing_in_orders", "amount_mismatch"])
         & (pl.col("export_count") == 1)
@@ -73,8 +71,6 @@ def _open_collections(result: pl.DataFrame, sides: Sides) -> pl.DataFrame:
 def _open_orders(
     result: pl.DataFrame, open_collections: pl.DataFrame, sides: Sides
 ) -> pl.DataFrame:
-    """The references with one order and no collection that agrees, that an open collection
-    can be linked to (by a reference or its customer), with the order's ``customer``."""
     # Only the orders that can be linked at all (an open collection's reference or customer)
     # are read: the open orders can be a million, none of them linked.
     linkable_refs = pl.concat(
@@ -108,7 +104,6 @@ def _linked_to(open_collections: pl.DataFrame, open_orders: pl.DataFrame) -> pl.
 
 
 def _items(frame: pl.DataFrame, side: str) -> list[dict[str, Any]]:
-    """Each row as a candidate: its columns, and its ``side``'s amount, currency and day."""
     return [
         {**r, "amount": r[f"{side}_amount"], "currency": r[f"{side}_currency"],
          "day": r[f"{side}_date"]}
@@ -119,8 +114,6 @@ def _items(frame: pl.DataFrame, side: str) -> list[dict[str, Any]]:
 def _fits(
     pays: list[dict[str, Any]], dues: list[dict[str, Any]], sides: Sides
 ) -> tuple[list[_Fit], dict[str, int]]:
-    """The one set that fits each order (parts) and each collection (a group), and the
-    targets that several sets fit (with how many)."""
     fits: list[_Fit] = []
     undecided: dict[str, int] = {}
     for kind, targets, pool in (("paid_in_parts", dues, pays), ("grouped", pays, dues)):
@@ -159,7 +152,6 @@ def _tolerance_for(tolerance: dict[str, Decimal] | Decimal | None, currency: str
 
 
 def _index(pool: list[dict[str, Any]]) -> dict[tuple[str, Any], list[int]]:
-    """Pool items by reference, by the reference they pay, and by customer."""
     found: dict[tuple[str, Any], list[int]] = {}
     for i, item in enumerate(pool):
         found.setdefault(("ref", item["reference"]), []).append(i)
@@ -176,7 +168,6 @@ def _candidates(
     by_key: dict[tuple[str, Any], list[int]],
     days: timedelta,
 ) -> list[tuple[dict[str, Any], set[str]]]:
-    """The pool's items in ``target``'s currency linked to it, each with how, in pool order."""
     near_ids = {
         *by_key.get(("ref", target["reference"]), []),
         *by_key.get(("ref", target.get("existing")), []),
@@ -215,8 +206,7 @@ def _near(a: Any, b: Any, days: timedelta) -> bool:
 
 
 def _unshared(fits: list[_Fit], undecided: dict[str, int]) -> tuple[list[_Fit], dict[str, int]]:
-    """The fits that share no reference with another, and the undecided targets with the
-    anchors of the fits left (a reference in two fits would be guessed: neither is taken)."""
+    """A reference in two fits would be a guess: neither is taken (its targets stay undecided)."""
     seen: dict[str, int] = {}
     for fit in fits:
         for ref in {fit.anchor, *fit.members}:
@@ -232,8 +222,6 @@ def _unshared(fits: list[_Fit], undecided: dict[str, int]) -> tuple[list[_Fit], 
 def _changes(
     taken: list[_Fit], undecided: dict[str, int], items: list[dict[str, Any]], scale: int
 ) -> pl.DataFrame:
-    """One row per reference that changes: its set's category, rule, group and others, the
-    set's difference on its anchor, or how many sets fit it."""
     updates: dict[str, tuple[str, str, str, int]] = {}
     by_reference = {r["reference"]: r for r in items}
     diffs: dict[str, tuple[Any]] = {}
@@ -299,8 +287,7 @@ def _apply(result: pl.DataFrame, changes: pl.DataFrame, scale: int) -> pl.DataFr
 
 
 def _subsets(amounts: list[Decimal], target: Decimal, tolerance: Decimal) -> list[tuple[int, ...]]:
-    """Every set of two or more of ``amounts`` whose sum is within ``tolerance`` of
-    ``target`` (at most two are returned: one fits, or more than one does)."""
+    """At most two sets are returned: enough to tell one fit from several."""
     found: list[tuple[int, ...]] = []
     indices = range(len(amounts))
     for size in range(2, len(amounts) + 1):
@@ -313,10 +300,8 @@ def _subsets(amounts: list[Decimal], target: Decimal, tolerance: Decimal) -> lis
 
 
 def _optional(schema: pl.Schema, name: str) -> pl.Expr:
-    """Column ``name`` as text, or null text when the frame lacks it."""
     return pl.col(name).cast(pl.String) if name in schema else pl.lit(None, dtype=pl.String)
 
 
 def _customer(schema: pl.Schema, name: str) -> pl.Expr:
-    """A customer's e-mail as compared: trimmed, lower case (null when absent)."""
     return _optional(schema, name).str.strip_chars().str.to_lowercase()

@@ -40,7 +40,6 @@ _IMPLIED: Final = pl.col("implied_opening")
 
 
 def _opened(opening: Mapping[str, int]) -> pl.Expr:
-    """An entry of a wallet's first chain whose opening balance is known."""
     return pl.col(_W).is_in(list(opening)) & (pl.col("chain_id") == 0)
 
 
@@ -49,7 +48,6 @@ def _opening_balance(opening: Mapping[str, int]) -> pl.Expr:
 
 
 def _chains(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
-    """Add ``chain_id``, ``delta_sum``, ``implied_opening``, ``prev_opening``, ``residual``."""
     previous_implied = _IMPLIED.shift(1).forward_fill().over(_CHAIN)
     return (
         entries.with_columns(pl.col("delta").is_null().cum_sum().over(_W).alias("chain_id"))
@@ -66,8 +64,6 @@ def _chains(entries: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
 
 
 def _with_offsets(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
-    """Add ``reported_offset`` (``available - ledger + held``), the previous entry's
-    (``prev_reported_offset``) and ``chain_position``."""
     # Where no later entry tells a wrong value from a jump, the available value can: it keeps
     # its offset ``available - ledger + held`` through a jump, and stays with the chain past
     # a wrong ledger.
@@ -86,8 +82,8 @@ def _with_offsets(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFr
 
 
 def _ledger_kinds(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFrame:
-    """``(row, ledger_kind, anchor_wrong)`` for each checked entry: ``ok``, ``bad_value``,
-    ``chain_gap`` or ``other``; ``anchor_wrong`` where the chain's first value is the wrong one."""
+    """``ledger_kind`` is ``ok``, ``bad_value``, ``chain_gap`` or ``other``; ``anchor_wrong`` where
+    the chain's first value is the wrong one."""
     residual = pl.col("residual")
     next_residual = pl.col("next_residual")
     offset_now, offset_before = pl.col("reported_offset"), pl.col("prev_reported_offset")
@@ -143,8 +139,6 @@ def _ledger_kinds(chains: pl.DataFrame, opening: Mapping[str, int]) -> pl.DataFr
 def _expected_ledger(
     chains: pl.DataFrame, kinds: pl.DataFrame, opening: Mapping[str, int]
 ) -> pl.DataFrame:
-    """Add ``ledger_kind`` (``unverifiable`` where unchecked), ``expected_ledger`` and
-    ``ledger_basis``."""
     opened = _opened(opening)
     # The chain's value skips bad values: the entry after one is measured from before it.
     good_implied = pl.when(pl.col("ledger_kind").ne_missing("bad_value")).then(_IMPLIED)

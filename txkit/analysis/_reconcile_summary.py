@@ -138,7 +138,6 @@ _SUMMARY_COLUMNS: Final = (
 
 
 def _summable(lf: pl.LazyFrame, scale: int) -> pl.LazyFrame:
-    """The rows at one money scale with their ``at_stake``, ``currency`` and ``_other``."""
     row_currency = pl.coalesce("export_currency", "order_currency").cast(pl.String)
     return lf.with_columns(
         money("export_amount", scale),

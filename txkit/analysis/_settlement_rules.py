@@ -52,8 +52,8 @@ def candidate_pairs(
 def _by_reference(
     settlements: pl.DataFrame, credits: pl.DataFrame, tokens: pl.DataFrame
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rule 1's ``(s, b)`` pairs (the reference, in the same currency, on any date), and the
-    credits in another currency that carry a settlement's reference."""
+    """Rule 1's ``(s, b)`` pairs (the reference, same currency, any date), and the credits in
+    another currency that carry a settlement's reference."""
     carrying = settlements.select(
         "s", pl.col("reference").str.to_uppercase().alias("token"), "currency"
     ).join(tokens, on="token")
@@ -74,8 +74,8 @@ def _by_amount(
     tolerance: dict[str, Decimal] | Decimal | None,
     scale: int,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Rules 2 and 3: the amount (exact, then within the tolerance among what the exact
-    rule left) and the date window."""
+    """Rules 2 and 3: the amount (exact, then within the tolerance among what the exact rule left)
+    and the date window."""
     exact = _window_pairs(open_s, credits_free, None, scale)
     if tolerance is None:
         return exact, pl.DataFrame(schema={"s": pl.UInt32, "b": pl.UInt32})
@@ -199,8 +199,7 @@ def _window_pairs(
     tolerance: dict[str, Decimal] | Decimal | None,
     scale: int,
 ) -> pl.DataFrame:
-    """``(s, b)`` pairs: same currency, the credit in the settlement's window, amounts equal
-    (``tolerance`` None) or within the tolerance (and not equal)."""
+    """``tolerance`` None: amounts equal; otherwise within the tolerance and not equal."""
     left = settlements.select("s", "currency", "settlement_amount", "_from", "_until")
     right = credits.select("b", "currency", pl.col("amount").alias("bank_amount"), "date")
     if tolerance is None:
@@ -227,12 +226,8 @@ def _limit(tolerance: dict[str, Decimal] | Decimal, scale: int) -> pl.Expr:
 
 
 def _components(pairs: pl.DataFrame) -> pl.DataFrame:
-    """Connected sets of settlements and credits joined by candidate pairs: ``(s, b, set)``,
-    ``set`` the smallest settlement of each set.
-
-    The smallest label is spread over the pairs until nothing changes: each round crosses
-    two edges, and the sets found are small (one or two of each side), so a few rounds do.
-    """
+    """``set`` is the smallest settlement of each connected set (the sets found are small: a few
+    rounds do)."""
     comp = pairs.select("s", "b").unique().with_columns(pl.col("s").alias("set"))
     while True:
         step = comp.with_columns(pl.col("set").min().over("b")).with_columns(

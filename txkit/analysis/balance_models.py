@@ -92,8 +92,8 @@ _MODEL_IDS: Final = range(len(BALANCE_MODELS))
 
 
 def _chained(entries: pl.DataFrame) -> pl.DataFrame:
-    """All candidates in one pass: per model ``i``, its chain number ``_c{i}`` and implied
-    opening ``_k{i}`` (only entries with a reported value are kept, to be paired)."""
+    """Per model ``i``: chain number ``_c{i}`` and implied opening ``_k{i}``; only entries with a
+    reported value."""
     return (
         entries.select(
             _W,
@@ -115,8 +115,6 @@ def _chained(entries: pl.DataFrame) -> pl.DataFrame:
 
 
 def _earlier_openings(opening: Mapping[str, int]) -> list[pl.Expr]:
-    """Per model, the two implied openings before each one (``_k{i}_1``, ``_k{i}_2``); an
-    opening balance stands before a wallet's first chain."""
     opened_wallet = pl.col(_W).is_in(list(opening))
     opening_balance = pl.col(_W).replace_strict(opening, default=None, return_dtype=pl.Int128)
     shifted = []
@@ -134,7 +132,6 @@ def _earlier_openings(opening: Mapping[str, int]) -> list[pl.Expr]:
 
 
 def _pair_counts(paired: pl.DataFrame) -> pl.DataFrame:
-    """Per wallet and model ``i``: pairs checked (``checked{i}``) and fitting (``fitting{i}``)."""
     return paired.group_by(_W).agg(
         agg
         for i in _MODEL_IDS
@@ -155,7 +152,6 @@ def _pair_counts(paired: pl.DataFrame) -> pl.DataFrame:
 
 
 def _by_model(by_wallet: pl.DataFrame) -> pl.DataFrame:
-    """One row per wallet and model, with the fit rate, in the models' order."""
     frames = [
         by_wallet.select(
             _W,
@@ -252,11 +248,8 @@ def balance_model_choice(fit: Frame) -> pl.DataFrame:
 def _choose(
     currency: str, candidates: Mapping[str, tuple[int, int]], fallback: str | None
 ) -> tuple[str, str | None, int, float | None, str | None]:
-    """One wallet's row of :func:`balance_model_choice`; comparisons in integers.
-
-    ``fallback``: the model of all wallets together (None when unclear), for a wallet with
-    too few pairs; without one, the default model.
-    """
+    """``fallback``: all wallets' model (None when unclear), for a wallet with too few pairs;
+    without one, the default model."""
     ordered = [(m, *candidates[m]) for m in BALANCE_MODELS if m in candidates]
     most_pairs = max((checked for _, checked, _ in ordered), default=0)
     if most_pairs < MIN_PAIRS:

@@ -341,8 +341,6 @@ def _prepare(
     *,
     reserves: bool = True,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, int, dict[str, int]]:
-    """Validated input as entries in chain order (one delta column per model) and, when
-    ``reserves``, the reserves (the model fit needs neither them nor their columns)."""
     lf = lazy(transactions, "transactions", caller)
     schema = lf.collect_schema()
     check_columns(schema, _REQUIRED, "transactions", caller, optional=_OPTIONAL)
@@ -376,7 +374,6 @@ def _check(
     history: Frame | None = None,
     model: object = "auto",
 ) -> tuple[pl.DataFrame, int]:
-    """Every entry of the period with its ``model``, ``ledger_kind`` and ``avail_kind``."""
     chosen = resolve_models(model, caller)
     entries, reserves, scale, opening_minor = _prepare(transactions, opening, caller, history)
     assert reserves is not None
@@ -415,12 +412,8 @@ def _check(
 def _successful(
     lf: pl.LazyFrame, schema: pl.Schema, scale: int, *, period: bool = True
 ) -> pl.LazyFrame:
-    """Successful records with money in minor units; ``_period`` says whether they are the
-    period checked (False for history).
-
-    ``not_reported``: every balance-after field is 0 or absent (as the provider documents for
-    one KES transfer). Such a record states no balance; its fields are made null.
-    """
+    """``not_reported``: every balance-after field 0 or absent (as the provider documents for one
+    KES transfer); those fields become null."""
     minor = {name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale)
              for name in _MONEY}  # fmt: skip
     not_reported = pl.all_horizontal(minor[name].fill_null(0) == 0 for name in _BALANCES)
@@ -444,8 +437,6 @@ def _successful(
 
 
 def _entries(records: pl.LazyFrame, *, reserves: bool = True) -> pl.LazyFrame:
-    """One row per (record, wallet): ``pos`` (to/from), one delta column per balance model,
-    ``reported_ledger``, ``reported_available`` and ``not_reported``."""
     both = pl.concat([_to_side(records), _from_side(records)]).filter(pl.col(_W).is_not_null())
     rank = pl.col("pos").replace_strict(_SIDE_RANK, return_dtype=pl.Int8)
     if not reserves:
@@ -468,8 +459,8 @@ _KNOWN_TYPES: Final = ("collection", "transfer", "settlement", "conversion")
 
 
 def _unknown_pos() -> pl.Expr:
-    """The side of a record of an unknown type: it still reports a balance, and becomes an
-    entry of unknown delta on its toCurrency wallet, on the side it reports."""
+    """An unknown type still reports a balance: an entry of unknown delta on its toCurrency wallet,
+    on the side it reports."""
     return (
         pl.when(
             pl.col("toBalanceAfterLedger").is_not_null()
@@ -481,7 +472,6 @@ def _unknown_pos() -> pl.Expr:
 
 
 def _to_side(records: pl.LazyFrame) -> pl.LazyFrame:
-    """The entries into a wallet: collections, conversions' target, unknown types on "to"."""
     ttype = pl.col("transType")
     known = ttype.is_in(list(_KNOWN_TYPES))
     return records.filter(
@@ -503,8 +493,6 @@ def _to_side(records: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _from_side(records: pl.LazyFrame) -> pl.LazyFrame:
-    """The entries out of a wallet: transfers, settlements, conversions' source, unknown
-    types on "from"."""
     ttype = pl.col("transType")
     known = ttype.is_in(list(_KNOWN_TYPES))
     return records.filter(
@@ -534,8 +522,6 @@ def _from_side(records: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _reserve_adds(records: pl.LazyFrame) -> pl.LazyFrame:
-    """Each collection's reserve added on its "to" entry: known reserves add their amount;
-    unknown ones (amount or release missing) count."""
     holds = _holds()
     known_reserve = pl.col("rollingReserve.amount").is_not_null() & pl.col("release").is_not_null()
     return records.filter(pl.col("transType") == "collection").select(
@@ -551,7 +537,6 @@ def _reserve_adds(records: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _holds() -> pl.Expr:
-    """Does a successful collection hold a reserve (one not over before it starts)?"""
     amount = pl.col("rollingReserve.amount")
     flagged = pl.col("hasRollingReserve").fill_null(amount.is_not_null())
     over_at_once = pl.col("release").is_not_null() & (pl.col("release") <= pl.col("createdAt"))
@@ -559,7 +544,6 @@ def _holds() -> pl.Expr:
 
 
 def _reserves(records: pl.LazyFrame) -> pl.LazyFrame:
-    """Releases per wallet: ``release`` time, ``amount`` (known) or ``unknown`` (count)."""
     amount = pl.col("rollingReserve.amount")
     return records.filter(
         (pl.col("transType") == "collection")
@@ -575,8 +559,6 @@ def _reserves(records: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
-    """Add ``held`` (known reserves held at each entry) and ``unknown_held`` (how many
-    reserves of unknown amount or release are held)."""
     released = reserves.sort("release").with_columns(
         pl.col("amount").cum_sum().over(_W).alias("released"),
         pl.col("unknown").cum_sum().over(_W).alias("released_unknown"),
@@ -605,10 +587,7 @@ def _held(entries: pl.DataFrame, reserves: pl.DataFrame) -> pl.DataFrame:
 
 
 def _available(entries: pl.DataFrame, complete: set[str]) -> pl.DataFrame:
-    """Add ``available_offset``, ``avail_kind`` and ``avail_expected`` to every entry.
-
-    ``available_offset`` is reported available minus (ledger minus the known reserves held).
-    """
+    """``available_offset`` = reported available - (ledger - known reserves held)."""
     e = entries.with_columns(
         pl.when(pl.col("unknown_held") == 0)
         .then(pl.col("reported_available") - (pl.col("ledger_basis") - pl.col("held")))

@@ -87,11 +87,8 @@ def _mode(values: list[Any]) -> Any:
 
 
 def _best_bp(pairs: list[tuple[Decimal, Decimal]]) -> int | None:
-    """The basis points that explain the most ``(value, base)`` pairs within half a cent
-    (``value`` = base x bp / 10,000 before any rounding): each pair admits an interval of
-    basis points, and the point most intervals cover wins (the smaller on a tie). A ratio's
-    mode would not do: a small fee's tax rounded to the cent (USD 0.29 on 3.90) shows 744 bp,
-    not 750."""
+    """Basis points explaining most pairs within half a cent (the smaller on a tie); not a ratio's
+    mode: a fee's tax rounded to the cent (USD 0.29 on 3.90) shows 744 bp, not 750."""
     edges: list[tuple[int, int]] = []
     for value, base in pairs:
         if base <= 0:
@@ -114,8 +111,8 @@ def _best_bp(pairs: list[tuple[Decimal, Decimal]]) -> int | None:
 
 
 def _roundest(first: int, end: int) -> int:
-    """The basis points in ``[first, end)`` that are a multiple of the coarsest step (100 bp,
-    then 50, 25, 10, 5, 1), the one nearest the run's middle (the smaller on a tie)."""
+    """Multiple of the coarsest step (100, 50, 25, 10, 5, 1 bp) nearest the run's middle (the
+    smaller on a tie)."""
     middle = Decimal(first + end - 1) / 2
     for step in (100, 50, 25, 10, 5, 1):
         multiples = range(-(-first // step) * step, end, step)

@@ -216,7 +216,6 @@ def read_orders_file(
 def _read_table(
     path: Path, names: dict[str, str], mapping: ColumnMapping
 ) -> tuple[pl.DataFrame, list[str], _Where]:
-    """A CSV file's or a spreadsheet's orders under txkit's names, with the reader's notes."""
     # With a mapping every mapped column must be there but the customer (a preset names
     # one an export may leave out); without, txkit's required ones.
     required = (
@@ -254,7 +253,6 @@ class _Normalised(NamedTuple):
 
 
 def _normalised(frame: pl.DataFrame) -> tuple[pl.DataFrame, _Normalised]:
-    """References trimmed, currencies upper-cased, statuses lower-cased (an empty one null)."""
     found = _Normalised({}, {})
     for name, case in (("reference", None), ("currency", "upper"), ("status", "lower")):
         if name not in frame.columns:
@@ -268,8 +266,6 @@ def _normalised(frame: pl.DataFrame) -> tuple[pl.DataFrame, _Normalised]:
 def _without_ignored(
     frame: pl.DataFrame, where: _Where, mapping: ColumnMapping
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """The orders whose status the mapping does not say to ignore, and the count per status
-    of those left out; DataFileError when none is left."""
     ignored: dict[str, int] = {}
     if mapping.statuses and "status" in frame.columns:
         frame, ignored = _map_statuses(frame, where, mapping)
@@ -307,7 +303,6 @@ def _cleaning_notes(folded: int, ignored: dict[str, int], normalised: _Normalise
 
 
 def _in_order(frame: pl.DataFrame) -> pl.DataFrame:
-    """txkit's columns first, then the file's others; no line or row numbers."""
     optional = [c for c in _ORDERS_OPTIONAL if c in frame.columns]
     first = [*_ORDERS_REQUIRED, *optional]
     rest = [c for c in frame.columns if c not in first and c not in (LINE, _ROW)]
@@ -315,7 +310,6 @@ def _in_order(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _file_columns(mapping: Mapping[str, str]) -> dict[str, str]:
-    """Each of txkit's columns the file has, and its name there (its own without a mapping)."""
     known = [*_ORDERS_REQUIRED, *_ORDERS_OPTIONAL]
     if not mapping:
         return {k: k for k in known}
@@ -340,8 +334,8 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """A shop's further line items left out, and how many: rows with no amount, currency or
-    status, their reference that of the row above (Shopify) or empty (WooCommerce)."""
+    """Further line items: no amount, currency or status, reference that of the row above (Shopify)
+    or empty (WooCommerce)."""
     if frame.height < 2:
         return frame, 0
 
@@ -367,8 +361,6 @@ def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
 def _map_statuses(
     frame: pl.DataFrame, where: _Where, mapping: ColumnMapping
 ) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Shop statuses turned into the service's (``ignore``: the row left out and counted); a
-    status neither mapped nor the service's own is refused with its lines."""
     statuses = mapping.statuses
     status = pl.col("status")
     where.fail(
@@ -511,7 +503,6 @@ def _read_parquet(
 
 
 def _normalise(frame: pl.DataFrame, name: str, case: str | None) -> tuple[pl.DataFrame, int, str]:
-    """The column trimmed (and upper- or lower-cased), how many values changed, examples."""
     raw = pl.col(name)
     new = raw.str.strip_chars()
     if case == "upper":
@@ -614,7 +605,6 @@ def _amount(frame: pl.DataFrame, where: _Where, mapping: Mapping[str, str]) -> p
 
 
 def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:
-    """A Parquet decimal or integer amount at the smallest scale that holds it exactly."""
     amount = pl.col("amount")
     where.fail(frame, amount.is_null(), "no amount", "every order needs its amount")
     limit = pl.lit(10**_MAX_INTEGER_DIGITS, dtype=pl.Decimal(38, 0))
@@ -649,8 +639,7 @@ def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.
 
 
 def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = None) -> pl.Series:
-    """The orders' dates: a timestamp with an offset as its UTC day, anything else as the
-    date written (``date_format`` when the mapping gives one)."""
+    """A timestamp with an offset becomes its UTC day; anything else the date written."""
     dtype = frame.schema["date"]
     if isinstance(dtype, pl.Date):
         return frame["date"]

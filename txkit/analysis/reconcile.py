@@ -213,7 +213,6 @@ def _prepare(
     date_tolerance: int | timedelta,
     amount_tolerance: Tolerance | Mapping[str, Tolerance] | None,
 ) -> Sides:
-    """Both sides checked and cut to the month and its tolerance, at one money scale."""
     tx = lazy(transactions, "transactions", "reconcile")
     od = lazy(orders, "orders", "reconcile")
     tx_schema = tx.collect_schema()
@@ -244,8 +243,7 @@ def _prepare(
 
 
 def _by_reference(sides: Sides) -> pl.LazyFrame:
-    """One row per reference with each side's count and first values (the earliest collection
-    by ``createdAt``, ``id``; the first order row)."""
+    """First values: the earliest collection by ``createdAt``, ``id``; the first order row."""
     scale, in_month = sides.scale, sides.in_month
     order_status = (
         pl.col("status").cast(pl.String)
@@ -280,7 +278,6 @@ def _by_reference(sides: Sides) -> pl.LazyFrame:
 
 
 def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
-    """The month's references, without a side that belongs to another month."""
     # A reference is the month's when its order or its payment is in the month; what
     # lies only in the days around it is another month's.
     joined = joined.filter(
@@ -340,8 +337,6 @@ def _category(sides: Sides) -> pl.Expr:
 
 
 def _one_to_one(joined: pl.LazyFrame, sides: Sides) -> pl.DataFrame:
-    """The one-to-one reconciliation, sorted by reference, with its ``rule`` (``reference``
-    where both sides have it) and empty ``group`` and ``other_candidates``."""
     difference = (
         pl.when(_SAME_CURRENCY & pl.col("export_currency").is_not_null())
         .then(_GAP)
@@ -376,7 +371,6 @@ def _one_to_one(joined: pl.LazyFrame, sides: Sides) -> pl.DataFrame:
 
 
 def _with_at_stake(result: pl.DataFrame, scale: int) -> pl.DataFrame:
-    """``at_stake`` added, before the columns that say how a reference was linked."""
     return result.with_columns(at_stake(result.columns).cast(pl.Decimal(38, scale))).select(
         *[c for c in result.columns if c not in _LINK_COLUMNS], "at_stake", *_LINK_COLUMNS
     )

@@ -164,12 +164,6 @@ def match_settlements(
 def _inputs(
     transactions: Frame, statement: Any, date_tolerance: int
 ) -> tuple[pl.LazyFrame, pl.Schema, pl.DataFrame]:
-    """The records (lazy, checked) and their schema, and the statement's entries.
-
-    Raises:
-        ValueError: a missing or mistyped column, a statement of another kind, or a bad
-            ``date_tolerance``.
-    """
     tx = lazy(transactions, "transactions", "match_settlements")
     schema = tx.collect_schema()
     check_columns(schema, _TX_REQUIRED, "transactions", "match_settlements")
@@ -192,7 +186,6 @@ def _inputs(
 
 
 def _settlements(tx: pl.LazyFrame, scale: int) -> pl.DataFrame:
-    """The successful settlements, once each (the last row of an id)."""
     return (
         tx.filter(
             (pl.col("transType") == "settlement")
@@ -218,8 +211,6 @@ def _with_windows(
     date_tolerance: int,
     holidays: Sequence[date],
 ) -> pl.DataFrame:
-    """The settlements whose credit can fall in the month, numbered (``s``), each with the
-    days its credit is looked for by amount (``_from``, ``_until``)."""
     if bounds is not None:
         first, last = bounds
         earliest = _business(pl.lit(first), -date_tolerance, holidays) - timedelta(days=1)
@@ -233,7 +224,6 @@ def _with_windows(
 
 
 def _booked(entries: pl.DataFrame, scale: int) -> pl.DataFrame:
-    """The statement's booked entries, numbered (``b``), with their ``bank_line``."""
     return (
         entries.filter(pl.col("booked"))
         .select(
@@ -259,7 +249,7 @@ def _booked(entries: pl.DataFrame, scale: int) -> pl.DataFrame:
 
 
 def _business(day: pl.Expr, days: int, holidays: Sequence[date]) -> pl.Expr:
-    """``days`` business days after (or before, when negative) ``day``."""
+    """Negative ``days`` count back."""
     roll = "forward" if days >= 0 else "backward"
     return day.dt.add_business_days(days, holidays=list(holidays), roll=roll)
 
@@ -279,7 +269,6 @@ def _categorise(
     bounds: tuple[date, date] | None,
     scale: int,
 ) -> pl.DataFrame:
-    """One row per settlement in scope and per unmatched credit of the month."""
     decided, members = decisions(pairs.by_reference, pairs.exact, pairs.near)
     rows = (
         settlements.join(decided, on="s", how="left", maintain_order="left")
@@ -311,7 +300,6 @@ _LEFT: Final[dict[str, Any]] = {"how": "left", "maintain_order": "left"}
 def _candidate_sets(
     members: pl.DataFrame, bank: pl.DataFrame, bounds: tuple[date, date] | None, scale: int
 ) -> pl.DataFrame:
-    """Each candidate set's credits, in date order: their total, the first, the list."""
     return (
         members.join(bank, on="b")
         .sort("key", "date", "b")
@@ -338,7 +326,6 @@ def _reversal_notes(
     bank: pl.DataFrame,
     bounds: tuple[date, date] | None,
 ) -> pl.DataFrame:
-    """The reversed credits carrying each settlement's reference, in the order found."""
     row_tokens = (
         pl.concat_str(
             [pl.col("reference").fill_null(""), pl.col("narration").fill_null("")], separator=" "
@@ -367,7 +354,6 @@ def _reversal_notes(
 
 
 def _other_currency_notes(other_currency: pl.DataFrame, bank: pl.DataFrame) -> pl.DataFrame:
-    """Per settlement, the first credit in another currency that carries its reference."""
     return (
         other_currency.join(bank.select("b", "bank_line"), on="b")
         .sort("s", "b")
@@ -383,23 +369,18 @@ def _other_currency_notes(other_currency: pl.DataFrame, bank: pl.DataFrame) -> p
 
 
 def _coverage(bank: pl.DataFrame) -> pl.DataFrame:
-    """The last day the statements cover, per currency."""
     return bank.group_by("currency").agg(pl.col("date").max().alias("covered"))
 
 
 def _from_the_month(bounds: tuple[date, date] | None) -> pl.Expr:
-    """A settlement made in the month (or no month given), not an earlier one."""
     return pl.lit(True) if bounds is None else pl.col("settlement_date") >= bounds[0]
 
 
 def _after_the_month(bounds: tuple[date, date] | None) -> pl.Expr:
-    """A set's first credit falls after the month's last day."""
     return pl.lit(False) if bounds is None else pl.col("first_date") > bounds[1]
 
 
 def _the_months(rows: pl.DataFrame, bounds: tuple[date, date] | None) -> pl.DataFrame:
-    """The month's settlements and the earlier ones credited (or reversed) in it, each with
-    its category."""
     credited = pl.lit(False)
     if bounds is not None:
         credited = pl.col("credited_in_month").fill_null(False) | pl.col(
@@ -425,7 +406,6 @@ def _the_months(rows: pl.DataFrame, bounds: tuple[date, date] | None) -> pl.Data
 
 
 def _notes(bounds: tuple[date, date] | None) -> pl.Expr:
-    """What a person needs to know about a settlement's row, ``; ``-separated."""
     cat, due = pl.col("category"), pl.col("_until")
     notes = pl.concat_list(
         pl.when(_MISSING).then(pl.col("reversal_notes")),
@@ -456,7 +436,7 @@ def _notes(bounds: tuple[date, date] | None) -> pl.Expr:
 
 
 def _settled(rows: pl.DataFrame, bounds: tuple[date, date] | None, scale: int) -> pl.DataFrame:
-    """The settlements' rows in the result's columns (an ambiguous set names no credit)."""
+    """An ambiguous set names no credit."""
     cat = pl.col("category")
     ambiguous = cat == "ambiguous"
     single = (pl.col("candidate_count") == 1) & ~ambiguous
@@ -489,7 +469,6 @@ def _unknown_credits(
     bounds: tuple[date, date] | None,
     scale: int,
 ) -> pl.DataFrame:
-    """The month's credits in no candidate set, in the result's columns."""
     money_type = pl.Decimal(38, scale)
     unknown = credits.join(members.select("b"), on="b", how="anti", maintain_order="left")
     if bounds is not None:
@@ -521,7 +500,6 @@ def _unknown_credits(
 
 
 def _result_schema(scale: int) -> dict[str, pl.DataType]:
-    """The result's columns and types (before ``category`` becomes the Enum)."""
     money_type = pl.Decimal(38, scale)
     return {
         "reference": pl.String(),
@@ -543,7 +521,6 @@ def _result_schema(scale: int) -> dict[str, pl.DataType]:
 
 
 def _in_month(day: pl.Expr, bounds: tuple[date, date] | None, name: str) -> list[pl.Expr]:
-    """``[any day within the month, as name]``, or nothing without a month."""
     if bounds is None:
         return [pl.lit(False).alias(name)]
     return [day.is_between(*bounds).any().alias(name)]

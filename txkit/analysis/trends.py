@@ -109,8 +109,6 @@ def monthly_metrics(
 
 
 def _metric_rows(lf: pl.LazyFrame, names: set[str], schema: pl.Schema, scale: int) -> pl.LazyFrame:
-    """One row per record: its month and currency, whether it counts, its type, whether it is
-    a successful collection and an underpayment, and its money at ``scale``."""
     month = (
         pl.col("month").cast(pl.String)
         if "month" in names
@@ -132,8 +130,7 @@ def _metric_rows(lf: pl.LazyFrame, names: set[str], schema: pl.Schema, scale: in
 
 
 def _conversions_out(lf: pl.LazyFrame, names: set[str], scale: int) -> pl.LazyFrame:
-    """One row per conversion in the currency it is made from (``fromCurrency``,
-    ``fromAmount``): money out of that currency, not a record of it (counted once, in its
+    """Money out of ``fromCurrency``, not a record of it (a conversion is counted once, in its
     ``toCurrency``)."""
     month = (
         pl.col("month").cast(pl.String)
@@ -157,7 +154,6 @@ def _conversions_out(lf: pl.LazyFrame, names: set[str], scale: int) -> pl.LazyFr
 
 
 def _month_totals(rows: pl.LazyFrame) -> pl.LazyFrame:
-    """Per month and currency: counts (records of the currency only) and money totals."""
     record = pl.col("record")
     return rows.group_by("month", "currency").agg(
         records=record.sum().cast(pl.UInt32),
@@ -176,7 +172,7 @@ def _month_totals(rows: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _with_rates(totals: pl.LazyFrame, scale: int) -> pl.LazyFrame:
-    """The success, fee and underpayment rates (null where undefined); no shortfall is 0."""
+    """Null where undefined; no shortfall is 0."""
     zero = pl.lit(0, pl.Decimal(38, scale))
     return totals.with_columns(
         success_rate=pl.col("successful") / pl.col("records"),

@@ -193,8 +193,8 @@ def _statement(
 
 
 def _activity(month: pl.LazyFrame, schema: pl.Schema, scale: int) -> dict[str, dict[str, Any]]:
-    """Per wallet: each category's sum in minor units (signed), fee and tax by model, held
-    reserves, the count of records and whether any record's type is unknown."""
+    """Per wallet: each category's signed sum in minor units, fee and tax by model, held reserves,
+    count, any unknown type."""
     minor = {
         name: to_minor(column_or_null(schema, name, pl.Decimal(38, scale)), scale).fill_null(0)
         for name in ("toAmount", "fromAmount", "feeAmount", "taxAmount", "rollingReserve.amount")
@@ -275,7 +275,6 @@ def _holding() -> pl.Expr:
 
 
 def _releases(records: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.DataFrame:
-    """Every known reserve's release: ``currency``, ``release`` time and ``amount`` (minor)."""
     return (
         records.filter((pl.col("status") == "successful") & _holding())
         .select(
@@ -291,7 +290,6 @@ def _releases(records: pl.LazyFrame, schema: pl.Schema, scale: int) -> pl.DataFr
 
 
 def _value(entry: Mapping[str, Any], reported: str, expected: str) -> tuple[int | None, bool]:
-    """The entry's balance as reported, or carried by the chain when it reports none."""
     if entry[reported] is not None:
         return int(entry[reported]), False
     value = entry[expected]
@@ -304,7 +302,6 @@ def _wallet(
     activity: Mapping[str, Any],
     released: pl.DataFrame,
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """One wallet's statement row and the records explaining its differences."""
     month = wallet.filter(pl.col("_in_month"))
     if month.height == 0:
         return None, []  # no record of the wallet in the month: nothing to state
@@ -343,8 +340,7 @@ def _wallet(
 
 
 def _categories(activity: Mapping[str, Any], model: str | None) -> dict[str, int]:
-    """The month's activity by statement line, signed (money out negative); fees and tax
-    only where the wallet's model takes them from it."""
+    """Signed (money out negative); fees and tax only where the wallet's model takes them."""
     amounts = activity.get("amount", {})
     return {
         "collections": amounts.get("collection", 0),
@@ -419,8 +415,7 @@ def _released_between(
     opening: Mapping[str, Any] | None,
     closing: Mapping[str, Any],
 ) -> int:
-    """The reserves of ``currency`` released after the opening record, up to the closing one
-    (0 without an opening record)."""
+    """After the opening record, up to the closing one (0 without an opening record)."""
     if opening is None or opening["createdAt"] is None:
         return 0
     window = released.filter(
@@ -434,8 +429,6 @@ def _released_between(
 def _closing(
     categories: Mapping[str, int], ends: _Ends, ledger_known: bool, available_known: bool
 ) -> dict[str, int | None]:
-    """The closing balances computed from the opening ones and the activity, as reported,
-    and their differences (None where they cannot be computed)."""
     ledger_activity = sum(categories[c] for c in LEDGER_ACTIVITY)
     computed = None
     if ledger_known and ends.open_ledger is not None:
@@ -468,8 +461,6 @@ def _explained(
     opening: Mapping[str, Any] | None,
     closing: Mapping[str, Any],
 ) -> tuple[list[dict[str, Any]], int, str | None]:
-    """The records that move the statement, what they explain of the ledger difference,
-    and their list as the statement shows it."""
     items = [i for i in _explanations(currency, month, opening, closing) if i["contribution"]]
     explained = sum(i["contribution"] for i in items if i["side"] == "ledger")
     shown = [
@@ -486,15 +477,7 @@ def _explanations(
     opening: Mapping[str, Any] | None,
     closing: Mapping[str, Any],
 ) -> list[dict[str, Any]]:
-    """What each break adds to the ledger and available differences.
-
-    A record missing from the export (``chain_gap``) or an unclassified jump (``other``)
-    adds its whole difference; a wrong value in the middle of the month is undone by the
-    next record, so only one at the month's last record (the closing) or at the opening
-    record changes the statement. Each break is listed once, on the side
-    :func:`~txkit.analysis.balance_breaks` gives it: the ledger rows add to the ledger
-    difference, and the ledger and available rows together to the available difference.
-    """
+    """What each break adds to the ledger and available differences (the rule: docs/closing.md)."""
     out: list[dict[str, Any]] = []
     last_reported = month.filter(pl.col("reported_ledger").is_not_null())
     last_id = last_reported["id"][-1] if last_reported.height else None

@@ -191,14 +191,13 @@ def read_statements(
 
 
 def _is_xml(data: bytes) -> bool:
-    """XML, with or without a byte-order mark (lxml reads the mark itself)."""
+    """With or without a byte-order mark (lxml reads the mark itself)."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return data.decode("utf-16", errors="replace").lstrip("\ufeff").lstrip()[:1] == "<"
     return data.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"<"
 
 
 def _refuse_overlaps(entries: pl.DataFrame) -> None:
-    """The same entry (account, currency, date, amount, references, narration) in two files."""
     key = ["account", "currency", "date", "amount", "reference", "narration", "bank_reference"]
     seen = (
         entries.group_by(key, maintain_order=True)

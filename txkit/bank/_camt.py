@@ -73,14 +73,12 @@ def _local(element: etree._Element) -> str:
 
 
 def _ns(element: etree._Element) -> str:
-    """``{namespace}`` of an element (its children's too: a camt.053 has one namespace)."""
+    """A camt.053 has one namespace: the root's holds for its children."""
     tag = element.tag
     return tag[: tag.find("}") + 1] if isinstance(tag, str) and tag.startswith("{") else ""
 
 
 def _child(element: etree._Element, *names: str) -> etree._Element | None:
-    """The first descendant along ``names`` (local names), or None (found by lxml in C: a
-    file of half a million entries is read in seconds)."""
     ns = _ns(element)
     return element.find("/".join(ns + name for name in names))
 
@@ -120,7 +118,6 @@ def _date(path: Path, element: etree._Element, names: tuple[str, ...], where: st
 
 
 def _amount(path: Path, element: etree._Element, where: str) -> tuple[str, str]:
-    """``(signed amount text, currency)`` of an element holding ``Amt`` and ``CdtDbtInd``."""
     amt = _child(element, "Amt")
     if amt is None or not (amt.text or "").strip():
         raise _fail(path, element.sourceline, f"{where} has no <Amt>")
@@ -205,7 +202,6 @@ def read(path: Path, data: bytes) -> Read:
 
 
 def _check_root(path: Path, root: etree._Element) -> None:
-    """The root must be a camt.053 ``Document`` without a DOCTYPE."""
     if root.getroottree().docinfo.internalDTD is not None:
         raise _fail(path, 1, "holds a DOCTYPE, which a camt.053 statement never has")
     found = _NS.fullmatch(etree.QName(root).namespace or "")
@@ -232,8 +228,6 @@ class _Head:
 
 
 def _head(path: Path, stmt: etree._Element, result: Read) -> _Head:
-    """A statement's balances (checked, appended to ``result``) and its :class:`_Head`, from
-    the elements before its first entry."""
     statement = _text(stmt, "Id")
     account = _text(stmt, "Acct", "Id", "IBAN") or _text(stmt, "Acct", "Id", "Othr", "Id")
     account_currency = _text(stmt, "Acct", "Ccy")
@@ -286,7 +280,6 @@ def _head(path: Path, stmt: etree._Element, result: Read) -> _Head:
 
 
 def _entry(path: Path, ntry: etree._Element, head: _Head) -> list[Entry]:
-    """The rows of one ``Ntry``: itself, or one per ``TxDtls`` of a batch booking."""
     line = ntry.sourceline or 0
     amount, currency = _amount(path, ntry, f"{head.where} <Ntry>")
     booking = _booking(path, ntry, head, currency, line)
@@ -364,7 +357,6 @@ def _booking(path: Path, ntry: etree._Element, head: _Head, currency: str, line:
 
 
 def _detail_text(tx: etree._Element) -> tuple[list[str], list[str]]:
-    """A ``TxDtls``'s references (structured first, then end-to-end id) and texts."""
     references: list[str] = []
     for ref in (_text(tx, "RmtInf", "Strd", "CdtrRefInf", "Ref"), _text(tx, "Refs", "EndToEndId")):
         if ref and ref.upper() != "NOTPROVIDED" and ref not in references:
@@ -387,12 +379,8 @@ def _detail_amounts(
     where: str,
     line: int,
 ) -> list[str] | None:
-    """Each ``TxDtls``'s signed amount when a batch is to be split (two details or more,
-    each with an amount in the entry's currency), checked to add up to the entry's.
-
-    Raises:
-        DataFileError: the details' amounts do not add up to the entry's amount.
-    """
+    """None unless a batch is split (two details or more, each in the entry's currency); must add
+    up to the entry."""
     if len(details) < 2:
         return None
     found: list[tuple[etree._Element, etree._Element]] = []

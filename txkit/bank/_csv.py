@@ -86,7 +86,6 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
 
 
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """The file's column for each key txkit reads, and the columns that must be there."""
     columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
     required = list(columns.values())
     if not columns:
@@ -104,10 +103,8 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
 def _typed(
     path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str, iso: bool
 ) -> pl.DataFrame:
-    """The statement's columns checked and typed: dates, the signed ``_amount``, the currency
-    code (a column, the file's one currency, or the code written with the amounts: ``0.01USD``),
-    the running balance proven, and the text columns stripped (empty: null). ``iso``: dates
-    may also be written ``2026-10-31`` (a spreadsheet's date cells)."""
+    """Currency: a column, the file's one currency, or written with the amounts (``0.01USD``);
+    ``iso``: also ``2026-10-31`` dates."""
     date_format = mapping.get("date_format", "%Y-%m-%d")
     for key in ("date", "value_date"):
         if key in frame.columns:
@@ -151,8 +148,6 @@ def _typed(
 
 
 def _written_currency(frame: pl.DataFrame) -> pl.Expr:
-    """The code written with the line's amount (amount, credit or debit), upper case; null
-    when none is."""
     found = [
         pl.col(k)
         .str.extract(r"^\s*([A-Za-z]{3})\s*[-+(0-9.]")
@@ -283,8 +278,8 @@ def _signed_amount(
 def _check_running_balance(
     path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
 ) -> None:
-    """Each line's balance must follow from the previous one and its amount, in the file's
-    order or the reverse (newest first); else the first line where it does not is named."""
+    """In the file's order or the reverse (newest first); else the first line where it does not
+    follow is named."""
     text = plain_amount(pl.col("balance"), mapping, codes=True)
     fail_lines(
         path,

@@ -143,7 +143,7 @@ def _decimals(text: str) -> int:
 
 
 def _exact(texts: list[str | None], scale: int) -> pl.Series:
-    """Exact decimals from checked text (trailing digits only appended, never rounded)."""
+    """Trailing digits only appended, never rounded."""
     return pl.Series(texts, dtype=pl.String).cast(pl.Decimal(38, scale))
 
 
@@ -194,7 +194,6 @@ def frames(path: Path, read: Read) -> tuple[pl.DataFrame, pl.DataFrame]:
 
 
 def _entries_frame(name: str, read: Read, amounts: list[str], scale: int) -> pl.DataFrame:
-    """The entries as :data:`ENTRY_COLUMNS`, amounts exact at ``scale``."""
     entries = pl.DataFrame(
         {
             "file": [name] * len(read.entries),
@@ -225,7 +224,6 @@ def _entries_frame(name: str, read: Read, amounts: list[str], scale: int) -> pl.
 
 
 def _balance_row(path: Path, name: str, b: Balance, booked: list[Decimal]) -> dict[str, Any]:
-    """One statement's balance row, its closing balance proven by its booked entries."""
     count = len(booked)
     if b.closing is not None and b.opening is not None:
         expected = Decimal(b.opening) + sum(booked, Decimal(0))

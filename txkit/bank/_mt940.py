@@ -102,7 +102,7 @@ def _date(path: Path, text: str, line: int, where: str) -> date:
 
 @functools.lru_cache(maxsize=4096)
 def _day(text: str) -> date | None:
-    """``YYMMDD`` as a date (a statement's dates repeat: each is worked out once)."""
+    """A statement's dates repeat: each is worked out once."""
     try:
         year = int(text[:2])
         year = 2000 + year if year < 80 else 1900 + year
@@ -146,9 +146,8 @@ class _Tag:
 
 
 def _tags(path: Path, text: str) -> Iterator[_Tag]:
-    """Every tag with its continuation lines, each handed on when the next begins (a large
-    file is never held as tags); the SWIFT envelope, control characters and banks' header
-    lines between messages skipped."""
+    """Streamed (a large file is never held as tags); the SWIFT envelope, control characters and
+    header lines skipped."""
     # ``between``: no statement open (before the first, or after a closing balance), where
     # banks write header lines; ``open_tag``: the tag continuation lines belong to.
     between = True
@@ -198,8 +197,8 @@ def _untagged(
     open_tag: _Tag | None,
     between: bool,
 ) -> _Tag | None:
-    """A line that begins no known tag: the open tag's continuation, a bank's header line
-    between messages (no tag open after it), else an error naming the line."""
+    """The open tag's continuation, a bank's header line between messages, else an error naming
+    the line."""
     if line.startswith(":") and match is None and _MISTYPED.match(line):
         # ``:6l:`` (a letter l for a 1): a tag lost here would lose a statement line.
         raise _fail(path, number, f"unknown tag {line.split(':')[1]!r}", _TAGS_ADVICE)
@@ -225,8 +224,7 @@ def _untagged(
 
 
 def _lines(text: str) -> Iterator[str]:
-    """The text's lines one at a time (not a list of a million lines at once); a carriage
-    return left at a line's end is stripped by the caller."""
+    """Not a list of a million lines at once; the caller strips a trailing carriage return."""
     if "\n" not in text:
         text = text.replace("\r", "\n")  # old Mac line ends
     start = 0
@@ -237,7 +235,7 @@ def _lines(text: str) -> Iterator[str]:
 
 
 def _balance_value(value: str) -> str:
-    """A balance's text, without the `` -`` that closes a message on the same line."""
+    """Without the `` -`` that closes a message on the same line."""
     text = value.strip()
     return text[:-1].rstrip() if text.endswith(" -") else text
 
@@ -433,8 +431,7 @@ def _statement_line(
 
 
 def _structured(flat: str) -> str | None:
-    """The structured reference of an ``:86:`` (``/EREF/``, ``/RFB/``, ``EREF+``), if any,
-    looked for in all its lines (joined without a break: banks wrap a reference anywhere)."""
+    """Looked for across all lines joined without a break: banks wrap a reference anywhere."""
     for pattern in _STRUCTURED:
         for found in pattern.finditer(flat):
             value = found.group(1).strip()

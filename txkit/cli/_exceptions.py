@@ -159,9 +159,8 @@ def _is_store(store: str | os.PathLike[str]) -> bool:
 
 
 def _table(view: pl.DataFrame) -> pl.DataFrame:
-    """The register's items as the terminal shows them: each amount as the report writes it
-    (:func:`txkit.money.format_money`, not at the column's scale of six), right-aligned, and
-    an empty owner or explanation left blank rather than ``null``."""
+    """Amounts as the report writes them (:func:`txkit.money.format_money`), not at the column's
+    scale of six."""
     amounts = [format_money(value) for value in view["amount"]]
     width = max((len(text) for text in amounts), default=0)
     return view.select(
@@ -194,9 +193,6 @@ _IMPORT_WHAT = "exceptions file"
 
 
 def _read_import(path: Path) -> pl.DataFrame:
-    """The edited register as text columns, read through the bounded readers: a folder, a
-    device, a binary or undecodable file and a damaged or hostile workbook each end in one
-    line naming the file."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
         text = read_text(path, what=_IMPORT_WHAT).text

@@ -16,7 +16,6 @@ __all__ = ["add_parser"]
 
 
 def _split(values: list[str] | None) -> list[str] | None:
-    """``--status a,b --status c`` -> ``[a, b, c]``."""
     if not values:
         return None
     return [part.strip() for value in values for part in value.split(",") if part.strip()]

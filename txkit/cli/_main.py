@@ -57,8 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _spelled(argv: Sequence[str]) -> list[str]:
-    """``report sign ...`` is the subcommand ``report-sign``, ``report verify ...``
-    ``report-verify`` (argparse has no subcommand under one that takes options of its own)."""
+    """argparse has no subcommand under one that takes options of its own: ``report sign`` ->
+    ``report-sign``."""
     out = list(argv)
     for i, word in enumerate(out):
         if word.startswith("-"):
@@ -98,9 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _configure_logging(verbose: bool) -> None:
-    """``txkit: LEVEL: message`` on stderr, scrubbed; ``-v`` shows txkit's DEBUG records and
-    httpx's requests. delta-rs logs from Rust straight to stderr (``RUST_LOG``, read once):
-    off without ``-v`` unless the user set it; errors reach the user as their one line."""
+    # delta-rs logs from Rust straight to stderr (RUST_LOG, read once): off without -v unless
+    # the user set it; its errors reach the user as their one line.
     if "RUST_LOG" not in os.environ and not verbose:
         os.environ["RUST_LOG"] = "off"
     logging.basicConfig(
@@ -114,8 +113,8 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """Check every local path the command will write before any request is sent (an
-    ``s3://`` store is checked by the store itself; ``sync --status`` writes nothing)."""
+    """Before any request is sent (an ``s3://`` store checks itself; ``sync --status`` writes
+    nothing)."""
     command = getattr(args, "command", None)
     if command == "export" and getattr(args, "output", None):
         check_writable(Path(args.output), is_file=True, flag="-o/--output")

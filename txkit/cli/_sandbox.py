@@ -225,7 +225,6 @@ def _ledger(args: argparse.Namespace) -> Ledger:
 
 
 def _say_ready(args: argparse.Namespace, ledger: Ledger, sandbox: Sandbox, took: float) -> None:
-    """What is served on stderr; the two settings to use it on stdout."""
     print(
         f"txkit sandbox: ready in {took:.1f} s; "
         f"{len(ledger.export_rows()):,} records served, {len(ledger.ground_truth)} planted "

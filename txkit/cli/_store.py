@@ -65,14 +65,12 @@ def _run_store_status(args: argparse.Namespace) -> int:
 
 
 def _version_number(text: str) -> int:
-    """A table version: a non-negative whole number (argparse type; bad input exits 2)."""
     if not text.isascii() or not text.isdigit():
         raise argparse.ArgumentTypeError(f"a table version is a whole number from 0, got {text!r}")
     return int(text)
 
 
 def _days(text: str) -> int:
-    """A number of days: a whole number from 0 (argparse type; bad input exits 2)."""
     if not text.isascii() or not text.isdigit() or int(text) > 36_500:
         raise argparse.ArgumentTypeError(
             f"a number of days is a whole number from 0 to 36500, got {text!r}"

@@ -28,8 +28,8 @@ def _reader(lines: list[str], delimiter: str) -> Iterator[list[str]]:
 def _record_lines(
     path: Path, body: list[str], delimiter: str, first_line: int, what: str
 ) -> list[int]:
-    """Each record's first line, when a quoted value spans lines (or the CSV is malformed:
-    then DataFileError naming the record's first line)."""
+    """Needed when a quoted value spans lines; a malformed CSV raises DataFileError naming the
+    record's first line."""
     reader = _reader(body, delimiter)
     lines = []
     start = first_line
@@ -59,8 +59,7 @@ _Records = tuple[pl.DataFrame, list[tuple[int, int]], int]
 
 
 def _lines_of(text: str) -> pl.Series:
-    """The text's lines without their ends, as a text editor shows them (``\\r\\n``, ``\\n``
-    and a lone ``\\r`` each end a line)."""
+    """As a text editor shows them: ``\\r\\n``, ``\\n`` and a lone ``\\r`` each end a line."""
     if text.count("\r") != text.count("\r\n"):  # a lone \r: Python's universal newlines
         lines = pl.Series("text", io.StringIO(text, newline="").readlines(), dtype=pl.String)
         return lines.str.strip_chars_end("\r\n")
@@ -72,8 +71,7 @@ def _lines_of(text: str) -> pl.Series:
 
 
 def _plain_records(body: pl.Series, delimiter: str, names: list[str], first_line: int) -> _Records:
-    """Records of text without quotes, one a line, split by polars (faster than the csv
-    module); lines of empty fields are counted, blank lines are not."""
+    """One record a line (no quotes); lines of empty fields are counted, blank lines are not."""
     lines = (
         body.to_frame()
         .with_row_index(LINE, offset=first_line)
@@ -98,8 +96,8 @@ def _plain_records(body: pl.Series, delimiter: str, names: list[str], first_line
 def _quoted_records(
     path: Path, body: list[str], delimiter: str, names: list[str], first_line: int, what: str
 ) -> _Records:
-    """Records of text with quotes, by the csv module (a quoted value may span lines); the
-    same results as :func:`_plain_records`."""
+    """By the csv module (a quoted value may span lines); the same results as
+    :func:`_plain_records`."""
     try:
         records = list(_reader(body, delimiter))
     except csv.Error:
@@ -252,7 +250,6 @@ def _skip_summaries(
     date: str | None,
     continues: str | None,
 ) -> tuple[pl.Series, _Blank]:
-    """The lines after the header, and those of them to read as blank."""
     body = physical.slice(header.body_at)
     known = {name.casefold(): name for name in columns}
     spelled = [known.get(c.casefold(), c) for c in names]
@@ -303,8 +300,7 @@ def _blanked(body: pl.Series, lines: set[int]) -> pl.Series:
 
 
 def _delimiter(physical: pl.Series, candidates: list[int], required: Sequence[str]) -> str:
-    """The delimiter that finds every required name in one line (or two) of the first ones;
-    else the one that splits the first line into the most columns."""
+    """The one finding every required name in a first line (or two); else the most columns."""
     for delimiter in _DELIMITERS:
         parsed = [
             (i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates
@@ -322,7 +318,6 @@ def _summary_lines(
     date: str | None,
     continues: str | None,
 ) -> set[int]:
-    """Indexes in ``body`` of the summary lines right after the header and at the end."""
     filled = (body.str.strip_chars() != "").arg_true().to_list()
     ends = filled[:100] + filled[-100:] if len(filled) > 200 else filled
     ends = list(dict.fromkeys(ends))
@@ -332,9 +327,6 @@ def _summary_lines(
 
 
 def _find_header(header_line: str, required: Sequence[str]) -> tuple[str, list[str]]:
-    """The delimiter (the first that finds every required name, else the one that finds the
-    most columns) and the header's names split by it."""
-
     def found(delimiter: str) -> list[str]:
         return [c.strip() for c in _parse_header(header_line, delimiter)]
 

@@ -120,7 +120,6 @@ _Rows = list[tuple[int, list[str]]]
 def _sheet_header(
     path: Path, grid: Grid, columns: Sequence[str], required: Sequence[str], what: str
 ) -> tuple[int, list[str], int]:
-    """(index of the header's first row, its names without empty ones at the end, its rows)."""
     rows = grid.sheet.rows
     found = find_header(rows, required)
     if found is None:
@@ -166,7 +165,6 @@ def _without_summaries(
     date: str | None,
     continues: str | None,
 ) -> tuple[_Rows, _Rows]:
-    """The rows without the summary rows at either end, and those rows."""
     known = {name.casefold(): name for name in columns}
     spelled = [known.get(c.casefold(), c) for c in names]
     lead, trail = summary_runs(_marked(grid, data), spelled, required, date, continues)
@@ -174,7 +172,6 @@ def _without_summaries(
 
 
 def _frame(data: _Rows, names: list[str]) -> pl.DataFrame:
-    """One String column per name (a short row's missing cells empty) and :data:`LINE`."""
     return pl.DataFrame(
         {
             name: pl.Series(name, [c[i] if i < len(c) else "" for _, c in data], dtype=pl.String)
@@ -185,8 +182,8 @@ def _frame(data: _Rows, names: list[str]) -> pl.DataFrame:
 
 
 def _marked(grid: Grid, data: list[tuple[int, list[str]]]) -> list[list[str]]:
-    """The rows' cells for finding totals and footers, a cell with a problem (a formula never
-    computed) counted as holding something: its row is an entry to refuse, not a footer."""
+    """A cell with a problem (a formula never computed) counts as holding something: its row is
+    an entry to refuse, not a footer."""
     by_row: dict[int, list[int]] = {}
     for row, column in grid.sheet.problems:
         by_row.setdefault(row, []).append(column)
@@ -211,7 +208,6 @@ def _refuse_cells(
     width: int,
     what: str,
 ) -> None:
-    """A cell in a column read whose value is not what it shows: refused with its address."""
     read = {i for i, name in enumerate(names) if name in set(columns)}
     rows = {n for n, _ in data}
     bad = sorted(

@@ -101,8 +101,7 @@ class TextFile:
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:
-    """The 1-based line and byte-in-line of a byte offset (``\\r\\n``, ``\\n``, ``\\r`` end
-    lines, as an editor shows them)."""
+    """1-based; ``\\r\\n``, ``\\n``, ``\\r`` end lines, as an editor shows them."""
     head = data[:offset]
     line = head.count(b"\n") + head.count(b"\r") - head.count(b"\r\n") + 1
     start = max(head.rfind(b"\n"), head.rfind(b"\r")) + 1
@@ -154,7 +153,6 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = N
 
 
 def _refuse_not_text(path: Path, data: bytes, what: str, max_bytes: int | None) -> None:
-    """Over ``max_bytes``, empty, or a known binary format."""
     if max_bytes is not None and len(data) > max_bytes:
         raise DataFileError(
             path,
@@ -203,7 +201,7 @@ def _refuse_nul(path: Path, data: bytes, what: str) -> None:
 
 
 def _decode_8bit(path: Path, data: bytes, what: str, notes: list[str]) -> tuple[str, str]:
-    """UTF-8, or Windows-1252 when the bytes are that and only that; else DataFileError."""
+    """Windows-1252 only when the bytes are that and only that."""
     try:
         return data.decode("utf-8-sig"), "utf-8"
     except UnicodeDecodeError as exc:

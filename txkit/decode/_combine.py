@@ -42,8 +42,6 @@ def combine(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
 def _aligned(
     frame: pl.DataFrame, schema: pl.Schema, target: dict[str, pl.DataType]
 ) -> pl.DataFrame:
-    """``frame`` (of ``schema``) with ``target``'s columns, in its order and types (missing
-    ones null); a page already in that shape as it is."""
     if list(schema.items()) == list(target.items()):
         return frame
     return frame.select(
@@ -55,8 +53,8 @@ def _aligned(
 def _check_rescaled_money(
     target: dict[str, pl.DataType], frames: Sequence[pl.DataFrame], schemas: Sequence[pl.Schema]
 ) -> None:
-    """Fail, naming the record, when a scale widened by another page (``1.1000000000000001``:
-    16 decimals) leaves an amount more than the 38 digits."""
+    """A scale widened by another page (``1.1000000000000001``: 16 decimals) can push an amount
+    past 38 digits."""
     for name, dtype in target.items():
         if not isinstance(dtype, pl.Decimal):
             continue
@@ -78,7 +76,6 @@ def _check_rescaled_money(
 
 
 def _align(expr: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
-    """Cast ``expr`` to ``target``; a list of structs gains the target's extra members."""
     if source == target:
         return expr
     if (

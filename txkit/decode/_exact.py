@@ -203,7 +203,6 @@ def _flatten_record(
 
 
 def _nesting(value: Any) -> int:
-    """Depth of nested lists and objects in ``value`` (1 for ``[]``), without recursion."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -227,7 +226,6 @@ def _too_deep(rid: str | None, path: str, value: Any) -> SchemaError:
 
 
 def _json_text(value: Any) -> str:
-    """Compact JSON text of a parsed value, numbers exactly as received (Decimal kept)."""
     if isinstance(value, dict):
         inner = ",".join(f"{json.dumps(str(k))}:{_json_text(v)}" for k, v in value.items())
         return "{" + inner + "}"
@@ -254,7 +252,6 @@ def _to_decimal(value: Any) -> Decimal | None:
 
 
 def _holds_in_float64(number: Decimal) -> bool:
-    """True when float64 carries ``number`` exactly: its shortest repr reads back as it."""
     as_float = float(number)
     return math.isfinite(as_float) and Decimal(repr(as_float)) == number
 
@@ -321,7 +318,6 @@ _Fail = Callable[[str], SchemaError]
 
 
 def _to_money(value: Any, fail: _Fail) -> Decimal:
-    """An exact amount of at most 38 digits."""
     number = _to_decimal(value)
     if number is None:
         raise fail("a money amount")
@@ -331,7 +327,6 @@ def _to_money(value: Any, fail: _Fail) -> Decimal:
 
 
 def _to_epoch_ms(value: Any, fail: _Fail) -> datetime:
-    """A UTC time from whole epoch milliseconds (years 1-9999) or an ISO 8601 text."""
     number = _to_decimal(value)
     if number is not None and number == number.to_integral_value():
         if not MIN_EPOCH_MS <= number <= MAX_EPOCH_MS:
@@ -344,7 +339,6 @@ def _to_epoch_ms(value: Any, fail: _Fail) -> datetime:
 
 
 def _to_int(value: Any, fail: _Fail) -> int:
-    """A whole number within 64 bits."""
     number = _to_decimal(value)
     if number is None or number != number.to_integral_value():
         raise fail("an integer")
@@ -354,7 +348,6 @@ def _to_int(value: Any, fail: _Fail) -> int:
 
 
 def _to_float(value: Any, fail: _Fail) -> float:
-    """A number that a float64 holds exactly."""
     number = _to_decimal(value)
     if number is None:
         raise fail("a number")
@@ -364,7 +357,6 @@ def _to_float(value: Any, fail: _Fail) -> float:
 
 
 def _to_bool(value: Any, fail: _Fail) -> bool:
-    """A JSON boolean, or ``true``/``false`` in any case."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
@@ -373,7 +365,6 @@ def _to_bool(value: Any, fail: _Fail) -> bool:
 
 
 def _to_string(name: str, value: Any, fail: _Fail) -> str:
-    """Text: a string as is, a JSON-text column's value as JSON, a scalar as written."""
     if isinstance(value, str):
         return value
     if name in JSON_TEXT_COLUMNS:
@@ -386,7 +377,6 @@ def _to_string(name: str, value: Any, fail: _Fail) -> str:
 
 
 def _to_string_list(name: str, value: Any, fail: _Fail) -> list[str | None]:
-    """A list of strings (a JSON-text list column's other items as JSON)."""
     if not isinstance(value, list):
         raise fail("a list")
     out = []
@@ -401,7 +391,6 @@ def _to_string_list(name: str, value: Any, fail: _Fail) -> list[str | None]:
 
 
 def _infer_unknown(name: str, values: list[Any], ids: list[str | None]) -> pl.Series:
-    """Type an undocumented field from its values, losslessly, or raise SchemaError."""
     present = [(v, i) for v, i in zip(values, ids, strict=True) if v is not None]
     kinds = {_kind(v) for v, _ in present}
     if not kinds:
@@ -470,7 +459,6 @@ def _kind(value: Any) -> str:
 
 
 def _object_list_series(name: str, values: list[Any]) -> pl.Series:
-    """A list-of-struct column: the declared members, then any others (as text)."""
     fields = {f.name: None for f in OBJECT_LIST_COLUMNS[name].fields}
     for items in values:
         for item in items or ():
@@ -547,7 +535,6 @@ def _empty_with(columns: dict[str, pl.Series]) -> pl.DataFrame:
 
 
 def _check_paths(names: dict[str, None], flat: list[dict[str, Any]], ids: list[str | None]) -> None:
-    """Fail when one path is a scalar in some record and an object in another."""
     for name in names:
         prefix = f"{name}."
         if not any(other.startswith(prefix) for other in names):

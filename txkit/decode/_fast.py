@@ -110,8 +110,8 @@ class _Counts:
 
 
 def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None, int, int] | None:
-    """``(records, total, message, start, end)``, ``body[start:end]`` the records array, or
-    None for the exact path (an envelope not cheaply told apart from the records, or bad)."""
+    """``body[start:end]`` is the records array; None: take the exact path (an envelope not
+    cheaply told apart, or bad)."""
     key = body.find(_KEY)
     if key < 0 or b"\\" in body[:key]:
         return None
@@ -145,8 +145,7 @@ def _records_span(body: bytes, request: Any) -> tuple[list[Any], int, str | None
 
 
 def _byte_accounting(body: bytes, start: int, end: int) -> _Counts | None:
-    """What the frame read from the records array must hold, counted in its bytes; why that
-    proves nothing was dropped: docs/exactness.md, "The byte accounting"."""
+    """Why this proves nothing was dropped: docs/exactness.md, "The byte accounting"."""
     if body.find(b"\\", start, end) >= 0:
         return None  # maybe an escaped quote: only the exact path can tell
     envelope = body[:start] + body[end:]
@@ -159,8 +158,8 @@ def _byte_accounting(body: bytes, start: int, end: int) -> _Counts | None:
 
 
 def _whole_body_counts(pages: Sequence[RawPage]) -> list[_Counts | None]:
-    """Per page, over the whole body: ``-":null"``, booleans, ``[``, odd number tokens (None
-    for a body that is not UTF-8)."""
+    """Per page: ``-":null"``, booleans, ``[``, odd number tokens (None for a body that is not
+    UTF-8)."""
     text = pl.Series([p._body for p in pages], dtype=pl.Binary).cast(pl.String, strict=False)
     found = pl.select(
         text.str.count_matches(":null", literal=True).alias("n"),
@@ -181,8 +180,7 @@ def _whole_body_counts(pages: Sequence[RawPage]) -> list[_Counts | None]:
 
 
 def _flatten_exprs() -> list[pl.Expr]:
-    """Flatten to wire-typed columns; ``__p.*`` (parents), ``__lists`` and ``__hist`` feed the
-    key accounting."""
+    """``__p.*`` (parents), ``__lists`` and ``__hist`` feed the key accounting."""
     leaves = [field_expr(parts, pl.col("tx")).alias(name) for name, parts, _ in WIRE_LEAVES]
     parents = [field_expr(p.split("."), pl.col("tx")).alias(f"{AUX}p.{p}") for p in PARENTS]
     lists = pl.sum_horizontal(field_expr(c.split("."), pl.col("tx")).list.len() for c in LIST_COLS)
@@ -207,8 +205,8 @@ def _flatten_exprs() -> list[pl.Expr]:
 
 
 def _convert_exprs() -> tuple[list[pl.Expr], list[pl.Expr], list[str]]:
-    """(conversions into ``__c.*`` columns, checks True where a value is not proven exact, the
-    converted names): two steps, so that each conversion is computed once."""
+    """Checks are True where a value is not proven exact; two steps, so each conversion is
+    computed once."""
     conversions: list[pl.Expr] = []
     checks: list[pl.Expr] = []
     names: list[str] = []
@@ -246,7 +244,6 @@ _FINAL = [pl.col(f"{AUX}c.{n}").alias(n) if n in set(_CONVERTED) else pl.col(n) 
 
 
 def _convert(data: pl.DataFrame) -> pl.DataFrame:
-    """Flatten, convert and check: the final columns plus the ``__`` helper columns."""
     flat = data.select(_FLATTEN).with_columns(_CONVERSIONS)
     return flat.with_columns(pl.any_horizontal(_CHECKS).alias(f"{AUX}bad"))
 
@@ -301,7 +298,6 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
 
 
 def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
-    """Per page, what the frame holds in the terms of :func:`_byte_accounting`."""
     leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
     null_items = 0
     for c in LIST_COLS:
@@ -338,8 +334,6 @@ def _add(a: _Counts | None, b: _Counts | None) -> _Counts | None:
 
 
 def _edge_runs(frame: pl.DataFrame, pages: int) -> list[tuple[EdgeRun, EdgeRun] | None]:
-    """The edge runs (:attr:`RawPage.edges`) of ``pages`` pages, the rows of ``frame``
-    (``__page``, ``id``, ``createdAt`` as text), in page order."""
     page, created, rid = pl.col(f"{AUX}page"), pl.col("createdAt"), pl.col("id")
     new_run = ((created != created.shift()) | (page != page.shift())).fill_null(True)
     runs = frame.select(
@@ -368,7 +362,6 @@ def _edge_runs(frame: pl.DataFrame, pages: int) -> list[tuple[EdgeRun, EdgeRun] 
 
 
 def _exact_edges(frame: pl.DataFrame) -> tuple[EdgeRun, EdgeRun] | None:
-    """The edge runs of one exactly decoded page (``createdAt`` a timestamp, or missing)."""
     if not frame.height or "id" not in frame.columns or "createdAt" not in frame.columns:
         return None
     created = frame["createdAt"]
@@ -407,7 +400,6 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
 
 
 def _transactions(fast: list[RawPage]) -> pl.DataFrame:
-    """One row per record of the fast pages (``tx``), with its page's position among them."""
     return pl.concat(
         [
             p._envelope.select(
@@ -421,8 +413,6 @@ def _transactions(fast: list[RawPage]) -> pl.DataFrame:
 
 
 def _pages_to_redo(fast: list[RawPage], data: pl.DataFrame, converted: pl.DataFrame) -> set[int]:
-    """The fast pages the exact path decodes again: a value not proven exact, a record that is
-    not an object, or keys that cannot be accounted for."""
     accounted = _accounted(converted, [p.count for p in fast])
     bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list()) | set(
         data.filter(pl.col("tx").is_null())[f"{AUX}page"].unique().to_list()
@@ -442,8 +432,6 @@ def _frames_in_order(
     redo: set[int],
     runs: Sequence[tuple[EdgeRun, EdgeRun] | None],
 ) -> list[pl.DataFrame]:
-    """Slices of ``converted`` for runs of consecutive fast pages, between the frames of the
-    pages decoded exactly (before or now), in the pages' order."""
     final = converted.select(_FINAL)
     out: list[pl.DataFrame] = []
     run_start = run_end = 0  # rows of consecutive fast pages not yet emitted

@@ -108,12 +108,10 @@ _POOL_LOCK = threading.Lock()
 
 
 def _builders() -> int:
-    """Batches converted at once by default: one per core polars uses."""
     return max(1, pl.thread_pool_size())
 
 
 def _build_pool() -> ThreadPoolExecutor:
-    """The process's converting threads, shared by every sink (created on first use)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:

@@ -68,9 +68,8 @@ def _repeat(element: etree._Element, name: str) -> int:
 
 
 def _check_extent(path: Path, content: IO[bytes], what: str) -> None:
-    """Each sheet's extent, with its repeated rows and columns, before calamine believes it:
-    a cell that holds something repeated a million times, or one far from the others, would
-    make a rectangle of billions of cells."""
+    """Checked before calamine believes it: a cell repeated a million times, or one far off,
+    would make billions of cells."""
     limit = max_cells()
     events = etree.iterparse(
         content, events=("start", "end"), resolve_entities=False, no_network=True,

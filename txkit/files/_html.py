@@ -97,9 +97,8 @@ _CHUNK: Final = 1 << 20
 
 
 def _cells(row: etree._Element) -> list[str]:
-    """A row's cells as text, runs of white space (a non-breaking space too) as one space; a
-    cell spanning columns in its first column, the others empty (as a spreadsheet shows a
-    merged cell)."""
+    """White space runs (non-breaking too) as one space; a merged cell in its first column, the
+    others empty."""
     cells: list[str] = []
     for cell in row:
         tag = cell.tag

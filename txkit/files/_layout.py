@@ -113,8 +113,7 @@ _DATE_LIKE: Final = re.compile(r"[0-9A-Za-z ./:,+\-]{4,30}")
 
 
 def _date_like(text: str) -> bool:
-    """Whether a cell could be a date as banks write it (digits, separators and at most one
-    word: ``05-Jan-2015``, ``31 October 2026 14:05``, ``2026-10-31T00:00:00``)."""
+    """As banks write it: ``05-Jan-2015``, ``31 October 2026 14:05``, ``2026-10-31T00:00:00``."""
     return (
         bool(_DATE_LIKE.fullmatch(text))
         and any(c.isdigit() for c in text)

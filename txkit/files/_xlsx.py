@@ -133,7 +133,6 @@ def _fail(path: Path, problem: str, what: str, advice: str = _SAVE) -> DataFileE
 
 
 def _column_index(path: Path, ref: str, what: str) -> tuple[int, int]:
-    """(row, column from 0) of a cell address; beyond a spreadsheet's last cell: refused."""
     found = _CELL.fullmatch(ref)
     if not found:
         raise _fail(path, f"a cell's address {ref[:40]!r} is not an address like C14", what)
@@ -158,7 +157,6 @@ def _read_part(book: zipfile.ZipFile, name: str) -> IO[bytes]:
 
 
 def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
-    """A part's relationships: id -> target part's name."""
     folder, base = posixpath.split(part)
     rels = posixpath.join(folder, "_rels", base + ".rels")
     if rels not in book.namelist():
@@ -173,8 +171,6 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
 
 
 def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
-    """The worksheets as (name, part), visible ones first, each in the workbook's order, and
-    the 1904 date system."""
     date1904 = False
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
@@ -195,7 +191,6 @@ def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str
 
 
 def _format_of(code: str) -> _Format:
-    """What a number format code shows: its first section's decimals, a percent, a date."""
     section = code.split(";")[0]
     plain = re.sub(r'"[^"]*"|\\.|\[[^\]]*\]|_.|\*.', "", section)
     if plain.strip().lower() in ("general", ""):
@@ -212,7 +207,6 @@ def _format_of(code: str) -> _Format:
 
 
 def _styles(book: zipfile.ZipFile, names: set[str]) -> list[_Format]:
-    """Each cell style's number format (index = a cell's ``s``)."""
     if "xl/styles.xml" not in names:
         return []
     root = etree.fromstring(book.read("xl/styles.xml"), _parser())
@@ -240,7 +234,6 @@ def _styles(book: zipfile.ZipFile, names: set[str]) -> list[_Format]:
 
 
 def _si_text(si: etree._Element) -> str:
-    """A shared string's text: its ``t``, or its rich-text runs' (phonetic runs left out)."""
     parts = [t.text or "" for t in si.iterchildren(f"{_NS}t")]
     for run in si.iterchildren(f"{_NS}r"):
         parts.extend(t.text or "" for t in run.iterchildren(f"{_NS}t"))
@@ -271,7 +264,7 @@ def _significant(value: Decimal) -> int:
 
 
 def _noise(a: float, b: float) -> bool:
-    """Equal up to float noise (a few units in the last place)."""
+    """A few units in the last place."""
     return a == b or abs(a - b) <= 4 * math.ulp(max(abs(a), abs(b)))
 
 
@@ -484,7 +477,6 @@ def _read_rows(
 def _cell(
     cell: etree._Element, styles: list[_Format], shared: list[str], date1904: bool
 ) -> tuple[str, str | None]:
-    """(the text the cell shows, a problem with its value or None)."""
     kind = cell.get("t", "n")
     stored = inline = None
     formula = False

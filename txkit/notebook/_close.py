@@ -201,9 +201,8 @@ _NAMED = 5
 
 
 def _explained_once(text: str | None) -> str:
-    """The records behind a difference, each once, the first :data:`_NAMED` by id; a text that
-    is not such a list (``rounding``) as it is. A ledger break moves the available balance
-    too (available = ledger - reserves held); an available one moves that balance only."""
+    """Each once, the first :data:`_NAMED` by id; other text (``rounding``) as is. A ledger break
+    moves available too (available = ledger - reserves held)."""
     entries = (text or "").split("; ")
     found = [_EXPLAINED.fullmatch(e) for e in entries]
     if not text or not all(found):

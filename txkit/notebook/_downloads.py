@@ -135,8 +135,8 @@ def previous_open(folder: str | os.PathLike[str], name: str) -> dict[str, str] |
 
 
 def _currency(schema: pl.Schema) -> pl.Expr | None:
-    """A row's currency: ``currency``, else the export's currency or, without one, the order's
-    (a reconciliation row); None when the list has no currency."""
+    """``currency``, else the export's, else the order's (a reconciliation row); None: the list
+    has none."""
     if "currency" in schema:
         return pl.col("currency").cast(pl.String)
     sides = [
@@ -162,7 +162,7 @@ def count_by_currency(df: pl.DataFrame) -> dict[str, int]:
 
 
 def _for_files(df: pl.DataFrame) -> pl.DataFrame:
-    """Lists as text; timestamps as naive UTC (Excel has no time zones; the header says UTC)."""
+    """Timestamps as naive UTC: Excel has no time zones (the header says UTC)."""
     out = []
     for name, dtype in df.schema.items():
         if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
@@ -175,8 +175,6 @@ def _for_files(df: pl.DataFrame) -> pl.DataFrame:
 
 
 def _at_stake_by_currency(keyed: pl.DataFrame, name: str) -> tuple[dict[str, str] | None, int]:
-    """The listed items' money at stake per currency (see :class:`Download`), by the list's
-    one definition; None for a list that has none."""
     if name not in LISTS:
         return None, 0
     spec = LISTS[name]

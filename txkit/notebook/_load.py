@@ -176,7 +176,6 @@ def load_month(
 
 @contextlib.contextmanager
 def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str, str]]:
-    """(client, one-line description, short label): the given client, or ``source``'s."""
     if client is not None:
         yield client, f"the service at {client.base_url}", client.base_url
         return
@@ -185,8 +184,6 @@ def _connected(source: str, client: Client | None) -> Iterator[tuple[Client, str
 
 
 def _span(source: str, client: Client | None) -> tuple[tuple[str, str] | None, str]:
-    """The months the source covers, when known (the embedded sandbox's calendar), and its
-    name for a reader."""
     if client is None and (source == "sandbox" or (source == "auto" and not key_configured())):
         last = first = config.SANDBOX.start_month
         for _ in range(config.SANDBOX.months - 1):

@@ -65,8 +65,6 @@ def read_all_orders(orders: str | None, columns: str | None = None) -> pl.DataFr
 
 
 def _keyed(frame: pl.DataFrame, name: str, month: str) -> pl.DataFrame:
-    """The register's items of the list ``name`` drawn from ``frame`` (an analysis' result),
-    by the list's one definition: its rows, key and amount at stake."""
     spec = exception_list(name)
     rows = spec.listed(frame)
     key = pl.concat_str(

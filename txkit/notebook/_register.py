@@ -126,7 +126,6 @@ def _with_report(
     every: pl.DataFrame | None,
     downloads: str,
 ) -> RegisterInfo:
-    """The store's register as it will be once the report being built is recorded."""
     recompute = recomputer(where, version=version, orders=every)
 
     def read() -> pl.DataFrame:
@@ -181,7 +180,6 @@ def _built(
 
 
 def _sandbox_last_day() -> date:
-    """The embedded sandbox's last day (as ``txkit report`` computes it)."""
     settings = config.SANDBOX
     first, _ = month_bounds(settings.start_month)
     year, month = divmod(first.year * 12 + first.month - 1 + settings.months - 1, 12)

@@ -40,9 +40,8 @@ _MEANING = {
 
 
 def _largest_each(frame: pl.DataFrame, currency: str, ties: list[str]) -> list[dict]:
-    """Per currency (by code), the row of the largest absolute ``difference``; equal
-    differences go to the first by ``ties``, whatever the rows' order. Amounts of different
-    currencies are never compared."""
+    """Equal differences go to the first by ``ties``, whatever the rows' order; currencies never
+    compared."""
     rows = frame.sort(
         [pl.col(currency), pl.col("difference").abs(), *ties],
         descending=[False, True, *([False] * len(ties))],
@@ -125,8 +124,6 @@ NAMED = 5
 
 
 def _named(flagged: pl.DataFrame) -> str:
-    """The flagged payments a sentence asks to check, by reference and the original they
-    name: the first :data:`NAMED`, then how many more the table above lists."""
     shown = [
         f"{row['transactionReference']} (original {row['original_reference']})"
         for row in flagged.sort("transactionReference").head(NAMED).iter_rows(named=True)

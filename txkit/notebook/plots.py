@@ -62,17 +62,8 @@ _P = ParamSpec("_P")
 
 
 def _drawn_once(plot: Callable[_P, Figure]) -> Callable[_P, Figure]:
-    """A plot function whose figure, in a notebook's inline backend, is drawn once for its
-    image, not twice.
-
-    After a cell, pyplot draws every changed figure (a full draw) and then the inline backend
-    renders each to its PNG (a full draw again) and closes it: the first draw's pixels are
-    lost. Here only the figure's layout is computed, as that draw computed it (the layout it
-    leaves decides the PNG's bytes, which stay the same), and the figure is marked drawn: 0.5 s
-    of CPU a report of eight figures. A change made to it afterwards marks it changed again,
-    and it is drawn as before. Other backends (a widget, a window) show what pyplot draws, so
-    their figures keep the draw.
-    """
+    """Under the inline backend only the layout is computed and the figure marked drawn: the
+    PNG render is its one draw (same bytes; docs/benchmarks.md). Other backends keep the draw."""
 
     @functools.wraps(plot)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> Figure:
@@ -110,8 +101,7 @@ def _labels(values: Sequence[object]) -> list[str]:
 
 
 def _legend_outside(ax: plt.Axes, **options: Any) -> None:
-    """The axes' legend beside its plotting area, never over the data: placed "best" inside,
-    it hid the last months of a line."""
+    """Placed "best" inside, it hid the last months of a line."""
     ax.legend(
         loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize="small",
         **options,
@@ -119,7 +109,6 @@ def _legend_outside(ax: plt.Axes, **options: Any) -> None:
 
 
 def _figure_legend(fig: Figure, ax: plt.Axes, **options: Any) -> None:
-    """One legend for every panel (the same labels on each), outside them all."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", fontsize="small", **options)
@@ -303,8 +292,6 @@ def _month_axis(ax: plt.Axes, months: list[str]) -> None:
 
 
 def _lines(ax: plt.Axes, data: pl.DataFrame, column: str, months: list[str], percent: bool) -> int:
-    """One line per currency with at least :data:`MIN_POINTS` months; returns how many were
-    drawn (none: the panel says why)."""
     drawn = 0
     for currency in sorted(data["currency"].drop_nulls().unique().to_list()):
         part = data.filter(pl.col("currency") == currency).sort("month")

@@ -39,7 +39,6 @@ _IDS = itertools.count(1)
 
 @per_notebook
 def _restart_ids() -> None:
-    """Number the next notebook's tables from 1 again, as in a kernel of its own."""
     global _IDS
     _IDS = itertools.count(1)
 
@@ -159,7 +158,6 @@ class Table:
 
 
 def _currency_columns(name: str, columns: Sequence[str]) -> list[str]:
-    """Where a money column's currency is, in order: a row takes the first that is set."""
     prefix = name.rsplit("_", 1)[0] if "_" in name else ""
     found = [c for c in (f"{prefix}_currency", *_CURRENCY_COLUMNS) if c in columns and c != name]
     # e.g. a reconciliation's ``at_stake``: the export's currency, else the order's (a

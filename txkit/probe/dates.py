@@ -201,7 +201,6 @@ class DateModel:
     # -- choosing the next window ----------------------------------------------------------
 
     def _predict(self, c: Candidate, start: date, end: date) -> tuple[int, int]:
-        """(hash of the reference records the candidate puts in the window, their count)."""
         axis = self._axes[c[0]]
         lo, hi = window_range(c, start, end)
         i_lo = bisect.bisect_left(axis.values, lo)
@@ -268,8 +267,8 @@ class DateModel:
     def _confirming_window(
         self, first: date, last: date, done: set[tuple[date, date]], max_records: int
     ) -> tuple[date, date] | None:
-        """The 3-day window with the most reference records within an hour of the boundaries the
-        surviving reading predicts (the sharpest test of it)."""
+        """Within an hour of the predicted boundaries: the sharpest test of the surviving
+        reading."""
         c = self.candidates[0]
         axis = self._axes[c[0]]
         best: tuple[int, tuple[date, date]] | None = None
@@ -334,8 +333,6 @@ def _finding(
     days: str,
     cut_short: str | None,
 ) -> Finding:
-    """The ``k``-th date finding: the value every surviving reading agrees on, the one the
-    whole-hour readings agree on, or any of readings that give the same windows."""
     values = sorted({c[k] for c in candidates}, key=str)
     if len(values) == 1:
         return Finding(_jsonable(values[0]), "measured", f"listings of {days}")
@@ -367,7 +364,7 @@ def _finding(
 
 
 def _shifts(c: Candidate) -> tuple[float, float]:
-    """Where a reading puts the window's ends, in hours after startDate/endDate 00:00 UTC."""
+    """In hours after startDate/endDate 00:00 UTC."""
     _, si, ei, h = c
     return (0 if si else 24) - h, (24 if ei else 0) - h
 

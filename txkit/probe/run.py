@@ -173,8 +173,7 @@ def _unknown_rest(st: _State, names: Sequence[str], reason: str) -> None:
 
 
 def _run_steps(st: _State) -> None:
-    """Each step in turn, over one state; a step the budget stops, and every later one, leaves
-    its findings unknown with the reason; the sample's findings come from what was seen."""
+    """A step the budget stops, and every later one, leaves its findings unknown with the reason."""
     for step, names in _STEPS:
         if st.stopped is not None:
             _unknown_rest(st, names, f"not measured: {st.stopped}")
@@ -298,15 +297,13 @@ def _extend_reference(
 
 
 def _newer_than(st: _State, end: date) -> bool:
-    """Whether a reference record was created after every reading's end of ``endDate``
-    (so no date filter on createdAt, updatedAt or paidAt can hold it)."""
+    """Then no date filter on createdAt, updatedAt or paidAt can hold it."""
     latest_end = (end.toordinal() - date(1970, 1, 1).toordinal() + 1) * 86_400_000
     latest_end += 14 * 3_600_000
     return any((parse_ms(r.get("createdAt")) or 0) >= latest_end for r in st.reference)
 
 
 def _grow_reference(st: _State) -> bool:
-    """One more (older) page of the reference, if the budget and the listing allow."""
     grown = len(st.reference_pages) - st.reference_pages_planned
     if grown >= _MAX_GROWTH or st.session.remaining <= st.reserve + 2:
         return False
@@ -326,8 +323,8 @@ def _grow_reference(st: _State) -> bool:
 
 
 def _thinning_filter(st: _State, budget_pages: int) -> dict[str, str] | None:
-    """The documented filter value whose records would span the reference's days in the
-    pages the budget allows (the densest such value: denser brackets), or None."""
+    """The densest value whose records span the reference's days within the budget's pages
+    (denser brackets)."""
     hours = _span_hours(st.reference)
     if hours <= 0:
         return None
@@ -360,8 +357,6 @@ def _step_ties(st: _State) -> None:
 
 
 def _tie_pages(st: _State) -> _TieCheck:
-    """The pages to look for ties in: the reference pages, then further ones while they
-    hold too few tie groups (a small page may hold none)."""
     # Unfiltered pages only: a thinning filter leaves few ties.
     plain = [(p, ids) for p, ids in st.reference_pages if not st.filter] or [st.first_page]
     by_id = dict(st.seen)
@@ -385,8 +380,7 @@ def _tie_pages(st: _State) -> _TieCheck:
 
 
 def _reask_tie_pages(st: _State, ties: _TieCheck) -> None:
-    """Ask each page with ties again, in turn, until enough group comparisons were made:
-    a shuffled pair keeps its order by chance half the time."""
+    """Until enough comparisons: a shuffled pair keeps its order by chance half the time."""
     with_ties = sorted(
         ((n, params, ids) for n, (params, ids) in zip(ties.counts, ties.plain, strict=True) if n),
         key=lambda item: -item[0],
@@ -409,7 +403,6 @@ def _reask_tie_pages(st: _State, ties: _TieCheck) -> None:
 
 
 def _record_tie_findings(st: _State, ties: _TieCheck) -> None:
-    """``largest_tie_group`` and ``ties_stable`` from what the pages showed."""
     compared, differed, refetched = ties.compared, ties.differed, ties.refetched
     sampled = sum(len(ids) for _, ids in ties.plain)
     sizes = [len(g) for _, ids in ties.plain for g in ties.groups(ids).values()]
@@ -445,7 +438,6 @@ def _record_tie_findings(st: _State, ties: _TieCheck) -> None:
 
 
 def _step_dates(st: _State) -> None:
-    """Ask date windows until the date reading is settled, the budget or windows run out."""
     st.say("date windows")
     fields = timestamp_fields(st.reference)
     walk = _DateWalk(fields, DateModel(st.reference, fields))
@@ -461,7 +453,6 @@ def _step_dates(st: _State) -> None:
 
 
 def _date_walk_step(st: _State, walk: _DateWalk) -> bool:
-    """Choose and list one date window; False when the walk is over."""
     model = walk.model
     if st.session.remaining <= st.reserve:
         walk.why_none = walk.why_none or "the request budget left no room for date windows"
@@ -492,7 +483,6 @@ def _date_walk_step(st: _State, walk: _DateWalk) -> bool:
 
 
 def _list_date_window(st: _State, walk: _DateWalk, start: date, end: date) -> bool:
-    """List one window and record what it says; False when the service ignores dates."""
     params: dict[str, str | int] = {
         **st.filter,
         "startDate": start.isoformat(),
@@ -535,7 +525,6 @@ def _list_date_window(st: _State, walk: _DateWalk, start: date, end: date) -> bo
 
 
 def _record_date_findings(st: _State, walk: _DateWalk) -> None:
-    """Turn the walk into the date findings and the totals finding (also when stopped)."""
     cut = walk.cut
     if walk.short:
         cut = (

@@ -264,7 +264,6 @@ class ProbeSession:
 
 
 def _retry_after(value: str | None) -> float | None:
-    """Seconds a ``Retry-After`` header asks for; None when absent or unreadable."""
     if value is None:
         return None
     try:

@@ -55,7 +55,7 @@ UNDERPAYMENT_HISTORY: Final = 3
 
 
 def _depends_on(month: str) -> list[str]:
-    """The months whose records a month's lists read: three before it to one after it."""
+    """Three months before it to one after it."""
     return [*previous_months(month, UNDERPAYMENT_HISTORY), month, next_month(month)]
 
 
@@ -120,7 +120,6 @@ def _record_text(rows: pl.DataFrame) -> str:
 
 
 def _why(item: dict[str, Any], got: Recomputed) -> str:
-    """What settled an item whose key is gone from its month's recomputed list."""
     head = item["key"].split(":", 1)[0]
     kind = item["kind"] or ""
     if item["section"] == "reconciliation" and got.reconciled is not None:
@@ -256,7 +255,6 @@ def carry_over(
 
 
 def _open_before(items: dict[str, dict[str, Any]], month: str) -> dict[str, list[dict[str, Any]]]:
-    """The open items of recomputed sections last listed before ``month``, by that month."""
     by_month: dict[str, list[dict[str, Any]]] = {}
     for item in items.values():
         if (

@@ -33,7 +33,6 @@ class RegisterSummary:
 
 
 def _changes(view: pl.DataFrame, before: pl.DataFrame | None, month: str) -> pl.DataFrame:
-    """Per section: items new this month, resolved this month, annotated since the last report."""
     rows = []
     old = (
         {}
@@ -75,7 +74,6 @@ _RESOLVED_ROWS = 20
 
 
 def _resolved_block(view: pl.DataFrame, month: str, carry: Carry | None) -> str:
-    """What this report resolved, by what, and how earlier months were re-evaluated."""
     parts = []
     if carry is not None:
         said = carry.describe(timed=False).removeprefix("register: ")
@@ -147,8 +145,7 @@ def _as_last_left(
     earlier: list[str],
     materiality: Materiality,
 ) -> pl.DataFrame | None:
-    """The register as the last report left it: its runs and the annotations made before
-    (None: no earlier report)."""
+    """Its runs and the annotations made before (None: no earlier report)."""
     if not earlier:
         return None
     runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == earlier[-1]))
@@ -182,7 +179,6 @@ def _block(
     materiality: Materiality,
     carry: Carry | None,
 ) -> str:
-    """The index's register section: open items by age and what changed, by section."""
     head = "".join(
         f"<th>{h}</th>"
         for h in ["section", *BUCKETS, "open", "material", "new", "resolved", "annotated"]
@@ -220,7 +216,6 @@ def _doc(
     materiality: Materiality,
     carry: Carry | None,
 ) -> dict[str, Any]:
-    """The register's entry in ``report.json``."""
     doc: dict[str, Any] = {
         "version": version,
         "open": still.height,

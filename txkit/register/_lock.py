@@ -123,7 +123,7 @@ def login_and_host() -> tuple[str, str]:
 
 
 def _same_person(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """Why two signatures are by one person (the same name or login), else None."""
+    """Why two signatures are by one person (same name or login), else None."""
     if " ".join(a["name"].casefold().split()) == " ".join(b["name"].casefold().split()):
         return f"the same name ({b['name']})"
     if a.get("login") and a.get("login") == b.get("login"):

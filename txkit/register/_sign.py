@@ -245,7 +245,6 @@ class Target:
 
 
 def _folder_of(out: str | os.PathLike[str], rev: Revision) -> Path:
-    """A revision's pack: in ``out`` under its name, else where its report wrote it."""
     name = rev.name or ""
     here = Path(out) / name
     if name and here.is_dir():
@@ -343,8 +342,8 @@ def _same_store(a: Any, b: str | os.PathLike[str]) -> bool:
 def _checked_manifest(
     folder: Path, month: str, store: str | os.PathLike[str], rev: Revision
 ) -> dict[str, Any]:
-    """The pack's ``report.json``, read as data that may have been edited: an object, of this
-    month, of this project's store, citing the table version the register recorded."""
+    """Read as data that may have been edited: checked for this month, store and recorded table
+    version."""
     where = folder / _MANIFEST
     try:
         doc = json.loads(where.read_text(encoding="utf-8"))
@@ -444,7 +443,6 @@ def sign_report(
 
 
 def _unchanged_pack(folder: Path, month: str, newest: Revision) -> str:
-    """The pack's digest, once it is the bytes its report wrote (else ReportSignedError)."""
     problems = pack_problems(folder, newest.files)
     digest = report_digest(folder)
     if newest.pack is not None and digest != newest.pack and not problems:
@@ -548,7 +546,6 @@ def verify_report(
 
 
 def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[str]:
-    """Where the pack's own copies of its signatures differ from the register's."""
     problems = []
     try:
         doc = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
@@ -623,8 +620,6 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
 
 
 def _figure_lines(before: Path, after: Path) -> list[str]:
-    """Every figure of the lists' summaries (``NAME.download.json``: rows, population, ...)
-    that changed."""
     lines = []
     names = sorted({p.name for d in (before, after) for p in d.glob("*.download.json")})
     for file in names:
@@ -642,8 +637,6 @@ _CLOSE_FIGURES = "00_close_summary.json"
 
 
 def _close_lines(before: Path, after: Path) -> list[str]:
-    """Every figure of the close summary that changed: each wallet line per currency, and
-    per exception list and currency its items, amount at stake and material items."""
     old, new = _json(before / _CLOSE_FIGURES), _json(after / _CLOSE_FIGURES)
     if not old and not new:
         return []
@@ -694,9 +687,6 @@ def _register_csv(folder: Path) -> pl.DataFrame | None:
 
 
 def _register_lines(before: Path, after: Path) -> list[str]:
-    """The month's register against the one revised (``exceptions.csv`` of each): open and
-    material counts (in all and per section), and every item added, removed, resolved,
-    reopened, changed in status, in amount or in materiality, with counts."""
     a, b = _register_csv(before), _register_csv(after)
     if a is None or b is None:
         return []
@@ -763,7 +753,7 @@ def _shown(keys: list[str]) -> str:
 
 
 def _totals(frame: pl.DataFrame) -> dict[str, str]:
-    """Each currency's total as text (never added across currencies; missing amounts said)."""
+    """Never added across currencies; missing amounts said."""
     if "amount" not in frame.columns or frame.is_empty():
         return {}
     return {

@@ -248,7 +248,6 @@ def report_events(
 
 
 def _seen_events(frame: pl.DataFrame, month: str, stamp: dict[str, Any]) -> pl.DataFrame:
-    """One ``seen`` event per item the report lists (the first of a key listed twice)."""
     return events_frame(
         frame.unique("key", keep="first", maintain_order=True).with_columns(
             pl.lit("seen").alias("event"),
@@ -321,8 +320,8 @@ class _Fold:
         self.versions[month] = row["table_version"]
 
     def _settle_unlisted(self, row: dict[str, Any], keys: set[str], covered: set[str]) -> None:
-        """A later run of a month that listed an item, and covers its section, no longer
-        lists it: it was settled by what arrived or changed in between."""
+        """Settled by what arrived or changed between two runs of a month that covers its
+        section."""
         month = row["month"]
         for key in self.listed.get(month, set()) - keys:
             item = self.items.get(key)
@@ -338,7 +337,6 @@ class _Fold:
             item["changed_by"], item["changed_at"] = row["actor"], row["at"]
 
     def _list(self, row: dict[str, Any], s: dict[str, Any]) -> None:
-        """One item the run saw: new, open again after a resolution, or updated."""
         month = row["month"]
         item = self.items.get(s["key"])
         if item is None:
@@ -436,8 +434,8 @@ def select_events(events: pl.DataFrame, month: str | None, *, cut: Any = None) -
 def _fold(
     events: pl.DataFrame, upto: str | None, until: Any = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, set[str]], str | None]:
-    """Apply the events in the order they were recorded; returns the items, the keys listed by
-    each month's latest run, and the newest month reported (runs after ``upto`` skipped)."""
+    """In recorded order; returns items, the keys of each month's latest run, the newest month
+    (runs after ``upto`` skipped)."""
     ordered = events.with_row_index("_i").sort("at", "_i")
     if until is not None:
         ordered = ordered.filter(pl.col("at") <= until)
@@ -547,7 +545,6 @@ def _view_rows(
 def _listed_volume(
     items: dict[str, dict[str, Any]], in_month: set[str]
 ) -> dict[tuple[str, str], Decimal]:
-    """The month's listed amounts, absolute, per section and currency."""
     volume: dict[tuple[str, str], Decimal] = {}
     for key in in_month:
         item = items[key]

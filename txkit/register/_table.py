@@ -251,7 +251,6 @@ def read_events(
 
 
 def _write_part(store: str | os.PathLike[str], events: pl.DataFrame) -> Any:
-    """Write one file of events, named by its digest; its Delta add action."""
     from deltalake.transaction import AddAction
 
     buffer = io.BytesIO()

@@ -166,8 +166,6 @@ def _wallet_lines(folder: Path) -> tuple[list[str], list[_Line]]:
 def _open_records_line(
     records: pl.LazyFrame, currencies: list[str]
 ) -> tuple[list[str], _Line, list[str]]:
-    """The value still open per currency (currencies without a wallet line added), and the
-    note counting the records."""
     still = (
         records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
         .group_by(pl.col("toCurrency").cast(pl.String).alias("currency"))
@@ -194,7 +192,6 @@ def _transit_line(settled: pl.DataFrame, currencies: list[str]) -> _Line:
 
 
 def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Line], list[str]]:
-    """The bank's closing balance and its debits of the month (each listed in a note)."""
     first, last = month_bounds(month)
     balances = bank.balances.filter(pl.col("closing_date").is_between(first, last))
     closing = {
@@ -224,8 +221,6 @@ def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Lin
 def _exception_lines(
     folder: Path, material: Mapping[str, int] | None
 ) -> list[tuple[str, str, int, Decimal, int | None]]:
-    """Each list's money at stake per currency: material first (by the register's count),
-    then the largest amount."""
     exceptions = []
     for name, entry in read_downloads(folder).items():
         if name not in LISTS or entry.get("kind") == "table":
@@ -254,8 +249,7 @@ def _reconciliation(
     settled: pl.DataFrame,
     bank: Any,
 ) -> list[tuple[str, dict[str, Decimal | None]]]:
-    """The :data:`RECONCILIATION` lines per currency (None where the bank has no statement
-    of the currency: nothing to reconcile, never 0)."""
+    """None where the bank has no statement of the currency: nothing to reconcile, never 0."""
     first, last = month_bounds(month)
     # The opening of the first statement that closes in the month (its opening date is the
     # day before the month starts).
@@ -341,7 +335,6 @@ def _cell(value: Decimal | None, signed: bool = False) -> str:
 
 
 def _scale(frame: pl.DataFrame, columns: Sequence[str]) -> int:
-    """The most decimal places among the text amounts of ``columns``."""
     digits = [
         len(value.split(".", 1)[1])
         for column in columns

@@ -22,7 +22,6 @@ _LANES = 2
 
 
 def _waves(sources: list[Path]) -> list[list[Path]]:
-    """The notebooks in two waves: the others, then those marked ``txkit.after_others``."""
     late = []
     for source_nb in sources:
         metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})

@@ -120,8 +120,8 @@ _EXPORTERS = threading.local()
 
 
 def _exporter() -> Any:
-    """This thread's HTML exporter: kept, because a new one compiles its nine templates again;
-    one a thread, as the report's lanes render their pages at once."""
+    """Kept: a new one compiles its nine templates again; one a thread, as the lanes render at
+    once."""
     exporter = getattr(_EXPORTERS, "html", None)
     if exporter is None:
         from nbconvert import HTMLExporter

@@ -68,8 +68,7 @@ def clean_kernel_folders(temp: Path | None = None) -> list[str]:
 
 
 def _kernel_base() -> Path:
-    """The temporary folder, or ``/tmp`` when the temporary folder's path is too long for a
-    Unix socket path inside it."""
+    """``/tmp`` when the temporary folder's path is too long for a Unix socket path inside it."""
     temp = Path(tempfile.gettempdir())
     if len(os.fsencode(temp)) + _SOCKET_NAME_MAX <= _SOCKET_PATH_MAX:
         return temp

@@ -86,7 +86,6 @@ def add_headlines(
 
 
 def _completed(scan: pl.LazyFrame, month: str) -> tuple[int, int, int]:
-    """(completed records, successful, still open) of ``month`` in the store."""
     status = pl.col("status").cast(pl.String)
     row = (
         scan.filter(pl.col("month") == month)
@@ -177,7 +176,6 @@ def _text(value: Any) -> str | None:
 
 
 def _freshness(month: str, store: str | Path, manifest: MonthManifest) -> str:
-    """The index page's line on what was read: source, version, coverage, verification."""
     state = "complete" if manifest.complete else "NOT complete"
     return (
         f"Data: {manifest.rows:,} transactions of {month} from {manifest.source}, read from the "

@@ -154,8 +154,8 @@ _LOCK_WAIT: float = 900.0
 
 
 def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
-    """Where an ``--as-of`` rendering goes: a month's folder the register does not hold as a
-    pack (it would replace the bytes a report recorded, perhaps signed)."""
+    """Never a folder the register holds as a pack: it would replace bytes a report recorded,
+    perhaps signed."""
     if reopen is not None:
         raise ValueError("--as-of renders a version again, read-only: it takes no --reopen")
     state = month_state(read_events(plan.store)[0], plan.month)
@@ -169,7 +169,6 @@ def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
 
 
 def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target) -> ReportResult:
-    """The steps once the month is held (or for ``--as-of``)."""
     materiality = load_materiality()
     synced, sync_seconds = sync_for_report(plan, request, notes)
     checked = plan.checked

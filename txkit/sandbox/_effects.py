@@ -262,8 +262,7 @@ class FaultEffects:
     def _shuffled(
         self, selection: range | pl.Series, skip: int, limit: int, fault_seed: int, seq: int
     ) -> list[int]:
-        """The page's positions, each tie group shuffled anew; groups straddling the page's edges
-        are shuffled whole, so records move across pages as under an unstable sort."""
+        """Tie groups straddling the page's edges are shuffled whole, as under an unstable sort."""
         listed = selection if isinstance(selection, range) else selection.to_list()
         total = len(listed)
         stop = min(total, skip + limit)
@@ -329,8 +328,6 @@ class FaultEffects:
                     break
 
     def _settle(self, faults: Faults, query: Query) -> bool:
-        """One in-flight record takes its next status (see ``settle``); False when none is
-        left in flight."""
         store = self.store
         low, high = query.window(faults.date_shift, faults.bounds)
         flight = list(SETTLE_NEXT)
@@ -400,7 +397,6 @@ class FaultEffects:
         )
 
     def _swap(self, faults: Faults, query: Query) -> None:
-        """One record enters a ``status=TO`` filter and one leaves it (see ``swaps``)."""
         statuses = faults.swap_statuses
         assert statuses is not None
         source, target = statuses
@@ -437,8 +433,8 @@ def _in_flight(statuses: pl.Series, positions: range | pl.Series, flight: list[s
 
 
 def _tie_stamps(store: Store, every: int, big: int, seed: int) -> dict[int, int]:
-    """New ``createdAt`` values (position -> epoch ms): each group takes its oldest member's
-    (earlier never passes ``updatedAt``); the big group mixes ``transType`` values."""
+    """Position -> epoch ms: each group takes its oldest member's (earlier never passes
+    ``updatedAt``)."""
     rng = random.Random(f"txkit-tie-groups:{seed}")
     created, n = store.created, len(store)
     groups: list[list[int]] = []

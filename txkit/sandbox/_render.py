@@ -75,7 +75,6 @@ def iso_column(values: list[int] | list[int | None]) -> list[str | None]:
 
 
 def _seconds_text(centiseconds: int) -> str:
-    """A duration as a JSON number with at most two decimals, trailing zeros dropped."""
     whole, frac = divmod(centiseconds, 100)
     if frac == 0:
         return str(whole)
@@ -188,7 +187,6 @@ def build_context(
 
 
 def _history_templates() -> dict[tuple[str, str, int], str]:
-    """Pre-rendered ``customerActivity.history`` arrays by (channel, outcome, errors)."""
     out: dict[tuple[str, str, int], str] = {}
     steps = {
         "VA": (
@@ -332,7 +330,6 @@ def render_rows(cols: Columns, ctx: Context, rng: random.Random) -> list[bytes]:
 def _status_times(
     cols: Columns, reserve_ms: int, rand: Callable[[], float]
 ) -> tuple[list[int], list[int | None], list[int | None]]:
-    """``updatedAt``, ``paidAt`` and the reserve's release of every row, from its status."""
     updated: list[int] = []
     paid: list[int | None] = []
     releases: list[int | None] = []
@@ -359,7 +356,6 @@ def _status_times(
 def _row_values(
     cols: Columns, updated: list[int], paid: list[int | None], releases: list[int | None]
 ) -> Iterator[tuple[Any, ...]]:
-    """The fields of :class:`_Row`, row by row (money and times rendered a column at once)."""
     kes = [c == "KES" for c in cols.cur]
     return zip(
         range(len(cols)),
@@ -511,7 +507,6 @@ def _collection_meta(
     histories: dict[tuple[str, str, int], str],
     rng: random.Random,
 ) -> str:
-    """The inside of a collection's ``meta`` object."""
     rand = rng.random
     name, bank_part, code = customer
     parts = [f'"paymentChannel":"{chan}"']

@@ -353,7 +353,6 @@ _FIELD_NAMES: Final = frozenset(f.name for f in fields(Faults))
 
 
 def _convert(name: str, raw: str) -> Any:
-    """Convert the text of a parsed value to the field's type (validated by :func:`_validate`)."""
     try:
         if name in _PROBABILITIES or name in ("slow_seconds", "latency", "rate"):
             return float(raw)
@@ -397,7 +396,6 @@ def _bad(name: str, value: Any) -> str:
 
 
 def _validate(name: str, value: Any) -> Any:
-    """Check a field value; return it normalised, or raise ValueError."""
     if name not in _FIELD_NAMES:
         raise AttributeError(f"unknown fault {name!r}; accepted: {_USAGE}")
     if name in _FLAGS:
@@ -482,7 +480,7 @@ def retry_after_value(form: str, seconds: float, now: float | None = None) -> st
 
 
 def _unit(text: str) -> float:
-    """A deterministic number in [0, 1) from ``text`` (CRC-32; not Python's salted hash)."""
+    """CRC-32, not Python's salted hash: the same number in every process."""
     return zlib.crc32(text.encode()) / 2**32
 
 

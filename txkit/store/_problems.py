@@ -65,7 +65,6 @@ def store_problem(store: str | os.PathLike[str], exc: Exception, version: int | 
 
 
 def _log_gap(store: str | os.PathLike[str]) -> str | None:
-    """The first missing commit file of a local table's log, if its numbers have a gap."""
     if is_remote(store):
         return None
     log = Path(store) / "_delta_log"

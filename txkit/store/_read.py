@@ -30,8 +30,8 @@ log = logging.getLogger("txkit")
 
 
 def _casts(schema: pl.Schema) -> list[pl.Expr]:
-    """Delta stores timestamps in microseconds: the casts back to the loader's milliseconds
-    (exact for what txkit writes: :func:`_check_millis` proves it on every read)."""
+    """Delta stores microseconds; back to milliseconds, exact for what txkit writes
+    (:func:`_check_millis` proves it)."""
     return [
         pl.col(name).cast(dtype)
         for name, dtype in COLUMNS.items()
@@ -40,8 +40,8 @@ def _casts(schema: pl.Schema) -> list[pl.Expr]:
 
 
 def _check_millis(frame: pl.DataFrame, store: str | os.PathLike[str]) -> None:
-    """Fail, naming the record, when a stored timestamp has a part below the millisecond
-    (written by another writer): the cast to the loader's milliseconds would drop it."""
+    """Another writer's sub-millisecond part would be dropped by the cast: fail, naming the
+    record."""
     names = [
         n
         for n, d in frame.schema.items()
@@ -67,8 +67,6 @@ def _typed(lf: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _plain_files(table: Any) -> bool:
-    """Whether the data files can be read as they are (no column mapping, no deletion vectors):
-    else the table is read through ``scan_delta``, unverified."""
     protocol = table.protocol()
     return protocol.min_reader_version == 1 or (
         protocol.min_reader_version >= 3 and not set(protocol.reader_features or ())
@@ -121,7 +119,7 @@ def reader_problems(table: Any) -> list[str]:
 
 
 def _digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str]:
-    """The digests recorded for the version's files ({} for a table txkit did not write)."""
+    """{} for a table txkit did not write."""
     try:
         return recorded_digests(table, store)
     except StoreError:
@@ -182,7 +180,6 @@ per_notebook(_UNVERIFIED_SEEN.clear)  # said once per notebook in the report's k
 
 
 def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:
-    """Say once per store (per process) that it holds files written before digests."""
     if any(seen == str(store) for seen, _ in _UNVERIFIED_SEEN):
         _UNVERIFIED_SEEN.add((str(store), rel))
         return
@@ -201,16 +198,15 @@ def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:
 
 
 def _reader(table: Any, store: str | os.PathLike[str], version: int | None) -> _Reader | None:
-    """A verifying reader, or None for a table whose files need ``scan_delta`` (column
-    mapping, deletion vectors, partitions other than ``month``: not written by txkit)."""
+    """None: a table not written by txkit (column mapping, deletion vectors, other partitions)."""
     if not _plain_files(table) or set(table.metadata().partition_columns) != {"month"}:
         return None
     return _Reader(table, store, version)
 
 
 def _month_filter(predicate: pl.Expr | None, months: list[str]) -> list[str]:
-    """The months a pushed-down predicate can select: its conjuncts on ``month`` alone,
-    evaluated on the month names (all months when it has none, or cannot be split)."""
+    """Only conjuncts on ``month`` alone, evaluated on the month names; all months when there are
+    none."""
     if predicate is None:
         return months
     on_month = [c for c in _conjuncts(predicate) if set(c.meta.root_names()) == {"month"}]
@@ -223,7 +219,6 @@ def _month_filter(predicate: pl.Expr | None, months: list[str]) -> list[str]:
 
 
 def _conjuncts(expr: pl.Expr) -> list[pl.Expr]:
-    """``a & b & c`` as ``[a, b, c]`` (``expr`` itself when its top is not an AND)."""
     try:
         tree = json.loads(expr.meta.serialize(format="json"))
         top = tree.get("BinaryExpr") if isinstance(tree, dict) else None
@@ -275,7 +270,6 @@ def _scan_unverified(table: Any) -> pl.LazyFrame:
 
 
 def _columns(reader: _Reader) -> tuple[list[str], pl.Schema]:
-    """The scan's column order (documented, others, ``month``) and its types after the casts."""
     names = reader.schema.names()
     order = [
         *(c for c in COLUMNS if c in names),
@@ -299,8 +293,6 @@ def _month_frames(
     n_rows: int | None,
     batch_size: int | None,
 ) -> Iterator[pl.DataFrame]:
-    """The polars IO source of :func:`scan_store`: month by month, only the months the
-    predicate selects, each checked against its digests."""
     left = n_rows
     needed = None
     if with_columns is not None:
@@ -375,8 +367,8 @@ def read_months(
 
 
 def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
-    """Collect, turning a file that does not parse (one written before digests, or damaged
-    in a way its digest could not be checked) into a :class:`StoreDamagedError`."""
+    """A file that does not parse (written before digests, or damaged) becomes
+    :class:`StoreDamagedError`."""
     try:
         return lf.collect()
     except StoreError:
@@ -399,7 +391,6 @@ def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str])
 
 
 def _damaged_file(store: str | os.PathLike[str], months: list[str]) -> tuple[str, str, str] | None:
-    """The first data file of ``months`` that does not read whole (after a failed read)."""
     table = open_table(store)
     files = objects(store)
     for rel, month, _ in table_files(table) if table is not None else []:

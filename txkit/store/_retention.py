@@ -127,7 +127,6 @@ class VacuumResult:
 
 
 def _version_time(store: str | os.PathLike[str], version: int) -> datetime | None:
-    """When ``version``'s sync ran (its recorded clock), else its commit time."""
     entry = commit_info(store, version)
     if entry is None:
         return None
@@ -140,8 +139,7 @@ def _version_time(store: str | os.PathLike[str], version: int) -> datetime | Non
 
 
 def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -> dict[int, str]:
-    """Versions of this table cited by ``reports/*/report.json`` -> the report's path; a
-    report.json that cannot be read is a StoreError (nothing may be removed until it is fixed)."""
+    """An unreadable report.json is a StoreError: nothing may be removed until it is fixed."""
     if reports is None or is_remote(str(reports)) or not Path(reports).is_dir():
         return {}
     here = str(store) if is_remote(store) else str(Path(store).resolve())
@@ -165,8 +163,6 @@ def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -
 
 
 def _files_of(store: str | os.PathLike[str], versions: list[int]) -> set[str]:
-    """The data files every one of ``versions`` reads: each run of consecutive versions opened
-    once, at its first, and followed through its commits' actions."""
     files: set[str] = set()
     runs: list[list[int]] = []
     for v in versions:
@@ -191,8 +187,7 @@ def _files_of(store: str | os.PathLike[str], versions: list[int]) -> set[str]:
 
 
 def _needed_log(versions: Iterable[int], checkpoints: list[int]) -> set[int]:
-    """The log entries (by version) that reading each of ``versions`` needs: the newest
-    checkpoint at or before it, and the commits from there to it (its own included)."""
+    """The newest checkpoint at or before each version, and the commits from there to it."""
     needed: set[int] = set()
     for v in versions:
         base = max((c for c in checkpoints if c <= v), default=None)
@@ -298,7 +293,7 @@ def _keep_recent(
     policy: RetentionPolicy,
     now: datetime,
 ) -> None:
-    """Keep the versions written within the policy's days, and the newest one before them."""
+    """Within the policy's days, and the newest version written before them."""
     cutoff = now - timedelta(days=policy.keep_days)
     at_cutoff = None
     for version in readable:
@@ -320,7 +315,6 @@ def _keep_wanted(
     readable: list[int],
     policy: RetentionPolicy,
 ) -> None:
-    """Keep the versions reports cite and keep-sources name; note those already gone."""
     wanted: dict[int, str] = {}
     for version, why in _cited(store, table_id, policy.reports).items():
         wanted.setdefault(version, f"cited by {why}")
@@ -339,7 +333,6 @@ def _keep_wanted(
 def _unneeded_files(
     data: list[StoredObject], needed_files: set[str], grace: timedelta
 ) -> list[tuple[str, int]]:
-    """The data files (path, size) no kept version reads and older than ``grace``."""
     out: list[tuple[str, int]] = []
     young = datetime.now(UTC) - grace
     for item in data:
@@ -354,7 +347,6 @@ def _unneeded_files(
 def _remove(
     store: str | os.PathLike[str], files: Any, result: VacuumResult, hint_at: list[int]
 ) -> None:
-    """Delete what the policy gave up, and point the log's hint at a kept checkpoint."""
     # Data files first: a failure halfway leaves every version's log, and its files are
     # then missing only for versions the policy already gave up.
     for rel, _ in result.files:
@@ -367,8 +359,6 @@ def _remove(
 
 
 def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
-    """Write a checkpoint of each of ``versions`` (older than the newest), leaving the
-    ``_last_checkpoint`` hint on the newest checkpoint as it was."""
     files = objects(store)
     hint = "_delta_log/_last_checkpoint"
     try:
@@ -377,6 +367,7 @@ def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
         before = None
     for version in versions:
         write_checkpoint(store, version)
+    # each write moves the hint to the checkpoint it wrote: keep it on the newest one
     if before is not None:
         files.put(hint, before)
     else:
@@ -384,8 +375,7 @@ def _checkpoints_at(store: str | os.PathLike[str], versions: list[int]) -> None:
 
 
 def _fix_hint(files: Any, remaining: list[int]) -> None:
-    """Drop the ``_last_checkpoint`` hint when the checkpoint it names was removed (readers
-    then list the log; the hint is optional in the Delta protocol)."""
+    """When its checkpoint was removed: readers then list the log (the hint is optional)."""
     hint = "_delta_log/_last_checkpoint"
     try:
         version = json.loads(files.get(hint)).get("version")
@@ -396,7 +386,7 @@ def _fix_hint(files: Any, remaining: list[int]) -> None:
 
 
 def _remove_empty_folders(root: Path) -> None:
-    """Month folders left empty by the removal (Delta readers list them otherwise)."""
+    """Delta readers list empty month folders otherwise."""
     for folder in root.glob("month=*"):
         with contextlib.suppress(OSError):
             folder.rmdir()  # only when empty

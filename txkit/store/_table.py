@@ -184,7 +184,7 @@ def open_table(store: str | os.PathLike[str], version: int | None = None) -> Any
 
 
 def _missing_version(store: str | os.PathLike[str], version: int) -> StoreVersionError | None:
-    """The error for a version the table does not have (None: it has it, or has no log)."""
+    """None: the table has it, or has no log."""
     versions = _versions(store)
     if versions is None or version in versions:
         return None
@@ -210,7 +210,6 @@ def log_versions(store: str | os.PathLike[str]) -> list[int]:
 
 
 def _versions(store: str | os.PathLike[str]) -> list[int] | None:
-    """The versions a table can be read at (None when its log cannot be listed)."""
     try:
         return log_versions(store) or None
     except Exception:

@@ -108,8 +108,8 @@ def wider_type(have: pl.DataType, new: pl.DataType) -> pl.DataType | None:
 
 
 def _convert(expr: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
-    """``expr`` (of ``source``) as ``target``; structs gain the target's extra members, and
-    lose members the target lacks (the cast back of a widened struct)."""
+    """Structs gain the target's extra members and lose those it lacks (the cast back of a
+    widened struct)."""
     if source == target:
         return expr
     if isinstance(source, pl.List) and isinstance(target, pl.List):
@@ -153,8 +153,6 @@ def cast_exactly(
 
 
 def _first_changed(frame: pl.DataFrame, name: str, target: pl.DataType) -> dict[str, Any]:
-    """The first row whose ``name`` does not survive the cast (the first value when the type
-    is nested and the rows cannot be compared one by one)."""
     column = frame.get_column(name)
     try:
         there = column.cast(target, strict=False)
@@ -186,8 +184,8 @@ def _clash(frame: pl.DataFrame, name: str, have: pl.DataType, store: Any, month:
 
 
 def _prepared(frame: pl.DataFrame, store: Any, month: str) -> pl.DataFrame:
-    """A frame in Delta's types: null-typed columns as text, unsigned integers as signed
-    (proven), timestamps in microseconds (Delta's unit; exact from milliseconds)."""
+    """Delta's types: null columns as text, unsigned as signed (proven), timestamps in
+    microseconds."""
     columns = []
     for name, dtype in frame.schema.items():
         if dtype == pl.Null:
@@ -219,7 +217,6 @@ class _File:
 
 @contextlib.contextmanager
 def _store_errors(store: str | os.PathLike[str], version: int | None) -> Iterator[None]:
-    """Writing failures as one-line :class:`StoreError` (or :class:`StoreLockedError`)."""
     try:
         yield
     except StoreError:
@@ -267,7 +264,6 @@ class MonthWriter:
         self._committed = False
 
     def _types(self) -> dict[str, pl.DataType]:
-        """The column types the version will have (the table's, widened as needed)."""
         if self._target is None:
             self._target = {}
             if self.version is not None:
@@ -388,7 +384,6 @@ class MonthWriter:
         return version
 
     def _rewrite(self, written: _File) -> None:
-        """Write one of this sync's files again under the widened types."""
         data = read_verified(self._files, self.store, written.rel, written.month, written.digest)
         part = self._as_types(pl.read_parquet(io.BytesIO(data)), written.month)
         self._written.remove(written)
@@ -396,8 +391,6 @@ class MonthWriter:
         self._written.append(self._write(written.month, part))
 
     def _widen_stored(self, months: list[str]) -> list[str]:
-        """Rewrite the stored months (not this sync's) holding a column narrower than the version's,
-        one month in memory at a time; returns them (replaced in the commit)."""
         if self.version is None or self._table_schema is None:
             return []
         types = self._types()
@@ -433,8 +426,6 @@ class MonthWriter:
         return redone
 
     def _schema(self, types: dict[str, pl.DataType]) -> pl.Schema:
-        """The version's columns: the table's in its order (widened), new ones after, ``month``
-        last."""
         order = list(self._table_schema or {})
         order += [n for n in types if n not in order]
         return pl.Schema({**{n: types[n] for n in order}, "month": pl.String()})
@@ -540,8 +531,8 @@ def _properties(meta: dict[str, Any]) -> Any:
 
 
 def _no_hooks() -> Any:
-    """No post-commit checkpoint or log cleanup by delta-rs: txkit keeps its own checkpoint
-    interval, and the retention policy, not delta-rs, decides which log entries go."""
+    """txkit keeps its own checkpoint interval, and the retention policy decides which log
+    entries go."""
     from deltalake import PostCommitHookProperties
 
     return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
@@ -555,7 +546,6 @@ def _commit_actions(
     months: list[str],
     meta: dict[str, Any],
 ) -> None:
-    """One Delta transaction: add the written files, remove the months' old ones."""
     from deltalake import DeltaTable
     from deltalake import Schema as DeltaSchema
     from deltalake.transaction import create_table_with_add_actions
@@ -594,7 +584,6 @@ def _arrow_schema(data: pl.DataFrame) -> Any:
 
 
 def _stats(part: pl.DataFrame) -> dict[str, Any]:
-    """Delta file statistics: rows, and min/max/null counts of the key columns."""
     cols = [c for c in _STATS_COLUMNS if c in part.columns]
     row = part.select(
         *[pl.col(c).min().alias(f"min:{c}") for c in cols],

@@ -109,8 +109,6 @@ def plant_balance_anomalies(g: LedgerState) -> None:
 
 
 def _hide_collections(g: LedgerState, planted: dict[str, set[int]]) -> None:
-    """``missing_from_export``: successful collections without a reserve, left out of the
-    export."""
     cols = g.cols
 
     def ok_missing(i: int) -> bool:
@@ -138,7 +136,6 @@ def _hide_collections(g: LedgerState, planted: dict[str, set[int]]) -> None:
 
 
 def _ok_bad(g: LedgerState, planted: dict[str, set[int]]) -> Callable[[int], bool]:
-    """Whether a record may carry a false balance: successful, and spaced from the others."""
     cols = g.cols
 
     def ok_bad(i: int) -> bool:
@@ -148,7 +145,6 @@ def _ok_bad(g: LedgerState, planted: dict[str, set[int]]) -> Callable[[int], boo
 
 
 def _falsify_ledger_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
-    """``bad_balance``: a balance-after-ledger value off by up to 500.00."""
     cols, rand = g.cols, g.rng.random
     ok_bad = _ok_bad(g, planted)
     for _ in range(g.quota["bad_balance"]):
@@ -175,8 +171,6 @@ def _falsify_ledger_balances(g: LedgerState, planted: dict[str, set[int]]) -> No
 
 
 def _falsify_available_balances(g: LedgerState, planted: dict[str, set[int]]) -> None:
-    """``reserve_mismatch``: a balance-after-available value that does not deduct the reserve
-    held (or, without one, is off by up to 200.00)."""
     cols, rand = g.cols, g.rng.random
     for i in _reserve_mismatches(g, planted):
         side = _side_with_reserve(g, i)
@@ -204,7 +198,7 @@ def _falsify_available_balances(g: LedgerState, planted: dict[str, set[int]]) ->
 
 
 def _reserve_mismatches(g: LedgerState, planted: dict[str, set[int]]) -> list[int]:
-    """The records chosen for ``reserve_mismatch`` (all chosen before any is falsified)."""
+    """All chosen before any is falsified."""
     cols = g.cols
     ok_bad = _ok_bad(g, planted)
 

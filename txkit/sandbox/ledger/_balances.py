@@ -181,7 +181,7 @@ def balances(g: LedgerState) -> None:
 
 
 def _debit_amount(g: LedgerState, ttype: str, cur: str, desired: int, room: int) -> int | None:
-    """How much a debit takes out of ``room`` (available minus fees), or None to fail it."""
+    """``room`` is available minus fees; None fails the debit."""
     rand = g.rng.random
     minimum = _MIN_DEBIT[cur]
     if ttype == "settlement":

@@ -192,7 +192,7 @@ def _days(first: date, last: date) -> list[date]:
 def _choose_cases(
     g: LedgerState, rng: random.Random, month: str, rows: list[int], planted: dict[int, str]
 ) -> None:
-    """One settlement per kind in the month (away from its ends, except the timing one)."""
+    """Away from the month's ends, except the timing case."""
     cols = g.cols
     last_day = max(_day(cols.created[i]) for i in rows)
     month_end = _month_end(month)
@@ -284,7 +284,6 @@ def _unknown_credit(
 def _truth(
     g: LedgerState, account: BankAccount, settlements: list[int], planted: dict[int, str]
 ) -> None:
-    """Every settlement and credit that does not simply match, with its category."""
     cols = g.cols
     for i in settlements:
         day = _day(cols.created[i])
@@ -444,8 +443,6 @@ def _camt(account: BankAccount, month: str, lines: list[_Line]) -> bytes:
 
 
 def _sheet(account: BankAccount, month: str, lines: list[_Line], *, html: bool) -> bytes:
-    """The statement as a bank's spreadsheet: an ``.xlsx`` workbook (date and ``#,##0.00``
-    cells) or GTBank's HTML ``.xls`` (digits with thousands separators)."""
     first, last = month_bounds(month)
     titles = [
         f"{BANK_NAME.upper()} PLC CUSTOMER STATEMENT {MERCHANT_NAME.upper()}",

@@ -130,7 +130,6 @@ def check_balance_model(
 def _wallet_moves(
     ordered: list[Mapping[str, Any]], *, tax_moves: bool
 ) -> tuple[dict[str, list[_Side]], dict[str, list[tuple[int, int, Decimal]]]]:
-    """Each wallet's balance moves and its reserves ``(position, release ms, amount)``."""
     sides: dict[str, list[_Side]] = {}
     reserves: dict[str, list[tuple[int, int, Decimal]]] = {}
     for pos, rec in enumerate(ordered):
@@ -195,7 +194,6 @@ def _walk_wallet(
     reserves: list[tuple[int, int, Decimal]],
     balance: Decimal,
 ) -> list[tuple[int, BalanceViolation]]:
-    """Walk one wallet's chain from its opening ``balance``; violations with their positions."""
     found: list[tuple[int, BalanceViolation]] = []
     held_reserves = _HeldReserves(reserves)
     for k, side in enumerate(events):
@@ -224,7 +222,6 @@ def _walk_wallet(
 
 
 def _jumped(events: list[_Side], k: int, reported: Decimal) -> bool:
-    """Whether the wallet's next record reporting balances continues from ``reported``."""
     moved = Decimal(0)
     for later in events[k + 1 :]:
         moved += later.delta
@@ -240,7 +237,7 @@ def _violation(
 
 
 def _not_reported(record: Mapping[str, Any]) -> bool:
-    """Whether a record reports no balances: all four balance-after fields present and 0."""
+    """All four balance-after fields present and 0."""
     values = [_dec(record.get(name)) for name in (*_TO, *_FROM)]
     return all(v is not None and v == 0 for v in values)
 

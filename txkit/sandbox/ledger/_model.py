@@ -213,7 +213,6 @@ def _pick(rand: Any, table: tuple[list[Any], list[float]]) -> Any:
 
 
 def _draw_amount(rng: random.Random, trans_type: str, currency: str) -> int:
-    """An amount in minor units from the (type, currency) distribution."""
     median, sigma, low, high, whole = _AMOUNTS[(trans_type, currency)]
     major = int(min(max(rng.lognormvariate(math.log(median), sigma), low), high))
     if major >= 1_000 and rng.random() < 0.5:

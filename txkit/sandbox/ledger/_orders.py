@@ -55,8 +55,6 @@ def orders(g: LedgerState) -> list[tuple[str, int, str, str, str, str]]:
 
 
 def _order_anomalies(g: LedgerState) -> dict[int, str]:
-    """Collections (not otherwise planted, not hidden) whose order is missing or differs in
-    amount, status or currency."""
     cols, rand = g.cols, g.rng.random
     free = [
         i
@@ -83,7 +81,6 @@ def _collection_orders(
     grouped: dict[int, tuple[str, str, int]],
     order_days: list[str],
 ) -> list[tuple[str, int, str, str, str, str]]:
-    """One order per collection not in a group, as paid or with its planted difference."""
     cols, rand = g.cols, g.rng.random
     customers = g.ctx.customers
     rows: list[tuple[str, int, str, str, str, str]] = []
@@ -116,7 +113,6 @@ def _collection_orders(
 
 
 def _extra_orders(g: LedgerState) -> list[tuple[str, int, str, str, str, str]]:
-    """``order_extra``: orders no record pays."""
     rand = g.rng.random
     customers = g.ctx.customers
     days = (g.end_ms - g.start_ms) // DAY_MS
@@ -165,8 +161,6 @@ _GROUP_MARGIN_MS: Final = 4 * DAY_MS
 
 
 def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tuple[str, str, int]]:
-    """Collections planted into groups, ``i -> (kind, form, group number)``, from a random
-    source of their own: at most one group per customer, none with another unmatched item."""
     out: dict[int, tuple[str, str, int]] = {}
     if g.anomaly_rate <= 0:
         return out
@@ -207,8 +201,6 @@ def _choose_groups(g: LedgerState, order_kind: dict[int, str]) -> dict[int, tupl
 def _group_candidates(
     g: LedgerState, start: int, end: int, free: Callable[[int], bool], rng: random.Random
 ) -> tuple[list[tuple[int, int]], list[int]]:
-    """A month's free collections, shuffled: pairs of one customer's payments close in time,
-    and single payments of at least 20.00."""
     cols = g.cols
     lo = bisect.bisect_left(cols.created, start + _GROUP_MARGIN_MS)
     hi = bisect.bisect_left(cols.created, end - _GROUP_MARGIN_MS)
@@ -235,8 +227,6 @@ def _take_members(
     busy: set[int],
     party: list[int],
 ) -> list[int] | None:
-    """A group's members (a pair paid in parts, or one payment covering several orders) from
-    the candidates of a customer not yet busy; None when none is left."""
     if kind == "paid_in_parts":
         while pairs and (party[pairs[-1][0]] in busy):
             pairs.pop()
@@ -254,7 +244,6 @@ def _take_members(
 def _group_orders(
     g: LedgerState, grouped: dict[int, tuple[str, str, int]], order_days: list[str]
 ) -> list[tuple[str, int, str, str, str, str]]:
-    """The planted groups' orders, and their ground truth (``g.group_truth``)."""
     cols = g.cols
     rng = random.Random(f"txkit-order-group-orders:{g.seed}")
     customers = g.ctx.customers
@@ -299,7 +288,6 @@ def _parts_order(
     invoice: Callable[[], str],
     rows: list[tuple[str, int, str, str, str, str]],
 ) -> dict[str, Any]:
-    """One order for the payments of ``members``; its ground truth."""
     cols = g.cols
     first, cur = members[0], g.cols.cur[members[0]]
     total = sum(cols.amt[i] for i in members)
@@ -325,7 +313,6 @@ def _split_order(
     rng: random.Random,
     rows: list[tuple[str, int, str, str, str, str]],
 ) -> dict[str, Any]:
-    """Two orders one payment covers; its ground truth."""
     cols = g.cols
     cur, amount = cols.cur[first], cols.amt[first]
     split = max(100, min(amount - 100, amount * (30 + int(rng.random() * 40)) // 100))
@@ -376,7 +363,6 @@ def assemble(
 
 
 def _index_frame(g: LedgerState) -> pl.DataFrame:
-    """One row per record (:attr:`Ledger.index`)."""
     cols = g.cols
     return pl.DataFrame(
         {
@@ -403,7 +389,6 @@ def _index_frame(g: LedgerState) -> pl.DataFrame:
 
 
 def _orders_frame(orders: list[tuple[str, int, str, str, str, str]]) -> pl.DataFrame:
-    """The merchant's orders (:attr:`Ledger.orders`), amounts exact."""
     return pl.DataFrame(
         {
             "reference": [r[0] for r in orders],
@@ -425,7 +410,6 @@ def _orders_frame(orders: list[tuple[str, int, str, str, str, str]]) -> pl.DataF
 
 
 def _ground_truth(g: LedgerState) -> list[dict[str, Any]]:
-    """The planted anomalies, by time, kind, id and reference."""
     return [
         e
         for _, e in sorted(
@@ -435,7 +419,6 @@ def _ground_truth(g: LedgerState) -> list[dict[str, Any]]:
 
 
 def _reserves_open_at_end(g: LedgerState) -> dict[str, list[tuple[int, int]]]:
-    """Each wallet's reserves (release time, amount) still held after the last record."""
     created = g.cols.created
     last = created[-1] if created else g.start_ms
     return {
@@ -445,8 +428,8 @@ def _reserves_open_at_end(g: LedgerState) -> dict[str, list[tuple[int, int]]]:
 
 
 def _order_times(g: LedgerState, order_kind: dict[int, str]) -> list[int]:
-    """When each collection's order was placed, epoch ms (see "Order dates and late payments"
-    in :mod:`txkit.sandbox.ledger`), from a random source of its own."""
+    """Epoch ms, from a random source of their own (see "Order dates and late payments" in
+    :mod:`txkit.sandbox.ledger`)."""
     cols, n = g.cols, g.n
     rng = random.Random(f"txkit-order-times:{g.seed}")
     rand = rng.random
@@ -500,7 +483,6 @@ def _order_times(g: LedgerState, order_kind: dict[int, str]) -> list[int]:
 
 
 def _month_starts(start_ms: int, end_ms: int) -> list[int]:
-    """Epoch ms of the first instant of every calendar month from ``start_ms`` to ``end_ms``."""
     first = date.fromordinal(date(1970, 1, 1).toordinal() + start_ms // DAY_MS)
     out = []
     year, month = first.year, first.month
@@ -513,6 +495,5 @@ def _month_starts(start_ms: int, end_ms: int) -> list[int]:
 
 
 def _iso_days(values: list[int]) -> list[str]:
-    """UTC calendar days (``YYYY-MM-DD``) of epoch-millisecond values, vectorised."""
     series = pl.Series(values, dtype=pl.Int64).cast(pl.Datetime("ms", "UTC"))
     return series.dt.strftime("%Y-%m-%d").to_list()

@@ -327,7 +327,6 @@ def _append_row(
     to_l: int | None = None,
     to_a: int | None = None,
 ) -> None:
-    """Append one collection-like row (used for arrivals)."""
     cols.created.append(created)
     cols.oid.append(oid)
     cols.ttype.append(ttype)
