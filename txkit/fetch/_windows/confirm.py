@@ -109,13 +109,8 @@ class SetConfirmation:
             )
 
     def _same_set(self, piece: Piece) -> Verdict:
-        """Re-read the piece's pages: identical bodies (a digest each, nothing parsed), or the
-        same set of records (ids with ``updatedAt``) whatever their order.
-
-        Pages whose bytes changed are parsed for their keys; the re-read's tie groups cut by
-        page edges are read whole as in the first read (:mod:`txkit.fetch._ties`), so a
-        group cut differently is no change, while a record that entered or left is.
-        """
+        """Identical page digests, or the same (id, ``updatedAt``) set in any order with cut tie
+        groups read whole (docs/completeness.md, the set, not the count)."""
         slots = list(piece.slots)
         params = piece.span.params(self.filters)
 
@@ -140,7 +135,6 @@ class SetConfirmation:
     def _same_records(
         self, piece: Piece, params: dict[str, str | int], changed: dict[tuple[int, int], bytes]
     ) -> Verdict:
-        """The verdict on a re-read whose ``changed`` pages differ in bytes."""
         marks = {s: r.mark for s, r in piece.slots.items() if s not in changed}
         ids: set[str] = set()
         for slot, read in piece.slots.items():
@@ -183,7 +177,7 @@ class SetConfirmation:
         return Verdict.SAME if len(ids) == piece.total else Verdict.LOST
 
     def _whole_group(self, params: dict[str, str | int], group: Any, piece: Piece) -> Any:
-        """The keys of a cut tie group read whole again (None: the total moved)."""
+        """None: the total moved."""
         stride, total = piece.stride or self.page_size, piece.total
         if group.size <= stride:
             self.stats.proof("ties")
@@ -207,7 +201,6 @@ class SetConfirmation:
 
 
 def _keys_of(body: bytes) -> tuple[int, pl.DataFrame]:
-    """The total and the ``id``, ``createdAt`` and ``updatedAt`` text of a page's records."""
     try:
         data = pl.read_json(body, schema=_KEYS_SCHEMA)["data"]
         total = int(data.struct.field("total")[0])
@@ -222,13 +215,12 @@ def _keys_of(body: bytes) -> tuple[int, pl.DataFrame]:
 
 
 def _records_of(body: bytes) -> tuple[int, pl.DataFrame, pl.DataFrame]:
-    """The total, the keys (as :func:`_keys_of`) and the decoded records of a page."""
     total, keys = _keys_of(body)  # the text the first read's tie marks compare with
     return total, keys, decode_page(body).frame
 
 
 def _unknown(seen: pl.DataFrame, frames: list[pl.DataFrame]) -> bool:
-    """Whether a record re-read (id, ``updatedAt`` text) was not among those fetched."""
+    """Whether a re-read record (id, ``updatedAt`` text) is not among those fetched."""
     fetched = (
         pl.concat([f.select("id", "updatedAt") for f in frames if f.height], how="vertical_relaxed")
         if any(f.height for f in frames)

@@ -75,16 +75,8 @@ class EdgeProofs:
         return self._unfiltered_reaches(outer.end, _midnight(self.last + DAY), before=False)
 
     def _unfiltered_reaches(self, day: date, edge: datetime, *, before: bool) -> bool:
-        """Whether a server window with the query's ``startDate`` (``before``) or ``endDate``
-        (``day``) reaches past ``edge`` (before it, or at or after it), shown by any record of
-        any status, type or currency: the bounds' offset and inclusivity are the service's,
-        not the filters'.
-
-        A filtered query can hold nothing near its edges (``verified`` in a month long
-        settled) while records matching it exist months later: its own records and totals
-        then prove nothing, but the service's other records at the edge do. One request, two
-        when the window spans pages (the order is not documented: its last page too).
-        """
+        """Whether the service's unfiltered window bounded at ``day`` reaches past ``edge``: the
+        bounds are the service's, not the filters' (docs/completeness.md, date edges)."""
         if not self.filters:
             return False  # the same query as the filtered one: nothing new to learn
         # Three days ending (or starting) with the edge's day: the same bound as the query's
@@ -108,6 +100,7 @@ class EdgeProofs:
             found, total, height = past(0)
             if found or total <= height:
                 return found
+            # The listing's order is not documented: the edge may be on its last page.
             skip = total - self.page_size
             if self.max_skip is not None and skip > self.max_skip:
                 return False
@@ -126,7 +119,6 @@ class EdgeProofs:
         )
 
     def _date_field_mismatch(self, pieces: list[Piece]) -> bool:
-        """A record far outside the window it came from: the dates are not on createdAt."""
         for p in pieces:
             start, end = p.span.start, p.span.end
             if start is not None and p.low is not None and p.low < _midnight(start) - MAX_OFFSET:
@@ -140,14 +132,8 @@ class EdgeProofs:
         return False
 
     def _on_created(self) -> bool:
-        """Whether a record updated days after its creation is found by its creation day.
-
-        The edge proofs assume the date filters apply to ``createdAt``. Records whose
-        ``updatedAt`` is days later tell the two apart: the one with the longest gap is asked
-        for with dates two days either side of its ``createdAt`` (and its own status, type
-        and currency, so that one page holds the answer). Missing: the dates filter another
-        timestamp. No such record fetched, or a window too full to tell: nothing to test.
-        """
+        """Whether the record updated longest after its creation is found by its creation day
+        (True when no record can tell; docs/completeness.md, dates not on ``createdAt``)."""
         best: tuple[Any, ...] | None = None
         for piece in self.pieces:
             for frame in piece.frames:

@@ -92,7 +92,6 @@ def _midnight(day: date) -> datetime:
 
 
 def _ids_of(body: bytes) -> tuple[int, set[str]]:
-    """The total and the record ids of a page, reading nothing else."""
     try:
         data = pl.read_json(body, schema=_IDS_SCHEMA)["data"][0]
         return int(data["total"]), {r["id"] for r in data["transactions"] or [] if r["id"]}

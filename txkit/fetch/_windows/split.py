@@ -70,7 +70,6 @@ class WindowSplits:
         )
 
     def _fetch(self, span: Span) -> QueryResult:
-        """One verified server query over ``span`` (raises ``OffsetCapped`` past a cap)."""
         return fetch_query(
             self.client,
             span.params(self.filters),
@@ -84,7 +83,6 @@ class WindowSplits:
         )
 
     def _learn_cap(self, span: Span, cap: OffsetCapped) -> None:
-        """Find the largest skip that works, exactly, on one-record pages."""
         ok, bad = cap.ok, cap.bad
         params = span.params(self.filters)
         while bad - ok > 1:
@@ -113,7 +111,6 @@ class WindowSplits:
         return total <= (self.max_skip // stride + 1) * stride
 
     def _split(self, span: Span) -> list[Piece]:
-        """Fetch ``span`` as date windows that each fit (bisecting down to one day)."""
         out: list[Piece] = []
         work = [span]
         while work:
@@ -143,8 +140,6 @@ class WindowSplits:
         return out
 
     def _offset_pieces(self, span: Span) -> list[Piece]:
-        """A window that fits under the offset cap: offset passes (split further if they do
-        not converge, or if the cap is lower than known)."""
         try:
             result = self._fetch(span)
         except OffsetCapped as cap:
@@ -167,7 +162,6 @@ class WindowSplits:
         return [self._piece(span, result)]
 
     def _one_day(self, span: Span, total: int, stride: int) -> Piece:
-        """A one-day window that does not fit: offset passes, or a loud failure."""
         what = f"the one-day window {_describe(self.filters, span)}"
         if self.max_skip is not None and not self._skip_fits(total, stride):
             raise IncompleteExportError(
@@ -218,7 +212,6 @@ class WindowSplits:
         return _First(page.total, page.count, stride, piece)
 
     def _anchor(self, span: Span, first: Piece) -> list[Span]:
-        """Replace an open end by a date beyond which the service holds nothing now."""
         overlap = self.overlap if self.overlap is not None else 2
         if span.start is None:
             known = first.low.date() if first.low is not None else span.end
@@ -253,7 +246,6 @@ class WindowSplits:
         )
 
     def _overlap(self, span: Span, total: int) -> int:
-        """Days shared by consecutive windows: measured once from four totals."""
         if self.overlap is not None:
             return self.overlap
         assert span.start is not None and span.end is not None
