@@ -134,12 +134,7 @@ def is_loopback(host: str) -> bool:
 def _settings(
     base_url: str | None, secret_key: str | None, env_file: str | os.PathLike[str] | None
 ) -> tuple[httpx.URL, str]:
-    """The base URL and the key, from the arguments or else the settings, checked before any
-    request (the key registered for scrubbing first).
-
-    Raises:
-        ConfigError: as :class:`Client`.
-    """
+    """Checked before any request, the key registered for scrubbing first."""
     if base_url:
         base_origin = "the base_url argument (--base-url)"
     else:
@@ -368,7 +363,6 @@ class Client:
             attempt += 1
 
     def _send(self, request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
-        """Send ``request`` and read its whole body within :attr:`bounds`."""
         started = time.monotonic()
         response = self._http.send(request, stream=True)
         try:
@@ -381,7 +375,7 @@ class Client:
             response.close()
 
     def _delay(self, attempt: int, retry_after: float | None) -> float | None:
-        """Seconds to wait before the next attempt; None when the server asks for too long."""
+        """None: the server asks for longer than ``max_retry_after``."""
         with self._lock:
             if retry_after is None:
                 return self.retry.backoff(attempt, self._rng)
@@ -393,7 +387,6 @@ class Client:
     def _classify(
         self, status: int, headers: httpx.Headers, body: bytes, request: httpx.Request
     ) -> tuple[Exception | None, float | None]:
-        """Map a response to (error or None, Retry-After seconds when rate limited)."""
         if status == 200 and body[:64].lstrip()[:1] == b"{":
             return None, None  # the hot path: the body is decoded once, by txkit.decode
         request_id = next((headers[h] for h in _REQUEST_ID_HEADERS if h in headers), None)

@@ -274,7 +274,6 @@ def _export(
     progress: bool | None,
     profile: Any,
 ) -> pl.DataFrame:
-    """:func:`load_transactions` once its arguments are checked."""
     measured = _profile(profile, client)
     plan = _profile_plan(measured, filters.first, filters.last, stats)
     if options.page_size is None:
@@ -302,15 +301,12 @@ def _export(
 def _local_statuses(
     statuses: Sequence[str | None], status_locally: bool | None
 ) -> list[str] | None:
-    """The statuses to apply locally from the start (``status_locally=True``), else None."""
     if status_locally is not True or list(statuses) == [None]:
         return None
     return [s for s in statuses if s is not None]
 
 
 def _queries(filters: ExportFilters, local: list[str] | None) -> list[dict[str, str | int]]:
-    """One query per combination of filter values (without the status when it is applied
-    locally)."""
     statuses = (None,) if local is not None else filters.statuses
     return [
         _params(t, s, c, filters.first, filters.last, 0)
@@ -526,11 +522,8 @@ def _confirm(
     allow: bool,
     falls_back: Any = lambda exc: False,
 ) -> dict[str, QueryResult]:
-    """Re-read every window of every query until a whole round finds no change.
-
-    After the last query, so that a record that left one query's filter and entered
-    another's while they ran (same totals, different sets) is seen.
-    """
+    """Runs after the last query, so that a record that left one query's filter for another's
+    (same totals, different sets) is seen."""
     try:
         for _ in range(3 * max_passes):
             if all([export.confirm_round() for export in exports.values()]):
@@ -557,7 +550,6 @@ def _confirm(
 
 
 def _profile(profile: Any, client: Client) -> Any:
-    """The :class:`~txkit.probe.ServiceProfile` to use, or None."""
     if profile is False:
         return None
     if isinstance(profile, ServiceProfile):
@@ -580,7 +572,6 @@ def _same_url(a: str, b: str) -> bool:
 def _profile_plan(
     profile: Any, first: date | None, last: date | None, stats: ExportStats
 ) -> WindowPlan:
-    """What a measured profile changes in the windows (:class:`WindowPlan`)."""
     if profile is None:
         return WindowPlan()
     stats.note(f"profile: {profile.describe()}")
@@ -612,7 +603,6 @@ def _incomplete(
     allow: bool,
     what: str | None = None,
 ) -> None:
-    """Raise IncompleteExportError, or (allow_incomplete) warn loudly and log it."""
     if not allow:
         if what is None:
             require_complete(result, params, passes)

@@ -284,8 +284,8 @@ class _Pass:
         return total
 
     def _first_page(self) -> tuple[int, int, int]:
-        """The total, the stride and the first page's count: a first page shorter than both
-        the limit and the total reveals a silent cap."""
+        """(total, stride, first count): a first page shorter than both the limit and the total
+        reveals a silent cap."""
         _, _, body, request = self._fetch(0, self.page_size)
         assert body is not None
         _, _, first = self._read(0, self.page_size, body, request)
@@ -328,8 +328,8 @@ class _Pass:
                     sent += 1
 
     def _on_read(self, skip: int, limit: int, page: RawPage, total: int) -> tuple[int, int] | None:
-        """Accept a page; returns the rest of its slot to ask for when it came back short (a
-        cap lower than the first page's, or data that moved), rather than assume the end."""
+        """The rest of the slot to ask for when the page came back short (a lower cap, or data that
+        moved), rather than assume the end."""
         self._accept(page, (skip, limit))
         self.on_page(page.count, 0)
         if page.count:
@@ -351,11 +351,6 @@ class _Pass:
             self.empty_from = min(self._empty)
 
     def _read_cut_groups(self, stride: int) -> None:
-        """Read whole every tie group that page edges cut and whose parts missed a record.
-
-        One request per group that fits in a page (``skip`` its first position, ``limit`` its
-        size); a larger group is split by another filter (:func:`_split_group`).
-        """
         groups = cut_groups(m for m in self._marks.values() if m is not None)
         if groups:
             self.stats.largest_tie = max(self.stats.largest_tie, *(g.size for g in groups))
@@ -471,7 +466,6 @@ def fetch_query(
 
 
 def _agreed(previous: _Pass | None, current: _Pass, total: int, union: set[str]) -> QueryResult:
-    """The complete result: the pass's total was stable and the ids fetched reach it."""
     # Fetch order (the earlier pass first): on equal updatedAt the later copy wins.
     frames = (previous.frames if previous is not None else []) + current.frames
     return QueryResult(
@@ -486,8 +480,6 @@ def _agreed(previous: _Pass | None, current: _Pass, total: int, union: set[str])
 
 
 def _raise_if_capped(previous: _Pass | None, current: _Pass, total: int) -> None:
-    """Raise :class:`OffsetCapped` when two passes were both empty from (about) the same
-    skip on, below the total."""
     if current.empty_from is not None and previous is not None and previous.empty_from is not None:
         raise OffsetCapped(
             min(current.worked, previous.worked),
@@ -498,8 +490,6 @@ def _raise_if_capped(previous: _Pass | None, current: _Pass, total: int) -> None
 
 
 def _disagreed(previous: _Pass, current: _Pass) -> QueryResult:
-    """The incomplete result after every pass disagreed with the total: both last passes'
-    records, measured against the last total seen."""
     union = current.ids | previous.ids
     last_total = max(current.totals)
     return QueryResult(
@@ -514,7 +504,6 @@ def _disagreed(previous: _Pass, current: _Pass) -> QueryResult:
 
 
 def _progress_hook(progress: Any) -> Callable[[int, int], None]:
-    """``on_page(records done, records more)`` for a tqdm-like bar (or nothing)."""
 
     def on_page(done: int, more: int) -> None:
         if progress is not None:
@@ -609,7 +598,6 @@ def split_group(
 
 
 def _narrowed(params: Mapping[str, str | int], stamp: datetime) -> list[dict[str, str | int]]:
-    """The query with dates narrowed to two days either side of ``stamp``'s day, then as is."""
     day = stamp.date()
     low, high = day - timedelta(days=2), day + timedelta(days=2)
     if "startDate" in params:

@@ -25,8 +25,7 @@ __all__ = ["ExportBar", "JupyterLine", "export_bar", "interactive", "quiet_loggi
 
 
 def _kernel_shell() -> Any:
-    """The Jupyter kernel's shell this code runs in, or None (a terminal, a script, or merely an
-    imported ipykernel)."""
+    """None: a terminal, a script, or merely an imported ipykernel."""
     shell = sys.modules.get("IPython")
     if shell is not None:
         ip = shell.get_ipython()

@@ -159,7 +159,6 @@ class SharedLimiter:
             self.cuts += 1
 
     def _grow(self, now: float) -> None:
-        """The cubic curve since the last cut (the lock is held)."""
         if self.rate is None:
             return
         t = now - self._cut_at
