@@ -27,10 +27,10 @@ window each, which records the least time any of its days was last fetched after
 ended (``settled_lag``). That is what the fetches proved, never more: a day's newest fetch
 time is read from it as that lower bound, so the month stays complete under the look-back it
 was completed with, and a longer look-back fetches those days again. A month with a day never
-fetched or not yet settled is never merged, so a gap is never merged away. A year of daily
-syncs otherwise keeps about thirty fetches per month in every commit (84 KB of metadata after
-365 syncs at 60,000 records, read on every open; see docs/store.md). Older commits keep the
-coverage they were written with, so a version read as of then shows its own fetches.
+fetched or not yet settled is never merged, so a gap is never merged away. Without merging,
+a year of daily syncs keeps about thirty fetches per month in every commit, read on every open
+(docs/store.md). Older commits keep the coverage they were written with, so a version read as
+of then shows its own fetches.
 """
 
 from __future__ import annotations
@@ -247,9 +247,8 @@ class MonthCoverage:
 
 
 def _shadowed_out(fetches: tuple[Fetch, ...]) -> tuple[Fetch, ...]:
-    """Drop the fetches each of whose days a newer fetch covers (they prove nothing more),
-    so a month's record stays a few fetches long however often it is synced. Newer is judged
-    day by day (:meth:`Fetch.time_of`), which is the fetch time except in a merged window."""
+    """Drop fetches a newer one covers day by day (:meth:`Fetch.time_of`), so a month's record
+    stays a few fetches long however often it is synced."""
     kept = []
     for fetch in fetches:
         days = [fetch.first + timedelta(days=i) for i in range((fetch.last - fetch.first).days + 1)]

@@ -163,13 +163,8 @@ def commit_info(store: str | os.PathLike[str], version: int) -> dict[str, Any] |
 
 
 def _newest_meta(table: Any, store: str | os.PathLike[str]) -> tuple[int, dict, dict[str, Any]]:
-    """``(version, commitInfo, txkit metadata)`` of the newest commit at or before ``table``'s
-    version that carries txkit's metadata (a commit of another writer, which has none, is
-    skipped).
-
-    Raises:
-        StoreError: no such commit, or its metadata does not parse.
-    """
+    """Of the newest commit at or before ``table``'s version with txkit's metadata (another
+    writer's commits have none)."""
     at = table.version()
     for version in range(at, -1, -1):
         entry = commit_info(store, version)
@@ -223,8 +218,6 @@ def recorded_digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str
 
 
 def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
-    """The txkit metadata of the newest commit at or before ``table``'s version (a commit of
-    another writer, which has none, is skipped)."""
     at = table.version()
     table_id = str(table.metadata().id)
     version, entry, meta = _newest_meta(table, store)

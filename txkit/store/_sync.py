@@ -79,8 +79,7 @@ def _retain(
     now: datetime,
     notes: list[str],
 ) -> VacuumResult | None:
-    """The retention policy applied after a sync's commit; a failure is a note, not a failed
-    sync (the commit is made, and nothing is removed)."""
+    """A failure is a note, not a failed sync: the commit is made, and nothing is removed."""
     policy = retention if isinstance(retention, RetentionPolicy) else None
     try:
         return apply_retention(store, policy=policy, now=now)
@@ -95,9 +94,6 @@ def _retain(
 
 
 def _merge(old: pl.DataFrame | None, new: pl.DataFrame) -> pl.DataFrame:
-    """Stored and re-fetched records, merged on ``id`` by the one rule of
-    :func:`txkit.decode.dedupe_latest`: the newest ``updatedAt`` wins; on a tie, the re-fetched
-    copy."""
     if old is None or old.height == 0:
         return new
     return finalize(dedupe_latest([old.drop("month", strict=False), new]))
@@ -151,10 +147,8 @@ class _Asked:
 
 
 def _plan(state: StoreState, asked: _Asked) -> dict[str, tuple[str, date, date]]:
-    """month -> (kind, first day, last day) of what must be fetched.
-
-    A ``refresh`` month outside the range widens it: it is fetched whole (up to today).
-    """
+    """month -> (kind, first day, last day); a ``refresh`` month outside the range is fetched
+    whole (up to today)."""
     months, last = _range(asked.start, asked.end, asked.today)
     now = _clock(asked.today)
     plan = {}
@@ -173,8 +167,6 @@ def _plan(state: StoreState, asked: _Asked) -> dict[str, tuple[str, date, date]]
 
 
 def _refresh_months(refresh: Sequence[str], today: date | None) -> frozenset[str]:
-    """The ``--refresh`` months, parsed; a month that has not begun is refused (there is
-    nothing of it to fetch)."""
     months = frozenset(parse_month(m, "refresh month") for m in refresh)
     now = _clock(today).date()
     for month in sorted(months):
@@ -193,8 +185,6 @@ def _check_source(
     client: Client,
     notes: list[str],
 ) -> SourceIdentity:
-    """The identity to record: the stored one if it is the same source; a new key's when it
-    is the same account (:func:`_same_account`); else refuse."""
     stored = state.source
     if stored is None:
         return identity
@@ -222,17 +212,8 @@ _ACCOUNT_SAMPLE = 1000
 
 
 def _same_account(store: str | os.PathLike[str], state: StoreState, client: Client) -> str:
-    """Prove that ``client``'s key (not the one that wrote the store) belongs to the same
-    account: the service, asked with it for one day the store holds, returns every stored
-    record of that day with the same ``createdAt`` and merchant. Returns the line to show.
-
-    The store's identity is the account and the service, not the key: merchants rotate keys.
-    A record id belongs to one account, so another account's key gets none of them back.
-
-    Raises:
-        StoreError: the records do not match (another account), or the store holds no record
-            to compare with.
-    """
+    """The line to show; raises StoreError unless the service returns, with ``client``'s key,
+    every stored record of one day (record ids belong to one account: docs/store.md)."""
     stored, day = _account_sample(store, state)
     if stored is None or day is None:
         raise StoreError(
@@ -263,8 +244,6 @@ def _same_account(store: str | os.PathLike[str], state: StoreState, client: Clie
 def _account_sample(
     store: str | os.PathLike[str], state: StoreState
 ) -> tuple[pl.DataFrame | None, date | None]:
-    """The stored records of one day to compare: in the newest month holding any (complete
-    months first, whose records are settled), the day with the fewest records."""
     months = sorted(
         (m for m, c in state.coverage.items() if c.rows > 0),
         key=lambda m: (state.coverage[m].complete(state.lookback_days), m),
@@ -588,8 +567,6 @@ def _day_keys(frame: pl.DataFrame, first: date, last: date) -> pl.DataFrame:
 def _differing_days(
     new: pl.DataFrame, old: pl.DataFrame, first: date, last: date, covered: set[date] | None
 ) -> set[date]:
-    """The days of ``first..last`` whose records (ids with ``updatedAt``) differ between the
-    two reads, and those not in ``covered`` (None: all are)."""
     a, b = _day_keys(new, first, last), _day_keys(old, first, last)
     keys = ["day", "id", "updatedAt"]
     out = set(a.join(b, on=keys, how="anti", nulls_equal=True)["day"].to_list())
