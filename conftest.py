@@ -3,7 +3,8 @@
 What lives here, and why:
 
 * ``ledgers`` and ``sandboxes`` (session scope): generated ledgers cached by their settings
-  (the 60,000-record default costs 2.4 s of CPU a time), and running sandboxes over them,
+  (the 60,000-record default costs 2.4 s of CPU a time; with pytest-xdist generated once a run
+  and loaded by the other workers), and running sandboxes over them,
   one per setting, shared by every module that asks for the same one. A test that changes a
   shared sandbox's faults or data takes it through ``sandboxes.clean(...)`` (or a module's
   ``box`` fixture built on it): faults off and data restored before and after the test.
@@ -147,6 +148,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # -- ledgers and sandboxes ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ledgers_shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With pytest-xdist, each ledger generated once a run, not once per worker (see
+    :class:`tests.factories.Ledgers`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        LEDGERS.shared = _shared_root(tmp_path_factory) / "ledgers"
 
 
 @pytest.fixture(scope="session")
