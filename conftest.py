@@ -108,8 +108,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 #: Modules whose tests share one long fixture: all on one worker. The register's months are
 #: built under a file lock (the other worker sat idle on it for 150 s before); the others' module
 #: fixtures were built once per worker, twice in a run: the privacy run (17 s of CPU), the
-#: register's carry-over reports (7 s), the retention's daily syncs (15 s), the readers' store.
-#: (The orders' module fixture is a 0.3 s copy of the shared report's data: its tests spread.)
+#: register's carry-over reports (7 s), the retention's daily syncs (15 s), the readers' store,
+#: the orders' reports' one kept kernel.
 _ONE_WORKER = frozenset(
     {
         "tests/test_register_months.py",
@@ -117,6 +117,7 @@ _ONE_WORKER = frozenset(
         "tests/test_register_carry.py",
         "tests/test_store_retention.py",
         "tests/test_store_readers.py",
+        "tests/test_report_orders.py",
         # the nine JupyterLab-like runs of the notebooks (nbclient), built once, not per worker
         "tests/test_jupyter.py",
     }
