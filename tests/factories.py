@@ -83,6 +83,13 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env | fixed | dict(extra or {})
 
 
+#: ``invoke_cli``'s ``env`` for reports whose kernels one ``txkit.report.keep_kernels()`` keeps
+#: across tests: pytest names the running test in ``PYTEST_CURRENT_TEST``, which the kernels
+#: inherit, and a kept kernel started with another environment is started again. ipykernel
+#: reads only whether it is set (then it leaves pytest's capture alone).
+KEPT_KERNELS_ENV = {"PYTEST_CURRENT_TEST": "a report with kept kernels"}
+
+
 #: The AWS SDK (under delta-rs) looks for a region and credentials in EC2 instance metadata, on
 #: the network; object_store (under it too) does the same at its own address and ignores
 #: AWS_EC2_METADATA_DISABLED. Tests send nothing beyond loopback: the first is disabled, the

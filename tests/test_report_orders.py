@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import SessionReport, invoke_cli
+from tests.factories import KEPT_KERNELS_ENV, SessionReport, invoke_cli
 from txkit.report import keep_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +52,6 @@ def _one_kernel() -> Iterator[None]:
         yield
 
 
-#: pytest names the running test in ``PYTEST_CURRENT_TEST``, which the kernels inherit: a
-#: kept kernel started in another test would be started again. ipykernel reads only whether
-#: it is set (then it leaves pytest's capture alone), so the module's reports all set it so.
-SAME_KERNEL = {"PYTEST_CURRENT_TEST": __name__}
-
-
 def _sandbox_orders(workdir: Path) -> pl.DataFrame:
     return pl.read_csv(workdir / "sandbox-files/orders.csv", infer_schema=False)
 
@@ -65,7 +59,7 @@ def _sandbox_orders(workdir: Path) -> pl.DataFrame:
 def _report(workdir: Path, orders: Path, out: str) -> tuple[int, str, str]:
     done = invoke_cli(
         "report", "--month", MONTH, "--orders", str(orders), "--notebooks",
-        str(workdir / "books"), "--out", out, cwd=workdir, env=SAME_KERNEL,
+        str(workdir / "books"), "--out", out, cwd=workdir, env=KEPT_KERNELS_ENV,
     )  # fmt: skip
     assert "sync: store up to date, no request sent" in done.stdout, done.stdout
     return done.returncode, done.stdout, done.stderr
@@ -260,7 +254,8 @@ def test_a_shopify_export_reconciles_through_its_preset_as_the_native_file(
     assert code == 0, err
     done = invoke_cli(
         "report", "--month", MONTH, "--orders", str(shop_path), "--orders-columns", "shopify",
-        "--notebooks", str(workdir / "books"), "--out", "shopify", cwd=workdir, env=SAME_KERNEL,
+        "--notebooks", str(workdir / "books"), "--out", "shopify", cwd=workdir,
+        env=KEPT_KERNELS_ENV,
     )  # fmt: skip
     code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 0, err
