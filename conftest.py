@@ -3,7 +3,8 @@
 What lives here, and why:
 
 * ``ledgers`` and ``sandboxes`` (session scope): generated ledgers cached by their settings
-  (the 60,000-record default costs 2.4 s of CPU a time), and running sandboxes over them,
+  (the 60,000-record default costs 2.4 s of CPU a time; with pytest-xdist generated once a run
+  and loaded by the other workers), and running sandboxes over them,
   one per setting, shared by every module that asks for the same one. A test that changes a
   shared sandbox's faults or data takes it through ``sandboxes.clean(...)`` (or a module's
   ``box`` fixture built on it): faults off and data restored before and after the test.
@@ -107,8 +108,8 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 #: Modules whose tests share one long fixture: all on one worker. The register's months are
 #: built under a file lock (the other worker sat idle on it for 150 s before); the others' module
 #: fixtures were built once per worker, twice in a run: the privacy run (17 s of CPU), the
-#: register's carry-over reports (7 s), the retention's daily syncs (15 s), the readers' store.
-#: (The orders' module fixture is a 0.3 s copy of the shared report's data: its tests spread.)
+#: register's carry-over reports (7 s), the retention's daily syncs (15 s), the readers' store,
+#: the orders' reports' one kept kernel.
 _ONE_WORKER = frozenset(
     {
         "tests/test_register_months.py",
@@ -116,6 +117,7 @@ _ONE_WORKER = frozenset(
         "tests/test_register_carry.py",
         "tests/test_store_retention.py",
         "tests/test_store_readers.py",
+        "tests/test_report_orders.py",
         # the nine JupyterLab-like runs of the notebooks (nbclient), built once, not per worker
         "tests/test_jupyter.py",
     }
@@ -147,6 +149,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # -- ledgers and sandboxes ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _ledgers_shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """With pytest-xdist, each ledger generated once a run, not once per worker (see
+    :class:`tests.factories.Ledgers`)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        LEDGERS.shared = _shared_root(tmp_path_factory) / "ledgers"
 
 
 @pytest.fixture(scope="session")

@@ -13,18 +13,28 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.factories import SessionReport, invoke_cli
+from tests.factories import KEPT_KERNELS_ENV, SessionReport, invoke_cli
 from txkit.money import format_money
 from txkit.register import read_events, register_view
+from txkit.report import keep_kernels
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_kernel() -> Iterator[None]:
+    """The module's three reports run one notebook in one folder: one kernel for all, reset
+    between two reports as between two notebooks of one report."""
+    with keep_kernels():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +62,7 @@ def carried(tmp_path_factory: pytest.TempPathFactory, session_report: SessionRep
     runs = {}
     for month, extra in (("2026-09", ["--orders", str(trimmed)]), ("2026-10", [])):
         done = invoke_cli("report", "--month", month, "--notebooks", str(books), *extra,
-                          cwd=workdir)  # fmt: skip
+                          cwd=workdir, env=KEPT_KERNELS_ENV)  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert "sync: store up to date, no request sent" in done.stdout
         runs[month] = done.stdout
@@ -103,7 +113,7 @@ def test_an_unchanged_month_is_not_recomputed(carried: dict) -> None:
     run, so nothing is recomputed and nothing more resolved."""
     workdir = carried["workdir"]
     done = invoke_cli("report", "--month", "2026-10", "--notebooks", str(workdir / "books"),
-                      cwd=workdir)  # fmt: skip
+                      cwd=workdir, env=KEPT_KERNELS_ENV)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "2026-09 unchanged (1 month); 0 resolved" in done.stdout
     assert os.path.isdir(workdir / "reports" / "2026-10")

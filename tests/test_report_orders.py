@@ -11,13 +11,15 @@ from __future__ import annotations
 import csv
 import json
 import re
+from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.factories import SessionReport, invoke_cli
+from tests.factories import KEPT_KERNELS_ENV, SessionReport, invoke_cli
+from txkit.report import keep_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -41,6 +43,15 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, session_report: SessionRep
     return folder
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_kernel() -> Iterator[None]:
+    """The module's reports run one notebook in the same folder, data and environment: one
+    kernel for all, reset between two reports as between two notebooks of one report
+    (:func:`txkit.report.keep_kernels`), not a kernel start and its imports for each."""
+    with keep_kernels():
+        yield
+
+
 def _sandbox_orders(workdir: Path) -> pl.DataFrame:
     return pl.read_csv(workdir / "sandbox-files/orders.csv", infer_schema=False)
 
@@ -48,7 +59,7 @@ def _sandbox_orders(workdir: Path) -> pl.DataFrame:
 def _report(workdir: Path, orders: Path, out: str) -> tuple[int, str, str]:
     done = invoke_cli(
         "report", "--month", MONTH, "--orders", str(orders), "--notebooks",
-        str(workdir / "books"), "--out", out, cwd=workdir,
+        str(workdir / "books"), "--out", out, cwd=workdir, env=KEPT_KERNELS_ENV,
     )  # fmt: skip
     assert "sync: store up to date, no request sent" in done.stdout, done.stdout
     return done.returncode, done.stdout, done.stderr
@@ -244,6 +255,7 @@ def test_a_shopify_export_reconciles_through_its_preset_as_the_native_file(
     done = invoke_cli(
         "report", "--month", MONTH, "--orders", str(shop_path), "--orders-columns", "shopify",
         "--notebooks", str(workdir / "books"), "--out", "shopify", cwd=workdir,
+        env=KEPT_KERNELS_ENV,
     )  # fmt: skip
     code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 0, err

@@ -17,7 +17,8 @@ from typing import Any
 import polars as pl
 
 import txkit.decode
-from txkit.sandbox.ledger import Ledger, generate_ledger
+from tests.factories import LEDGERS
+from txkit.sandbox.ledger import Ledger
 from txkit.schema import COLUMNS
 
 SEEDS = (1, 2, 3)
@@ -51,7 +52,6 @@ def frame_from_bodies(bodies: list[bytes]) -> pl.DataFrame:
     return txkit.decode.finalize(txkit.decode.combine(frames))
 
 
-@cache
 def load_case(
     seed: int,
     rate: float,
@@ -60,12 +60,17 @@ def load_case(
     zero_balance_rate: float = 0.0,
 ) -> Case:
     """A generated ledger (see :func:`generate_ledger` for the options) and its frame."""
-    ledger = generate_ledger(
+    return _case(seed, rate, records, balance_model, zero_balance_rate)
+
+
+@cache  # by value: load_case(1, 0.03) and load_case(1, 0.03, RECORDS, "net") are one case
+def _case(seed: int, rate: float, records: int, balance_model: str, zero_rate: float) -> Case:
+    ledger = LEDGERS(
         seed=seed,
         records=records,
         anomaly_rate=rate,
         balance_model=balance_model,
-        zero_balance_rate=zero_balance_rate,
+        zero_balance_rate=zero_rate,
     )
     return Case(ledger, frame_from_bodies(ledger.export_bodies()))
 
