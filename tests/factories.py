@@ -398,3 +398,13 @@ def collection(ref: str, amount: str, currency: str = "NGN", status: str = "succ
         "toAmount": amount,
         "toCurrency": currency,
     }
+
+
+def column_widths(sheet: Any) -> list[float]:
+    """An openpyxl sheet's column widths in characters, first to last header column: a
+    ``<col min max>`` range written once for equal neighbours is spread over its columns."""
+    widths = {}
+    for dim in sheet.column_dimensions.values():
+        for index in range(dim.min or 1, (dim.max or dim.min or 1) + 1):
+            widths[index] = dim.width or 0
+    return [widths.get(index, 0) for index in range(1, sheet.max_column + 1)]

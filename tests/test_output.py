@@ -113,3 +113,28 @@ def test_atomic_path_gives_the_mode_a_plain_write_gives(tmp_path: Path) -> None:
         assert kept.stat().st_mode & 0o777 == 0o604 and kept.read_text() == "new\n"
     finally:
         os.umask(old)
+
+
+def test_a_wide_workbook_prints_split_at_a_readable_scale_not_shrunk_to_one_page(
+    tmp_path: Path,
+) -> None:
+    """Issue 33: fitted to one A4 page wide, a 21-column list printed at 40 % (4-point text in
+    LibreOffice). Split over as few pages wide as keep 65 %, its first column on each."""
+    from openpyxl import load_workbook
+
+    from tests.factories import column_widths
+    from txkit.output import MIN_PRINT_SCALE, pages_wide, write_xlsx
+
+    narrow = pl.DataFrame({"reference": ["TXK-1"], "amount": ["1.00"]})
+    wide = pl.DataFrame(
+        {"reference": ["TXK-1"]} | {f"column_{i:02d}": ["x" * 20] for i in range(20)}
+    )
+    for frame, name in ((narrow, "narrow"), (wide, "wide")):
+        write_xlsx(frame, tmp_path / f"{name}.xlsx", sheet=name)
+    narrow_setup = load_workbook(tmp_path / "narrow.xlsx").active
+    assert (narrow_setup.page_setup.fitToWidth or 1) == 1 and narrow_setup.print_title_cols is None
+    sheet = load_workbook(tmp_path / "wide.xlsx").active
+    widths = column_widths(sheet)
+    assert len(widths) == 21 and sheet.page_setup.fitToWidth == pages_wide(widths) == 3
+    assert sheet.print_title_cols == "$A:$A" and sheet.print_title_rows == "$1:$1"
+    assert (sum(widths) - widths[0]) / 3 + widths[0] <= 140 / MIN_PRINT_SCALE

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -24,12 +25,14 @@ from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
 __all__ = [
     "FORMULA_START",
     "MAX_WIDTH",
+    "MIN_PRINT_SCALE",
     "MONEY_FORMAT",
     "atomic_path",
     "check_writable",
     "csv_safe",
     "money_format",
     "ordered",
+    "pages_wide",
     "write_frame",
     "write_xlsx",
 ]
@@ -219,10 +222,11 @@ def check_writable(path: Path, *, is_file: bool, flag: str) -> None:
 #   dates as ``yyyy-mm-dd``;
 # * the columns a reader needs first (reference, amount, currency, date, what is wrong) first,
 #   the technical ``key`` last; rows in the order the caller gives (what is at stake first);
-# * the header row frozen, filters on, printed on A4 landscape, fitted to one page wide with
-#   the header repeated on every page; a long text column (a narration, a list of candidates) is
-#   at most :data:`PRINT_WIDTH` characters wide and wraps, so a wide list still prints at a
-#   readable size.
+# * the header row frozen, filters on, printed on A4 landscape with the header repeated on
+#   every page, fitted to one page wide where that keeps its text readable, else split over as
+#   few pages wide as keep :data:`MIN_PRINT_SCALE` (:func:`pages_wide`), the first column (the
+#   item's reference or key) repeated on each; a long text column (a narration, a list of
+#   candidates) is at most :data:`PRINT_WIDTH` characters wide and wraps.
 #
 # It is the one writer of every workbook of a report: the exception lists, the whole tables and
 # the register's ``exceptions.xlsx``.
@@ -241,6 +245,22 @@ MAX_WIDTH = 48
 #: enough to print one page wide at a readable size.
 PRINT_WIDTH = 28
 _A4 = 9  # xlsxwriter's paper code for A4
+#: Characters of column width that fill A4 landscape within the default margins at 100 %.
+_PAGE_CHARS = 140
+#: The smallest print scale kept: 11-point cells print at 7 points, still readable.
+MIN_PRINT_SCALE = 0.65
+
+
+def pages_wide(widths: Sequence[float]) -> int:
+    """How many A4 landscape pages wide a sheet of these column widths (characters) prints, so
+    that fitted to them its text keeps :data:`MIN_PRINT_SCALE` (its first column is repeated on
+    each page when split)."""
+    budget = _PAGE_CHARS / MIN_PRINT_SCALE
+    total = sum(widths)
+    if total <= budget:
+        return 1
+    first = widths[0]
+    return math.ceil((total - first) / (budget - first))
 
 
 def money_format(scale: int | None) -> str:
@@ -341,5 +361,8 @@ def write_xlsx(
                     worksheet.set_row(row, 15 * min(count, 20))
         worksheet.set_paper(_A4)
         worksheet.set_landscape()
-        worksheet.fit_to_pages(1, 0)  # one page wide, as many long as it takes
+        wide = pages_wide([widths[n] for n in frame.columns])
+        worksheet.fit_to_pages(wide, 0)  # as many long as it takes
         worksheet.repeat_rows(0)
+        if wide > 1:
+            worksheet.repeat_columns(0)  # each part of a split row names its item
