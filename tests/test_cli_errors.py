@@ -201,3 +201,23 @@ def test_main_quiets_rust_logs_for_its_command_only(
     assert main(["sync", "--store", "s3://"]) == 2
     assert os.environ["RUST_LOG"] == "debug"
     assert capsys.readouterr().err.count("accepted: a folder") == 2
+
+
+def test_a_reader_that_stops_reading_is_no_error_line(tmp_path: Path) -> None:
+    """`txkit exceptions | head -3` printed 'txkit: error: cannot write or read: Broken pipe'
+    once head had its lines."""
+    import sys
+
+    from tests.factories import cli_env
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "txkit.cli", "store", "status", "--store", str(tmp_path / "s")],
+            stdout=write, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=cli_env(),
+            timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert done.stderr == "" and done.returncode == 1

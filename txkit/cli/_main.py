@@ -88,6 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("txkit: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader stopped reading (`txkit exceptions | head`): not a failure to report.
+        # stdout points at /dev/null so that Python's flush at exit raises nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:  # the one place every failure is reported
         code, message = describe_failure(exc, requests_started() > sent_before)
         print(f"txkit: error: {scrub(message)}", file=sys.stderr)
