@@ -278,3 +278,33 @@ def test_a_report_of_a_month_with_an_unproven_day_proves_it_first(
     assert state.coverage["2026-10"].unproven == ()
     assert state.coverage["2026-10"].complete(state.lookback_days)
     assert _stored(store) == _served(box, "2026-10")
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        "cap=10,bounds=exclusive,date_shift=-12",
+        "cap=7,bounds=end_exclusive,date_shift=14,tie_groups=7,fault_seed=2",
+        "cap=25,bounds=start_exclusive,date_shift=5,shuffle_ties,rate_limit=0.05,retry_after=0",
+    ],
+)
+def test_a_day_read_once_under_other_bounds_caps_and_ties_is_proven_by_the_next_sync(
+    ledger, faults: str, tmp_path: Path
+) -> None:
+    """The days read once under the services the interface document allows (date bounds
+    exclusive or shifted, silent caps, ties in any order, 429s): the store holds what the
+    service lists after the first read, and a record that moved between the once-read day and
+    another before the next sync is caught there."""
+    with Sandbox(ledger=ledger, faults=faults) as box:
+        store = tmp_path / "store"
+        notes = " ".join(_one_new_day(box, store).stats.notes)
+        assert "1 new day(s) read once" in notes
+        assert _stored(store) == _served(box, "2026-10")
+        with box._store.lock:
+            x, y = _position(box, "2026-10-31"), _position(box, "2026-10-27")
+            created = box._store.created
+            box._store.set_created({x: created[y] + 1, y: created[x] - 1})
+        notes = " ".join(_daily(box, store, NEW_DAY).stats.notes)
+        assert "2 read again" in notes and "read once" not in notes
+        assert _stored(store) == _served(box, "2026-10")
+        assert txkit.store.read_state(store).coverage["2026-10"].unproven == ()
