@@ -38,8 +38,10 @@ Item = TypeVar("Item")
 #: Run between two notebooks, outside the history: figures closed, txkit's per-notebook state
 #: started again (:mod:`txkit._session`), names removed, and the next notebook's first cell
 #: numbered 1 again, as in a new kernel. The names go as ``%reset -f`` removes them (the
-#: shell's own reset), without the full garbage collection the magic adds after it (a third
-#: of a reset's cost): the collector frees what is left in its time.
+#: shell's own reset), without a full garbage collection: the magic adds one, and the reset
+#: itself runs one when it flushes the output cache (``DisplayHook.flush``), which is why the
+#: cache's last results are released here and its flush skipped. Each collection cost more
+#: than the rest of the reset; the collector frees what is left in its time.
 _RESET = """\
 import sys as _sys
 if "matplotlib.pyplot" in _sys.modules:
@@ -47,8 +49,16 @@ if "matplotlib.pyplot" in _sys.modules:
 if "txkit._session" in _sys.modules:
     _sys.modules["txkit._session"].new_notebook()
 del _sys
-get_ipython().reset(new_session=False)
-get_ipython().execution_count = 1
+def _txkit_reset(shell):
+    hook = shell.displayhook
+    hook._ = hook.__ = hook.___ = ""
+    full, hook.do_full_cache = hook.do_full_cache, False
+    try:
+        shell.reset(new_session=False)
+    finally:
+        hook.do_full_cache = full
+    shell.execution_count = 1
+_txkit_reset(get_ipython())
 """
 
 
