@@ -10,6 +10,7 @@ import contextlib
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     "Source",
     "connect",
     "sandbox_files",
+    "sandbox_ledger",
 ]
 
 
@@ -92,13 +94,7 @@ def connect(
             )
         return
     with (
-        _sandbox.Sandbox(
-            seed=settings.seed,
-            records=settings.records,
-            start_month=settings.start_month,
-            months=settings.months,
-            anomaly_rate=settings.anomaly_rate,
-        ) as box,
+        _sandbox.Sandbox(ledger=sandbox_ledger(settings)) as box,
         Client(box.base_url, box.secret_key, env_file=None) as client,
     ):
         # Its files are written once per settings, so later readers of the orders (the
@@ -136,13 +132,7 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
     if (folder / "orders.csv").is_file():
         return folder
     if ledger is None:
-        ledger = _sandbox.generate_ledger(
-            seed=settings.seed,
-            records=settings.records,
-            start_month=settings.start_month,
-            months=settings.months,
-            anomaly_rate=settings.anomaly_rate,
-        )
+        ledger = sandbox_ledger(settings)
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
@@ -155,3 +145,36 @@ def sandbox_files(settings: SandboxSettings = SANDBOX, *, ledger: Any = None) ->
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+#: The last ledger this process generated or read, by its file: a process that connects
+#: again (a notebook's second load, a report's sync and its register) reuses it.
+_last: dict[Path, Any] = {}
+_reading = threading.Lock()
+
+
+def sandbox_ledger(settings: SandboxSettings = SANDBOX) -> Any:
+    """The sandbox's ledger of ``settings``: read from ``data/sandbox/cache/<key>.ledger``
+    when an earlier process saved it there, else generated and saved for the next one.
+
+    Generating the default ledger costs about 2.5 s of CPU; reading it, about 0.3 s
+    (docs/benchmarks.md). The key names the generator's code, so a changed generator is
+    never read from an older file.
+    """
+    path = sandbox_cache_dir(settings).parent / f"{settings.key}.ledger"
+    with _reading:
+        if path in _last:
+            return _last[path]
+        ledger = _sandbox.load_ledger(path)
+        if ledger is None:
+            ledger = _sandbox.generate_ledger(
+                seed=settings.seed,
+                records=settings.records,
+                start_month=settings.start_month,
+                months=settings.months,
+                anomaly_rate=settings.anomaly_rate,
+            )
+            _sandbox.save_ledger(ledger, path)
+        _last.clear()
+        _last[path] = ledger
+        return ledger

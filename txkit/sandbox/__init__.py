@@ -12,7 +12,14 @@ From a shell: ``txkit sandbox`` (see ``txkit/cli/_sandbox.py``).
 """
 
 from txkit.sandbox.faults import Faults
-from txkit.sandbox.ledger import Ledger, check_balance_model, check_fees, generate_ledger
+from txkit.sandbox.ledger import (
+    Ledger,
+    check_balance_model,
+    check_fees,
+    generate_ledger,
+    load_ledger,
+    save_ledger,
+)
 from txkit.sandbox.server import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
 
 __all__ = [
@@ -24,4 +31,6 @@ __all__ = [
     "check_balance_model",
     "check_fees",
     "generate_ledger",
+    "load_ledger",
+    "save_ledger",
 ]

@@ -128,6 +128,7 @@ from txkit.sandbox.ledger._model import (
     _epoch_ms,
 )
 from txkit.sandbox.ledger._records import Arrival, Ledger, decimal_money, parse_record
+from txkit.sandbox.ledger._saved import load_ledger, save_ledger
 
 __all__ = [
     "ANOMALY_KINDS",
@@ -152,7 +153,9 @@ __all__ = [
     "check_fees",
     "decimal_money",
     "generate_ledger",
+    "load_ledger",
     "parse_record",
+    "save_ledger",
     "schedule_fee",
     "schedule_tax",
 ]
