@@ -84,15 +84,29 @@ class BankAccount:
     cases: list[dict[str, Any]] = field(default_factory=list)
     months: list[str] = field(default_factory=list)
     credit_of: dict[int, _Line] = field(default_factory=dict)
+    # Each month's lines and each (currency, month)'s sum, built at the first statement (the
+    # lines are complete when bank_account returns): a month's statements in three formats
+    # scanned every line for each currency's opening balance, a second of CPU a ledger.
+    _by_month: dict[str, list[_Line]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _sums: dict[tuple[str, str], int] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def _month_lines(self, month: str) -> list[_Line]:
-        return [ln for ln in self.lines if ln.day.strftime("%Y-%m") == month]
+        if self._by_month is None:
+            self._by_month = {}
+            for ln in self.lines:
+                key = f"{ln.day.year:04d}-{ln.day.month:02d}"
+                self._by_month.setdefault(key, []).append(ln)
+                self._sums[(ln.currency, key)] = self._sums.get((ln.currency, key), 0) + ln.amount
+        return self._by_month.get(month, [])
 
     def _opening(self, month: str, currency: str) -> int:
+        self._month_lines(month)
         return _OPENING.get(currency, 0) + sum(
-            ln.amount
-            for ln in self.lines
-            if ln.currency == currency and ln.day.strftime("%Y-%m") < month
+            total for (cur, key), total in self._sums.items() if cur == currency and key < month
         )
 
     def currencies(self) -> list[str]:
