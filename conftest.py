@@ -151,6 +151,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # -- ledgers and sandboxes ----------------------------------------------------------------------
 
 
+@pytest.hookimpl(trylast=True)  # after the tmpdir plugin's own
+def pytest_configure(config: pytest.Config) -> None:
+    """One cache folder for the whole run (every xdist worker, report and kernel), whatever a
+    developer's ``TXKIT_CACHE_DIR``: the sandbox's ledger is generated once a run and read by
+    the other processes, and no test reads a file another run left."""
+    from tests.factories import CACHE_DIR_VAR
+
+    os.environ[CACHE_DIR_VAR] = str(_shared_root(config._tmp_path_factory) / "txkit-cache")  # type: ignore[attr-defined]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _ledgers_shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
     """With pytest-xdist, each ledger generated once a run, not once per worker (see

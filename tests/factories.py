@@ -74,11 +74,17 @@ class Ledgers:
 LEDGERS = Ledgers()
 
 
+#: The run's folder for what txkit can make again (the sandbox's saved ledger), set by
+#: conftest.py for every process of the run: generated once a run, not once per test folder.
+CACHE_DIR_VAR = "TXKIT_CACHE_DIR"
+
+
 def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without any ``TXKIT_`` variable (a developer's key or URL
-    never leaks into a test), progress off, the checkout importable, the AWS SDK kept off the
-    network's instance metadata (tests send nothing beyond loopback); plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    never leaks into a test) but the run's cache folder (conftest.py), progress off, the
+    checkout importable, the AWS SDK kept off the network's instance metadata (tests send
+    nothing beyond loopback); plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_") or k == CACHE_DIR_VAR}
     fixed = {"TXKIT_PROGRESS": "0", "PYTHONPATH": str(ROOT)} | NO_INSTANCE_METADATA
     return env | fixed | dict(extra or {})
 

@@ -165,6 +165,7 @@ def test_sandbox_orders_are_read_from_written_files_not_regenerated(
     from txkit.fetch.source import sandbox_files
 
     monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TXKIT_CACHE_DIR", str(tmp_path / "cache"))  # no ledger saved before
     settings = config.SandboxSettings(seed=3, records=2_000)
     ledger = generate_ledger(seed=3, records=2_000)
     folder = sandbox_files(settings, ledger=ledger)

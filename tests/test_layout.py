@@ -75,6 +75,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_BASE_URL",
         "TXKIT_SECRET_KEY",
         "TXKIT_DATA_DIR",
+        "TXKIT_CACHE_DIR",
         "TXKIT_MAX_BODY_MB",
         "TXKIT_MAX_RETRIES",
         "TXKIT_BACKOFF_BASE",

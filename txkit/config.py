@@ -8,6 +8,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_BASE_URL``          the service's base address (:func:`read_setting`)
 ``TXKIT_SECRET_KEY``        the merchant's secret key (:func:`read_setting`; scrubbed)
 ``TXKIT_DATA_DIR``          the ``data/`` folder: store, sandbox files, orders, profile
+``TXKIT_CACHE_DIR``         what txkit can make again (the sandbox's ledger); the user's cache
 ``TXKIT_MAX_BODY_MB``       the largest response body, after decompression
 ``TXKIT_RESPONSE_DEADLINE`` seconds for a whole response, headers to last byte
 ``TXKIT_MAX_RETRIES``       retries per request
@@ -45,6 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import platformdirs
+
 from txkit._scrub import watch_secret_variable
 from txkit.errors import ConfigError
 
@@ -52,6 +55,7 @@ __all__ = [
     "BACKOFF_BASE_VAR",
     "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
+    "CACHE_DIR_VAR",
     "DATA_DIR_VAR",
     "DEADLINE_VAR",
     "HISTORY_MONTHS",
@@ -80,6 +84,7 @@ __all__ = [
     "SettingValue",
     "backoff_base_setting",
     "bank_columns_setting",
+    "cache_dir",
     "check_setting",
     "configured",
     "data_dir",
@@ -99,6 +104,7 @@ __all__ = [
     "resolve_orders",
     "sandbox_cache_dir",
     "sandbox_data_dir",
+    "sandbox_ledger_file",
     "setting_value",
     "store_for_url",
     "store_keep_days",
@@ -113,6 +119,8 @@ BASE_URL_VAR = "TXKIT_BASE_URL"
 SECRET_KEY_VAR = "TXKIT_SECRET_KEY"
 #: Moves the whole ``data/`` folder.
 DATA_DIR_VAR = "TXKIT_DATA_DIR"
+#: Where txkit keeps what it can make again (the embedded sandbox's generated ledger).
+CACHE_DIR_VAR = "TXKIT_CACHE_DIR"
 #: The largest response body accepted after decompression, in MB.
 MAX_BODY_VAR = "TXKIT_MAX_BODY_MB"
 #: Seconds for a whole response, headers to last byte.
@@ -212,6 +220,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(BASE_URL_VAR, str, dotenv=True),  # checked by check_setting
     Setting(SECRET_KEY_VAR, str, dotenv=True),  # checked by check_setting; scrubbed
     Setting(DATA_DIR_VAR, str),
+    Setting(CACHE_DIR_VAR, str),
     Setting(MAX_BODY_VAR, float, low=0.001, high=1 << 20),
     Setting(DEADLINE_VAR, float, low=0.01, high=86_400.0),
     Setting(MAX_RETRIES_VAR, int, low=0, high=100),
@@ -508,6 +517,14 @@ def data_dir() -> Path:
     return project_dir() / "data"
 
 
+def cache_dir() -> Path:
+    """What txkit can make again, shared by every project of this user: ``TXKIT_CACHE_DIR``
+    when set, else the user's cache folder (``~/.cache/txkit`` on Linux)."""
+    if os.environ.get(CACHE_DIR_VAR):
+        return Path(os.environ[CACHE_DIR_VAR])
+    return platformdirs.user_cache_path("txkit")
+
+
 def store_root() -> Path:
     """The folder of the local stores, one per source (``data/store/sandbox``,
     ``data/store/<host>``): see :func:`default_store`."""
@@ -645,3 +662,9 @@ SANDBOX = SandboxSettings()
 def sandbox_cache_dir(settings: SandboxSettings = SANDBOX) -> Path:
     """The folder holding the written files of the sandbox generated with ``settings``."""
     return data_dir() / "sandbox" / "cache" / settings.key
+
+
+def sandbox_ledger_file(settings: SandboxSettings = SANDBOX) -> Path:
+    """The saved ledger of the sandbox of ``settings``: one per user and generator version,
+    whatever the project (the ledger depends on nothing else)."""
+    return cache_dir() / "sandbox" / f"{settings.key}.ledger"

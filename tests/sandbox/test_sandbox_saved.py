@@ -89,7 +89,11 @@ def test_the_next_process_reads_the_ledger_the_first_saved(tmp_path: Path) -> No
         "with source.connect(sandbox=True, settings=s) as src:\n"
         "    print(len(src.sandbox.ledger.export_bodies()))\n"
     )
-    env = {**os.environ, "TXKIT_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        **os.environ,
+        "TXKIT_DATA_DIR": str(tmp_path / "data"),
+        "TXKIT_CACHE_DIR": str(tmp_path / "cache"),
+    }
     env.pop("TXKIT_SECRET_KEY", None)
     env.pop("TXKIT_BASE_URL", None)
     runs = [
@@ -99,16 +103,16 @@ def test_the_next_process_reads_the_ledger_the_first_saved(tmp_path: Path) -> No
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr + runs[1].stderr
     assert [r.stderr.count("generated") for r in runs] == [1, 0]
     assert runs[0].stdout == runs[1].stdout
-    cache = tmp_path / "data/sandbox/cache"
-    assert sorted(p.name for p in cache.iterdir()) == sorted([SMALL.key, f"{SMALL.key}.ledger"])
+    assert [p.name for p in (tmp_path / "cache/sandbox").iterdir()] == [f"{SMALL.key}.ledger"]
+    assert [p.name for p in (tmp_path / "data/sandbox/cache").iterdir()] == [SMALL.key]
 
 
 def test_a_damaged_file_is_generated_again_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("TXKIT_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(source, "_last", {})
-    path = tmp_path / "data/sandbox/cache" / f"{SMALL.key}.ledger"
+    path = tmp_path / "cache/sandbox" / f"{SMALL.key}.ledger"
     path.parent.mkdir(parents=True)
     path.write_bytes(b"txkit-ledger-1\nnot zlib")
     made = []
@@ -128,3 +132,31 @@ def test_a_damaged_file_is_generated_again_and_replaced(
     _same(again, first)
     with Sandbox(ledger=again) as box:
         assert box.ledger is again
+
+
+def test_only_the_most_recently_used_ledgers_are_kept(tmp_path: Path) -> None:
+    made = generate_ledger(seed=23, records=300, months=1, start_month="2026-10")
+    for name in "abcde":
+        save_ledger(made, tmp_path / f"{name}.ledger", keep=3)
+        os.utime(tmp_path / f"{name}.ledger", (1_000 + ord(name), 1_000 + ord(name)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.ledger", "d.ledger", "e.ledger"]
+    assert load_ledger(tmp_path / "c.ledger") is not None  # read: used now
+    save_ledger(made, tmp_path / "f.ledger", keep=3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.ledger", "e.ledger", "f.ledger"]
+    (tmp_path / "notes.txt").write_text("kept")
+    save_ledger(made, tmp_path / "g.ledger", keep=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.ledger", "notes.txt"]
+
+
+def test_the_ledger_file_is_in_the_users_cache_unless_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+
+    monkeypatch.delenv("TXKIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))  # not under the data folder
+    assert config.sandbox_ledger_file(SMALL) == (
+        platformdirs.user_cache_path("txkit") / "sandbox" / f"{SMALL.key}.ledger"
+    )
+    monkeypatch.setenv("TXKIT_CACHE_DIR", str(tmp_path / "c"))
+    assert config.sandbox_ledger_file(SMALL) == tmp_path / "c/sandbox" / f"{SMALL.key}.ledger"

@@ -25,6 +25,7 @@ from txkit.config import (
     key_configured,
     refuse_base_url_without_key,
     sandbox_cache_dir,
+    sandbox_ledger_file,
     store_for_url,
 )
 from txkit.fetch.client import Client
@@ -154,14 +155,15 @@ _reading = threading.Lock()
 
 
 def sandbox_ledger(settings: SandboxSettings = SANDBOX) -> Any:
-    """The sandbox's ledger of ``settings``: read from ``data/sandbox/cache/<key>.ledger``
-    when an earlier process saved it there, else generated and saved for the next one.
+    """The sandbox's ledger of ``settings``: read from the user's cache
+    (:func:`txkit.config.sandbox_ledger_file`) when an earlier process saved it there, else
+    generated and saved for the next one, whatever its project.
 
-    Generating the default ledger costs about 2.5 s of CPU; reading it, about 0.3 s
-    (docs/benchmarks.md). The key names the generator's code, so a changed generator is
-    never read from an older file.
+    Generating the default ledger costs about 2.6 s of CPU; reading it, about 0.3 s
+    (docs/benchmarks.md). The file's name holds the generator's digest, so a changed
+    generator is never read from an older file.
     """
-    path = sandbox_cache_dir(settings).parent / f"{settings.key}.ledger"
+    path = sandbox_ledger_file(settings)
     with _reading:
         if path in _last:
             return _last[path]

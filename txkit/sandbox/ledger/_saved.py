@@ -42,9 +42,11 @@ class _LedgerUnpickler(pickle.Unpickler):
             raise pickle.UnpicklingError(f"{module}.{name} is not part of a ledger") from None
 
 
-def save_ledger(ledger: Ledger, path: Path) -> None:
-    """Write ``ledger`` to ``path`` whole or not at all (written aside, then renamed); a
-    folder that cannot be written is left as it is (the ledger is generated next time)."""
+def save_ledger(ledger: Ledger, path: Path, *, keep: int = 4) -> None:
+    """Write ``ledger`` to ``path`` whole or not at all (written aside, then renamed), and
+    remove all but the ``keep`` most recently used ``*.ledger`` files beside it (each
+    generator version has its own); a folder that cannot be written is left as it is (the
+    ledger is generated next time)."""
     # zlib level 1: 13 MB for the 60,000-record sandbox (90 MB as a plain pickle), read
     # back in a tenth of the time a generation takes (docs/benchmarks.md).
     data = _MAGIC + zlib.compress(pickle.dumps(ledger, protocol=5), 1)
@@ -58,6 +60,19 @@ def save_ledger(ledger: Ledger, path: Path) -> None:
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(staging)
+        _prune(path.parent, keep)
+
+
+def _prune(folder: Path, keep: int) -> None:
+    def used(file: Path) -> float:
+        try:
+            return file.stat().st_mtime
+        except FileNotFoundError:  # removed by another process meanwhile
+            return 0.0
+
+    for old in sorted(folder.glob("*.ledger"), key=used, reverse=True)[keep:]:
+        with contextlib.suppress(FileNotFoundError):
+            old.unlink()
 
 
 def load_ledger(path: Path) -> Ledger | None:
@@ -73,4 +88,8 @@ def load_ledger(path: Path) -> Ledger | None:
         ledger = _LedgerUnpickler(io.BytesIO(zlib.decompress(data[len(_MAGIC) :]))).load()
     except Exception:  # any damage, of any kind, means the same: generate it again
         return None
-    return ledger if isinstance(ledger, Ledger) else None
+    if not isinstance(ledger, Ledger):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # used now: kept by the next save's pruning
+    return ledger
