@@ -260,6 +260,8 @@ def s3() -> Iterator[dict[str, str]]:
 
     import httpx
 
+    from txkit.fetch.client import tls_context
+
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -271,7 +273,7 @@ def s3() -> Iterator[dict[str, str]]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(f"{endpoint}/moto-api/", timeout=1)
+                httpx.get(f"{endpoint}/moto-api/", timeout=1, verify=tls_context())
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline or proc.poll() is not None:

@@ -220,3 +220,37 @@ def test_clients_share_one_verifying_tls_context_per_setting(monkeypatch, tmp_pa
     monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     other = tls_context()
     assert other is not shared and other.verify_mode == ssl.CERT_REQUIRED
+
+
+def test_key_fingerprint_is_hashed_once_per_salt_and_key(monkeypatch) -> None:
+    """PBKDF2 (about 30 ms) once per process for a (salt, key): a store syncs many times with
+    one key. The same value as before, another for another salt or key, and no key cached."""
+    import hashlib
+    import os
+
+    from txkit.fetch import client as client_module
+
+    salt = os.urandom(16)  # a salt no earlier test of this process used
+    expected = hashlib.pbkdf2_hmac("sha256", KEY.encode(), salt, 100_000).hex()
+    calls: list[bytes] = []
+    real = hashlib.pbkdf2_hmac
+
+    def counted(name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+        calls.append(salt)
+        return real(name, password, salt, iterations)
+
+    monkeypatch.setattr(hashlib, "pbkdf2_hmac", counted)
+    transport, _ = scripted(ok())
+    with client(transport) as c:
+        first = c.key_fingerprint(salt)
+    with client(transport) as c:
+        assert c.key_fingerprint(salt) == first == expected
+    assert len(calls) == 1
+    with client(transport) as c:
+        other_salt = c.key_fingerprint(os.urandom(16))
+    with Client("https://api.example.test", KEY + "x", transport=transport) as c:
+        other_key = c.key_fingerprint(salt)
+    assert len(calls) == 3
+    assert len({first, other_salt, other_key}) == 3
+    cached = client_module._FINGERPRINTS.items()
+    assert not any(KEY.encode() in k or KEY in v for k, v in cached)

@@ -4,6 +4,7 @@ make test's serial pass names every file with a serial test)."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -28,6 +29,14 @@ def _modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
+def _parse(source: str) -> ast.Module:
+    """The tree of a source, parsed once per process (six tests walk every module, some more
+    than once). Keyed by the text, not the path: two tests feed a module an extra import.
+    Nothing may change a returned tree: it is shared."""
+    return ast.parse(source)
+
+
 def _docstrings(tree: ast.AST) -> set[int]:
     """The ids of the string nodes that are docstrings (documentation may name a variable)."""
     found = set()
@@ -46,7 +55,7 @@ def test_every_txkit_variable_is_named_only_in_the_config_module() -> None:
     for name, path in _modules().items():
         if name == "txkit.config":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parse(path.read_text(encoding="utf-8"))
         docs = _docstrings(tree)
         for node in ast.walk(tree):
             if (
@@ -94,7 +103,16 @@ def _imports(
 ) -> list[tuple[str, int, bool]]:
     """The txkit modules ``name`` imports: (module, line, inside a function). Imports under
     ``if TYPE_CHECKING:`` are left out (they never run) unless ``typing``."""
-    is_package = path.name == "__init__.py"
+    source = path.read_text(encoding="utf-8")
+    return list(_imports_in(name, path.name == "__init__.py", source, frozenset(modules), typing))
+
+
+@functools.cache
+def _imports_in(
+    name: str, is_package: bool, source: str, modules: frozenset[str], typing: bool
+) -> tuple[tuple[str, int, bool], ...]:
+    """``_imports`` of one text, once per process (walking every node of a module costs more
+    than parsing it; five tests ask for every module's imports)."""
     found: list[tuple[str, int, bool]] = []
 
     def resolve(dotted: str) -> str | None:
@@ -130,8 +148,8 @@ def _imports(
                         found.append((resolved, child.lineno, inner))
             visit(child, inner)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")), False)
-    return found
+    visit(_parse(source), False)
+    return tuple(found)
 
 
 def _import_graph(*, typing: bool = False) -> dict[str, set[str]]:
@@ -307,7 +325,7 @@ def _long_functions(sources: dict[str, str], limit: int = MAX_FUNCTION_LINES) ->
                 visit(child, path, prefix)
 
     for path, text in sources.items():
-        visit(ast.parse(text), path, "")
+        visit(_parse(text), path, "")
     return found
 
 

@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 from txkit.cli import main
+from txkit.fetch.client import tls_context
 from txkit.fetch.profile import FINDINGS, Finding
 from txkit.probe import ProfileWarning, ServiceProfile, load_profile, probe_service
 from txkit.probe.session import ProbeSession, ProbeStopped
@@ -130,7 +131,9 @@ MATRIX: list[tuple[str | None, dict[str, Any], tuple[str, ...]]] = [
         {"default_limit": 20, "max_limit": 20, "start_inclusive": False, "utc_offset_hours": -10},
         ("max_limit", *DATES),
     ),
-    ("rate=10", {"rate_limit": "seen"}, ("rate_limit", "max_limit", "ties_stable", *DATES)),
+    # A bucket of 1 a second (burst 5): the probe's 10 requests meet a 429 unless they take
+    # 5 s (rate=10 needed only 0.5 s, and a busy machine saw none). About 5.6 s of waiting.
+    ("rate=1", {"rate_limit": "seen"}, ("rate_limit", "max_limit", "ties_stable", *DATES)),
     (
         # groups of 2 to 5 across every page boundary, reshuffled on every request (issue 22)
         "cap=37,tie_groups=37,fault_seed=1",
@@ -189,7 +192,9 @@ def test_measured_dates_give_exact_windows(sandbox: Sandbox, ledger: Ledger) -> 
     start, end = profile.server_window(first, last)
     headers = {"Authorization": f"Bearer {KEY}"}
     params: dict[str, str | int] = {"startDate": str(start), "endDate": str(end), "limit": 1000}
-    body = httpx.get(f"{sandbox.base_url}/transaction", params=params, headers=headers).json()
+    body = httpx.get(
+        f"{sandbox.base_url}/transaction", params=params, headers=headers, verify=tls_context()
+    ).json()
     got = [_ms(r["createdAt"]) for r in body["data"]["transactions"]]
     low, high = profile.served_range(start, end)
     assert got and all(low <= t < high for t in got)
@@ -425,7 +430,7 @@ class _Front(ThreadingHTTPServer):
 
     def __init__(self, upstream: str) -> None:
         super().__init__(("127.0.0.1", 0), _FrontHandler)
-        self.upstream = httpx.Client(base_url=upstream, timeout=30)
+        self.upstream = httpx.Client(base_url=upstream, timeout=30, verify=tls_context())
 
 
 class _FrontHandler(BaseHTTPRequestHandler):
@@ -533,7 +538,9 @@ def test_query_window_for_updated_at_returns_every_created_record(
     skip = 0
     while True:
         params: dict[str, str | int] = {"startDate": str(start), "skip": skip, "limit": 1000}
-        body = httpx.get(f"{sandbox.base_url}/transaction", params=params, headers=headers)
+        body = httpx.get(
+            f"{sandbox.base_url}/transaction", params=params, headers=headers, verify=tls_context()
+        )
         page = body.json()["data"]["transactions"]
         got.update((r["id"], _ms(r["createdAt"])) for r in page)
         skip += len(page)

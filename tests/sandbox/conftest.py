@@ -12,6 +12,7 @@ import pytest
 from sandbox_helpers import client_for
 
 from tests.factories import Ledgers
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
 from txkit.schema import CURRENCIES
@@ -41,7 +42,9 @@ def sandbox(ledger: Ledger) -> Iterator[Sandbox]:
 @pytest.fixture(scope="session")
 def client(sandbox: Sandbox) -> Iterator[httpx.Client]:
     headers = {"Authorization": f"Bearer {sandbox.secret_key}"}
-    with httpx.Client(base_url=sandbox.base_url, headers=headers, timeout=30) as c:
+    with httpx.Client(
+        base_url=sandbox.base_url, headers=headers, timeout=30, verify=tls_context()
+    ) as c:
         yield c
 
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sandbox_helpers import brute_force, fetch_all, utc_day
 
+from txkit.fetch.client import tls_context
 from txkit.sandbox import DEFAULT_LIMIT, MAX_LIMIT, Sandbox
 from txkit.sandbox.ledger import Ledger
 from txkit.schema import CURRENCIES, STATUSES, TRANS_TYPES
@@ -208,7 +209,7 @@ def test_missing_or_wrong_key_is_401_with_an_envelope(
         headers["Authorization"] = header.format(
             key=sandbox.secret_key, upper=sandbox.secret_key.upper()
         )
-    response = httpx.get(f"{sandbox.base_url}/transaction", headers=headers)
+    response = httpx.get(f"{sandbox.base_url}/transaction", headers=headers, verify=tls_context())
     assert response.status_code == 401
     assert response.headers["x-request-id"]
     body = response.json()
@@ -220,11 +221,18 @@ def test_missing_or_wrong_key_is_401_with_an_envelope(
 
 def test_bearer_scheme_is_case_insensitive(sandbox: Sandbox) -> None:
     headers = {"Authorization": f"bearer {sandbox.secret_key}"}
-    assert httpx.get(f"{sandbox.base_url}/transaction", headers=headers).status_code == 200
+    assert (
+        httpx.get(
+            f"{sandbox.base_url}/transaction", headers=headers, verify=tls_context()
+        ).status_code
+        == 200
+    )
 
 
 def test_auth_is_checked_before_parameters(sandbox: Sandbox) -> None:
-    response = httpx.get(f"{sandbox.base_url}/transaction", params={"status": "nope"})
+    response = httpx.get(
+        f"{sandbox.base_url}/transaction", params={"status": "nope"}, verify=tls_context()
+    )
     assert response.status_code == 401
 
 
@@ -303,7 +311,7 @@ def test_other_methods_are_405_json(client: httpx.Client, method: str) -> None:
 
 
 def test_head_is_405_without_a_body(sandbox: Sandbox) -> None:
-    response = httpx.head(f"{sandbox.base_url}/transaction")
+    response = httpx.head(f"{sandbox.base_url}/transaction", verify=tls_context())
     assert response.status_code == 405
     assert response.content == b""
 

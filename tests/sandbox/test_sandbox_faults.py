@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sandbox_helpers import client_for, fetch_all
 
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Faults, Sandbox, check_balance_model
 from txkit.sandbox.faults import drift_body
 from txkit.sandbox.ledger import Ledger, decimal_money, parse_record
@@ -181,7 +182,7 @@ def test_faults_never_apply_to_auth_or_validation_errors(fresh: Sandbox) -> None
     # discriminates even on a machine loaded enough to slow a plain reply to seconds.
     fresh.faults = "drop=1,server_error=1,rate_limit=1,latency=20000"
     started = time.perf_counter()
-    assert httpx.get(f"{fresh.base_url}/transaction").status_code == 401
+    assert httpx.get(f"{fresh.base_url}/transaction", verify=tls_context()).status_code == 401
     with client_for(fresh) as c:
         assert c.get("/transaction", params={"status": "x"}).status_code == 422
         assert c.get("/nowhere").status_code == 404

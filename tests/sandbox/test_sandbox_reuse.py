@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import httpx
 
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Sandbox, generate_ledger
 
 
@@ -13,6 +14,7 @@ def _ids(box: Sandbox) -> list[str]:
         f"{box.base_url}/transaction",
         params={"limit": 50, "skip": 0},
         headers={"Authorization": f"Bearer {box.secret_key}"},
+        verify=tls_context(),
     ).json()
     return [r["id"] for r in got["data"]["transactions"]]
 

@@ -21,6 +21,7 @@ import pytest
 from sandbox_helpers import client_for
 
 from tests.factories import invoke_cli_all_stderr
+from txkit.fetch.client import tls_context
 from txkit.sandbox import Sandbox
 from txkit.sandbox.ledger import Ledger
 
@@ -60,7 +61,12 @@ def test_keys_are_random_per_instance_and_kept_out_of_repr(ledger: Ledger) -> No
     assert given.secret_key == "sk_sandbox_given"
     with given:
         headers = {"Authorization": "Bearer sk_sandbox_given"}
-        assert httpx.get(f"{given.base_url}/transaction", headers=headers).status_code == 200
+        assert (
+            httpx.get(
+                f"{given.base_url}/transaction", headers=headers, verify=tls_context()
+            ).status_code
+            == 200
+        )
 
 
 @pytest.mark.slow
@@ -74,14 +80,14 @@ def test_lifecycle(ledger: Ledger, tmp_path: Path) -> None:
             c.get("/transaction")
             c.get("/nope")
             c.get("/transaction", params={"limit": 0})
-        httpx.get(f"{sb.base_url}/transaction")
+        httpx.get(f"{sb.base_url}/transaction", verify=tls_context())
         assert sb.request_count == 4
         port = sb.port
     assert (tmp_path / "data" / "orders.csv").read_bytes() == ledger.orders_csv()
     assert (tmp_path / "data" / "ground_truth.json").read_bytes() == ledger.ground_truth_json()
     sb.stop()  # idempotent
     with pytest.raises(httpx.ConnectError):
-        httpx.get(f"http://127.0.0.1:{port}/transaction", timeout=2)
+        httpx.get(f"http://127.0.0.1:{port}/transaction", timeout=2, verify=tls_context())
 
 
 def test_a_ledger_is_generated_when_none_is_given() -> None:
@@ -206,7 +212,10 @@ def test_cli_prints_two_lines_serves_and_stops_cleanly(
         base_url = url_line.strip().split("=", 1)[1]
         key = key_line.strip().split("=", 1)[1]
         response = httpx.get(
-            f"{base_url}/transaction", headers={"Authorization": f"Bearer {key}"}, timeout=10
+            f"{base_url}/transaction",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=10,
+            verify=tls_context(),
         )
         assert response.status_code == 200
         assert response.json()["data"]["total"] > 1900

@@ -194,6 +194,26 @@ def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+# key_fingerprint's PBKDF2 costs about 30 ms, and a store syncs again and again with one key: each
+# (salt, key) is hashed once per process. Looked up by a SHA-256 of both, so the cache holds no key.
+_FINGERPRINTS: dict[bytes, str] = {}
+_FINGERPRINTS_KEPT = 64
+_fingerprints_lock = threading.Lock()
+
+
+def _fingerprint(key: bytes, salt: bytes) -> str:
+    lookup = hashlib.sha256(len(salt).to_bytes(8, "big") + salt + key).digest()
+    with _fingerprints_lock:
+        found = _FINGERPRINTS.get(lookup)
+    if found is None:
+        found = hashlib.pbkdf2_hmac("sha256", key, salt, 100_000).hex()
+        with _fingerprints_lock:
+            if len(_FINGERPRINTS) >= _FINGERPRINTS_KEPT:
+                del _FINGERPRINTS[next(iter(_FINGERPRINTS))]
+            _FINGERPRINTS[lookup] = found
+    return found
+
+
 class Client:
     """A configured connection to the export endpoint.
 
@@ -283,8 +303,7 @@ class Client:
         The store records it to refuse data from another key; it reveals nothing usable of
         the key (never the key, nor a prefix of it).
         """
-        digest = hashlib.pbkdf2_hmac("sha256", self._secret_key.encode(), salt, 100_000)
-        return digest.hex()
+        return _fingerprint(self._secret_key.encode(), salt)
 
     def __repr__(self) -> str:
         return f"Client(base_url={self.base_url!r}, secret_key='***')"
