@@ -162,6 +162,18 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _kernels_kept_by_the_process() -> Iterator[None]:
+    """Reports run in this process keep their notebooks' kernels from one test to the next
+    (:func:`txkit.report.keep_kernels`): each reset as between two notebooks of a report and
+    given the next report's folder and settings, instead of two kernel starts and their
+    imports per report. A test that keeps its own (a module's reports) nests inside."""
+    from txkit.report import keep_kernels
+
+    with keep_kernels():
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _ledgers_shared_by_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
     """With pytest-xdist, each ledger generated once a run, not once per worker (see
     :class:`tests.factories.Ledgers`)."""

@@ -89,8 +89,9 @@ def cli_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env | fixed | dict(extra or {})
 
 
-#: ``invoke_cli``'s ``env`` for reports whose kernels one ``txkit.report.keep_kernels()`` keeps
-#: across tests: pytest names the running test in ``PYTEST_CURRENT_TEST``, which the kernels
+#: What :func:`invoke_cli` runs every command with, for reports whose kernels a
+#: ``txkit.report.keep_kernels()`` keeps across tests (conftest.py keeps them for a whole
+#: worker): pytest names the running test in ``PYTEST_CURRENT_TEST``, which the kernels
 #: inherit, and a kept kernel started with another environment is started again. ipykernel
 #: reads only whether it is set (then it leaves pytest's capture alone).
 KEPT_KERNELS_ENV = {"PYTEST_CURRENT_TEST": "a report with kept kernels"}
@@ -146,7 +147,7 @@ def invoke_cli(
         raise ValueError("TXKIT_DATA_DIR is read at import: use run_cli for it")
     out, err = io.StringIO(), io.StringIO()
     with (
-        _isolated(cwd, cli_env(env)),
+        _isolated(cwd, cli_env({**KEPT_KERNELS_ENV, **(env or {})})),
         contextlib.redirect_stdout(out),
         contextlib.redirect_stderr(err),
         _command_logging(),

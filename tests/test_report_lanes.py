@@ -200,3 +200,66 @@ def test_kept_lanes_keep_their_kernel_across_runs_until_its_settings_change(
     assert lane.kernels_started == 2
     assert len(set(threads)) == 1  # one thread drives the lane's kernel in every run
     assert managers and all(not m.has_kernel for m in managers)  # closed: every kernel down
+
+
+WHERE = """\
+import json, os
+print(json.dumps({
+    "pid": os.getpid(),
+    "cwd": os.getcwd(),
+    "txkit": {k: v for k, v in os.environ.items() if k.startswith("TXKIT_")},
+}))
+"""
+
+
+def test_a_kept_kernel_is_given_the_next_reports_folder_and_settings(
+    tmp_path: Path, sockets: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a kernel started for that report would have them: its notebooks' folder as the
+    working folder, txkit's settings of the process (and the report's data folder), no other;
+    the key and any other variable still start a new kernel."""
+    from txkit.report._kernels import kernel_settings, kernel_setup
+
+    first, second = (tmp_path / "one", tmp_path / "two")
+    first.mkdir()
+    second.mkdir()
+    books = [notebook(first, "where", WHERE), notebook(second, "where", WHERE)]
+
+    def runner(source: Path, lane: Lane) -> dict[str, object]:
+        target = source.with_suffix(".out.ipynb")
+        papermill.execute_notebook(
+            str(source), str(target), progress_bar=False, kernel_name="python3",
+            resources={"metadata": {"path": str(source.parent)}},
+            km=lane.manager(kernel_settings(source.parent), kernel_setup(source.parent)),
+        )  # fmt: skip
+        out = json.loads(target.read_text())["cells"][-1]["outputs"][0]["text"]
+        return json.loads("".join(out))
+
+    kept = KeptLanes()
+
+    def report(book: Path) -> tuple[dict[str, object], int]:
+        results, (lane,) = run_in_lanes(
+            [[book]], runner, lambda i: _kernel_manager(sockets, i), lanes=1, kept=kept
+        )
+        return results[book], lane.kernels_started
+
+    try:
+        monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data-one"))
+        monkeypatch.setenv("TXKIT_ORDERS_COLUMNS", "shopify")
+        one, _ = report(books[0])
+        monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data-two"))
+        monkeypatch.delenv("TXKIT_ORDERS_COLUMNS")
+        two, started = report(books[1])
+        monkeypatch.setenv("TXKIT_SECRET_KEY", "sk_test_other")
+        three, _ = report(books[0])
+    finally:
+        kept.close()
+    assert one["cwd"] == str(first.resolve()) and two["cwd"] == str(second.resolve())
+    assert two["pid"] == one["pid"]  # the same kernel, given the second report's settings
+    assert one["txkit"]["TXKIT_DATA_DIR"] == str((tmp_path / "data-one").resolve())
+    assert one["txkit"]["TXKIT_ORDERS_COLUMNS"] == "shopify"
+    assert two["txkit"]["TXKIT_DATA_DIR"] == str((tmp_path / "data-two").resolve())
+    assert "TXKIT_ORDERS_COLUMNS" not in two["txkit"] and two["txkit"]["TXKIT_PROGRESS"] == "0"
+    assert three["pid"] != one["pid"]  # another key: a new kernel, started with it
+    assert three["txkit"]["TXKIT_SECRET_KEY"] == "sk_test_other"
+    assert started == 1

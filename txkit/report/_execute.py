@@ -10,7 +10,13 @@ from typing import Any
 
 from txkit.errors import NotebookFailedError
 from txkit.report._html import Section, page_html, summary_of, title_of
-from txkit.report._kernels import kept_lanes, kernel_manager, kernel_settings, sockets_folder
+from txkit.report._kernels import (
+    kept_lanes,
+    kernel_manager,
+    kernel_settings,
+    kernel_setup,
+    sockets_folder,
+)
 from txkit.report._lanes import Lane, run_in_lanes
 from txkit.report._plan import ReportPlan, resolved_store
 from txkit.store import MonthManifest
@@ -66,7 +72,7 @@ def execute_notebook(
     target = (staging / source_nb.name).absolute()
     notebook = nbformat.read(source_nb, as_version=4)
     declared = papermill.inspect_notebook(notebook)
-    manager = lane.manager(kernel_settings(source_nb.parent))
+    manager = lane.manager(kernel_settings(source_nb.parent), kernel_setup(source_nb.parent))
     try:
         executed = papermill.execute_notebook(
             notebook,

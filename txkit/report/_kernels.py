@@ -29,6 +29,7 @@ __all__ = [
     "kernel_environment",
     "kernel_manager",
     "kernel_settings",
+    "kernel_setup",
     "sockets_folder",
 ]
 
@@ -118,14 +119,35 @@ def kernel_environment(data: Path | None = None) -> dict[str, str]:
     }
 
 
+#: txkit's settings a kept kernel is given at each reset (:func:`kernel_setup`), with its
+#: working folder; the key and the service's address are not sent in code: a kernel started
+#: with others is started again.
+_SET_AT_RESET = tuple(
+    v for v in config.VARIABLES if v not in (config.SECRET_KEY_VAR, config.BASE_URL_VAR)
+)
+
+
 def kernel_settings(notebooks: Path) -> tuple[object, ...]:
-    """What a notebook's kernel is started with besides its code: this process's environment,
-    :func:`kernel_environment` and the working folder (the notebooks' folder). A kept kernel
-    (:func:`keep_kernels`) started with other settings is started again."""
+    """What a notebook's kernel must be started again for: this process's environment but
+    the settings :func:`kernel_setup` gives a kept kernel (:func:`keep_kernels`) at each
+    reset. ``notebooks`` (the working folder) is one of those."""
+    del notebooks  # set at each reset
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k not in _SET_AT_RESET))
+
+
+def kernel_setup(notebooks: Path) -> str:
+    """Code that gives a kept kernel, after its reset, what a kernel started now would have:
+    the working folder (the notebooks' folder) and txkit's settings of this process and of
+    :func:`kernel_environment`, no other."""
+    wanted = {k: os.environ[k] for k in _SET_AT_RESET if os.environ.get(k)}
+    wanted.update(kernel_environment())
     return (
-        tuple(sorted(os.environ.items())),
-        tuple(sorted(kernel_environment().items())),
-        str(notebooks.resolve()),
+        "import os as _os\n"
+        f"_os.chdir({str(notebooks.resolve())!r})\n"
+        f"for _name in {_SET_AT_RESET!r}:\n"
+        "    _os.environ.pop(_name, None)\n"
+        f"_os.environ.update({wanted!r})\n"
+        "del _os, _name\n"
     )
 
 
@@ -158,8 +180,9 @@ def keep_kernels() -> Iterator[KeptLanes]:
     :mod:`txkit.report._lanes`) and shut them down at its end: two kernel starts and their
     imports saved per report after the first (docs/benchmarks.md).
 
-    A kernel started with other settings than the next report's (:func:`kernel_settings`: the
-    environment, the data folder, the notebooks' folder) is started again.
+    A kept kernel is given the next report's working folder and txkit's settings at its
+    reset (:func:`kernel_setup`); one started with another environment besides those
+    (:func:`kernel_settings`) is started again.
     """
     kept = KeptLanes()
     token = _KEPT.set(kept)

@@ -103,14 +103,15 @@ class Lane:
         self._settings: Hashable = None
         self.kernels_started = 0
 
-    def manager(self, settings: Hashable = None) -> ReportKernelManager:
+    def manager(self, settings: Hashable = None, setup: str = "") -> ReportKernelManager:
         """The kernel manager for the next notebook: its kernel reset, or a new one (started
         by the notebook's client). ``settings``: what the kernel is started with besides its
         code (see :func:`txkit.report._kernels.kernel_settings`); a kernel started with others
-        is shut down and a new one started."""
+        is shut down and a new one started. ``setup``: code run after a reset, giving the kept
+        kernel what a new one would be started with (its working folder, txkit's settings)."""
         if self._manager is not None and self._manager.has_kernel:
             if self._settings == settings and run_sync(self._manager.is_alive)():
-                self._reset()
+                self._reset(setup)
                 return self._manager
             self.close()
         if self._manager is None:
@@ -140,9 +141,9 @@ class Lane:
             run_sync(manager.shutdown_kernel)(now=True)
         run_sync(manager.cleanup_resources)()
 
-    def _reset(self) -> None:
+    def _reset(self, setup: str = "") -> None:
         assert self._manager is not None
-        run_sync(_reset_kernel)(self._manager)
+        run_sync(_reset_kernel)(self._manager, _RESET + setup)
 
 
 class _Driver:
@@ -210,13 +211,13 @@ class KeptLanes:
             self.folder = None
 
 
-async def _reset_kernel(manager: ReportKernelManager, timeout: float = 60) -> None:
+async def _reset_kernel(manager: ReportKernelManager, code: str, timeout: float = 60) -> None:
     client = manager.client()
     client.start_channels()
     try:
         await client.wait_for_ready(timeout=timeout)
         reply = await client.execute_interactive(
-            _RESET, store_history=False, timeout=timeout, output_hook=lambda _msg: None
+            code, store_history=False, timeout=timeout, output_hook=lambda _msg: None
         )
     finally:
         manager.stop_clients()
