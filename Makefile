@@ -58,14 +58,15 @@ format: $(STAMP)
 # the files that hold them (test_layout checks the list; collecting all cost 7.7 s of CPU),
 # without the nbval plugin (no notebook there).
 # `pytest` alone (no options) is the quick inner loop: it leaves out the slow tests.
-# Three workers on two cores: a worker often waits (loopback HTTP, kernels, subprocesses, S3 on
-# moto), and a third fills the gaps. Measured on the same tree, quiet: the parallel pass took
-# 6 min 7 s with 2 (1.63 cores busy), 5 min 18 s with 3, 5 min 32 s with 4.
+# Four workers on two cores: a worker often waits (loopback HTTP, kernels, subprocesses, S3 on
+# moto), and the others fill the gaps. Measured back to back on the same tree, quiet: the
+# parallel pass took 5 min 39 s with 4 and 6 min 5 s with 3 (2026-12-02, each worker keeping
+# its report kernels); earlier, 6 min 7 s with 2, 5 min 18 s with 3 and 5 min 32 s with 4.
 # pytest keeps each test module's assertion rewriting in __pycache__ only where Python may write
 # bytecode: with PYTHONDONTWRITEBYTECODE set (this machine), every worker rewrote every test
 # module again on every run (collecting tests/ on 3 workers: 23-26 s of CPU, 11-13 s cached;
 # a fresh clone's first pass writes the cache, its serial pass already reads it).
-JOBS ?= 3
+JOBS ?= 4
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(SANDBOX_ENV) $(BIN)/python -m pytest
 
 test: lint compile

@@ -22,7 +22,7 @@ What lives here, and why:
   another having run first.
 * Markers (registered in ``pyproject.toml``): ``slow``, ``report``, ``s3``, ``serial``. The
   default run (``pytest``) leaves out ``slow``; ``make test`` runs everything: the parallel
-  pass (``-n 3``), then the ``serial`` tests without that load (two at a time). With
+  pass (``-n 4``), then the ``serial`` tests without that load (two at a time). With
   pytest-xdist a notebook's cells go to one worker together, in order, for its one kernel
   (``pytest_xdist_make_scheduler``).
 """
