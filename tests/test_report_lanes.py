@@ -230,7 +230,7 @@ def test_a_kept_kernel_is_given_the_next_reports_folder_and_settings(
         papermill.execute_notebook(
             str(source), str(target), progress_bar=False, kernel_name="python3",
             resources={"metadata": {"path": str(source.parent)}},
-            km=lane.manager(kernel_settings(source.parent), kernel_setup(source.parent)),
+            km=lane.manager(kernel_settings(), kernel_setup(source.parent)),
         )  # fmt: skip
         out = json.loads(target.read_text())["cells"][-1]["outputs"][0]["text"]
         return json.loads("".join(out))

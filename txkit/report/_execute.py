@@ -72,7 +72,7 @@ def execute_notebook(
     target = (staging / source_nb.name).absolute()
     notebook = nbformat.read(source_nb, as_version=4)
     declared = papermill.inspect_notebook(notebook)
-    manager = lane.manager(kernel_settings(source_nb.parent), kernel_setup(source_nb.parent))
+    manager = lane.manager(kernel_settings(), kernel_setup(source_nb.parent))
     try:
         executed = papermill.execute_notebook(
             notebook,

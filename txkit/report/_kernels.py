@@ -127,11 +127,10 @@ _SET_AT_RESET = tuple(
 )
 
 
-def kernel_settings(notebooks: Path) -> tuple[object, ...]:
+def kernel_settings() -> tuple[object, ...]:
     """What a notebook's kernel must be started again for: this process's environment but
     the settings :func:`kernel_setup` gives a kept kernel (:func:`keep_kernels`) at each
-    reset. ``notebooks`` (the working folder) is one of those."""
-    del notebooks  # set at each reset
+    reset with its working folder."""
     return tuple(sorted((k, v) for k, v in os.environ.items() if k not in _SET_AT_RESET))
 
 
