@@ -107,6 +107,34 @@ def test_the_next_process_reads_the_ledger_the_first_saved(tmp_path: Path) -> No
     assert [p.name for p in (tmp_path / "data/sandbox/cache").iterdir()] == [SMALL.key]
 
 
+def test_processes_that_start_together_generate_the_ledger_once(tmp_path: Path) -> None:
+    """Three processes at once, as a report's kernels: one generates (slowly here, so that the
+    others look while it does), the others wait and read what it saved."""
+    script = (
+        "import sys, time, txkit.sandbox, txkit.config as c\n"
+        "from txkit.fetch import source\n"
+        "real = txkit.sandbox.generate_ledger\n"
+        "def counted(**kw):\n"
+        "    print('generated', file=sys.stderr)\n"
+        "    time.sleep(1.5)\n"
+        "    return real(**kw)\n"
+        "txkit.sandbox.generate_ledger = counted\n"
+        "s = c.SandboxSettings(seed=23, records=1_500, months=3, start_month='2026-08')\n"
+        "print(len(source.sandbox_ledger(s).export_bodies()))\n"
+    )
+    env = {**os.environ, "TXKIT_CACHE_DIR": str(tmp_path / "cache")}
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]  # fmt: skip
+    runs = [(*proc.communicate(timeout=120), proc.returncode) for proc in procs]
+    assert [code for _, _, code in runs] == [0, 0, 0], [err for _, err, _ in runs]
+    assert sum(err.count("generated") for _, err, _ in runs) == 1
+    assert len({out for out, _, _ in runs}) == 1
+    assert [p.name for p in (tmp_path / "cache/sandbox").iterdir()] == [f"{SMALL.key}.ledger"]
+
+
 def test_a_damaged_file_is_generated_again_and_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,6 +7,7 @@ output never silently mixes sandbox and production numbers.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -154,6 +155,23 @@ _last: dict[Path, Any] = {}
 _reading = threading.Lock()
 
 
+@contextlib.contextmanager
+def _one_generator(folder: Path) -> Iterator[None]:
+    """Processes that find no saved ledger generate it one at a time, each reading what the
+    one before saved: kernels and a report that start together generated it each."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder, os.O_RDONLY)  # the folder itself is the lock: no file left
+    except OSError:  # a folder that cannot be written: each process generates its own
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when closed, or when the process dies
+        yield
+    finally:
+        os.close(fd)
+
+
 def sandbox_ledger(settings: SandboxSettings = SANDBOX) -> Any:
     """The sandbox's ledger of ``settings``: read from the user's cache
     (:func:`txkit.config.sandbox_ledger_file`) when an earlier process saved it there, else
@@ -169,14 +187,17 @@ def sandbox_ledger(settings: SandboxSettings = SANDBOX) -> Any:
             return _last[path]
         ledger = _sandbox.load_ledger(path)
         if ledger is None:
-            ledger = _sandbox.generate_ledger(
-                seed=settings.seed,
-                records=settings.records,
-                start_month=settings.start_month,
-                months=settings.months,
-                anomaly_rate=settings.anomaly_rate,
-            )
-            _sandbox.save_ledger(ledger, path)
+            with _one_generator(path.parent):
+                ledger = _sandbox.load_ledger(path)  # saved by the process waited for
+                if ledger is None:
+                    ledger = _sandbox.generate_ledger(
+                        seed=settings.seed,
+                        records=settings.records,
+                        start_month=settings.start_month,
+                        months=settings.months,
+                        anomaly_rate=settings.anomaly_rate,
+                    )
+                    _sandbox.save_ledger(ledger, path)
         _last.clear()
         _last[path] = ledger
         return ledger
