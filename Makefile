@@ -70,8 +70,9 @@ JOBS ?= 4
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(SANDBOX_ENV) $(BIN)/python -m pytest
 # The passes' temporary folders in memory where the system has /dev/shm: a run writes about
 # 0.8 GB there (stores, reports, ledgers; each output file fsync'd, and each fsync waited on
-# the disk). One folder per checkout, emptied by the next run; its path kept short, as a
-# kernel's Unix socket path under a test's temporary folder holds at most 107 bytes.
+# the disk). One folder per checkout, removed when both passes pass (kept to look into after a
+# failure, until the next run); its path kept short, as a kernel's Unix socket path under a
+# test's temporary folder holds at most 107 bytes.
 TEST_TMP := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm/tx$$(echo '$(CURDIR)' | cksum | cut -c1-7))
 basetemp = $(if $(TEST_TMP),--basetemp=$(TEST_TMP)$(1))
 
@@ -87,6 +88,7 @@ test: read-ahead lint compile
 		tests/test_hostile.py tests/test_ratelimit.py \
 		tests/files/test_bounds.py tests/bank/test_sizes.py \
 		tests/sandbox/test_sandbox_loader_faults.py
+	$(if $(TEST_TMP),rm -rf $(TEST_TMP) $(TEST_TMP)-s)
 
 test-fast: compile
 	$(PYTEST)
