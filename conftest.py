@@ -17,6 +17,9 @@ What lives here, and why:
 * ``s3`` / ``aws``: moto's S3 server as a subprocess, started once per process at the first
   test that asks for it (each store under its own prefix of one bucket), and its AWS
   variables set for one test.
+* The cyclic garbage collector runs every 10,000 allocations instead of 700: a worker keeps
+  large ledgers and frames for the whole run, and the collector went over them again and
+  again.
 * ``--reverse`` / ``--shuffle SEED``: run the tests in reverse or random order (modules and the
   tests within them; a notebook's cells keep their order), to show that no test depends on
   another having run first.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gc
 import json
 import os
 import random
@@ -48,6 +52,12 @@ from tests.factories import LEDGERS, REPORT_MONTH, Ledgers, SessionReport
 
 ROOT = Path(__file__).resolve().parent
 NOTEBOOKS = ROOT / "notebooks"
+
+
+# A worker keeps ledgers, sandboxes and frames of millions of objects for the whole run, and
+# Python's cyclic collector, run every 700 allocations by default, went over them again and
+# again: parsing a ledger's records took 1.6 s of CPU against 0.9 s (docs/benchmarks.md).
+gc.set_threshold(10_000, 10, 10)
 
 
 # -- order -------------------------------------------------------------------------------------
@@ -263,6 +273,20 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+#: ``python -m moto.server``, except that the list of moto's services is read once: moto
+#: lists its package folder on every request to match the Host header (a fifth of the
+#: server's CPU), and werkzeug's line per request goes nowhere (stderr is discarded).
+_MOTO_SERVER = """
+import logging, sys
+import moto.backends
+from moto.server import main
+listed = tuple(moto.backends.list_of_moto_modules())
+moto.backends.list_of_moto_modules = lambda: listed
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
+main(sys.argv[1:])
+"""
+
+
 @pytest.fixture(scope="session")
 def s3() -> Iterator[dict[str, str]]:
     """moto's S3 server as a subprocess on a free loopback port, with the bucket ``txkit``;
@@ -276,7 +300,7 @@ def s3() -> Iterator[dict[str, str]]:
 
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-c", _MOTO_SERVER, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
