@@ -12,13 +12,14 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 class Ledgers:
@@ -52,22 +53,46 @@ class Ledgers:
         return self._made[key]
 
     def _load_or_generate(self, key: tuple[tuple[str, Any], ...], generate: Any) -> Any:
-        import fcntl
-        import hashlib
         import pickle
 
         assert self.shared is not None
+        return self.once(
+            key,
+            ".pickle",
+            lambda: generate(**dict(key)),
+            lambda ledger, path: path.write_bytes(
+                pickle.dumps(ledger, protocol=pickle.HIGHEST_PROTOCOL)
+            ),
+            lambda path: pickle.loads(path.read_bytes()),
+        )
+
+    def once(
+        self,
+        key: object,
+        suffix: str,
+        make: Callable[[], T],
+        write: Callable[[T, Path], object],
+        read: Callable[[Path], T],
+    ) -> T:
+        """``make()`` for ``key``, written in :attr:`shared` (a file ending in ``suffix``) by
+        the first worker that needs it, under a file lock, and read by the others; just made
+        without a shared folder."""
+        import fcntl
+        import hashlib
+
+        if self.shared is None:
+            return make()
         self.shared.mkdir(parents=True, exist_ok=True)
-        path = self.shared / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:20]}.pickle"
+        path = self.shared / f"{hashlib.sha256(repr(key).encode()).hexdigest()[:20]}{suffix}"
         with path.with_suffix(".lock").open("w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             if path.exists():
-                return pickle.loads(path.read_bytes())
-            ledger = generate(**dict(key))
+                return read(path)
+            made = make()
             tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(pickle.dumps(ledger, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(tmp, path)  # a crashed writer leaves no half-written pickle
-            return ledger
+            write(made, tmp)
+            os.replace(tmp, path)  # a crashed writer leaves no half-written file
+            return made
 
 
 #: The process's ledgers (the root conftest's ``ledgers`` fixture hands out this one).

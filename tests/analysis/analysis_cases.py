@@ -65,14 +65,19 @@ def load_case(
 
 @cache  # by value: load_case(1, 0.03) and load_case(1, 0.03, RECORDS, "net") are one case
 def _case(seed: int, rate: float, records: int, balance_model: str, zero_rate: float) -> Case:
-    ledger = LEDGERS(
-        seed=seed,
-        records=records,
-        anomaly_rate=rate,
-        balance_model=balance_model,
-        zero_balance_rate=zero_rate,
+    settings = {"seed": seed, "records": records, "anomaly_rate": rate,
+                "balance_model": balance_model, "zero_balance_rate": zero_rate}  # fmt: skip
+    ledger = LEDGERS(**settings)
+    # Decoded once a run, as the ledger is generated once: every worker asked for the same
+    # cases and decoded them again (Arrow IPC keeps the frame's types as they are).
+    frame = LEDGERS.once(
+        ("case", sorted(settings.items())),
+        ".arrow",
+        lambda: frame_from_bodies(ledger.export_bodies()),
+        lambda made, path: made.write_ipc(path),
+        lambda path: pl.read_ipc(path),
     )
-    return Case(ledger, frame_from_bodies(ledger.export_bodies()))
+    return Case(ledger, frame)
 
 
 def ms(text: str) -> datetime:
