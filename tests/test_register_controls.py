@@ -1,7 +1,8 @@
 """The sign-off's controls with real reports and real processes: a signature and a report of
 one month exclude each other, a report's register events are committed with its pack only (a
 failed or killed report leaves none), ``--as-of`` is read-only. Small notebooks: the register
-and the lock are the point, not the pages (docs/register.md)."""
+and the lock are the point, not the pages (docs/register.md). The report that holds the month
+or is killed is a process of its own; the commands before and after it run in this one."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import nbformat
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, run_cli, small_notebooks
+from tests.factories import cli_env, invoke_cli_all_stderr, small_notebooks
 from txkit.register import read_events
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
@@ -34,8 +35,9 @@ def _books(folder: Path, cell: str) -> Path:
 
 
 def _report(workdir: Path, books: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("report", "--month", MONTH, "--store", str(workdir / "store"), "--notebooks",
-                   str(books), "--no-progress", *extra, cwd=workdir)  # fmt: skip
+    return invoke_cli_all_stderr("report", "--month", MONTH, "--store", str(workdir / "store"),
+                                 "--notebooks", str(books), "--no-progress", *extra,
+                                 cwd=workdir)  # fmt: skip
 
 
 def _start(workdir: Path, books: Path) -> subprocess.Popen[str]:
@@ -66,8 +68,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def _sign(workdir: Path, role: str, name: str, login: str) -> subprocess.CompletedProcess[str]:
-    return run_cli("report", "sign", "--month", MONTH, "--role", role, "--name", name, "--store",
-                   str(workdir / "store"), cwd=workdir, env={"LOGNAME": login})  # fmt: skip
+    return invoke_cli_all_stderr("report", "sign", "--month", MONTH, "--role", role, "--name",
+                                 name, "--store", str(workdir / "store"), cwd=workdir,
+                                 env={"LOGNAME": login})  # fmt: skip
 
 
 def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path) -> None:
@@ -100,8 +103,8 @@ def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path
     assert f"{MONTH} is locked" in err and "--reopen" in err
     assert _files(tmp_path / "reports" / MONTH).keys() == signed_pack.keys()
     assert _runs(tmp_path) == 1  # the refused report left no event
-    verified = run_cli("report", "verify", "--month", MONTH, "--store", str(tmp_path / "store"),
-                       cwd=tmp_path)  # fmt: skip
+    verified = invoke_cli_all_stderr("report", "verify", "--month", MONTH, "--store",
+                                     str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "locked, signed by preparer Ada Obi (login ada)" in verified.stdout
 

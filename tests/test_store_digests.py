@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import forget_digests, run_cli
+from tests.factories import forget_digests, invoke_cli_all_stderr
 from txkit import Client
 from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
@@ -66,7 +66,7 @@ def test_every_file_is_committed_with_its_digest(client: Client, tmp_path: Path)
     assert [c.status for c in checks] == ["ok", "ok"]
     # Other Delta readers ignore the digests (they live in txkit's commit metadata).
     assert pl.scan_delta(str(store)).collect().height == scan_store(store).collect().height
-    done = run_cli("store", "verify", "--store", str(store), cwd=tmp_path)
+    done = invoke_cli_all_stderr("store", "verify", "--store", str(store), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "2 data file(s), 2 verified, 0 damaged or missing" in done.stdout
 
@@ -97,7 +97,7 @@ def test_2000_bytes_overwritten_in_a_months_file_are_a_named_error(
     october = scan_store(store).filter(pl.col("month") == "2026-10").collect()
     assert october.height == read_months(["2026-10"], store=store).height
     # `store verify` lists the file and the repair; exit 1.
-    done = run_cli("store", "verify", "--store", str(store), cwd=tmp_path)
+    done = invoke_cli_all_stderr("store", "verify", "--store", str(store), cwd=tmp_path)
     assert done.returncode == 1
     assert f"damaged: month=2026-09/{part.name} (2026-09)" in done.stdout
     assert f"repair: txkit sync --store {store} --refresh 2026-09" in done.stdout
@@ -162,7 +162,7 @@ def test_files_written_before_digests_still_read_and_are_reported(
     checks = verify_store(store)
     assert {c.status for c in checks} == {"unverified"}
     assert all("it reads" in c.detail for c in checks)
-    done = run_cli("store", "verify", "--store", str(store), cwd=tmp_path)
+    done = invoke_cli_all_stderr("store", "verify", "--store", str(store), cwd=tmp_path)
     assert done.returncode == 0, done.stdout  # nothing damaged: unverified is not damage
     assert "0 verified, 0 damaged or missing, 2 unverified (written before digests)" in done.stdout
     assert f"txkit sync --store {store} --refresh 2026-09 --refresh 2026-10" in done.stdout
@@ -183,7 +183,11 @@ def test_verify_a_version_and_a_missing_file(client: Client, tmp_path: Path) -> 
     with pytest.raises(StoreDamagedError) as info:
         read_months(["2026-10"], store=store)
     assert "is missing" in str(info.value)
-    done = run_cli("store", "verify", "--store", str(store), "--version", "0", cwd=tmp_path)
+    done = invoke_cli_all_stderr(
+        "store", "verify", "--store", str(store), "--version", "0", cwd=tmp_path
+    )
     assert done.returncode == 0 and "table version 0: 1 data file(s), 1 verified" in done.stdout
-    bad = run_cli("store", "verify", "--store", str(store), "--version", "-1", cwd=tmp_path)
+    bad = invoke_cli_all_stderr(
+        "store", "verify", "--store", str(store), "--version", "-1", cwd=tmp_path
+    )
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
