@@ -119,7 +119,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 #: built under a file lock (the other worker sat idle on it for 150 s before); the others' module
 #: fixtures were built once per worker, twice in a run: the privacy run (17 s of CPU), the
 #: register's carry-over reports (7 s), the retention's daily syncs (15 s), the readers' store,
-#: the orders' reports' one kept kernel.
+#: the orders' reports' folder.
 _ONE_WORKER = frozenset(
     {
         "tests/test_register_months.py",

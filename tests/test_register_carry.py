@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -22,19 +21,10 @@ import pytest
 from tests.factories import KEPT_KERNELS_ENV, SessionReport, invoke_cli
 from txkit.money import format_money
 from txkit.register import read_events, register_view
-from txkit.report import keep_kernels
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_kernel() -> Iterator[None]:
-    """The module's three reports run one notebook in one folder: one kernel for all, reset
-    between two reports as between two notebooks of one report."""
-    with keep_kernels():
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,6 @@ from tests.factories import invoke_cli, run_cli
 from txkit.calendar import previous_months
 from txkit.register import read_events, register_view
 from txkit.register._sign import report_digest, signed_versions
-from txkit.report import keep_kernels
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
@@ -176,10 +175,9 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
     """The months, built once per run: with pytest-xdist each worker is a session of
     its own, so the first builds them under a file lock in the run's shared temporary folder
     and the other reads the same (as the shared report does, see conftest.py). The reports
-    run in this process inside one :func:`txkit.report.keep_kernels` block: two kernels run
-    every report's notebooks, each notebook in a kernel reset as between two notebooks of one
-    report (tests/test_report_lanes.py: it sees no name, figure or numbering of the one
-    before)."""
+    run in this process, with the kernels the worker keeps (conftest.py): each notebook in a
+    kernel reset as between two notebooks of one report (tests/test_report_lanes.py: it sees
+    no name, figure or numbering of the one before)."""
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     workdir, done = root / "register-months", root / "register-months.json"
@@ -188,8 +186,7 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Months:
         if not done.exists():
             shutil.rmtree(workdir, ignore_errors=True)  # a half-built one of a crashed worker
             workdir.mkdir()
-            with keep_kernels():  # two kernels for the fourteen reports, not 26
-                outcome = _build(workdir)
+            outcome = _build(workdir)
             done.write_text(json.dumps(outcome))
     got = json.loads(done.read_text())
     return Months(

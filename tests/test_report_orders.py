@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-from collections.abc import Iterator
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -19,7 +18,6 @@ import polars as pl
 import pytest
 
 from tests.factories import KEPT_KERNELS_ENV, SessionReport, invoke_cli
-from txkit.report import keep_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -41,15 +39,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory, session_report: SessionRep
     (folder / "books").mkdir()
     (folder / "books/02_reconciliation.ipynb").symlink_to(NOTEBOOKS / "02_reconciliation.ipynb")
     return folder
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_kernel() -> Iterator[None]:
-    """The module's reports run one notebook in the same folder, data and environment: one
-    kernel for all, reset between two reports as between two notebooks of one report
-    (:func:`txkit.report.keep_kernels`), not a kernel start and its imports for each."""
-    with keep_kernels():
-        yield
 
 
 def _sandbox_orders(workdir: Path) -> pl.DataFrame:
