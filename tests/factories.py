@@ -39,6 +39,7 @@ class Ledgers:
 
     def __call__(self, **settings: Any) -> Any:
         import inspect
+        import pickle
 
         from txkit.sandbox.ledger import generate_ledger  # not txkit.sandbox's: see _isolated
 
@@ -46,25 +47,16 @@ class Ledgers:
         bound.apply_defaults()  # seed=7 and seed=7, records=20_000 are one ledger
         key = tuple(sorted(bound.arguments.items()))
         if key not in self._made:
-            if self.shared is None:
-                self._made[key] = generate_ledger(**bound.arguments)
-            else:
-                self._made[key] = self._load_or_generate(key, generate_ledger)
+            self._made[key] = self.once(
+                key,
+                ".pickle",
+                lambda: generate_ledger(**bound.arguments),
+                lambda ledger, path: path.write_bytes(
+                    pickle.dumps(ledger, protocol=pickle.HIGHEST_PROTOCOL)
+                ),
+                lambda path: pickle.loads(path.read_bytes()),
+            )
         return self._made[key]
-
-    def _load_or_generate(self, key: tuple[tuple[str, Any], ...], generate: Any) -> Any:
-        import pickle
-
-        assert self.shared is not None
-        return self.once(
-            key,
-            ".pickle",
-            lambda: generate(**dict(key)),
-            lambda ledger, path: path.write_bytes(
-                pickle.dumps(ledger, protocol=pickle.HIGHEST_PROTOCOL)
-            ),
-            lambda path: pickle.loads(path.read_bytes()),
-        )
 
     def once(
         self,
