@@ -253,3 +253,19 @@ def test_report_with_repeat_underpayers_shows_no_customer_data(
             for value, needle in needles:
                 assert needle not in data, f"unmasked customer data {value!r} in {file}"
             assert not looks_unmasked(data.decode(errors="replace")), file
+
+
+@pytest.mark.report
+def test_a_report_of_the_service_does_not_take_the_sandboxs_bank_statements(
+    configured_run: ConfiguredRun,
+) -> None:
+    """The kernels are given no key: left to decide ``auto`` themselves, 06 read the embedded
+    sandbox's bank account for the service's month while the close summary, in the report's
+    own process, said no statement was given. Both say the latter now."""
+    assert configured_run.report.returncode == 0, configured_run.report.stderr
+    folder = configured_run.workdir / "reports/2026-10"
+    for page in ("06_settlements.html", "00_close_summary.html"):
+        text = (folder / page).read_text()
+        assert "embedded sandbox's bank account" not in text, page
+        assert "none given" in text, page
+    assert not list(configured_run.workdir.glob("data/sandbox/cache/*/bank"))

@@ -40,6 +40,7 @@ from txkit.register import ITEMS_SUFFIX, wallet_items
 __all__ = [
     "load_bank_statements",
     "publish_table",
+    "resolve_bank_statements",
     "sandbox_statements",
     "settlement_findings",
     "wallet_differences_line",
@@ -61,6 +62,18 @@ def sandbox_statements(month: str) -> list[str]:
         for m in (month, nxt)
         if (folder / f"statement_{m}{_SANDBOX_FORMAT}").is_file()
     ]
+
+
+def resolve_bank_statements(
+    bank_statements: str | Sequence[str] | None,
+) -> str | Sequence[str] | None:
+    """``auto`` made what it means here: none with a key configured (the service's data is
+    not checked against the sandbox's bank), ``sandbox`` without; anything else as given. A
+    report resolves it in its own process and hands the kernels the result: they are given
+    no key, and would take the sandbox's statements for the service's month."""
+    if bank_statements == "auto":
+        return None if key_configured() else "sandbox"
+    return bank_statements
 
 
 def load_bank_statements(
@@ -87,8 +100,7 @@ def load_bank_statements(
         DataFileError: a statement cannot be read as it is (its line and what to do).
     """
     month = parse_month(month)
-    if bank_statements == "auto":
-        bank_statements = None if key_configured() else "sandbox"
+    bank_statements = resolve_bank_statements(bank_statements)
     origin = ""
     if bank_statements == "sandbox":
         paths = sandbox_statements(month)
