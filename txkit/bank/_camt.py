@@ -36,6 +36,7 @@ loads no DTD and reaches no network. No camt.053 reader on PyPI is both well kep
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import re
 from dataclasses import dataclass
@@ -72,19 +73,22 @@ def _local(element: etree._Element) -> str:
     return tag.rpartition("}")[2] if isinstance(tag, str) else ""
 
 
-def _ns(element: etree._Element) -> str:
-    """A camt.053 has one namespace: the root's holds for its children."""
-    tag = element.tag
-    return tag[: tag.find("}") + 1] if isinstance(tag, str) and tag.startswith("{") else ""
+@functools.lru_cache(maxsize=512)  # bounded: a hostile file may give each entry a namespace
+def _path(tag: str, names: tuple[str, ...]) -> str:
+    """``names`` below an element of ``tag``, in its namespace (a camt.053 has one: the root's
+    holds for its children)."""
+    ns = tag[: tag.find("}") + 1] if tag.startswith("{") else ""
+    return "/".join(ns + name for name in names)
 
 
 def _child(element: etree._Element, *names: str) -> etree._Element | None:
-    ns = _ns(element)
-    return element.find("/".join(ns + name for name in names))
+    tag = element.tag
+    return element.find(_path(tag if isinstance(tag, str) else "", names))
 
 
 def _children(element: etree._Element, name: str) -> list[etree._Element]:
-    return element.findall(_ns(element) + name)
+    tag = element.tag
+    return element.findall(_path(tag if isinstance(tag, str) else "", (name,)))
 
 
 def _text(element: etree._Element, *names: str) -> str | None:
