@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from txkit.errors import NotebookFailedError
-from txkit.notebook import resolve_bank_statements
 from txkit.report._html import Section, page_html, summary_of, title_of
 from txkit.report._kernels import (
     kept_lanes,
@@ -47,7 +46,7 @@ def _parameters(plan: ReportPlan, manifest: MonthManifest, staging: Path) -> dic
         "orders": plan.orders,
         "show_pii": plan.show_pii,
         "downloads": str(staging.resolve()),
-        "bank_statements": resolve_bank_statements(plan.bank_statements or "auto"),
+        "bank_statements": plan.bank_source,
         "bank_columns": plan.bank_columns,
         "orders_columns": plan.orders_columns,
     }

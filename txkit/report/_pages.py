@@ -142,9 +142,7 @@ def write_close_summary(
     records = scan_store(plan.store, version=manifest.table_version).filter(
         pl.col("month") == plan.month
     )
-    bank, bank_info = load_bank_statements(
-        plan.bank_statements or "auto", plan.month, columns=plan.bank_columns
-    )
+    bank, bank_info = load_bank_statements(plan.bank_source, plan.month, columns=plan.bank_columns)
     figures = close_figures(staging, plan.month, records=records, bank=bank, material=material)
     version = (
         "" if manifest.table_version is None else f" at table version {manifest.table_version}"

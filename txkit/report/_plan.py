@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -20,7 +20,7 @@ from txkit.calendar import month_bounds, no_records_line, parse_month, previous_
 from txkit.config import default_store, key_configured
 from txkit.errors import NoRecordsError, TxkitError
 from txkit.files import check_input
-from txkit.notebook import LoadInfo, load_orders_file
+from txkit.notebook import LoadInfo, load_orders_file, resolve_bank_statements
 from txkit.register import retention_policy
 from txkit.store import (
     MonthManifest,
@@ -183,6 +183,12 @@ class ReportPlan:
     bank_columns: str | None = None
     show_pii: bool = False
     orders_columns: str | None = None
+
+    @property
+    def bank_source(self) -> str | Sequence[str] | None:
+        """What the settlements page and the close summary both read: the statements given,
+        else ``auto`` resolved here (the kernels are given no key to resolve it themselves)."""
+        return resolve_bank_statements(self.bank_statements or "auto")
 
 
 def resolved_store(store: str | Path) -> str:
