@@ -113,3 +113,12 @@ def test_relative_links_resolve(page: Path) -> None:
             if fragment not in anchors:
                 broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    """docs/README.md is where a reader finds a page: a page it leaves out is not found."""
+    index = (DOCS / "README.md").read_text(encoding="utf-8")
+    listed = set(_LINK.findall(index))
+    pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
+    missing = sorted(p for p in pages if p not in listed)
+    assert not missing, f"docs/README.md does not list {missing}"
