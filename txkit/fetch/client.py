@@ -194,7 +194,7 @@ def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-# key_fingerprint's PBKDF2 costs about 30 ms, and a store syncs again and again with one key: each
+# key_fingerprint's PBKDF2 is slow by design, and a store syncs again and again with one key: each
 # (salt, key) is hashed once per process. Looked up by a SHA-256 of both, so the cache holds no key.
 _FINGERPRINTS: dict[bytes, str] = {}
 _FINGERPRINTS_KEPT = 64
