@@ -13,7 +13,9 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.factories import run_cli
@@ -174,3 +176,24 @@ def test_a_base_url_with_a_query_or_fragment_is_refused_naming_the_part(
     message = str(info.value)
     assert message.startswith("TXKIT_BASE_URL (from the base_url argument (--base-url)) holds ")
     assert part in message and "s3cr3tpw" not in message and "mode=test" not in message
+
+
+def test_a_request_that_would_reach_a_proxy_over_plain_http_is_refused(
+    monkeypatch: pytest.MonkeyPatch, proxy: CapturingProxy
+) -> None:
+    """The last guard, before each request: were a proxy ever mounted for a plain-http base
+    (here httpx made to read the environment's), the request is refused, not sent."""
+    original = httpx.Client.__init__
+
+    def trusting(self: httpx.Client, *args: Any, **kw: Any) -> None:
+        original(self, *args, **{**kw, "trust_env": True})
+
+    monkeypatch.setattr(httpx.Client, "__init__", trusting)
+    for name, value in proxy.env().items():
+        monkeypatch.setenv(name, value)
+    with HostileServer(lambda seen: ok_page(3)) as server:
+        refused = pytest.raises(ConfigError, match="over plain http:// through a proxy")
+        with Client(server.base_url, KEY, env_file=None) as client, refused as info:
+            client.get_transactions({})
+        assert server.seen == []
+    assert proxy.seen == [] and KEY not in str(info.value)

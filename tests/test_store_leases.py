@@ -22,7 +22,7 @@ import pytest
 
 from tests.factories import cli_env, run_cli, small_notebooks
 from txkit import Client
-from txkit.store import sync
+from txkit.store import objects, sync
 from txkit.store._lease import LEASES_DIR
 from txkit.store._table import log_versions
 
@@ -141,3 +141,36 @@ def test_a_killed_holders_lease_holds_nothing(tmp_path: Path, sandboxes) -> None
     assert versions[0] not in log_versions(store) and _leases(store) == []
     removed = json.loads((store / LEASES_DIR / "removed.json").read_text())
     assert removed[-1]["by"] == "txkit store vacuum" and versions[0] in removed[-1]["dropped"]
+
+
+@pytest.mark.s3
+def test_leases_on_object_storage_are_objects_that_age_out(
+    aws: dict[str, str], sandboxes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No lock on S3: a lease is an object, live for LEASE_MAX_AGE; removals are recorded
+    there too, and a vanished version names what removed it."""
+    from datetime import timedelta
+
+    from txkit.store import Lease, RetentionPolicy, _lease, vacuum_store
+
+    store = "s3://txkit/leases"
+    box = sandboxes.get(seed=21, records=2_000)
+    with Client(box.base_url, box.secret_key, env_file=None) as client:
+        for day in (date(2026, 8, 20), date(2026, 8, 21), date(2026, 8, 22)):
+            sync(client, start="2026-08-01", end=day, store=store, today=day, retention=False,
+                 progress=False)  # fmt: skip
+    policy = RetentionPolicy(keep_days=0, reports=None)
+    first, second = log_versions(store)[:2]
+    with Lease(store, "a test holder") as lease:
+        assert lease.hold(lambda: first, lambda v: v) == first
+        kept = vacuum_store(store, policy=policy, grace=timedelta(0))
+        assert kept.kept[first].startswith("held by a running a test holder (pid ")
+        assert first in log_versions(store) and second not in log_versions(store)
+        assert lease.vanished() is None
+        monkeypatch.setattr(_lease, "LEASE_MAX_AGE", timedelta(0))  # as if 12 hours old
+        vacuum_store(store, policy=policy, grace=timedelta(0))
+        assert first not in log_versions(store)
+        gone = lease.vanished()
+        assert gone is not None and f"table version {first} of the store {store}" in str(gone)
+        assert "by txkit store vacuum (pid " in str(gone)
+    assert not [o for o in objects(store).list(LEASES_DIR) if "lease-" in o.rel]
