@@ -3,7 +3,9 @@
 Every error txkit raises on purpose derives from :class:`TxkitError`::
 
     TxkitError
-    ├── ConfigError               missing key or base URL, a key about to be sent over plain http
+    ├── ConfigError               a setting that cannot be used (key, base URL, TXKIT_*, .env,
+    │                             txkit.toml, materiality.toml), or the key about to go elsewhere
+    │                             than the service (the CLI exits 2)
     ├── ApiError                  the service answered, but not with what was asked for
     │   ├── AuthError             401 (key rejected) and 403 (forbidden, e.g. IP not whitelisted)
     │   ├── BadRequestError       400, 404, 409, 422: the request itself is wrong; never retried

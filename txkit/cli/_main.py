@@ -3,8 +3,8 @@
 The secret key is never a flag: it comes from ``TXKIT_SECRET_KEY`` or a ``.env`` file.
 Errors are printed as one scrubbed line (``txkit: error: ...``), never as a traceback, by one
 top-level handler (:func:`describe_failure`); exit codes: 0 success, 1 any failure (HTTP,
-format, incomplete export, file system), 2 only the user's own bad arguments. Output paths are
-checked (a probe file is written) before any request is sent.
+format, incomplete export, file system), 2 only the user's own bad arguments and settings (a
+``ConfigError``). Output paths are checked (a probe file is written) before any request is sent.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from txkit._scrub import install_log_filter, scrub
 from txkit.cli import _exceptions, _export, _probe, _report, _sandbox, _store, _sync
-from txkit.errors import StoreError, TxkitError, one_line
+from txkit.errors import ConfigError, StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
 from txkit.output import check_writable
@@ -73,8 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``txkit`` command line; returns the process exit code.
 
     Every failure is one scrubbed line on stderr (``txkit: error: ...``) naming what went wrong
-    and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
-    validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
+    and what to do: exit 2 for the user's own bad arguments and settings (argparse, a
+    ``ConfigError``, or a ``ValueError`` from validating them before any request was sent), 1
+    for everything else, 130 on Ctrl-C.
     """
     parser = build_parser()
     args = parser.parse_args(_spelled(sys.argv[1:] if argv is None else argv))
@@ -161,11 +162,14 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         after_requests: whether the command had sent a request before it failed.
 
     Returns:
-        ``(code, message)``: 2 only for a ``ValueError`` (or a ``DataFileError``: a file the
-        user gave) raised before any request was sent (the user's arguments); 1 for anything
-        else.
+        ``(code, message)``: 2 for a ``ConfigError`` (the user's settings: ``TXKIT_*``,
+        ``.env``, ``txkit.toml``, ``materiality.toml``, whenever it is found) and for a
+        ``ValueError`` (or a ``DataFileError``: a file the user gave) raised before any request
+        was sent (the user's arguments); 1 for anything else.
     """
     text = one_line(exc)
+    if isinstance(exc, ConfigError):
+        return 2, f"ConfigError: {text}"
     if isinstance(exc, ValueError) and not after_requests:
         return 2, text  # also a StoreVersionError, and a DataFileError (a file the user gave)
     if isinstance(exc, TxkitError):

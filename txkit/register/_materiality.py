@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Final
 
+from txkit.config import read_settings_toml
 from txkit.money import format_money
 
 __all__ = ["CONFIG_FILE", "Materiality", "load_materiality"]
@@ -89,16 +89,17 @@ def load_materiality(folder: str | os.PathLike[str] | None = None) -> Materialit
     defaults when there is none.
 
     Raises:
-        ValueError: the file is not TOML, has unknown keys, or a value is not a decimal string
+        ConfigError: the file cannot be read, is not TOML or is out of bounds
+            (:func:`~txkit.config.read_settings_toml`).
+        ValueError: the file has unknown keys, or a value is not a decimal string
             (one line naming the file, the key and what is accepted).
     """
     path = Path(folder or ".") / CONFIG_FILE
     if not path.is_file():
         return Materiality()
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid TOML ({exc}): fix it or delete it") from None
+    doc = read_settings_toml(
+        path, 'relative = "0.05" and an [absolute] table of CURRENCY = "amount"'
+    )
     unknown = sorted(set(doc) - {"relative", "absolute"})
     if unknown:
         raise ValueError(

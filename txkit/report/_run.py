@@ -28,6 +28,7 @@ from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
 from txkit.register import (
+    Materiality,
     Target,
     history_block,
     load_materiality,
@@ -43,6 +44,7 @@ from txkit.report._manifest import ReportManifest, record_register, write_manife
 from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
 from txkit.report._plan import (
     Notes,
+    OrdersCheck,
     ReportPlan,
     ReportRequest,
     check_orders,
@@ -51,7 +53,7 @@ from txkit.report._plan import (
     sync_for_report,
 )
 from txkit.report._publish import publish, stage
-from txkit.store import SyncResult
+from txkit.store import Lease, MonthManifest, SyncResult
 
 __all__ = ["ReportResult", "run", "run_report"]
 
@@ -175,7 +177,31 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     if checked is None:  # the sandbox's orders are written by its first start: after the sync
         checked = check_orders(plan.orders, plan.month)
         notes.add(checked.note)
-    manifest = month_manifest(plan)
+    # The version read is held against the retention policy until the report is published
+    # (then its report.json cites it): a vacuum meanwhile removed it under the notebooks.
+    with Lease(plan.store, f"txkit report --month {plan.month}") as lease:
+        manifest = lease.hold(lambda: month_manifest(plan), lambda m: m.table_version)
+        try:
+            final, timings = _render(request, plan, notes, target, manifest, materiality, checked)
+        except Exception as exc:
+            vanished = lease.vanished()
+            if vanished is not None:  # what removed it, not "no table version N" (exit 2)
+                raise vanished from exc
+            raise
+    return ReportResult(final / "index.html", timings, synced, sync_seconds, notes.lines)
+
+
+def _render(
+    request: ReportRequest,
+    plan: ReportPlan,
+    notes: Notes,
+    target: Target,
+    manifest: MonthManifest,
+    materiality: Materiality,
+    checked: OrdersCheck,
+) -> tuple[Path, dict[str, float]]:
+    """Run the notebooks on ``manifest``'s version and publish the pack; its folder and the
+    notebooks' seconds."""
     staging = stage(request.out, plan.month)
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
@@ -211,4 +237,4 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return ReportResult(final / "index.html", timings, synced, sync_seconds, notes.lines)
+    return final, timings
