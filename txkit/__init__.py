@@ -7,6 +7,9 @@ Example:
     ...                                  end="2026-10-31")
 """
 
+#: txkit's version, written here only: pyproject.toml and `txkit --version` read it.
+__version__ = "0.1.0"
+
 from txkit.analysis.activity import activity_history
 from txkit.analysis.orders import read_orders
 from txkit.errors import (

@@ -79,6 +79,7 @@ __all__ = [
     "NotebookFailedError",
     "ParameterError",
     "ProfileWarning",
+    "ProjectError",
     "RateLimitedError",
     "RecordsMovingError",
     "RegisterFormatError",
@@ -220,6 +221,11 @@ class TxkitError(Exception):
 class ParameterError(TxkitError, ValueError):
     """An argument or notebook parameter that is not accepted (``month = "2026-5"``, an
     unknown ``source``); the message names it and the accepted values."""
+
+
+class ProjectError(TxkitError, ValueError):
+    """A close project cannot be made or updated as asked (``txkit init`` on an existing
+    project, ``txkit notebooks`` outside one); the message names the folder and what to do."""
 
 
 class ConfigError(TxkitError):
