@@ -23,6 +23,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │                             calendar): nothing computed from nothing (also a ``ValueError``)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
+    ├── ProjectError              a close project cannot be made or updated as asked (``txkit
+    │                             init`` on an existing one): names the folder (a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
     │   │                         an old format, a folder that is not a store, cannot write)
     │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile

@@ -27,6 +27,7 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
+from txkit.notebook import sandbox_statements
 from txkit.register import (
     Target,
     history_block,
@@ -175,6 +176,9 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     if checked is None:  # the sandbox's orders are written by its first start: after the sync
         checked = check_orders(plan.orders, plan.month)
         notes.add(checked.note)
+    if plan.bank_source == "sandbox":  # where they are, for the analyst who looks for them
+        shown = ", ".join(config.shown_path(p) for p in sandbox_statements(plan.month))
+        notes.add(f"bank statements: the embedded sandbox's ({shown or 'none for the month'})")
     manifest = month_manifest(plan)
     staging = stage(request.out, plan.month)
     try:
