@@ -113,7 +113,7 @@ def test_the_installed_wheel_closes_a_month_in_a_project_outside_the_checkout(
     assert (acme / "reports" / "2026-10" / "index.html").is_file()
     assert f"index: {(acme / 'reports' / '2026-10' / 'index.html').resolve()}" in report.stdout
     assert "orders: the embedded sandbox's merchant orders (data/sandbox/" in report.stdout
-    assert "bank statements: the embedded sandbox's (data/sandbox/" in report.stdout
+    assert "bank statements: the embedded sandbox's in data/sandbox/cache/" in report.stdout
 
     books = acme / "notebooks"
     python = str(venv / "bin" / "python")

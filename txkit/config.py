@@ -521,12 +521,14 @@ def project_path(path: str | os.PathLike[str]) -> Path:
 
 def shown_path(path: str | os.PathLike[str]) -> str:
     """``path`` as messages and pages show it: relative to the project folder when inside it
-    (``data/sandbox/cache/.../orders.csv``, the same in every run), else absolute."""
+    (``data/sandbox/cache/.../orders.csv``, the same in every run), else to the data folder's
+    parent (a report's kernel gets the project's data folder as an absolute
+    ``TXKIT_DATA_DIR``), else absolute."""
     absolute = Path(path).absolute()
-    try:
-        return absolute.relative_to(project_dir().absolute()).as_posix()
-    except ValueError:
-        return str(absolute)
+    for base in (project_dir(), data_dir().parent):
+        if absolute.is_relative_to(base.absolute()):
+            return absolute.relative_to(base.absolute()).as_posix()
+    return str(absolute)
 
 
 def not_found(path: str | os.PathLike[str]) -> str:

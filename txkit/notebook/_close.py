@@ -104,8 +104,7 @@ def load_bank_statements(
     origin = ""
     if bank_statements == "sandbox":
         paths = sandbox_statements(month)
-        shown = ", ".join(shown_path(p) for p in paths)
-        origin = f"the embedded sandbox's bank account ({shown}): "
+        origin = f"the embedded sandbox's bank account ({shown_path(sandbox_files() / 'bank')}/): "
     elif isinstance(bank_statements, str):
         paths = [str(project_path(bank_statements))]
     else:

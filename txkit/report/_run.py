@@ -177,8 +177,10 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         checked = check_orders(plan.orders, plan.month)
         notes.add(checked.note)
     if plan.bank_source == "sandbox":  # where they are, for the analyst who looks for them
-        shown = ", ".join(config.shown_path(p) for p in sandbox_statements(plan.month))
-        notes.add(f"bank statements: the embedded sandbox's ({shown or 'none for the month'})")
+        files = [Path(p) for p in sandbox_statements(plan.month)]
+        names = ", ".join(p.name for p in files) or "none for the month"
+        where = f" in {config.shown_path(files[0].parent)}/" if files else ""
+        notes.add(f"bank statements: the embedded sandbox's{where}: {names}")
     manifest = month_manifest(plan)
     staging = stage(request.out, plan.month)
     try:
