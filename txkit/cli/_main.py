@@ -134,7 +134,7 @@ def _configure_logging(verbose: bool) -> None:
 def _in_project(args: argparse.Namespace) -> None:
     """Every relative path of the command read from the project folder (the working folder or
     the nearest one above it with a ``txkit.toml``), as a notebook reads its parameters."""
-    for name in ("out", "output", "notebooks", "orders"):
+    for name in ("out", "output", "notebooks", "orders", "reports", "data_dir", "file"):
         value = getattr(args, name, None)
         if value and not (name == "orders" and value in ("auto", "sandbox")):
             setattr(args, name, str(config.project_path(value)))
