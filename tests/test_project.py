@@ -198,3 +198,16 @@ def test_the_report_leaves_out_a_curated_version_written_beside(tmp_path: Path) 
     for name in ("01_explore.ipynb", "01_explore.curated-0.2.0.ipynb", "02_x.ipynb"):
         (tmp_path / name).write_text("{}")
     assert [p.name for p in _notebooks(tmp_path)] == ["01_explore.ipynb", "02_x.ipynb"]
+
+
+def test_init_that_fails_leaves_nothing_behind(
+    tmp_path: Path, jupyter_data: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import txkit.project._curated as curated
+
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(curated, "curated_dir", lambda: tmp_path / "empty")  # a broken install
+    (tmp_path / "acme").mkdir()
+    done = invoke_cli("init", "acme", cwd=tmp_path, env=jupyter_data)
+    assert done.returncode == 2 and "no curated notebooks in" in done.stderr
+    assert list((tmp_path / "acme").iterdir()) == []
