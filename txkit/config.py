@@ -75,6 +75,7 @@ __all__ = [
     "ORDERS_COLUMNS_VAR",
     "PROGRESS_VAR",
     "PROJECT_FILES",
+    "PROJECT_MARK",
     "REPORTS_DIR",
     "SANDBOX",
     "SECRET_KEY_VAR",
@@ -99,10 +100,12 @@ __all__ = [
     "max_input_bytes",
     "max_retries_setting",
     "max_total_setting",
+    "not_found",
     "orders_columns_setting",
     "orders_path",
     "progress_setting",
     "project_dir",
+    "project_path",
     "read_setting",
     "read_settings_bytes",
     "read_settings_toml",
@@ -113,6 +116,7 @@ __all__ = [
     "sandbox_data_dir",
     "sandbox_ledger_file",
     "setting_value",
+    "shown_path",
     "store_for_url",
     "store_keep_days",
     "store_root",
@@ -566,9 +570,12 @@ def key_configured(env_file: str | os.PathLike[str] | None = ".env") -> bool:
 # Shared defaults ---------------------------------------------------------------------------
 
 
+#: The file that marks a close project (``txkit init`` writes it): its settings.
+PROJECT_MARK = "txkit.toml"
 #: What marks the project folder (see :func:`project_dir`): a file of the project, or its
-#: curated notebooks (``notebooks/NN_topic.ipynb``).
-PROJECT_FILES = ("pyproject.toml", "materiality.toml", ".env")
+#: curated notebooks (``notebooks/NN_topic.ipynb``). txkit's own repository is a project too
+#: (its ``pyproject.toml``), so ``make report`` runs there.
+PROJECT_FILES = (PROJECT_MARK, "pyproject.toml", "materiality.toml", ".env")
 
 
 def _is_project(folder: Path) -> bool:
@@ -582,8 +589,9 @@ def project_dir() -> Path:
     """The project folder: the one ``txkit`` and ``make`` run in, holding ``data/``,
     ``reports/``, ``notebooks/``, ``.env`` and ``materiality.toml``.
 
-    It is the working folder or the nearest folder above it that holds ``pyproject.toml``,
-    ``materiality.toml``, ``.env`` or the curated notebooks; else the working folder. So a
+    It is the working folder or the nearest folder above it that holds ``txkit.toml`` (what
+    ``txkit init`` writes), ``pyproject.toml``, ``materiality.toml``, ``.env`` or the curated
+    notebooks; else the working folder. So a
     notebook finds the same data, reports, key and register whether its kernel runs in
     ``notebooks/`` (JupyterLab), in the report's staging folder or in any subfolder: in
     JupyterLab, ``reports/`` resolved against ``notebooks/`` held no report, and the trends
@@ -597,6 +605,36 @@ def project_dir() -> Path:
     return Path(".")
 
 
+def project_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as txkit reads it: relative to the project folder (:func:`project_dir`),
+    whatever folder txkit runs in (a notebook's kernel runs in ``notebooks/``). The one rule
+    for every relative path: command-line flags, notebook parameters, ``TXKIT_*`` folders.
+    Returned relative (``inputs/orders.csv``) when the project is the working folder."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else project_dir() / path
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as messages and pages show it: relative to the project folder when inside it
+    (``data/sandbox/cache/.../orders.csv``, the same in every run), else to the data folder's
+    parent (a report's kernel gets the project's data folder as an absolute
+    ``TXKIT_DATA_DIR``), else absolute."""
+    absolute = Path(path).absolute()
+    for base in (project_dir(), data_dir().parent):
+        if absolute.is_relative_to(base.absolute()):
+            return absolute.relative_to(base.absolute()).as_posix()
+    return str(absolute)
+
+
+def not_found(path: str | os.PathLike[str]) -> str:
+    """Where a missing file was looked for, for every "no such file": ``(looked in FOLDER,
+    the project folder)`` or ``(looked in FOLDER)``."""
+    folder = Path(path).absolute().parent
+    project = project_dir().absolute()
+    what = ", the project folder" if folder == project else ""
+    return f"looked in {folder}{what}"
+
+
 def reports_dir() -> Path:
     """The reports folder of the project (:func:`project_dir`): where ``txkit report`` writes
     ``YYYY-MM/`` when run there, and where a notebook finds the reports of earlier months."""
@@ -608,7 +646,7 @@ def data_dir() -> Path:
     (:func:`project_dir`), also from its ``notebooks/`` (JupyterLab starts a notebook's kernel
     there; a second sandbox cache and store appeared under ``notebooks/data/``)."""
     if os.environ.get(DATA_DIR_VAR):
-        return Path(os.environ[DATA_DIR_VAR])
+        return project_path(os.environ[DATA_DIR_VAR])
     return project_dir() / "data"
 
 
@@ -616,7 +654,7 @@ def cache_dir() -> Path:
     """What txkit can make again, shared by every project of this user: ``TXKIT_CACHE_DIR``
     when set, else the user's cache folder (``~/.cache/txkit`` on Linux)."""
     if os.environ.get(CACHE_DIR_VAR):
-        return Path(os.environ[CACHE_DIR_VAR])
+        return project_path(os.environ[CACHE_DIR_VAR])
     return platformdirs.user_cache_path("txkit")
 
 
@@ -637,12 +675,15 @@ def orders_path() -> Path:
 
 
 def resolve_orders(orders: str | None) -> str:
-    """The orders a reconciliation reads: ``orders`` as given, else (None or ``"auto"``)
+    """The orders a reconciliation reads: ``orders`` as given (a relative path: to the project
+    folder, :func:`project_path`), else (None or ``"auto"``)
     :func:`orders_path` when a key is configured and ``"sandbox"`` (the embedded sandbox's
     own orders) without one."""
     if orders is None or orders == "auto":
         return str(orders_path()) if key_configured() else "sandbox"
-    return orders
+    if orders == "sandbox":
+        return orders
+    return str(project_path(orders))
 
 
 def store_for_url(url: str) -> Path:

@@ -32,6 +32,7 @@ import polars as pl
 from txkit.config import (
     BANK_COLUMNS_VAR,
     ORDERS_COLUMNS_VAR,
+    PROJECT_MARK,
     bank_columns_setting,
     data_dir,
     orders_columns_setting,
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 #: The project's settings file (in the folder txkit runs in, beside ``materiality.toml``).
-SETTINGS_FILE: Final = "txkit.toml"
+SETTINGS_FILE: Final = PROJECT_MARK
 #: What a status mapped to ``ignore`` means: the order is left out (and counted).
 IGNORE: Final = "ignore"
 

@@ -18,8 +18,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import txkit
+from txkit import config
 from txkit._scrub import install_log_filter, scrub
-from txkit.cli import _exceptions, _export, _probe, _report, _sandbox, _store, _sync
+from txkit.cli import (
+    _exceptions,
+    _export,
+    _probe,
+    _project,
+    _report,
+    _sandbox,
+    _store,
+    _sync,
+)
 from txkit.errors import ConfigError, StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
@@ -45,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log every retry (DEBUG) and pass"
     )
+    parser.add_argument("--version", action="version", version=f"txkit {txkit.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _project.add_parser(sub)
     _sandbox.add_parser(sub)
     _export.add_parser(sub)
     _sync.add_parser(sub)
@@ -83,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose)
     sent_before = requests_started()
     try:
+        _in_project(args)
         _check_paths(args)
         with quiet_logging():
             return int(args.func(args) or 0)
@@ -116,6 +130,20 @@ def _configure_logging(verbose: bool) -> None:
         install_log_filter(handler)
     if verbose:
         logging.getLogger("txkit").setLevel(logging.DEBUG)
+
+
+def _in_project(args: argparse.Namespace) -> None:
+    """Every relative path of the command read from the project folder (the working folder or
+    the nearest one above it with a ``txkit.toml``), as a notebook reads its parameters."""
+    for name in ("out", "output", "notebooks", "orders", "reports", "data_dir", "file"):
+        value = getattr(args, name, None)
+        if value and not (name == "orders" and value in ("auto", "sandbox")):
+            setattr(args, name, str(config.project_path(value)))
+    if getattr(args, "bank_statements", None):
+        args.bank_statements = [str(config.project_path(p)) for p in args.bank_statements]
+    store = getattr(args, "store", None)
+    if store and "://" not in str(store):
+        args.store = str(config.project_path(store))
 
 
 def _check_paths(args: argparse.Namespace) -> None:

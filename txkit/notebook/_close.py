@@ -28,7 +28,7 @@ from txkit.analysis.columns import BANK, column_setting
 from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
-from txkit.config import key_configured
+from txkit.config import key_configured, project_path, shown_path
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
@@ -104,11 +104,11 @@ def load_bank_statements(
     origin = ""
     if bank_statements == "sandbox":
         paths = sandbox_statements(month)
-        origin = "the embedded sandbox's bank account: "
+        origin = f"the embedded sandbox's bank account ({shown_path(sandbox_files() / 'bank')}/): "
     elif isinstance(bank_statements, str):
-        paths = [bank_statements]
+        paths = [str(project_path(bank_statements))]
     else:
-        paths = list(bank_statements or [])
+        paths = [str(project_path(p)) for p in bank_statements or []]
     first, last = month_bounds(month)
     if not paths:
         note = (

@@ -240,11 +240,13 @@ def sandbox_calendar() -> tuple[date, date] | None:
 
 
 def _notebooks(folder: Path) -> list[Path]:
-    found = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    # Not NN_topic.curated-0.2.0.ipynb: the new version `txkit notebooks update` wrote beside an
+    # edited one, until the analyst carries the edits over.
+    found = sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb") if "." not in p.stem)
     if not found:
         raise ValueError(
-            f"no curated notebooks (NN_topic.ipynb) in {folder}: run from the project folder "
-            "or pass --notebooks DIR"
+            f"no curated notebooks (NN_topic.ipynb) in {folder.absolute()}: run in a close "
+            "project (`txkit init DIR` makes one) or pass --notebooks DIR"
         )
     return found
 
@@ -269,7 +271,8 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
             check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
         if not Path(orders).is_file():
             raise ValueError(
-                f"no orders file {orders!r} for the reconciliation: pass --orders PATH (CSV, "
+                f"no orders file {orders!r} for the reconciliation ({config.not_found(orders)}): "
+                "pass --orders PATH (CSV, "
                 "Parquet or a spreadsheet with reference, amount, currency and optionally status, "
                 "date; a shop's export with --orders-columns shopify, woocommerce or stripe)"
             )
@@ -283,6 +286,7 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
     if statements:
         bank_mapping = column_setting(BANK, request.bank_columns)
         # read before resolving: a symbolic link loop is named as one, not a RuntimeError
+        statements = [str(config.project_path(p)) for p in statements]
         notes.add(read_statements(statements, columns=bank_mapping).describe())
         statements = [str(Path(p).resolve()) for p in statements]
     since, until = sync_range(month, sandbox_calendar())

@@ -27,6 +27,7 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
+from txkit.notebook import sandbox_statements
 from txkit.register import (
     Materiality,
     Target,
@@ -177,6 +178,11 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     if checked is None:  # the sandbox's orders are written by its first start: after the sync
         checked = check_orders(plan.orders, plan.month)
         notes.add(checked.note)
+    if plan.bank_source == "sandbox":  # where they are, for the analyst who looks for them
+        files = [Path(p) for p in sandbox_statements(plan.month)]
+        names = ", ".join(p.name for p in files) or "none for the month"
+        where = f" in {config.shown_path(files[0].parent)}/" if files else ""
+        notes.add(f"bank statements: the embedded sandbox's{where}: {names}")
     # The version read is held against the retention policy until the report is published
     # (then its report.json cites it): a vacuum meanwhile removed it under the notebooks.
     with Lease(plan.store, f"txkit report --month {plan.month}") as lease:
