@@ -1,0 +1,171 @@
+"""OFX/QFX statements: real downloads (``tests/data/real/ofx/MANIFEST.toml``) read as their
+sources assert, each statement proven by its ledger balance or said unproven, and every
+malformed file refused in one line naming the file and line."""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.factories import invoke_cli
+from txkit.bank import read_statement, read_statements
+from txkit.errors import DataFileError
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "tests" / "data" / "real" / "ofx"
+_RECORDS = tomllib.loads((REAL / "MANIFEST.toml").read_text(encoding="utf-8"))["file"]
+
+
+@pytest.mark.parametrize("record", [pytest.param(r, id=r["file"]) for r in _RECORDS])
+def test_a_real_ofx_file_reads_as_its_source_asserts(record: dict[str, Any]) -> None:
+    path = REAL / record["file"]
+    if "refused" in record:
+        with pytest.raises(DataFileError) as caught:
+            read_statement(path)
+        message = str(caught.value)
+        assert "\n" not in message and record["refused"] in message, message
+        return
+    statement = read_statement(path)
+    entries, balances = statement.entries, statement.balances
+    assert statement.files == {str(path): "ofx"}
+    amounts = [Decimal(str(a)) for a in entries["amount"]]
+    assert entries.height == record["entries"]
+    if "account" in record:
+        assert set(entries["account"]) == {record["account"]}
+    if "currency" in record:
+        assert set(entries["currency"]) == {record["currency"]}
+    if "amounts" in record:
+        assert amounts == [Decimal(a) for a in record["amounts"]]
+    if "amount_sum" in record:
+        assert sum(amounts, Decimal(0)) == Decimal(record["amount_sum"])
+    if "first_narration" in record:
+        assert entries["narration"][0].startswith(record["first_narration"])
+    # One balance per statement: the closing is the file's LEDGERBAL, the opening the closing
+    # less the entries (frames() proves the sum), said in a note.
+    assert balances.height == 1
+    closing = Decimal(str(balances["closing"][0]))
+    assert closing == Decimal(record["closing"])
+    assert Decimal(str(balances["opening"][0])) + sum(amounts, Decimal(0)) == closing
+    assert any("is worked out from it less the entries" in n for n in statement.notes)
+    if "running" in record:
+        day, amount, after = record["running"]
+        # countary's arithmetic (see the manifest): the closing less the entries before.
+        running = [closing - sum(amounts[:i], Decimal(0)) for i in range(len(amounts))]
+        at = [
+            i
+            for i, d in enumerate(entries["date"])
+            if d == date.fromisoformat(day) and amounts[i] == Decimal(amount)
+        ]
+        assert len(at) == 1 and running[at[0]] == Decimal(after)
+
+
+_HEAD = "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\nSECURITY:NONE\nENCODING:USASCII\nCHARSET:1252\nCOMPRESSION:NONE\nOLDFILEUID:NONE\nNEWFILEUID:NONE\n\n"  # noqa: E501
+
+
+def _stmt(account: str, currency: str, trns: list[str], ledger: str | None) -> str:
+    body = "".join(
+        f"<STMTTRN><TRNTYPE>OTHER<DTPOSTED>2026100{i + 1}<TRNAMT>{amt}<FITID>{account}-{i}"
+        f"<NAME>Payout {i}</STMTTRN>\n"
+        for i, amt in enumerate(trns)
+    )
+    bal = f"<LEDGERBAL><BALAMT>{ledger}<DTASOF>20261031</LEDGERBAL>\n" if ledger else ""
+    return (
+        f"<STMTTRNRS><TRNUID>1<STATUS><CODE>0<SEVERITY>INFO</STATUS><STMTRS><CURDEF>{currency}\n"
+        f"<BANKACCTFROM><BANKID>058<ACCTID>{account}<ACCTTYPE>CHECKING</BANKACCTFROM>\n"
+        f"<BANKTRANLIST><DTSTART>20261001<DTEND>20261031\n{body}</BANKTRANLIST>\n{bal}"
+        "</STMTRS></STMTTRNRS>\n"
+    )
+
+
+def _ofx(tmp_path: Path, *statements: str, name: str = "s.ofx") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        _HEAD + "<OFX><BANKMSGSRSV1>\n" + "".join(statements) + "</BANKMSGSRSV1></OFX>\n",
+        encoding="ascii",
+    )
+    return path
+
+
+def test_several_accounts_and_currencies_are_each_proven_by_their_own_ledger(
+    tmp_path: Path,
+) -> None:
+    path = _ofx(
+        tmp_path,
+        _stmt("0123", "NGN", ["1500.50", "-20.25"], "10480.25"),
+        _stmt("0456", "USD", ["12.000001"], "12.000001"),
+        name="two.qfx",
+    )
+    statement = read_statement(path)
+    rows = statement.balances.sort("currency").select("account", "currency", "opening", "closing")
+    assert rows.rows() == [
+        ("0123", "NGN", Decimal("9000.000000"), Decimal("10480.250000")),
+        ("0456", "USD", Decimal("0"), Decimal("12.000001")),
+    ]
+    # Exact: six decimals kept, never through a float; the entries' lines are the file's.
+    assert [str(a) for a in statement.entries["amount"]] == ["1500.500000", "-20.250000",
+                                                             "12.000001"]  # fmt: skip
+    assert statement.entries["line"].to_list() == [15, 16, 23]
+    assert statement.entries.filter(pl.col("currency") == "USD")["account"].to_list() == ["0456"]
+
+
+def test_a_statement_without_a_ledger_balance_is_read_and_said_unproven(tmp_path: Path) -> None:
+    statement = read_statement(_ofx(tmp_path, _stmt("0123", "NGN", ["5.00"], None)))
+    assert statement.balances.height == 0 and statement.entries.height == 1
+    assert any("that none is missing could not be proven" in n for n in statement.notes)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (("<TRNAMT>1500.50", "<TRNAMT>1,500.50"), r"line 15: .*'1,500.50' is not an amount"),
+        (("<TRNAMT>1500.50", "<TRNAMT>"), r"line 15: .*has no amount"),
+        (("<DTPOSTED>20261001", "<DTPOSTED>2026-10-01"), r"line 15: .*is not a date"),
+        (
+            ("<NAME>Payout 0", "<CURRENCY><CURSYM>USD<CURRATE>1</CURRENCY>"),
+            r"line 15: .*an amount "
+            "in USD \\(<CURRENCY>\\) on a statement in NGN",
+        ),
+        (("</OFX>\n", "\n"), r"does not end with </OFX>: the file is cut short"),
+        (("<CODE>0<SEVERITY>INFO", "<CODE>2000<SEVERITY>ERROR"), r"reports error 2000"),
+        (("OFXHEADER:100", "OFXHEADER:1OO"), r"line 1: has no valid OFX header"),
+    ],
+)
+def test_a_damaged_ofx_file_is_refused_in_one_line(
+    tmp_path: Path, change: tuple[str, str], problem: str
+) -> None:
+    path = _ofx(tmp_path, _stmt("0123", "NGN", ["1500.50", "-20.25"], "10480.25"))
+    text = path.read_text(encoding="ascii")
+    assert change[0] in text
+    path.write_text(text.replace(change[0], change[1], 1), encoding="ascii")
+    with pytest.raises(DataFileError, match=problem) as caught:
+        read_statement(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_the_same_ofx_entries_in_two_files_are_refused_as_overlapping(tmp_path: Path) -> None:
+    one = _ofx(tmp_path, _stmt("0123", "NGN", ["1500.50"], "1500.50"), name="a.ofx")
+    two = _ofx(tmp_path, _stmt("0123", "NGN", ["1500.50"], "1500.50"), name="b.ofx")
+    with pytest.raises(DataFileError, match="the statements overlap"):
+        read_statements([one, two])
+
+
+def test_txkit_report_reads_an_ofx_statement_by_its_content_and_names_its_error(
+    tmp_path: Path,
+) -> None:
+    """Through the CLI (a real process): a damaged OFX is refused before any sync, with its
+    line; before this reader it was read as CSV ("no column 'date' ... 'OFXHEADER:100'")."""
+    path = _ofx(tmp_path, _stmt("0123", "NGN", ["1,500.50"], "1500.50"), name="october.qfx")
+    done = invoke_cli("report", "--month", "2026-10", "--store", "store", "--out", "out",
+                      "--notebooks", str(ROOT / "notebooks"), "--bank-statement", str(path),
+                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "october.qfx, line 15: <STMTRS> 0123 <STMTTRN> <TRNAMT>: " \
+        "'1,500.50' is not an amount" in lines[0], lines  # fmt: skip
+    assert not (tmp_path / "store").exists()
