@@ -1,8 +1,9 @@
 """The merchant's bank statements: CSV, MT940, camt.053, OFX/QFX and PDF, read exactly.
 
 :func:`read_statements` reads one or more files, finding each one's format from its content
-(not its name): a file that starts with an OFX header is OFX/QFX (1.x or 2.x), other XML is
-camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
+(not its name): a PDF is a printed statement of a known bank's layout, every row proven by
+its running balance; a file that starts with an OFX header is OFX/QFX (1.x or 2.x), other XML
+is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
 anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
 ``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
 the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
@@ -34,7 +35,7 @@ from typing import Final
 
 import polars as pl
 
-from txkit.bank import _camt, _csv, _mt940, _ofx
+from txkit.bank import _camt, _csv, _mt940, _ofx, _pdf
 from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 from txkit.datafile import check_suffix, read_text
@@ -59,6 +60,7 @@ FORMATS: Final[dict[str, str]] = {
     "mt940": "SWIFT MT940 customer statement",
     "camt.053": "ISO 20022 camt.053 bank-to-customer statement (XML)",
     "ofx": "OFX/QFX statement (1.x SGML or 2.x XML; Money/Quicken downloads)",
+    "pdf": "a text PDF statement of a known layout (Access, First Bank, UBA, Heritage Bank)",
     "xlsx": "an Excel workbook's first sheet, with the CSV's column mapping",
     "xls": "an old Excel .xls workbook's first sheet, with the column mapping",
     "ods": "an OpenDocument spreadsheet's first sheet, with the column mapping",
@@ -159,7 +161,9 @@ def read_statements(
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
         if path.suffix.lower() in SPREADSHEET_SUFFIXES:
             read, source = _csv.read(path, None, mapping), None
-        elif _ofx.looks_like(data := read_input(path, what=WHAT)):
+        elif _pdf.looks_like(data := read_input(path, what=WHAT)):
+            read, source = _pdf.read(path, data), None
+        elif _ofx.looks_like(data):
             read, source = _ofx.read(path, data), None
         elif _is_xml(data):
             read = _camt.read(path, data)

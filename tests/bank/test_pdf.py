@@ -1,0 +1,263 @@
+"""Text PDF statements: real Nigerian banks' PDFs (``tests/data/real/pdf/MANIFEST.toml``) read
+row by row, each row proven by the running balance, or refused naming the page and row; a
+statement in UBA's exact layout with our own figures shows each refusal; a password from the
+environment or a terminal's prompt, never a flag."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+import tomllib
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bank.pdf_files import Placed, scanned_pdf, text_pdf
+from tests.factories import invoke_cli
+from txkit.bank import read_statement
+from txkit.errors import DataFileError
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = ROOT / "tests" / "data" / "real" / "pdf"
+_RECORDS = tomllib.loads((REAL / "MANIFEST.toml").read_text(encoding="utf-8"))["file"]
+
+
+@pytest.fixture(autouse=True)
+def _no_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TXKIT_PDF_PASSWORD", raising=False)
+
+
+@pytest.mark.parametrize("record", [pytest.param(r, id=r["file"]) for r in _RECORDS])
+def test_a_real_pdf_statement_reads_as_it_prints_or_is_refused_naming_its_row(
+    record: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = REAL / record["file"]
+    if "password" in record:
+        monkeypatch.setenv("TXKIT_PDF_PASSWORD", record["password"])
+    if "refused" in record:
+        with pytest.raises(DataFileError) as caught:
+            read_statement(path)
+        message = str(caught.value)
+        assert "\n" not in message and record["refused"] in message, message
+        assert record.get("refused_also", "") in message
+        return
+    statement = read_statement(path)
+    entries, balances = statement.entries, statement.balances
+    assert statement.files == {str(path): "pdf"}
+    assert entries.height == record["entries"]
+    assert set(entries["account"]) == {record["account"]}
+    assert set(entries["currency"]) == {"NGN"}
+    amounts = [Decimal(str(a)) for a in entries["amount"]]
+    assert sum(a for a in amounts if a < 0) == -Decimal(record["debits"])
+    assert sum(a for a in amounts if a > 0) == Decimal(record["credits"])
+    assert balances.select("opening", "closing").rows() == [
+        (Decimal(record["opening"]), Decimal(record["closing"]))
+    ]
+    day, amount = record["first"]
+    assert (entries["date"][0], amounts[0]) == (date.fromisoformat(day), Decimal(amount))
+    assert any("each proven by its running balance" in n for n in statement.notes)
+
+
+# UBA's layout (its column header, its "Balance B/F" and "Total Debit/Total Credit/New Balance"
+# rows, dates as 01-06-2015), with our own figures: where each column's header stands.
+_X = {"date": 30, "text": 90, "value": 300, "debit": 400, "credit": 460, "balance": 530}
+
+
+def _header(y: float) -> list[Placed]:
+    return [(_X["date"], y, "Date"), (_X["text"], y, "Description"), (_X["value"] - 10, y,
+            "Val Date"), (_X["debit"], y, "Debit"), (_X["credit"], y, "Credit"),
+            (_X["balance"], y, "Balance")]  # fmt: skip
+
+
+def _uba(
+    rows: list[tuple[str, str, str, str]],
+    *,
+    opening: str = "1,000.00",
+    closing: tuple[str, str, str] | None = None,
+    per_page: int = 3,
+) -> bytes:
+    """rows: (day DD, text, column 'debit' or 'credit', "amount balance")."""
+    pages: list[list[Placed]] = []
+    for start in range(0, len(rows), per_page):
+        y = 760.0
+        page = [
+            (30, 810, "Monthly Account Statement of Transactions"),
+            (30, 790, "Account Number : 2054000001 Currency: NGN BVN: -"),
+            (30, 30, "All correspondence ... United Bank for Africa Plc, 57, Marina Lagos"),
+        ]
+        page += _header(y)
+        if start == 0:
+            y -= 14
+            page += [(_X["date"], y, "01-10-2026"), (_X["text"], y, "Balance B/F"),
+                     (_X["balance"], y, opening)]  # fmt: skip
+        for day, text, column, amount_balance in rows[start : start + per_page]:
+            amount, balance = amount_balance.split()
+            y -= 14
+            page += [(_X["date"], y, f"{day}-10-2026"), (_X["text"], y, text),
+                     (_X["value"], y, f"{day}-10-2026"), (_X[column], y, amount),
+                     (_X["balance"], y, balance)]  # fmt: skip
+        pages.append(page)
+    if closing is not None:
+        debit, credit, new = closing
+        y = 100
+        pages[-1] += [(_X["date"], y, "31-10-2026"), (_X["text"], y,
+                      "Total Debit/Total Credit/New Balance"), (_X["debit"], y, debit),
+                      (_X["credit"], y, credit), (_X["balance"], y, new)]  # fmt: skip
+    return text_pdf(pages)
+
+
+_ROWS = [
+    ("02", "NIP FROM PAYSTACK SETTLEMENT", "credit", "150,000.00 151,000.00"),
+    ("03", "SMS ALERT CHARGE", "debit", "4.00 150,996.00"),
+    ("05", "TRF TO SUPPLIER LTD", "debit", "50,000.50 100,995.50"),
+    ("09", "NIP FROM PAYSTACK SETTLEMENT", "credit", ".50 100,996.00"),
+    ("12", "POS PURCHASE", "debit", "101,000.00 -4.00"),
+]
+_CLOSING = ("151,004.50", "150,000.50", "-4.00")
+
+
+def test_a_statement_in_ubas_layout_is_read_exactly_across_pages(tmp_path: Path) -> None:
+    path = tmp_path / "october.pdf"
+    path.write_bytes(_uba(_ROWS, closing=_CLOSING))
+    statement = read_statement(path)
+    entries = statement.entries
+    assert [str(a) for a in entries["amount"]] == ["150000.00", "-4.00", "-50000.50", "0.50",
+                                                   "-101000.00"]  # fmt: skip
+    assert entries["direction"].to_list() == ["credit", "debit", "debit", "credit", "debit"]
+    assert entries["date"].to_list()[-1] == date(2026, 10, 12)
+    assert entries["narration"].to_list()[0] == "NIP FROM PAYSTACK SETTLEMENT"
+    assert entries["line"].to_list() == [1, 2, 3, 4, 5]
+    assert statement.balances.select("opening", "closing").rows() == [
+        (Decimal("1000.00"), Decimal("-4.00"))
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        # A balance misprinted (or misread) on the second page's second row.
+        (
+            lambda r: r.__setitem__(4, ("12", "POS PURCHASE", "debit", "101,000.00 -4.01")),
+            r"page 2, row 2 \('12-10-2026 POS PURCHASE .*make -4.00, but the row says -4.01: "
+            r"its rows cannot all be proven",
+        ),
+        # An amount standing in the other column: the balance does not follow.
+        (
+            lambda r: r.__setitem__(1, ("03", "SMS ALERT CHARGE", "credit", "4.00 150,996.00")),
+            r"page 1, row 2 .*its credit of 4.00 make 151,004.00, but the row says 150,996.00",
+        ),
+        # A row missing (a page cut short): the next row does not follow.
+        (
+            lambda r: r.pop(2),
+            r"page 1, row 3 \('09-10-2026 .*make 150,996.50, but the row says "
+            r"100,996.00",
+        ),
+    ],
+)
+def test_a_row_that_the_running_balance_does_not_prove_is_refused_naming_page_and_row(
+    tmp_path: Path, change: Any, problem: str
+) -> None:
+    rows = list(_ROWS)
+    change(rows)
+    path = tmp_path / "october.pdf"
+    path.write_bytes(_uba(rows, closing=_CLOSING))
+    with pytest.raises(DataFileError, match=problem) as caught:
+        read_statement(path)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("closing", "problem"),
+    [
+        (None, "whose closing balance was not found: that no row is missing cannot be proven"),
+        (
+            ("151,004.50", "150,000.50", "-4.50"),
+            "the closing balance -4.50 is not|its last "
+            "row's balance -4.00 is not its closing balance -4.50",
+        ),
+        (
+            ("151,004.50", "150,000.00", "-4.00"),
+            "its rows' credits add up to 150,000.50, but "
+            "the statement prints a total of 150,000.00",
+        ),
+    ],
+)
+def test_a_statement_whose_closing_or_totals_do_not_follow_is_refused(
+    tmp_path: Path, closing: tuple[str, str, str] | None, problem: str
+) -> None:
+    path = tmp_path / "october.pdf"
+    path.write_bytes(_uba(_ROWS, closing=closing))
+    with pytest.raises(DataFileError, match=problem):
+        read_statement(path)
+
+
+def test_a_scanned_pdf_is_refused_in_one_line_that_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "scan.pdf"
+    path.write_bytes(scanned_pdf())
+    with pytest.raises(DataFileError, match=r"scan.pdf: has no text layer \(a scanned image\)"):
+        read_statement(path)
+
+
+def test_a_pdf_of_another_layout_is_refused_naming_the_layouts_read(tmp_path: Path) -> None:
+    path = tmp_path / "other.pdf"
+    path.write_bytes(text_pdf([[(40, 800, "Some Bank Statement"), (40, 780, "Balance 10.00")]]))
+    with pytest.raises(DataFileError, match=r"a layout not known \(known: Access Bank \(Nige"):
+        read_statement(path)
+
+
+def test_a_damaged_pdf_is_refused_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "cut.pdf"
+    path.write_bytes(_uba(_ROWS, closing=_CLOSING)[:300])
+    with pytest.raises(DataFileError) as caught:
+        read_statement(path)
+    assert "\n" not in str(caught.value) and "cut.pdf" in str(caught.value)
+
+
+_FIRST_BANK = REAL / "ngbankparser_firstbank-pdf-valid.pdf"
+
+
+def test_a_protected_pdf_without_a_password_says_how_to_give_one() -> None:
+    with pytest.raises(DataFileError, match="is password-protected; set TXKIT_PDF_PASSWORD to "
+                       r"its password \(or run txkit on a terminal to be asked\)"):  # fmt: skip
+        read_statement(_FIRST_BANK)
+
+
+def test_a_wrong_password_from_the_environment_is_said_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TXKIT_PDF_PASSWORD", "s3cr3t-guess")
+    with pytest.raises(DataFileError, match="TXKIT_PDF_PASSWORD does not open it") as caught:
+        read_statement(_FIRST_BANK)
+    assert "s3cr3t" not in str(caught.value)
+
+
+def test_on_a_terminal_the_password_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+
+    def answer(prompt: str) -> str:
+        asked.append(prompt)
+        return "19856"
+
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(getpass, "getpass", answer)
+    statement = read_statement(_FIRST_BANK)
+    assert asked == [f"Password of {_FIRST_BANK.name}: "] and statement.entries.height == 31
+
+
+def test_txkit_report_refuses_a_protected_pdf_in_one_line_before_anything_else(
+    tmp_path: Path,
+) -> None:
+    """Through the CLI (a real process, no terminal): before this reader, every PDF was
+    refused as "a PDF document, not text"."""
+    done = invoke_cli("report", "--month", "2026-10", "--store", "store", "--out", "out",
+                      "--notebooks", str(ROOT / "notebooks"), "--bank-statement",
+                      str(_FIRST_BANK), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].endswith(
+        "firstbank-pdf-valid.pdf: is password-protected; set TXKIT_PDF_PASSWORD to its "
+        "password (or run txkit on a terminal to be asked)"
+    ), lines
