@@ -301,10 +301,28 @@ def _pages(path: Path, data: bytes) -> list[_Page]:
     except (DataFileError, _Inflated, RecursionError):
         raise
     except Exception as exc:  # pdfminer's many parse errors on a damaged file
+        cause = _cause(exc)
+        if cause is not None:
+            raise cause from None
         message = " ".join(f"{exc}".split())[:120] or type(exc).__name__
         raise _fail(path, f"is not a readable PDF ({message})", _ADVICE) from None
     finally:
-        pdf.close()
+        with contextlib.suppress(Exception, RecursionError):
+            pdf.close()
+
+
+def _cause(exc: BaseException) -> BaseException | None:
+    """The bound or the recursion limit met under pdfplumber's wrapping of pdfminer's errors."""
+    seen: list[BaseException] = []
+    todo: list[BaseException] = [exc]
+    while todo and len(seen) < 20:
+        one = todo.pop()
+        if isinstance(one, _Inflated | RecursionError):
+            return one
+        seen.append(one)
+        todo += [a for a in one.args if isinstance(a, BaseException)]
+        todo += [e for e in (one.__cause__, one.__context__) if e is not None]
+    return None
 
 
 def _lines(words: list[dict[str, Any]]) -> list[_Line]:
