@@ -50,8 +50,11 @@ def _stream(data: bytes, *, compress: bool = False) -> bytes:
     return f"<< /Length {len(data)} >>\nstream\n".encode() + data + b"\nendstream"
 
 
-def text_pdf(pages: list[list[Placed]], *, compress: bool = False) -> bytes:
-    """A text PDF, one content stream per page (A4)."""
+def text_pdf(
+    pages: list[list[Placed]], *, compress: bool = False, landscape: bool = False
+) -> bytes:
+    """A text PDF, one content stream per page (A4, upright or landscape)."""
+    box = "0 0 842 595" if landscape else "0 0 595 842"
     count = len(pages)
     kids = " ".join(f"{4 + 2 * i} 0 R" for i in range(count))
     objects = [
@@ -61,7 +64,7 @@ def text_pdf(pages: list[list[Placed]], *, compress: bool = False) -> bytes:
     ]
     for i, items in enumerate(pages):
         objects.append(
-            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents {5 + 2 * i} 0 R "
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [{box}] /Contents {5 + 2 * i} 0 R "
             "/Resources << /Font << /F1 3 0 R >> >> >>".encode()
         )
         objects.append(_stream(content(items), compress=compress))

@@ -13,8 +13,11 @@ from typing import Any
 import polars as pl
 import pytest
 
+from tests.analysis.analysis_cases import load_case
+from tests.analysis.test_close import AFTER, BEFORE, MONTH, _month
 from tests.factories import invoke_cli
-from txkit.bank import read_statement, read_statements
+from txkit.analysis.settlements import match_settlements
+from txkit.bank import BankStatement, read_statement, read_statements
 from txkit.errors import DataFileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,3 +172,60 @@ def test_txkit_report_reads_an_ofx_statement_by_its_content_and_names_its_error(
     assert len(lines) == 1 and "october.qfx, line 15: <STMTRS> 0123 <STMTTRN> <TRNAMT>: " \
         "'1,500.50' is not an amount" in lines[0], lines  # fmt: skip
     assert not (tmp_path / "store").exists()
+
+
+def _ofx_from(statement: BankStatement) -> str:
+    """The statement written as an OFX 2.x download: one STMTRS per currency, each entry's
+    exact amount, dates, reference (REFNUM), narration (MEMO) and bank reference (FITID)."""
+    parts = []
+    for row in statement.balances.iter_rows(named=True):
+        mine = statement.entries.filter(pl.col("currency") == row["currency"])
+        trns = "".join(
+            f"<STMTTRN><TRNTYPE>{'CREDIT' if e['amount'] > 0 else 'DEBIT'}</TRNTYPE>"
+            f"<DTPOSTED>{e['date']:%Y%m%d}</DTPOSTED>"
+            + (f"<DTAVAIL>{e['value_date']:%Y%m%d}</DTAVAIL>" if e["value_date"] else "")
+            + f"<TRNAMT>{e['amount']}</TRNAMT><FITID>{e['bank_reference']}</FITID>"
+            + (f"<REFNUM>{e['reference']}</REFNUM>" if e["reference"] else "")
+            + f"<MEMO>{e['narration']}</MEMO></STMTTRN>\n"
+            for e in mine.iter_rows(named=True)
+        )
+        parts.append(
+            f"<STMTTRNRS><TRNUID>1</TRNUID><STATUS><CODE>0</CODE><SEVERITY>INFO</SEVERITY>"
+            f"</STATUS><STMTRS><CURDEF>{row['currency']}</CURDEF><BANKACCTFROM><BANKID>058"
+            f"</BANKID><ACCTID>{row['account']}</ACCTID><ACCTTYPE>CHECKING</ACCTTYPE>"
+            f"</BANKACCTFROM><BANKTRANLIST><DTSTART>{row['opening_date']:%Y%m%d}</DTSTART>"
+            f"<DTEND>{row['closing_date']:%Y%m%d}</DTEND>\n{trns}</BANKTRANLIST><LEDGERBAL>"
+            f"<BALAMT>{row['closing']}</BALAMT><DTASOF>{row['closing_date']:%Y%m%d}</DTASOF>"
+            "</LEDGERBAL></STMTRS></STMTTRNRS>\n"
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<?OFX OFXHEADER="200" VERSION="220" '
+        'SECURITY="NONE" OLDFILEUID="NONE" NEWFILEUID="NONE"?>\n<OFX><BANKMSGSRSV1>\n'
+        + "".join(parts)
+        + "</BANKMSGSRSV1></OFX>\n"
+    )
+
+
+@pytest.mark.slow
+def test_the_sandboxs_statement_as_ofx_gives_the_same_matching_as_its_camt053(
+    tmp_path: Path,
+) -> None:
+    """The sandbox's bank statements (four currencies, a reversal, every planted case) read
+    as camt.053 and written again as OFX: the same settlements matched, the same way."""
+    case = load_case(2, 0.01)
+    camt_paths, ofx_paths = [], []
+    for month in (MONTH, AFTER):
+        camt = tmp_path / f"statement_{month}.camt053.xml"
+        camt.write_bytes(case.ledger.bank_statement(month, "camt053"))
+        ofx = tmp_path / f"statement_{month}.qfx"
+        ofx.write_text(_ofx_from(read_statement(camt)), encoding="utf-8")
+        camt_paths.append(camt)
+        ofx_paths.append(ofx)
+    from_camt, from_ofx = read_statements(camt_paths), read_statements(ofx_paths)
+    assert from_ofx.balances.height == 8  # four currencies, two months: each proven
+    records = _month(case.frame, BEFORE, MONTH)
+    columns = ["reference", "category", "rule", "bank_amount", "bank_date", "difference"]
+    camt_matching = match_settlements(records, from_camt, month=MONTH)
+    ofx_matching = match_settlements(records, from_ofx, month=MONTH)
+    assert set(camt_matching["category"].cast(pl.String)) > {"matched", "amount_differs"}
+    assert ofx_matching.select(columns).equals(camt_matching.select(columns))

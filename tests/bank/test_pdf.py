@@ -13,11 +13,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
+from tests.analysis.analysis_cases import load_case
+from tests.analysis.test_close import AFTER, BEFORE, MONTH, _month
 from tests.bank.pdf_files import Placed, scanned_pdf, text_pdf
 from tests.factories import invoke_cli
-from txkit.bank import read_statement
+from txkit.analysis.settlements import match_settlements
+from txkit.bank import BankStatement, read_statement, read_statements
 from txkit.errors import DataFileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,7 +67,7 @@ def test_a_real_pdf_statement_reads_as_it_prints_or_is_refused_naming_its_row(
 
 # UBA's layout (its column header, its "Balance B/F" and "Total Debit/Total Credit/New Balance"
 # rows, dates as 01-06-2015), with our own figures: where each column's header stands.
-_X = {"date": 30, "text": 90, "value": 300, "debit": 400, "credit": 460, "balance": 530}
+_X = {"date": 30, "text": 90, "value": 440, "debit": 540, "credit": 620, "balance": 720}
 
 
 def _header(y: float) -> list[Placed]:
@@ -78,35 +82,39 @@ def _uba(
     opening: str = "1,000.00",
     closing: tuple[str, str, str] | None = None,
     per_page: int = 3,
+    currency: str = "NGN",
+    first: str = "01-10-2026",
+    last: str = "31-10-2026",
 ) -> bytes:
-    """rows: (day DD, text, column 'debit' or 'credit', "amount balance")."""
+    """rows: (date DD-MM-YYYY or DD of October 2026, text, 'debit' or 'credit', "amount
+    balance"), ``per_page`` rows a page under the column header repeated on each."""
     pages: list[list[Placed]] = []
     for start in range(0, len(rows), per_page):
-        y = 760.0
+        y = 520.0
         page = [
-            (30, 810, "Monthly Account Statement of Transactions"),
-            (30, 790, "Account Number : 2054000001 Currency: NGN BVN: -"),
+            (30, 570, "Monthly Account Statement of Transactions"),
+            (30, 550, f"Account Number : 2054000001 Currency: {currency} BVN: -"),
             (30, 30, "All correspondence ... United Bank for Africa Plc, 57, Marina Lagos"),
         ]
         page += _header(y)
         if start == 0:
             y -= 14
-            page += [(_X["date"], y, "01-10-2026"), (_X["text"], y, "Balance B/F"),
+            page += [(_X["date"], y, first), (_X["text"], y, "Balance B/F"),
                      (_X["balance"], y, opening)]  # fmt: skip
         for day, text, column, amount_balance in rows[start : start + per_page]:
             amount, balance = amount_balance.split()
+            day = day if len(day) > 2 else f"{day}-10-2026"
             y -= 14
-            page += [(_X["date"], y, f"{day}-10-2026"), (_X["text"], y, text),
-                     (_X["value"], y, f"{day}-10-2026"), (_X[column], y, amount),
-                     (_X["balance"], y, balance)]  # fmt: skip
+            page += [(_X["date"], y, day), (_X["text"], y, text), (_X["value"], y, day),
+                     (_X[column], y, amount), (_X["balance"], y, balance)]  # fmt: skip
         pages.append(page)
     if closing is not None:
         debit, credit, new = closing
         y = 100
-        pages[-1] += [(_X["date"], y, "31-10-2026"), (_X["text"], y,
+        pages[-1] += [(_X["date"], y, last), (_X["text"], y,
                       "Total Debit/Total Credit/New Balance"), (_X["debit"], y, debit),
                       (_X["credit"], y, credit), (_X["balance"], y, new)]  # fmt: skip
-    return text_pdf(pages)
+    return text_pdf(pages, landscape=True)
 
 
 _ROWS = [
@@ -234,6 +242,16 @@ def test_a_wrong_password_from_the_environment_is_said_without_showing_it(
     assert "s3cr3t" not in str(caught.value)
 
 
+def test_a_pdf_encrypted_against_copying_only_opens_whatever_the_password_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """UBA's statement is encrypted with an empty password: a password set for another file
+    (First Bank's) must not stop it."""
+    monkeypatch.setenv("TXKIT_PDF_PASSWORD", "19856")
+    statement = read_statement(REAL / "ngbankparser_uba-pdf-valid.pdf")
+    assert statement.entries.height == 57
+
+
 def test_on_a_terminal_the_password_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
 
@@ -261,3 +279,65 @@ def test_txkit_report_refuses_a_protected_pdf_in_one_line_before_anything_else(
         "firstbank-pdf-valid.pdf: is password-protected; set TXKIT_PDF_PASSWORD to its "
         "password (or run txkit on a terminal to be asked)"
     ), lines
+
+
+@pytest.mark.slow
+def test_the_sandboxs_statement_printed_as_uba_pdfs_gives_the_same_entries_and_matching(
+    tmp_path: Path,
+) -> None:
+    """The sandbox's bank statements (four currencies, a reversal, every planted case) read
+    as camt.053 and printed again in UBA's layout, one PDF per currency and month (25 rows a
+    page): every entry read back with its date, exact amount and narration, each proven, and
+    the same settlements matched the same way (the references found as words of the
+    narration: a PDF has no reference column)."""
+    case = load_case(2, 0.01)
+    camt_paths, pdf_paths = [], []
+    for month in (MONTH, AFTER):
+        camt = tmp_path / f"statement_{month}.camt053.xml"
+        camt.write_bytes(case.ledger.bank_statement(month, "camt053"))
+        camt_paths.append(camt)
+        statement = read_statement(camt)
+        for row in statement.balances.iter_rows(named=True):
+            pdf = tmp_path / f"statement_{month}_{row['currency']}.pdf"
+            pdf.write_bytes(_uba_from(statement, row))
+            pdf_paths.append(pdf)
+    from_camt, from_pdf = read_statements(camt_paths), read_statements(pdf_paths)
+    key = ["currency", "date", "amount"]
+    camt_rows = from_camt.entries.sort(key, maintain_order=True).select(
+        *key, pl.col("narration").str.slice(0, _NARRATION)
+    )
+    pdf_rows = from_pdf.entries.sort(key, maintain_order=True).select(*key, "narration")
+    assert pdf_rows.equals(camt_rows)
+    assert from_pdf.balances.height == 8
+    records = _month(case.frame, BEFORE, MONTH)
+    columns = ["reference", "category", "rule", "bank_amount", "bank_date", "difference"]
+    camt_matching = match_settlements(records, from_camt, month=MONTH)
+    pdf_matching = match_settlements(records, from_pdf, month=MONTH)
+    assert set(camt_matching["category"].cast(pl.String)) > {"matched", "amount_differs"}
+    assert pdf_matching.select(columns).equals(camt_matching.select(columns))
+
+
+#: The narration printed (the description column's width in the layout written here).
+_NARRATION = 60
+
+
+def _money(value: Decimal) -> str:
+    return f"{value:,.2f}"
+
+
+def _uba_from(statement: BankStatement, row: dict[str, Any]) -> bytes:
+    """One currency of a statement printed in UBA's layout (amounts as the bank prints them)."""
+    mine = statement.entries.filter(pl.col("currency") == row["currency"])
+    running, rows = Decimal(str(row["opening"])), []
+    for e in mine.iter_rows(named=True):
+        amount = Decimal(str(e["amount"]))
+        running += amount
+        side = "credit" if amount > 0 else "debit"
+        rows.append((f"{e['date']:%d-%m-%Y}", e["narration"][:_NARRATION], side,
+                     f"{_money(abs(amount))} {_money(running)}"))  # fmt: skip
+    amounts = [Decimal(str(a)) for a in mine["amount"]]
+    totals = (_money(-sum(a for a in amounts if a < 0)), _money(sum(a for a in amounts if a > 0)),
+              _money(running))  # fmt: skip
+    return _uba(rows, opening=_money(Decimal(str(row["opening"]))), closing=totals,
+                per_page=25, currency=row["currency"], first=f"{row['opening_date']:%d-%m-%Y}",
+                last=f"{row['closing_date']:%d-%m-%Y}")  # fmt: skip

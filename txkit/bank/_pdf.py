@@ -5,7 +5,7 @@ stands in, and a row is read only when the running balance proves it. For each p
 with their positions (pdfplumber, on pdfminer.six) are grouped into lines; the column header
 (``Withdrawal``/``Debit``/``Payments`` and ``Deposit``/``Credit``, and ``Balance``) gives
 each amount column's place. A row is a line that starts with a date and ends with its amount
-and balance (or debit, credit and balance); the lines between rows are its narration. Then:
+and balance (or debit, credit and balance); the lines right below a row are its narration. Then:
 
 * each amount is a debit or a credit by the column under which it stands, and the balance
   before it plus the signed amount must be the balance the row prints; a row that is not is
@@ -250,10 +250,9 @@ def _open(path: Path, data: bytes) -> Any:
     import pdfplumber
 
     given = pdf_password_setting()
-    tried = [given] if given is not None else []
-    if not tried:
-        tried.append("")
-    for password in tried:
+    # The empty password first: many statements are encrypted only against copying (UBA's),
+    # and open without one whatever TXKIT_PDF_PASSWORD says (it may be another file's).
+    for password in ["", given] if given is not None else [""]:
         try:
             return pdfplumber.open(io.BytesIO(data), password=password)
         except Exception as exc:  # pdfplumber wraps pdfminer's errors in its own
@@ -389,6 +388,8 @@ class _Statement:
         self.running = self.opening
         self.columns: _Columns | None = None
         self.closed = False
+        #: Where the last row or its narration's last line stands on the page (None: no row yet).
+        self.tail: float | None = None
         self.debits = self.credits = Decimal(0)
         self.result = Read("pdf")
 
@@ -406,6 +407,7 @@ class _Statement:
         """Every row of every page, proven; the statement's balance and a note."""
         for page in pages:
             rows_before = len(self.result.entries)
+            self.tail = None
             for line in page.lines:
                 self._line(page.number, len(self.result.entries) - rows_before, line)
         return self._close()
@@ -420,9 +422,19 @@ class _Statement:
         # A balance row may come without a date (First Bank's "Balance B/F").
         balance_row = bool(amounts) and _BALANCE_ROW.match(line.text) is not None
         if (start is None or not amounts) and not balance_row:
+            # A row's narration goes on in the lines right below it (a page's footer and the
+            # next page's head are further away).
             entries = self.result.entries
-            if entries and not self.closed and _narration(line):
+            height = max(w["bottom"] - w["top"] for w in line.words)
+            if (
+                entries
+                and not self.closed
+                and self.tail is not None
+                and line.top - self.tail <= 2 * height
+                and _narration(line)
+            ):
                 entries[-1].narration = f"{entries[-1].narration or ''} {line.text}".strip()
+                self.tail = line.top
             return
         rest = line.text[start.end() :].strip() if start else line.text
         where = f"page {page}, row {rows_on_page + 1} ({line.text[:60]!r})"
@@ -434,6 +446,7 @@ class _Statement:
             raise _fail(self.path, f"{where}: a row without its date")
         else:
             self._row(start, rest, amounts, where)
+            self.tail = line.top
 
     def _balance_row(self, rest: str, value: Decimal, where: str) -> None:
         """An opening, carried-forward or closing row: checked against the head and the chain."""
