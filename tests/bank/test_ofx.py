@@ -71,17 +71,19 @@ def test_a_real_ofx_file_reads_as_its_source_asserts(record: dict[str, Any]) -> 
 _HEAD = "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\nSECURITY:NONE\nENCODING:USASCII\nCHARSET:1252\nCOMPRESSION:NONE\nOLDFILEUID:NONE\nNEWFILEUID:NONE\n\n"  # noqa: E501
 
 
-def _stmt(account: str, currency: str, trns: list[str], ledger: str | None) -> str:
+def _stmt(
+    account: str, currency: str, trns: list[str], ledger: str | None, month: str = "10"
+) -> str:
     body = "".join(
-        f"<STMTTRN><TRNTYPE>OTHER<DTPOSTED>2026100{i + 1}<TRNAMT>{amt}<FITID>{account}-{i}"
+        f"<STMTTRN><TRNTYPE>OTHER<DTPOSTED>2026{month}0{i + 1}<TRNAMT>{amt}<FITID>{account}-{i}"
         f"<NAME>Payout {i}</STMTTRN>\n"
         for i, amt in enumerate(trns)
     )
-    bal = f"<LEDGERBAL><BALAMT>{ledger}<DTASOF>20261031</LEDGERBAL>\n" if ledger else ""
+    bal = f"<LEDGERBAL><BALAMT>{ledger}<DTASOF>2026{month}28</LEDGERBAL>\n" if ledger else ""
     return (
         f"<STMTTRNRS><TRNUID>1<STATUS><CODE>0<SEVERITY>INFO</STATUS><STMTRS><CURDEF>{currency}\n"
         f"<BANKACCTFROM><BANKID>058<ACCTID>{account}<ACCTTYPE>CHECKING</BANKACCTFROM>\n"
-        f"<BANKTRANLIST><DTSTART>20261001<DTEND>20261031\n{body}</BANKTRANLIST>\n{bal}"
+        f"<BANKTRANLIST><DTSTART>2026{month}01<DTEND>2026{month}28\n{body}</BANKTRANLIST>\n{bal}"
         "</STMTRS></STMTTRNRS>\n"
     )
 
@@ -229,3 +231,24 @@ def test_the_sandboxs_statement_as_ofx_gives_the_same_matching_as_its_camt053(
     ofx_matching = match_settlements(records, from_ofx, month=MONTH)
     assert set(camt_matching["category"].cast(pl.String)) > {"matched", "amount_differs"}
     assert ofx_matching.select(columns).equals(camt_matching.select(columns))
+
+
+def test_two_ofx_months_of_one_account_must_follow_one_another(tmp_path: Path) -> None:
+    """OFX has no opening balance: the next month's (its closing less its entries) proves the
+    previous month complete, or names the gap."""
+    october = _ofx(tmp_path, _stmt("0123", "NGN", ["1500.50"], "2500.50"), name="oct.ofx")
+    november = _ofx(tmp_path, _stmt("0123", "NGN", ["-500.00"], "2000.50", "11"), name="nov.ofx")
+    read = read_statements([november, october])
+    assert any("nov.ofx: its opening balance is oct.ofx's closing balance" in n
+               for n in read.notes)  # fmt: skip
+    gap = _ofx(tmp_path, _stmt("0123", "NGN", ["-500.00"], "1900.50", "11"), name="nov.ofx")
+    with pytest.raises(
+        DataFileError,
+        match=r"nov.ofx: account 0123 NGN: its opening balance, "
+        r"2,400.50 \(its closing less its entries\), is not the closing balance "
+        r"2,500.50 of oct.ofx: entries between the two statements are missing",
+    ):
+        read_statements([october, gap])  # fmt: skip
+    # Another account or currency is its own chain.
+    dollars = _ofx(tmp_path, _stmt("0123", "USD", ["5.00"], "99.00"), name="usd.ofx")
+    assert read_statements([october, dollars]).balances.height == 2

@@ -193,9 +193,45 @@ def read_statements(
         raise ValueError("read_statements: no file given")
     all_entries = pl.concat(entries, how="vertical_relaxed")
     _refuse_overlaps(all_entries)
-    return BankStatement(
-        all_entries, pl.concat(balances, how="vertical_relaxed"), files, tuple(notes)
+    all_balances = pl.concat(balances, how="vertical_relaxed")
+    notes += _chain_ofx(all_balances, files)
+    return BankStatement(all_entries, all_balances, files, tuple(notes))
+
+
+def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:
+    """OFX gives a closing balance only (the opening is worked out from it): of two OFX
+    statements of one account and currency, the later one's opening must be the earlier
+    one's closing, which proves the earlier complete up to the later's first entry.
+
+    Raises:
+        DataFileError: they do not follow (entries between them are missing).
+    """
+    ofx = [name for name, fmt in files.items() if fmt == "ofx"]
+    rows = (
+        balances.filter(pl.col("file").is_in(ofx) & pl.col("closing").is_not_null())
+        .sort("account", "currency", "closing_date", "file")
+        .iter_rows(named=True)
     )
+    notes, before = [], None
+    for row in rows:
+        if before and (before["account"], before["currency"]) == (row["account"], row["currency"]):
+            if row["opening"] != before["closing"]:
+                raise DataFileError(
+                    row["file"],
+                    f"account {row['account']} {row['currency']}: its opening balance, "
+                    f"{row['opening']:,} (its closing less its entries), is not the closing "
+                    f"balance {before['closing']:,} of {Path(before['file']).name}: entries "
+                    "between the two statements are missing",
+                    "download the statements again, covering every day between them",
+                    what=WHAT,
+                )
+            notes.append(
+                f"{Path(row['file']).name}: its opening balance is "
+                f"{Path(before['file']).name}'s closing balance ({row['account']} "
+                f"{row['currency']}), so that one is proven complete"
+            )
+        before = row
+    return notes
 
 
 def _is_xml(data: bytes) -> bool:

@@ -11,8 +11,9 @@ card) per account:
   ``FITID`` (the bank's id), ``REFNUM``, ``NAME``/``PAYEE``, ``MEMO``, ``CURRENCY`` (an
   amount in another currency: refused, since it cannot be added to the statement's);
 * ``LEDGERBAL`` (``BALAMT``, ``DTASOF``) the closing balance. OFX gives no opening balance:
-  the opening is worked out as the closing balance less the entries (said in a note, so a
-  reader can compare it with the previous statement's closing); a statement without
+  the opening is worked out as the closing balance less the entries (said in a note; with
+  the next month's statement of the account, :func:`txkit.bank.read_statements` checks that
+  its opening is this one's closing); a statement without
   ``LEDGERBAL`` is read unproven, and a note says so.
 
 Several accounts (and currencies) in one file are read as several statements, each with its
