@@ -177,6 +177,67 @@ def test_a_row_that_the_running_balance_does_not_prove_is_refused_naming_page_an
     assert "\n" not in str(caught.value)
 
 
+def _access(rows: list[tuple[str, str, str, str]], opening: str, closing: str) -> bytes:
+    """Access Bank's layout (its head's opening and closing balances, its column header, its
+    dates as 31-JUL-15 twice, its footer), with our own figures; the figures right-aligned
+    under their headers as Access prints them. rows: (date, text, column, amount balance)."""
+    right = {"debit": 444, "credit": 498, "balance": 562}
+
+    def at(column: str, y: float, text: str) -> Placed:
+        return (right[column] - 4.45 * len(text), y, text)
+
+    page: list[Placed] = [
+        (40, 800, "Account Statement"),
+        (40, 785, f"0691594561 Opening Balance {opening}"),
+        (40, 770, f"Account Name Closing Balance {closing}"),
+        (40, 755, f"Account Currency NGN Book Balance {closing}"),
+        (40, 700, "Value Date"), (100, 700, "Description"), (388, 700, "Withdrawal"),
+        (461, 700, "Deposit"), (524, 700, "Balance"),
+    ]  # fmt: skip
+    y = 690.0
+    for day, text, column, amount_balance in rows:
+        amount, balance = amount_balance.split()
+        y -= 14
+        page += [(40, y, f"{day} {day}"), (150, y, text), at(column, y, amount),
+                 at("balance", y, balance)]  # fmt: skip
+    page += [(200, y - 20, "**********End of Statement**********"),
+             (40, 40, "Copyright(c)2011 Access Bank Page 1")]  # fmt: skip
+    return text_pdf([page])
+
+
+def test_a_statement_in_access_banks_layout_is_read_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "access.pdf"
+    path.write_bytes(
+        _access(
+            [
+                ("01-OCT-26", "NIP/PAYSTACK/TXK-1", "credit", "150,000.00 456,523.03"),
+                ("02-OCT-26", "SMS ALERT CHARGES", "debit", "4.00 456,519.03"),
+                ("31-OCT-26", "TAX Deducted", "debit", "101.53 456,417.50"),
+            ],
+            opening="306,523.03",
+            closing="456,417.50",
+        )
+    )
+    statement = read_statement(path)
+    assert [str(a) for a in statement.entries["amount"]] == ["150000.00", "-4.00", "-101.53"]
+    assert statement.entries["date"].to_list() == [date(2026, 10, 1), date(2026, 10, 2),
+                                                   date(2026, 10, 31)]  # fmt: skip
+    assert set(statement.entries["account"]) == {"0691594561"}
+    assert statement.balances.select("opening", "closing").rows() == [
+        (Decimal("306523.03"), Decimal("456417.50"))
+    ]
+    path.write_bytes(
+        _access(
+            [("01-OCT-26", "NIP/PAYSTACK/TXK-1", "credit", "150,000.00 456,523.03")],
+            opening="306,523.03",
+            closing="456,523.30",
+        )
+    )
+    with pytest.raises(DataFileError, match="its last row's balance 456,523.03 is not its "
+                       "closing balance 456,523.30: a row is missing or damaged"):  # fmt: skip
+        read_statement(path)
+
+
 @pytest.mark.parametrize(
     ("closing", "problem"),
     [
