@@ -402,3 +402,16 @@ def _uba_from(statement: BankStatement, row: dict[str, Any]) -> bytes:
     return _uba(rows, opening=_money(Decimal(str(row["opening"]))), closing=totals,
                 per_page=25, currency=row["currency"], first=f"{row['opening_date']:%d-%m-%Y}",
                 last=f"{row['closing_date']:%d-%m-%Y}")  # fmt: skip
+
+
+def test_the_pdf_password_is_never_sent_to_a_kernel_in_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report's kept kernels get txkit's settings as code at each reset; the password (like
+    the key) stays in the environment a kernel is started with, so a changed one starts a new
+    kernel instead."""
+    from txkit.report._kernels import kernel_settings, kernel_setup
+
+    monkeypatch.setenv("TXKIT_PDF_PASSWORD", "s3cr3t-19856")
+    assert "s3cr3t" not in kernel_setup(ROOT / "notebooks")
+    assert ("TXKIT_PDF_PASSWORD", "s3cr3t-19856") in kernel_settings()

@@ -50,7 +50,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
-from txkit.bank._model import WHAT, Balance, Entry, Read, check_currency
+from txkit.bank._model import WHAT, Balance, Entry, Read
 from txkit.config import MAX_INPUT_VAR, PDF_PASSWORD_VAR, pdf_password_setting
 from txkit.errors import DataFileError
 from txkit.files import max_unzipped_bytes
@@ -286,7 +286,8 @@ def _pages(path: Path, data: bytes) -> list[_Page]:
         from pdfplumber.page import Page
 
         count = resolve1(resolve1(pdf.doc.catalog.get("Pages")) or {}).get("Count", 0)
-        if not isinstance(count, int) or count > MAX_PAGES:
+        count = count if isinstance(count, int) else 0  # a damaged count: pages are counted
+        if count > MAX_PAGES:
             raise _fail(path, f"says it has {count:,} pages, over the {MAX_PAGES:,} read",
                         "download the statement as CSV, OFX or MT940")  # fmt: skip
         pages: list[_Page] = []
@@ -382,7 +383,10 @@ class _Statement:
         account = layout.account.search(text)
         self.account = account.group(1) if account else None
         found = layout.currency.search(text)
-        self.currency = check_currency(path, found.group(1) if found else "", 0, "the currency")
+        if found is None:
+            raise _fail(path, f"is a {layout.name} statement whose currency was not found in "
+                        "its head")  # fmt: skip
+        self.currency = found.group(1)
         self.opening = self._head(layout.opening)
         self.closing = self._head(layout.closing)
         self.running = self.opening
