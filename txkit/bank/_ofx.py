@@ -41,9 +41,6 @@ from typing import Final
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import unescape
 
-from ofxtools.header import OFXHeaderError
-from ofxtools.Parser import OFXTree
-
 from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
 
@@ -100,6 +97,11 @@ class _Lines:
 
 def read(path: Path, data: bytes) -> Read:
     """Every bank and card statement of an OFX file (see the module docstring)."""
+    # Imported here: ofxtools loads all its models and its client when imported,
+    # which every other use of txkit.bank would pay for.
+    from ofxtools.header import OFXHeaderError
+    from ofxtools.Parser import OFXTree
+
     if _DECLARATION.search(data):
         raise _fail(path, None, "declares a DOCTYPE or entities, which an OFX statement never has")
     tree = OFXTree()
