@@ -55,7 +55,8 @@ def test_a_real_ofx_file_reads_as_its_source_asserts(record: dict[str, Any]) -> 
     closing = Decimal(str(balances["closing"][0]))
     assert closing == Decimal(record["closing"])
     assert Decimal(str(balances["opening"][0])) + sum(amounts, Decimal(0)) == closing
-    assert any("is worked out from it less the entries" in n for n in statement.notes)
+    assert any("each opening is worked out as the closing less the entries" in n
+               for n in statement.notes)  # fmt: skip
     if "running" in record:
         day, amount, after = record["running"]
         # countary's arithmetic (see the manifest): the closing less the entries before.
@@ -239,8 +240,7 @@ def test_two_ofx_months_of_one_account_must_follow_one_another(tmp_path: Path) -
     october = _ofx(tmp_path, _stmt("0123", "NGN", ["1500.50"], "2500.50"), name="oct.ofx")
     november = _ofx(tmp_path, _stmt("0123", "NGN", ["-500.00"], "2000.50", "11"), name="nov.ofx")
     read = read_statements([november, october])
-    assert any("nov.ofx: its opening balance is oct.ofx's closing balance" in n
-               for n in read.notes)  # fmt: skip
+    assert "oct.ofx is proven complete by nov.ofx's opening balances (0123 NGN)" in read.notes
     gap = _ofx(tmp_path, _stmt("0123", "NGN", ["-500.00"], "1900.50", "11"), name="nov.ofx")
     with pytest.raises(
         DataFileError,

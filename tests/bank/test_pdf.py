@@ -62,7 +62,7 @@ def test_a_real_pdf_statement_reads_as_it_prints_or_is_refused_naming_its_row(
     ]
     day, amount = record["first"]
     assert (entries["date"][0], amounts[0]) == (date.fromisoformat(day), Decimal(amount))
-    assert any("each proven by its running balance" in n for n in statement.notes)
+    assert any("each proven by the running balance" in n for n in statement.notes)
 
 
 # UBA's layout (its column header, its "Balance B/F" and "Total Debit/Total Credit/New Balance"

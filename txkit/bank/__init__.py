@@ -212,7 +212,8 @@ def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:
         .sort("account", "currency", "closing_date", "file")
         .iter_rows(named=True)
     )
-    notes, before = [], None
+    proven: dict[tuple[str, str], list[str]] = {}
+    before = None
     for row in rows:
         if before and (before["account"], before["currency"]) == (row["account"], row["currency"]):
             if row["opening"] != before["closing"]:
@@ -225,13 +226,13 @@ def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:
                     "download the statements again, covering every day between them",
                     what=WHAT,
                 )
-            notes.append(
-                f"{Path(row['file']).name}: its opening balance is "
-                f"{Path(before['file']).name}'s closing balance ({row['account']} "
-                f"{row['currency']}), so that one is proven complete"
-            )
+            pair = (Path(before["file"]).name, Path(row["file"]).name)
+            proven.setdefault(pair, []).append(f"{row['account']} {row['currency']}")
         before = row
-    return notes
+    return [
+        f"{earlier} is proven complete by {later}'s opening balances ({', '.join(accounts)})"
+        for (earlier, later), accounts in proven.items()
+    ]
 
 
 def _is_xml(data: bytes) -> bool:

@@ -139,6 +139,11 @@ def read(path: Path, data: bytes) -> Read:
             else "holds no bank or card statement (<STMTRS> or <CCSTMTRS>)",
             "download the bank account's statement (not investments or the account list)",
         )
+    if result.balances:
+        result.notes.append(
+            "OFX gives closing (ledger) balances only: each opening is worked out as the "
+            "closing less the entries"
+        )
     if pending:
         result.notes.append(f"{pending:,} pending entries (BANKTRANLISTP) left out")
     return result
@@ -259,11 +264,6 @@ def _statement(path: Path, stmt: ET.Element, lines: dict[int, int], result: Read
         for entry in entries:
             entry.balance = balance
         result.balances.append(balance)
-        result.notes.append(
-            f"statement {statement} ({currency}): OFX gives the closing (ledger) balance "
-            f"{Decimal(closing):,} only; the opening, {opening:,}, is worked out from it less "
-            "the entries (compare it with the previous statement's closing)"
-        )
     result.entries.extend(entries)
     return sum(1 for _ in stmt.iter("STMTTRNP"))
 

@@ -562,7 +562,8 @@ class _Statement:
             )
         )
         result.notes.append(
-            f"{name} PDF: {len(entries):,} rows, each proven by its running balance from "
+            f"{name} PDF: {len(entries):,} row{'s' if len(entries) != 1 else ''}, each proven "
+            "by the running balance from "
             f"{opening:,} to {closing:,} {self.currency}"
         )
         return result
