@@ -415,3 +415,42 @@ def test_the_pdf_password_is_never_sent_to_a_kernel_in_code(
     monkeypatch.setenv("TXKIT_PDF_PASSWORD", "s3cr3t-19856")
     assert "s3cr3t" not in kernel_setup(ROOT / "notebooks")
     assert ("TXKIT_PDF_PASSWORD", "s3cr3t-19856") in kernel_settings()
+
+
+def test_on_a_real_terminal_the_password_is_asked_and_never_echoed() -> None:
+    """A real process on a pseudo-terminal (getpass reads /dev/tty): asked once, answered,
+    the statement read; what the terminal shows holds the question, not the password."""
+    import os
+    import pty
+    import select
+
+    code = (
+        "import sys\nfrom txkit.bank import read_statement\n"
+        f"s = read_statement({str(_FIRST_BANK)!r})\nprint('ROWS', s.entries.height)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}
+    env["PYTHONPATH"] = str(ROOT)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its terminal is the pseudo-terminal
+        os.execve(sys.executable, [sys.executable, "-c", code], env)
+    shown = b""
+    answered = False
+    while True:
+        ready, _, _ = select.select([fd], [], [], 60)
+        if not ready:
+            os.kill(pid, 9)
+            pytest.fail(f"no prompt or no end: {shown!r}")
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+        if not answered and b"Password of" in shown:
+            os.write(fd, b"19856\n")
+            answered = True
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, shown
+    assert b"Password of ngbankparser_firstbank-pdf-valid.pdf: " in shown
+    assert b"ROWS 31" in shown and b"19856" not in shown  # getpass turned the echo off
