@@ -140,6 +140,8 @@ def test_a_statement_without_a_ledger_balance_is_read_and_said_unproven(tmp_path
         (("</OFX>\n", "\n"), r"does not end with </OFX>: the file is cut short"),
         (("<CODE>0<SEVERITY>INFO", "<CODE>2000<SEVERITY>ERROR"), r"reports error 2000"),
         (("OFXHEADER:100", "OFXHEADER:1OO"), r"line 1: has no valid OFX header"),
+        (("<OFX><BANKMSGSRSV1>", "<OFX></OFX></OFX><BANKMSGSRSV1>"), "an end tag without"),
+        (("</STMTRS>", "</STMTRS>text"), r"not well-formed OFX \(Tail text 'text'"),
     ],
 )
 def test_a_damaged_ofx_file_is_refused_in_one_line(

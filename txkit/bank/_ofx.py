@@ -112,6 +112,10 @@ def read(path: Path, data: bytes) -> Read:
     except OFXHeaderError as exc:
         first = str(exc).split("\n", 1)[0].split(" - <", 1)[0][:80]
         raise _fail(path, 1, f"has no valid OFX header ({first})") from None
+    except IndexError:  # ofxtools' stack of open tags, popped by an end tag without its start
+        raise _fail(
+            path, None, "is not well-formed OFX (an end tag without its start tag)"
+        ) from None
     except (ET.ParseError, SyntaxError, UnicodeDecodeError, LookupError, ValueError) as exc:
         message = " ".join(str(exc).split())[:160]
         raise _fail(path, None, f"is not well-formed OFX ({message})") from None
@@ -226,7 +230,8 @@ def _statement(path: Path, stmt: ET.Element, lines: dict[int, int], result: Read
     entries: list[Entry] = []
     if trans is not None:
         start, end = _text(trans, "DTSTART"), _text(trans, "DTEND")
-    statement = f"{account or ''} {start[:8] if start else ''}-{end[:8] if end else ''}".strip()
+    period = f"{start[:8]}-{end[:8]}" if start and end else ""
+    statement = f"{account or '(no account)'} {period}".strip()
     where = f"<{stmt.tag}> {account or ''}".rstrip()
     if any(e is not stmt and e.tag in ("STMTRS", "CCSTMTRS") for e in stmt.iter()):
         raise _fail(path, line, f"{where}: another statement starts before this one ends "
