@@ -454,3 +454,34 @@ def test_on_a_real_terminal_the_password_is_asked_and_never_echoed() -> None:
     assert os.waitstatus_to_exitcode(status) == 0, shown
     assert b"Password of ngbankparser_firstbank-pdf-valid.pdf: " in shown
     assert b"ROWS 31" in shown and b"19856" not in shown  # getpass turned the echo off
+
+
+def test_a_damaged_real_pdf_is_read_whole_and_proven_or_refused_in_one_line_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """UBA's statement with bytes overwritten at random (seeded): each copy is either read
+    with every row proven (the damage missed the text) or refused in one line, never read in
+    part, and pdfminer's warnings about what it skipped are not logged (on a terminal they
+    printed in many lines)."""
+    import random
+
+    whole = (REAL / "ngbankparser_uba-pdf-valid.pdf").read_bytes()
+    randomly = random.Random(46)
+    outcomes = set()
+    for trial in range(24):
+        data = bytearray(whole)
+        for _ in range(randomly.randrange(1, 12)):
+            data[randomly.randrange(len(data))] = randomly.randrange(256)
+        path = tmp_path / f"damaged{trial}.pdf"
+        path.write_bytes(bytes(data))
+        try:
+            statement = read_statement(path)
+        except DataFileError as exc:
+            assert "\n" not in str(exc)
+            outcomes.add("refused")
+        else:
+            assert statement.entries.height == 57
+            assert statement.balances["closing"].to_list() == [Decimal("9476.66")]
+            outcomes.add("read")
+    assert outcomes == {"read", "refused"}
+    assert not [r for r in caplog.records if r.name.startswith("pdfminer")]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import getpass
 import io
+import logging
 import re
 import sys
 import zlib
@@ -183,10 +184,17 @@ def _bounded_inflate(limit: int) -> Iterator[None]:
 
     real = pdftypes.zlib
     pdftypes.zlib = _Zlib  # type: ignore[assignment]
+    # pdfminer logs what it skips in a damaged page (a text matrix it cannot read) as
+    # warnings, which would print to the terminal in many lines: what counts is whether every
+    # row is then proven, said in one line.
+    quiet = logging.getLogger("pdfminer")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
     try:
         yield
     finally:
         pdftypes.zlib = real
+        quiet.setLevel(level)
 
 
 def read(path: Path, data: bytes) -> Read:
