@@ -97,6 +97,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_ORDERS_COLUMNS",
         "TXKIT_STORE_KEEP_DAYS",
         "TXKIT_MAX_INPUT_MB",
+        "TXKIT_PDF_PASSWORD",
     } == set(config.VARIABLES)
 
 

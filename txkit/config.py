@@ -19,6 +19,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
+``TXKIT_PDF_PASSWORD``      the password of a password-protected PDF bank statement
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the project
@@ -156,6 +157,9 @@ ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
+#: The password of a password-protected PDF bank statement (the environment only, never a
+#: flag: a flag's value stays in the shell's history and in the process list).
+PDF_PASSWORD_VAR = "TXKIT_PDF_PASSWORD"
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
 
@@ -255,6 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
     Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
+    Setting(PDF_PASSWORD_VAR, str),
 )
 _BY_VAR = {setting.var: setting for setting in SETTINGS}
 #: Every variable txkit reads.
@@ -308,6 +313,13 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     separated by commas; None when unset."""
     value = setting_value(BANK_COLUMNS_VAR, env_file)
     return None if value is None else str(value)
+
+
+def pdf_password_setting() -> str | None:
+    """``TXKIT_PDF_PASSWORD``: the password of a password-protected PDF bank statement, taken
+    as written (from the environment only); None when unset or empty."""
+    value = setting_value(PDF_PASSWORD_VAR)
+    return str(value) if value else None
 
 
 def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:

@@ -86,7 +86,7 @@ def load_bank_statements(
 
     Args:
         bank_statements: ``auto`` (none with a key configured: pass them; the sandbox's
-            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
+            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053, OFX, PDF; the
             month's statement and the next month's, where its last settlements arrive).
         month: ``YYYY-MM``.
         columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``, else the
