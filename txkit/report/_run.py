@@ -189,6 +189,9 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
         recorded = replace(recorded, register=register.doc if register else None)
+        # Before the manifest: a revision compares this close summary's figures with the
+        # signed one's (a missing file read as every figure gone, the real change hidden).
+        write_close_summary(staging, plan, manifest, material=material)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
@@ -204,7 +207,6 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
             revision=revision,
             history=history,
         )
-        write_close_summary(staging, plan, manifest, material=material)
         final = publish(
             staging, request.out, target, store=plan.store, month=plan.month, pending=pending
         )

@@ -1,0 +1,51 @@
+"""Issue 47's figures (Why 7, 8, 10, 11): each wrong or misleading figure of the October pack
+fixed with a test that fails before, the pack's figures checked against an independent
+computation where practical (DuckDB SQL over the store's Parquet, as
+``tests/test_close_pack_duckdb.py`` does)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories import cli_env, invoke_cli_all_stderr, small_notebooks
+
+QUICK_MONTH = "2025-12"
+
+
+# --- Why 7 (a): a revision compares its own close summary with the signed one ------------------
+
+
+@pytest.mark.slow
+@pytest.mark.report
+def test_a_revision_compares_its_own_close_summary_with_the_signed_one(tmp_path: Path) -> None:
+    """Why 7a: the revision's close summary was written after its changes were listed, so
+    every figure read "-> none" (169 false changes) and a real change was lost among them. A
+    revision of an unchanged month now reports no change; the month's signature is stood in
+    for by the report's target (the signature's mechanics are the register's own tests')."""
+    books = small_notebooks(tmp_path / "books")
+    first = invoke_cli_all_stderr("report", "--month", QUICK_MONTH, "--store",
+                                  str(tmp_path / "store"), "--notebooks", str(books),
+                                  "--no-progress", cwd=tmp_path)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    signed = tmp_path / "reports" / QUICK_MONTH
+    figures = json.loads((signed / "00_close_summary.json").read_text())
+    assert figures["lines"], "the quick report's close summary has no figure to compare"
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "import txkit.report._run as r\nfrom txkit.register._sign import Target\n"
+        f"signed = Path({str(signed)!r})\n"
+        f"r.refuse_signed = lambda *a, **k: Target({QUICK_MONTH + '.r2'!r}, 2, signed, 'test')\n"
+        f"r.run_report({QUICK_MONTH!r}, store='store', out=Path('reports'), "
+        f"notebooks=Path({str(books)!r}), progress=False)\n"
+    )
+    again = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
+                           text=True, env=cli_env())  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    revision = json.loads((tmp_path / "reports" / f"{QUICK_MONTH}.r2" / "report.json").read_text())
+    changes = revision["revision"]["changes"]
+    assert not [c for c in changes if c.startswith("close summary:")], changes
