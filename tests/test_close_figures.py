@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from tests.factories import cli_env, invoke_cli_all_stderr, small_notebooks
@@ -49,3 +51,39 @@ def test_a_revision_compares_its_own_close_summary_with_the_signed_one(tmp_path:
     revision = json.loads((tmp_path / "reports" / f"{QUICK_MONTH}.r2" / "report.json").read_text())
     changes = revision["revision"]["changes"]
     assert not [c for c in changes if c.startswith("close summary:")], changes
+
+
+# --- Why 7 (d): fee and tax at stake in the currency's minor units ------------------------------
+
+
+def test_fee_and_tax_at_stake_are_in_the_currencys_minor_units_half_up() -> None:
+    """Why 7d: 685.97925 NGN, 0.5875 GHS and 1.19139 USD at stake; money owed is in minor
+    units, by the package's one rounding rule (``format_money``'s ``to_cent``: half up, a
+    currency finer than the cent left alone)."""
+    from txkit.analysis.exception_lists import LISTS
+    from txkit.money import format_money, minor_units
+
+    money = pl.Decimal(38, 6)
+    frame = pl.DataFrame(
+        {
+            "id": ["a", "b", "c", "d", "e"],
+            "kind": [
+                "fee_mismatch",
+                "tax_mismatch",
+                "fee_mismatch",
+                "fee_mismatch",
+                "tax_mismatch",
+            ],
+            "currency": ["NGN", "GHS", "USD", "USDT", "NGN"],
+            "difference": ["685.97925", "-0.5875", "1.19139", "0.123456", "-111.59925"],
+        }
+    ).with_columns(pl.col("difference").cast(money))
+    listed = LISTS["fee_tax_mismatches"].listed(frame)
+    stake = dict(zip(listed["id"], listed["at_stake"], strict=True))
+    assert stake == {"a": Decimal("685.98"), "b": Decimal("-0.59"), "c": Decimal("1.19"),
+                     "d": Decimal("0.123456"), "e": Decimal("-111.60")}  # fmt: skip
+    for value, code in (("685.97925", "NGN"), ("-0.5875", "GHS"), ("0.123456", "USDT")):
+        exact = Decimal(value)
+        assert format_money(exact, code, to_cent=True).startswith(
+            format_money(minor_units(exact, code), code)
+        )

@@ -25,6 +25,7 @@ import polars as pl
 
 from txkit.analysis.reconcile import AGREED_CATEGORIES, at_stake
 from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS
+from txkit.money import in_minor_units
 
 __all__ = [
     "AT_STAKE",
@@ -267,11 +268,13 @@ LISTS: Final[dict[str, ExceptionList]] = {
             key=("id", "kind"),
             kind="kind",
             currency=("currency",),
-            amount=lambda: pl.col("difference"),
+            # A rule's expected fee has fractions of a cent; what is owed is in minor units.
+            amount=lambda: in_minor_units(pl.col("difference"), pl.col("currency")),
             rows=_every_row,
             how=(
                 "every successful record whose fee or tax breaks the rule the month's records "
-                "follow; at stake: reported - expected"
+                "follow; at stake: reported - expected, in the currency's minor units (to the "
+                "cent, half up)"
             ),
             dates=("createdAt",),
             first=("transactionReference", "difference", "expected", "reported"),
