@@ -134,5 +134,6 @@ if settlements is not None:
 # %%
 out.what_to_look_at(
     [*wallet_findings(wallets),
-     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement)]
+     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement,
+                         month=month)]
 )

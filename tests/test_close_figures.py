@@ -87,3 +87,43 @@ def test_fee_and_tax_at_stake_are_in_the_currencys_minor_units_half_up() -> None
         assert format_money(exact, code, to_cent=True).startswith(
             format_money(minor_units(exact, code), code)
         )
+
+
+# --- Why 7 (c): earlier months' settlements are not the month's ---------------------------------
+
+
+def test_earlier_settlements_credited_in_the_month_are_counted_apart() -> None:
+    """Why 7c: "297 of 313 settlements reached the bank in full within the month" counted 7
+    September settlements credited in October on both sides (290 of 306)."""
+    from datetime import date
+
+    from txkit.notebook._close import settlement_findings
+
+    rows = [
+        ("s1", "matched", date(2026, 10, 5), "100.00"),
+        ("s2", "matched", date(2026, 10, 9), "200.00"),
+        ("s3", "timing_next_month", date(2026, 10, 31), "300.00"),
+        ("s0", "matched", date(2026, 9, 30), "50.00"),
+        (None, "unknown_credit", None, None),
+    ]
+    result = pl.DataFrame(
+        rows,
+        schema={
+            "settlement_id": pl.String,
+            "category": pl.String,
+            "settlement_date": pl.Date,
+            "settlement_amount": pl.String,
+        },  # fmt: skip
+        orient="row",
+    ).with_columns(
+        pl.col("settlement_amount").cast(pl.Decimal(38, 2)),
+        bank_amount=pl.col("settlement_amount").cast(pl.Decimal(38, 2)),
+        currency=pl.lit("NGN"),
+    )
+    sentences = settlement_findings(result, object(), month="2026-10")  # type: ignore[arg-type]
+    assert sentences[0] == (
+        "2 of 3 settlements of the month reached the bank in full within the month."
+    )
+    assert sentences[1] == (
+        "1 settlement of earlier months was credited in the month (50.00 NGN; not counted above)."
+    )
