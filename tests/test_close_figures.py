@@ -113,7 +113,7 @@ def test_earlier_settlements_credited_in_the_month_are_counted_apart() -> None:
             "category": pl.String,
             "settlement_date": pl.Date,
             "settlement_amount": pl.String,
-        },  # fmt: skip
+        },
         orient="row",
     ).with_columns(
         pl.col("settlement_amount").cast(pl.Decimal(38, 2)),
