@@ -127,3 +127,37 @@ def test_earlier_settlements_credited_in_the_month_are_counted_apart() -> None:
     assert sentences[1] == (
         "1 settlement of earlier months was credited in the month (50.00 NGN; not counted above)."
     )
+
+
+# --- Why 7 (b), 8 (2): the exceptions at stake are the register's items of the month -----------
+
+
+def _register_csv(folder: Path, rows: list[tuple[str, str, str, str, str, str, str]]) -> None:
+    columns = ["key", "section", "currency", "amount", "status", "material", "listed"]
+    folder.mkdir(parents=True, exist_ok=True)
+    pl.DataFrame(rows, schema=columns, orient="row").write_csv(folder / "exceptions.csv")
+
+
+def test_the_exceptions_at_stake_count_the_months_listed_items_every_list(tmp_path: Path) -> None:
+    """Why 7b: after September was reported, October's revision counted 8 material items of 6
+    settlement items (September's open items in the register counted against October's list);
+    Why 8.2: the wallet statement's list (132,250.21 NGN, material) was missing."""
+    from txkit.report._close_summary import close_figures
+
+    _register_csv(
+        tmp_path,
+        [
+            ("S1:missing_in_bank", "settlements", "NGN", "-500.000000", "open", "true", "true"),
+            ("S2:amount_differs", "settlements", "NGN", "20.000000", "explained", "true", "true"),
+            ("S3:amount_differs", "settlements", "GHS", "-3.500000", "open", "false", "true"),
+            ("S0:missing_in_bank", "settlements", "NGN", "-900.000000", "open", "true", "false"),
+            ("S9:missing_in_bank", "settlements", "NGN", "-70.000000", "resolved", "true", "false"),
+            ("wallet:NGN:2026-10", "wallet_statement", "NGN", "132250.21", "open", "true", "true"),
+        ],
+    )
+    figures = close_figures(tmp_path, "2026-10", records=None, bank=None)
+    assert figures.exceptions == [
+        ("Settlement exceptions", "NGN", 2, Decimal("520"), 2),
+        ("Settlement exceptions", "GHS", 1, Decimal("3.5"), 2),
+        ("Wallet statement", "NGN", 1, Decimal("132250.21"), 1),
+    ]

@@ -25,6 +25,7 @@ from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.calendar import month_bounds
 from txkit.money import format_money
 from txkit.notebook import read_downloads
+from txkit.register import OPEN_STATUSES as REGISTER_OPEN
 
 __all__ = [
     "CLOSE_SUMMARY",
@@ -218,9 +219,20 @@ def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Lin
     return lines, notes
 
 
+#: The month's register as the report wrote it (:func:`txkit.register.summarise`).
+REGISTER_FILE: Final = "exceptions.csv"
+
+
 def _exception_lines(
     folder: Path, material: Mapping[str, int] | None
 ) -> list[tuple[str, str, int, Decimal, int | None]]:
+    """Per list and currency: items, amount at stake (sum of the absolute amounts), material
+    open items. From the register the report wrote (every list, the wallet statement's too;
+    only the items this month's lists hold, so an earlier month's item carried in the register
+    is never counted against a list of this month); without one (a read-only store), from the
+    lists' downloads."""
+    if (folder / REGISTER_FILE).is_file():
+        return _register_exception_lines(folder / REGISTER_FILE)
     exceptions = []
     for name, entry in read_downloads(folder).items():
         if name not in LISTS or entry.get("kind") == "table":
@@ -238,6 +250,31 @@ def _exception_lines(
                     None if material is None else material.get(section, 0),
                 )
             )
+    exceptions.sort(key=lambda e: (-(e[4] or 0), e[0], -e[3], e[1]))
+    return exceptions
+
+
+def _register_exception_lines(path: Path) -> list[tuple[str, str, int, Decimal, int | None]]:
+    register = pl.read_csv(path, infer_schema=False)
+    if not register.height:
+        return []
+    titles = {x.section: x.title for x in LISTS.values()}
+    listed = register.filter(pl.col("listed") == "true")
+    still = pl.col("status").is_in(REGISTER_OPEN) & (pl.col("material") == "true")
+    counted: dict[tuple[str, str], list[Any]] = {}
+    for row in listed.iter_rows(named=True):
+        title = titles.get(row["section"], row["section"])
+        entry = counted.setdefault((title, row["currency"] or ""), [0, Decimal(0), 0])
+        entry[0] += 1
+        entry[1] += abs(Decimal(row["amount"])) if row["amount"] else Decimal(0)
+    for row in listed.filter(still).iter_rows(named=True):
+        title = titles.get(row["section"], row["section"])
+        counted[(title, row["currency"] or "")][2] += 1
+    material = {t: sum(v[2] for (u, _), v in counted.items() if u == t) for t, _ in counted}
+    exceptions = [
+        (title, code, n, amount, material[title])
+        for (title, code), (n, amount, _) in counted.items()
+    ]
     exceptions.sort(key=lambda e: (-(e[4] or 0), e[0], -e[3], e[1]))
     return exceptions
 
