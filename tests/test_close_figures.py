@@ -6,6 +6,7 @@ computation where practical (DuckDB SQL over the store's Parquet, as
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from decimal import Decimal
@@ -14,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, invoke_cli_all_stderr, small_notebooks
+from tests.factories import SessionReport, cli_env, invoke_cli_all_stderr, small_notebooks
 
 QUICK_MONTH = "2025-12"
 
@@ -161,3 +162,91 @@ def test_the_exceptions_at_stake_count_the_months_listed_items_every_list(tmp_pa
         ("Settlement exceptions", "GHS", 1, Decimal("3.5"), 2),
         ("Wallet statement", "NGN", 1, Decimal("132250.21"), 1),
     ]
+
+
+# --- Why 8: the close summary foots, agrees with the register, states its period ---------------
+
+
+def _figures(folder: Path) -> dict[str, dict[str, Decimal | None]]:
+    doc = json.loads((folder / "00_close_summary.json").read_text())
+    return {
+        label: {c: None if v is None else Decimal(v) for c, v in values.items()}
+        for label, values in doc["lines"]
+    }
+
+
+@pytest.mark.report
+def test_the_close_summary_foots_block_by_block(session_report: SessionReport) -> None:
+    """Why 8.1: the reserves stood above "Net movement" and were not in it (NGN lines added to
+    -961,774.45, it printed -1,199,892.91). Every line above a total is in it; the reserves
+    foot the available balance in their own block."""
+    from txkit.report._close_summary import AVAILABLE_LABELS, WALLET_LABELS
+
+    lines = _figures(session_report.folder)
+    net = WALLET_LABELS.index("Net movement of the month")
+    for code in lines["Net movement of the month"]:
+        movement = [lines[label][code] or Decimal(0) for label in WALLET_LABELS[1:net]]
+        assert sum(movement, Decimal(0)) == lines["Net movement of the month"][code], code
+        opening = lines["Opening balance (ledger)"][code]
+        assert (
+            opening + lines["Net movement of the month"][code]
+            == (lines["Closing balance, computed"][code])
+        )
+        available = [lines[label][code] for label in AVAILABLE_LABELS[:4]]
+        assert sum(available, Decimal(0)) == lines["Closing available balance, computed"][code]
+    assert lines["Reserves held"]["NGN"] == Decimal("-642783.67")
+    page = _page_text(session_report.folder / "00_close_summary.html")
+    # Why 8.5: the period and its time zone, then what needs action, first.
+    assert "Period: 2026-10-01 00:00 to 2026-10-31 24:00 UTC" in page
+    assert page.index("Needs action: exceptions at stake") < page.index("Wallet: ledger balance")
+    assert page.index("Wallet: ledger balance") < page.index("reserves and the available")
+
+
+@pytest.mark.report
+def test_the_close_summary_exceptions_agree_with_the_register(
+    session_report: SessionReport,
+) -> None:
+    """Why 8.2: 9 material items on the close summary against 10 on the index and in the
+    register (the wallet statement's NGN 132,250.21 missing); Why 7d on the pack: every fee or
+    tax at stake in minor units."""
+    folder = session_report.folder
+    register = pl.read_csv(folder / "exceptions.csv", infer_schema=False)
+    listed = register.filter(pl.col("listed") == "true")
+    material = listed.filter(
+        pl.col("status").is_in(["open", "explained"]) & (pl.col("material") == "true")
+    ).height
+    doc = json.loads((folder / "00_close_summary.json").read_text())
+    shown = {title: m for title, _, _, _, m in doc["exceptions"]}
+    assert sum(shown.values()) == material and shown["Wallet statement"] >= 1
+    assert sum(items for _, _, items, _, _ in doc["exceptions"]) == listed.height
+    fees = listed.filter((pl.col("section") == "fees") & (pl.col("currency") != "USDT"))
+    assert fees.height and all(Decimal(a) == round(Decimal(a), 2) for a in fees["amount"])
+    page = _page_text(folder / "00_close_summary.html")
+    assert "the same money in two lists, not to be added" in page
+
+
+def _page_text(path: Path) -> str:
+    import html
+    import re
+
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+@pytest.mark.report
+def test_page_06_counts_the_months_settlements_by_duckdb(session_report: SessionReport) -> None:
+    """Why 7c on the pack: the denominator is the month's successful settlements (DuckDB over
+    the store), not those plus September's credited in October."""
+    from tests.test_close_pack_duckdb import _connect
+
+    con = _connect()
+    (settlements,) = con.execute(
+        f"SELECT count(*) FROM delta_scan('{session_report.store}') WHERE month = '2026-10' "
+        "AND transType = 'settlement' AND status = 'successful'"
+    ).fetchone()
+    page = _page_text(session_report.folder / "06_settlements.html")
+    found = re.search(r"([\d,]+) of ([\d,]+) settlements of the month reached the bank", page)
+    assert found and int(found.group(2).replace(",", "")) == settlements, found
+    rows = pl.read_csv(session_report.folder / "settlements.csv", infer_schema=False)
+    earlier = rows.filter(pl.col("settlement_date") < "2026-10-01").height
+    assert earlier and f"{earlier:,} settlements of earlier months were credited" in page

@@ -28,11 +28,14 @@ from txkit.notebook import read_downloads
 from txkit.register import OPEN_STATUSES as REGISTER_OPEN
 
 __all__ = [
+    "AVAILABLE_LABELS",
     "CLOSE_SUMMARY",
     "RECONCILIATION",
+    "WALLET_LABELS",
     "CloseFigures",
     "close_figures",
     "close_summary_html",
+    "period_line",
 ]
 
 #: The close summary's file in the report folder (first in the pack by its name).
@@ -50,13 +53,27 @@ _WALLET_LINES: Final[tuple[tuple[str, str | None], ...]] = (
     ("Money out: conversions out of the currency", "conversions_out"),
     ("Fees", "fees"),
     ("Tax on fees", "tax"),
-    ("Reserves held", "reserves_held"),
-    ("Reserves released", "reserves_released"),
     ("Net movement of the month", "_net"),
     ("Closing balance, computed", "closing_computed"),
     ("Closing balance, reported by the last record", "closing_reported"),
     (f"Difference ({DIFFERENCE_SIGN})", "difference"),
 )
+#: The available balance, in a block of its own: reserves move money between the ledger and
+#: the available balance, not in or out of the wallet, so they are not in the net movement
+#: (the wallet statement's model, page 06). Each block foots: the lines above a total are in it.
+_AVAILABLE_LINES: Final[tuple[tuple[str, str], ...]] = (
+    ("Opening available balance", "opening_available"),
+    ("Net movement of the month (the ledger's, above)", "_net"),
+    ("Reserves held", "reserves_held"),
+    ("Reserves released", "reserves_released"),
+    ("Closing available balance, computed", "closing_available_computed"),
+    ("Closing available balance, reported by the last record", "closing_available_reported"),
+    (f"Available difference ({DIFFERENCE_SIGN})", "available_difference"),
+)
+#: The labels of the wallet's ledger block, in order.
+WALLET_LABELS: Final = tuple(label for label, _ in _WALLET_LINES)
+#: The labels of the available balance's block, in order.
+AVAILABLE_LABELS: Final = tuple(label for label, _ in _AVAILABLE_LINES)
 
 
 #: The bank reconciliation's lines, per currency: the bank's opening balance, plus what the
@@ -112,8 +129,8 @@ def close_figures(
     notes: list[str] = []
     currencies, lines = _wallet_lines(folder)
     if records is not None:
-        currencies, line, note = _open_records_line(records, currencies)
-        lines.append(line)
+        currencies, open_lines, note = _open_records_lines(records, currencies)
+        lines.extend(open_lines)
         notes.extend(note)
     settlements_path = folder / "settlements.csv"
     settled = pl.DataFrame()
@@ -134,6 +151,7 @@ def close_figures(
     if reconciliation:
         notes.extend(_reconciliation_notes(settled))
     exceptions = _exception_lines(folder, material)
+    notes.extend(_same_money_notes(folder))
     return CloseFigures(month, currencies, lines, exceptions, notes, reconciliation)
 
 
@@ -148,7 +166,7 @@ def _wallet_lines(folder: Path) -> tuple[list[str], list[_Line]]:
     currencies = sorted(wallet["currency"].to_list()) if wallet.height else []
     by_currency = {r["currency"]: r for r in wallet.iter_rows(named=True)}
     lines: list[_Line] = []
-    for label, column in _WALLET_LINES:
+    for label, column in (*_WALLET_LINES, *_AVAILABLE_LINES):
         row: dict[str, Decimal | None] = {}
         for code in currencies:
             values = by_currency[code]
@@ -164,24 +182,83 @@ def _wallet_lines(folder: Path) -> tuple[list[str], list[_Line]]:
     return currencies, lines
 
 
-def _open_records_line(
+def _open_records_lines(
     records: pl.LazyFrame, currencies: list[str]
-) -> tuple[list[str], _Line, list[str]]:
-    still = (
-        records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
-        .group_by(pl.col("toCurrency").cast(pl.String).alias("currency"))
-        .agg(pl.col("toAmount").sum().alias("amount"), pl.len().alias("n"))
-        .collect()
+) -> tuple[list[str], list[_Line], list[str]]:
+    pending = records.filter(pl.col("status").cast(pl.String).is_in(OPEN_STATUSES))
+    kind = pl.col("transType").cast(pl.String)
+    # Each side of a record in its own currency, as money in and out are measured (page 01):
+    # a conversion is money out of its fromCurrency and money in to its toCurrency.
+    sides = pl.concat(
+        [
+            pending.filter(kind.is_in(["collection", "conversion"])).select(
+                pl.col("toCurrency").cast(pl.String).alias("currency"),
+                pl.col("toAmount").alias("amount"),
+                pl.lit("in").alias("direction"),
+            ),
+            pending.filter(kind.is_in(["transfer", "settlement"])).select(
+                pl.col("toCurrency").cast(pl.String).alias("currency"),
+                pl.col("toAmount").alias("amount"),
+                pl.lit("out").alias("direction"),
+            ),
+            pending.filter((kind == "conversion") & pl.col("fromCurrency").is_not_null()).select(
+                pl.col("fromCurrency").cast(pl.String).alias("currency"),
+                pl.col("fromAmount").alias("amount"),
+                pl.lit("out").alias("direction"),
+            ),
+        ],
+        how="vertical_relaxed",
     )
-    open_rows = {r["currency"]: r for r in still.iter_rows(named=True)}
-    currencies = sorted(set(currencies) | set(open_rows))
-    line = (
-        "Value of the records still open (status can change)",
-        {c: open_rows[c]["amount"] if c in open_rows else Decimal(0) for c in currencies},
+    still = sides.group_by("currency", "direction").agg(pl.col("amount").sum()).collect()
+    sums = {(r["currency"], r["direction"]): r["amount"] for r in still.iter_rows(named=True)}
+    counts = (
+        pending.group_by(pl.col("toCurrency").cast(pl.String).alias("currency")).len().collect()
     )
-    counted = ", ".join(f"{r['n']:,} {c}" for c, r in sorted(open_rows.items()))
+    open_rows = {r["currency"]: r["len"] for r in counts.iter_rows(named=True)}
+    currencies = sorted(set(currencies) | {c for c, _ in sums})
+    lines = [
+        (
+            OPEN_IN,
+            {c: Decimal(sums.get((c, "in")) or 0) for c in currencies},
+        ),
+        (
+            OPEN_OUT,
+            {c: -Decimal(sums.get((c, "out")) or 0) for c in currencies},
+        ),
+    ]
+    counted = ", ".join(f"{n:,} {c}" for c, n in sorted(open_rows.items()))
     notes = [f"Records still open ({', '.join(OPEN_STATUSES)}): {counted}."] if counted else []
-    return currencies, line, notes
+    return currencies, lines, notes
+
+
+#: The records still open, by direction (money in positive, money out negative).
+OPEN_IN: Final = "Records still open, money in: collections, conversions into (status can change)"
+OPEN_OUT: Final = (
+    "Records still open, money out: transfers, settlements, conversions out (status can change)"
+)
+
+
+def _same_money_notes(folder: Path) -> list[str]:
+    """A wallet difference and the balance breaks that make it are the same money: said, so
+    the two rows of the exceptions are not added (each list's own amount stands)."""
+    path = folder / "wallet_statement.csv"
+    if not path.is_file():
+        return []
+    wallet = pl.read_csv(path, infer_schema=False)
+    if "explained_by" not in wallet.columns:
+        return []
+    out = []
+    for row in wallet.iter_rows(named=True):
+        explained = _decimal(row.get("explained"))
+        if not explained or not row.get("explained_by"):
+            continue
+        breaks = len([p for p in row["explained_by"].split("; ") if p.strip()])
+        out.append(
+            f"Wallet statement {row['currency']}: {format_money(explained, row['currency'])} of "
+            f"its difference is made of {breaks:,} balance break(s) listed under Balance breaks: "
+            "the same money in two lists, not to be added."
+        )
+    return out
 
 
 def _transit_line(settled: pl.DataFrame, currencies: list[str]) -> _Line:
@@ -364,7 +441,11 @@ _CSS: Final = (
     "@media print{body{margin:0;max-width:none;font-size:8.5pt;line-height:1.2}"
     "h2{margin:.45rem 0 .15rem}.sign td{height:1.8em}a{color:#000;text-decoration:none}}"
 )
-_TOTALS: Final = {"Net movement of the month", "Closing balance, computed"}
+_TOTALS: Final = {
+    "Net movement of the month",
+    "Closing balance, computed",
+    "Closing available balance, computed",
+}
 
 
 def _cell(value: Decimal | None, signed: bool = False) -> str:
@@ -401,18 +482,41 @@ def _reconciliation_html(figures: CloseFigures) -> str:
     )
 
 
+def period_line(month: str) -> str:
+    """The period the figures cover and its time zone, in a sentence (the cut-off)."""
+    first, last = month_bounds(month)
+    return (
+        f"Period: {first.isoformat()} 00:00 to {last.isoformat()} 24:00 UTC (a record belongs "
+        "to the month of its createdAt, in UTC; the bank statement's lines are dated in the "
+        "bank's own days, as it booked them)."
+    )
+
+
+def _table(figures: CloseFigures, lines: Sequence[_Line], head: str) -> str:
+    rows = []
+    for label, values in lines:
+        css = ' class="total"' if label in _TOTALS else ""
+        signed = "difference" in label.lower() and "(" in label
+        cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
+        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
 def close_summary_html(
     figures: CloseFigures, *, as_run: str = "", signatures: Sequence[str] = ()
 ) -> str:
-    """The page (HTML), printable on one A4 page; ``as_run``: what it read, in a line."""
+    """The page (HTML), printable on one A4 page; ``as_run``: what it read, in a line. What
+    needs action (the exceptions at stake) comes first, then the wallet's ledger balance and
+    its available balance (each block foots), then the figures beside them."""
     month = html.escape(figures.month)
     head = "".join(f"<th>{html.escape(c)}</th>" for c in figures.currencies)
-    rows = []
-    for label, values in figures.lines:
-        css = ' class="total"' if label in _TOTALS else ""
-        signed = label.startswith("Difference")
-        cells = "".join(f"<td>{_cell(values.get(c), signed)}</td>" for c in figures.currencies)
-        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    wallet = [line for line in figures.lines if line[0] in WALLET_LABELS]
+    available = [line for line in figures.lines if line[0] in AVAILABLE_LABELS]
+    other = [
+        line
+        for line in figures.lines
+        if line[0] not in WALLET_LABELS and line[0] not in AVAILABLE_LABELS
+    ]
     # One row per list (material first), its amount at stake under each currency's column.
     by_list: dict[str, dict[str, Any]] = {}
     for title, code, n, amount, material in figures.exceptions:
@@ -436,17 +540,27 @@ def close_summary_html(
         f"<title>Close summary {month}</title><style>{_CSS.replace('MONTH', month)}</style>"
         f'</head><body><p class="meta"><a href="index.html">Report {month}</a></p>'
         f"<h1>Close summary {month}</h1>"
+        f'<p class="meta"><strong>{html.escape(period_line(figures.month))}</strong></p>'
         '<p class="meta">Per currency, never added across currencies; amounts exact. The wallet '
         "lines are the wallet statement of page 06 (money in positive, money out negative); "
         "the exceptions' amounts at stake are each list's own (the sum of the absolute amounts "
         "at stake of its items), material items first.</p>"
-        f"<h2>Wallet and bank</h2><table><thead><tr><th></th>{head}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-        + _reconciliation_html(figures)
-        + "<h2>Exceptions at stake</h2><table><thead><tr><th>list</th><th>items</th>"
-        f"{head}<th>material (section, open)</th></tr></thead>"
+        "<h2>Needs action: exceptions at stake</h2><table><thead><tr><th>list</th>"
+        f"<th>items</th>{head}<th>material (open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
-        f'<ul class="meta">{notes}</ul>'
+        f"<h2>Wallet: ledger balance</h2>{_table(figures, wallet, head)}"
+        + (
+            f"<h2>Wallet: reserves and the available balance</h2>{_table(figures, available, head)}"
+            if available
+            else ""
+        )
+        + (
+            f"<h2>Open records, transit and bank</h2>{_table(figures, other, head)}"
+            if other
+            else ""
+        )
+        + _reconciliation_html(figures)
+        + f'<ul class="meta">{notes}</ul>'
         + (f'<p class="meta"><strong>As run:</strong> {html.escape(as_run)}.</p>' if as_run else "")
         + f"<h2>Sign-off</h2>{signed}"
         '<table class="sign"><tr><td>Prepared by</td><td class="line"></td><td>Date</td>'
