@@ -250,3 +250,50 @@ def test_page_06_counts_the_months_settlements_by_duckdb(session_report: Session
     rows = pl.read_csv(session_report.folder / "settlements.csv", infer_schema=False)
     earlier = rows.filter(pl.col("settlement_date") < "2026-10-01").height
     assert earlier and f"{earlier:,} settlements of earlier months were credited" in page
+
+
+# --- Why 11: money at its limits ----------------------------------------------------------------
+
+
+def test_amounts_at_the_schemas_limit_stay_exact_in_every_thread() -> None:
+    """Why 11: 299 records of 99999999999999999999.999999 USDT summed to ...999.9997 (Python's
+    28-digit context) and 10^26 NGN made every report of the month fail with
+    ``InvalidOperation``. A fresh interpreter (as a notebook's kernel is) importing txkit, in its
+    main thread and in a thread started later."""
+    probe = (
+        "import threading\nfrom decimal import Decimal\n"
+        "import polars as pl\n"
+        "from txkit.money import format_money, money_sums\n"
+        "def check():\n"
+        "    big = Decimal(10) ** 26\n"
+        "    assert format_money(big, 'NGN', to_cent=True) == "
+        "'100,000,000,000,000,000,000,000,000.00 NGN', format_money(big, 'NGN')\n"
+        "    usdt = Decimal('99999999999999999999.999999')\n"
+        "    frame = pl.DataFrame({'currency': ['USDT'] * 299, 'amount': [usdt] * 299},\n"
+        "                         schema={'currency': pl.String, 'amount': pl.Decimal(38, 6)})\n"
+        "    assert money_sums(frame, 'amount') == [('USDT', usdt * 299, 0)]\n"
+        "    assert str(usdt * 299) == '29899999999999999999999.999701'\n"
+        "check()\n"
+        "errors = []\n"
+        "def run():\n"
+        "    try:\n        check()\n"
+        "    except Exception as exc:\n        errors.append(repr(exc))\n"
+        "t = threading.Thread(target=run)\nt.start()\nt.join()\n"
+        "assert not errors, errors\nprint('exact')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env=cli_env())  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "exact", done.stderr
+
+
+def test_the_close_summary_writes_an_amount_of_ten_to_the_26(tmp_path: Path) -> None:
+    """Why 11: the close summary of a wallet holding 10^26 NGN is written, exactly."""
+    from txkit.report._close_summary import close_figures, close_summary_html
+
+    big = "100000000000000000000000000.00"
+    columns = ["currency", "opening_ledger", "collections", "closing_computed", "opening_available"]
+    pl.DataFrame([["NGN", "0.00", big, big, "0.00"]], schema=columns, orient="row").write_csv(
+        tmp_path / "wallet_statement.csv"
+    )
+    page = close_summary_html(close_figures(tmp_path, "2026-10", records=None, bank=None))
+    assert "100,000,000,000,000,000,000,000,000.00" in page

@@ -30,12 +30,14 @@ Rates and percentages are not money: they keep their own formats.
 
 from __future__ import annotations
 
+import decimal
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
 import polars as pl
 
 __all__ = [
+    "DECIMAL_DIGITS",
     "FINER_THAN_CENTS",
     "UNKNOWN",
     "format_money",
@@ -44,12 +46,29 @@ __all__ = [
     "minor_units",
     "money_sums",
     "sum_in_currency",
+    "wide_decimal_context",
 ]
 
 UNKNOWN: Final = "unknown"
 #: Currencies whose smallest unit is finer than a cent: ``to_cent`` leaves their digits alone.
 FINER_THAN_CENTS: Final = frozenset({"USDT", "USDC"})
 _CENTS: Final = Decimal("0.01")
+#: Significant digits of Decimal arithmetic once txkit is imported: a money column holds at
+#: most 38 (``Decimal(38, scale)``, :mod:`txkit.schema`); Python's default 28 rounded a sum of
+#: 299 amounts of 99999999999999999999.999999 USDT and refused to write 10^26 NGN to the cent
+#: (``InvalidOperation``). 80 holds the sum of any number of such amounts, or a product of two.
+DECIMAL_DIGITS: Final = 80
+
+
+def wide_decimal_context() -> None:
+    """Widen this thread's Decimal context and the default of threads started later to
+    :data:`DECIMAL_DIGITS` (never narrowed): every amount the schema accepts is exact in sums
+    and in writing. Called when :mod:`txkit.money` is imported (every txkit entry point)."""
+    for context in (decimal.getcontext(), decimal.DefaultContext):
+        context.prec = max(context.prec, DECIMAL_DIGITS)
+
+
+wide_decimal_context()
 
 
 def _digits(amount: Decimal) -> Decimal:
