@@ -15,7 +15,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import SessionReport, cli_env, invoke_cli_all_stderr, small_notebooks
+from tests.factories import (
+    SessionReport,
+    cli_env,
+    invoke_cli_all_stderr,
+    page,
+    record,
+    small_notebooks,
+)
+from tests.hostile import KEY, HostileServer, Reply, Seen
+
+ROOT = Path(__file__).resolve().parents[1]
 
 QUICK_MONTH = "2025-12"
 
@@ -297,3 +307,42 @@ def test_the_close_summary_writes_an_amount_of_ten_to_the_26(tmp_path: Path) -> 
     )
     page = close_summary_html(close_figures(tmp_path, "2026-10", records=None, bank=None))
     assert "100,000,000,000,000,000,000,000,000.00" in page
+
+
+# --- Why 10: nothing from nothing on a live service ---------------------------------------------
+
+
+def _starts_later(seen: Seen) -> Reply:
+    """A service whose records start on 2026-08-25: a window ending before holds none; a
+    later one holds one record (the report under test never gets that far)."""
+    if seen.query.get("endDate", "9999") < "2026-08-25":
+        return Reply(200, page([], total=0), {"Content-Type": "application/json"})
+    late = record(1, createdAt="2026-08-25T09:00:00.000Z", updatedAt="2026-08-25T09:00:00.000Z")
+    return Reply(200, page([late], total=1), {"Content-Type": "application/json"})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("month", ["2026-06", "2025-01"])
+def test_a_month_before_the_services_first_record_is_one_line_exit_2(
+    tmp_path: Path, month: str
+) -> None:
+    """Why 10: ``txkit report --month 2026-06`` against a service whose records start on
+    2026-08-25 ended with ``IncompleteExportError: cannot prove that the service's date window
+    reaches past the last day ...`` (exit 1); the sandbox gives the one line, exit 2. On a
+    service it is the same line, before the sync and any notebook."""
+    orders = tmp_path / "orders.csv"
+    orders.write_text("reference,amount,currency\nTXK-REF-00000001,125000.50,NGN\n")
+    with HostileServer(_starts_later) as running:
+        done = invoke_cli_all_stderr(
+            "report", "--month", month, "--out", str(tmp_path / "r"), "--orders", str(orders),
+            "--store",
+            str(tmp_path / "store"), "--notebooks", str(ROOT / "notebooks"), "--no-progress",
+            cwd=tmp_path, env={"TXKIT_BASE_URL": running.base_url, "TXKIT_SECRET_KEY": KEY},
+        )  # fmt: skip
+        requests = len(running.seen)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"txkit: error: no records of {month}: the service holds none of that month"
+    )
+    assert KEY not in done.stdout + done.stderr and not (tmp_path / "r").exists()
+    assert requests == 1  # one total asked, nothing synced

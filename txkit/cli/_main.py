@@ -20,7 +20,7 @@ from typing import NoReturn
 
 from txkit._scrub import install_log_filter, scrub
 from txkit.cli import _exceptions, _export, _probe, _report, _sandbox, _store, _sync
-from txkit.errors import StoreError, TxkitError, one_line
+from txkit.errors import NoRecordsError, StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
 from txkit.output import check_writable
@@ -168,6 +168,8 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
     text = one_line(exc)
     if isinstance(exc, ValueError) and not after_requests:
         return 2, text  # also a StoreVersionError, and a DataFileError (a file the user gave)
+    if isinstance(exc, NoRecordsError):  # a month the service holds nothing of: the argument
+        return 2, text
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
     if isinstance(exc, OSError):
