@@ -348,3 +348,64 @@ def test_a_month_before_the_services_first_record_is_one_line_exit_2(
     )
     assert KEY not in done.stdout + done.stderr and not (tmp_path / "r").exists()
     assert requests == 1  # one total asked, nothing synced
+
+
+# --- What to build 6: the close summary to post from, the register's roll-forward --------------
+
+
+def test_the_close_summary_files_post_and_the_roll_forward_foots(tmp_path: Path) -> None:
+    """``close_summary.csv``/``.xlsx``: per currency and line, the wallet's movements as debits
+    and credits of its account that add to the net movement; the roll-forward (opening, new,
+    cleared, written off, closing) foots per currency."""
+    from openpyxl import load_workbook
+
+    from txkit.report._close_files import close_summary_frame, write_close_files
+    from txkit.report._close_summary import ROLL_FORWARD, close_figures
+
+    columns = ["currency", "opening_ledger", "collections", "transfers", "fees",
+               "closing_computed", "opening_available", "reserves_held", "reserves_released",
+               "closing_available_computed"]  # fmt: skip
+    pl.DataFrame(
+        [["NGN", "100.00", "50.00", "-20.00", "-0.55", "129.45", "90.00", "-5.00", "1.00",
+          "115.45"]],
+        schema=columns, orient="row",
+    ).write_csv(tmp_path / "wallet_statement.csv")  # fmt: skip
+    pl.DataFrame(
+        [
+            ("A:x", "fees", "NGN", "-1.00", "2026-09", "open", None, "false", "false"),
+            ("B:x", "fees", "NGN", "2.00", "2026-09", "resolved", "2026-10", "false", "false"),
+            ("C:x", "fees", "NGN", "3.00", "2026-10", "written_off", "2026-10", "false", "true"),
+            ("D:x", "fees", "NGN", "-4.00", "2026-10", "open", None, "false", "true"),
+            ("E:x", "fees", "NGN", "9.00", "2026-08", "resolved", "2026-09", "false", "false"),
+        ],
+        schema=[
+            "key",
+            "section",
+            "currency",
+            "amount",
+            "first_month",
+            "status",
+            "resolved_month",
+            "material",
+            "listed",
+        ],
+        orient="row",
+    ).write_csv(tmp_path / "exceptions.csv")
+    figures = close_figures(tmp_path, "2026-10", records=None, bank=None)
+    rolled = {label: figures.rolled[label].get("NGN", (0, Decimal(0))) for label in ROLL_FORWARD}
+    assert list(rolled.values()) == [(2, Decimal(3)), (2, Decimal(7)), (1, Decimal(2)),
+                                     (1, Decimal(3)), (2, Decimal(5))]  # fmt: skip
+    opening, new, cleared, written_off, closing = (n for n, _ in rolled.values())
+    assert opening + new - cleared - written_off == closing
+    frame = close_summary_frame(figures)
+    write_close_files(tmp_path, frame)
+    posted = pl.read_csv(tmp_path / "close_summary.csv", infer_schema=False)
+    ngn = posted.filter(pl.col("currency") == "NGN")
+    debits = sum(Decimal(v) for v in ngn["debit"].drop_nulls())
+    credits = sum(Decimal(v) for v in ngn["credit"].drop_nulls())
+    net = ngn.filter(pl.col("line") == "Net movement of the month")["amount"].item()
+    assert debits - credits == Decimal(net) == Decimal("29.45")
+    assert set(posted["period"]) == {"2026-10-01 to 2026-10-31 (UTC)"}
+    assert all(posted["sign"].drop_nulls()) and posted["sign"].null_count() == 0
+    sheet = load_workbook(tmp_path / "close_summary.xlsx").active
+    assert sheet.max_row == posted.height + 1

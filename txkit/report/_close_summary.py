@@ -31,11 +31,13 @@ __all__ = [
     "AVAILABLE_LABELS",
     "CLOSE_SUMMARY",
     "RECONCILIATION",
+    "ROLL_FORWARD",
     "WALLET_LABELS",
     "CloseFigures",
     "close_figures",
     "close_summary_html",
     "period_line",
+    "roll_forward",
 ]
 
 #: The close summary's file in the report folder (first in the pack by its name).
@@ -109,6 +111,8 @@ class CloseFigures:
     #: The wallet's settlements carried to the bank's closing balance (:data:`RECONCILIATION`);
     #: empty without a bank statement or the settlements page's download.
     reconciliation: list[tuple[str, dict[str, Decimal | None]]] = field(default_factory=list)
+    #: The register's roll-forward (:func:`roll_forward`): line -> currency -> (items, amount).
+    rolled: dict[str, dict[str, tuple[int, Decimal]]] = field(default_factory=dict)
 
 
 def _decimal(value: Any) -> Decimal | None:
@@ -152,7 +156,8 @@ def close_figures(
         notes.extend(_reconciliation_notes(settled))
     exceptions = _exception_lines(folder, material)
     notes.extend(_same_money_notes(folder))
-    return CloseFigures(month, currencies, lines, exceptions, notes, reconciliation)
+    rolled = roll_forward(folder, month)
+    return CloseFigures(month, currencies, lines, exceptions, notes, reconciliation, rolled)
 
 
 _Line = tuple[str, dict[str, Decimal | None]]
@@ -294,6 +299,46 @@ def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Lin
         ("Bank charges and other debits", charges),
     ]
     return lines, notes
+
+
+#: The roll-forward's lines, in order (the last is the total of the others, signed).
+ROLL_FORWARD: Final = (
+    "Opening items (open at the month's start)",
+    "+ new in the month",
+    "- cleared in the month",
+    "- written off in the month",
+    "= closing items (open at the month's end)",
+)
+
+
+def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Decimal]]]:
+    """line -> currency -> (items, sum of their absolute amounts); empty without the
+    register's file (a read-only store). An item of an earlier month counts as opening when
+    it was still open at the month's start (not resolved before it)."""
+    path = folder / REGISTER_FILE
+    if not path.is_file():
+        return {}
+    items = pl.read_csv(path, infer_schema=False)
+    needed = {"currency", "amount", "first_month", "status", "resolved_month"}
+    if not items.height or not needed <= set(items.columns):  # an older register's file
+        return {}
+    resolved = pl.col("resolved_month").fill_null("")
+    earlier = (pl.col("first_month") < month) & ((resolved == "") | (resolved >= month))
+    parts = {
+        ROLL_FORWARD[0]: items.filter(earlier),
+        ROLL_FORWARD[1]: items.filter(pl.col("first_month") == month),
+        ROLL_FORWARD[2]: items.filter((resolved == month) & (pl.col("status") == "resolved")),
+        ROLL_FORWARD[3]: items.filter((resolved == month) & (pl.col("status") == "written_off")),
+        ROLL_FORWARD[4]: items.filter(pl.col("status").is_in(REGISTER_OPEN)),
+    }
+    out: dict[str, dict[str, tuple[int, Decimal]]] = {}
+    for label, frame in parts.items():
+        sums: dict[str, tuple[int, Decimal]] = {}
+        for code, amount in frame.select("currency", "amount").iter_rows():
+            n, total = sums.get(code or "", (0, Decimal(0)))
+            sums[code or ""] = (n + 1, total + (abs(Decimal(amount)) if amount else Decimal(0)))
+        out[label] = sums
+    return out
 
 
 #: The month's register as the report wrote it (:func:`txkit.register.summarise`).
@@ -502,6 +547,26 @@ def _table(figures: CloseFigures, lines: Sequence[_Line], head: str) -> str:
     return f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def _roll_forward_html(figures: CloseFigures, head: str) -> str:
+    if not figures.rolled:
+        return ""
+    codes = sorted({c for sums in figures.rolled.values() for c in sums} | set(figures.currencies))
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in codes)
+    rows = []
+    for label in ROLL_FORWARD:
+        sums = figures.rolled.get(label, {})
+        cells = "".join(
+            f"<td>{sums[c][0]:,} · {_cell(sums[c][1])}</td>" if c in sums else "<td>0</td>"
+            for c in codes
+        )
+        css = ' class="total"' if label.startswith("=") else ""
+        rows.append(f"<tr{css}><td>{html.escape(label)}</td>{cells}</tr>")
+    return (
+        "<h2>Register roll-forward (items · their amounts at stake)</h2><table><thead><tr>"
+        f"<th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
 def close_summary_html(
     figures: CloseFigures, *, as_run: str = "", signatures: Sequence[str] = ()
 ) -> str:
@@ -548,7 +613,8 @@ def close_summary_html(
         "<h2>Needs action: exceptions at stake</h2><table><thead><tr><th>list</th>"
         f"<th>items</th>{head}<th>material (open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
-        f"<h2>Wallet: ledger balance</h2>{_table(figures, wallet, head)}"
+        + _roll_forward_html(figures, head)
+        + f"<h2>Wallet: ledger balance</h2>{_table(figures, wallet, head)}"
         + (
             f"<h2>Wallet: reserves and the available balance</h2>{_table(figures, available, head)}"
             if available

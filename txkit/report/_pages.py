@@ -12,6 +12,7 @@ from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
 from txkit.notebook import load_bank_statements, read_downloads, report_folder
 from txkit.register import SECTIONS, RegisterSummary, signature_block
+from txkit.report._close_files import close_summary_frame, write_close_files
 from txkit.report._close_summary import (
     CLOSE_SUMMARY,
     OPEN_STATUSES,
@@ -149,6 +150,8 @@ def write_close_summary(
     )
     read = f"the store {store_name(plan.store)}{version}; " + (bank_info.note or bank_info.source)
     (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures, as_run=read), encoding="utf-8")
+    # The same per currency and line, to post from (CSV and Excel).
+    write_close_files(staging, close_summary_frame(figures))
     # The same figures as data (exact amounts as text): what a revision compares with the
     # signed report (txkit.register._sign.compare_reports).
     doc = {
