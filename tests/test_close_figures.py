@@ -409,3 +409,68 @@ def test_the_close_summary_files_post_and_the_roll_forward_foots(tmp_path: Path)
     assert all(posted["sign"].drop_nulls()) and posted["sign"].null_count() == 0
     sheet = load_workbook(tmp_path / "close_summary.xlsx").active
     assert sheet.max_row == posted.height + 1
+
+
+# --- What to build 6: the flux review -----------------------------------------------------------
+
+
+def test_the_flux_review_lists_each_breach_against_the_previous_month(tmp_path: Path) -> None:
+    """Why 9: "KES money in +15 % marked ok": each close-summary figure against the previous
+    month's report, with the thresholds of materiality.toml's [flux]; breaches in flux.csv and
+    on the close summary, each with the key its explanation is kept under."""
+    from txkit.register import load_materiality
+    from txkit.report._close_summary import CloseFigures, close_summary_html
+    from txkit.report._flux import flux_key, flux_review, write_flux
+
+    (tmp_path / "materiality.toml").write_text(
+        '[flux]\nrelative = "0.10"\n\n[flux.absolute]\nKES = "100000.00"\nNGN = "500000.00"\n'
+    )
+    materiality = load_materiality(tmp_path)
+    label = "Money in: collections"
+    before = tmp_path / "reports" / "2026-09"
+    before.mkdir(parents=True)
+    doc = {"month": "2026-09", "lines": [[label, {"KES": "1200000.00", "NGN": "90000000.00"}]]}
+    (before / "00_close_summary.json").write_text(json.dumps(doc))
+    now = {"KES": Decimal("1380000.00"), "NGN": Decimal("92106806.40"), "USD": Decimal("5.00")}
+    figures = CloseFigures("2026-10", ["KES", "NGN", "USD"], [(label, now)], [], [])
+    review = flux_review(figures, tmp_path / "reports", materiality)
+    assert review.breaches.select("currency", "change", "change_pct", "key").rows() == [
+        ("KES", "180000.00", "+15.00 %", flux_key("2026-10", "KES", label))
+    ]  # NGN: +2,106,806.40 reaches the amount, not 10 %; USD: no figure of 2026-09
+    assert review.rows.height == 2 and "2 figures compared, 1 breach(es)" in review.note
+    folder = tmp_path / "reports" / "2026-10"
+    folder.mkdir()
+    write_flux(folder, review)
+    written = pl.read_csv(folder / "flux.csv", infer_schema=False)
+    assert written["breach"].to_list() == ["true", "false"]
+    lines = [(r["line"], r["currency"], Decimal(r["previous"]), Decimal(r["amount"]),
+              Decimal(r["change"]), r["change_pct"], r["key"])
+             for r in review.breaches.iter_rows(named=True)]  # fmt: skip
+    page = _page_text_of(close_summary_html(figures, flux=(review.note, lines)))
+    assert (
+        "Flux review" in page
+        and "+180,000.00 +15.00 % flux:2026-10:KES:money-in-collections" in (page)
+    )
+    # Without a previous report: said, and no flux.csv.
+    alone = flux_review(figures, tmp_path / "elsewhere", materiality)
+    assert alone.note.startswith("No flux review: no report of 2026-09")
+
+
+def test_flux_thresholds_are_read_exactly_and_checked(tmp_path: Path) -> None:
+    from txkit.register import load_materiality
+
+    for text, message in (
+        ("[flux]\nrelative = 0.1\n", "flux.relative must be a plain decimal"),
+        ('[flux]\nshare = "0.1"\n', "unknown keys in [flux]: share"),
+        ('[flux.absolute]\nngn = "1.00"\n', "[flux.absolute] key 'ngn' is not a currency code"),
+    ):
+        (tmp_path / "materiality.toml").write_text(text)
+        with pytest.raises(ValueError, match=re.escape(message)):
+            load_materiality(tmp_path)
+
+
+def _page_text_of(page: str) -> str:
+    import html
+
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())

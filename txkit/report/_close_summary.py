@@ -34,6 +34,7 @@ __all__ = [
     "ROLL_FORWARD",
     "WALLET_LABELS",
     "CloseFigures",
+    "FluxLine",
     "close_figures",
     "close_summary_html",
     "period_line",
@@ -567,8 +568,54 @@ def _roll_forward_html(figures: CloseFigures, head: str) -> str:
     )
 
 
+#: A flux breach as the page shows it: line, currency, previous, now, change, change in %,
+#: the register's key of its explanation.
+FluxLine = tuple[str, str, Decimal, Decimal, Decimal, str, str]
+
+
+def _exceptions_rows(figures: CloseFigures) -> str:
+    """One row per list (material first), its amount at stake under each currency's column."""
+    by_list: dict[str, dict[str, Any]] = {}
+    for title, code, n, amount, material in figures.exceptions:
+        entry = by_list.setdefault(title, {"items": 0, "stake": {}, "material": material})
+        entry["items"] += n
+        entry["stake"][code] = amount
+    width = len(figures.currencies) + 3
+    return (
+        "".join(
+            f"<tr><td>{html.escape(title)}</td><td>{e['items']:,}</td>"
+            + "".join(f"<td>{_cell(e['stake'].get(c))}</td>" for c in figures.currencies)
+            + f"<td>{_count(e['material'])}</td></tr>"
+            for title, e in by_list.items()
+        )
+        or f'<tr><td colspan="{width}">No exception this month.</td></tr>'
+    )
+
+
+def _flux_html(note: str, breaches: Sequence[FluxLine]) -> str:
+    if not note:
+        return ""
+    rows = "".join(
+        f"<tr><td>{html.escape(line)}</td><td>{html.escape(code)}</td><td>{_cell(was)}</td>"
+        f"<td>{_cell(now)}</td><td>{_cell(change, signed=True)}</td><td>{html.escape(pct)}</td>"
+        f"<td>{html.escape(key)}</td></tr>"
+        for line, code, was, now, change, pct, key in breaches
+    )
+    table = (
+        "<table><thead><tr><th>figure</th><th>currency</th><th>previous</th><th>this month</th>"
+        f"<th>change</th><th>%</th><th>explain as</th></tr></thead><tbody>{rows}</tbody></table>"
+        if rows
+        else ""
+    )
+    return f'<h2>Flux review</h2><p class="meta">{html.escape(note)}</p>{table}'
+
+
 def close_summary_html(
-    figures: CloseFigures, *, as_run: str = "", signatures: Sequence[str] = ()
+    figures: CloseFigures,
+    *,
+    as_run: str = "",
+    signatures: Sequence[str] = (),
+    flux: tuple[str, Sequence[FluxLine]] = ("", ()),
 ) -> str:
     """The page (HTML), printable on one A4 page; ``as_run``: what it read, in a line. What
     needs action (the exceptions at stake) comes first, then the wallet's ledger balance and
@@ -582,22 +629,7 @@ def close_summary_html(
         for line in figures.lines
         if line[0] not in WALLET_LABELS and line[0] not in AVAILABLE_LABELS
     ]
-    # One row per list (material first), its amount at stake under each currency's column.
-    by_list: dict[str, dict[str, Any]] = {}
-    for title, code, n, amount, material in figures.exceptions:
-        entry = by_list.setdefault(title, {"items": 0, "stake": {}, "material": material})
-        entry["items"] += n
-        entry["stake"][code] = amount
-    width = len(figures.currencies) + 3
-    exceptions = (
-        "".join(
-            f"<tr><td>{html.escape(title)}</td><td>{e['items']:,}</td>"
-            + "".join(f"<td>{_cell(e['stake'].get(c))}</td>" for c in figures.currencies)
-            + f"<td>{_count(e['material'])}</td></tr>"
-            for title, e in by_list.items()
-        )
-        or f'<tr><td colspan="{width}">No exception this month.</td></tr>'
-    )
+    exceptions = _exceptions_rows(figures)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in figures.notes)
     signed = "".join(f"<p>{html.escape(s)}</p>" for s in signatures)
     return (
@@ -613,6 +645,7 @@ def close_summary_html(
         "<h2>Needs action: exceptions at stake</h2><table><thead><tr><th>list</th>"
         f"<th>items</th>{head}<th>material (open)</th></tr></thead>"
         f"<tbody>{exceptions}</tbody></table>"
+        + _flux_html(*flux)
         + _roll_forward_html(figures, head)
         + f"<h2>Wallet: ledger balance</h2>{_table(figures, wallet, head)}"
         + (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +12,16 @@ import polars as pl
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
 from txkit.notebook import load_bank_statements, read_downloads, report_folder
-from txkit.register import SECTIONS, RegisterSummary, signature_block
+from txkit.register import SECTIONS, Materiality, RegisterSummary, signature_block
 from txkit.report._close_files import close_summary_frame, write_close_files
 from txkit.report._close_summary import (
     CLOSE_SUMMARY,
     OPEN_STATUSES,
+    FluxLine,
     close_figures,
     close_summary_html,
 )
+from txkit.report._flux import flux_review, write_flux
 from txkit.report._headlines import (
     completed_rate_headlines,
     exception_headlines,
@@ -135,7 +138,13 @@ def write_index(
 
 
 def write_close_summary(
-    staging: Path, plan: ReportPlan, manifest: MonthManifest, *, material: dict[str, int] | None
+    staging: Path,
+    plan: ReportPlan,
+    manifest: MonthManifest,
+    *,
+    material: dict[str, int] | None,
+    out: Path | None = None,
+    materiality: Materiality | None = None,
 ) -> None:
     """The month's one-page close summary (:mod:`txkit.report._close_summary`), first in the
     pack, from the pages' downloads, the store at the pages' table version and the bank
@@ -149,7 +158,13 @@ def write_close_summary(
         "" if manifest.table_version is None else f" at table version {manifest.table_version}"
     )
     read = f"the store {store_name(plan.store)}{version}; " + (bank_info.note or bank_info.source)
-    (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures, as_run=read), encoding="utf-8")
+    flux: tuple[str, list[FluxLine]] = ("", [])
+    if out is not None:  # the previous month's report beside this one
+        review = flux_review(figures, out, materiality or Materiality())
+        write_flux(staging, review)
+        flux = (review.note, [_flux_line(r) for r in review.breaches.iter_rows(named=True)])
+    page = close_summary_html(figures, as_run=read, flux=flux)
+    (staging / CLOSE_SUMMARY).write_text(page, encoding="utf-8")
     # The same per currency and line, to post from (CSV and Excel).
     write_close_files(staging, close_summary_frame(figures))
     # The same figures as data (exact amounts as text): what a revision compares with the
@@ -170,6 +185,11 @@ def write_close_summary(
 
 #: The close summary's figures as data, beside its page.
 CLOSE_FIGURES = "00_close_summary.json"
+
+
+def _flux_line(row: dict[str, Any]) -> FluxLine:
+    return (row["line"], row["currency"], Decimal(row["previous"]), Decimal(row["amount"]),
+            Decimal(row["change"]), row["change_pct"], row["key"])  # fmt: skip
 
 
 def _text(value: Any) -> str | None:

@@ -191,7 +191,8 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         recorded = replace(recorded, register=register.doc if register else None)
         # Before the manifest: a revision compares this close summary's figures with the
         # signed one's (a missing file read as every figure gone, the real change hidden).
-        write_close_summary(staging, plan, manifest, material=material)
+        write_close_summary(staging, plan, manifest, material=material, out=request.out,
+                            materiality=materiality)  # fmt: skip
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
