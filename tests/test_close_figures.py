@@ -476,3 +476,40 @@ def _page_text_of(page: str) -> str:
 
     page = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+@pytest.mark.slow
+@pytest.mark.report
+def test_a_flux_breach_is_a_register_item_explained_like_any_other(tmp_path: Path) -> None:
+    """The flux review's breaches are kept in the register (``flux.register.parquet`` beside
+    ``flux.csv``): ``txkit exceptions explain KEY --note`` explains one, and the month's
+    report then shows the explanation beside the breach. A threshold of 0.01 and 0 % makes
+    every change a breach (the small notebooks' close summary holds the records still open and
+    the bank's lines)."""
+    (tmp_path / "materiality.toml").write_text('[flux]\nrelative = "0"\n\n[flux.absolute]\n')
+    books = small_notebooks(tmp_path / "books")
+
+    def report(month: str) -> None:
+        done = invoke_cli_all_stderr("report", "--month", month, "--store",
+                                     str(tmp_path / "store"), "--notebooks", str(books),
+                                     "--no-progress", cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    report("2025-12")
+    report("2026-01")
+    folder = tmp_path / "reports" / "2026-01"
+    flux = pl.read_csv(folder / "flux.csv", infer_schema=False)
+    breaches = flux.filter(pl.col("breach") == "true")
+    assert breaches.height, flux
+    register = pl.read_csv(folder / "exceptions.csv", infer_schema=False)
+    keys = set(register.filter(pl.col("section") == "flux")["key"])
+    assert keys == set(breaches["key"])
+    key = breaches["key"][0]
+    explained = invoke_cli_all_stderr("exceptions", "explain", key, "--note", "year-end payouts",
+                                      "--store", str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
+    assert explained.returncode == 0, explained.stderr
+    report("2026-01")
+    page = _page_text(folder / "00_close_summary.html")
+    assert f"{key} (explained: year-end payouts)" in page
+    doc = json.loads((folder / "00_close_summary.json").read_text())
+    assert not [e for e in doc["exceptions"] if e[0] == "flux"]  # its own block only

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
@@ -30,6 +30,7 @@ from txkit.register import OPEN_STATUSES as REGISTER_OPEN
 __all__ = [
     "AVAILABLE_LABELS",
     "CLOSE_SUMMARY",
+    "FLUX_SECTION",
     "RECONCILIATION",
     "ROLL_FORWARD",
     "WALLET_LABELS",
@@ -38,7 +39,9 @@ __all__ = [
     "close_figures",
     "close_summary_html",
     "period_line",
+    "register_states",
     "roll_forward",
+    "with_register",
 ]
 
 #: The close summary's file in the report folder (first in the pack by its name).
@@ -320,9 +323,10 @@ def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Dec
     if not path.is_file():
         return {}
     items = pl.read_csv(path, infer_schema=False)
-    needed = {"currency", "amount", "first_month", "status", "resolved_month"}
+    needed = {"currency", "amount", "first_month", "status", "resolved_month", "section"}
     if not items.height or not needed <= set(items.columns):  # an older register's file
         return {}
+    items = items.filter(pl.col("section") != FLUX_SECTION)  # not exceptions: changes
     resolved = pl.col("resolved_month").fill_null("")
     earlier = (pl.col("first_month") < month) & ((resolved == "") | (resolved >= month))
     parts = {
@@ -344,6 +348,35 @@ def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Dec
 
 #: The month's register as the report wrote it (:func:`txkit.register.summarise`).
 REGISTER_FILE: Final = "exceptions.csv"
+#: The register's section of the flux review's breaches (:mod:`txkit.report._flux`).
+FLUX_SECTION: Final = "flux"
+
+
+def with_register(
+    figures: CloseFigures, folder: Path, material: Mapping[str, int] | None = None
+) -> CloseFigures:
+    """``figures`` with the exceptions at stake and the roll-forward of the register the
+    report wrote into ``folder`` (read once it is recorded)."""
+    return replace(
+        figures,
+        exceptions=_exception_lines(folder, material),
+        rolled=roll_forward(folder, figures.month),
+    )
+
+
+def register_states(folder: Path) -> dict[str, str]:
+    """key -> its status in the register the report wrote, with its explanation when it has
+    one (``explained: credited on 3 Nov``)."""
+    path = folder / REGISTER_FILE
+    if not path.is_file():
+        return {}
+    items = pl.read_csv(path, infer_schema=False)
+    if not {"key", "status", "explanation"} <= set(items.columns):
+        return {}
+    return {
+        r["key"]: f"{r['status']}: {r['explanation']}" if r["explanation"] else r["status"]
+        for r in items.iter_rows(named=True)
+    }
 
 
 def _exception_lines(
@@ -382,7 +415,8 @@ def _register_exception_lines(path: Path) -> list[tuple[str, str, int, Decimal, 
     if not register.height:
         return []
     titles = {x.section: x.title for x in LISTS.values()}
-    listed = register.filter(pl.col("listed") == "true")
+    # The flux review's breaches are register items too, shown in their own block.
+    listed = register.filter((pl.col("listed") == "true") & (pl.col("section") != FLUX_SECTION))
     still = pl.col("status").is_in(REGISTER_OPEN) & (pl.col("material") == "true")
     counted: dict[tuple[str, str], list[Any]] = {}
     for row in listed.iter_rows(named=True):

@@ -19,12 +19,12 @@ from typing import Final
 
 import polars as pl
 
-from txkit.calendar import previous_month
+from txkit.calendar import month_bounds, previous_month
 from txkit.output import atomic_path, csv_safe
-from txkit.register import Materiality
-from txkit.report._close_summary import CloseFigures
+from txkit.register import ITEMS_SUFFIX, Materiality
+from txkit.report._close_summary import FLUX_SECTION, CloseFigures
 
-__all__ = ["FLUX_FILE", "FluxReview", "flux_key", "flux_review", "write_flux"]
+__all__ = ["FLUX_FILE", "FluxReview", "flux_items", "flux_key", "flux_review", "write_flux"]
 
 FLUX_FILE: Final = "flux.csv"
 _FIGURES: Final = "00_close_summary.json"
@@ -113,10 +113,29 @@ def flux_review(figures: CloseFigures, out: Path, materiality: Materiality) -> F
     return FluxReview(figures.month, before, frame, note)
 
 
+def flux_items(review: FluxReview) -> pl.DataFrame:
+    """The breaches as the register's items (section ``flux``, kind ``flux_breach``, the
+    change as the amount, dated the month's last day): explained with ``txkit exceptions
+    explain KEY --note ...`` like any item, and signed with the month."""
+    _, last = month_bounds(review.month)
+    return review.breaches.select(
+        "key",
+        pl.lit(FLUX_SECTION).alias("section"),
+        pl.lit("flux_breach").alias("kind"),
+        "currency",
+        pl.col("change").cast(pl.Decimal(38, 6)).alias("amount"),
+        pl.lit(last).alias("item_date"),
+    )
+
+
 def write_flux(folder: Path, review: FluxReview) -> None:
     """``flux.csv`` in ``folder`` (written whole or not at all), when there was a previous
-    month to compare with."""
+    month to compare with; its breaches beside it as the register's items
+    (``flux.register.parquet``)."""
     if review.rows.height == 0 and review.note.startswith("No flux review"):
         return
     with atomic_path(folder / FLUX_FILE) as tmp:
         csv_safe(review.rows).write_csv(tmp)
+    if review.breaches.height:
+        with atomic_path(folder / f"flux{ITEMS_SUFFIX}") as tmp:
+            flux_items(review).write_parquet(tmp)

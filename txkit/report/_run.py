@@ -40,7 +40,13 @@ from txkit.register import (
 )
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
+from txkit.report._pages import (
+    add_headlines,
+    attach_downloads,
+    review_close,
+    write_close_summary,
+    write_index,
+)
 from txkit.report._plan import (
     Notes,
     ReportPlan,
@@ -180,6 +186,7 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
         attach_downloads(sections, staging)
+        close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
         register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
@@ -191,8 +198,7 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         recorded = replace(recorded, register=register.doc if register else None)
         # Before the manifest: a revision compares this close summary's figures with the
         # signed one's (a missing file read as every figure gone, the real change hidden).
-        write_close_summary(staging, plan, manifest, material=material, out=request.out,
-                            materiality=materiality)  # fmt: skip
+        write_close_summary(staging, close, material=material)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
