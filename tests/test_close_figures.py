@@ -233,6 +233,18 @@ def test_the_close_summary_exceptions_agree_with_the_register(
     assert fees.height and all(Decimal(a) == round(Decimal(a), 2) for a in fees["amount"])
     page = _page_text(folder / "00_close_summary.html")
     assert "the same money in two lists, not to be added" in page
+    # Why 8.3: "Settlement exceptions at stake" 1,184,912.37 NGN in one table, +429,948.37 in
+    # another: one set of items, its gross and its net said side by side.
+    gross = {c: Decimal(a) for t, c, _, a, _ in doc["exceptions"] if t == "Settlement exceptions"}
+    net = dict(doc["lines"])["+ settlement exceptions, net (page 06: bank - settlement)"]
+    from txkit.money import format_money
+
+    said = (
+        f"Settlement exceptions NGN: {format_money(gross['NGN'], 'NGN')} at stake (the sum of "
+        "their absolute amounts, under Needs action) nets to "
+        f"{format_money(Decimal(net['NGN']), 'NGN', signed=True)} (bank - settlement)"
+    )
+    assert said in page
 
 
 def _page_text(path: Path) -> str:

@@ -577,7 +577,7 @@ def test_the_close_summary_carries_the_wallet_to_the_bank_per_currency(
         "+ settlements paid from the wallet in the month",
         "- settlements in transit at the month's end",
         "+ earlier settlements credited in the month",
-        "+ settlement exceptions at stake (page 06: bank - settlement)",
+        "+ settlement exceptions, net (page 06: bank - settlement)",
         "+ bank charges and other debits",
     ]
     expected = lines["= expected bank closing balance"]

@@ -93,7 +93,7 @@ RECONCILIATION: Final[tuple[str, ...]] = (
     "+ settlements paid from the wallet in the month",
     "- settlements in transit at the month's end",
     "+ earlier settlements credited in the month",
-    "+ settlement exceptions at stake (page 06: bank - settlement)",
+    "+ settlement exceptions, net (page 06: bank - settlement)",
     "+ bank charges and other debits",
     "= expected bank closing balance",
     "Bank closing balance (statement)",
@@ -494,14 +494,40 @@ def _reconciliation(
 
 
 def _reconciliation_notes(settled: pl.DataFrame) -> list[str]:
+    notes = _settlement_stake_notes(settled)
     ambiguous = settled.filter(pl.col("category") == "ambiguous") if settled.height else settled
     if not ambiguous.height:
-        return []
+        return notes
     return [
+        *notes,
         "Wallet to bank: the credits that fit an ambiguous settlement (page 06, for a person "
         "to choose) are in the bank's balance but credited to no settlement, so they stay in "
-        "the unexplained difference until one is chosen."
+        "the unexplained difference until one is chosen.",
     ]
+
+
+def _settlement_stake_notes(settled: pl.DataFrame) -> list[str]:
+    """The settlement exceptions are one set of items: what they put at stake (the sum of
+    their absolute amounts, under "Needs action") and what they net to in the wallet to bank
+    (bank - settlement, signed) are said side by side where the two differ."""
+    if not settled.height:
+        return []
+    amounts = ("settlement_amount", "bank_amount", "difference")
+    money = pl.Decimal(38, _scale(settled, amounts))
+    rows = LISTS["settlement_exceptions"].listed(settled.with_columns(pl.col(*amounts).cast(money)))
+    out = []
+    for code in sorted(set(rows["currency"].drop_nulls())):
+        mine = rows.filter(pl.col("currency") == code)["at_stake"].drop_nulls()
+        gross = sum((abs(Decimal(v)) for v in mine), Decimal(0))
+        net = sum((Decimal(v) for v in mine), Decimal(0))
+        if gross != abs(net):
+            out.append(
+                f"Settlement exceptions {code}: {format_money(gross, code)} at stake (the sum "
+                f"of their absolute amounts, under Needs action) nets to "
+                f"{format_money(net, code, signed=True)} (bank - settlement) in the wallet "
+                "to bank: the same items, shortfalls and excesses offset."
+            )
+    return out
 
 
 _CSS: Final = (
