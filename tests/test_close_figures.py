@@ -530,3 +530,14 @@ def test_a_flux_breach_is_a_register_item_explained_like_any_other(tmp_path: Pat
     assert f"{key} (explained: year-end payouts)" in page
     doc = json.loads((folder / "00_close_summary.json").read_text())
     assert not [e for e in doc["exceptions"] if e[0] == "flux"]  # its own block only
+
+
+def test_a_settlement_the_bank_never_credited_is_not_filed_as_timing() -> None:
+    """Why 8.10: two material items filed as timing (23 days old and not on November's
+    statement; credited then reversed): ``missing_in_bank`` is to investigate; only a
+    settlement credited after the month's end clears by itself."""
+    from txkit.register._model import default_category
+
+    assert default_category("settlements", "missing_in_bank") == "investigate"
+    assert default_category("settlements", "timing_next_month") == "timing"
+    assert default_category("reconciliation", "missing_in_export") == "timing"
