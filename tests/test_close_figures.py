@@ -541,3 +541,39 @@ def test_a_settlement_the_bank_never_credited_is_not_filed_as_timing() -> None:
     assert default_category("settlements", "missing_in_bank") == "investigate"
     assert default_category("settlements", "timing_next_month") == "timing"
     assert default_category("reconciliation", "missing_in_export") == "timing"
+
+
+# --- Why 8.8: the mismatch rate leaves out what the sum rules matched ----------------------------
+
+
+def test_the_mismatch_rate_does_not_count_references_the_sum_rules_matched() -> None:
+    from txkit.analysis.exception_lists import LISTS, rate_text, rated_apart
+
+    frame = pl.DataFrame(
+        {"category": ["amount_mismatch", "paid_in_parts", "grouped", "missing_in_export"]}
+    )
+    rated = LISTS["reconciliation_mismatches"].rated_rows(frame)
+    assert rated["category"].to_list() == ["amount_mismatch", "missing_in_export"]
+    assert LISTS["balance_breaks"].rated_rows(frame).height == 4  # every row of another list
+    text = rate_text(rated.height, 100, "references") + rated_apart(frame.height - rated.height)
+    assert text == (
+        "2 of 100 references (2.00%); 2 more listed that the sum rules matched (paid in parts, "
+        "grouped), to confirm, not counted"
+    )
+
+
+@pytest.mark.report
+def test_the_reconciliation_rate_on_the_index_and_page_02(session_report: SessionReport) -> None:
+    """Why 8.8 on the pack: "41 of 5,279 references" counted 10 references the sum rules
+    matched; the index and page 02 give the same rate without them."""
+    folder = session_report.folder
+    listed = pl.read_csv(folder / "reconciliation_mismatches.csv", infer_schema=False)
+    summed = listed.filter(pl.col("category").is_in(["paid_in_parts", "grouped"])).height
+    assert summed
+    apart = f"{summed:,} more listed that the sum rules matched"
+    rated = f"{listed.height - summed:,} of "
+    for page in ("index.html", "02_reconciliation.html"):
+        text = _page_text(folder / page)
+        assert apart in text, page
+        found = text[text.index(apart) - 200 : text.index(apart)]
+        assert rated in found, (page, found)
