@@ -572,8 +572,8 @@ def test_the_reconciliation_rate_on_the_index_and_page_02(session_report: Sessio
     assert summed
     apart = f"{summed:,} more listed that the sum rules matched"
     rated = f"{listed.height - summed:,} of "
-    for page in ("index.html", "02_reconciliation.html"):
-        text = _page_text(folder / page)
-        assert apart in text, page
+    for name in ("index.html", "02_reconciliation.html"):
+        text = _page_text(folder / name)
+        assert apart in text, name
         found = text[text.index(apart) - 200 : text.index(apart)]
-        assert rated in found, (page, found)
+        assert rated in found, (name, found)
