@@ -577,3 +577,24 @@ def test_the_reconciliation_rate_on_the_index_and_page_02(session_report: Sessio
         assert apart in text, name
         found = text[max(0, text.index(apart) - 600) : text.index(apart)]
         assert rated in found, (name, found)
+
+
+@pytest.mark.report
+def test_page_01_fees_are_the_close_summarys(session_report: SessionReport) -> None:
+    """Why 8.13: page 01's collection fees over every status (1,424,392.32 NGN) exceeded the
+    close summary's total fees (1,412,649.40 NGN): page 01 shows the successful records' fees
+    only, which add up to the close summary's (DuckDB over the store)."""
+    from tests.test_close_pack_duckdb import _connect
+
+    con = _connect()
+    every, successful = con.execute(
+        f"SELECT sum(feeAmount), sum(feeAmount) FILTER (WHERE status = 'successful') FROM "
+        f"delta_scan('{session_report.store}') WHERE month = '2026-10' AND toCurrency = 'NGN' "
+        "AND transType = 'collection'"
+    ).fetchone()
+    assert every != successful
+    from txkit.money import format_money
+
+    page = _page_text(session_report.folder / "01_explore.html")
+    assert format_money(every) not in page
+    assert format_money(successful) in page
