@@ -42,7 +42,13 @@ from txkit.register import (
 )
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
+from txkit.report._pages import (
+    add_headlines,
+    attach_downloads,
+    review_close,
+    write_close_summary,
+    write_index,
+)
 from txkit.report._plan import (
     Notes,
     OrdersCheck,
@@ -212,6 +218,7 @@ def _render(
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
         attach_downloads(sections, staging)
+        close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
         register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
@@ -221,6 +228,9 @@ def _render(
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
         recorded = replace(recorded, register=register.doc if register else None)
+        # Before the manifest: a revision compares this close summary's figures with the
+        # signed one's (a missing file read as every figure gone, the real change hidden).
+        write_close_summary(staging, close, material=material)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
@@ -236,7 +246,6 @@ def _render(
             revision=revision,
             history=history,
         )
-        write_close_summary(staging, plan, manifest, material=material)
         final = publish(
             staging, request.out, target, store=plan.store, month=plan.month, pending=pending
         )
