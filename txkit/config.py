@@ -19,6 +19,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
+``TXKIT_KEY_PASSPHRASE``    the passphrase of an encrypted signing key (``txkit report sign``)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the project
@@ -52,6 +53,7 @@ from txkit._scrub import watch_secret_variable
 from txkit.errors import ConfigError
 
 __all__ = [
+    "ALLOWED_SIGNERS",
     "BACKOFF_BASE_VAR",
     "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
@@ -59,6 +61,7 @@ __all__ = [
     "DATA_DIR_VAR",
     "DEADLINE_VAR",
     "HISTORY_MONTHS",
+    "KEY_PASSPHRASE_VAR",
     "LOOKBACK_DAYS",
     "MARGIN_DAYS",
     "MAX_BODY_VAR",
@@ -82,6 +85,7 @@ __all__ = [
     "SandboxSettings",
     "Setting",
     "SettingValue",
+    "allowed_signers_path",
     "backoff_base_setting",
     "bank_columns_setting",
     "cache_dir",
@@ -90,6 +94,7 @@ __all__ = [
     "data_dir",
     "default_store",
     "key_configured",
+    "key_passphrase",
     "load_dotenv_values",
     "max_input_bytes",
     "max_retries_setting",
@@ -141,8 +146,11 @@ ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
+#: The passphrase of an encrypted signing key (``txkit report sign --key``; scrubbed).
+KEY_PASSPHRASE_VAR = "TXKIT_KEY_PASSPHRASE"
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
+watch_secret_variable(KEY_PASSPHRASE_VAR)
 
 #: The default of ``TXKIT_MAX_INPUT_MB``.
 MAX_INPUT_MB = 256
@@ -231,6 +239,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
     Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
+    Setting(KEY_PASSPHRASE_VAR, str),  # scrubbed; never from .env (a key's secret)
 )
 _BY_VAR = {setting.var: setting for setting in SETTINGS}
 #: Every variable txkit reads.
@@ -246,6 +255,13 @@ def setting_value(
         ConfigError: see :meth:`Setting.get`.
     """
     return _BY_VAR[var].get(env_file)
+
+
+def key_passphrase() -> str | None:
+    """``TXKIT_KEY_PASSPHRASE``: an encrypted signing key's passphrase (the environment only;
+    a ``.env`` file would keep it beside the key)."""
+    value = setting_value(KEY_PASSPHRASE_VAR, None)
+    return str(value) if value else None
 
 
 def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
@@ -500,6 +516,16 @@ def project_dir() -> Path:
         if _is_project(folder):
             return Path(".") if folder == here else folder
     return Path(".")
+
+
+#: Who may sign a month's pack: OpenSSH's allowed-signers format, in the project folder.
+ALLOWED_SIGNERS = "allowed_signers"
+
+
+def allowed_signers_path() -> Path:
+    """The project's ``allowed_signers`` file (:func:`project_dir`): one line per person who
+    may sign a pack, ``principal namespaces="txkit" ssh-ed25519 AAAA...``."""
+    return project_dir() / ALLOWED_SIGNERS
 
 
 def reports_dir() -> Path:

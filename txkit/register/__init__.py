@@ -42,7 +42,6 @@ from txkit.register._sign import (
     sign_report,
     signature_block,
     signed_versions,
-    verify_report,
 )
 from txkit.register._state import (
     ITEMS_SUFFIX,
@@ -66,6 +65,7 @@ from txkit.register._table import (
     repair_command,
     repair_register,
 )
+from txkit.register._verify import verify_report
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = [

@@ -30,6 +30,7 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.errors import ReportSignedError
+from txkit.register._keys import fold_name
 from txkit.register._table import register_uri
 
 __all__ = [
@@ -52,17 +53,22 @@ BEGIN: Final = "<!--txkit:signatures-->"
 END: Final = "<!--/txkit:signatures-->"
 _BLOCK = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
 _MANIFEST: Final = "report.json"
+#: A pack's own signatures (``ROLE.txt``, the statement signed, and ``ROLE.sig``, its SSHSIG
+#: signature): outside the digest, so that signing adds them without changing what is signed.
+SIGNATURES_DIR: Final = "signatures"
 
 
 def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
     """The SHA-256 of every file of a report folder (a pack), by path: ``report.json`` without
     its ``signatures`` (which signing adds), ``index.html`` without its signature block
-    (which signing rewrites); hidden files left out."""
+    (which signing rewrites); hidden files and the ``signatures/`` folder left out."""
     folder = Path(folder)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = path.relative_to(folder).as_posix()
         if any(part.startswith(".") for part in rel.split("/")):
+            continue
+        if rel.split("/", 1)[0] == SIGNATURES_DIR:
             continue
         data = path.read_bytes()
         if rel == "index.html":
@@ -123,11 +129,13 @@ def login_and_host() -> tuple[str, str]:
 
 
 def _same_person(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """Why two signatures are by one person (same name or login), else None."""
-    if " ".join(a["name"].casefold().split()) == " ".join(b["name"].casefold().split()):
+    """Why two signatures are by one person (the same key, or names that read alike after
+    Unicode normalisation and confusable folding), else None. Logins decide nothing: the
+    signer sets them."""
+    if a.get("key") and a.get("key") == b.get("key"):
+        return f"the same key ({b['key']})"
+    if fold_name(a["name"]) == fold_name(b["name"]):
         return f"the same name ({b['name']})"
-    if a.get("login") and a.get("login") == b.get("login"):
-        return f"the same login ({b['login']})"
     return None
 
 
@@ -231,6 +239,9 @@ def signature_of(row: dict[str, Any]) -> dict[str, Any]:
         "register_version": doc.get("register_version"),
         "sha256": row["note"],
         "chain": row["key"],
+        "key": doc.get("key"),
+        "statement": doc.get("statement"),
+        "sshsig": doc.get("sshsig"),
     }
 
 
@@ -292,12 +303,13 @@ def refuse_locked(events: pl.DataFrame, month: str, what: str) -> None:
         raise ReportSignedError(locked_message(state, what))
 
 
-def signature_problems(state: MonthState, role: str, name: str, login: str) -> str | None:
-    """Why ``name`` (``login``) may not sign the newest revision as ``role``, else None:
-    the preparer first, then a reviewer who is another person; each role once a revision."""
+def signature_problems(state: MonthState, role: str, name: str, key: str) -> str | None:
+    """Why ``name`` (its key's fingerprint ``key``) may not sign the newest revision as
+    ``role``, else None: the preparer first, then a reviewer who is another person (another
+    key, a name that reads differently); each role once a revision."""
     newest = state.newest
     assert newest is not None
-    mine = {"name": name, "login": login}
+    mine = {"name": name, "key": key}
     where = f"revision {newest.number} of {state.month} ({newest.name or state.month})"
     for sig in newest.signatures:
         if sig["role"] == role:
