@@ -65,7 +65,7 @@ from txkit.register._table import (
     repair_command,
     repair_register,
 )
-from txkit.register._verify import verify_report
+from txkit.register._verify import own_signatures, refuse_overwrite, verify_report
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = [
@@ -102,9 +102,11 @@ __all__ = [
     "month_lock",
     "month_state",
     "newest_revision",
+    "own_signatures",
     "read_events",
     "read_xlsx_text",
     "record_report",
+    "refuse_overwrite",
     "refuse_signed",
     "register_file_checks",
     "register_items",

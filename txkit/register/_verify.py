@@ -10,11 +10,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from txkit.calendar import parse_month
+from txkit.errors import DataFileError, ReportSignedError
 from txkit.register._keys import Signer, load_allowed_signers, sshsig_verify
 from txkit.register._lock import (
     _BLOCK,
     _MANIFEST,
+    ROLES,
     SIGNATURES_DIR,
     Revision,
     _same_person,
@@ -24,7 +28,7 @@ from txkit.register._lock import (
 from txkit.register._sign import _folder_of, pack_problems, signature_block, statement_of
 from txkit.register._table import read_events
 
-__all__ = ["verify_report"]
+__all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
 
 
 def verify_report(
@@ -49,6 +53,14 @@ def verify_report(
     month = parse_month(month)
     events, _ = read_events(store)
     state = month_state(events, month)
+    if not state.revisions and (carried := own_signatures(Path(out) / month, allowed_signers)):
+        # A signed pack whose register lost its events, or another store's register.
+        return [
+            f"revision 1 ({month}): DOES NOT VERIFY (the register of {store} has no report of "
+            f"{month})",
+            *(f"  {f['file']}: {f['role']} {f['name']}'s signature verifies, but the register "
+              f"lacks it (given at register version {f['register']})" for f in carried),
+        ], False  # fmt: skip
     if not state.revisions:
         raise ValueError(
             f"the register of {store} has no report of {month}: nothing to verify "
@@ -178,3 +190,105 @@ def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[st
         if found is None or found.group(0) != signature_block(signatures):
             problems.append("index.html's signature block is not the register's signatures")
     return problems
+
+
+def _statement_fields(text: str) -> dict[str, str]:
+    """The ``name value`` lines of a signed text's head (before its files)."""
+    fields = {}
+    for line in text.splitlines():
+        if line.startswith("files "):
+            break
+        name, _, value = line.partition(" ")
+        fields[name] = value
+    return fields
+
+
+def own_signatures(
+    folder: str | os.PathLike[str], allowed_signers: str | os.PathLike[str] | None = None
+) -> list[dict[str, str]]:
+    """The signatures a pack carries in its ``signatures/`` that verify on their own, without
+    the register: an SSHSIG signature by a key ``allowed_signers`` lists, over a text naming
+    that signer and this pack's digest as it is now. Each: ``role``, ``name``, ``register``
+    (the register's version it was given at), ``file`` and ``sshsig``. A pack carrying
+    signatures while ``allowed_signers`` is missing: each counted as verifying (nothing may
+    prove it is not signed).
+
+    Raises:
+        DataFileError: ``allowed_signers`` is malformed.
+    """
+    where = Path(folder) / SIGNATURES_DIR
+    sigs = sorted(where.glob("*.sig")) if where.is_dir() else []
+    if not sigs:
+        return []
+    try:
+        signers: list[Signer] | None = load_allowed_signers(allowed_signers)
+    except DataFileError as exc:
+        if "not found" not in str(exc):
+            raise
+        signers = None
+    digest = report_digest(folder)
+    found = []
+    for sig in sigs:
+        text = sig.with_suffix(".txt")
+        if not text.is_file():
+            continue
+        statement = text.read_text(encoding="utf-8", errors="replace")
+        fields = _statement_fields(statement)
+        armored = sig.read_text(encoding="utf-8", errors="replace")
+        if signers is not None:
+            try:
+                signer = sshsig_verify(armored, statement.encode("utf-8"), signers)
+            except ValueError:
+                continue
+            if fields.get("signer") != signer.principal or fields.get("pack") != f"sha256:{digest}":
+                continue
+        found.append(
+            {
+                "role": fields.get("role", "?"),
+                "name": fields.get("signer", "?"),
+                "register": fields.get("register-version", "?"),
+                "file": f"{Path(folder).name}/{SIGNATURES_DIR}/{sig.name}",
+                "sshsig": armored,
+            }
+        )
+    return found
+
+
+def refuse_overwrite(
+    folder: str | os.PathLike[str],
+    month: str,
+    events: pl.DataFrame,
+    store: str | os.PathLike[str],
+    allowed_signers: str | os.PathLike[str] | None = None,
+) -> None:
+    """Before a report writes ``folder``: refused when the folder is a signed pack, whatever
+    the store, its register or the data folder. A signature the folder carries (verifying on
+    its own) that the register lacks names a register whose events or commits were removed,
+    or another store's; a pack both roles signed is never written over (``--reopen`` writes a
+    new revision beside it).
+
+    Raises:
+        ReportSignedError: one line naming the signatures and what is missing.
+    """
+    found = own_signatures(folder, allowed_signers)
+    if not found:
+        return
+    held = {s.get("sshsig") for s in month_state(events, month).signatures}
+    missing = [f for f in found if f["sshsig"] not in held]
+    if missing:
+        named = ", ".join(
+            f"{f['role']} {f['name']} (given at register version {f['register']}, {f['file']})"
+            for f in missing
+        )
+        raise ReportSignedError(
+            f"the register of {store} lacks signatures of {month} that {folder} carries and "
+            f"that verify: {named}; its files or commits were removed, or it is another "
+            "store's register: restore the register (txkit report verify names what it holds), "
+            "or write this report elsewhere with --out DIR; a signed pack is never written over"
+        )
+    if {f["role"] for f in found} >= set(ROLES):
+        who = ", ".join(f"{f['role']} {f['name']}" for f in found)
+        raise ReportSignedError(
+            f"{folder} is a signed pack ({who}; its signatures verify on their own): no report "
+            f'writes over it; reopen the month: txkit report --month {month} --reopen "why"'
+        )

@@ -14,8 +14,15 @@ from pathlib import Path
 
 import polars as pl
 
-from txkit.errors import RegisterFormatError, ReportSignedError, StoreError, one_line
-from txkit.register import Target, commit_report, locked_message, month_state, read_events
+from txkit.errors import ReportSignedError
+from txkit.register import (
+    Target,
+    commit_report,
+    locked_message,
+    month_state,
+    read_events,
+    refuse_overwrite,
+)
 
 log = logging.getLogger("txkit")
 
@@ -95,36 +102,55 @@ def publish(
 
     With ``pending`` (the register's events and this report's, not yet committed): the
     month's lock is checked again first (a signature that landed while the report ran, from
-    where the month's lock file does not reach: object storage, another machine), and this
-    report's events are committed only once its pack is in place, naming each file's digest.
+    where the month's lock file does not reach: object storage, another machine), and so is
+    the folder it replaces (never a signed pack); the pack goes in place and this report's
+    events are committed, naming each file's digest, as one step: a failure of the commit (a
+    register that cannot be written, a broken pipe, an interrupt) puts the previous pack back
+    and leaves no event.
 
     Raises:
-        ReportSignedError: the month was locked meanwhile (nothing is put in place or
-            recorded).
+        ReportSignedError: the month was locked meanwhile, or the folder is a signed pack
+            (nothing is put in place or recorded).
+        StoreError: the register could not be written (the previous pack is back in place).
     """
     mine = None
     if pending is not None and store is not None and month is not None:
-        state = month_state(read_events(store)[0], month)
+        events = read_events(store)[0]
+        state = month_state(events, month)
         if state.locked and state.newest is not None and target.number <= state.newest.number:
             raise ReportSignedError(
                 locked_message(state, f"the report of {month} is not put in place")
             )
+        refuse_overwrite(out / target.name, month, events, store)
         # This report's events: the last run of ``pending`` (the register's come first).
         run = pending.filter(pl.col("event") == "reported")["run"][-1]
         mine = pending.filter(pl.col("run") == run)
-    final = _swap(staging, out, target.name)
+    final, previous = _swap_in(staging, out, target.name)
     if mine is not None and store is not None and month is not None:
         try:
             commit_report(store, month, mine, final, revision=target.number,
                           reason=target.reason)  # fmt: skip
-        except StoreError as exc:
-            if isinstance(exc, (RegisterFormatError, ReportSignedError)):
-                raise
-            log.warning("report: the exception register was not updated: %s", one_line(exc))
+        except BaseException:
+            if not _committed(store, mine):
+                _swap_back(final, previous)
+            raise
+    shutil.rmtree(previous, ignore_errors=True)
     return final
 
 
-def _swap(staging: Path, out: Path, name: str) -> Path:
+def _committed(store: str | os.PathLike[str], mine: pl.DataFrame) -> bool:
+    """Whether this report's ``reported`` event reached the register (a failure after it)."""
+    run = mine.filter(pl.col("event") == "reported")["run"][-1]
+    try:
+        events = read_events(store)[0]
+    except Exception:  # the register cannot be read: the commit is not known to have landed
+        return False
+    return events.filter((pl.col("event") == "reported") & (pl.col("run") == run)).height > 0
+
+
+def _swap_in(staging: Path, out: Path, name: str) -> tuple[Path, Path]:
+    """The staging folder in place as ``name``; the previous pack kept aside
+    (``.NAME.previous``) until the register's commit lands."""
     final = out / name
     previous = out / f".{name}.previous"
     shutil.rmtree(previous, ignore_errors=True)
@@ -132,5 +158,11 @@ def _swap(staging: Path, out: Path, name: str) -> Path:
         os.rename(final, previous)
     (staging / OWNER_FILE).unlink()
     os.rename(staging, final)
-    shutil.rmtree(previous, ignore_errors=True)
-    return final
+    return final, previous
+
+
+def _swap_back(final: Path, previous: Path) -> None:
+    """The previous pack in place again (none: the month's folder removed)."""
+    shutil.rmtree(final, ignore_errors=True)
+    if previous.exists():
+        os.rename(previous, final)

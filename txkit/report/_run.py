@@ -34,6 +34,7 @@ from txkit.register import (
     month_lock,
     month_state,
     read_events,
+    refuse_overwrite,
     refuse_signed,
     revisions,
     with_revision,
@@ -140,12 +141,19 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     if request.as_of is not None:
         plan = plan_report(request, notes)
         return _run(request, plan, notes, _as_of_target(plan, request.out, request.reopen))
-    # A register this txkit cannot read, or a locked month, stops the report here.
-    refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
+    # A register this txkit cannot read, a locked month, or a signed pack where this report
+    # would go (whatever the store says) stops the report here.
+    _target(request, where, month)
     plan = plan_report(request, notes)  # arguments and the merchant's files: nothing written
     with month_lock(where, month, wait=_LOCK_WAIT, what=f"a report of {month} (txkit report)"):
-        target = refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
-        return _run(request, plan, notes, target)
+        return _run(request, plan, notes, _target(request, where, month))
+
+
+def _target(request: ReportRequest, where: str | Path, month: str) -> Target:
+    events = read_events(where)[0]
+    target = refuse_signed(request.out, month, request.reopen, events=events)
+    refuse_overwrite(request.out / target.name, month, events, where)
+    return target
 
 
 #: How long a report waits for another command holding its month (a signature: a second; a
@@ -158,7 +166,9 @@ def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
     perhaps signed."""
     if reopen is not None:
         raise ValueError("--as-of renders a version again, read-only: it takes no --reopen")
-    state = month_state(read_events(plan.store)[0], plan.month)
+    events = read_events(plan.store)[0]
+    refuse_overwrite(out / plan.month, plan.month, events, plan.store)
+    state = month_state(events, plan.month)
     packs = {Path(r.folder).resolve() for r in state.revisions.values() if r.folder}
     if (out / plan.month).resolve() in packs:
         raise ValueError(
