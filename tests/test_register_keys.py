@@ -7,13 +7,14 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from tests.factories import allowed_line, invoke_cli, make_signers, ssh_key
-from txkit.errors import DataFileError
+from txkit.errors import DataFileError, ReportSignedError
 from txkit.register import read_events, record_report
 from txkit.register._keys import (
     fold_name,
@@ -23,7 +24,7 @@ from txkit.register._keys import (
     sshsig_verify,
 )
 from txkit.register._lock import month_state
-from txkit.register._sign import sign_report
+from txkit.register._sign import refuse_signed, sign_report
 from txkit.register._table import append_events, events_frame
 from txkit.register._verify import verify_report
 
@@ -242,3 +243,47 @@ def test_a_forged_signature_does_not_verify(tmp_path: Path) -> None:
     assert not whole
     assert any("reviewer Eve Ito: signed by the key SHA256:" in line
                and "which allowed_signers does not list" in line for line in lines)  # fmt: skip
+
+
+@pytest.mark.parametrize("skew", [timedelta(days=-1), timedelta(seconds=-20)])
+def test_a_skewed_clock_neither_voids_nor_fakes_a_signature(
+    tmp_path: Path, skew: timedelta
+) -> None:
+    """Why 2: a reviewer whose clock was a day behind "signed" but the month stayed unlocked;
+    20 s of skew made verify claim a signature was removed. The register's commit order
+    decides; the time is only shown."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    store, out = tmp_path / "store", tmp_path / "reports"
+    _pack(out, store)
+    now = datetime.now(UTC)
+    sign_report(out, MONTH, role="preparer", key=keys.key("Ada Obi"), store=store,
+                allowed_signers=keys.allowed, at=now)  # fmt: skip
+    sign_report(out, MONTH, role="reviewer", key=keys.key("Eve Ito"), store=store,
+                allowed_signers=keys.allowed, at=now + skew)  # fmt: skip
+    state = month_state(read_events(store)[0], MONTH)
+    assert state.locked and [s["role"] for s in state.signatures] == ["preparer", "reviewer"]
+    with pytest.raises(ReportSignedError, match=f"{MONTH} is locked"):
+        refuse_signed(out, MONTH, None, events=read_events(store)[0])
+    lines, whole = verify_report(out, MONTH, store=store, allowed_signers=keys.allowed)
+    assert whole, lines
+    assert "signatures: the chain of 2 holds" in lines
+    # Each signature names the register version it was given at, in commit order.
+    versions = [int(s["register_version"]) for s in state.signatures]
+    assert versions[0] < versions[1]
+
+
+def test_a_clock_ahead_does_not_carry_a_signature_over_a_rerun(tmp_path: Path) -> None:
+    """A preparer whose clock is a day ahead signs; the report is then rerun with other
+    bytes: the signature lapses (it was given before the rerun, whatever its time says)."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    store, out = tmp_path / "store", tmp_path / "reports"
+    folder = _pack(out, store)
+    sign_report(out, MONTH, role="preparer", key=keys.key("Ada Obi"), store=store,
+                allowed_signers=keys.allowed, at=datetime.now(UTC) + timedelta(days=1))  # fmt: skip
+    (folder / "balance_breaks.csv").write_text("key\ny\n")
+    record_report(store, MONTH, folder, table_version=7)
+    state = month_state(read_events(store)[0], MONTH)
+    assert state.newest is not None and state.newest.signatures == []
+    with pytest.raises(ReportSignedError, match="no preparer's signature"):
+        sign_report(out, MONTH, role="reviewer", key=keys.key("Eve Ito"), store=store,
+                    allowed_signers=keys.allowed)  # fmt: skip

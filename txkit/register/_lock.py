@@ -251,7 +251,7 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
     rows = (
         events.with_row_index("_i")
         .filter((pl.col("month") == month) & pl.col("event").is_in(["reported", "signed"]))
-        .sort("at", "_i")
+        .sort("_i")  # the register's commit order (read_events): no clock decides
     )
     for row in rows.iter_rows(named=True):
         if row["event"] == "reported":

@@ -184,6 +184,28 @@ def _parse(data: bytes) -> pl.DataFrame:
         raise ValueError(one_line(exc, 120)) from None
 
 
+def _commit_versions(files: Any, version: int) -> dict[str, int]:
+    """Each file of the register by the version whose commit added it (the Delta log's
+    ``add`` actions); a commit folded into a checkpoint is left out (its files count as
+    older than any listed)."""
+    from urllib.parse import unquote
+
+    found: dict[str, int] = {}
+    for number in range(version + 1):
+        try:
+            data = files.get(f"_delta_log/{number:020d}.json")
+        except Exception:  # no such log entry (a checkpoint holds it): older than the rest
+            continue
+        for line in bytes(data).splitlines():
+            try:
+                add = json.loads(line).get("add")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(add, dict) and isinstance(add.get("path"), str):
+                found[unquote(add["path"])] = number
+    return found
+
+
 def check_parts(store: str | os.PathLike[str], version: int | None = None) -> list[PartCheck]:
     """Every file of the register's version, its bytes checked against the digest its name
     records (:func:`append_events` names each file by its digest), and parsed.
@@ -197,7 +219,11 @@ def check_parts(store: str | os.PathLike[str], version: int | None = None) -> li
         return []
     files = objects(register_uri(store))
     out = []
-    for rel, _, size in table_files(table):
+    # In commit order (delta-rs lists a version's files newest first): the register's order
+    # is its own commit sequence, never a writer's clock.
+    commits = _commit_versions(files, int(table.version()))
+    listed = sorted(table_files(table), key=lambda f: commits.get(f[0], -1))
+    for rel, _, size in listed:
         try:
             data = files.get(rel)
         except Exception as exc:  # a lost file (OSError, or obstore's not-found)
@@ -221,8 +247,9 @@ def check_parts(store: str | os.PathLike[str], version: int | None = None) -> li
 def read_events(
     store: str | os.PathLike[str], version: int | None = None
 ) -> tuple[pl.DataFrame, int | None]:
-    """Every event of the register (empty without one) and the register's table version.
-    Each file's bytes are checked against the digest recorded when it was written.
+    """Every event of the register (empty without one), in the register's commit order, and
+    the register's table version. Each file's bytes are checked against the digest recorded
+    when it was written.
 
     Raises:
         RegisterFormatError: written by a newer txkit.
