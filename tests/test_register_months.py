@@ -156,7 +156,7 @@ def _build(workdir: Path) -> dict[str, object]:
     began = time.perf_counter()
     reopened = _run(
         workdir, "report", "--month", MONTHS[-1], "--orders", str(orders),
-        "--reopen", "the orders file was missing an order",
+        "--reopen", "the orders file was missing an order", "--key", str(keys.key("Ada Obi")),
     )  # fmt: skip
     seconds["reopen"] = time.perf_counter() - began
     assert reopened.returncode == 0, reopened.stderr
@@ -348,7 +348,10 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "revision 1 (2026-10): verified, " in verified.stdout
     assert "(locked, signed by preparer Ada Obi (key SHA256:" in verified.stdout
-    assert "revision 2 (2026-10.r2): verified, " in verified.stdout
+    assert (
+        "revision 2 (2026-10.r2), reopened by Ada Obi (the orders file was missing an "
+        "order): verified, " in verified.stdout
+    )
     assert signed_versions(months.store) == {doc["table_version"]}
     revision = months.report(f"{month}.r2")
     rdoc = json.loads((revision / "report.json").read_text())["revision"]

@@ -178,3 +178,22 @@ def test_a_signed_pack_is_named_in_its_report_json(tmp_path: Path) -> None:
                                                         ("reviewer", "Eve Ito")}  # fmt: skip
     (copy / "index.html").write_text("changed")
     assert own_signatures(copy, tmp_path / "allowed_signers") == []
+
+
+def test_a_reopening_is_signed_by_who_reopens(tmp_path: Path) -> None:
+    """Only --reopen writes beside a signed pack, and it records who reopened (their key's
+    signature) and why."""
+    pack = _signed(tmp_path)
+    signed = _files(pack)
+    unsigned = _report(tmp_path, "--reopen", "late bank statement")
+    assert unsigned.returncode == 2 and "--reopen needs --key PATH" in unsigned.stderr
+    stranger = make_signers(tmp_path / "strangers", [], ("Mallory",)).key("Mallory")
+    refused = _report(tmp_path, "--reopen", "late bank statement", "--key", str(stranger))
+    _refused(refused, "is not in the allowed signers file")
+    eve = tmp_path / "keys" / "id_1"  # Eve Ito's (make_signers: in order)
+    done = _report(tmp_path, "--reopen", "late bank statement", "--key", str(eve))
+    assert done.returncode == 0, done.stderr
+    assert _files(pack) == signed
+    verified = _verify(tmp_path)
+    assert verified.returncode == 0, verified.stdout
+    assert "revision 2 (2025-12.r2), reopened by Eve Ito (late bank statement)" in verified.stdout

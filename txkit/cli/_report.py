@@ -101,7 +101,12 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
         "--reopen",
         metavar="WHY",
         help="report a signed month again: a new revision beside the signed one, with why and "
-        "what changed",
+        "what changed (needs --key: who reopens signs it)",
+    )
+    p.add_argument(
+        "--key",
+        metavar="PATH",
+        help="with --reopen: your OpenSSH ed25519 private key (one allowed_signers lists)",
     )
     p.add_argument("--no-progress", action="store_true")
 
@@ -195,6 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_columns=args.bank_columns,
         reopen=args.reopen,
         orders_columns=args.orders_columns,
+        key=args.key,
         on_note=print,
     )
     synced = (

@@ -11,7 +11,9 @@ standard tools::
 ``"Ada Obi" namespaces="txkit" ssh-ed25519 AAAA...``; the principal is the name a pack shows.
 The keys are loaded and the ed25519 signatures made and checked by ``cryptography``; this module
 only lays out the SSHSIG envelope around them (PROTOCOL.sshsig), which the tests check against
-``ssh-keygen -Y verify``. Names are compared as people read them (:func:`fold_name`).
+``ssh-keygen -Y verify``. Names are compared as people read them (:func:`fold_name`). The
+texts a signer signs (a sign-off: :func:`statement_of`; a reopening: :func:`reopen_statement`)
+are laid out here too, so that signing and verifying read one definition.
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from txkit import config
-from txkit.errors import DataFileError
+from txkit.errors import DataFileError, ReportSignedError
 
 __all__ = [
     "NAMESPACE",
@@ -41,8 +43,11 @@ __all__ = [
     "load_allowed_signers",
     "load_signing_key",
     "public_blob",
+    "reopen_statement",
+    "signer_of",
     "sshsig_sign",
     "sshsig_verify",
+    "statement_of",
 ]
 
 #: The SSHSIG namespace of every txkit signature (``ssh-keygen -Y ... -n txkit``).
@@ -446,3 +451,57 @@ def sshsig_verify(armored: str, message: bytes, signers: list[Signer]) -> Signer
             "the text or the signature was changed"
         ) from None
     return allowed[0]
+
+
+def statement_of(signature: dict[str, Any], files: dict[str, str]) -> str:
+    """The text a signer signs: the month, revision and role, the signer's name and key, the
+    pack's digest and every file's SHA-256 (the signed manifest), the store's table version,
+    the register's version it was signed at and the month's previous signature (its link).
+    ``files``: the pack's files as its report recorded them (:func:`pack_files`)."""
+    head = [
+        "txkit sign-off",
+        f"month {signature['month']}",
+        f"revision {signature['revision']}",
+        f"role {signature['role']}",
+        f"signer {signature['name']}",
+        f"key {signature['key']}",
+        f"pack sha256:{signature['sha256']}",
+        f"table-version {signature['table_version']}",
+        f"register-version {signature['register_version']}",
+        f"previous {signature['previous'] or 'none'}",
+        "files (SHA-256; index.html without its signature block, report.json without its "
+        "signatures)",
+    ]
+    return "\n".join(head + [f"{files[rel]}  {rel}" for rel in sorted(files)]) + "\n"
+
+
+def reopen_statement(month: str, number: int, of: str, pack: str, reason: str,
+                     name: str, key: str, register_version: int | None) -> str:  # fmt: skip
+    """The text who reopens a signed month signs: the new revision, the signed one it
+    revises (its folder and pack digest), why, who, and the register's version."""
+    return "\n".join([
+        "txkit reopen", f"month {month}", f"revision {number}", f"of {of}",
+        f"reopened-pack sha256:{pack}", f"reason {reason}", f"signer {name}", f"key {key}",
+        f"register-version {register_version}",
+    ]) + "\n"  # fmt: skip
+
+
+def signer_of(
+    key: str | os.PathLike[str], allowed_signers: str | os.PathLike[str] | None
+) -> tuple[Any, bytes, str]:
+    """The private key, its public blob and the name ``allowed_signers`` gives it.
+
+    Raises:
+        ReportSignedError: the key is not listed.
+    """
+    signers = load_allowed_signers(allowed_signers)
+    private = load_signing_key(key)
+    blob = public_blob(private)
+    mine = [s for s in signers if s.key == blob]
+    if not mine:
+        raise ReportSignedError(
+            f"the key {key} ({fingerprint(blob)}) is not in the allowed signers file: only a "
+            'listed key signs (its owner\'s line: "Name" namespaces="txkit" followed by its '
+            ".pub)"
+        )
+    return private, blob, mine[0].principal

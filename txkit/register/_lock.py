@@ -163,6 +163,8 @@ class Revision:
     at: datetime | None = None
     signatures: list[dict[str, Any]] = field(default_factory=list)
     stale: list[dict[str, Any]] = field(default_factory=list)
+    #: Who reopened the signed month into this revision, signed (name, key, text, SSHSIG).
+    reopened: dict[str, Any] | None = None
 
     @property
     def name(self) -> str | None:
@@ -266,6 +268,7 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
                 pack=doc.get("pack"),
                 table_version=row["table_version"],
                 at=row["at"],
+                reopened=doc.get("reopened") or (before.reopened if before else None),
             )
             if before is not None:  # a rerun of an unsigned revision: its signatures lapse
                 rev.stale = before.stale + before.signatures

@@ -31,10 +31,10 @@ from txkit.money import format_money, format_sums, money_sums
 from txkit.output import atomic_path
 from txkit.register._keys import (
     fingerprint,
-    load_allowed_signers,
-    load_signing_key,
-    public_blob,
+    reopen_statement,
+    signer_of,
     sshsig_sign,
+    statement_of,
 )
 from txkit.register._lock import (
     _BLOCK,
@@ -67,7 +67,6 @@ __all__ = [
     "sign_report",
     "signature_block",
     "signed_versions",
-    "statement_of",
 ]
 
 
@@ -251,6 +250,8 @@ class Target:
     number: int = 1
     signed: Path | None = None
     reason: str | None = None
+    #: Who reopened the month, signed (:func:`sign_reopening`), for a new revision.
+    reopened: dict[str, Any] | None = None
 
 
 def _folder_of(out: str | os.PathLike[str], rev: Revision) -> Path:
@@ -378,28 +379,6 @@ def _checked_manifest(
     return doc
 
 
-def statement_of(signature: dict[str, Any], files: dict[str, str]) -> str:
-    """The text a signer signs: the month, revision and role, the signer's name and key, the
-    pack's digest and every file's SHA-256 (the signed manifest), the store's table version,
-    the register's version it was signed at and the month's previous signature (its link).
-    ``files``: the pack's files as its report recorded them (:func:`pack_files`)."""
-    head = [
-        "txkit sign-off",
-        f"month {signature['month']}",
-        f"revision {signature['revision']}",
-        f"role {signature['role']}",
-        f"signer {signature['name']}",
-        f"key {signature['key']}",
-        f"pack sha256:{signature['sha256']}",
-        f"table-version {signature['table_version']}",
-        f"register-version {signature['register_version']}",
-        f"previous {signature['previous'] or 'none'}",
-        "files (SHA-256; index.html without its signature block, report.json without its "
-        "signatures)",
-    ]
-    return "\n".join(head + [f"{files[rel]}  {rel}" for rel in sorted(files)]) + "\n"
-
-
 def sign_report(
     out: str | os.PathLike[str],
     month: str,
@@ -437,7 +416,7 @@ def sign_report(
     month = parse_month(month)
     if role not in ROLES:
         raise ValueError(f"--role {role!r} is not one of {', '.join(ROLES)}")
-    private, blob, name = _signer(key, allowed_signers)
+    private, blob, name = signer_of(key, allowed_signers)
     login, host = login_and_host()
     with month_lock(store, month, wait=2.0, what=f"a signature of {month} (txkit report sign)"):
         events, register_version = read_events(store)
@@ -490,25 +469,37 @@ def sign_report(
     return signature
 
 
-def _signer(
-    key: str | os.PathLike[str], allowed_signers: str | os.PathLike[str] | None
-) -> tuple[Any, bytes, str]:
-    """The private key, its public blob and the name ``allowed_signers`` gives it.
+def sign_reopening(
+    target: Target,
+    month: str,
+    *,
+    key: str | os.PathLike[str],
+    store: str | os.PathLike[str],
+    allowed_signers: str | os.PathLike[str] | None = None,
+) -> Target:
+    """``target`` (a new revision of a locked month) with its reopening signed by ``key``'s
+    holder (a key ``allowed_signers`` lists): who reopened and why, provably.
 
     Raises:
         ReportSignedError: the key is not listed.
+        ValueError: the key cannot be used.
     """
-    signers = load_allowed_signers(allowed_signers)
-    private = load_signing_key(key)
-    blob = public_blob(private)
-    mine = [s for s in signers if s.key == blob]
-    if not mine:
-        raise ReportSignedError(
-            f"the key {key} ({fingerprint(blob)}) is not in the allowed signers file: only a "
-            'listed key signs (its owner\'s line: "Name" namespaces="txkit" followed by its '
-            ".pub)"
-        )
-    return private, blob, mine[0].principal
+    private, blob, name = signer_of(key, allowed_signers)
+    events, register_version = read_events(store)
+    state = month_state(events, month)
+    signed = state.revisions.get(target.number - 1)
+    statement = reopen_statement(
+        month, target.number, signed.name if signed and signed.name else month,
+        signed.pack if signed and signed.pack else "", target.reason or "", name,
+        fingerprint(blob), register_version,
+    )  # fmt: skip
+    reopened = {
+        "name": name,
+        "key": fingerprint(blob),
+        "statement": statement,
+        "sshsig": sshsig_sign(private, statement.encode("utf-8")),
+    }
+    return Target(target.name, target.number, target.signed, target.reason, reopened)
 
 
 def _shown_fields(signature: dict[str, Any]) -> dict[str, Any]:

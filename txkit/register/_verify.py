@@ -14,7 +14,7 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import DataFileError, ReportSignedError
-from txkit.register._keys import Signer, load_allowed_signers, sshsig_verify
+from txkit.register._keys import Signer, load_allowed_signers, sshsig_verify, statement_of
 from txkit.register._lock import (
     _BLOCK,
     _MANIFEST,
@@ -25,7 +25,7 @@ from txkit.register._lock import (
     month_state,
     report_digest,
 )
-from txkit.register._sign import _folder_of, pack_problems, signature_block, statement_of
+from txkit.register._sign import _folder_of, pack_problems, signature_block
 from txkit.register._table import read_events
 
 __all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
@@ -53,14 +53,8 @@ def verify_report(
     month = parse_month(month)
     events, _ = read_events(store)
     state = month_state(events, month)
-    if not state.revisions and (carried := own_signatures(Path(out) / month, allowed_signers)):
-        # A signed pack whose register lost its events, or another store's register.
-        return [
-            f"revision 1 ({month}): DOES NOT VERIFY (the register of {store} has no report of "
-            f"{month})",
-            *(f"  {f['file']}: {f['role']} {f['name']}'s signature verifies, but the register "
-              f"lacks it (given at register version {f['register']})" for f in carried),
-        ], False  # fmt: skip
+    if not state.revisions and (carried := _unheld(out, month, store, allowed_signers)):
+        return carried, False
     if not state.revisions:
         raise ValueError(
             f"the register of {store} has no report of {month}: nothing to verify "
@@ -84,6 +78,8 @@ def verify_report(
                 )
             problems += _key_problems(sig, rev, signers)
         problems += _segregation_problems(rev.signatures)
+        if number > 1:
+            problems += _reopen_problems(rev, state.revisions.get(number - 1), month, signers)
         if folder.is_dir():
             problems += _shown_signatures(folder, rev.signatures)
             problems += _pack_signature_files(folder, rev.signatures)
@@ -91,6 +87,8 @@ def verify_report(
             f"{s['role']} {s['name']} (key {s.get('key') or 'none'}) on {s['at']}"
             for s in rev.signatures
         )
+        if isinstance(rev.reopened, dict) and rev.reopened.get("name"):
+            head += f", reopened by {rev.reopened['name']} ({rev.reason})"
         state_text = "locked" if rev.locked else ("signed by " + signed if signed else "not signed")
         if rev.locked:
             state_text = f"locked, signed by {signed}"
@@ -108,6 +106,25 @@ def verify_report(
     else:
         lines.append(f"signatures: the chain of {len(state.signatures)} holds")
     return lines, whole
+
+
+def _unheld(
+    out: str | os.PathLike[str],
+    month: str,
+    store: str | os.PathLike[str],
+    allowed_signers: str | os.PathLike[str] | None,
+) -> list[str]:
+    """A signed pack whose register has no report of the month (its events lost, or another
+    store's register): the lines naming its signatures; empty when the folder carries none."""
+    carried = own_signatures(Path(out) / month, allowed_signers)
+    if not carried:
+        return []
+    return [
+        f"revision 1 ({month}): DOES NOT VERIFY (the register of {store} has no report of "
+        f"{month})",
+        *(f"  {f['file']}: {f['role']} {f['name']}'s signature verifies, but the register "
+          f"lacks it (given at register version {f['register']})" for f in carried),
+    ]  # fmt: skip
 
 
 def _key_problems(sig: dict[str, Any], rev: Revision, signers: list[Signer]) -> list[str]:
@@ -130,6 +147,33 @@ def _key_problems(sig: dict[str, Any], rev: Revision, signers: list[Signer]) -> 
     if sig["statement"] != expected:
         problems.append(f"{who}: the signed text is not this revision's pack and register")
     return problems
+
+
+def _reopen_problems(
+    rev: Revision, signed: Revision | None, month: str, signers: list[Signer]
+) -> list[str]:
+    """Why who reopened ``rev`` (a revision of a signed month) is not proven."""
+    done = rev.reopened
+    if not isinstance(done, dict) or not done.get("sshsig") or not done.get("statement"):
+        return ["reopened without a key's signature (before txkit proved who reopens): who "
+                "reopened it is not proven"]  # fmt: skip
+    try:
+        signer = sshsig_verify(done["sshsig"], str(done["statement"]).encode("utf-8"), signers)
+    except ValueError as exc:
+        return [f"the reopening: {exc}"]
+    fields = _statement_fields(str(done["statement"]))
+    expected = {
+        "month": month,
+        "revision": str(rev.number),
+        "reason": rev.reason or "",
+        "signer": signer.principal,
+        "key": signer.fingerprint,
+        "reopened-pack": f"sha256:{signed.pack if signed and signed.pack else ''}",
+    }
+    wrong = sorted(k for k, v in expected.items() if fields.get(k) != v)
+    if wrong:
+        return [f"the reopening signed by {signer.principal} names another {', '.join(wrong)}"]
+    return []
 
 
 def _previous_of(sig: dict[str, Any]) -> str | None:

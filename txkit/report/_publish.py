@@ -129,7 +129,7 @@ def publish(
     if mine is not None and store is not None and month is not None:
         try:
             commit_report(store, month, mine, final, revision=target.number,
-                          reason=target.reason)  # fmt: skip
+                          reason=target.reason, reopened=target.reopened)  # fmt: skip
         except BaseException:
             if not _committed(store, mine):
                 _swap_back(final, previous)

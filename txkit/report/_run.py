@@ -27,6 +27,7 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
+from txkit.errors import StoreError
 from txkit.register import (
     Target,
     history_block,
@@ -37,6 +38,7 @@ from txkit.register import (
     refuse_overwrite,
     refuse_signed,
     revisions,
+    sign_reopening,
     with_revision,
 )
 from txkit.report._execute import run_notebooks
@@ -52,7 +54,7 @@ from txkit.report._plan import (
     sync_for_report,
 )
 from txkit.report._publish import publish, stage
-from txkit.store import SyncResult
+from txkit.store import SyncResult, read_state
 
 __all__ = ["ReportResult", "run", "run_report"]
 
@@ -93,6 +95,7 @@ def run_report(
     reopen: str | None = None,
     on_note: Callable[[str], None] | None = None,
     orders_columns: str | None = None,
+    key: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -124,6 +127,7 @@ def run_report(
         bank_columns=bank_columns,
         reopen=reopen,
         orders_columns=orders_columns,
+        key=key,
     )
     return run(request, on_note=on_note)
 
@@ -138,6 +142,7 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     ``--as-of`` is read-only: no lock, no register event."""
     notes = Notes(on_note)
     where, month = request.store or default_store(), parse_month(request.month)
+    _refuse_sandbox_with_key(where)
     if request.as_of is not None:
         plan = plan_report(request, notes)
         return _run(request, plan, notes, _as_of_target(plan, request.out, request.reopen))
@@ -146,12 +151,41 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     _target(request, where, month)
     plan = plan_report(request, notes)  # arguments and the merchant's files: nothing written
     with month_lock(where, month, wait=_LOCK_WAIT, what=f"a report of {month} (txkit report)"):
-        return _run(request, plan, notes, _target(request, where, month))
+        target = _target(request, where, month)
+        if request.reopen is not None:  # who reopens signs it, before anything is run
+            target = sign_reopening(target, month, key=str(request.key), store=where)
+        return _run(request, plan, notes, target)
+
+
+def _refuse_sandbox_with_key(where: str | Path) -> None:
+    """A configured key never reports the embedded sandbox's store: its pages would show
+    synthetic data and say that no key is configured.
+
+    Raises:
+        ValueError: ``where`` holds the sandbox's data while a key is configured.
+    """
+    if not config.key_configured():
+        return
+    try:
+        source = read_state(where).source
+    except StoreError:  # no table yet, or unreadable: the sync says which
+        return
+    if source is not None and source.url.startswith("sandbox:"):
+        raise ValueError(
+            f"--store {where} holds the embedded sandbox's synthetic data, but "
+            f"{config.SECRET_KEY_VAR} is configured: a report with a key reads the service's "
+            f"store ({default_store()}); to report the sandbox, run without the key"
+        )
 
 
 def _target(request: ReportRequest, where: str | Path, month: str) -> Target:
     events = read_events(where)[0]
     target = refuse_signed(request.out, month, request.reopen, events=events)
+    if request.reopen is not None and request.key is None:
+        raise ValueError(
+            f"--reopen needs --key PATH: who reopens {month} signs the reopening with their own "
+            "key (one the project's allowed_signers lists)"
+        )
     refuse_overwrite(request.out / target.name, month, events, where)
     return target
 

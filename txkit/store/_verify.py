@@ -12,7 +12,7 @@ import polars as pl
 from txkit.errors import StoreError
 from txkit.store._location import StoreLike, digest_of, objects, store_location
 from txkit.store._read import _digests
-from txkit.store._table import open_table, table_files
+from txkit.store._table import log_problems, open_table, table_files
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,9 @@ def verify_store(
             )
         else:
             out.append(FileCheck(rel, month, size, "ok"))
+    # The log itself, against what the store's commits recorded (a removed or moved entry).
+    for rel, month, what in log_problems(table_files(table), digests):
+        out.append(FileCheck(rel, month, 0, "missing", what))
     return out + [check for other in others for check in other(store)]
 
 
