@@ -168,6 +168,16 @@ def test_a_signed_pack_is_named_in_its_report_json(tmp_path: Path) -> None:
     assert sorted(p.name for p in (pack / "signatures").iterdir()) == [
         "preparer.sig", "preparer.txt", "reviewer.sig", "reviewer.txt"
     ]  # fmt: skip
+    # Why 8(4): the close summary's sign-off lines carry the signatures (outside the digest).
+    close = (pack / "00_close_summary.html").read_text()
+    assert '<td>Prepared by</td><td class="line">Ada Obi (key SHA256:' in close
+    assert '<td>Reviewed by</td><td class="line">Eve Ito (key SHA256:' in close
+    assert _verify(tmp_path).returncode == 0
+    (pack / "00_close_summary.html").write_text(close.replace("Eve Ito (key", "Kim Lee (key"))
+    forged = _verify(tmp_path)
+    assert forged.returncode == 1
+    assert "00_close_summary.html's sign-off is not the register's signatures" in forged.stdout
+    (pack / "00_close_summary.html").write_text(close)
     # A copy of the pack elsewhere (with its allowed_signers) is still a signed pack.
     copy = tmp_path / "copy" / MONTH
     shutil.copytree(pack, copy)

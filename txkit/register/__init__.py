@@ -43,6 +43,7 @@ from txkit.register._sign import (
     sign_report,
     signature_block,
     signed_versions,
+    signoff_block,
 )
 from txkit.register._state import (
     ITEMS_SUFFIX,
@@ -124,6 +125,7 @@ __all__ = [
     "sign_report",
     "signature_block",
     "signed_versions",
+    "signoff_block",
     "summarise",
     "verify_report",
     "wallet_items",

@@ -56,12 +56,15 @@ _MANIFEST: Final = "report.json"
 #: A pack's own signatures (``ROLE.txt``, the statement signed, and ``ROLE.sig``, its SSHSIG
 #: signature): outside the digest, so that signing adds them without changing what is signed.
 SIGNATURES_DIR: Final = "signatures"
+#: The pages whose signature block signing fills (left out of the digest like the index's):
+#: the index and the close summary (txkit.report's ``00_close_summary.html``).
+SIGNED_PAGES: Final = ("index.html", "00_close_summary.html")
 
 
 def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
     """The SHA-256 of every file of a report folder (a pack), by path: ``report.json`` without
-    its ``signatures`` (which signing adds), ``index.html`` without its signature block
-    (which signing rewrites); hidden files and the ``signatures/`` folder left out."""
+    its ``signatures`` (which signing adds), ``index.html`` and the close summary without their
+    signature blocks (which signing rewrites); hidden files and ``signatures/`` left out."""
     folder = Path(folder)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -71,7 +74,7 @@ def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
         if rel.split("/", 1)[0] == SIGNATURES_DIR:
             continue
         data = path.read_bytes()
-        if rel == "index.html":
+        if rel in SIGNED_PAGES:
             data = _BLOCK.sub(BEGIN + END, data.decode("utf-8", "replace")).encode("utf-8")
         elif rel == _MANIFEST:
             try:

@@ -67,6 +67,7 @@ __all__ = [
     "sign_report",
     "signature_block",
     "signed_versions",
+    "signoff_block",
 ]
 
 
@@ -554,15 +555,42 @@ def _signed_event(signature: dict[str, Any], when: datetime, newest: Revision) -
     )
 
 
+def signoff_block(signatures: list[dict[str, Any]]) -> str:
+    """The close summary's sign-off lines (between the markers): who prepared and who
+    reviewed, their key and when, blank until signed; every field escaped."""
+    import html
+
+    by_role = {s["role"]: s for s in signatures}
+    rows = []
+    for role, label in (("preparer", "Prepared by"), ("reviewer", "Reviewed by")):
+        sig = by_role.get(role)
+        who = ""
+        if sig:
+            key = html.escape(plain(str(sig.get("key"))))
+            who = f"{html.escape(plain(str(sig['name'])))} (key {key})"
+        when = html.escape(plain(str(sig["at"]))) if sig else ""
+        rows.append(
+            f'<tr><td>{label}</td><td class="line">{who}</td><td>Date</td>'
+            f'<td class="line">{when}</td></tr>'
+        )
+    return f'{BEGIN}<table class="sign">{"".join(rows)}</table>{END}'
+
+
+#: Each signed page and the block signing writes into it.
+_BLOCKS = (("index.html", signature_block), ("00_close_summary.html", signoff_block))
+
+
 def write_signature_block(folder: Path, signatures: list[dict[str, Any]]) -> None:
-    """Rewrite the index's signature block (between the markers) with ``signatures``."""
-    index = folder / "index.html"
-    if index.is_file():
-        text = index.read_text(encoding="utf-8")
-        block = signature_block(signatures)
-        text = _BLOCK.sub(lambda _: block, text) if _BLOCK.search(text) else text
-        with atomic_path(index) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+    """Rewrite the signature blocks (between the markers) of the index and the close summary
+    with ``signatures``."""
+    for name, render in _BLOCKS:
+        page = folder / name
+        if page.is_file():
+            text = page.read_text(encoding="utf-8")
+            block = render(signatures)
+            text = _BLOCK.sub(lambda _, b=block: b, text) if _BLOCK.search(text) else text
+            with atomic_path(page) as tmp:
+                tmp.write_text(text, encoding="utf-8")
 
 
 def signed_versions(store: str | os.PathLike[str]) -> set[int]:

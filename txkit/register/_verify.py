@@ -25,7 +25,7 @@ from txkit.register._lock import (
     month_state,
     report_digest,
 )
-from txkit.register._sign import _folder_of, pack_problems, signature_block
+from txkit.register._sign import _folder_of, pack_problems, signature_block, signoff_block
 from txkit.register._table import read_events
 
 __all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
@@ -233,6 +233,11 @@ def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[st
         found = _BLOCK.search(index.read_text(encoding="utf-8", errors="replace"))
         if found is None or found.group(0) != signature_block(signatures):
             problems.append("index.html's signature block is not the register's signatures")
+    close = folder / "00_close_summary.html"
+    if close.is_file():
+        found = _BLOCK.search(close.read_text(encoding="utf-8", errors="replace"))
+        if found is not None and found.group(0) != signoff_block(signatures):
+            problems.append("00_close_summary.html's sign-off is not the register's signatures")
     return problems
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from txkit.errors import ReportSignedError
+from txkit.errors import RegisterFormatError, ReportSignedError, StoreError, one_line
 from txkit.register import (
     Target,
     commit_report,
@@ -106,7 +106,8 @@ def publish(
     the folder it replaces (never a signed pack); the pack goes in place and this report's
     events are committed, naming each file's digest, as one step: a failure of the commit (a
     register that cannot be written, a broken pipe, an interrupt) puts the previous pack back
-    and leaves no event.
+    and leaves no event. Only a register that cannot be written with no recorded pack to keep
+    (a read-only store's first report) leaves the new pack, as a draft, with a warning.
 
     Raises:
         ReportSignedError: the month was locked meanwhile, or the folder is a signed pack
@@ -130,12 +131,30 @@ def publish(
         try:
             commit_report(store, month, mine, final, revision=target.number,
                           reason=target.reason, reopened=target.reopened)  # fmt: skip
+        except StoreError as exc:
+            if isinstance(exc, (RegisterFormatError, ReportSignedError)) or _committed(store, mine):
+                raise
+            if previous.exists() and _recorded(store, month, target.name):
+                _swap_back(final, previous)  # the recorded pack stays, verifiable and signable
+                raise
+            # A register that cannot be written (a read-only store) and no recorded pack to
+            # keep: the report is a draft the register does not know.
+            log.warning("report: the exception register was not updated: %s", one_line(exc))
         except BaseException:
             if not _committed(store, mine):
                 _swap_back(final, previous)
             raise
     shutil.rmtree(previous, ignore_errors=True)
     return final
+
+
+def _recorded(store: str | os.PathLike[str], month: str, name: str) -> bool:
+    """Whether the register holds a report of ``month`` in the folder ``name``."""
+    try:
+        state = month_state(read_events(store)[0], month)
+    except Exception:  # unreadable: treated as recorded, so the previous pack is kept
+        return True
+    return any(rev.name == name for rev in state.revisions.values())
 
 
 def _committed(store: str | os.PathLike[str], mine: pl.DataFrame) -> bool:
