@@ -149,6 +149,21 @@ def test_a_failed_register_commit_leaves_the_previous_pack_and_no_event(tmp_path
     assert read_events(tmp_path / "store")[0].height == events
     assert not list((tmp_path / "reports").glob(f".{MONTH}*"))
     assert _verify(tmp_path).returncode == 0
+    # Killed between the swap and the commit: the next report in the folder puts the
+    # previous pack back (its own run then goes on as usual).
+    killed = subprocess.run([sys.executable, "-c", probe.replace(
+        "raise BrokenPipeError(32, 'Broken pipe')", "import os, signal; os.kill(os.getpid(), "
+        "signal.SIGKILL)")], cwd=tmp_path, capture_output=True, text=True, env=cli_env(),
+        timeout=300)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert (pack / ".uncommitted").is_file() and _verify(tmp_path).returncode == 1
+    from txkit.report import clean_leftovers
+
+    assert clean_leftovers(tmp_path / "reports") == [
+        f"restored the previous report {MONTH}: a killed report had put its pack in place "
+        "without recording it"
+    ]
+    assert _files(pack) == before and _verify(tmp_path).returncode == 0
     # A real pipe closed early (`| head -1`): the pack and its event both, or neither.
     shell = subprocess.run(
         f"{sys.executable} -m txkit.cli report --month {MONTH} --store store --notebooks books "

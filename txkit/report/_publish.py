@@ -6,6 +6,7 @@ second back (:func:`clean_leftovers`)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -42,6 +43,37 @@ def alive(pid: int) -> bool:
     return True
 
 
+#: In a pack put in place whose register commit has not landed yet: the store, the run, the
+#: process (hidden: outside the pack's digest). Removed once the commit lands.
+UNCOMMITTED = ".uncommitted"
+
+
+def _unrecorded(final: Path, out: Path) -> str | None:
+    """A pack a killed report put in place without its register commit: the previous pack
+    back (or none), so that no pack stands without its event."""
+    marker = final / UNCOMMITTED
+    if not marker.is_file():
+        return None
+    try:
+        doc = json.loads(marker.read_text(encoding="utf-8"))
+        store, run, pid = str(doc["store"]), str(doc["run"]), int(doc["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if alive(pid):
+        return None  # its report is still committing
+    previous = out / f".{final.name}.previous"
+    try:
+        events = read_events(store)[0]
+    except Exception:  # the register cannot be read: leave the folder as it is
+        return None
+    if events.filter((pl.col("event") == "reported") & (pl.col("run") == run)).height:
+        marker.unlink(missing_ok=True)
+        return None  # the commit landed: the pack is recorded; .previous is removed below
+    _swap_back(final, previous)
+    what = "restored the previous report" if final.exists() else "removed the report"
+    return f"{what} {final.name}: a killed report had put its pack in place without recording it"
+
+
 def clean_leftovers(out: Path) -> list[str]:
     """Remove what killed reports left in ``out``; returns a line per thing done.
 
@@ -53,12 +85,16 @@ def clean_leftovers(out: Path) -> list[str]:
     done: list[str] = []
     if not out.is_dir():
         return done
+    for final in sorted(out.glob("[0-9][0-9][0-9][0-9]-[0-9][0-9]*")):
+        line = _unrecorded(final, out)
+        if line:
+            done.append(line)
     for path in sorted(out.glob(".[0-9][0-9][0-9][0-9]-[0-9][0-9].*")):
         if not path.is_dir():
             continue
         month = path.name[1:8]
         if path.name.endswith(".previous"):
-            final = out / month
+            final = out / path.name[1 : -len(".previous")]
             if final.exists():
                 shutil.rmtree(path, ignore_errors=True)
                 done.append(f"removed {path.name} (left by a killed report; {month} is complete)")
@@ -126,6 +162,9 @@ def publish(
         # This report's events: the last run of ``pending`` (the register's come first).
         run = pending.filter(pl.col("event") == "reported")["run"][-1]
         mine = pending.filter(pl.col("run") == run)
+    if mine is not None and store is not None:
+        marker = {"store": str(store), "run": str(run), "pid": os.getpid()}
+        (staging / UNCOMMITTED).write_text(json.dumps(marker), encoding="utf-8")
     final, previous = _swap_in(staging, out, target.name)
     if mine is not None and store is not None and month is not None:
         try:
@@ -144,6 +183,7 @@ def publish(
             if not _committed(store, mine):
                 _swap_back(final, previous)
             raise
+    (final / UNCOMMITTED).unlink(missing_ok=True)
     shutil.rmtree(previous, ignore_errors=True)
     return final
 
