@@ -469,8 +469,8 @@ def statement_of(signature: dict[str, Any], files: dict[str, str]) -> str:
         f"table-version {signature['table_version']}",
         f"register-version {signature['register_version']}",
         f"previous {signature['previous'] or 'none'}",
-        "files (SHA-256; index.html without its signature block, report.json without its "
-        "signatures)",
+        "files (SHA-256; index.html and 00_close_summary.html without their signature blocks, "
+        "report.json without its signatures)",
     ]
     return "\n".join(head + [f"{files[rel]}  {rel}" for rel in sorted(files)]) + "\n"
 
