@@ -287,3 +287,18 @@ def test_a_clock_ahead_does_not_carry_a_signature_over_a_rerun(tmp_path: Path) -
     with pytest.raises(ReportSignedError, match="no preparer's signature"):
         sign_report(out, MONTH, role="reviewer", key=keys.key("Eve Ito"), store=store,
                     allowed_signers=keys.allowed)  # fmt: skip
+
+
+def test_events_are_read_in_the_registers_commit_order(tmp_path: Path) -> None:
+    """Whatever the clocks stamped (a writer a day behind) and after commits are removed and
+    written anew, the register's order is its commits'."""
+    store = tmp_path / "store"
+    now = datetime.now(UTC)
+    for i, skew in enumerate((0, -86_400, 60, -5)):
+        append_events(store, events_frame([{"event": "annotated", "key": f"k{i}",
+                                            "at": now + timedelta(seconds=skew)}]))  # fmt: skip
+    assert read_events(store)[0]["key"].to_list() == ["k0", "k1", "k2", "k3"]
+    log = store / "_register" / "_delta_log"
+    (log / f"{3:020d}.json").unlink()  # the last commit removed; another written in its place
+    append_events(store, events_frame([{"event": "annotated", "key": "k4", "at": now}]))
+    assert read_events(store)[0]["key"].to_list() == ["k0", "k1", "k2", "k4"]
