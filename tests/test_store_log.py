@@ -69,6 +69,7 @@ def test_a_removed_add_is_found_named_and_repaired(client: Client, tmp_path: Pat
     done = _verify(store, tmp_path)
     assert done.returncode == 1, done.stdout
     assert "missing: month=2026-09/" in done.stdout and "its add was removed" in done.stdout
+    assert "the store's coverage records" in done.stdout and "rows of 2026-09" in done.stdout
     assert f"repair: txkit sync --store {store} --refresh 2026-09" in done.stdout
     sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
          refresh=["2026-09"])  # fmt: skip
