@@ -20,6 +20,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 ``TXKIT_PDF_PASSWORD``      the password of a password-protected PDF bank statement
+``TXKIT_KEY_PASSPHRASE``    the passphrase of an encrypted signing key (``txkit report sign``)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the project
@@ -59,6 +60,7 @@ from txkit._settings_files import (
 from txkit.errors import ConfigError
 
 __all__ = [
+    "ALLOWED_SIGNERS",
     "BACKOFF_BASE_VAR",
     "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
@@ -66,6 +68,7 @@ __all__ = [
     "DATA_DIR_VAR",
     "DEADLINE_VAR",
     "HISTORY_MONTHS",
+    "KEY_PASSPHRASE_VAR",
     "LOOKBACK_DAYS",
     "MARGIN_DAYS",
     "MAX_BODY_VAR",
@@ -93,6 +96,7 @@ __all__ = [
     "SandboxSettings",
     "Setting",
     "SettingValue",
+    "allowed_signers_path",
     "backoff_base_setting",
     "bank_columns_setting",
     "cache_dir",
@@ -101,6 +105,7 @@ __all__ = [
     "data_dir",
     "default_store",
     "key_configured",
+    "key_passphrase",
     "load_dotenv_values",
     "max_input_bytes",
     "max_retries_setting",
@@ -160,8 +165,11 @@ MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
 #: The password of a password-protected PDF bank statement (the environment only, never a
 #: flag: a flag's value stays in the shell's history and in the process list).
 PDF_PASSWORD_VAR = "TXKIT_PDF_PASSWORD"
+#: The passphrase of an encrypted signing key (``txkit report sign --key``; scrubbed).
+KEY_PASSPHRASE_VAR = "TXKIT_KEY_PASSPHRASE"
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
+watch_secret_variable(KEY_PASSPHRASE_VAR)
 
 #: The most characters a ``TXKIT_*`` number is read from: every accepted value fits.
 MAX_NUMBER_CHARS = 32
@@ -260,6 +268,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
     Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
     Setting(PDF_PASSWORD_VAR, str),
+    Setting(KEY_PASSPHRASE_VAR, str),  # scrubbed; never from .env (a key's secret)
 )
 _BY_VAR = {setting.var: setting for setting in SETTINGS}
 #: Every variable txkit reads.
@@ -275,6 +284,13 @@ def setting_value(
         ConfigError: see :meth:`Setting.get`.
     """
     return _BY_VAR[var].get(env_file)
+
+
+def key_passphrase() -> str | None:
+    """``TXKIT_KEY_PASSPHRASE``: an encrypted signing key's passphrase (the environment only;
+    a ``.env`` file would keep it beside the key)."""
+    value = setting_value(KEY_PASSPHRASE_VAR, None)
+    return str(value) if value else None
 
 
 def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
@@ -571,6 +587,16 @@ def not_found(path: str | os.PathLike[str]) -> str:
     project = project_dir().absolute()
     what = ", the project folder" if folder == project else ""
     return f"looked in {folder}{what}"
+
+
+#: Who may sign a month's pack: OpenSSH's allowed-signers format, in the project folder.
+ALLOWED_SIGNERS = "allowed_signers"
+
+
+def allowed_signers_path() -> Path:
+    """The project's ``allowed_signers`` file (:func:`project_dir`): one line per person who
+    may sign a pack, ``principal namespaces="txkit" ssh-ed25519 AAAA...``."""
+    return project_dir() / ALLOWED_SIGNERS
 
 
 def reports_dir() -> Path:

@@ -26,6 +26,7 @@ from txkit.calendar import month_bounds
 from txkit.money import format_money
 from txkit.notebook import read_downloads
 from txkit.register import OPEN_STATUSES as REGISTER_OPEN
+from txkit.register import signoff_block
 
 __all__ = [
     "AVAILABLE_LABELS",
@@ -722,7 +723,7 @@ def close_summary_html(
         + f'<ul class="meta">{notes}</ul>'
         + (f'<p class="meta"><strong>As run:</strong> {html.escape(as_run)}.</p>' if as_run else "")
         + f"<h2>Sign-off</h2>{signed}"
-        '<table class="sign"><tr><td>Prepared by</td><td class="line"></td><td>Date</td>'
-        '<td class="line"></td></tr><tr><td>Reviewed by</td><td class="line"></td>'
-        '<td>Date</td><td class="line"></td></tr></table></body></html>\n'
+        # Between the signature markers: `txkit report sign` fills the lines (register._sign).
+        + signoff_block([])
+        + "</body></html>\n"
     )
