@@ -342,12 +342,12 @@ def test_read_orders_names_every_missing_column(tmp_path: Path) -> None:
 def test_read_orders_lists_unparseable_amounts_with_their_lines(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
-        'reference,amount,currency\nA,1.00,NGN\nB,1e5,NGN\nC,"1,500.00",NGN\nD,,NGN\nE,2,NGN\n',
+        'reference,amount,currency\nA,1.00,NGN\nB,1e5,NGN\nC,"1,50.00",NGN\nD,,NGN\nE,2,NGN\n',
     )
     with pytest.raises(
         DataFileError,
-        match=r"orders.csv, lines 3, 4 and 5: amount is empty or not a plain decimal number: "
-        r"'1e5', '1,500.00', empty; write amounts as digits with a '.' before the decimals",
+        match=r"orders.csv, lines 3, 4 and 5: amount is empty or not a number written with "
+        r"decimal dot, thousands none: '1e5', '1,50.00', empty; write amounts as digits",
     ) as caught:
         read_orders(path)
     assert caught.value.lines == (3, 4, 5)  # as a text editor numbers them: the header is 1
@@ -518,7 +518,8 @@ def test_a_windows_1252_file_is_read_with_a_note(tmp_path: Path) -> None:
         (
             # A quoted value over two lines: the next record's line is still the editor's.
             b'reference,amount,currency,note\nA,1,NGN,"two\nlines"\nB,x,NGN,\n',
-            r"orders.csv, line 4: amount is empty or not a plain decimal number: 'x'",
+            r"orders.csv, line 4: amount is empty or not a number written with decimal dot, "
+            r"thousands none: 'x'",
         ),
         (
             b"reference,amount,currency\nA,35700.000000000000000000000000001,NGN\n",

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import polars as pl
 
@@ -46,13 +46,16 @@ __all__ = [
     "SETTINGS_FILE",
     "ColumnMapping",
     "MappingKind",
+    "Writing",
     "column_setting",
     "describe_columns",
     "describe_use",
+    "find_writing",
     "parse_columns",
     "plain_amount",
     "project_folder",
     "separator",
+    "writing_name",
 ]
 
 #: The project's settings file (in the folder txkit runs in, beside ``materiality.toml``).
@@ -363,25 +366,156 @@ def separator(mapping: Mapping[str, str], key: str) -> str:
     return _SEPARATORS[mapping.get(key, default)]
 
 
+# How each thousands separator may be written: a space also as the no-break spaces that
+# spreadsheets and PayPal write (U+00A0, U+202F), an apostrophe also as U+2019 (Swiss).
+_THOUSANDS_CHARS: Final = {",": ",", ".": ".", " ": " \u00a0\u202f", "'": "'\u2019", "": ""}
+_NAMES: Final = {",": "comma", ".": "dot", " ": "space", "'": "apostrophe", "": "none"}
+# The writings a file may use when the mapping does not say, in the order preferred when
+# several read every value the same (no separator seen is none).
+_WRITINGS: Final = [(d, t) for t in ("", ",", ".", " ", "'") for d in (".", ",") if d != t]
+
+
+def _class(chars: str) -> str:
+    return "[" + "".join("\\" + c if c in ".^-[]\\" else c for c in chars) + "]"
+
+
+def _body(decimal: str, thousands: str) -> str:
+    """The regular expression of an unsigned number in one writing: groups of three after the
+    first where a thousands separator is used (``1,234``, never ``1,2``), digits after the
+    decimal separator."""
+    digits = "[0-9]+"
+    if thousands:
+        digits = f"(?:[0-9]{{1,3}}(?:{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}})+|[0-9]+)"
+    return f"{digits}(?:{_class(decimal)}[0-9]+)?"
+
+
+def writing_name(mapping: Mapping[str, str]) -> str:
+    """How amounts are written, in words: ``decimal comma, thousands dot``."""
+    decimal, thousands = separator(mapping, "decimal"), separator(mapping, "thousands")
+    return f"decimal {_NAMES[decimal]}, thousands {_NAMES[thousands]}"
+
+
 def plain_amount(expr: pl.Expr, mapping: Mapping[str, str], *, codes: bool = False) -> pl.Expr:
     """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``, a
     leading ``+`` dropped. Digits only move; nothing is rounded. With ``codes`` a currency
     code written beside the number (``0.01USD``, ``USD 0.01``) is dropped too: only for a
-    caller that checks that code apart (bank statements do)."""
+    caller that checks that code apart (bank statements do).
+
+    A value that does not fit the mapping's writing (``decimal``, ``thousands``: ``1,2`` or
+    ``1.234,56`` with thousands comma) is returned as ``?`` and the text, which no plain
+    decimal matches: the caller refuses it with its line, it is never read as another number.
+    An empty value stays empty."""
     out = expr
     if codes:
         out = out.str.replace(r"^\s*[A-Za-z]{3}\s*([-+(0-9.])", "$1").str.replace(
             r"([0-9.)])\s*[A-Za-z]{3}\s*$", "$1"
         )
     out = out.str.strip_chars()
-    thousands = separator(mapping, "thousands")
+    decimal, thousands = separator(mapping, "decimal"), separator(mapping, "thousands")
+    body = _body(decimal, thousands)
+    fits = out.str.contains(f"^(?:[+-]?{body}|\\({body}\\))$")
+    plain = out
     if thousands:
-        out = out.str.replace_all(thousands, "", literal=True)
-    if separator(mapping, "decimal") == ",":
-        out = out.str.replace_all(",", ".", literal=True)
-    negative = out.str.starts_with("(") & out.str.ends_with(")")
-    out = pl.when(negative).then("-" + out.str.slice(1, out.str.len_chars() - 2)).otherwise(out)
-    return out.str.strip_prefix("+")
+        plain = plain.str.replace_all(_class(_THOUSANDS_CHARS[thousands]), "")
+    if decimal == ",":
+        plain = plain.str.replace_all(",", ".", literal=True)
+    negative = plain.str.starts_with("(") & plain.str.ends_with(")")
+    plain = (
+        pl.when(negative)
+        .then("-" + plain.str.slice(1, plain.str.len_chars() - 2))
+        .otherwise(plain)
+        .str.strip_prefix("+")
+    )
+    return pl.when((out == "") | fits).then(plain).otherwise("?" + out)
+
+
+class Writing(NamedTuple):
+    """How a file writes its amounts, as found by :func:`find_writing`.
+
+    Attributes:
+        mapping: the mapping with ``decimal`` and ``thousands`` set (what :func:`plain_amount`
+            reads with).
+        note: for the load line when the file, not the mapping, said it (else empty).
+        unsure: where the writings that fit every value read some value otherwise (true on
+            those records), with ``readings``; ``None`` when every value reads one way.
+        readings: the two writings that disagree, in words.
+    """
+
+    mapping: dict[str, str]
+    note: str
+    unsure: pl.Expr | None
+    readings: str
+
+
+def find_writing(
+    frame: pl.DataFrame, columns: Sequence[str], mapping: Mapping[str, str], *, codes: bool = False
+) -> Writing:
+    """The decimal and thousands separators of ``columns`` (amount text): as the mapping
+    declares them, else found from the values themselves.
+
+    Every writing the mapping allows (both declared: one) is tried on every value; of those
+    that fit every value, the first (no thousands separator before one, decimal dot before
+    comma) is taken, and it is proven unique: where the others read a value otherwise (``1,234``
+    with no other value saying whether the comma is decimal) :attr:`Writing.unsure` names the
+    records, which the caller refuses. Where none fits every value, the one that fits most is
+    taken, so that the caller refuses the others with their lines."""
+    declared = {k: mapping[k] for k in ("decimal", "thousands") if k in mapping}
+    candidates = [
+        (d, t)
+        for d, t in _WRITINGS
+        if _SEPARATORS[declared.get("decimal", _NAMES[d])] == d
+        and _SEPARATORS[declared.get("thousands", _NAMES[t])] == t
+    ]
+    present = [c for c in columns if c in frame.columns]
+    if not candidates or not present or frame.height == 0:
+        return Writing(dict(mapping), "", None, "")
+
+    def read(d: str, t: str) -> list[pl.Expr]:
+        as_mapping = {"decimal": _NAMES[d], "thousands": _NAMES[t]}
+        return [
+            plain_amount(pl.col(c).cast(pl.String).fill_null(""), as_mapping, codes=codes)
+            for c in present
+        ]
+
+    fitting: list[tuple[int, str, str]] = []
+    for d, t in candidates:
+        bad = pl.sum_horizontal([e.str.starts_with("?") for e in read(d, t)])
+        fitting.append((int(frame.select(bad.sum()).item()), d, t))
+    fewest = min(f for f, _, _ in fitting)
+    ok = [(d, t) for f, d, t in fitting if f == fewest]
+    decimal, thousands = ok[0]
+    resolved = {**mapping, "decimal": _NAMES[decimal], "thousands": _NAMES[thousands]}
+    unsure, readings = None, ""
+    for d, t in ok[1:]:
+        differ = pl.any_horizontal(
+            [a != b for a, b in zip(read(decimal, thousands), read(d, t), strict=True)]
+        )
+        if frame.select(differ.any()).item():
+            unsure = differ
+            readings = (
+                f"as {writing_name(resolved)}, or as "
+                f"{writing_name({'decimal': _NAMES[d], 'thousands': _NAMES[t]})}"
+            )
+            break
+    note = ""
+    if len(declared) < 2:
+        texts = pl.concat_str(
+            [pl.col(c).cast(pl.String).fill_null("") for c in present], separator=" "
+        )
+        used_decimal = bool(
+            frame.select(texts.str.contains(f"[0-9]{_class(decimal)}[0-9]").any()).item()
+        )
+        used_thousands = bool(thousands) and bool(
+            frame.select(
+                texts.str.contains(f"[0-9]{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}}").any()
+            ).item()
+        )
+        # The default (decimal dot, no thousands) is what the documentation says: no word.
+        if used_thousands or (used_decimal and decimal != "."):
+            said = [f"decimal {_NAMES[decimal]}"] if used_decimal else []
+            said += [f"thousands {_NAMES[thousands]}"] if used_thousands else []
+            note = f"amounts read with {', '.join(said)} (found from the file, not declared)"
+    return Writing(resolved, note, unsure, readings)
 
 
 def project_folder() -> Path:

@@ -25,9 +25,12 @@ import polars as pl
 from txkit.analysis.columns import (
     BANK,
     ColumnMapping,
+    Writing,
     describe_columns,
+    find_writing,
     parse_columns,
     plain_amount,
+    writing_name,
 )
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
 from txkit.datafile import LINE, TextFile, fail_lines, read_table
@@ -36,6 +39,8 @@ from txkit.errors import DataFileError
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
 MAPPING_KEYS: Final[Mapping[str, str]] = BANK.keys
 _VALUE_KEYS: Final = BANK.value_keys
+# The columns holding money, written one way in a file.
+_MONEY: Final = ("amount", "credit", "debit", "balance")
 
 
 def parse_mapping(text: str | Mapping[str, str] | None, *, origin: str = "") -> ColumnMapping:
@@ -80,9 +85,32 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
             lines=[1],
             what=WHAT,
         )
-    result = Read(table.kind, notes=list(table.notes))
-    result.entries.extend(_entries(_typed(path, frame, mapping, table.unit, table.kind != "csv")))
+    written = _writing(path, frame, mapping, table.unit)
+    result = Read(table.kind, notes=list(table.notes) + ([written.note] if written.note else []))
+    typed = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
+    result.entries.extend(_entries(typed))
     return result
+
+
+def _writing(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str) -> Writing:
+    """How the amounts and balances are written: declared, or found from them (one writing
+    for all of them); a value two writings read otherwise is refused with its line."""
+    written = find_writing(frame, _MONEY, mapping, codes=True)
+    if written.unsure is not None:
+        fail_lines(
+            path,
+            frame,
+            written.unsure,
+            problem=f"an amount reads two ways ({written.readings}) and no other amount says which",
+            advice="declare how the file writes amounts in the column mapping (decimal=comma "
+            "or decimal=dot, thousands=...)",
+            shown=pl.concat_str(
+                [pl.col(c).fill_null("") for c in _MONEY if c in frame.columns], separator=" / "
+            ),
+            what=WHAT,
+            unit=unit,
+        )
+    return written
 
 
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -232,15 +260,17 @@ def _signed_amount(
 ) -> pl.Series:
     advice = (
         "set decimal and thousands in the column mapping to how the file writes amounts "
-        f"(e.g. thousands=,), with at most {MAX_DECIMALS} decimals; amounts are never guessed"
+        f"(e.g. thousands=comma: groups of three, 1,234.50), with at most {MAX_DECIMALS} "
+        "decimals; amounts are never guessed"
     )
+    writing = writing_name(mapping)
     if "amount" in frame.columns:
         text = plain_amount(pl.col("amount"), mapping, codes=True)
         fail_lines(
             path,
             frame,
             ~text.str.contains(_PLAIN),
-            problem="amount is not a plain decimal number",
+            problem=f"amount is not a number written with {writing}",
             advice=advice,
             shown="amount",
             what=WHAT,
@@ -265,7 +295,7 @@ def _signed_amount(
             path,
             frame,
             ~empty & ~expr.str.contains(rf"^[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"),
-            problem=f"{name} is not a plain decimal number without a sign",
+            problem=f"{name} is not a number without a sign written with {writing}",
             advice=advice,
             shown=name,
             what=WHAT,
@@ -285,7 +315,7 @@ def _check_running_balance(
         path,
         frame,
         ~text.str.contains(_PLAIN),
-        problem="balance is not a plain decimal number",
+        problem=f"balance is not a number written with {writing_name(mapping)}",
         advice="set decimal and thousands in the column mapping to how the file writes amounts",
         shown="balance",
         what=WHAT,
