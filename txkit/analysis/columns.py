@@ -202,8 +202,10 @@ BANK: Final = MappingKind(
         "date": "the booking date's column",
         "value_date": "the value date's column (optional)",
         "amount": "a signed amount column (credits positive), or:",
+        "direction": "with amount: the column saying credit or debit (C/D, CR/DR, "
+        "Credit/Debit, Kredit/Debet, any case)",
         "credit": "the credited amount's column (with debit)",
-        "debit": "the debited amount's column (with credit)",
+        "debit": "the debited amount's column (with credit; unsigned or written negative)",
         "currency": "the currency code's column, or:",
         "account_currency": "the one currency of the whole file (e.g. NGN)",
         "reference": "the reference's column",
@@ -320,6 +322,8 @@ def _check_values(out: Mapping[str, str], kind: MappingKind) -> None:
     what = kind.what
     if "amount" in out and ({"credit", "debit"} & out.keys()):
         raise ValueError(f"{what}: give either amount (signed) or credit and debit, not both")
+    if "direction" in out and "amount" not in out:
+        raise ValueError(f"{what}: direction goes with amount (not with credit and debit)")
     if ("credit" in out) != ("debit" in out):
         raise ValueError(f"{what}: credit and debit go together")
     if "currency" in out and "account_currency" in out:

@@ -85,11 +85,73 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
             lines=[1],
             what=WHAT,
         )
+    if "amount" in frame.columns and "direction" not in frame.columns:
+        _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
     written = _writing(path, frame, mapping, table.unit)
     result = Read(table.kind, notes=list(table.notes) + ([written.note] if written.note else []))
     typed = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
+    result.notes += _sign_notes(frame, mapping)
     return result
+
+
+#: How banks write an entry's direction in a column of its own (compared in upper case):
+#: English, Indonesian (Debet/Kredit, D/K), German (Soll/Haben, S/H), Dutch (Af/Bij),
+#: French, Spanish and Italian.
+DEBIT_WORDS: Final = frozenset(
+    {"D", "DR", "DB", "DEBIT", "DEBET", "DÉBIT", "DEBITO", "DÉBITO", "S", "SOLL", "AF"}
+)
+CREDIT_WORDS: Final = frozenset(
+    {"C", "CR", "CREDIT", "KREDIT", "K", "CRÉDIT", "CREDITO", "CRÉDITO", "H", "HABEN", "BIJ"}
+)
+_ACCEPTED_DIRECTIONS: Final = (
+    "debit: D, DR, DB, Debit, Debet, S, Soll, Af; credit: C, CR, Credit, Kredit, K, H, Haben, "
+    "Bij (any case)"
+)
+
+
+def _direction_word(column: str) -> pl.Expr:
+    return pl.col(column).cast(pl.String).fill_null("").str.strip_chars().str.to_uppercase()
+
+
+def _refuse_unmapped_direction(
+    path: Path, frame: pl.DataFrame, mapped: set[str], unit: str
+) -> None:
+    """A column the mapping leaves out that says debit or credit on every line (with at least
+    one debit) would leave every amount of an unsigned column read as a credit: refused,
+    naming the column."""
+    for name in frame.columns:
+        if name == LINE or name in mapped or name in MAPPING_KEYS:
+            continue
+        words = frame.select(_direction_word(name).alias("w")).to_series()
+        said = words.filter(words != "")
+        if said.len() == 0 or not said.is_in([*DEBIT_WORDS, *CREDIT_WORDS]).all():
+            continue
+        if said.is_in(list(DEBIT_WORDS)).any():
+            raise DataFileError(
+                path,
+                f"column {name!r} says debit or credit on every {unit} "
+                f"({', '.join(sorted(set(said.to_list())))}) and the mapping leaves it out: "
+                "every amount would be read as its sign in the amount column says",
+                f"map it: direction={name} (values accepted: {_ACCEPTED_DIRECTIONS})",
+                what=WHAT,
+            )
+
+
+def _sign_notes(frame: pl.DataFrame, mapping: Mapping[str, str]) -> list[str]:
+    if "direction" in mapping:
+        words = frame.select(_direction_word("direction").alias("w")).to_series()
+        debits = sorted({w for w in words.to_list() if w in DEBIT_WORDS})
+        credits = sorted({w for w in words.to_list() if w in CREDIT_WORDS})
+        return [
+            f"direction from the column {mapping['direction']!r} "
+            f"({'/'.join(credits) or 'none'} credit, {'/'.join(debits) or 'none'} debit)"
+        ]
+    if "debit" in mapping:
+        debit = pl.col("debit").cast(pl.String).fill_null("").str.strip_chars()
+        if frame.select((debit.str.starts_with("-") | debit.str.starts_with("(")).any()).item():
+            return [f"debits written negative in the column {mapping['debit']!r}"]
+    return []
 
 
 def _writing(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str) -> Writing:
@@ -276,6 +338,8 @@ def _signed_amount(
             what=WHAT,
             unit=unit,
         )
+        if "direction" in frame.columns:
+            return _directed(path, frame, text, unit)
         return frame.select(text).to_series()
     credit = plain_amount(pl.col("credit"), mapping, codes=True)
     debit = plain_amount(pl.col("debit"), mapping, codes=True)
@@ -290,18 +354,85 @@ def _signed_amount(
         what=WHAT,
         unit=unit,
     )
-    for name, expr, empty in (("credit", credit, empty_c), ("debit", debit, empty_d)):
+    unsigned = rf"^[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"
+    fail_lines(
+        path,
+        frame,
+        ~empty_c & ~credit.str.contains(unsigned),
+        problem=f"credit is not a number without a sign written with {writing}",
+        advice=advice,
+        shown="credit",
+        what=WHAT,
+        unit=unit,
+    )
+    fail_lines(
+        path,
+        frame,
+        ~empty_d & ~debit.str.strip_prefix("-").str.contains(unsigned),
+        problem=f"debit is not a number written with {writing}",
+        advice=advice,
+        shown="debit",
+        what=WHAT,
+        unit=unit,
+    )
+    _one_way_debits(path, frame, debit, unit)
+    signed = pl.when(empty_c).then("-" + debit.str.strip_prefix("-")).otherwise(credit)
+    return frame.select(signed).to_series()
+
+
+def _one_way_debits(path: Path, frame: pl.DataFrame, debit: pl.Expr, unit: str) -> None:
+    """A debit column is written unsigned or negative (Fineco's Uscite, Targobank's Soll): one
+    way in a file, so that a negative debit is never a reversal read as a debit."""
+    empty_d, negative = debit == "", debit.str.starts_with("-")
+    counts = frame.select(
+        (~empty_d & negative).sum().alias("neg"),
+        (~empty_d & ~negative & (debit.str.replace_all(r"[0.]", "") != "")).sum().alias("pos"),
+    ).row(0)
+    if counts[0] and counts[1]:
+        minority = negative if counts[0] < counts[1] else ~negative
         fail_lines(
             path,
             frame,
-            ~empty & ~expr.str.contains(rf"^[0-9]{{1,20}}(\.[0-9]{{1,{MAX_DECIMALS}}})?$"),
-            problem=f"{name} is not a number without a sign written with {writing}",
-            advice=advice,
-            shown=name,
+            ~empty_d & minority & (debit.str.replace_all(r"[-0.]", "") != ""),
+            problem="the debit column writes debits both negative and unsigned; these lines "
+            "differ from the rest",
+            advice="a debit is written one way in a file (a negative debit may be a reversal): "
+            "check these lines with the bank",
+            shown="debit",
             what=WHAT,
             unit=unit,
         )
-    signed = pl.when(empty_c).then("-" + debit).otherwise(credit)
+
+
+def _directed(path: Path, frame: pl.DataFrame, text: pl.Expr, unit: str) -> pl.Series:
+    """The amount signed by its direction column: a debit negative. A signed amount must agree
+    with its direction (a negative credit is refused, never read either way)."""
+    word = _direction_word("direction")
+    debit, credit = word.is_in(list(DEBIT_WORDS)), word.is_in(list(CREDIT_WORDS))
+    fail_lines(
+        path,
+        frame,
+        ~debit & ~credit,
+        problem="direction is neither debit nor credit",
+        advice=f"accepted: {_ACCEPTED_DIRECTIONS}",
+        shown="direction",
+        what=WHAT,
+        unit=unit,
+    )
+    negative = text.str.starts_with("-")
+    fail_lines(
+        path,
+        frame,
+        credit & negative & (text.str.replace_all(r"[-0.]", "") != ""),
+        problem="a negative amount marked as a credit",
+        advice="the amount's sign and its direction column disagree: check the line with the "
+        "bank (nothing is read either way)",
+        shown=pl.concat_str([pl.col("amount"), pl.col("direction")], separator=" "),
+        what=WHAT,
+        unit=unit,
+    )
+    magnitude = text.str.strip_prefix("-")
+    signed = pl.when(debit).then("-" + magnitude).otherwise(magnitude)
     return frame.select(signed).to_series()
 
 
