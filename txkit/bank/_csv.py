@@ -89,8 +89,9 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
         _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
     written = _writing(path, frame, mapping, table.unit)
     result = Read(table.kind, notes=list(table.notes) + ([written.note] if written.note else []))
-    typed = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
+    typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
+    result.notes += notes
     result.notes += _sign_notes(frame, mapping)
     return result
 
@@ -192,7 +193,7 @@ def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], li
 
 def _typed(
     path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str, iso: bool
-) -> pl.DataFrame:
+) -> tuple[pl.DataFrame, list[str]]:
     """Currency: a column, the file's one currency, or written with the amounts (``0.01USD``);
     ``iso``: also ``2026-10-31`` dates."""
     date_format = mapping.get("date_format", "%Y-%m-%d")
@@ -229,12 +230,14 @@ def _typed(
         what=WHAT,
         unit=unit,
     )
+    notes = []
     if "balance" in frame.columns:
-        _check_running_balance(path, frame, mapping, unit)
+        notes.append(_check_running_balance(path, frame, mapping, unit))
     text = {k: pl.col(k).str.strip_chars() for k in ("reference", "narration", "bank_reference")}
-    return frame.with_columns(
+    frame = frame.with_columns(
         pl.when(expr != "").then(expr).alias(k) for k, expr in text.items() if k in frame.columns
     )
+    return frame, [n for n in notes if n]
 
 
 def _written_currency(frame: pl.DataFrame) -> pl.Expr:
@@ -294,16 +297,18 @@ def _config(path: Path, problem: str) -> DataFileError:
 def _dates(
     path: Path, frame: pl.DataFrame, key: str, date_format: str, unit: str, iso: bool
 ) -> pl.Series:
-    text = pl.col(key).str.strip_chars()
+    text = pl.col(key).fill_null("").str.strip_chars()
     parsed = text.str.strptime(pl.Date, date_format, strict=False)
     if iso:  # a spreadsheet's date cell reads 2026-10-31 (00:00:00), whatever the format shows
         parsed = parsed.fill_null(
             text.str.slice(0, 10).str.strptime(pl.Date, "%Y-%m-%d", strict=False)
         )
+    # A value date may be left empty (a payment still authorised, a fee): the line has none.
+    wrong = parsed.is_null() & (text != "") if key == "value_date" else parsed.is_null()
     fail_lines(
         path,
         frame,
-        (text == "") | parsed.is_null(),
+        wrong,
         problem=f"{key} is not a date written as {datetime(2026, 10, 31).strftime(date_format)}"
         f" ({date_format})",
         advice="set date_format in the column mapping to how the file writes dates",
@@ -438,14 +443,17 @@ def _directed(path: Path, frame: pl.DataFrame, text: pl.Expr, unit: str) -> pl.S
 
 def _check_running_balance(
     path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: str
-) -> None:
-    """In the file's order or the reverse (newest first); else the first line where it does not
-    follow is named."""
-    text = plain_amount(pl.col("balance"), mapping, codes=True)
+) -> str:
+    """Every balance written follows from the one before it and the amounts between, in the
+    file's own order: oldest first, or newest first (dates going back; then a balance is the
+    one below plus its line's amount). A balance on some lines only (end of day) is checked
+    where present. Else the first line, in the file's order, whose balance does not follow is
+    named. Returns the load line's note (empty when every line has its balance)."""
+    text = plain_amount(pl.col("balance").fill_null(""), mapping, codes=True)
     fail_lines(
         path,
         frame,
-        ~text.str.contains(_PLAIN),
+        (text != "") & ~text.str.contains(_PLAIN),
         problem=f"balance is not a number written with {writing_name(mapping)}",
         advice="set decimal and thousands in the column mapping to how the file writes amounts",
         shown="balance",
@@ -453,30 +461,47 @@ def _check_running_balance(
         unit=unit,
     )
     rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_balance")).rows()
-    for order in (rows, rows[::-1]):
-        broken = _first_break(order)
-        if broken is None:
-            return
-    first = _first_break(rows)
-    assert first is not None
+    dates = [d for d in frame.get_column("date").to_list() if d is not None]
+    orders = ["oldest first", "newest first"]
+    if dates and dates[0] > dates[-1]:
+        orders = ["newest first"]
+    elif dates and dates[0] < dates[-1]:
+        orders = ["oldest first"]
+    breaks = {order: _first_break(rows, order == "newest first") for order in orders}
+    if any(b is None for b in breaks.values()):
+        present = sum(1 for r in rows if r[3] != "")
+        if present == len(rows):
+            return ""
+        return f"a balance on {present:,} of {len(rows):,} {unit}s, checked where written"
+    order = orders[0]
+    line, why = breaks[order]  # type: ignore[misc]
     raise DataFileError(
         path,
-        f"the running balance does not follow from the line before and this line's amount "
-        f"({first[1]})",
-        "a line is missing or damaged: export the statement again (nothing is matched against "
-        "a statement that does not add up)",
-        lines=[first[0]],
+        f"the running balance does not follow from the balance before it in time and the "
+        f"amounts since ({order}: {why})",
+        "a line is missing or damaged, or its sign is wrong: export the statement again "
+        "(nothing is matched against a statement that does not add up)",
+        lines=[line],
         unit=unit,
         what=WHAT,
     )
 
 
-def _first_break(rows: list[tuple[int, str, str, str]]) -> tuple[int, str] | None:
+def _first_break(
+    rows: list[tuple[int, str, str, str]], newest_first: bool
+) -> tuple[int, str] | None:
+    """The first line, in time, whose balance does not follow from the balance before it (in
+    time) plus the amounts since, its own included: in a newest-first file that is read from
+    the bottom up, and the line is named as the file numbers it."""
     last: dict[str, Decimal] = {}
-    for line, currency, amount, balance in rows:
+    since: dict[str, Decimal] = {}
+    for line, currency, amount, balance in rows[::-1] if newest_first else rows:
+        since[currency] = since.get(currency, Decimal(0)) + Decimal(amount)
+        if balance == "":
+            continue
         now = Decimal(balance)
         before = last.get(currency)
-        if before is not None and before + Decimal(amount) != now:
-            return line, f"{before:,} + {Decimal(amount):,} is not {now:,}"
-        last[currency] = now
+        if before is not None and before + since[currency] != now:
+            return line, f"{before:,} + {since[currency]:,} is not {now:,}"
+        last[currency], since[currency] = now, Decimal(0)
     return None
