@@ -213,6 +213,8 @@ BANK: Final = MappingKind(
         "bank_reference": "the bank's own reference (optional)",
         "balance": "the running balance after each line (optional; proves no line is missing)",
         "account": "the account's column (optional)",
+        "state": "the line's state (optional): COMPLETED read; PENDING, DECLINED, REVERTED... "
+        "left out and counted",
         **_VALUE_COMMON,
     },
     value_keys=frozenset({"account_currency", *_VALUE_COMMON}),

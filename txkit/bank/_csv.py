@@ -87,13 +87,50 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
         )
     if "amount" in frame.columns and "direction" not in frame.columns:
         _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
+    frame, left_out = _booked(path, frame, table.unit)
     written = _writing(path, frame, mapping, table.unit)
-    result = Read(table.kind, notes=list(table.notes) + ([written.note] if written.note else []))
+    notes = [*table.notes, *left_out, *([written.note] if written.note else [])]
+    result = Read(table.kind, notes=notes)
     typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
     result.notes += notes
     result.notes += _sign_notes(frame, mapping)
     return result
+
+
+#: A line's state (compared in upper case): booked lines are read; pending ones (Revolut's
+#: PENDING without a completion date, a card payment still authorised) and ones never booked
+#: are left out and counted, as camt.053's PDNG entries are.
+BOOKED_STATES: Final = frozenset({"COMPLETED", "COMPLETE", "BOOKED", "SETTLED", "POSTED"})
+PENDING_STATES: Final = frozenset({"PENDING", "AUTHORISED", "AUTHORIZED", "IN PROGRESS"})
+UNBOOKED_STATES: Final = frozenset({"DECLINED", "REVERTED", "FAILED", "CANCELLED", "CANCELED"})
+
+
+def _booked(path: Path, frame: pl.DataFrame, unit: str) -> tuple[pl.DataFrame, list[str]]:
+    """The lines whose ``state`` says booked (all of them without a state column), and the
+    load line's notes on those left out; a state that is none of these is refused."""
+    if "state" not in frame.columns:
+        return frame, []
+    state = _direction_word("state")
+    fail_lines(
+        path,
+        frame,
+        ~state.is_in([*BOOKED_STATES, *PENDING_STATES, *UNBOOKED_STATES]),
+        problem="state is not one of the states read",
+        advice=f"accepted (any case): booked {', '.join(sorted(BOOKED_STATES))}; left out "
+        f"{', '.join(sorted(PENDING_STATES | UNBOOKED_STATES))}",
+        shown="state",
+        what=WHAT,
+        unit=unit,
+    )
+    notes = []
+    for words, what in ((PENDING_STATES, "pending"), (UNBOOKED_STATES, "never booked")):
+        out = frame.filter(state.is_in(list(words)))
+        if out.height:
+            lines = out.get_column(LINE).to_list()
+            shown = ", ".join(map(str, lines[:10])) + (" ..." if len(lines) > 10 else "")
+            notes.append(f"{out.height:,} {what} {unit}(s) left out ({unit}s {shown})")
+    return frame.filter(state.is_in(list(BOOKED_STATES))), notes
 
 
 #: How banks write an entry's direction in a column of its own (compared in upper case):
@@ -311,7 +348,13 @@ def _dates(
         wrong,
         problem=f"{key} is not a date written as {datetime(2026, 10, 31).strftime(date_format)}"
         f" ({date_format})",
-        advice="set date_format in the column mapping to how the file writes dates",
+        advice="set date_format in the column mapping to how the file writes dates"
+        + (
+            "; a pending line has no date: map the state column (state=State) to leave pending "
+            "lines out"
+            if key == "date"
+            else ""
+        ),
         shown=key,
         what=WHAT,
         unit=unit,
