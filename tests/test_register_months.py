@@ -115,7 +115,10 @@ def _build(workdir: Path) -> dict[str, object]:
                 next(workdir.glob("data/sandbox/cache/*/ground_truth.json")).read_text()
             )["anomalies"]}  # fmt: skip
             pick = frame.filter(
-                pl.col("date").str.starts_with("2026-10-1") & ~pl.col("reference").is_in(anomalous)
+                pl.col("date").str.starts_with("2026-10-1")
+                & ~pl.col("reference").is_in(anomalous)
+                # a paid order: an attempt never paid without its order is no exception (issue 46)
+                & (pl.col("status") == "successful")
             ).row(0, named=True)
             dropped = pick["reference"]
             trimmed = workdir / "orders-trimmed.csv"

@@ -25,7 +25,7 @@ from txkit.analysis import (
     reconcile,
     reconcile_summary,
 )
-from txkit.analysis.reconcile import read_orders_file
+from txkit.analysis.reconcile import UNPAID_STATUSES, read_orders_file
 from txkit.errors import DataFileError
 
 _BY_KIND = {
@@ -41,13 +41,19 @@ _BY_KIND = {
 def expected_unmatched(case: Case) -> pl.DataFrame:
     """(reference, category, difference) of every reference the planted anomalies unmatch."""
     types = dict(case.ledger.index.select("id", "transType").iter_rows())
+    collections = case.frame.filter(pl.col("transType") == "collection")
+    statuses = dict(collections.select("transactionReference", "status").iter_rows())
     rows = []
     for e in case.ledger.ground_truth:
         difference = None
         if e["kind"] == "order_amount":
             difference = Decimal(e["expected"]) - Decimal(e["reported"])
         if e["kind"] in _BY_KIND:
-            rows.append((e["reference"], _BY_KIND[e["kind"]], difference))
+            category = _BY_KIND[e["kind"]]
+            # an attempt never paid whose order is gone is no mismatch: nothing was paid
+            if category == "missing_in_orders" and statuses.get(e["reference"]) in UNPAID_STATUSES:
+                category = "unpaid_attempt"
+            rows.append((e["reference"], category, difference))
         # Orders and the export side hold collections only: a reference shared with a
         # transfer, settlement or conversion is one collection matched to one order.
         # Orders paid in parts and collections covering several orders are matched as a

@@ -31,9 +31,13 @@ from txkit.analysis._reconcile_base import (
     CATEGORY_DTYPE,
     DEFAULT_DATE_TOLERANCE,
     GROUP_CATEGORIES,
+    IN_FLIGHT_STATUSES,
     MISMATCH_CATEGORIES,
     MONTH_END_CATEGORIES,
     NEAR_MATCH_CATEGORIES,
+    NOT_EXCEPTIONS,
+    UNPAID_CATEGORIES,
+    UNPAID_STATUSES,
     Sides,
     Tolerance,
     at_stake,
@@ -61,7 +65,9 @@ __all__ = [
     "MISMATCH_CATEGORIES",
     "MONTH_END_CATEGORIES",
     "NEAR_MATCH_CATEGORIES",
+    "NOT_EXCEPTIONS",
     "ORDERS_FORMATS",
+    "UNPAID_CATEGORIES",
     "OrdersFile",
     "at_stake",
     "describe_matching",
@@ -304,18 +310,28 @@ def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
 def _category(sides: Sides) -> pl.Expr:
     within = _within(_GAP, sides.tolerance, sides.scale)
     has_order_status = pl.col("order_status").is_not_null()
+    # A shop's pending order (Shopify's pending, authorized) is any payment still under way.
+    in_flight = (pl.col("order_status") == "pending") & pl.col("export_status").is_in(
+        IN_FLIGHT_STATUSES
+    )
     category = (
         pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
         .then(pl.lit("duplicate_reference"))
         .when(pl.col("export_count") == 0)
         .then(pl.lit("missing_in_export"))
+        .when((pl.col("order_count") == 0) & pl.col("export_status").is_in(UNPAID_STATUSES))
+        .then(pl.lit("unpaid_attempt"))
         .when(pl.col("order_count") == 0)
         .then(pl.lit("missing_in_orders"))
         .when(~_SAME_CURRENCY)
         .then(pl.lit("currency_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")) & ~within)
         .then(pl.lit("amount_mismatch"))
-        .when(has_order_status & pl.col("export_status").ne_missing(pl.col("order_status")))
+        .when(
+            has_order_status
+            & pl.col("export_status").ne_missing(pl.col("order_status"))
+            & ~in_flight.fill_null(False)
+        )
         .then(pl.lit("status_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
         .then(pl.lit("amount_within_tolerance"))
