@@ -41,6 +41,7 @@ from txkit.schema import STATUSES
 
 __all__ = [
     "BANK",
+    "BANK_PRESETS",
     "ORDERS",
     "ORDERS_PRESETS",
     "SETTINGS_FILE",
@@ -175,6 +176,57 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
     },
 }
 
+#: Bank statement layouts, each verified on a real export in ``tests/data/real`` (its
+#: MANIFEST.toml names the source): the columns and how values are written. None says the
+#: currency: a bank's accounts come in several (GTBank's domiciliary accounts are USD), so it is
+#: given beside the preset (``gtbank,account_currency=NGN``) or refused as missing.
+BANK_PRESETS: Final[dict[str, dict[str, str]]] = {
+    # Guaranty Trust Bank (Nigeria): internet banking's statement download (an HTML .xls).
+    "gtbank": {
+        "date": "Trans Date",
+        "value_date": "Value Date",
+        "reference": "Reference",
+        "debit": "Debit",
+        "credit": "Credit",
+        "balance": "Balance",
+        "narration": "Remarks",
+        "date_format": "%d-%b-%Y",
+        "thousands": "comma",
+    },
+    # FinecoBank (Italy): current account movements (.xlsx), debits written negative.
+    "fineco": {
+        "date": "Data",
+        "credit": "Entrate",
+        "debit": "Uscite",
+        "narration": "Descrizione",
+        "date_format": "%d/%m/%Y",
+    },
+    # Nordea (Sweden): Internetbanken Privat's export.
+    "nordea": {
+        "date": "Datum",
+        "narration": "Transaktion",
+        "amount": "Belopp",
+        "balance": "Saldo",
+        "decimal": "comma",
+        "thousands": "dot",
+    },
+    # Handelsbanken (Sweden): account transactions export.
+    "handelsbanken": {
+        "date": "Transaktionsdatum",
+        "value_date": "Reskontradatum",
+        "narration": "Text",
+        "amount": "Belopp",
+        "balance": "Saldo",
+    },
+    # Bank Norwegian (Sweden, Finland): card and savings exports.
+    "banknorwegian": {
+        "date": "TransactionDate",
+        "value_date": "ValueDate",
+        "narration": "Text",
+        "amount": "Amount",
+    },
+}
+
 #: Orders: the columns read, and how values are written.
 ORDERS: Final = MappingKind(
     what="orders columns",
@@ -218,7 +270,7 @@ BANK: Final = MappingKind(
         **_VALUE_COMMON,
     },
     value_keys=frozenset({"account_currency", *_VALUE_COMMON}),
-    presets={},
+    presets=BANK_PRESETS,
     section="bank",
 )
 
@@ -347,7 +399,7 @@ def describe_columns(mapping: Mapping[str, str]) -> str:
     preset = mapping.get("preset")
     if not preset:
         return ",".join(f"{k}={v}" for k, v in mapping.items())
-    base = ORDERS_PRESETS.get(preset, {})
+    base = ORDERS_PRESETS.get(preset) or BANK_PRESETS.get(preset, {})
     changed = [f"{k}={v}" for k, v in mapping.items() if k != "preset" and base.get(k) != v]
     if "account_currency" in mapping and "currency" in base:
         changed = [c for c in changed if not c.startswith("currency=")]

@@ -24,6 +24,7 @@ import polars as pl
 
 from txkit.analysis.columns import (
     BANK,
+    BANK_PRESETS,
     ColumnMapping,
     Writing,
     describe_columns,
@@ -33,7 +34,7 @@ from txkit.analysis.columns import (
     writing_name,
 )
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
-from txkit.datafile import LINE, TextFile, fail_lines, read_table
+from txkit.datafile import LINE, CsvTable, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
 
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
@@ -64,17 +65,14 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
     ``.xls``, ``.ods``, a ``.xls`` that is HTML) read through ``mapping`` (see the module
     docstring). Title rows, total and footer rows and description lines continuing on the next
     row are found as :mod:`txkit.files._layout` says."""
-    columns, required = _columns(path, mapping)
-    table = read_table(
-        path,
-        columns=list(columns.values()),
-        required=required,
-        what=WHAT,
-        rows="statement lines",
-        source=source,
-        date=columns["date"],
-        continues=columns.get("narration"),
-    )
+    found = ""
+    try:
+        columns, table = _table(path, source, mapping)
+    except DataFileError as exc:
+        if any(k not in _VALUE_KEYS for k in mapping) or not exc.problem.startswith("no column"):
+            raise
+        mapping, found = _preset_of(path, source, mapping, exc)
+        columns, table = _table(path, source, mapping)
     frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
     if not {"reference", "narration"} & set(frame.columns):
         raise DataFileError(
@@ -89,7 +87,8 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
         _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
     frame, left_out = _booked(path, frame, table.unit)
     written = _writing(path, frame, mapping, table.unit)
-    notes = [*table.notes, *left_out, *([written.note] if written.note else [])]
+    notes = [*([found] if found else []), *table.notes, *left_out]
+    notes += [written.note] if written.note else []
     result = Read(table.kind, notes=notes)
     typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
@@ -213,8 +212,54 @@ def _writing(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: 
     return written
 
 
+def _table(
+    path: Path, source: TextFile | None, mapping: Mapping[str, str]
+) -> tuple[dict[str, str], CsvTable]:
+    columns, required = _columns(path, mapping)
+    table = read_table(
+        path,
+        columns=list(columns.values()),
+        required=required,
+        what=WHAT,
+        rows="statement lines",
+        source=source,
+        date=columns["date"],
+        continues=columns.get("narration"),
+    )
+    return columns, table
+
+
+def _preset_of(
+    path: Path, source: TextFile | None, given: Mapping[str, str], refused: DataFileError
+) -> tuple[dict[str, str], str]:
+    """A file read without a column mapping whose header is one preset's, and only one's:
+    read through it, and said (values the mapping gave, such as account_currency, kept)."""
+    fits = []
+    for name, preset in BANK_PRESETS.items():
+        try:
+            _table(path, source, preset)
+        except DataFileError:
+            continue
+        fits.append(name)
+    if len(fits) != 1:
+        which = f"its header fits the presets {', '.join(fits)}" if fits else ""
+        raise DataFileError(
+            path,
+            refused.problem + (f"; {which}" if which else ""),
+            f"{refused.advice}; or name a bank's preset with --bank-columns "
+            f"({', '.join(sorted(BANK_PRESETS))}, e.g. gtbank,account_currency=NGN)",
+            lines=refused.lines,
+            what=WHAT,
+        ) from None
+    note = (
+        f"columns: the {fits[0]} preset, found from the file's header (say --bank-columns "
+        f"{fits[0]} to rely on it)"
+    )
+    return {**BANK_PRESETS[fits[0]], **given}, note
+
+
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS}
+    columns = {k: v for k, v in mapping.items() if k not in _VALUE_KEYS and k != "preset"}
     required = list(columns.values())
     if not columns:
         columns = {k: k for k in ("date", "amount", "currency", "reference", "narration")}
