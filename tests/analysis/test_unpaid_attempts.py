@@ -21,16 +21,19 @@ from txkit.analysis.reconcile import IN_FLIGHT_STATUSES, NOT_EXCEPTIONS, UNPAID_
 from txkit.notebook.findings import reconcile_findings
 
 
-def _shopify(orders: pl.DataFrame, path: Path) -> Path:
-    """The orders as Shopify exports them: no order for an attempt never paid; every status
+def _shopify(orders: pl.DataFrame, path: Path, *, expired: bool = False) -> Path:
+    """The orders as Shopify exports them: no order for an attempt never paid (with
+    ``expired``: an order of Financial Status ``expired``, a checkout never paid); every status
     under way ``pending``; a reversed order as a status of its own mapped back."""
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["Name", "Email", "Financial Status", "Created at", "Currency", "Total"])
     for row in orders.iter_rows(named=True):
-        if row["status"] in UNPAID_STATUSES:
+        if row["status"] in UNPAID_STATUSES and not expired:
             continue
         status = {"successful": "paid"}.get(row["status"], f"txkit-{row['status']}")
+        if row["status"] in UNPAID_STATUSES:
+            status = "expired"
         if row["status"] in IN_FLIGHT_STATUSES:
             status = "pending"
         when = f"{row['date']} 10:00:00 +0000"
@@ -97,3 +100,41 @@ def _native(orders: pl.DataFrame, tmp_path: Path) -> Path:
     path = tmp_path / "orders.csv"
     orders.write_csv(path)
     return path
+
+
+def test_a_shop_status_the_preset_says_unpaid_agrees_with_any_unpaid_attempt(
+    tmp_path: Path,
+) -> None:
+    # Shopify's preset reads its "expired" as unpaid: against the service's failed, declined,
+    # abandoned or expired attempt, nothing was paid on either side.
+    case = load_case(1, 0.03)
+    native = case.ledger.orders
+    path = _shopify(native, tmp_path / "orders_export.csv", expired=True)
+    shop = read_orders_file(path, columns="shopify,status.txkit-reversed=reversed").frame
+    assert set(shop.filter(pl.col("status") == "unpaid")["reference"].to_list()) == set(
+        native.filter(pl.col("status").is_in(UNPAID_STATUSES))["reference"].to_list()
+    )
+    result = reconcile(case.frame, shop)
+    unpaid_orders = result.filter(pl.col("order_status") == "unpaid")
+    both = unpaid_orders.filter(
+        (pl.col("export_count") == 1) & pl.col("export_status").is_in(UNPAID_STATUSES)
+    )
+    assert both.height > 400
+    assert set(both["category"].cast(pl.String).to_list()) <= {
+        "unpaid_attempt",
+        "duplicate_reference",
+    }
+    assert set(both.filter(pl.col("category") == "unpaid_attempt")["at_stake"].to_list()) == {
+        Decimal("0.00")
+    }
+    # an order the shop says unpaid whose payment the service collected is an exception,
+    # with the whole payment at stake
+    paid = unpaid_orders.filter(pl.col("export_status") == "successful")
+    assert set(paid["category"].cast(pl.String).to_list()) <= {
+        "status_mismatch",
+        "duplicate_reference",
+        "amount_mismatch",
+        "currency_mismatch",
+    }
+    sm = paid.filter(pl.col("category") == "status_mismatch")
+    assert (sm["at_stake"] == sm["export_amount"]).all()

@@ -10,8 +10,9 @@ Orders also take:
 
 * a preset name as the first item (``shopify``, or ``shopify,status.pending=ignore`` to
   change one thing): the columns and statuses of a shop's export (:data:`ORDERS_PRESETS`);
-* a status mapping, ``status.<shop status>=<service status>`` or ``=ignore`` (the order is
-  left out and counted), e.g. ``status.paid=successful``.
+* a status mapping, ``status.<shop status>=<service status>``, ``=unpaid`` (never paid: no
+  mismatch against a failed, declined, abandoned or expired attempt, or none) or ``=ignore``
+  (the order is left out and counted), e.g. ``status.paid=successful``.
 
 Precedence, whole mapping against whole mapping (never merged): an explicit value (the CLI
 flag, the notebook parameter, the ``columns=`` argument) over the environment variable
@@ -63,6 +64,10 @@ __all__ = [
 SETTINGS_FILE: Final = "txkit.toml"
 #: What a status mapped to ``ignore`` means: the order is left out (and counted).
 IGNORE: Final = "ignore"
+#: What a status mapped to ``unpaid`` means: the shop never got the money (an expired
+#: checkout, a failed or blocked charge), whatever the service calls its attempt: against a
+#: failed, declined, abandoned or expired collection, or none, nothing is at stake.
+UNPAID: Final = "unpaid"
 
 # Separators by name (a comma cannot be written inside the comma-separated mapping).
 _SEPARATORS: Final = {"comma": ",", ",": ",", "dot": ".", "period": ".", ".": ".",
@@ -127,7 +132,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.pending": "pending",
         "status.authorized": "pending",
         "status.voided": IGNORE,
-        "status.expired": "expired",
+        "status.expired": UNPAID,
     },
     # WooCommerce > Export Orders (Advanced Order Export For WooCommerce, the common free
     # exporter): its default labels; the status as WooCommerce names it.
@@ -145,7 +150,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.pending": "pending",
         "status.on hold": "pending",
         "status.on-hold": "pending",
-        "status.failed": "failed",
+        "status.failed": UNPAID,
         "status.cancelled": IGNORE,
         "status.draft": IGNORE,
         "status.checkout-draft": IGNORE,
@@ -165,8 +170,8 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.disputed": "successful",
         "status.pending": "pending",
         "status.uncaptured": "pending",
-        "status.failed": "failed",
-        "status.blocked": "failed",
+        "status.failed": UNPAID,
+        "status.blocked": UNPAID,
         "status.canceled": IGNORE,
         "status.requires_payment_method": IGNORE,
         "status.requires_confirmation": IGNORE,
@@ -354,10 +359,11 @@ def parse_columns(
             raise ValueError(f"{kind.what}: {key!r} has no column name")
         if is_status:
             value = value.lower()
-            if value not in (*STATUSES, IGNORE):
+            if value not in (*STATUSES, IGNORE, UNPAID):
                 raise ValueError(
                     f"{kind.what}: {key}={value} is not a status of the service; accepted: "
-                    f"{', '.join(STATUSES)}, or {IGNORE} (the order is left out)"
+                    f"{', '.join(STATUSES)}, {UNPAID} (never paid, whatever the service's "
+                    f"attempt says), or {IGNORE} (the order is left out)"
                 )
         given[key] = value
     if "preset" in given:

@@ -31,6 +31,7 @@ from txkit.analysis._common import Kind
 from txkit.analysis.columns import (
     IGNORE,
     ORDERS,
+    UNPAID,
     ColumnMapping,
     describe_use,
     find_writing,
@@ -369,7 +370,7 @@ def _map_statuses(
     status = pl.col("status")
     where.fail(
         frame,
-        status.is_not_null() & ~status.is_in(list(statuses)) & ~status.is_in(STATUSES),
+        status.is_not_null() & ~status.is_in(list(statuses)) & ~status.is_in([*STATUSES, UNPAID]),
         "status is neither mapped nor one of the service's statuses",
         f"map it in the column mapping, e.g. status.<shop status>=successful (accepted: "
         f"{', '.join(STATUSES)}, or {IGNORE}); mapped now: {', '.join(statuses)}",
@@ -553,7 +554,7 @@ def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
         status = pl.col("status")
         where.fail(
             frame,
-            status.is_not_null() & ~status.is_in(STATUSES),
+            status.is_not_null() & ~status.is_in([*STATUSES, UNPAID]),
             "status is not one of the service's statuses",
             f"accepted: {', '.join(STATUSES)}; leave it empty where unknown, or remove the "
             "status column to compare amounts and currencies only, or map the file's statuses "

@@ -44,6 +44,7 @@ from txkit.analysis._reconcile_base import (
     whole_days,
 )
 from txkit.analysis._reconcile_summary import describe_matching, reconcile_summary
+from txkit.analysis.columns import UNPAID
 from txkit.analysis.orders import (
     MAX_ORDER_DECIMALS,
     ORDERS_FORMATS,
@@ -310,6 +311,10 @@ def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
 def _category(sides: Sides) -> pl.Expr:
     within = _within(_GAP, sides.tolerance, sides.scale)
     has_order_status = pl.col("order_status").is_not_null()
+    # The shop's order never paid (a preset's status.<shop status>=unpaid), the service's
+    # attempt never paid: nothing was paid on either side, whatever the amounts.
+    never_paid = (pl.col("order_status") == UNPAID).fill_null(False)
+    attempt_unpaid = pl.col("export_status").is_in(UNPAID_STATUSES).fill_null(False)
     # A shop's pending order (Shopify's pending, authorized) is any payment still under way.
     in_flight = (pl.col("order_status") == "pending") & pl.col("export_status").is_in(
         IN_FLIGHT_STATUSES
@@ -317,12 +322,16 @@ def _category(sides: Sides) -> pl.Expr:
     category = (
         pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
         .then(pl.lit("duplicate_reference"))
+        .when((pl.col("export_count") == 0) & never_paid)
+        .then(pl.lit("unpaid_attempt"))
         .when(pl.col("export_count") == 0)
         .then(pl.lit("missing_in_export"))
-        .when((pl.col("order_count") == 0) & pl.col("export_status").is_in(UNPAID_STATUSES))
+        .when((pl.col("order_count") == 0) & attempt_unpaid)
         .then(pl.lit("unpaid_attempt"))
         .when(pl.col("order_count") == 0)
         .then(pl.lit("missing_in_orders"))
+        .when(never_paid & attempt_unpaid)
+        .then(pl.lit("unpaid_attempt"))
         .when(~_SAME_CURRENCY)
         .then(pl.lit("currency_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")) & ~within)
