@@ -108,3 +108,22 @@ def test_an_empty_value_date_is_no_date(tmp_path: Path) -> None:
             columns="date=Date,value_date=Value Date,narration=Details,amount=Amount,"
             "account_currency=EUR,date_format=%d/%m/%Y",
         )
+
+
+def test_page_footers_at_page_breaks_and_repeated_headers_are_skipped(tmp_path: Path) -> None:
+    # An M-Pesa statement converted from its PDF: each page ends "Page N of M" and the next
+    # starts with the header again.
+    lines = MPESA.splitlines()
+    pages = [lines[0], *lines[1:3], "Page 1 of 2,,,,,,", lines[0], *lines[3:], "Page 2 of 2,,,,,,"]
+    statement = read_statement(_write(tmp_path, "\n".join(pages) + "\n"), columns=MPESA_COLUMNS)
+    assert statement.entries.height == 5
+    said = statement.describe()
+    assert "2 total or footer lines skipped (lines 4 and 9: 'Page 1 of 2'; 'Page 2 of 2')" in said
+    assert "1 line(s) repeating the header skipped" in said
+
+
+def test_a_footer_in_the_middle_without_a_page_break_is_refused(tmp_path: Path) -> None:
+    lines = MPESA.splitlines()
+    middle = [lines[0], *lines[1:3], "Page 1 of 2,,,,,,", *lines[3:]]
+    with pytest.raises(DataFileError, match=r"line 4: date is not a date"):
+        read_statement(_write(tmp_path, "\n".join(middle) + "\n"), columns=MPESA_COLUMNS)

@@ -13,7 +13,13 @@ import polars as pl
 from txkit.datafile._table import LINE, CsvTable, check_records, column_names, skipped_note
 from txkit.datafile._text import TextFile, read_text
 from txkit.errors import DataFileError
-from txkit.files import HEADER_SEARCH, find_header, join_continuations, summary_runs
+from txkit.files import (
+    HEADER_SEARCH,
+    find_header,
+    is_summary,
+    join_continuations,
+    summary_runs,
+)
 
 __all__ = ["read_csv_table"]
 
@@ -291,6 +297,17 @@ def _skip_summaries(
     if header.span == 1:
         header_text = physical[header.at].strip()
         repeated = set((body.str.strip_chars() == header_text).arg_true().to_list())
+    # A page break inside the data: the page's footer lines right above the repeated header.
+    for at in sorted(repeated):
+        i = at - 1
+        while i >= 0 and i not in repeated:
+            line = body[i]
+            if line.strip():
+                cells = _parse_header(line, header.delimiter)
+                if not is_summary(cells, spelled, required, date, continues):
+                    break
+                summaries.add(i)
+            i -= 1
     return body, _Blank(summaries, repeated)
 
 
