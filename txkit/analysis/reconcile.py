@@ -109,9 +109,14 @@ def reconcile(
 
     Each reference found on either side gets one ``category``, the first that applies in this
     order: ``duplicate_reference`` (more than once on either side; ``export_count`` and
-    ``order_count`` tell how often on each, 0 included), ``missing_in_export`` (only in the
+    ``order_count`` tell how often on each, 0 included), ``unpaid_attempt`` (nothing paid on
+    either side: a failed, declined, abandoned or expired collection without an order, or
+    with an order whose status maps to ``unpaid``, or such an order without a collection;
+    no exception, see :data:`UNPAID_CATEGORIES`), ``missing_in_export`` (only in the
     orders), ``missing_in_orders`` (only in the export), ``currency_mismatch``,
-    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``),
+    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``; a
+    shop's ``pending`` agrees with any status of a payment under way,
+    ``IN_FLIGHT_STATUSES``),
     ``amount_within_tolerance`` (only with ``amount_tolerance``: the amounts differ by no more
     than it), then with ``month`` the four month-end categories below, else ``matched``.
 
