@@ -511,6 +511,25 @@ class Writing(NamedTuple):
     readings: str
 
 
+def _found_note(frame: pl.DataFrame, texts: list[pl.Expr], decimal: str, thousands: str) -> str:
+    """What the load line says of a writing found from the file: the separators seen (the
+    default, decimal dot without thousands, needs no word)."""
+    joined = pl.concat_str(texts, separator=" ")
+    used_decimal = bool(
+        frame.select(joined.str.contains(f"[0-9]{_class(decimal)}[0-9]").any()).item()
+    )
+    used_thousands = bool(thousands) and bool(
+        frame.select(
+            joined.str.contains(f"[0-9]{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}}").any()
+        ).item()
+    )
+    if not (used_thousands or (used_decimal and decimal != ".")):
+        return ""
+    said = [f"decimal {_NAMES[decimal]}"] if used_decimal else []
+    said += [f"thousands {_NAMES[thousands]}"] if used_thousands else []
+    return f"amounts read with {', '.join(said)} (found from the file, not declared)"
+
+
 def find_writing(
     frame: pl.DataFrame, columns: Sequence[str], mapping: Mapping[str, str], *, codes: bool = False
 ) -> Writing:
@@ -534,51 +553,49 @@ def find_writing(
     if not candidates or not present or frame.height == 0:
         return Writing(dict(mapping), "", None, "")
 
-    def read(d: str, t: str) -> list[pl.Expr]:
-        as_mapping = {"decimal": _NAMES[d], "thousands": _NAMES[t]}
-        return [
-            plain_amount(pl.col(c).cast(pl.String).fill_null(""), as_mapping, codes=codes)
-            for c in present
-        ]
-
-    fitting: list[tuple[int, str, str]] = []
-    for d, t in candidates:
-        bad = pl.sum_horizontal([e.str.starts_with("?") for e in read(d, t)])
-        fitting.append((int(frame.select(bad.sum()).item()), d, t))
-    fewest = min(f for f, _, _ in fitting)
-    ok = [(d, t) for f, d, t in fitting if f == fewest]
+    texts = [pl.col(c).cast(pl.String).fill_null("") for c in present]
+    # A separator no value holds cannot tell writings apart: only the writings whose
+    # separators appear are tried (and decimal dot, no thousands, the default).
+    seen = frame.select(
+        pl.any_horizontal([t.str.contains(_class(chars)) for t in texts]).any().alias(sep)
+        for sep, chars in _THOUSANDS_CHARS.items()
+        if sep
+    ).row(0, named=True)
+    tried = [
+        (d, t)
+        for d, t in candidates
+        if (not t or seen[t]) and (seen[d] or bool(t) or (d, t) == (".", ""))
+    ] or candidates
+    # Every writing's reading in one pass, kept for the comparisons below.
+    names = {(d, t): [f"_{i}_{j}" for j in range(len(present))] for i, (d, t) in enumerate(tried)}
+    read = frame.select(
+        plain_amount(text, {"decimal": _NAMES[d], "thousands": _NAMES[t]}, codes=codes).alias(n)
+        for (d, t), columns in names.items()
+        for text, n in zip(texts, columns, strict=True)
+    )
+    bad = read.select(
+        pl.sum_horizontal([pl.col(n).str.starts_with("?") for n in columns]).sum().alias(str(i))
+        for i, columns in enumerate(names.values())
+    ).row(0)
+    fewest = min(bad)
+    ok = [w for w, b in zip(tried, bad, strict=True) if b == fewest]
     decimal, thousands = ok[0]
     resolved = {**mapping, "decimal": _NAMES[decimal], "thousands": _NAMES[thousands]}
     unsure, readings = None, ""
-    for d, t in ok[1:]:
-        differ = pl.any_horizontal(
-            [a != b for a, b in zip(read(decimal, thousands), read(d, t), strict=True)]
-        )
-        if frame.select(differ.any()).item():
-            unsure = differ
+    for other in ok[1:]:
+        differ = read.select(
+            pl.any_horizontal(
+                [pl.col(a) != pl.col(b) for a, b in zip(names[ok[0]], names[other], strict=True)]
+            ).alias("differ")
+        ).to_series()
+        if differ.any():
+            unsure = pl.lit(differ)
             readings = (
                 f"as {writing_name(resolved)}, or as "
-                f"{writing_name({'decimal': _NAMES[d], 'thousands': _NAMES[t]})}"
+                f"{writing_name({'decimal': _NAMES[other[0]], 'thousands': _NAMES[other[1]]})}"
             )
             break
-    note = ""
-    if len(declared) < 2:
-        texts = pl.concat_str(
-            [pl.col(c).cast(pl.String).fill_null("") for c in present], separator=" "
-        )
-        used_decimal = bool(
-            frame.select(texts.str.contains(f"[0-9]{_class(decimal)}[0-9]").any()).item()
-        )
-        used_thousands = bool(thousands) and bool(
-            frame.select(
-                texts.str.contains(f"[0-9]{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}}").any()
-            ).item()
-        )
-        # The default (decimal dot, no thousands) is what the documentation says: no word.
-        if used_thousands or (used_decimal and decimal != "."):
-            said = [f"decimal {_NAMES[decimal]}"] if used_decimal else []
-            said += [f"thousands {_NAMES[thousands]}"] if used_thousands else []
-            note = f"amounts read with {', '.join(said)} (found from the file, not declared)"
+    note = _found_note(frame, texts, decimal, thousands) if len(declared) < 2 else ""
     return Writing(resolved, note, unsure, readings)
 
 
