@@ -9,21 +9,31 @@ MONTH ?= 2026-10
 # Notebooks and tests run on the embedded sandbox: no real key, no progress bars in outputs.
 SANDBOX_ENV := env -u TXKIT_SECRET_KEY -u TXKIT_BASE_URL TXKIT_PROGRESS=0
 
-.PHONY: install compile read-ahead report test test-fast lint format notebooks bench clean
+.PHONY: install lock lock-upgrade compile read-ahead report test test-fast lint format notebooks bench clean
 
-# pip installs uv, and uv the project: 22 s for the project's 190 packages from uv's cache
-# against 60-75 s for pip from its own (a fresh clone's `make test` waited on it each time);
-# the first run on a machine downloads them (about 45 s). Compiled to bytecode at install, as
-# pip does: where PYTHONDONTWRITEBYTECODE is set (this machine), nothing is compiled later and
-# every process and kernel compiled its imports again (2.7 s against 0.8 s for polars,
-# matplotlib, ipykernel and txkit.notebook).
-$(STAMP): pyproject.toml tools/uv-overrides.txt
-	@echo "Setting up .venv from pyproject.toml: a minute the first time (JupyterLab is large); later runs reuse it."
+# The environment is the lock file, exactly (`uv pip sync` adds and removes packages to match
+# it); txkit itself goes on top, editable. pyproject.toml keeps the version ranges a merchant's
+# own environment may use; `make lock` moves the pins on purpose, then run `make test`.
+# Bytecode is compiled at install: where PYTHONDONTWRITEBYTECODE is set, nothing is compiled
+# later and every process and kernel would compile its imports again.
+UV_VERSION := 0.13.10
+LOCK := requirements-dev.lock
+UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+	--override tools/uv-overrides.txt --quiet --no-header --output-file $(LOCK)
+
+$(STAMP): pyproject.toml $(LOCK)
+	@echo "Setting up .venv from $(LOCK): a minute the first time (JupyterLab is large); later runs reuse it."
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv>=0.9,<1'
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python \
-		--override tools/uv-overrides.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check 'uv==$(UV_VERSION)'
+	$(BIN)/uv pip sync --quiet --compile-bytecode --python $(BIN)/python $(LOCK)
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python --no-deps -e .
 	touch $(STAMP)
+
+# `make lock` after editing pyproject.toml's dependencies (the other pins stay);
+# `make lock-upgrade` moves every pin to the newest release allowed. Then `make test`.
+lock lock-upgrade:
+	@test -x $(BIN)/uv || { $(PYTHON) -m venv $(VENV) && $(BIN)/python -m pip install --quiet 'uv==$(UV_VERSION)'; }
+	$(UV_COMPILE) $(if $(filter lock-upgrade,$@),--upgrade)
 
 # The committed notebooks are marked trusted on this machine (Jupyter's signature database, in
 # the user's Jupyter data folder): JupyterLab shows an untrusted notebook's stored tables
@@ -33,9 +43,8 @@ install: $(STAMP)
 	$(BIN)/jupyter trust --log-level=WARN notebooks/[0-9]*.ipynb
 
 # txkit itself is installed editable, so the install compiles none of it: with
-# PYTHONDONTWRITEBYTECODE set, every process and kernel that imported txkit compiled it again
-# (0.45 s of CPU each; a `make test` starts about 90 of them). Compiled here, before each run
-# (0.7 s the first time, 0.05 s when nothing changed); a source edited later is still read.
+# PYTHONDONTWRITEBYTECODE set, every process and kernel that imported txkit would compile it
+# again. Compiled here, before each run; a source edited later is still read.
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q txkit tests conftest.py
 
@@ -50,34 +59,25 @@ format: $(STAMP)
 	$(BIN)/ruff format conftest.py txkit tests benchmarks tools
 	$(BIN)/ruff check --fix conftest.py txkit tests benchmarks tools
 
-# Every test and notebook in two passes (each prints its slowest tests): what is safe in
+# Every test and notebook in two passes, each printing its slowest tests: what is safe in
 # parallel on $(JOBS) workers (a notebook's cells stay on one worker, in order), then the tests
-# marked serial without that load (they measure rates, times or a process's memory), two at a
-# time: they are light (10 s of CPU in 33 s, each against a server of its own), so each has a
-# core, and the pass takes 18-21 s instead of 33 s with the same measurements; it collects only
-# the files that hold them (test_layout checks the list; collecting all cost 7.7 s of CPU),
-# without the nbval plugin (no notebook there).
-# `pytest` alone (no options) is the quick inner loop: it leaves out the slow tests.
-# Four workers on two cores: a worker often waits (loopback HTTP, kernels, subprocesses, S3 on
-# moto), and the others fill the gaps. Measured back to back on the same tree, quiet: the
-# parallel pass took 5 min 39 s with 4 and 6 min 5 s with 3 (2026-12-02, each worker keeping
-# its report kernels); earlier, 6 min 7 s with 2, 5 min 18 s with 3 and 5 min 32 s with 4.
-# pytest keeps each test module's assertion rewriting in __pycache__ only where Python may write
-# bytecode: with PYTHONDONTWRITEBYTECODE set (this machine), every worker rewrote every test
-# module again on every run (collecting tests/ on 3 workers: 23-26 s of CPU, 11-13 s cached;
-# a fresh clone's first pass writes the cache, its serial pass already reads it).
+# marked serial (they measure rates, times or a process's memory) without that load, two at a
+# time; the serial pass names the files that hold them (test_layout checks the list) and runs
+# without the nbval plugin. `pytest` alone is the quick inner loop: it leaves out the slow tests.
+# More workers than cores: a worker often waits (loopback HTTP, kernels, subprocesses, S3 on
+# moto) and the others fill the gaps; docs/benchmarks.md has the measured choice.
+# pytest keeps its assertion rewriting in __pycache__ only where Python may write bytecode, so
+# PYTHONDONTWRITEBYTECODE is lifted for the run.
 JOBS ?= 4
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(SANDBOX_ENV) $(BIN)/python -m pytest
-# The passes' temporary folders in memory where the system has /dev/shm: a run writes about
-# 0.8 GB there (stores, reports, ledgers; each output file fsync'd, and each fsync waited on
-# the disk). One folder per checkout, removed when both passes pass (kept to look into after a
-# failure, until the next run); its path kept short, as a kernel's Unix socket path under a
-# test's temporary folder holds at most 107 bytes.
+# The passes' temporary folders in memory where the system has /dev/shm (stores, reports and
+# ledgers are fsync'd). One folder per checkout, removed when both passes pass, kept to look
+# into after a failure; its path short, as a kernel's Unix socket path holds at most 107 bytes.
 TEST_TMP := $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm/tx$$(echo '$(CURDIR)' | cksum | cut -c1-7))
 basetemp = $(if $(TEST_TMP),--basetemp=$(TEST_TMP)$(1))
 
-# First, the virtual environment's large shared libraries asked for whole, read while ruff and
-# the workers start (tools/read_ahead.py; on a cold page cache the workers waited on the disk).
+# The virtual environment's large shared libraries read ahead while ruff and the workers start
+# (on a cold page cache the workers waited on the disk).
 read-ahead: $(STAMP)
 	@$(BIN)/python tools/read_ahead.py
 

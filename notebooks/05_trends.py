@@ -2,12 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
-#     notebook_metadata_filter: txkit
+#     notebook_metadata_filter: txkit,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -26,7 +25,8 @@
 # **Assumptions:**
 # * a month is the UTC calendar month of `createdAt` (the store's `month` partition);
 # * volume is the successful records' `toAmount`: money in = collections and conversions into
-#   the currency, money out = transfers and settlements; the fee rate divides the fees of
+#   the currency, money out = transfers, settlements and conversions out of the currency (their
+#   `fromAmount`), as on the index and the close summary; the fee rate divides the fees of
 #   successful records by that volume;
 # * the underpayment rate divides successful underpayments by successful collections, the
 #   shortfall is expected − paid over them (exact decimals);

@@ -2,11 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -79,7 +79,7 @@ out.as_run()
 wallets = wallet_statement(df, month=month, history=history)
 for (currency,), block in wallet_statement_lines(wallets).group_by("currency", maintain_order=True):
     out.markdown(f"**{currency}**")
-    out.table(block.select("line", "amount", "currency"), rows=20)
+    out.table(block.select("line", "amount"), rows=20)  # the currency is the heading
 out.markdown(wallet_differences_line(wallets))
 out.download(wallets, "wallet_statement", title="Wallet statement",
              headlines=wallet_headlines(wallets))
@@ -134,5 +134,6 @@ if settlements is not None:
 # %%
 out.what_to_look_at(
     [*wallet_findings(wallets),
-     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement)]
+     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement,
+                         month=month)]
 )

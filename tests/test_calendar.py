@@ -135,6 +135,8 @@ def test_sync_connects_like_load_transactions(
 def test_notebook_helpers_return_a_frame_and_a_load_info(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from txkit import config
+    from txkit.fetch.source import sandbox_files
     from txkit.notebook import LoadInfo, load_history, load_month, load_orders
 
     monkeypatch.setenv("TXKIT_DATA_DIR", str(tmp_path / "data"))
@@ -153,7 +155,8 @@ def test_notebook_helpers_return_a_frame_and_a_load_info(
     assert history_info.kind == "history" and history_info.first == date(2026, 9, 1)
     assert str(history_info).startswith(f"History: {history.height:,} transactions of 2026-09")
     assert orders_info.kind == "orders"
-    line = f"the embedded sandbox's merchant orders: {orders.height:,} orders in 2026-10"
+    file = config.shown_path(sandbox_files() / "orders.csv")  # where it is, for the analyst
+    line = f"the embedded sandbox's merchant orders ({file}): {orders.height:,} orders in 2026-10"
     assert str(orders_info) == line
 
 

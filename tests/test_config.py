@@ -127,7 +127,7 @@ def test_the_cli_stops_before_any_request_and_never_retries(key: str, tmp_path: 
         )  # fmt: skip
         took = time.monotonic() - started
         assert server.seen == []
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # the user's setting (issue 48)
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1 and line.startswith("txkit: error: ConfigError: ")
     assert "TXKIT_SECRET_KEY (from the environment)" in line

@@ -78,17 +78,18 @@ def _jupyter_env(home: Path) -> dict[str, str]:
 
 @pytest.fixture
 def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``jupyter lab`` serving a copy of the project as cloned (the notebooks and
-    ``materiality.toml``; the sandbox writes ``data/`` on first use); a notebook's URL with the
-    token (``{name}`` to fill in: a fresh workspace, so no other notebook is restored beside
-    it), and the project."""
+    """``jupyter lab`` serving a close project as ``txkit init`` makes it (its notebooks
+    trusted in this home's signature database; the sandbox writes ``data/`` on first use); a
+    notebook's URL with the token (``{name}`` to fill in: a fresh workspace, so no other
+    notebook is restored beside it), and the project. The notebooks as initialised are kept
+    in ``as-initialised/`` beside it."""
     project = tmp_path / "project"
-    project.mkdir()
-    (project / "notebooks").mkdir()
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.*")):  # with the .py pairs
-        shutil.copy(path, project / "notebooks")
-    shutil.copy(ROOT / "materiality.toml", project)
     env = _jupyter_env(tmp_path / "home")
+    subprocess.run(
+        [sys.executable, "-m", "txkit.cli", "init", str(project)],
+        env=env | {"PYTHONPATH": str(ROOT)}, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    shutil.copytree(project / "notebooks", tmp_path / "as-initialised")
     settings = tmp_path / "home" / "settings" / "@jupyterlab"
     # Every cell rendered (JupyterLab renders only the cells in view by default), so that the
     # page's text holds every output to check; no news pop-up over the notebook.
@@ -99,11 +100,6 @@ def jupyterlab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / f"{name}.jupyterlab-settings").write_text(json.dumps(value))
     jupyter = Path(sys.executable).with_name("jupyter")
-    # What `make install` does: the committed notebooks' outputs are trusted on this machine.
-    subprocess.run(
-        [str(jupyter), "trust", *map(str, sorted((project / "notebooks").glob("*.ipynb")))],
-        env=env, check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
     token, port = secrets.token_hex(16), _free_port()
     log = (tmp_path / "jupyterlab.log").open("w")
     server = subprocess.Popen(
@@ -235,8 +231,8 @@ def test_a_notebook_opens_runs_and_saves_clean_in_jupyterlab(
         saved = project / "notebooks" / name
         text = saved.read_text(encoding="utf-8")
         assert "application/vnd.jupyter.widget" not in text and "txkit export" not in text
-        # Saved as committed: nothing changed but what the run changed (here: nothing).
-        committed = ROOT / "notebooks" / name
+        # Saved as initialised: nothing changed but what the run changed (here: nothing).
+        committed = tmp_path / "as-initialised" / name
         assert comparable(Path(shutil.copy(saved, tmp_path / "saved.ipynb"))) == comparable(
             Path(shutil.copy(committed, tmp_path / "committed.ipynb"))
         ), name

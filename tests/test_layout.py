@@ -7,6 +7,8 @@ import ast
 import functools
 import importlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_ORDERS_COLUMNS",
         "TXKIT_STORE_KEEP_DAYS",
         "TXKIT_MAX_INPUT_MB",
+        "TXKIT_PDF_PASSWORD",
     } == set(config.VARIABLES)
 
 
@@ -472,3 +475,24 @@ def test_the_serial_pass_collects_every_file_with_a_serial_test() -> None:
         )
     else:
         assert re.search(r"\stests(\s|$)", command), command
+
+
+def test_import_txkit_loads_none_of_the_heavy_parts_until_used() -> None:
+    """``import txkit`` (issue 45): the sandbox, the report, the register, the store and the
+    notebook machinery load when a name that needs them is used, not before."""
+    code = (
+        "import sys, txkit\n"
+        "before = sorted(sys.modules)\n"
+        "txkit.Client\n"
+        "print(' '.join(before)); print(' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    before, after = (set(line.split()) for line in done.stdout.splitlines())
+    heavy = {"txkit.sandbox", "txkit.report", "txkit.register", "txkit.store", "txkit.fetch",
+             "txkit.analysis", "polars", "papermill", "nbconvert", "nbformat", "jupyterlab",
+             "ipykernel", "deltalake"}  # fmt: skip
+    assert not heavy & before, sorted(heavy & before)
+    # The client alone: no store, no sandbox.
+    assert "txkit.fetch.client" in after and not {"txkit.sandbox", "txkit.store"} & after

@@ -33,6 +33,16 @@ def test_paired_text_file_is_in_sync(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_pair_does_not_depend_on_the_jupytext_release(path: Path) -> None:
+    # A save with another jupytext release must leave the pair unchanged (issue 45): the
+    # notebook's own metadata filter keeps jupytext's version out of the .py header.
+    text = jupytext.writes(jupytext.read(path), fmt="py:percent")
+    assert not re.search(r"^#\s+jupytext_version:", text, flags=re.MULTILINE)
+    filtered = jupytext.read(path).metadata["jupytext"]["notebook_metadata_filter"]
+    assert "-jupytext.text_representation.jupytext_version" in filtered.split(",")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_first_code_cell_is_parameters_and_all_cells_ran(path: Path) -> None:
     cells = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
     assert "parameters" in cells[0].get("metadata", {}).get("tags", [])

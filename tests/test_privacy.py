@@ -124,7 +124,7 @@ def test_missing_key_names_the_variable(tmp_path: Path) -> None:
         cwd=tmp_path,
         env={"TXKIT_BASE_URL": "https://api.example.test"},
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a setting: the user's own (issue 48)
     assert "set TXKIT_SECRET_KEY" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -144,7 +144,7 @@ def test_base_url_without_key_does_not_fall_back_to_the_sandbox(monkeypatch, tmp
 def test_key_is_refused_over_plain_http_off_loopback(tmp_path: Path) -> None:
     env = {"TXKIT_BASE_URL": "http://payments.example.test", "TXKIT_SECRET_KEY": KEY}
     done = invoke_cli("export", "-o", "x.parquet", cwd=tmp_path, env=env)
-    assert done.returncode == 1 and "plain http://" in done.stderr and KEY not in done.stderr
+    assert done.returncode == 2 and "plain http://" in done.stderr and KEY not in done.stderr
 
 
 def test_the_cli_has_no_key_flag() -> None:

@@ -7,8 +7,9 @@ Example:
     ...                                  end="2026-10-31")
 """
 
-from txkit.analysis.activity import activity_history
-from txkit.analysis.orders import read_orders
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from txkit.errors import (
     ApiError,
     AuthError,
@@ -24,14 +25,46 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-from txkit.fetch.client import Client, RetryPolicy
-from txkit.fetch.load import IncompleteExportWarning, load_transactions
-from txkit.fetch.pages import ExportStats
-from txkit.privacy import mask_pii
-from txkit.store import scan_store, sync
 
-# The exception register adds the versions signed reports cite to every retention policy.
-import txkit.register  # noqa: F401  isort: skip
+#: txkit's version, written here only: pyproject.toml and `txkit --version` read it.
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from txkit.analysis.activity import activity_history
+    from txkit.analysis.orders import read_orders
+    from txkit.fetch.client import Client, RetryPolicy
+    from txkit.fetch.load import IncompleteExportWarning, load_transactions
+    from txkit.fetch.pages import ExportStats
+    from txkit.privacy import mask_pii
+    from txkit.store import scan_store, sync
+
+# Imported when first used, not by `import txkit`: the client, the store, polars' readers and
+# the analysis (and through them the sandbox) load only for the names a caller touches.
+_LAZY = {
+    "activity_history": "txkit.analysis.activity",
+    "read_orders": "txkit.analysis.orders",
+    "Client": "txkit.fetch.client",
+    "RetryPolicy": "txkit.fetch.client",
+    "IncompleteExportWarning": "txkit.fetch.load",
+    "load_transactions": "txkit.fetch.load",
+    "ExportStats": "txkit.fetch.pages",
+    "mask_pii": "txkit.privacy",
+    "scan_store": "txkit.store",
+    "sync": "txkit.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'txkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ApiError",

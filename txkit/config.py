@@ -19,6 +19,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
+``TXKIT_PDF_PASSWORD``      the password of a password-protected PDF bank statement
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the project
@@ -49,6 +50,12 @@ from urllib.parse import urlsplit
 import platformdirs
 
 from txkit._scrub import watch_secret_variable
+from txkit._settings_files import (
+    MAX_SETTINGS_DEPTH,
+    MAX_SETTINGS_FILE_BYTES,
+    read_settings_bytes,
+    read_settings_toml,
+)
 from txkit.errors import ConfigError
 
 __all__ = [
@@ -64,12 +71,16 @@ __all__ = [
     "MAX_BODY_VAR",
     "MAX_INPUT_MB",
     "MAX_INPUT_VAR",
+    "MAX_NUMBER_CHARS",
     "MAX_RETRIES_VAR",
+    "MAX_SETTINGS_DEPTH",
+    "MAX_SETTINGS_FILE_BYTES",
     "MAX_TOTAL_VAR",
     "NOTEBOOKS_DIR",
     "ORDERS_COLUMNS_VAR",
     "PROGRESS_VAR",
     "PROJECT_FILES",
+    "PROJECT_MARK",
     "REPORTS_DIR",
     "SANDBOX",
     "SECRET_KEY_VAR",
@@ -94,11 +105,15 @@ __all__ = [
     "max_input_bytes",
     "max_retries_setting",
     "max_total_setting",
+    "not_found",
     "orders_columns_setting",
     "orders_path",
     "progress_setting",
     "project_dir",
+    "project_path",
     "read_setting",
+    "read_settings_bytes",
+    "read_settings_toml",
     "refuse_base_url_without_key",
     "reports_dir",
     "resolve_orders",
@@ -106,6 +121,7 @@ __all__ = [
     "sandbox_data_dir",
     "sandbox_ledger_file",
     "setting_value",
+    "shown_path",
     "store_for_url",
     "store_keep_days",
     "store_root",
@@ -141,8 +157,14 @@ ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
+#: The password of a password-protected PDF bank statement (the environment only, never a
+#: flag: a flag's value stays in the shell's history and in the process list).
+PDF_PASSWORD_VAR = "TXKIT_PDF_PASSWORD"
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
+
+#: The most characters a ``TXKIT_*`` number is read from: every accepted value fits.
+MAX_NUMBER_CHARS = 32
 
 #: The default of ``TXKIT_MAX_INPUT_MB``.
 MAX_INPUT_MB = 256
@@ -194,6 +216,12 @@ class Setting:
             return raw
         if self.kind is bool:
             return {"0": False, "1": True}.get(text, self.default)
+        if len(text) > MAX_NUMBER_CHARS:  # int() of 4,301 digits raises Python's own message
+            where = f" (from {origin})" if self.dotenv else ""
+            raise ConfigError(
+                f"{self.var}{where} must be {self.accepted}, written in at most "
+                f"{MAX_NUMBER_CHARS} characters; got {len(text):,} characters"
+            )
         value: float
         if self.kind is int:
             value = int(text) if text.isascii() and text.isdigit() else float("nan")
@@ -231,6 +259,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
     Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
+    Setting(PDF_PASSWORD_VAR, str),
 )
 _BY_VAR = {setting.var: setting for setting in SETTINGS}
 #: Every variable txkit reads.
@@ -286,6 +315,13 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     return None if value is None else str(value)
 
 
+def pdf_password_setting() -> str | None:
+    """``TXKIT_PDF_PASSWORD``: the password of a password-protected PDF bank statement, taken
+    as written (from the environment only); None when unset or empty."""
+    value = setting_value(PDF_PASSWORD_VAR)
+    return str(value) if value else None
+
+
 def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
     """``TXKIT_ORDERS_COLUMNS``: the orders file's column mapping or preset (``shopify``,
     ``reference=Name,amount=Total,...``); None when unset."""
@@ -319,7 +355,8 @@ def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
         The variables it sets (those without a value are left out).
 
     Raises:
-        ConfigError: the file cannot be read, or is not UTF-8 text.
+        ConfigError: the file cannot be read, is larger than
+            :data:`MAX_SETTINGS_FILE_BYTES`, or is not UTF-8 text.
     """
     file = Path(path)
     if file == Path(".env"):  # the default: the project's, also from its notebooks/ folder
@@ -331,9 +368,9 @@ def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
         cache_key = (str(file.absolute()), info.st_mtime_ns, info.st_size)
         if cache_key in _dotenv_cache:
             return dict(_dotenv_cache[cache_key])
-        raw = file.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
+    raw = read_settings_bytes(file, "a few lines of NAME=value")
     try:
         text = raw.decode("utf-8-sig")  # a BOM (Windows editors) would hide the first line
     except UnicodeDecodeError as exc:
@@ -471,9 +508,12 @@ def key_configured(env_file: str | os.PathLike[str] | None = ".env") -> bool:
 # Shared defaults ---------------------------------------------------------------------------
 
 
+#: The file that marks a close project (``txkit init`` writes it): its settings.
+PROJECT_MARK = "txkit.toml"
 #: What marks the project folder (see :func:`project_dir`): a file of the project, or its
-#: curated notebooks (``notebooks/NN_topic.ipynb``).
-PROJECT_FILES = ("pyproject.toml", "materiality.toml", ".env")
+#: curated notebooks (``notebooks/NN_topic.ipynb``). txkit's own repository is a project too
+#: (its ``pyproject.toml``), so ``make report`` runs there.
+PROJECT_FILES = (PROJECT_MARK, "pyproject.toml", "materiality.toml", ".env")
 
 
 def _is_project(folder: Path) -> bool:
@@ -487,8 +527,9 @@ def project_dir() -> Path:
     """The project folder: the one ``txkit`` and ``make`` run in, holding ``data/``,
     ``reports/``, ``notebooks/``, ``.env`` and ``materiality.toml``.
 
-    It is the working folder or the nearest folder above it that holds ``pyproject.toml``,
-    ``materiality.toml``, ``.env`` or the curated notebooks; else the working folder. So a
+    It is the working folder or the nearest folder above it that holds ``txkit.toml`` (what
+    ``txkit init`` writes), ``pyproject.toml``, ``materiality.toml``, ``.env`` or the curated
+    notebooks; else the working folder. So a
     notebook finds the same data, reports, key and register whether its kernel runs in
     ``notebooks/`` (JupyterLab), in the report's staging folder or in any subfolder: in
     JupyterLab, ``reports/`` resolved against ``notebooks/`` held no report, and the trends
@@ -502,6 +543,36 @@ def project_dir() -> Path:
     return Path(".")
 
 
+def project_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` as txkit reads it: relative to the project folder (:func:`project_dir`),
+    whatever folder txkit runs in (a notebook's kernel runs in ``notebooks/``). The one rule
+    for every relative path: command-line flags, notebook parameters, ``TXKIT_*`` folders.
+    Returned relative (``inputs/orders.csv``) when the project is the working folder."""
+    path = Path(path).expanduser()
+    return path if path.is_absolute() else project_dir() / path
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as messages and pages show it: relative to the project folder when inside it
+    (``data/sandbox/cache/.../orders.csv``, the same in every run), else to the data folder's
+    parent (a report's kernel gets the project's data folder as an absolute
+    ``TXKIT_DATA_DIR``), else absolute."""
+    absolute = Path(path).absolute()
+    for base in (project_dir(), data_dir().parent):
+        if absolute.is_relative_to(base.absolute()):
+            return absolute.relative_to(base.absolute()).as_posix()
+    return str(absolute)
+
+
+def not_found(path: str | os.PathLike[str]) -> str:
+    """Where a missing file was looked for, for every "no such file": ``(looked in FOLDER,
+    the project folder)`` or ``(looked in FOLDER)``."""
+    folder = Path(path).absolute().parent
+    project = project_dir().absolute()
+    what = ", the project folder" if folder == project else ""
+    return f"looked in {folder}{what}"
+
+
 def reports_dir() -> Path:
     """The reports folder of the project (:func:`project_dir`): where ``txkit report`` writes
     ``YYYY-MM/`` when run there, and where a notebook finds the reports of earlier months."""
@@ -513,7 +584,7 @@ def data_dir() -> Path:
     (:func:`project_dir`), also from its ``notebooks/`` (JupyterLab starts a notebook's kernel
     there; a second sandbox cache and store appeared under ``notebooks/data/``)."""
     if os.environ.get(DATA_DIR_VAR):
-        return Path(os.environ[DATA_DIR_VAR])
+        return project_path(os.environ[DATA_DIR_VAR])
     return project_dir() / "data"
 
 
@@ -521,7 +592,7 @@ def cache_dir() -> Path:
     """What txkit can make again, shared by every project of this user: ``TXKIT_CACHE_DIR``
     when set, else the user's cache folder (``~/.cache/txkit`` on Linux)."""
     if os.environ.get(CACHE_DIR_VAR):
-        return Path(os.environ[CACHE_DIR_VAR])
+        return project_path(os.environ[CACHE_DIR_VAR])
     return platformdirs.user_cache_path("txkit")
 
 
@@ -542,12 +613,15 @@ def orders_path() -> Path:
 
 
 def resolve_orders(orders: str | None) -> str:
-    """The orders a reconciliation reads: ``orders`` as given, else (None or ``"auto"``)
+    """The orders a reconciliation reads: ``orders`` as given (a relative path: to the project
+    folder, :func:`project_path`), else (None or ``"auto"``)
     :func:`orders_path` when a key is configured and ``"sandbox"`` (the embedded sandbox's
     own orders) without one."""
     if orders is None or orders == "auto":
         return str(orders_path()) if key_configured() else "sandbox"
-    return orders
+    if orders == "sandbox":
+        return orders
+    return str(project_path(orders))
 
 
 def store_for_url(url: str) -> Path:

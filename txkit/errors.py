@@ -3,7 +3,9 @@
 Every error txkit raises on purpose derives from :class:`TxkitError`::
 
     TxkitError
-    ├── ConfigError               missing key or base URL, a key about to be sent over plain http
+    ├── ConfigError               a setting that cannot be used (key, base URL, TXKIT_*, .env,
+    │                             txkit.toml, materiality.toml), or the key about to go elsewhere
+    │                             than the service (the CLI exits 2)
     ├── ApiError                  the service answered, but not with what was asked for
     │   ├── AuthError             401 (key rejected) and 403 (forbidden, e.g. IP not whitelisted)
     │   ├── BadRequestError       400, 404, 409, 422: the request itself is wrong; never retried
@@ -23,6 +25,8 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     │                             calendar): nothing computed from nothing (also a ``ValueError``)
     ├── DataFileError             a file the user gave (orders) cannot be read as it is: names
     │                             the file, the lines and what to do (also a ``ValueError``)
+    ├── ProjectError              a close project cannot be made or updated as asked (``txkit
+    │                             init`` on an existing one): names the folder (a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
     │   │                         an old format, a folder that is not a store, cannot write)
     │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile
@@ -79,6 +83,7 @@ __all__ = [
     "NotebookFailedError",
     "ParameterError",
     "ProfileWarning",
+    "ProjectError",
     "RateLimitedError",
     "RecordsMovingError",
     "RegisterFormatError",
@@ -220,6 +225,11 @@ class TxkitError(Exception):
 class ParameterError(TxkitError, ValueError):
     """An argument or notebook parameter that is not accepted (``month = "2026-5"``, an
     unknown ``source``); the message names it and the accepted values."""
+
+
+class ProjectError(TxkitError, ValueError):
+    """A close project cannot be made or updated as asked (``txkit init`` on an existing
+    project, ``txkit notebooks`` outside one); the message names the folder and what to do."""
 
 
 class ConfigError(TxkitError):

@@ -23,7 +23,6 @@ names).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +33,11 @@ import polars as pl
 from txkit.config import (
     BANK_COLUMNS_VAR,
     ORDERS_COLUMNS_VAR,
+    PROJECT_MARK,
     bank_columns_setting,
     data_dir,
     orders_columns_setting,
+    read_settings_toml,
 )
 from txkit.schema import STATUSES
 
@@ -61,7 +62,7 @@ __all__ = [
 ]
 
 #: The project's settings file (in the folder txkit runs in, beside ``materiality.toml``).
-SETTINGS_FILE: Final = "txkit.toml"
+SETTINGS_FILE: Final = PROJECT_MARK
 #: What a status mapped to ``ignore`` means: the order is left out (and counted).
 IGNORE: Final = "ignore"
 #: What a status mapped to ``unpaid`` means: the shop never got the money (an expired
@@ -610,10 +611,7 @@ def _settings_table(kind: MappingKind, folder: str | os.PathLike[str] | None) ->
     path = Path(folder or project_folder()) / SETTINGS_FILE
     if not path.is_file():
         return None
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid TOML ({exc}): fix it or delete it") from None
+    doc = read_settings_toml(path, '[orders] and [bank] tables of key = "value" lines')
     unknown = sorted(set(doc) - {ORDERS.section, BANK.section})
     if unknown:
         raise ValueError(
@@ -637,8 +635,10 @@ def column_setting(
     project folder, :func:`project_folder`), else none.
 
     Raises:
-        ValueError: the settings file is not TOML or has an unknown section or key (one line
-            naming the file and the key).
+        ConfigError: the settings file cannot be read, is not TOML or is out of bounds
+            (:func:`~txkit.config.read_settings_toml`).
+        ValueError: the settings file has an unknown section or key (one line naming the
+            file and the key).
             A bad mapping given or in the environment too.
     """
     if given:

@@ -3,8 +3,8 @@
 The secret key is never a flag: it comes from ``TXKIT_SECRET_KEY`` or a ``.env`` file.
 Errors are printed as one scrubbed line (``txkit: error: ...``), never as a traceback, by one
 top-level handler (:func:`describe_failure`); exit codes: 0 success, 1 any failure (HTTP,
-format, incomplete export, file system), 2 only the user's own bad arguments. Output paths are
-checked (a probe file is written) before any request is sent.
+format, incomplete export, file system), 2 only the user's own bad arguments and settings (a
+``ConfigError``). Output paths are checked (a probe file is written) before any request is sent.
 """
 
 from __future__ import annotations
@@ -18,9 +18,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import txkit
+from txkit import config
 from txkit._scrub import install_log_filter, scrub
-from txkit.cli import _exceptions, _export, _probe, _report, _sandbox, _store, _sync
-from txkit.errors import StoreError, TxkitError, one_line
+from txkit.cli import (
+    _exceptions,
+    _export,
+    _probe,
+    _project,
+    _report,
+    _sandbox,
+    _store,
+    _sync,
+)
+from txkit.errors import ConfigError, NoRecordsError, StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
 from txkit.output import check_writable
@@ -45,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log every retry (DEBUG) and pass"
     )
+    parser.add_argument("--version", action="version", version=f"txkit {txkit.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _project.add_parser(sub)
     _sandbox.add_parser(sub)
     _export.add_parser(sub)
     _sync.add_parser(sub)
@@ -73,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``txkit`` command line; returns the process exit code.
 
     Every failure is one scrubbed line on stderr (``txkit: error: ...``) naming what went wrong
-    and what to do: exit 2 for the user's own bad arguments (argparse, or a ``ValueError`` from
-    validating them before any request was sent), 1 for everything else, 130 on Ctrl-C.
+    and what to do: exit 2 for the user's own bad arguments and settings (argparse, a
+    ``ConfigError``, or a ``ValueError`` from validating them before any request was sent), 1
+    for everything else, 130 on Ctrl-C.
     """
     parser = build_parser()
     args = parser.parse_args(_spelled(sys.argv[1:] if argv is None else argv))
@@ -82,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging(args.verbose)
     sent_before = requests_started()
     try:
+        _in_project(args)
         _check_paths(args)
         with quiet_logging():
             return int(args.func(args) or 0)
@@ -115,6 +130,20 @@ def _configure_logging(verbose: bool) -> None:
         install_log_filter(handler)
     if verbose:
         logging.getLogger("txkit").setLevel(logging.DEBUG)
+
+
+def _in_project(args: argparse.Namespace) -> None:
+    """Every relative path of the command read from the project folder (the working folder or
+    the nearest one above it with a ``txkit.toml``), as a notebook reads its parameters."""
+    for name in ("out", "output", "notebooks", "orders", "reports", "data_dir", "file"):
+        value = getattr(args, name, None)
+        if value and not (name == "orders" and value in ("auto", "sandbox")):
+            setattr(args, name, str(config.project_path(value)))
+    if getattr(args, "bank_statements", None):
+        args.bank_statements = [str(config.project_path(p)) for p in args.bank_statements]
+    store = getattr(args, "store", None)
+    if store and "://" not in str(store):
+        args.store = str(config.project_path(store))
 
 
 def _check_paths(args: argparse.Namespace) -> None:
@@ -161,13 +190,18 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         after_requests: whether the command had sent a request before it failed.
 
     Returns:
-        ``(code, message)``: 2 only for a ``ValueError`` (or a ``DataFileError``: a file the
-        user gave) raised before any request was sent (the user's arguments); 1 for anything
-        else.
+        ``(code, message)``: 2 for a ``ConfigError`` (the user's settings: ``TXKIT_*``,
+        ``.env``, ``txkit.toml``, ``materiality.toml``, whenever it is found) and for a
+        ``ValueError`` (or a ``DataFileError``: a file the user gave) raised before any request
+        was sent (the user's arguments); 1 for anything else.
     """
     text = one_line(exc)
+    if isinstance(exc, ConfigError):
+        return 2, f"ConfigError: {text}"
     if isinstance(exc, ValueError) and not after_requests:
         return 2, text  # also a StoreVersionError, and a DataFileError (a file the user gave)
+    if isinstance(exc, NoRecordsError):  # a month the service holds nothing of: the argument
+        return 2, text
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
     if isinstance(exc, OSError):

@@ -47,7 +47,12 @@ def _add_where(p: argparse.ArgumentParser) -> None:
         help="default: data/store/sandbox without a key, data/store/<host> with one",
     )
     p.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
-    p.add_argument("--notebooks", default=str(config.NOTEBOOKS_DIR), metavar="DIR")
+    p.add_argument(
+        "--notebooks",
+        default=str(config.NOTEBOOKS_DIR),
+        metavar="DIR",
+        help="the notebooks to run (default: the project's notebooks/)",
+    )
     p.add_argument("--lookback-days", type=int, default=config.LOOKBACK_DAYS, metavar="N")
 
 

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -122,13 +123,43 @@ class RetryPolicy:
 
 
 def is_loopback(host: str) -> bool:
-    """True for localhost and loopback addresses (127.0.0.0/8, ::1), bracketed or not."""
-    if host == "localhost" or host.endswith(".localhost"):
+    """True for this machine: the name ``localhost`` itself and the loopback addresses
+    (127.0.0.0/8, ``::1``, bracketed or not), decided on the parsed text, never by DNS.
+
+    A name that merely ends in ``.localhost`` is not this machine: it goes to a resolver (or a
+    proxy) that may answer anything.
+    """
+    if host.lower() == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _refuse_url_parts(base_url: str, origin: str) -> None:
+    """A base URL is scheme, host, port and path: user information would be sent as Basic
+    auth instead of the key (and a 401 blamed on the key); a query or fragment would be
+    dropped or mixed with txkit's own. Named, never echoed (a password may be in it)."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:  # not a URL at all: httpx.URL names that next
+        return
+    found = [
+        name
+        for name, present in (
+            ("user information (user:password@)", "@" in parts.netloc),
+            ("a query (?...)", "?" in base_url),
+            ("a fragment (#...)", "#" in base_url),
+        )
+        if present
+    ]
+    if found:
+        raise ConfigError(
+            f"{BASE_URL_VAR} (from {origin}) holds {' and '.join(found)}: give only the "
+            "scheme, host, port and path, such as https://api.example.com (the key is sent "
+            f"as a Bearer token from {SECRET_KEY_VAR}; the URL is not shown)"
+        )
 
 
 def _settings(
@@ -156,6 +187,7 @@ def _settings(
     register_secret(secret_key)
     check_setting(SECRET_KEY_VAR, secret_key, key_origin, secret=True)
     check_setting(BASE_URL_VAR, base_url, base_origin, secret=False)
+    _refuse_url_parts(base_url, base_origin)
     try:
         url = httpx.URL(base_url.rstrip("/"))
     except httpx.InvalidURL as exc:
@@ -194,7 +226,7 @@ def _tls_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-# key_fingerprint's PBKDF2 costs about 30 ms, and a store syncs again and again with one key: each
+# key_fingerprint's PBKDF2 is slow by design, and a store syncs again and again with one key: each
 # (salt, key) is hashed once per process. Looked up by a SHA-256 of both, so the cache holds no key.
 _FINGERPRINTS: dict[bytes, str] = {}
 _FINGERPRINTS_KEPT = 64
@@ -282,6 +314,10 @@ class Client:
             timeout=httpx.Timeout(self._timeout, connect=timeout),
             verify=tls_context(),
             transport=transport,
+            # The key goes only to the service: plain http (this machine only) never through a
+            # proxy from the environment (a forwarding proxy reads every header); https through
+            # one only as TLS inside CONNECT, which httpx does for every https request.
+            trust_env=url.scheme == "https",
             limits=httpx.Limits(max_connections=32, max_keepalive_connections=32),
         )
         #: The shared request rate (None when disabled).
@@ -344,6 +380,7 @@ class Client:
         attempt = 0
         while True:
             request = self._http.build_request("GET", "/transaction", params=dict(params))
+            self._refuse_elsewhere(request)
             sent_at = self.limiter.acquire() if self.limiter is not None else time.monotonic()
             with self._lock:
                 self.requests_sent += 1
@@ -380,6 +417,22 @@ class Client:
                 self.retry_causes[cause] = self.retry_causes.get(cause, 0) + 1
             time.sleep(delay)
             attempt += 1
+
+    def _refuse_elsewhere(self, request: httpx.Request) -> None:
+        """The key is sent to the configured service only: a request for another scheme, host
+        or port (or, over plain http, through any proxy) is refused before it leaves."""
+        url, base = request.url, self._base_url
+        if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port):
+            raise ConfigError(
+                f"refusing to send the secret key to {url.scheme}://{url.host}: only "
+                f"{BASE_URL_VAR}'s host {base.host} receives it"
+            )
+        if url.scheme == "http" and self._http._transport_for_url(url) is not self._http._transport:
+            raise ConfigError(
+                f"refusing to send the secret key over plain http:// through a proxy to "
+                f"{url.host}: a proxy would read it. Use https:// (through a proxy only as TLS "
+                "inside CONNECT), or plain http:// to this machine without a proxy"
+            )
 
     def _send(self, request: httpx.Request) -> tuple[int, httpx.Headers, bytes]:
         started = time.monotonic()

@@ -177,8 +177,8 @@ def sandbox_ledger(settings: SandboxSettings = SANDBOX) -> Any:
     (:func:`txkit.config.sandbox_ledger_file`) when an earlier process saved it there, else
     generated and saved for the next one, whatever its project.
 
-    Generating the default ledger costs about 2.6 s of CPU; reading it, about 0.3 s
-    (docs/benchmarks.md). The file's name holds the generator's digest, so a changed
+    Reading a saved ledger is several times cheaper than generating it (docs/benchmarks.md,
+    Sandbox). The file's name holds the generator's digest, so a changed
     generator is never read from an older file.
     """
     path = sandbox_ledger_file(settings)

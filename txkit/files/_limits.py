@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from txkit.config import MAX_INPUT_VAR, max_input_bytes
+from txkit.config import MAX_INPUT_VAR, max_input_bytes, not_found
 from txkit.errors import DataFileError
 
 __all__ = ["check_input", "max_unzipped_bytes", "read_input"]
@@ -79,7 +79,12 @@ def _unreadable(path: Path, exc: OSError, what: str) -> DataFileError:
                 "give the file itself, or fix the link",
                 what=what,
             )
-        return DataFileError(path, "no such file", "check the path", what=what)
+        return DataFileError(
+            path,
+            f"no such file ({not_found(path)})",
+            "check the path (a relative path is read from the project folder)",
+            what=what,
+        )
     if exc.errno == errno.ENOTDIR:
         return DataFileError(
             path, "a part of the path is not a folder", "check the path", what=what

@@ -22,7 +22,12 @@ request ids), so the committed notebook outputs can be compared by nbval.
   "what to look at" sentences computed from analysis results).
 """
 
-from txkit.notebook._close import load_bank_statements, publish_table, resolve_bank_statements
+from txkit.notebook._close import (
+    load_bank_statements,
+    publish_table,
+    resolve_bank_statements,
+    sandbox_statements,
+)
 from txkit.notebook._display import as_run, display_exceptions, display_table, what_to_look_at
 from txkit.notebook._downloads import (
     count_by_currency,
@@ -78,6 +83,7 @@ __all__ = [
     "report_folder",
     "report_history",
     "resolve_bank_statements",
+    "sandbox_statements",
     "source_sentence",
     "trend_records",
     "what_to_look_at",

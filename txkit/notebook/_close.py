@@ -28,7 +28,7 @@ from txkit.analysis.columns import BANK, column_setting
 from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
-from txkit.config import key_configured
+from txkit.config import key_configured, project_path, shown_path
 from txkit.fetch.source import sandbox_files
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
@@ -86,7 +86,7 @@ def load_bank_statements(
 
     Args:
         bank_statements: ``auto`` (none with a key configured: pass them; the sandbox's
-            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
+            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053, OFX, PDF; the
             month's statement and the next month's, where its last settlements arrive).
         month: ``YYYY-MM``.
         columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``, else the
@@ -104,11 +104,11 @@ def load_bank_statements(
     origin = ""
     if bank_statements == "sandbox":
         paths = sandbox_statements(month)
-        origin = "the embedded sandbox's bank account: "
+        origin = f"the embedded sandbox's bank account ({shown_path(sandbox_files() / 'bank')}/): "
     elif isinstance(bank_statements, str):
-        paths = [bank_statements]
+        paths = [str(project_path(bank_statements))]
     else:
-        paths = list(bank_statements or [])
+        paths = [str(project_path(p)) for p in bank_statements or []]
     first, last = month_bounds(month)
     if not paths:
         note = (
@@ -278,21 +278,40 @@ _SETTLEMENT_MEANING = {
 }
 
 
-def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -> list[str]:
-    """The settlements' sentences: how many matched, then each exception with its amounts."""
+def settlement_findings(
+    result: pl.DataFrame, statement: BankStatement | None, *, month: str | None = None
+) -> list[str]:
+    """The settlements' sentences: how many matched, then each exception with its amounts.
+
+    ``month`` (``YYYY-MM``, the one :func:`txkit.analysis.match_settlements` was given): the
+    month's settlements are counted apart from earlier months' credited in it (a September
+    settlement credited in October is not one of October's, on either side of the count)."""
     if statement is None:
         return [
             "No bank statement was given: the month's settlements were not checked against "
             "the bank (txkit report --bank-statement FILE)."
         ]
-    counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
-    settled = result.filter(pl.col("settlement_id").is_not_null()).height
+    earlier = pl.lit(value=False)
+    if month is not None and "settlement_date" in result.columns:
+        earlier = pl.col("settlement_date").cast(pl.Date) < month_bounds(month)[0]
+    ours = result.filter(~earlier.fill_null(value=False))
+    before = result.filter(earlier.fill_null(value=False) & pl.col("settlement_id").is_not_null())
+    counts = dict(ours.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
+    settled = ours.filter(pl.col("settlement_id").is_not_null()).height
+    of_month = "settlements of the month" if month is not None else "settlements"
     out = (
-        [f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
+        [f"{counts.get('matched', 0):,} of {settled:,} {of_month} reached the bank in full "
          "within the month."]
         if settled
         else ["No settlement to check against the bank this month."]
     )  # fmt: skip
+    if before.height:
+        one = before.height == 1
+        out.append(
+            f"{before.height:,} {'settlement' if one else 'settlements'} of earlier months "
+            f"{'was' if one else 'were'} credited in the month "
+            f"({format_sums(before, 'settlement_amount')}; not counted above)."
+        )
     if counts.get("timing_next_month"):
         out.append(
             f"{counts['timing_next_month']:,} arrived after the month's end (timing: clears by "

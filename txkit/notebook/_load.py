@@ -19,7 +19,7 @@ from txkit import config
 from txkit.analysis.columns import ORDERS, column_setting
 from txkit.analysis.orders import read_orders_file
 from txkit.calendar import month_bounds, next_month, no_records_line, parse_month, previous_months
-from txkit.config import default_store, key_configured, resolve_orders
+from txkit.config import default_store, key_configured, resolve_orders, shown_path
 from txkit.datafile import orders_around
 from txkit.errors import NoRecordsError, ParameterError
 from txkit.fetch.client import Client
@@ -428,8 +428,9 @@ def load_orders_file(
     first, last = month_bounds(month)
     orders = resolve_orders(orders)
     if orders == "sandbox":
-        read = read_orders_file(sandbox_files() / "orders.csv")
-        origin = "the embedded sandbox's merchant orders"
+        file = sandbox_files() / "orders.csv"
+        read = read_orders_file(file)
+        origin = f"the embedded sandbox's merchant orders ({shown_path(file)})"
     else:
         # The file's name only: a page never shows the analyst's local path.
         mapping = column_setting(ORDERS, columns, given_origin="the orders_columns parameter")

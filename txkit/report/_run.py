@@ -27,7 +27,9 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
+from txkit.notebook import sandbox_statements
 from txkit.register import (
+    Materiality,
     Target,
     history_block,
     load_materiality,
@@ -40,9 +42,16 @@ from txkit.register import (
 )
 from txkit.report._execute import run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
+from txkit.report._pages import (
+    add_headlines,
+    attach_downloads,
+    review_close,
+    write_close_summary,
+    write_index,
+)
 from txkit.report._plan import (
     Notes,
+    OrdersCheck,
     ReportPlan,
     ReportRequest,
     check_orders,
@@ -51,7 +60,7 @@ from txkit.report._plan import (
     sync_for_report,
 )
 from txkit.report._publish import publish, stage
-from txkit.store import SyncResult
+from txkit.store import Lease, MonthManifest, SyncResult
 
 __all__ = ["ReportResult", "run", "run_report"]
 
@@ -175,11 +184,41 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     if checked is None:  # the sandbox's orders are written by its first start: after the sync
         checked = check_orders(plan.orders, plan.month)
         notes.add(checked.note)
-    manifest = month_manifest(plan)
+    if plan.bank_source == "sandbox":  # where they are, for the analyst who looks for them
+        files = [Path(p) for p in sandbox_statements(plan.month)]
+        names = ", ".join(p.name for p in files) or "none for the month"
+        where = f" in {config.shown_path(files[0].parent)}/" if files else ""
+        notes.add(f"bank statements: the embedded sandbox's{where}: {names}")
+    # The version read is held against the retention policy until the report is published
+    # (then its report.json cites it): a vacuum meanwhile removed it under the notebooks.
+    with Lease(plan.store, f"txkit report --month {plan.month}") as lease:
+        manifest = lease.hold(lambda: month_manifest(plan), lambda m: m.table_version)
+        try:
+            final, timings = _render(request, plan, notes, target, manifest, materiality, checked)
+        except Exception as exc:
+            vanished = lease.vanished()
+            if vanished is not None:  # what removed it, not "no table version N" (exit 2)
+                raise vanished from exc
+            raise
+    return ReportResult(final / "index.html", timings, synced, sync_seconds, notes.lines)
+
+
+def _render(
+    request: ReportRequest,
+    plan: ReportPlan,
+    notes: Notes,
+    target: Target,
+    manifest: MonthManifest,
+    materiality: Materiality,
+    checked: OrdersCheck,
+) -> tuple[Path, dict[str, float]]:
+    """Run the notebooks on ``manifest``'s version and publish the pack; its folder and the
+    notebooks' seconds."""
     staging = stage(request.out, plan.month)
     try:
         sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
         attach_downloads(sections, staging)
+        close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
         register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
@@ -189,6 +228,9 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
         recorded = replace(recorded, register=register.doc if register else None)
+        # Before the manifest: a revision compares this close summary's figures with the
+        # signed one's (a missing file read as every figure gone, the real change hidden).
+        write_close_summary(staging, close, material=material)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
@@ -204,11 +246,10 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
             revision=revision,
             history=history,
         )
-        write_close_summary(staging, plan, manifest, material=material)
         final = publish(
             staging, request.out, target, store=plan.store, month=plan.month, pending=pending
         )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return ReportResult(final / "index.html", timings, synced, sync_seconds, notes.lines)
+    return final, timings

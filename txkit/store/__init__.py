@@ -40,13 +40,14 @@ Modules (private; everything public is exported here): ``_sync`` (the sync and i
 ``_read`` (verified reads), ``_state`` (the commit metadata: source, coverage, digests),
 ``_verify`` (``txkit store verify``), ``_write`` (the one-commit write), ``_coverage`` (per
 month coverage and planning), ``_location`` (folders and URIs, data files' bytes and digests,
-the lock), ``_retention`` (the retention policy, ``txkit store vacuum``) and ``_compact``
-(compaction; checkpoints).
+the lock), ``_retention`` (the retention policy, ``txkit store vacuum``), ``_lease`` (the
+versions running reports hold against it) and ``_compact`` (compaction; checkpoints).
 """
 
 from txkit.config import default_store
 from txkit.errors import StoreDamagedError, StoreError, StoreLockedError, StoreVersionError
 from txkit.store._compact import compact_months
+from txkit.store._lease import Lease
 from txkit.store._location import (
     DIGEST_ALGORITHM,
     check_store,
@@ -81,6 +82,7 @@ __all__ = [
     "DIGEST_ALGORITHM",
     "REGISTER",
     "FileCheck",
+    "Lease",
     "MonthManifest",
     "RetentionPolicy",
     "SourceIdentity",

@@ -12,7 +12,8 @@ The policy (:class:`RetentionPolicy`) keeps
   this table, by ``table_id``; a report written before the id was recorded counts when it
   names this store's location);
 * every version the policy's ``sources`` return (callables given the store and the table id,
-  such as the register's signed months: :func:`txkit.register.retention_policy`).
+  such as the register's signed months: :func:`txkit.register.retention_policy`);
+* every version a running report holds (its lease: :mod:`txkit.store._lease`).
 
 Everything else goes: data files that no kept version references, and the log entries
 (commits and checkpoints) that no kept version is read from. A version is read from the
@@ -40,6 +41,7 @@ from urllib.parse import unquote
 
 from txkit import config
 from txkit.errors import StoreError
+from txkit.store._lease import held_versions, record_removal, retention_guard
 from txkit.store._location import StoredObject, StoreLike, is_remote, objects, store_location
 from txkit.store._lock import locked
 from txkit.store._state import commit_info
@@ -235,10 +237,12 @@ def apply_retention(
     dry_run: bool = False,
     now: datetime | None = None,
     grace: timedelta | None = None,
+    by: str = "a sync's retention policy",
 ) -> VacuumResult:
     """Apply ``policy`` to ``store`` without taking its lock (the sync holds it already).
 
-    Use :func:`vacuum_store` from outside a sync.
+    Use :func:`vacuum_store` from outside a sync. Versions that running reports hold
+    (:mod:`txkit.store._lease`) are kept; no report leases a version meanwhile.
 
     Args:
         store: the store folder or URI.
@@ -247,9 +251,26 @@ def apply_retention(
         now: the moment versions are aged from (default: now; the sync's clock).
         grace: data files younger than this are kept (default: :data:`REMOTE_GRACE` on object
             storage, none in a locked folder).
+        by: what removes the versions, as a report that was reading one is told.
     """
     store = store_location(store)
     policy = policy or RetentionPolicy.from_config()
+    if dry_run:
+        return _apply(store, policy, dry_run, now, grace, held_versions(store, prune=False))
+    with retention_guard(store):
+        result = _apply(store, policy, dry_run, now, grace, held_versions(store))
+        record_removal(store, result.dropped, by)
+        return result
+
+
+def _apply(
+    store: str | os.PathLike[str],
+    policy: RetentionPolicy,
+    dry_run: bool,
+    now: datetime | None,
+    grace: timedelta | None,
+    held: dict[int, str],
+) -> VacuumResult:
     now = now or datetime.now(UTC)
     if grace is None:
         grace = REMOTE_GRACE if is_remote(store) else timedelta(0)
@@ -263,6 +284,9 @@ def apply_retention(
     readable = listing.readable(newest)
     result = VacuumResult(str(store), newest, dry_run=dry_run)
     result.kept[newest] = "the newest version"
+    for version, why in sorted(held.items()):
+        if version in readable:
+            result.kept.setdefault(version, why)
     _keep_recent(store, result.kept, readable, policy, now)
     _keep_wanted(store, table_id, result, readable, policy)
     needed_files = _files_of(store, sorted(result.kept))
@@ -420,10 +444,11 @@ def vacuum_store(
         StoreError: a report.json cannot be read, or the store cannot be read or written.
     """
     store = store_location(store)
+    by = "txkit store vacuum"
     if dry_run or is_remote(store):
-        return apply_retention(store, policy=policy, dry_run=dry_run, now=now, grace=grace)
+        return apply_retention(store, policy=policy, dry_run=dry_run, now=now, grace=grace, by=by)
     with locked(store):
-        return apply_retention(store, policy=policy, dry_run=dry_run, now=now, grace=grace)
+        return apply_retention(store, policy=policy, dry_run=dry_run, now=now, grace=grace, by=by)
 
 
 def format_vacuum(result: VacuumResult, *, verbose: bool = True) -> str:

@@ -154,8 +154,8 @@ def commit_info(store: str | os.PathLike[str], version: int) -> dict[str, Any] |
         raise
     for line in data.splitlines():
         if b'"commitInfo"' in line:
-            # orjson: a year's commit metadata is about 84 KB, 1.5 ms with json, which is a
-            # tenth of a small month's read (see docs/store-readers.md).
+            # orjson: with json, parsing a year's commit metadata was a noticeable share of a
+            # small month's read (docs/benchmarks.md, Store).
             entry = orjson.loads(line).get("commitInfo")
             if isinstance(entry, dict):
                 return entry
@@ -204,8 +204,8 @@ def _unreadable(store: str | os.PathLike[str], version: int, exc: Exception) -> 
 def recorded_digests(table: Any, store: str | os.PathLike[str]) -> dict[str, str]:
     """The digest recorded for each data file of ``table``'s version (see
     :attr:`StoreState.files`), without parsing the coverage, which a read does not need: a
-    year's coverage took a tenth of a small month's open and read to parse before it was
-    merged (1.2 ms of 11 ms at 60,000 records, see docs/store.md).
+    year's coverage was a noticeable share of a small month's open and read to parse before
+    it was merged (docs/benchmarks.md, Store).
 
     Raises:
         StoreError: as :func:`read_state`.

@@ -2,7 +2,7 @@
 
 The months a sync touched are replaced in one commit that also carries txkit's metadata (the
 source, every month's coverage and the digest of every data file of the version). txkit writes
-each data file itself (polars' Parquet writer, about twice as fast as delta-rs's here), to a
+each data file itself (polars' Parquet writer, faster than delta-rs's: docs/benchmarks.md), to a
 folder or to object storage, records its digest (``_location.digest_of``) and commits the
 files with their add actions; nothing is visible before the commit: a sync killed or
 failing earlier leaves files that no version references, and the table at its previous

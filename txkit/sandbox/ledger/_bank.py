@@ -85,8 +85,8 @@ class BankAccount:
     months: list[str] = field(default_factory=list)
     credit_of: dict[int, _Line] = field(default_factory=dict)
     # Each month's lines and each (currency, month)'s sum, built at the first statement (the
-    # lines are complete when bank_account returns): a month's statements in three formats
-    # scanned every line for each currency's opening balance, a second of CPU a ledger.
+    # lines are complete when bank_account returns): otherwise a month's statements in three
+    # formats would scan every line for each currency's opening balance (docs/benchmarks.md).
     _by_month: dict[str, list[_Line]] | None = field(
         default=None, init=False, repr=False, compare=False
     )

@@ -47,8 +47,8 @@ def save_ledger(ledger: Ledger, path: Path, *, keep: int = 4) -> None:
     remove all but the ``keep`` most recently used ``*.ledger`` files beside it (each
     generator version has its own); a folder that cannot be written is left as it is (the
     ledger is generated next time)."""
-    # zlib level 1: 13 MB for the 60,000-record sandbox (90 MB as a plain pickle), read
-    # back in a tenth of the time a generation takes (docs/benchmarks.md).
+    # zlib level 1: most of level 6's saving at a fraction of its time to write, and read
+    # back far faster than a generation (docs/benchmarks.md, Sandbox).
     data = _MAGIC + zlib.compress(pickle.dumps(ledger, protocol=5), 1)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
