@@ -115,7 +115,10 @@ def _build(workdir: Path) -> dict[str, object]:
                 next(workdir.glob("data/sandbox/cache/*/ground_truth.json")).read_text()
             )["anomalies"]}  # fmt: skip
             pick = frame.filter(
-                pl.col("date").str.starts_with("2026-10-1") & ~pl.col("reference").is_in(anomalous)
+                pl.col("date").str.starts_with("2026-10-1")
+                & ~pl.col("reference").is_in(anomalous)
+                # a paid order: an attempt never paid without its order is no exception (issue 46)
+                & (pl.col("status") == "successful")
             ).row(0, named=True)
             dropped = pick["reference"]
             trimmed = workdir / "orders-trimmed.csv"
@@ -292,6 +295,22 @@ _LISTED_KINDS = (
 )  # fmt: skip
 
 
+def _unpaid_collections(months: Months) -> set[str]:
+    """The references of the months' collections never paid (failed, declined, abandoned,
+    expired), as the store holds them."""
+    from txkit.analysis.reconcile import UNPAID_STATUSES
+    from txkit.notebook import load_month
+
+    found: set[str] = set()
+    for month in MONTHS:
+        df, _ = load_month(month, source="store", store=str(months.store))
+        unpaid = df.filter(
+            (pl.col("transType") == "collection") & pl.col("status").is_in(UNPAID_STATUSES)
+        )
+        found |= set(unpaid["transactionReference"].drop_nulls().to_list())
+    return found
+
+
 def _items_of(anomaly: dict, rows: list[dict]) -> list[dict]:
     """The register's items keyed by the anomaly's reference or record id."""
     heads = {h for h in (anomaly.get("reference"), anomaly.get("id")) if h}
@@ -302,11 +321,16 @@ def test_planted_anomalies_enter_the_register_in_their_own_month(months: Months)
     # The anomalies planted in the months reported (the sandbox plants them over its year).
     truth = [a for a in months.truth()["anomalies"] if a["createdAt"][:7] in MONTHS]
     rows = list(register_view(months.store, month=MONTHS[-1]).iter_rows(named=True))
+    unpaid = _unpaid_collections(months)
     for kind in _LISTED_KINDS:
         planted = [a for a in truth if a["kind"] == kind]
         assert planted, kind
         for anomaly in planted:
             items = _items_of(anomaly, rows)
+            if kind == "order_missing" and anomaly["reference"] in unpaid:
+                # an attempt never paid whose order is gone is no exception (issue 46)
+                assert not items, (kind, anomaly)
+                continue
             assert items, (kind, anomaly)
             for row in items:
                 assert row["first_month"] == anomaly["createdAt"][:7], (kind, row["key"])

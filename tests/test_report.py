@@ -193,8 +193,8 @@ def test_downloads_match_the_findings_and_are_linked(session_report: SessionRepo
         not_reported_balances,
         reconcile,
     )
+    from txkit.analysis.reconcile import NOT_EXCEPTIONS
     from txkit.notebook import load_history, load_margin, load_month, load_orders
-    from txkit.notebook.findings import AGREED_CATEGORIES
 
     folder = session_report.folder
     index = (folder / "index.html").read_text()
@@ -208,7 +208,7 @@ def test_downloads_match_the_findings_and_are_linked(session_report: SessionRepo
     matched = reconcile(records, orders, month="2026-10", date_tolerance=days)
     expected = {
         "reconciliation_mismatches": matched.filter(
-            ~pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)
+            ~pl.col("category").cast(pl.String).is_in(NOT_EXCEPTIONS)
         ),
         "balance_breaks": balance_breaks(df, history=history),
         "not_reported_balances": not_reported_balances(df),

@@ -150,7 +150,8 @@ _BAD_FILES = {
     "not-a-number": (
         "orders.csv",
         b"reference,amount,currency\nA,1.00,NGN\nB,N/A,NGN\n",
-        "orders.csv, line 3: amount is empty or not a plain decimal number: 'N/A'; write "
+        "orders.csv, line 3: amount is empty or not a number written with decimal dot, "
+        "thousands none: 'N/A'; write "
         "amounts as digits",
     ),
     "bad-date": (

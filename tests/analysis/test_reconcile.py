@@ -25,7 +25,7 @@ from txkit.analysis import (
     reconcile,
     reconcile_summary,
 )
-from txkit.analysis.reconcile import read_orders_file
+from txkit.analysis.reconcile import UNPAID_STATUSES, read_orders_file
 from txkit.errors import DataFileError
 
 _BY_KIND = {
@@ -41,13 +41,19 @@ _BY_KIND = {
 def expected_unmatched(case: Case) -> pl.DataFrame:
     """(reference, category, difference) of every reference the planted anomalies unmatch."""
     types = dict(case.ledger.index.select("id", "transType").iter_rows())
+    collections = case.frame.filter(pl.col("transType") == "collection")
+    statuses = dict(collections.select("transactionReference", "status").iter_rows())
     rows = []
     for e in case.ledger.ground_truth:
         difference = None
         if e["kind"] == "order_amount":
             difference = Decimal(e["expected"]) - Decimal(e["reported"])
         if e["kind"] in _BY_KIND:
-            rows.append((e["reference"], _BY_KIND[e["kind"]], difference))
+            category = _BY_KIND[e["kind"]]
+            # an attempt never paid whose order is gone is no mismatch: nothing was paid
+            if category == "missing_in_orders" and statuses.get(e["reference"]) in UNPAID_STATUSES:
+                category = "unpaid_attempt"
+            rows.append((e["reference"], category, difference))
         # Orders and the export side hold collections only: a reference shared with a
         # transfer, settlement or conversion is one collection matched to one order.
         # Orders paid in parts and collections covering several orders are matched as a
@@ -344,12 +350,12 @@ def test_read_orders_names_every_missing_column(tmp_path: Path) -> None:
 def test_read_orders_lists_unparseable_amounts_with_their_lines(tmp_path: Path) -> None:
     path = _write(
         tmp_path,
-        'reference,amount,currency\nA,1.00,NGN\nB,1e5,NGN\nC,"1,500.00",NGN\nD,,NGN\nE,2,NGN\n',
+        'reference,amount,currency\nA,1.00,NGN\nB,1e5,NGN\nC,"1,50.00",NGN\nD,,NGN\nE,2,NGN\n',
     )
     with pytest.raises(
         DataFileError,
-        match=r"orders.csv, lines 3, 4 and 5: amount is empty or not a plain decimal number: "
-        r"'1e5', '1,500.00', empty; write amounts as digits with a '.' before the decimals",
+        match=r"orders.csv, lines 3, 4 and 5: amount is empty or not a number written with "
+        r"decimal dot, thousands none: '1e5', '1,50.00', empty; write amounts as digits",
     ) as caught:
         read_orders(path)
     assert caught.value.lines == (3, 4, 5)  # as a text editor numbers them: the header is 1
@@ -520,7 +526,8 @@ def test_a_windows_1252_file_is_read_with_a_note(tmp_path: Path) -> None:
         (
             # A quoted value over two lines: the next record's line is still the editor's.
             b'reference,amount,currency,note\nA,1,NGN,"two\nlines"\nB,x,NGN,\n',
-            r"orders.csv, line 4: amount is empty or not a plain decimal number: 'x'",
+            r"orders.csv, line 4: amount is empty or not a number written with decimal dot, "
+            r"thousands none: 'x'",
         ),
         (
             b"reference,amount,currency\nA,35700.000000000000000000000000001,NGN\n",

@@ -191,7 +191,7 @@ def test_xml_with_entities_is_refused_without_resolving_them(tmp_path: Path) -> 
 
 CSV_BAD = {
     "bad date": ("02/10/2026,02/10/2026", "2026-10-02,02/10/2026", 3, "not a date written as"),
-    "thousands not declared": (None, None, 2, "not a plain decimal"),
+    "thousands none declared": (None, None, 2, "written with decimal dot, thousands none"),
     "both credit and debit": (',,"749,947.50"', ',"1.00","749,947.50"', 4, "exactly one of"),
     "running balance broken": ('"1,999,947.50"', '"1,999,947.00"', 4, "running balance"),
 }
@@ -204,7 +204,7 @@ def test_a_bad_csv_statement_fails_in_one_line_naming_the_line(case: str, tmp_pa
     text = CSV.read_text()
     columns = CSV_COLUMNS
     if old is None:
-        columns = CSV_COLUMNS.replace(",thousands=comma", "")
+        columns = CSV_COLUMNS.replace("thousands=comma", "thousands=none")
     else:
         assert old in text
         text = text.replace(old, new, 1)
@@ -229,7 +229,8 @@ def test_a_csv_without_the_mapped_columns_names_them(tmp_path: Path) -> None:
     [
         ("date=A,amount=B,credit=C,debit=D", "either amount"),
         ("date=A,colour=B", "unknown key 'colour'"),
-        ("date", "is not key=Column Name"),
+        ("date=A,amount", "is not key=Column Name"),
+        ("date", "unknown preset 'date'; accepted: banknorwegian, fineco, gtbank"),
         ("decimal=comma,thousands=comma", "must differ"),
         ("currency=A,account_currency=NGN", "not both"),
     ],

@@ -165,7 +165,9 @@ def test_a_total_line_in_the_middle_or_a_footer_with_a_date_is_refused_not_dropp
         "31/10/2026,Closing balance,,NGN\n",
         encoding="utf-8",
     )
-    with pytest.raises(DataFileError, match=r"line 3: amount is not a plain decimal"):
+    with pytest.raises(
+        DataFileError, match=r"line 3: amount is not a number written with decimal dot"
+    ):
         read_statement(dated, columns=COLUMNS)
 
 

@@ -35,12 +35,29 @@ MISMATCH_CATEGORIES: Final[tuple[str, ...]] = (
     "amount_mismatch",
     "status_mismatch",
 )
+#: Payment attempts never paid that no order expects (a failed, declined, abandoned or
+#: expired collection, in the export only): nothing at stake, counted apart, neither agreed
+#: nor a mismatch (outside the mismatch rate and the exception register).
+UNPAID_CATEGORIES: Final[tuple[str, ...]] = ("unpaid_attempt",)
+#: The service's statuses of an attempt that was never paid.
+UNPAID_STATUSES: Final[tuple[str, ...]] = ("failed", "declined", "abandoned", "expired")
+#: The service's statuses of a payment still under way: what a shop calls pending.
+IN_FLIGHT_STATUSES: Final[tuple[str, ...]] = (
+    "pending",
+    "ongoing",
+    "processing",
+    "initiated",
+    "verified",
+)
 #: Reconciliation categories, in the order summaries list them.
 CATEGORIES: Final[tuple[str, ...]] = (
     *AGREED_CATEGORIES,
     *GROUP_CATEGORIES,
     *MISMATCH_CATEGORIES,
+    *UNPAID_CATEGORIES,
 )
+#: The categories that are no exception: agreed, or an attempt never paid nor ordered.
+NOT_EXCEPTIONS: Final[tuple[str, ...]] = (*AGREED_CATEGORIES, *UNPAID_CATEGORIES)
 CATEGORY_DTYPE: Final = pl.Enum(CATEGORIES)
 #: An amount tolerance: exact, in the record's currency.
 Tolerance = Decimal | int | str
@@ -91,7 +108,11 @@ def at_stake(columns: Collection[str] = ("export_status", "order_status")) -> pl
         return pl.when(paid).then(amount).otherwise(pl.lit(0))
 
     return (
-        pl.when(category.is_in(["missing_in_orders", "status_mismatch", "missing_in_export"]))
+        pl.when(
+            category.is_in(
+                ["missing_in_orders", "status_mismatch", "missing_in_export", *UNPAID_CATEGORIES]
+            )
+        )
         .then(side("export") - side("order"))
         .otherwise(pl.col("difference"))
         .alias("at_stake")

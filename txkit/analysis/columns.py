@@ -10,8 +10,9 @@ Orders also take:
 
 * a preset name as the first item (``shopify``, or ``shopify,status.pending=ignore`` to
   change one thing): the columns and statuses of a shop's export (:data:`ORDERS_PRESETS`);
-* a status mapping, ``status.<shop status>=<service status>`` or ``=ignore`` (the order is
-  left out and counted), e.g. ``status.paid=successful``.
+* a status mapping, ``status.<shop status>=<service status>``, ``=unpaid`` (never paid: no
+  mismatch against a failed, declined, abandoned or expired attempt, or none) or ``=ignore``
+  (the order is left out and counted), e.g. ``status.paid=successful``.
 
 Precedence, whole mapping against whole mapping (never merged): an explicit value (the CLI
 flag, the notebook parameter, the ``columns=`` argument) over the environment variable
@@ -22,10 +23,10 @@ names).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import polars as pl
 
@@ -42,24 +43,32 @@ from txkit.schema import STATUSES
 
 __all__ = [
     "BANK",
+    "BANK_PRESETS",
     "ORDERS",
     "ORDERS_PRESETS",
     "SETTINGS_FILE",
     "ColumnMapping",
     "MappingKind",
+    "Writing",
     "column_setting",
     "describe_columns",
     "describe_use",
+    "find_writing",
     "parse_columns",
     "plain_amount",
     "project_folder",
     "separator",
+    "writing_name",
 ]
 
 #: The project's settings file (in the folder txkit runs in, beside ``materiality.toml``).
 SETTINGS_FILE: Final = PROJECT_MARK
 #: What a status mapped to ``ignore`` means: the order is left out (and counted).
 IGNORE: Final = "ignore"
+#: What a status mapped to ``unpaid`` means: the shop never got the money (an expired
+#: checkout, a failed or blocked charge), whatever the service calls its attempt: against a
+#: failed, declined, abandoned or expired collection, or none, nothing is at stake.
+UNPAID: Final = "unpaid"
 
 # Separators by name (a comma cannot be written inside the comma-separated mapping).
 _SEPARATORS: Final = {"comma": ",", ",": ",", "dot": ".", "period": ".", ".": ".",
@@ -124,7 +133,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.pending": "pending",
         "status.authorized": "pending",
         "status.voided": IGNORE,
-        "status.expired": "expired",
+        "status.expired": UNPAID,
     },
     # WooCommerce > Export Orders (Advanced Order Export For WooCommerce, the common free
     # exporter): its default labels; the status as WooCommerce names it.
@@ -142,7 +151,7 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.pending": "pending",
         "status.on hold": "pending",
         "status.on-hold": "pending",
-        "status.failed": "failed",
+        "status.failed": UNPAID,
         "status.cancelled": IGNORE,
         "status.draft": IGNORE,
         "status.checkout-draft": IGNORE,
@@ -162,14 +171,65 @@ ORDERS_PRESETS: Final[dict[str, dict[str, str]]] = {
         "status.disputed": "successful",
         "status.pending": "pending",
         "status.uncaptured": "pending",
-        "status.failed": "failed",
-        "status.blocked": "failed",
+        "status.failed": UNPAID,
+        "status.blocked": UNPAID,
         "status.canceled": IGNORE,
         "status.requires_payment_method": IGNORE,
         "status.requires_confirmation": IGNORE,
         "status.requires_action": IGNORE,
         "status.requires_capture": IGNORE,
         "status.succeeded": IGNORE,
+    },
+}
+
+#: Bank statement layouts, each verified on a real export in ``tests/data/real`` (its
+#: MANIFEST.toml names the source): the columns and how values are written. None says the
+#: currency: a bank's accounts come in several (GTBank's domiciliary accounts are USD), so it is
+#: given beside the preset (``gtbank,account_currency=NGN``) or refused as missing.
+BANK_PRESETS: Final[dict[str, dict[str, str]]] = {
+    # Guaranty Trust Bank (Nigeria): internet banking's statement download (an HTML .xls).
+    "gtbank": {
+        "date": "Trans Date",
+        "value_date": "Value Date",
+        "reference": "Reference",
+        "debit": "Debit",
+        "credit": "Credit",
+        "balance": "Balance",
+        "narration": "Remarks",
+        "date_format": "%d-%b-%Y",
+        "thousands": "comma",
+    },
+    # FinecoBank (Italy): current account movements (.xlsx), debits written negative.
+    "fineco": {
+        "date": "Data",
+        "credit": "Entrate",
+        "debit": "Uscite",
+        "narration": "Descrizione",
+        "date_format": "%d/%m/%Y",
+    },
+    # Nordea (Sweden): Internetbanken Privat's export.
+    "nordea": {
+        "date": "Datum",
+        "narration": "Transaktion",
+        "amount": "Belopp",
+        "balance": "Saldo",
+        "decimal": "comma",
+        "thousands": "dot",
+    },
+    # Handelsbanken (Sweden): account transactions export.
+    "handelsbanken": {
+        "date": "Transaktionsdatum",
+        "value_date": "Reskontradatum",
+        "narration": "Text",
+        "amount": "Belopp",
+        "balance": "Saldo",
+    },
+    # Bank Norwegian (Sweden, Finland): card and savings exports.
+    "banknorwegian": {
+        "date": "TransactionDate",
+        "value_date": "ValueDate",
+        "narration": "Text",
+        "amount": "Amount",
     },
 }
 
@@ -200,8 +260,10 @@ BANK: Final = MappingKind(
         "date": "the booking date's column",
         "value_date": "the value date's column (optional)",
         "amount": "a signed amount column (credits positive), or:",
+        "direction": "with amount: the column saying credit or debit (C/D, CR/DR, "
+        "Credit/Debit, Kredit/Debet, any case)",
         "credit": "the credited amount's column (with debit)",
-        "debit": "the debited amount's column (with credit)",
+        "debit": "the debited amount's column (with credit; unsigned or written negative)",
         "currency": "the currency code's column, or:",
         "account_currency": "the one currency of the whole file (e.g. NGN)",
         "reference": "the reference's column",
@@ -209,10 +271,12 @@ BANK: Final = MappingKind(
         "bank_reference": "the bank's own reference (optional)",
         "balance": "the running balance after each line (optional; proves no line is missing)",
         "account": "the account's column (optional)",
+        "state": "the line's state (optional): COMPLETED read; PENDING, DECLINED, REVERTED... "
+        "left out and counted",
         **_VALUE_COMMON,
     },
     value_keys=frozenset({"account_currency", *_VALUE_COMMON}),
-    presets={},
+    presets=BANK_PRESETS,
     section="bank",
 )
 
@@ -296,10 +360,11 @@ def parse_columns(
             raise ValueError(f"{kind.what}: {key!r} has no column name")
         if is_status:
             value = value.lower()
-            if value not in (*STATUSES, IGNORE):
+            if value not in (*STATUSES, IGNORE, UNPAID):
                 raise ValueError(
                     f"{kind.what}: {key}={value} is not a status of the service; accepted: "
-                    f"{', '.join(STATUSES)}, or {IGNORE} (the order is left out)"
+                    f"{', '.join(STATUSES)}, {UNPAID} (never paid, whatever the service's "
+                    f"attempt says), or {IGNORE} (the order is left out)"
                 )
         given[key] = value
     if "preset" in given:
@@ -318,6 +383,8 @@ def _check_values(out: Mapping[str, str], kind: MappingKind) -> None:
     what = kind.what
     if "amount" in out and ({"credit", "debit"} & out.keys()):
         raise ValueError(f"{what}: give either amount (signed) or credit and debit, not both")
+    if "direction" in out and "amount" not in out:
+        raise ValueError(f"{what}: direction goes with amount (not with credit and debit)")
     if ("credit" in out) != ("debit" in out):
         raise ValueError(f"{what}: credit and debit go together")
     if "currency" in out and "account_currency" in out:
@@ -339,7 +406,7 @@ def describe_columns(mapping: Mapping[str, str]) -> str:
     preset = mapping.get("preset")
     if not preset:
         return ",".join(f"{k}={v}" for k, v in mapping.items())
-    base = ORDERS_PRESETS.get(preset, {})
+    base = ORDERS_PRESETS.get(preset) or BANK_PRESETS.get(preset, {})
     changed = [f"{k}={v}" for k, v in mapping.items() if k != "preset" and base.get(k) != v]
     if "account_currency" in mapping and "currency" in base:
         changed = [c for c in changed if not c.startswith("currency=")]
@@ -364,25 +431,173 @@ def separator(mapping: Mapping[str, str], key: str) -> str:
     return _SEPARATORS[mapping.get(key, default)]
 
 
+# How each thousands separator may be written: a space also as the no-break spaces that
+# spreadsheets and PayPal write (U+00A0, U+202F), an apostrophe also as U+2019 (Swiss).
+_THOUSANDS_CHARS: Final = {",": ",", ".": ".", " ": " \u00a0\u202f", "'": "'\u2019", "": ""}
+_NAMES: Final = {",": "comma", ".": "dot", " ": "space", "'": "apostrophe", "": "none"}
+# The writings a file may use when the mapping does not say, in the order preferred when
+# several read every value the same (no separator seen is none).
+_WRITINGS: Final = [(d, t) for t in ("", ",", ".", " ", "'") for d in (".", ",") if d != t]
+
+
+def _class(chars: str) -> str:
+    return "[" + "".join("\\" + c if c in ".^-[]\\" else c for c in chars) + "]"
+
+
+def _body(decimal: str, thousands: str) -> str:
+    """The regular expression of an unsigned number in one writing: groups of three after the
+    first where a thousands separator is used (``1,234``, never ``1,2``), digits after the
+    decimal separator."""
+    digits = "[0-9]+"
+    if thousands:
+        digits = f"(?:[0-9]{{1,3}}(?:{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}})+|[0-9]+)"
+    return f"{digits}(?:{_class(decimal)}[0-9]+)?"
+
+
+def writing_name(mapping: Mapping[str, str]) -> str:
+    """How amounts are written, in words: ``decimal comma, thousands dot``."""
+    decimal, thousands = separator(mapping, "decimal"), separator(mapping, "thousands")
+    return f"decimal {_NAMES[decimal]}, thousands {_NAMES[thousands]}"
+
+
 def plain_amount(expr: pl.Expr, mapping: Mapping[str, str], *, codes: bool = False) -> pl.Expr:
     """Amount text as a plain decimal: separators removed, ``(12.50)`` as ``-12.50``, a
     leading ``+`` dropped. Digits only move; nothing is rounded. With ``codes`` a currency
     code written beside the number (``0.01USD``, ``USD 0.01``) is dropped too: only for a
-    caller that checks that code apart (bank statements do)."""
+    caller that checks that code apart (bank statements do).
+
+    A value that does not fit the mapping's writing (``decimal``, ``thousands``: ``1,2`` or
+    ``1.234,56`` with thousands comma) is returned as ``?`` and the text, which no plain
+    decimal matches: the caller refuses it with its line, it is never read as another number.
+    An empty value stays empty."""
     out = expr
     if codes:
         out = out.str.replace(r"^\s*[A-Za-z]{3}\s*([-+(0-9.])", "$1").str.replace(
             r"([0-9.)])\s*[A-Za-z]{3}\s*$", "$1"
         )
     out = out.str.strip_chars()
-    thousands = separator(mapping, "thousands")
+    decimal, thousands = separator(mapping, "decimal"), separator(mapping, "thousands")
+    body = _body(decimal, thousands)
+    fits = out.str.contains(f"^(?:[+-]?{body}|\\({body}\\))$")
+    plain = out
     if thousands:
-        out = out.str.replace_all(thousands, "", literal=True)
-    if separator(mapping, "decimal") == ",":
-        out = out.str.replace_all(",", ".", literal=True)
-    negative = out.str.starts_with("(") & out.str.ends_with(")")
-    out = pl.when(negative).then("-" + out.str.slice(1, out.str.len_chars() - 2)).otherwise(out)
-    return out.str.strip_prefix("+")
+        plain = plain.str.replace_all(_class(_THOUSANDS_CHARS[thousands]), "")
+    if decimal == ",":
+        plain = plain.str.replace_all(",", ".", literal=True)
+    negative = plain.str.starts_with("(") & plain.str.ends_with(")")
+    plain = (
+        pl.when(negative)
+        .then("-" + plain.str.slice(1, plain.str.len_chars() - 2))
+        .otherwise(plain)
+        .str.strip_prefix("+")
+    )
+    return pl.when((out == "") | fits).then(plain).otherwise("?" + out)
+
+
+class Writing(NamedTuple):
+    """How a file writes its amounts, as found by :func:`find_writing`.
+
+    Attributes:
+        mapping: the mapping with ``decimal`` and ``thousands`` set (what :func:`plain_amount`
+            reads with).
+        note: for the load line when the file, not the mapping, said it (else empty).
+        unsure: where the writings that fit every value read some value otherwise (true on
+            those records), with ``readings``; ``None`` when every value reads one way.
+        readings: the two writings that disagree, in words.
+    """
+
+    mapping: dict[str, str]
+    note: str
+    unsure: pl.Expr | None
+    readings: str
+
+
+def _found_note(frame: pl.DataFrame, texts: list[pl.Expr], decimal: str, thousands: str) -> str:
+    """What the load line says of a writing found from the file: the separators seen (the
+    default, decimal dot without thousands, needs no word)."""
+    joined = pl.concat_str(texts, separator=" ")
+    used_decimal = bool(
+        frame.select(joined.str.contains(f"[0-9]{_class(decimal)}[0-9]").any()).item()
+    )
+    used_thousands = bool(thousands) and bool(
+        frame.select(
+            joined.str.contains(f"[0-9]{_class(_THOUSANDS_CHARS[thousands])}[0-9]{{3}}").any()
+        ).item()
+    )
+    if not (used_thousands or (used_decimal and decimal != ".")):
+        return ""
+    said = [f"decimal {_NAMES[decimal]}"] if used_decimal else []
+    said += [f"thousands {_NAMES[thousands]}"] if used_thousands else []
+    return f"amounts read with {', '.join(said)} (found from the file, not declared)"
+
+
+def find_writing(
+    frame: pl.DataFrame, columns: Sequence[str], mapping: Mapping[str, str], *, codes: bool = False
+) -> Writing:
+    """The decimal and thousands separators of ``columns`` (amount text): as the mapping
+    declares them, else found from the values themselves.
+
+    Every writing the mapping allows (both declared: one) is tried on every value; of those
+    that fit every value, the first (no thousands separator before one, decimal dot before
+    comma) is taken, and it is proven unique: where the others read a value otherwise (``1,234``
+    with no other value saying whether the comma is decimal) :attr:`Writing.unsure` names the
+    records, which the caller refuses. Where none fits every value, the one that fits most is
+    taken, so that the caller refuses the others with their lines."""
+    declared = {k: mapping[k] for k in ("decimal", "thousands") if k in mapping}
+    candidates = [
+        (d, t)
+        for d, t in _WRITINGS
+        if _SEPARATORS[declared.get("decimal", _NAMES[d])] == d
+        and _SEPARATORS[declared.get("thousands", _NAMES[t])] == t
+    ]
+    present = [c for c in columns if c in frame.columns]
+    if not candidates or not present or frame.height == 0:
+        return Writing(dict(mapping), "", None, "")
+
+    texts = [pl.col(c).cast(pl.String).fill_null("") for c in present]
+    # A separator no value holds cannot tell writings apart: only the writings whose
+    # separators appear are tried (and decimal dot, no thousands, the default).
+    seen = frame.select(
+        pl.any_horizontal([t.str.contains(_class(chars)) for t in texts]).any().alias(sep)
+        for sep, chars in _THOUSANDS_CHARS.items()
+        if sep
+    ).row(0, named=True)
+    tried = [
+        (d, t)
+        for d, t in candidates
+        if (not t or seen[t]) and (seen[d] or bool(t) or (d, t) == (".", ""))
+    ] or candidates
+    # Every writing's reading in one pass, kept for the comparisons below.
+    names = {(d, t): [f"_{i}_{j}" for j in range(len(present))] for i, (d, t) in enumerate(tried)}
+    read = frame.select(
+        plain_amount(text, {"decimal": _NAMES[d], "thousands": _NAMES[t]}, codes=codes).alias(n)
+        for (d, t), columns in names.items()
+        for text, n in zip(texts, columns, strict=True)
+    )
+    bad = read.select(
+        pl.sum_horizontal([pl.col(n).str.starts_with("?") for n in columns]).sum().alias(str(i))
+        for i, columns in enumerate(names.values())
+    ).row(0)
+    fewest = min(bad)
+    ok = [w for w, b in zip(tried, bad, strict=True) if b == fewest]
+    decimal, thousands = ok[0]
+    resolved = {**mapping, "decimal": _NAMES[decimal], "thousands": _NAMES[thousands]}
+    unsure, readings = None, ""
+    for other in ok[1:]:
+        differ = read.select(
+            pl.any_horizontal(
+                [pl.col(a) != pl.col(b) for a, b in zip(names[ok[0]], names[other], strict=True)]
+            ).alias("differ")
+        ).to_series()
+        if differ.any():
+            unsure = pl.lit(differ)
+            readings = (
+                f"as {writing_name(resolved)}, or as "
+                f"{writing_name({'decimal': _NAMES[other[0]], 'thousands': _NAMES[other[1]]})}"
+            )
+            break
+    note = _found_note(frame, texts, decimal, thousands) if len(declared) < 2 else ""
+    return Writing(resolved, note, unsure, readings)
 
 
 def project_folder() -> Path:

@@ -23,7 +23,7 @@ from typing import Final
 
 import polars as pl
 
-from txkit.analysis.reconcile import AGREED_CATEGORIES, at_stake
+from txkit.analysis.reconcile import NOT_EXCEPTIONS, at_stake
 from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS
 from txkit.money import in_minor_units
 
@@ -154,11 +154,12 @@ LISTS: Final[dict[str, ExceptionList]] = {
             kind="category",
             currency=("export_currency", "order_currency", "currency"),
             amount=at_stake,
-            rows=_category_not_in(AGREED_CATEGORIES),
+            rows=_category_not_in(NOT_EXCEPTIONS),
             rated=_category_not_in(SUM_RULE_CATEGORIES),
             how=(
                 "every reference of the month whose export and orders do not agree (not matched "
-                "exactly, across the month's end or within the amount tolerance); at stake: where "
+                "exactly, across the month's end or within the amount tolerance; a payment attempt "
+                "never paid that no order expects is none); at stake: where "
                 "the orders or the export lack the reference or the statuses differ, what was "
                 "paid (the export's amount if successful) minus what an order claims paid (its "
                 "amount if successful), so nothing for an expired or abandoned collection nobody "

@@ -31,10 +31,13 @@ from txkit.analysis._common import Kind
 from txkit.analysis.columns import (
     IGNORE,
     ORDERS,
+    UNPAID,
     ColumnMapping,
     describe_use,
+    find_writing,
     parse_columns,
     plain_amount,
+    writing_name,
 )
 from txkit.datafile import (
     LINE,
@@ -202,11 +205,13 @@ def read_orders_file(
     frame, normalised = _normalised(frame)
     frame, ignored = _without_ignored(frame, where, mapping)
     _check_orders(frame, where)
-    frame = frame.with_columns(_amount(frame, where, mapping))
+    amount, written = _amount(frame, where, mapping)
+    frame = frame.with_columns(amount)
     if "date" in frame.columns:
         frame = frame.with_columns(_read_date(frame, where, mapping.get("date_format")))
     if mapping:
         notes.insert(0, describe_use(mapping))
+    notes += [written] if written else []
     notes += _cleaning_notes(folded, ignored, normalised)
     return OrdersFile(
         path, _in_order(frame), tuple(notes), normalised.counts, mapping, folded, ignored
@@ -365,7 +370,7 @@ def _map_statuses(
     status = pl.col("status")
     where.fail(
         frame,
-        status.is_not_null() & ~status.is_in(list(statuses)) & ~status.is_in(STATUSES),
+        status.is_not_null() & ~status.is_in(list(statuses)) & ~status.is_in([*STATUSES, UNPAID]),
         "status is neither mapped nor one of the service's statuses",
         f"map it in the column mapping, e.g. status.<shop status>=successful (accepted: "
         f"{', '.join(STATUSES)}, or {IGNORE}); mapped now: {', '.join(statuses)}",
@@ -406,8 +411,9 @@ MAX_ORDER_DECIMALS: Final = 6
 _MAX_INTEGER_DIGITS: Final = 20
 _CURRENCY_RE: Final = r"^[A-Z]{3,4}$"
 _AMOUNT_ADVICE: Final = (
-    "write amounts as digits with a '.' before the decimals, without thousands separators, "
-    "currency signs or exponents (1500.00, -12.5)"
+    "write amounts as digits, without currency signs or exponents (1500.00, -12.5), and set "
+    "decimal= and thousands= in the column mapping to how the file writes them (thousands "
+    "in groups of three: 1,234.50 with thousands=comma); amounts are never guessed"
 )
 
 
@@ -548,7 +554,7 @@ def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
         status = pl.col("status")
         where.fail(
             frame,
-            status.is_not_null() & ~status.is_in(STATUSES),
+            status.is_not_null() & ~status.is_in([*STATUSES, UNPAID]),
             "status is not one of the service's statuses",
             f"accepted: {', '.join(STATUSES)}; leave it empty where unknown, or remove the "
             "status column to compare amounts and currencies only, or map the file's statuses "
@@ -557,21 +563,34 @@ def _check_orders(frame: pl.DataFrame, where: _Where) -> None:
         )
 
 
-def _amount(frame: pl.DataFrame, where: _Where, mapping: Mapping[str, str]) -> pl.Series:
+def _amount(
+    frame: pl.DataFrame, where: _Where, mapping: Mapping[str, str]
+) -> tuple[pl.Series, str]:
+    """The amounts, and the load line's note on how they are written when the file said it."""
     dtype = frame.schema["amount"]
     if isinstance(dtype, pl.Decimal) or dtype.is_integer():
-        return _typed_amount(frame, where, dtype)
+        return _typed_amount(frame, where, dtype), ""
     if not isinstance(dtype, pl.String | pl.Null):
         raise where.error(
             f"column 'amount' is stored as {dtype}, which does not hold amounts exactly",
             "store amounts as decimal, integer or text",
         )
-    text = plain_amount(pl.col("amount").cast(pl.String), mapping)
+    writing = find_writing(frame, ["amount"], mapping)
+    if writing.unsure is not None:
+        where.fail(
+            frame,
+            writing.unsure,
+            f"amount reads two ways ({writing.readings}) and no other amount says which",
+            "declare how the file writes amounts in the column mapping (decimal=comma or "
+            "decimal=dot, thousands=...)",
+            shown="amount",
+        )
+    text = plain_amount(pl.col("amount").cast(pl.String), writing.mapping)
     checked = frame.with_columns(text.alias("_text"))
     where.fail(
         checked,
         ~pl.col("_text").str.contains(_AMOUNT_RE),
-        "amount is empty or not a plain decimal number",
+        f"amount is empty or not a number written with {writing_name(writing.mapping)}",
         _AMOUNT_ADVICE,
         shown="amount",
     )
@@ -601,7 +620,8 @@ def _amount(frame: pl.DataFrame, where: _Where, mapping: Mapping[str, str]) -> p
         .then(pl.col("_text").str.strip_chars_end("0").str.strip_chars_end("."))
         .otherwise(pl.col("_text"))
     )
-    return checked.select(exact.cast(pl.Decimal(38, scale)).alias("amount")).to_series()
+    amounts = checked.select(exact.cast(pl.Decimal(38, scale)).alias("amount")).to_series()
+    return amounts, writing.note
 
 
 def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:

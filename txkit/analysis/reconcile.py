@@ -31,15 +31,20 @@ from txkit.analysis._reconcile_base import (
     CATEGORY_DTYPE,
     DEFAULT_DATE_TOLERANCE,
     GROUP_CATEGORIES,
+    IN_FLIGHT_STATUSES,
     MISMATCH_CATEGORIES,
     MONTH_END_CATEGORIES,
     NEAR_MATCH_CATEGORIES,
+    NOT_EXCEPTIONS,
+    UNPAID_CATEGORIES,
+    UNPAID_STATUSES,
     Sides,
     Tolerance,
     at_stake,
     whole_days,
 )
 from txkit.analysis._reconcile_summary import describe_matching, reconcile_summary
+from txkit.analysis.columns import UNPAID
 from txkit.analysis.orders import (
     MAX_ORDER_DECIMALS,
     ORDERS_FORMATS,
@@ -61,7 +66,9 @@ __all__ = [
     "MISMATCH_CATEGORIES",
     "MONTH_END_CATEGORIES",
     "NEAR_MATCH_CATEGORIES",
+    "NOT_EXCEPTIONS",
     "ORDERS_FORMATS",
+    "UNPAID_CATEGORIES",
     "OrdersFile",
     "at_stake",
     "describe_matching",
@@ -102,9 +109,14 @@ def reconcile(
 
     Each reference found on either side gets one ``category``, the first that applies in this
     order: ``duplicate_reference`` (more than once on either side; ``export_count`` and
-    ``order_count`` tell how often on each, 0 included), ``missing_in_export`` (only in the
+    ``order_count`` tell how often on each, 0 included), ``unpaid_attempt`` (nothing paid on
+    either side: a failed, declined, abandoned or expired collection without an order, or
+    with an order whose status maps to ``unpaid``, or such an order without a collection;
+    no exception, see :data:`UNPAID_CATEGORIES`), ``missing_in_export`` (only in the
     orders), ``missing_in_orders`` (only in the export), ``currency_mismatch``,
-    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``),
+    ``amount_mismatch``, ``status_mismatch`` (only when the orders have a ``status``; a
+    shop's ``pending`` agrees with any status of a payment under way,
+    ``IN_FLIGHT_STATUSES``),
     ``amount_within_tolerance`` (only with ``amount_tolerance``: the amounts differ by no more
     than it), then with ``month`` the four month-end categories below, else ``matched``.
 
@@ -304,18 +316,36 @@ def _the_months(joined: pl.LazyFrame, days: timedelta) -> pl.LazyFrame:
 def _category(sides: Sides) -> pl.Expr:
     within = _within(_GAP, sides.tolerance, sides.scale)
     has_order_status = pl.col("order_status").is_not_null()
+    # The shop's order never paid (a preset's status.<shop status>=unpaid), the service's
+    # attempt never paid: nothing was paid on either side, whatever the amounts.
+    never_paid = (pl.col("order_status") == UNPAID).fill_null(False)
+    attempt_unpaid = pl.col("export_status").is_in(UNPAID_STATUSES).fill_null(False)
+    # A shop's pending order (Shopify's pending, authorized) is any payment still under way.
+    in_flight = (pl.col("order_status") == "pending") & pl.col("export_status").is_in(
+        IN_FLIGHT_STATUSES
+    )
     category = (
         pl.when((pl.col("export_count") > 1) | (pl.col("order_count") > 1))
         .then(pl.lit("duplicate_reference"))
+        .when((pl.col("export_count") == 0) & never_paid)
+        .then(pl.lit("unpaid_attempt"))
         .when(pl.col("export_count") == 0)
         .then(pl.lit("missing_in_export"))
+        .when((pl.col("order_count") == 0) & attempt_unpaid)
+        .then(pl.lit("unpaid_attempt"))
         .when(pl.col("order_count") == 0)
         .then(pl.lit("missing_in_orders"))
+        .when(never_paid & attempt_unpaid)
+        .then(pl.lit("unpaid_attempt"))
         .when(~_SAME_CURRENCY)
         .then(pl.lit("currency_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")) & ~within)
         .then(pl.lit("amount_mismatch"))
-        .when(has_order_status & pl.col("export_status").ne_missing(pl.col("order_status")))
+        .when(
+            has_order_status
+            & pl.col("export_status").ne_missing(pl.col("order_status"))
+            & ~in_flight.fill_null(False)
+        )
         .then(pl.lit("status_mismatch"))
         .when(pl.col("export_amount").ne_missing(pl.col("order_amount")))
         .then(pl.lit("amount_within_tolerance"))

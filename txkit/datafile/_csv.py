@@ -13,7 +13,13 @@ import polars as pl
 from txkit.datafile._table import LINE, CsvTable, check_records, column_names, skipped_note
 from txkit.datafile._text import TextFile, read_text
 from txkit.errors import DataFileError
-from txkit.files import HEADER_SEARCH, find_header, join_continuations, summary_runs
+from txkit.files import (
+    HEADER_SEARCH,
+    find_header,
+    is_summary,
+    join_continuations,
+    summary_runs,
+)
 
 __all__ = ["read_csv_table"]
 
@@ -183,6 +189,8 @@ def read_csv_table(
     notes += _summary_notes(body, header, blank)
     body = _blanked(body, blank.lines)
     frame, ragged, skipped = _records(path, source.text, body, blank, header, names, what)
+    if continues is not None and ragged:
+        frame, ragged = _short_continuations(frame, ragged, body, header, names, continues)
     if continues is not None:
         frame, joined = join_continuations(frame, continues, LINE)
         if joined:
@@ -191,6 +199,37 @@ def read_csv_table(
     if skipped:
         notes.append(f"{skipped:,} line(s) of empty fields skipped")
     return CsvTable(path, frame, tuple(header.names), header.delimiter, tuple(notes))
+
+
+def _short_continuations(
+    frame: pl.DataFrame,
+    ragged: list[tuple[int, int]],
+    body: pl.Series,
+    header: _CsvHeader,
+    names: list[str],
+    continues: str,
+) -> tuple[pl.DataFrame, list[tuple[int, int]]]:
+    """A record written short (DBS/POSB: ``,,text``) whose only text is in the ``continues``
+    column continues the description above, as the same record written full width would:
+    taken into the frame, padded, for :func:`join_continuations`. Any other short or long
+    record stays ragged (refused)."""
+    at = names.index(continues) if continues in names else -1
+    first_line = header.body_at + 1
+    taken: list[dict[str, object]] = []
+    left = []
+    for line, width in ragged:
+        cells = _parse_header(body[line - first_line], header.delimiter)
+        filled = [i for i, c in enumerate(cells) if c.strip()]
+        if 0 <= at < width < len(names) and filled == [at]:
+            row: dict[str, object] = dict.fromkeys(names, "")
+            row[continues], row[LINE] = cells[at], line
+            taken.append(row)
+        else:
+            left.append((line, width))
+    if not taken:
+        return frame, ragged
+    extra = pl.DataFrame(taken, schema=frame.schema)
+    return pl.concat([frame, extra]).sort(LINE), left
 
 
 class _CsvHeader(NamedTuple):
@@ -258,6 +297,17 @@ def _skip_summaries(
     if header.span == 1:
         header_text = physical[header.at].strip()
         repeated = set((body.str.strip_chars() == header_text).arg_true().to_list())
+    # A page break inside the data: the page's footer lines right above the repeated header.
+    for at in sorted(repeated):
+        i = at - 1
+        while i >= 0 and i not in repeated:
+            line = body[i]
+            if line.strip():
+                cells = _parse_header(line, header.delimiter)
+                if not is_summary(cells, spelled, required, date, continues):
+                    break
+                summaries.add(i)
+            i -= 1
     return body, _Blank(summaries, repeated)
 
 

@@ -17,7 +17,13 @@ before reading, workbooks' declared sizes and dimensions checked before they are
 from __future__ import annotations
 
 from txkit.files._grid import SPREADSHEET_SUFFIXES, Grid, read_grid
-from txkit.files._layout import HEADER_SEARCH, find_header, join_continuations, summary_runs
+from txkit.files._layout import (
+    HEADER_SEARCH,
+    find_header,
+    is_summary,
+    join_continuations,
+    summary_runs,
+)
 from txkit.files._limits import check_input, max_unzipped_bytes, read_input
 
 __all__ = [
@@ -26,6 +32,7 @@ __all__ = [
     "Grid",
     "check_input",
     "find_header",
+    "is_summary",
     "join_continuations",
     "max_unzipped_bytes",
     "read_grid",

@@ -16,7 +16,9 @@ next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.datafile`).
   entry with values missing: refused, never dropped). Only the runs of such rows right after
   the header and at the end of the data are skipped (each said, with its row); one in the
   middle of the data is read as a row and refused by the checks that follow, never dropped
-  silently. A row repeating the header (a page break) is skipped.
+  silently, but for the summary rows right before a row repeating the header (a page's
+  footer at a page break, as statements converted from PDF have them). A row repeating the
+  header (a page break) is skipped.
 * A continuation row holds text in the description column only: it is joined (with a space)
   to the description of the row above.
 """
@@ -103,6 +105,9 @@ def is_summary(
         first = filled[0][0]
         if continues is not None and at.get(continues) == first:
             return False
+        # "Page 2 of 5" alone, with no date: a page's footer, wherever it stands
+        if _SUMMARY.search(filled[0][1]) and incomplete:
+            return True
         if date is not None and at.get(date) == first:
             return not _date_like(cell(date))
         return names[first] not in required if first < len(names) else True

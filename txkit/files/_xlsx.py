@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, NamedTuple
 
 from lxml import etree
 
@@ -170,12 +170,27 @@ def _relations(book: zipfile.ZipFile, part: str) -> dict[str, str]:
     return out
 
 
-def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], bool]:
-    date1904 = False
+class _Book(NamedTuple):
+    """What the workbook part says about every sheet's values."""
+
+    date1904: bool = False
+    # calcPr fullCalcOnLoad: the saved values of formulas are not to be believed (xlsxwriter
+    # saves 0 and asks Excel to compute them on opening).
+    recalculate: bool = False
+
+
+def _true(element: etree._Element | None, attribute: str) -> bool:
+    return element is not None and element.get(attribute, "0").lower() in ("1", "true")
+
+
+def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str]], _Book]:
+    flags = _Book()
     if "xl/workbook.xml" in names:
         root = etree.fromstring(book.read("xl/workbook.xml"), _parser())
-        pr = root.find(f"{_NS}workbookPr")
-        date1904 = pr is not None and pr.get("date1904", "0").lower() in ("1", "true")
+        flags = _Book(
+            _true(root.find(f"{_NS}workbookPr"), "date1904"),
+            _true(root.find(f"{_NS}calcPr"), "fullCalcOnLoad"),
+        )
         rels = _relations(book, "xl/workbook.xml")
         listed = [
             (s.get("state", "visible") != "visible", s.get("name", "Sheet1"),
@@ -185,9 +200,9 @@ def _sheets(book: zipfile.ZipFile, names: set[str]) -> tuple[list[tuple[str, str
         # a hidden sheet (a macro's data, a lookup list) is read only when no visible one fits
         sheets = [(n, p) for _, n, p in sorted(listed, key=lambda s: s[0]) if p in names]
         if sheets:
-            return sheets, date1904
+            return sheets, flags
     parts = sorted(n for n in names if re.fullmatch(r"xl/worksheets/sheet[0-9]+\.xml", n))
-    return [(f"Sheet{i + 1}", p) for i, p in enumerate(parts)], date1904
+    return [(f"Sheet{i + 1}", p) for i, p in enumerate(parts)], flags
 
 
 def _format_of(code: str) -> _Format:
@@ -322,6 +337,12 @@ def shown_date(stored: str, date1904: bool) -> tuple[str, str | None]:
     if not 0 <= serial < 2_958_466:  # 9999-12-31
         return stored, f"holds {stored[:40]!r}, which is not a date"
     base = datetime(1904, 1, 1) if date1904 else datetime(1899, 12, 30)
+    if not date1904 and 1 <= serial < 61:
+        # Excel's 1900 system counts 1900-02-29, a day that never was (serial 60): the days
+        # before it are one later than a plain count from 1899-12-30.
+        if serial >= 60:
+            return stored, f"holds {stored[:40]!r}, the 1900-02-29 of Excel's leap-year bug"
+        base = datetime(1899, 12, 31)
     moment = base + timedelta(seconds=round(serial * 86_400))
     if serial < 1:
         return moment.strftime("%H:%M:%S"), None
@@ -375,7 +396,7 @@ def _read_book(
             what,
             "save it as 'Excel Workbook (.xlsx)' (or export CSV)",
         )
-    sheets, date1904 = _sheets(book, names)
+    sheets, flags = _sheets(book, names)
     if not sheets:
         raise _fail(path, "holds no worksheet", what)
     # every part that may be read, believed only as declared (zipfile holds each part to it)
@@ -389,7 +410,7 @@ def _read_book(
     for name, part in sheets:
         sheet = Sheet(name)
         with book.open(part) as stream:
-            _read_rows(path, stream, sheet, styles, shared, date1904, what)
+            _read_rows(path, stream, sheet, styles, shared, flags, what)
         if want is None or want(sheet):
             break
         first = first or sheet
@@ -419,7 +440,7 @@ def _read_rows(
     sheet: Sheet,
     styles: list[_Format],
     shared: list[str],
-    date1904: bool,
+    flags: _Book,
     what: str,
 ) -> None:
     events = etree.iterparse(
@@ -461,7 +482,7 @@ def _read_rows(
             else:
                 column = next_column
             next_column = column + 1
-            text, problem = _cell(cell, styles, shared, date1904)
+            text, problem = _cell(cell, styles, shared, flags)
             if text:
                 cells[column] = text
             if problem:
@@ -475,7 +496,7 @@ def _read_rows(
 
 
 def _cell(
-    cell: etree._Element, styles: list[_Format], shared: list[str], date1904: bool
+    cell: etree._Element, styles: list[_Format], shared: list[str], flags: _Book
 ) -> tuple[str, str | None]:
     kind = cell.get("t", "n")
     stored = inline = None
@@ -491,14 +512,21 @@ def _cell(
     if kind == "inlineStr":
         return (_text_of(inline) if inline is not None else "").strip(), None
     if stored is None:
+        if kind == "s":
+            return "", "refers to shared string without an index, which the workbook lacks"
         if formula:
             return "", "is a formula without a computed value (the workbook was never recalculated)"
         return "", None
+    if formula and flags.recalculate:
+        return "", (
+            f"is a formula whose saved value ({stored[:40]!r}) the workbook asks to recalculate "
+            "on opening (calcPr fullCalcOnLoad), so it is not believed"
+        )
     if kind == "s":
-        try:
-            return shared[int(stored)].strip(), None
-        except (ValueError, IndexError):
-            return "", f"refers to shared string {stored[:20]!r}, which the workbook lacks"
+        index = stored.strip()
+        if index.isdigit() and int(index) < len(shared):  # never -1: the last string
+            return shared[int(index)].strip(), None
+        return "", f"refers to shared string {stored[:20]!r}, which the workbook lacks"
     if kind in ("str", "e", "d"):
         return stored.strip(), None
     if kind == "b":
@@ -506,5 +534,5 @@ def _cell(
     style = cell.get("s")
     fmt = styles[int(style)] if style and style.isdigit() and int(style) < len(styles) else _GENERAL
     if fmt.kind == "date":
-        return shown_date(stored, date1904)
+        return shown_date(stored, flags.date1904)
     return shown_number(stored, fmt)

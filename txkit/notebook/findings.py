@@ -9,7 +9,7 @@ from __future__ import annotations
 import polars as pl
 
 from txkit.analysis.exception_lists import rate_text
-from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES
+from txkit.analysis.reconcile import AGREED_CATEGORIES, NEAR_MATCH_CATEGORIES, UNPAID_CATEGORIES
 from txkit.analysis.underpayments import COUNTED_STATUSES, SHORTFALL_NAMES
 from txkit.money import format_money, format_sums
 from txkit.notebook._close import settlement_findings, wallet_findings
@@ -50,13 +50,30 @@ def _largest_each(frame: pl.DataFrame, currency: str, ties: list[str]) -> list[d
     return list(rows.unique(currency, keep="first", maintain_order=True).iter_rows(named=True))
 
 
+def _match_rate(result: pl.DataFrame) -> list[str]:
+    """The share matched exactly, over the references reconciled: attempts never paid nor
+    ordered are outside it (there was nothing to reconcile), counted in a line of their own."""
+    unpaid = result.filter(pl.col("category").cast(pl.String).is_in(UNPAID_CATEGORIES)).height
+    total = result.height - unpaid
+    matched = result.filter(pl.col("category") == "matched").height
+    out = [
+        f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."
+        if total
+        else "No reference of this month was paid or ordered."
+    ]
+    if unpaid:
+        out.append(
+            f"{unpaid:,} payment attempt(s) never paid (failed, declined, abandoned or "
+            "expired) that no order expects: nothing at stake, not exceptions, outside the rate."
+        )
+    return out
+
+
 def reconcile_findings(result: pl.DataFrame, summary: pl.DataFrame) -> list[str]:
     """Findings of a reconciliation (``reconcile`` and ``reconcile_summary`` results)."""
-    total = result.height
-    if total == 0:
+    if result.height == 0:
         return ["Neither the export nor the orders hold a collection for this month."]
-    matched = result.filter(pl.col("category") == "matched").height
-    out = [f"{matched:,} of {total:,} references match exactly ({matched / total:.1%})."]
+    out = _match_rate(result)
     agreed = (
         result.filter(pl.col("category").cast(pl.String).is_in(NEAR_MATCH_CATEGORIES))
         .group_by(pl.col("category").cast(pl.String))

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from txkit.analysis.not_reported import not_reported_balances
-from txkit.analysis.reconcile import AGREED_CATEGORIES
+from txkit.analysis.reconcile import NOT_EXCEPTIONS
 from txkit.notebook._outputs import MIN_POINTS
 from txkit.schema import STATUSES
 
@@ -191,8 +191,9 @@ def plot_reconciliation(summary: pl.DataFrame) -> Figure:
     (matched, across a month's end, within tolerance) beside the others on their own linear
     scale, each bar with its count."""
     counts = summary.group_by("category").agg(pl.col("references").sum()).sort("category")
-    # Matched across a month's end or within the amount tolerance counts as matched.
-    agreed = pl.col("category").cast(pl.String).is_in(AGREED_CATEGORIES)
+    # Matched across a month's end or within the amount tolerance counts as matched; an
+    # attempt never paid nor ordered is no mismatch either (its own bar, on the left).
+    agreed = pl.col("category").cast(pl.String).is_in(NOT_EXCEPTIONS)
     matched = counts.filter(agreed)
     others = counts.filter(~agreed)
     fig, (left, right) = plt.subplots(
