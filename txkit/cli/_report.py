@@ -108,6 +108,12 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
         help="report a signed month again: a new revision beside the signed one, with why and "
         "what changed",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="execute every notebook, reusing none from the execution cache (data/cache/"
+        f"notebooks/; also {config.REPORT_CACHE_VAR}=0)",
+    )
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -179,6 +185,7 @@ def _run(args: argparse.Namespace) -> int:
         reopen=args.reopen,
         orders_columns=args.orders_columns,
         on_note=print,
+        cache=not args.no_cache,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"
