@@ -62,16 +62,17 @@ def _files(paths: list[Path]) -> dict[str, str | None]:
 
 def _register_digest(store: str | Path, month: str) -> str | None:
     """The exception register's events as a digest, without what this month's own report runs
-    recorded (``reported``, ``seen``: the report being built replaces them in the view its
-    notebook reads) and without each event's run id and time (an event recorded again the
-    same is the same state). An explanation, a signature, another month's report or a
-    carried-over item changes it."""
+    recorded (``reported``, ``seen``, the earlier months' items they carried over: the report
+    being built records them again, and its notebook reads the register with them) and without
+    each event's run id and time (an event recorded again the same is the same state). An
+    explanation, a signature or another month's report changes it."""
     import polars as pl
 
     events, version = read_events(store)
     if version is None:
         return None
-    own = (pl.col("month") == month) & pl.col("event").is_in(["reported", "seen"])
+    runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == month))["run"]
+    own = pl.col("run").is_in(runs.implode()).fill_null(False)  # an explanation has no run
     kept = events.filter(~own).drop("run", "at").unique()
     kept = kept.sort(kept.columns, nulls_last=True)
     return xxhash.xxh3_128_hexdigest(kept.write_csv().encode())
@@ -156,6 +157,13 @@ def notebook_inputs(
     return inputs
 
 
+def _injected(notebook: Any) -> Any:
+    """The cell papermill injected the parameters in (None: no parameters given)."""
+    return next(
+        (c for c in notebook.cells if "injected-parameters" in c.metadata.get("tags", [])), None
+    )
+
+
 @dataclass(frozen=True)
 class Reuse:
     """A notebook's executed result taken from the cache: when it was executed, and in which
@@ -226,6 +234,10 @@ class NotebookCache:
             for relative, handle in bundle.artifacts:
                 (staging / relative).write_bytes(handle.read())
         data = record.data or {}
+        injected = _injected(executed_into)
+        if injected is not None and data.get("injected_id"):
+            # papermill draws the injected cell's id anew each run; the page shows it
+            injected["id"] = data["injected_id"]
         return Reuse(str(data.get("executed", "?")), str(data.get("report", "?")))
 
     def store(self, key: Any, executed: Any, artifacts: list[Path], *, report: str) -> None:
@@ -240,12 +252,17 @@ class NotebookCache:
             into.outputs = cell.outputs
             into.execution_count = cell.execution_count
         when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        injected = _injected(executed)
         folder = artifacts[0].parent if artifacts else Path(".")
         bundle = CacheBundleIn(
             kept,
             report,
             artifacts=NbArtifacts([str(p) for p in artifacts], in_folder=folder),
-            data={"executed": when, "report": report},
+            data={
+                "executed": when,
+                "report": report,
+                "injected_id": None if injected is None else injected.get("id"),
+            },
         )
         with self._lock:
             self._cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
