@@ -60,7 +60,7 @@ def _files(paths: list[Path]) -> dict[str, str | None]:
     return {path.name: _digest(path) for path in sorted(paths)}
 
 
-def _register_digest(store: str | Path, month: str) -> str | None:
+def _register_digest(store: str | Path, month: str) -> str:
     """The exception register's events as a digest, without what this month's own report runs
     recorded (``reported``, ``seen``, the earlier months' items they carried over: the report
     being built records them again, and its notebook reads the register with them) and without
@@ -68,9 +68,7 @@ def _register_digest(store: str | Path, month: str) -> str | None:
     explanation, a signature or another month's report changes it."""
     import polars as pl
 
-    events, version = read_events(store)
-    if version is None:
-        return None
+    events, _ = read_events(store)  # none yet: no event, as after this month's runs alone
     runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == month))["run"]
     own = pl.col("run").is_in(runs.implode()).fill_null(False)  # an explanation has no run
     kept = events.filter(~own).drop("run", "at").unique()
