@@ -56,8 +56,10 @@ def _digest(path: Path) -> str | None:
     return hasher.hexdigest()
 
 
-def _files(paths: list[Path]) -> dict[str, str | None]:
-    return {path.name: _digest(path) for path in sorted(paths)}
+def _files(paths: list[Path], *, by_name: bool = False) -> dict[str, str | None]:
+    """Each file's digest by its path (two statements of one name in two folders are two),
+    or by its name (the staging folder's own files: that folder differs every run)."""
+    return {(p.name if by_name else str(p)): _digest(p) for p in sorted(paths)}
 
 
 def _register_digest(store: str | Path, month: str) -> str:
@@ -122,9 +124,10 @@ def notebook_inputs(
     """What ``notebook`` reads besides its code and parameters, as digests: txkit's version,
     the store's table (id and version), the orders file and ``txkit.toml`` (notebooks with an
     ``orders`` parameter), the bank statements and ``txkit.toml`` (``bank_statements``), the
-    register's version and ``materiality.toml`` (:func:`reads_register`), the other months'
-    reports (every notebook with ``downloads``: their open items), and for a notebook run after
-    the others (metadata ``txkit.after_others``) the lists they wrote in ``staging``."""
+    register's events (:func:`_register_digest`) and ``materiality.toml``
+    (:func:`reads_register`), the other months' reports (every notebook with ``downloads``:
+    their open items), and for a notebook run after the others (metadata
+    ``txkit.after_others``) the lists they wrote in ``staging``."""
     inputs: dict[str, Any] = {
         "txkit": txkit.__version__,
         "table": [manifest.table_id, manifest.table_version],
@@ -150,7 +153,7 @@ def notebook_inputs(
     if "downloads" in declared:
         inputs["reports"] = _other_reports(out, plan.month)
         if _after_others(notebook):
-            items = _files(list(staging.glob(f"*{ITEMS_SUFFIX}")))
+            items = _files(list(staging.glob(f"*{ITEMS_SUFFIX}")), by_name=True)
             inputs["this report"] = {"lists": _lists(staging), "items": items}
     return inputs
 
