@@ -150,18 +150,25 @@ def test_no_cache_and_a_reopened_month_execute_everything(
     books = small_notebooks(tmp_path / "books")
     every = {"01_small"}
 
-    def report(*extra: str, env: dict[str, str] | None = None) -> str:
+    def report(*extra: str, env: dict[str, str] | None = None, stderr: str = "") -> str:
         done = invoke_cli(
             "report", "--month", REPORT_MONTH, "--notebooks", str(books), *extra,
             cwd=tmp_path, env=env,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
+        assert stderr in done.stderr
         return done.stdout
 
     assert _executed(report(), every) == every
     assert _executed(report(), every) == set()
     assert _executed(report("--no-cache"), every) == every
     assert _executed(report(env={"TXKIT_REPORT_CACHE": "0"}), every) == every
+    # A damaged cache costs an execution and a warning, never the report.
+    (tmp_path / "data/cache/notebooks/global.db").write_bytes(b"not a database" * 100)
+    damaged = "txkit: WARNING: execution cache data/cache/notebooks not read ("
+    assert _executed(report(stderr=damaged), every) == every
+    shutil.rmtree(tmp_path / "data/cache")
+    assert _executed(report(), every) == every
     for role, name, login in (("preparer", "Ada", "ada"), ("reviewer", "Eve", "eve")):
         signed = invoke_cli(
             "report", "sign", "--month", REPORT_MONTH, "--role", role, "--name", name,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,10 +28,13 @@ import xxhash
 import txkit
 from txkit import config
 from txkit.analysis.columns import SETTINGS_FILE, project_folder
+from txkit.errors import one_line
 from txkit.notebook import read_downloads, sandbox_statements
 from txkit.register import CONFIG_FILE, ITEMS_SUFFIX, read_events
 from txkit.report._plan import ReportPlan
 from txkit.store import MonthManifest
+
+log = logging.getLogger("txkit")
 
 __all__ = ["NotebookCache", "Reuse", "cache_folder", "notebook_inputs", "reads_register"]
 
@@ -187,6 +191,7 @@ class NotebookCache:
     def __init__(self, folder: Path) -> None:
         from jupyter_cache import get_cache
 
+        self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self._cache = get_cache(folder)
         self._lock = threading.Lock()
@@ -218,7 +223,15 @@ class NotebookCache:
     def lookup(self, key: Any, executed_into: Any, staging: Path) -> Reuse | None:
         """The cached executed notebook matching ``key``: its outputs are copied into
         ``executed_into`` (the parameterised notebook, code cell by code cell) and its
-        downloads into ``staging``; None when nothing matches."""
+        downloads into ``staging``; None when nothing matches, or when the cache cannot be
+        read (a warning says why: the notebook is executed)."""
+        try:
+            return self._lookup(key, executed_into, staging)
+        except Exception as exc:  # a cache that fails costs an execution, never the report
+            log.warning("execution cache %s not read (%s): executing", self.folder, one_line(exc))
+            return None
+
+    def _lookup(self, key: Any, executed_into: Any, staging: Path) -> Reuse | None:
         with self._lock:
             try:
                 record = self._cache.match_cache_notebook(key)
@@ -243,7 +256,13 @@ class NotebookCache:
 
     def store(self, key: Any, executed: Any, artifacts: list[Path], *, report: str) -> None:
         """Keep ``executed``'s outputs under ``key`` with its downloads (``artifacts``, in the
-        staging folder)."""
+        staging folder); a cache that cannot be written is a warning (the report goes on)."""
+        try:
+            self._store(key, executed, artifacts, report=report)
+        except Exception as exc:
+            log.warning("execution cache %s not written (%s)", self.folder, one_line(exc))
+
+    def _store(self, key: Any, executed: Any, artifacts: list[Path], *, report: str) -> None:
         from jupyter_cache.base import CacheBundleIn
         from jupyter_cache.cache.main import NbArtifacts
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from txkit.errors import NotebookFailedError
+from txkit.errors import NotebookFailedError, one_line
 from txkit.notebook import read_downloads
 from txkit.report._cache import NotebookCache, Reuse, cache_folder, notebook_inputs
 from txkit.report._html import Section, page_html, summary_of, title_of
@@ -24,6 +25,8 @@ from txkit.report._kernels import (
 from txkit.report._lanes import Lane, run_in_lanes
 from txkit.report._plan import ReportPlan, resolved_store
 from txkit.store import MonthManifest
+
+log = logging.getLogger("txkit")
 
 __all__ = ["Executed", "execute_notebook", "run_notebooks"]
 
@@ -186,7 +189,12 @@ def run_notebooks(
     """
     from tqdm.auto import tqdm
 
-    store = NotebookCache(cache_folder()) if cache and out is not None else None
+    store = None
+    if cache and out is not None:
+        try:
+            store = NotebookCache(cache_folder())
+        except OSError as exc:  # an unwritable data folder: every notebook is executed
+            log.warning("execution cache %s not used (%s)", cache_folder(), one_line(exc))
 
     parameters = _parameters(plan, manifest, staging)
     bar = tqdm(
