@@ -51,10 +51,13 @@ out.as_run()
 
 # %% [markdown]
 # ## Volumes by type and currency, then the status mix
-# Counts, amounts, fees and taxes are exact sums of the export's decimals (all statuses).
+# Counts and amounts are exact sums of the export's decimals (all statuses). Fees and taxes are
+# below, of the successful records only, as the close summary counts them (a failed record's
+# fee is never charged).
 
 # %%
-display_table(overview.volume_summary(df, by=("transType", "toCurrency")), show_pii=show_pii)
+volumes = overview.volume_summary(df, by=("transType", "toCurrency")).drop("fees", "taxes")
+display_table(volumes, show_pii=show_pii)
 
 # %%
 mix = overview.status_mix(df)
@@ -83,7 +86,8 @@ plot_daily_volume(daily, currency=currency);
 
 # %% [markdown]
 # ## Fees and taxes
-# `fee_rate` is fees over amount, `tax_rate` taxes over fees (VAT is usually 7.5% of the fee).
+# Of the successful records (the close summary's fees and tax, per currency). `fee_rate` is
+# fees over amount, `tax_rate` taxes over fees (VAT is usually 7.5% of the fee).
 
 # %%
 display_table(overview.fee_summary(df), show_pii=show_pii)

@@ -25,7 +25,8 @@
 # **Assumptions:**
 # * a month is the UTC calendar month of `createdAt` (the store's `month` partition);
 # * volume is the successful records' `toAmount`: money in = collections and conversions into
-#   the currency, money out = transfers and settlements; the fee rate divides the fees of
+#   the currency, money out = transfers, settlements and conversions out of the currency (their
+#   `fromAmount`), as on the index and the close summary; the fee rate divides the fees of
 #   successful records by that volume;
 # * the underpayment rate divides successful underpayments by successful collections, the
 #   shortfall is expected − paid over them (exact decimals);

@@ -79,7 +79,7 @@ out.as_run()
 wallets = wallet_statement(df, month=month, history=history)
 for (currency,), block in wallet_statement_lines(wallets).group_by("currency", maintain_order=True):
     out.markdown(f"**{currency}**")
-    out.table(block.select("line", "amount", "currency"), rows=20)
+    out.table(block.select("line", "amount"), rows=20)  # the currency is the heading
 out.markdown(wallet_differences_line(wallets))
 out.download(wallets, "wallet_statement", title="Wallet statement",
              headlines=wallet_headlines(wallets))
@@ -134,5 +134,6 @@ if settlements is not None:
 # %%
 out.what_to_look_at(
     [*wallet_findings(wallets),
-     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement)]
+     *settlement_findings(settlements if settlements is not None else pl.DataFrame(), statement,
+                         month=month)]
 )

@@ -439,3 +439,39 @@ def column_widths(sheet: Any) -> list[float]:
         for index in range(dim.min or 1, (dim.max or dim.min or 1) + 1):
             widths[index] = dim.width or 0
     return [widths.get(index, 0) for index in range(1, sheet.max_column + 1)]
+
+
+@dataclass(frozen=True)
+class Signers:
+    """Signing keys made by ``ssh-keygen -t ed25519`` in a test, and the ``allowed_signers``
+    that lists some of them: ``keys`` by name (a private key's path; its ``.pub`` beside)."""
+
+    allowed: Path
+    keys: dict[str, Path]
+
+    def key(self, name: str) -> Path:
+        return self.keys[name]
+
+
+def ssh_key(folder: Path, name: str, passphrase: str = "") -> Path:
+    """A new OpenSSH ed25519 private key made by ``ssh-keygen`` (``.pub`` beside it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"id_{len(list(folder.glob('id_*.pub')))}"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", name, "-f",
+                    str(path)], check=True, capture_output=True)  # fmt: skip
+    return path
+
+
+def allowed_line(name: str, key: Path) -> str:
+    """``"name" namespaces="txkit" ssh-ed25519 AAAA...`` for ``key``'s public half."""
+    kind, blob = (key.with_name(key.name + ".pub")).read_text().split()[:2]
+    return f'"{name}" namespaces="txkit" {kind} {blob}\n'
+
+
+def make_signers(folder: Path, allowed: list[str], others: tuple[str, ...] = ()) -> Signers:
+    """A key per name (``ssh-keygen``); ``allowed_signers`` in ``folder`` lists ``allowed``
+    only (``others`` have keys the file does not list)."""
+    keys = {name: ssh_key(folder / "keys", name) for name in (*allowed, *others)}
+    path = folder / "allowed_signers"
+    path.write_text("".join(allowed_line(name, keys[name]) for name in allowed))
+    return Signers(path, keys)

@@ -98,6 +98,8 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_STORE_KEEP_DAYS",
         "TXKIT_REPORT_CACHE",
         "TXKIT_MAX_INPUT_MB",
+        "TXKIT_PDF_PASSWORD",
+        "TXKIT_KEY_PASSPHRASE",
     } == set(config.VARIABLES)
 
 

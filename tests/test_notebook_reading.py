@@ -94,9 +94,14 @@ def test_a_wide_table_says_it_scrolls_and_a_narrow_one_does_not() -> None:
     # 01's last table: nine columns, e-mails and ids, wider than the notebook.
     wide = pl.DataFrame({f"column_{i}": ["x" * 20] for i in range(8)})
     assert format_table(wide).width() > WIDE
-    assert "8 columns, the first ones identify each row: scroll sideways" in (
-        format_table(wide)._repr_html_()
-    )
+    shown = format_table(wide)._repr_html_()
+    assert "8 columns, the first ones identify each row" in shown
+    # Issue 47, Why 8 (cosmetic): "scroll sideways" was printed on paper.
+    assert '<span class="txkit-screen-only">: scroll sideways for the rest</span>' in shown
+    from txkit.report._html import PAGE_CSS
+
+    printed = PAGE_CSS[PAGE_CSS.index("@media print") :]
+    assert ".txkit-screen-only{display:none}" in printed.replace(".txkit-nav,", "")
     narrow = pl.DataFrame({f"c{i}": [1] for i in range(12)})  # many, but narrow
     assert "scroll sideways" not in format_table(narrow)._repr_html_()
 

@@ -16,7 +16,13 @@ import nbformat
 import polars as pl
 import pytest
 
-from tests.factories import cli_env, invoke_cli_all_stderr, small_notebooks
+from tests.factories import (
+    Signers,
+    cli_env,
+    invoke_cli_all_stderr,
+    make_signers,
+    small_notebooks,
+)
 from txkit.register import read_events
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
@@ -67,10 +73,21 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 
 
+_KEYS: dict[Path, Signers] = {}
+
+
+def _key(workdir: Path, name: str) -> Path:
+    """``name``'s key (ssh-keygen); the project's allowed_signers (in ``workdir``) lists Ada
+    Obi and Eve Ito."""
+    if workdir not in _KEYS:
+        _KEYS[workdir] = make_signers(workdir, ["Ada Obi", "Eve Ito"])
+    return _KEYS[workdir].key(name)
+
+
 def _sign(workdir: Path, role: str, name: str, login: str) -> subprocess.CompletedProcess[str]:
-    return invoke_cli_all_stderr("report", "sign", "--month", MONTH, "--role", role, "--name",
-                                 name, "--store", str(workdir / "store"), cwd=workdir,
-                                 env={"LOGNAME": login})  # fmt: skip
+    return invoke_cli_all_stderr("report", "sign", "--month", MONTH, "--role", role, "--key",
+                                 str(_key(workdir, name)), "--store", str(workdir / "store"),
+                                 cwd=workdir, env={"LOGNAME": login})  # fmt: skip
 
 
 def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path) -> None:
@@ -93,7 +110,8 @@ def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path
         "import contextlib, sys\n"
         "import txkit.register._sign as s\n"
         "s.month_lock = lambda *a, **k: contextlib.nullcontext()\n"
-        f"s.sign_report('reports', '{MONTH}', role='reviewer', name='Eve Ito', store='store')\n"
+        f"s.sign_report('reports', '{MONTH}', role='reviewer', "
+        f"key={str(_key(tmp_path, 'Eve Ito'))!r}, store='store')\n"
     )
     elsewhere = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
                                text=True, env=cli_env({"LOGNAME": "eve"}))  # fmt: skip
@@ -101,12 +119,19 @@ def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, out + err
     assert f"{MONTH} is locked" in err and "--reopen" in err
-    assert _files(tmp_path / "reports" / MONTH).keys() == signed_pack.keys()
+    # The pack is the one signed, with the reviewer's signature added to its signatures/.
+    now = _files(tmp_path / "reports" / MONTH)
+    assert now.keys() - signed_pack.keys() == {"signatures/reviewer.txt", "signatures/reviewer.sig"}
+    assert all(
+        now[n] == data
+        for n, data in signed_pack.items()
+        if n not in ("report.json", "index.html", "00_close_summary.html")
+    )
     assert _runs(tmp_path) == 1  # the refused report left no event
     verified = invoke_cli_all_stderr("report", "verify", "--month", MONTH, "--store",
                                      str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
     assert verified.returncode == 0, verified.stdout + verified.stderr
-    assert "locked, signed by preparer Ada Obi (login ada)" in verified.stdout
+    assert "locked, signed by preparer Ada Obi (key SHA256:" in verified.stdout
 
 
 def test_a_failed_or_killed_report_leaves_no_register_event(tmp_path: Path) -> None:

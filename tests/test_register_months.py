@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tests.factories import invoke_cli, run_cli
+from tests.factories import invoke_cli, make_signers, run_cli
 from txkit.calendar import previous_months
 from txkit.register import read_events, register_view
 from txkit.register._sign import report_digest, signed_versions
@@ -133,9 +133,11 @@ def _build(workdir: Path) -> dict[str, object]:
                 "--note", EXPLAINED_NOTE, "--by", "Ada Obi", cwd=workdir,
             )  # fmt: skip
             assert note.returncode == 0, note.stderr
-    for role, name, login in (("preparer", "Ada Obi", "ada"), ("reviewer", "Eve Ito", "eve")):
-        signed = invoke_cli("report", "sign", "--month", MONTHS[-1], "--role", role, "--name", name,
-                            cwd=workdir, env={"LOGNAME": login})  # fmt: skip
+    # The project's allowed_signers (workdir/allowed_signers, the default) lists both keys.
+    keys = make_signers(workdir, ["Ada Obi", "Eve Ito"])
+    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
+        signed = invoke_cli("report", "sign", "--month", MONTHS[-1], "--role", role, "--key",
+                            str(keys.key(name)), cwd=workdir)  # fmt: skip
         assert signed.returncode == 0, signed.stderr
     signed_files = _digests(workdir / "reports" / MONTHS[-1])
 
@@ -154,7 +156,7 @@ def _build(workdir: Path) -> dict[str, object]:
     began = time.perf_counter()
     reopened = _run(
         workdir, "report", "--month", MONTHS[-1], "--orders", str(orders),
-        "--reopen", "the orders file was missing an order",
+        "--reopen", "the orders file was missing an order", "--key", str(keys.key("Ada Obi")),
     )  # fmt: skip
     seconds["reopen"] = time.perf_counter() - began
     assert reopened.returncode == 0, reopened.stderr
@@ -345,8 +347,11 @@ def test_the_signed_month_is_refused_and_its_reopened_revision_names_the_change(
     verified = invoke_cli("report", "verify", "--month", month, cwd=months.workdir)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert "revision 1 (2026-10): verified, " in verified.stdout
-    assert "(locked, signed by preparer Ada Obi (login ada)" in verified.stdout
-    assert "revision 2 (2026-10.r2): verified, " in verified.stdout
+    assert "(locked, signed by preparer Ada Obi (key SHA256:" in verified.stdout
+    assert (
+        "revision 2 (2026-10.r2), reopened by Ada Obi (the orders file was missing an "
+        "order): verified, " in verified.stdout
+    )
     assert signed_versions(months.store) == {doc["table_version"]}
     revision = months.report(f"{month}.r2")
     rdoc = json.loads((revision / "report.json").read_text())["revision"]

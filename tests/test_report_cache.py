@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import REPORT_MONTH, SessionReport, invoke_cli, small_notebooks
+from tests.factories import (
+    REPORT_MONTH,
+    SessionReport,
+    invoke_cli,
+    make_signers,
+    small_notebooks,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
@@ -169,11 +175,13 @@ def test_no_cache_and_a_reopened_month_execute_everything(
     assert _executed(report(stderr=damaged), every) == every
     shutil.rmtree(tmp_path / "data/cache")
     assert _executed(report(), every) == every
-    for role, name, login in (("preparer", "Ada", "ada"), ("reviewer", "Eve", "eve")):
+    signers = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])  # allowed_signers in the project
+    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
         signed = invoke_cli(
-            "report", "sign", "--month", REPORT_MONTH, "--role", role, "--name", name,
-            cwd=tmp_path, env={"LOGNAME": login},
+            "report", "sign", "--month", REPORT_MONTH, "--role", role, "--key",
+            str(signers.key(name)), cwd=tmp_path,
         )  # fmt: skip
         assert signed.returncode == 0, signed.stderr
     # A revision of a signed month is executed afresh: nothing reused across revisions.
-    assert _executed(report("--reopen", "a late refund"), every) == every
+    reopened = report("--reopen", "a late refund", "--key", str(signers.key("Ada Obi")))
+    assert _executed(reopened, every) == every

@@ -308,10 +308,11 @@ def test_run_report_reads_as_named_steps_of_at_most_80_lines() -> None:
 
     long = {name: n for name, node in functions.items() if (n := code_lines(node)) > 80}
     assert long == {}
-    # `run` holds the month (issue 34's lock), `_run` takes the steps once it is held.
+    # `run` holds the month (issue 34's lock), `_run` takes the steps once it is held, and
+    # `_render` those that read the store's version under its lease (issue 48).
     called = {
         n.func.id
-        for name in ("run", "_run")
+        for name in ("run", "_run", "_render")
         for n in ast.walk(functions[name])
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }

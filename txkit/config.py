@@ -20,6 +20,8 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
 ``TXKIT_REPORT_CACHE``      ``0`` makes ``txkit report`` execute every notebook (no reuse)
+``TXKIT_PDF_PASSWORD``      the password of a password-protected PDF bank statement
+``TXKIT_KEY_PASSPHRASE``    the passphrase of an encrypted signing key (``txkit report sign``)
 =========================== ==============================================================
 
 The base URL and the key come from the environment, else a ``.env`` file in the project
@@ -42,19 +44,24 @@ import io
 import logging
 import os
 import re
-import tomllib
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import platformdirs
 
 from txkit._scrub import watch_secret_variable
+from txkit._settings_files import (
+    MAX_SETTINGS_DEPTH,
+    MAX_SETTINGS_FILE_BYTES,
+    read_settings_bytes,
+    read_settings_toml,
+)
 from txkit.errors import ConfigError
 
 __all__ = [
+    "ALLOWED_SIGNERS",
     "BACKOFF_BASE_VAR",
     "BANK_COLUMNS_VAR",
     "BASE_URL_VAR",
@@ -62,6 +69,7 @@ __all__ = [
     "DATA_DIR_VAR",
     "DEADLINE_VAR",
     "HISTORY_MONTHS",
+    "KEY_PASSPHRASE_VAR",
     "LOOKBACK_DAYS",
     "MARGIN_DAYS",
     "MAX_BODY_VAR",
@@ -90,6 +98,7 @@ __all__ = [
     "SandboxSettings",
     "Setting",
     "SettingValue",
+    "allowed_signers_path",
     "backoff_base_setting",
     "bank_columns_setting",
     "cache_dir",
@@ -98,6 +107,7 @@ __all__ = [
     "data_dir",
     "default_store",
     "key_configured",
+    "key_passphrase",
     "load_dotenv_values",
     "max_input_bytes",
     "max_retries_setting",
@@ -157,16 +167,17 @@ STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
 #: ``0`` turns off the report's execution cache (``txkit report --no-cache``).
 REPORT_CACHE_VAR = "TXKIT_REPORT_CACHE"
+#: The password of a password-protected PDF bank statement (the environment only, never a
+#: flag: a flag's value stays in the shell's history and in the process list).
+PDF_PASSWORD_VAR = "TXKIT_PDF_PASSWORD"
+#: The passphrase of an encrypted signing key (``txkit report sign --key``; scrubbed).
+KEY_PASSPHRASE_VAR = "TXKIT_KEY_PASSPHRASE"
 # The key's value is scrubbed from every text that leaves txkit, even when no Client read it.
 watch_secret_variable(SECRET_KEY_VAR)
+watch_secret_variable(KEY_PASSPHRASE_VAR)
 
 #: The most characters a ``TXKIT_*`` number is read from: every accepted value fits.
 MAX_NUMBER_CHARS = 32
-#: The largest settings file read (``.env``, ``txkit.toml``, ``materiality.toml``), in bytes:
-#: a few lines each, so a larger one is not a settings file (a 300 MB ``.env`` cost 60 s).
-MAX_SETTINGS_FILE_BYTES = 1 << 20
-#: The deepest nesting of arrays and tables read from a TOML settings file (the files use two).
-MAX_SETTINGS_DEPTH = 16
 
 #: The default of ``TXKIT_MAX_INPUT_MB``.
 MAX_INPUT_MB = 256
@@ -262,6 +273,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
     Setting(MAX_INPUT_VAR, float, MAX_INPUT_MB, 1, 1_000_000, "MB", dotenv=True),
+    Setting(PDF_PASSWORD_VAR, str),
+    Setting(KEY_PASSPHRASE_VAR, str),  # scrubbed; never from .env (a key's secret)
 )
 _BY_VAR = {setting.var: setting for setting in SETTINGS}
 #: Every variable txkit reads.
@@ -277,6 +290,13 @@ def setting_value(
         ConfigError: see :meth:`Setting.get`.
     """
     return _BY_VAR[var].get(env_file)
+
+
+def key_passphrase() -> str | None:
+    """``TXKIT_KEY_PASSPHRASE``: an encrypted signing key's passphrase (the environment only;
+    a ``.env`` file would keep it beside the key)."""
+    value = setting_value(KEY_PASSPHRASE_VAR, None)
+    return str(value) if value else None
 
 
 def max_input_bytes(env_file: str | os.PathLike[str] | None = ".env") -> int:
@@ -321,6 +341,13 @@ def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> st
     separated by commas; None when unset."""
     value = setting_value(BANK_COLUMNS_VAR, env_file)
     return None if value is None else str(value)
+
+
+def pdf_password_setting() -> str | None:
+    """``TXKIT_PDF_PASSWORD``: the password of a password-protected PDF bank statement, taken
+    as written (from the environment only); None when unset or empty."""
+    value = setting_value(PDF_PASSWORD_VAR)
+    return str(value) if value else None
 
 
 def orders_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:
@@ -386,79 +413,6 @@ def load_dotenv_values(path: str | os.PathLike[str] = ".env") -> dict[str, str]:
     values = {k: v for k, v in parsed.items() if v is not None}
     _dotenv_cache[cache_key] = values
     return dict(values)
-
-
-def read_settings_bytes(path: Path, form: str) -> bytes:
-    """The bytes of a settings file, read within :data:`MAX_SETTINGS_FILE_BYTES` (checked
-    before reading, and while reading: the file may grow meanwhile).
-
-    Args:
-        path: the file.
-        form: what the file holds, for the error (``a few lines of NAME=value``).
-
-    Raises:
-        ConfigError: the file cannot be read, or is larger than the bound (naming both).
-    """
-    limit = MAX_SETTINGS_FILE_BYTES
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            raw = handle.read(limit + 1) if size <= limit else b""
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if size > limit or len(raw) > limit:
-        raise ConfigError(
-            f"{path.absolute()} is {max(size, len(raw)):,} bytes, more than a settings file "
-            f"holds (at most {limit:,} bytes of {form}): is it the right file?"
-        )
-    return raw
-
-
-def read_settings_toml(path: Path, form: str) -> dict[str, Any]:
-    """A TOML settings file (``txkit.toml``, ``materiality.toml``), read within bounds: at
-    most :data:`MAX_SETTINGS_FILE_BYTES`, UTF-8, TOML, nested at most
-    :data:`MAX_SETTINGS_DEPTH` deep (tomllib recurses once per level: a deeper file ended as
-    a ``RecursionError`` blamed on the service).
-
-    Args:
-        path: the file.
-        form: what it holds, for the errors (``[orders] and [bank] tables of key = "value"``).
-
-    Raises:
-        ConfigError: one line naming the file, what is wrong and the accepted form.
-    """
-    raw = read_settings_bytes(path, form)
-    path = path.absolute()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path} is not UTF-8 text (line {line}): save it as UTF-8") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML ({exc}): fix it or delete it") from None
-    except RecursionError:
-        doc = None
-    if doc is None or _depth(doc) > MAX_SETTINGS_DEPTH:
-        raise ConfigError(
-            f"{path} nests arrays or tables more than {MAX_SETTINGS_DEPTH} deep: it holds {form}"
-        )
-    return doc
-
-
-def _depth(doc: object) -> int:
-    """How many arrays and tables deep ``doc`` nests below the document, counted without
-    recursion (``a = [[1]]``: 2)."""
-    deepest, todo = 0, [(doc, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if not isinstance(item, dict | list):
-            continue
-        children = item.values() if isinstance(item, dict) else item
-        deepest = max(deepest, depth)
-        if depth > MAX_SETTINGS_DEPTH:  # refused anyway: stop walking
-            break
-        todo.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def read_setting(
@@ -645,6 +599,16 @@ def not_found(path: str | os.PathLike[str]) -> str:
     project = project_dir().absolute()
     what = ", the project folder" if folder == project else ""
     return f"looked in {folder}{what}"
+
+
+#: Who may sign a month's pack: OpenSSH's allowed-signers format, in the project folder.
+ALLOWED_SIGNERS = "allowed_signers"
+
+
+def allowed_signers_path() -> Path:
+    """The project's ``allowed_signers`` file (:func:`project_dir`): one line per person who
+    may sign a pack, ``principal namespaces="txkit" ssh-ed25519 AAAA...``."""
+    return project_dir() / ALLOWED_SIGNERS
 
 
 def reports_dir() -> Path:

@@ -14,6 +14,10 @@ headline uses.
   (exact: +0.63339)``, half up; an amount in whole cents is written once, and so is one in a
   currency whose unit is finer than a cent (USDT's micro-units). Stated, never a silent
   rounding.
+* **Rounded only to the currency's minor units, half up** (:func:`minor_units`,
+  :func:`in_minor_units`): where an amount computed to a fraction of a cent (a fee rule's
+  expected fee) becomes money someone is owed, as a fee mismatch's amount at stake; the
+  same rule ``to_cent`` writes.
 * **A missing amount is never 0:** it reads ``unknown`` (``unknown NGN``); a sentence that has
   nothing to say about it leaves it out instead.
 * **Sums per currency, never across currencies** (:func:`money_sums`, :func:`format_sums`),
@@ -26,24 +30,45 @@ Rates and percentages are not money: they keep their own formats.
 
 from __future__ import annotations
 
+import decimal
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
 
 import polars as pl
 
 __all__ = [
+    "DECIMAL_DIGITS",
     "FINER_THAN_CENTS",
     "UNKNOWN",
     "format_money",
     "format_sums",
+    "in_minor_units",
+    "minor_units",
     "money_sums",
     "sum_in_currency",
+    "wide_decimal_context",
 ]
 
 UNKNOWN: Final = "unknown"
 #: Currencies whose smallest unit is finer than a cent: ``to_cent`` leaves their digits alone.
 FINER_THAN_CENTS: Final = frozenset({"USDT", "USDC"})
 _CENTS: Final = Decimal("0.01")
+#: Significant digits of Decimal arithmetic once txkit is imported: a money column holds at
+#: most 38 (``Decimal(38, scale)``, :mod:`txkit.schema`); Python's default 28 rounded a sum of
+#: 299 amounts of 99999999999999999999.999999 USDT and refused to write 10^26 NGN to the cent
+#: (``InvalidOperation``). 80 holds the sum of any number of such amounts, or a product of two.
+DECIMAL_DIGITS: Final = 80
+
+
+def wide_decimal_context() -> None:
+    """Widen this thread's Decimal context and the default of threads started later to
+    :data:`DECIMAL_DIGITS` (never narrowed): every amount the schema accepts is exact in sums
+    and in writing. Called when :mod:`txkit.money` is imported (every txkit entry point)."""
+    for context in (decimal.getcontext(), decimal.DefaultContext):
+        context.prec = max(context.prec, DECIMAL_DIGITS)
+
+
+wide_decimal_context()
 
 
 def _digits(amount: Decimal) -> Decimal:
@@ -52,6 +77,26 @@ def _digits(amount: Decimal) -> Decimal:
         return amount.quantize(_CENTS)
     trimmed = amount.normalize()
     return trimmed if trimmed.as_tuple().exponent < -2 else amount.quantize(_CENTS)
+
+
+def minor_units(value: Decimal, currency: str | None) -> Decimal:
+    """``value`` in the currency's smallest unit: to the cent, half up (away from zero), except
+    a currency whose unit is finer than a cent (:data:`FINER_THAN_CENTS`), left as it is. The
+    one rounding rule of the package: a fee rule's fraction of a cent is never money anyone
+    can be owed or pay."""
+    if currency in FINER_THAN_CENTS or value.as_tuple().exponent >= -2:
+        return value
+    return value.quantize(_CENTS, rounding=ROUND_HALF_UP)
+
+
+def in_minor_units(amount: pl.Expr, currency: pl.Expr) -> pl.Expr:
+    """:func:`minor_units` for a column of amounts and a column of their currencies (polars'
+    ``half_away_from_zero`` is ``ROUND_HALF_UP``); the column keeps its scale."""
+    return (
+        pl.when(currency.cast(pl.String).is_in(sorted(FINER_THAN_CENTS)))
+        .then(amount)
+        .otherwise(amount.round(2, mode="half_away_from_zero"))
+    )
 
 
 def format_money(
@@ -88,7 +133,7 @@ def format_money(
         sign = "+" if signed and amount > 0 else ""
         text = f"{sign}{exact:,}"
         if to_cent and exact.as_tuple().exponent < -2 and currency not in FINER_THAN_CENTS:
-            cents = exact.quantize(_CENTS, rounding=ROUND_HALF_UP)
+            cents = minor_units(exact, currency)
             shown = f"{'+' if signed and cents > 0 else ''}{abs(cents) if cents == 0 else cents:,}"
             named = f"{shown} {currency}" if currency else shown
             return f"{named} (exact: {text})"

@@ -223,7 +223,9 @@ def test_summary_by_category_and_currency() -> None:
     """Each side summed in its own currency (the orders' side of a currency mismatch or a
     duplicate in another currency on a row of its own currency); blank where no row has a
     value (nothing compared), never 0.00 (issue 33)."""
-    summary = reconcile_summary(reconcile(tx_frame(TRANSACTIONS), ORDERS))
+    summary = reconcile_summary(reconcile(tx_frame(TRANSACTIONS), ORDERS)).drop(
+        "export_amount_successful"  # its own test below
+    )
     expected = pl.DataFrame(
         [
             ("matched", "NGN", 1, "100.00", None, "100.00", "0.00", "0.00"),
@@ -639,3 +641,27 @@ def test_file_errors_pickle_and_never_hold_the_key(tmp_path: Path) -> None:
     again = pickle.loads(pickle.dumps(error))
     assert str(again) == str(error) and again.lines == (3, 4)
     assert str(error).endswith("o.csv, lines 3 and 4: bad; fix it")
+
+
+def test_matched_says_how_much_of_it_is_successful() -> None:
+    """Issue 47, Why 8.7: "matched" held failed and pending pairs (GHS 186,881.82 of which
+    159,705.00 successful) and could not be tied to money in."""
+    records = [
+        _collection("s1", "M1", "100.00"),
+        _collection("s2", "M2", "40.00", status="failed"),
+        _collection("s3", "M3", "60.00", status="pending"),
+    ]
+    orders = pl.DataFrame(
+        {
+            "reference": ["M1", "M2", "M3"],
+            "amount": ["100", "40", "60"],
+            "currency": ["NGN"] * 3,
+            "status": ["successful", "failed", "pending"],
+            "date": [date(2026, 1, 2)] * 3,
+        }
+    ).with_columns(pl.col("amount").cast(pl.Decimal(38, 2)))
+    summary = reconcile_summary(reconcile(tx_frame(records), orders))
+    matched = summary.filter(pl.col("category") == "matched").row(0, named=True)
+    assert matched["references"] == 3
+    assert matched["export_amount"] == Decimal("200.00")
+    assert matched["export_amount_successful"] == Decimal("100.00")

@@ -86,6 +86,8 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         One row per category and currency present (and per orders' currency where it is
         another, a currency mismatch), in the order of :data:`CATEGORIES` then currency:
         ``category``, ``currency``, ``references`` (count), ``export_amount``,
+        ``export_amount_successful`` (the export's amount of its successful records: what
+        money in counts; a pair agreeing on ``failed`` or ``pending`` is matched too),
         ``order_currency`` (only where the orders' is another currency than ``currency``),
         ``order_amount`` (in ``order_currency``, else ``currency``), ``difference`` and
         ``at_stake`` (:func:`at_stake`); each a sum over the rows that have one, blank where
@@ -105,6 +107,7 @@ def reconcile_summary(result: Frame) -> pl.DataFrame:
         .agg(
             pl.len().alias("references"),
             sum_in_currency("export_amount", "export_currency"),
+            sum_in_currency("export_amount_successful", "export_currency"),
             sum_in_currency("order_amount"),
             sum_in_currency("difference"),
             sum_in_currency("at_stake"),
@@ -130,6 +133,7 @@ _SUMMARY_COLUMNS: Final = (
     "currency",
     "references",
     "export_amount",
+    "export_amount_successful",
     "order_currency",
     "order_amount",
     "difference",
@@ -139,8 +143,17 @@ _SUMMARY_COLUMNS: Final = (
 
 def _summable(lf: pl.LazyFrame, scale: int) -> pl.LazyFrame:
     row_currency = pl.coalesce("export_currency", "order_currency").cast(pl.String)
+    names = lf.collect_schema().names()
+    # The successful records' side apart: a pair that agrees on "failed" or "pending" is
+    # matched too, and money in counts the successful ones only (issue 47, Why 8.7).
+    successful = (
+        pl.col("export_status").cast(pl.String) == "successful"
+        if "export_status" in names
+        else pl.lit(value=False)
+    )
     return lf.with_columns(
         money("export_amount", scale),
+        pl.when(successful).then(money("export_amount", scale)).alias("export_amount_successful"),
         money("order_amount", scale),
         money("difference", scale),
         at_stake(lf.collect_schema().names()).cast(pl.Decimal(38, scale)),

@@ -25,19 +25,25 @@ import polars as pl
 
 from txkit.analysis.reconcile import AGREED_CATEGORIES, at_stake
 from txkit.analysis.settlements import SETTLEMENT_EXCEPTIONS
+from txkit.money import in_minor_units
 
 __all__ = [
     "AT_STAKE",
     "LISTS",
+    "SUM_RULE_CATEGORIES",
     "ExceptionList",
     "exception_list",
     "listed",
     "rate_text",
+    "rated_apart",
     "with_at_stake",
 ]
 
 #: The column every list carries: the amount at stake, signed, in the row's currency.
 AT_STAKE: Final = "at_stake"
+#: The reconciliation's categories of references the sum rules matched (docs/closing.md, 3):
+#: listed for a person to confirm, not counted in the mismatch rate.
+SUM_RULE_CATEGORIES: Final = ("paid_in_parts", "grouped")
 
 
 def _category_not_in(values: tuple[str, ...]) -> Callable[[pl.DataFrame], pl.DataFrame]:
@@ -93,6 +99,15 @@ class ExceptionList:
     dates: tuple[str, ...]  #: the item's own date, first found
     first: tuple[str, ...] = ()  #: the columns a reader needs first (after the key)
     empty: str = "None this month."
+    #: The rows the list's rate counts (default: every row listed). A reference the sum
+    #: rules matched (paid in parts, grouped) is listed to confirm, not a mismatch.
+    rated: Callable[[pl.DataFrame], pl.DataFrame] | None = None
+
+    def rated_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The listed rows ``frame`` the list's rate counts."""
+        if self.rated is None or "category" not in frame.columns:
+            return frame
+        return self.rated(frame)
 
     def listed(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The rows of ``frame`` (the analysis' result) this list holds, with ``at_stake``,
@@ -140,6 +155,7 @@ LISTS: Final[dict[str, ExceptionList]] = {
             currency=("export_currency", "order_currency", "currency"),
             amount=at_stake,
             rows=_category_not_in(AGREED_CATEGORIES),
+            rated=_category_not_in(SUM_RULE_CATEGORIES),
             how=(
                 "every reference of the month whose export and orders do not agree (not matched "
                 "exactly, across the month's end or within the amount tolerance); at stake: where "
@@ -267,11 +283,13 @@ LISTS: Final[dict[str, ExceptionList]] = {
             key=("id", "kind"),
             kind="kind",
             currency=("currency",),
-            amount=lambda: pl.col("difference"),
+            # A rule's expected fee has fractions of a cent; what is owed is in minor units.
+            amount=lambda: in_minor_units(pl.col("difference"), pl.col("currency")),
             rows=_every_row,
             how=(
                 "every successful record whose fee or tax breaks the rule the month's records "
-                "follow; at stake: reported - expected"
+                "follow; at stake: reported - expected, in the currency's minor units (to the "
+                "cent, half up)"
             ),
             dates=("createdAt",),
             first=("transactionReference", "difference", "expected", "reported"),
@@ -304,6 +322,18 @@ def listed(name: str, frame: pl.DataFrame) -> pl.DataFrame:
 def with_at_stake(name: str, frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (rows of the list ``name``) with its ``at_stake`` column."""
     return exception_list(name).with_at_stake(frame)
+
+
+def rated_apart(count: int) -> str:
+    """What a list's rate leaves out, said after it (the index's and the page's alike):
+    ``; 10 more listed that the sum rules matched (paid in parts, grouped), to confirm, not
+    counted``; empty for none."""
+    if not count:
+        return ""
+    return (
+        f"; {count:,} more listed that the sum rules matched (paid in parts, grouped), to "
+        "confirm, not counted"
+    )
 
 
 def rate_text(

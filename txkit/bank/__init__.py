@@ -1,7 +1,9 @@
-"""The merchant's bank statements: CSV, SWIFT MT940 and ISO 20022 camt.053, read exactly.
+"""The merchant's bank statements: CSV, MT940, camt.053, OFX/QFX and PDF, read exactly.
 
 :func:`read_statements` reads one or more files, finding each one's format from its content
-(not its name): XML is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
+(not its name): a PDF is a printed statement of a known bank's layout, every row proven by
+its running balance; a file that starts with an OFX header is OFX/QFX (1.x or 2.x), other XML
+is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
 anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
 ``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
 the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
@@ -33,7 +35,7 @@ from typing import Final
 
 import polars as pl
 
-from txkit.bank import _camt, _csv, _mt940
+from txkit.bank import _camt, _csv, _mt940, _ofx, _pdf
 from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 from txkit.datafile import check_suffix, read_text
@@ -57,6 +59,8 @@ FORMATS: Final[dict[str, str]] = {
     "csv": "CSV with a column mapping (every bank its own columns)",
     "mt940": "SWIFT MT940 customer statement",
     "camt.053": "ISO 20022 camt.053 bank-to-customer statement (XML)",
+    "ofx": "OFX/QFX statement (1.x SGML or 2.x XML; Money/Quicken downloads)",
+    "pdf": "a text PDF statement of a known layout (Access, First Bank, UBA, Heritage Bank)",
     "xlsx": "an Excel workbook's first sheet, with the CSV's column mapping",
     "xls": "an old Excel .xls workbook's first sheet, with the column mapping",
     "ods": "an OpenDocument spreadsheet's first sheet, with the column mapping",
@@ -157,7 +161,11 @@ def read_statements(
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
         if path.suffix.lower() in SPREADSHEET_SUFFIXES:
             read, source = _csv.read(path, None, mapping), None
-        elif _is_xml(data := read_input(path, what=WHAT)):
+        elif _pdf.looks_like(data := read_input(path, what=WHAT)):
+            read, source = _pdf.read(path, data), None
+        elif _ofx.looks_like(data):
+            read, source = _ofx.read(path, data), None
+        elif _is_xml(data):
             read = _camt.read(path, data)
             source = None
         else:
@@ -185,9 +193,46 @@ def read_statements(
         raise ValueError("read_statements: no file given")
     all_entries = pl.concat(entries, how="vertical_relaxed")
     _refuse_overlaps(all_entries)
-    return BankStatement(
-        all_entries, pl.concat(balances, how="vertical_relaxed"), files, tuple(notes)
+    all_balances = pl.concat(balances, how="vertical_relaxed")
+    notes += _chain_ofx(all_balances, files)
+    return BankStatement(all_entries, all_balances, files, tuple(notes))
+
+
+def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:
+    """OFX gives a closing balance only (the opening is worked out from it): of two OFX
+    statements of one account and currency, the later one's opening must be the earlier
+    one's closing, which proves the earlier complete up to the later's first entry.
+
+    Raises:
+        DataFileError: they do not follow (entries between them are missing).
+    """
+    ofx = [name for name, fmt in files.items() if fmt == "ofx"]
+    rows = (
+        balances.filter(pl.col("file").is_in(ofx) & pl.col("closing").is_not_null())
+        .sort("account", "currency", "closing_date", "file")
+        .iter_rows(named=True)
     )
+    proven: dict[tuple[str, str], list[str]] = {}
+    before = None
+    for row in rows:
+        if before and (before["account"], before["currency"]) == (row["account"], row["currency"]):
+            if row["opening"] != before["closing"]:
+                raise DataFileError(
+                    row["file"],
+                    f"account {row['account']} {row['currency']}: its opening balance, "
+                    f"{row['opening']:,} (its closing less its entries), is not the closing "
+                    f"balance {before['closing']:,} of {Path(before['file']).name}: entries "
+                    "between the two statements are missing",
+                    "download the statements again, covering every day between them",
+                    what=WHAT,
+                )
+            pair = (Path(before["file"]).name, Path(row["file"]).name)
+            proven.setdefault(pair, []).append(f"{row['account']} {row['currency']}")
+        before = row
+    return [
+        f"{earlier} is proven complete by {later}'s opening balances ({', '.join(accounts)})"
+        for (earlier, later), accounts in proven.items()
+    ]
 
 
 def _is_xml(data: bytes) -> bool:

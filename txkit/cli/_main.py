@@ -31,7 +31,7 @@ from txkit.cli import (
     _store,
     _sync,
 )
-from txkit.errors import ConfigError, StoreError, TxkitError, one_line
+from txkit.errors import ConfigError, NoRecordsError, StoreError, TxkitError, one_line
 from txkit.fetch.client import requests_started
 from txkit.fetch.progress import quiet_logging
 from txkit.output import check_writable
@@ -200,6 +200,8 @@ def describe_failure(exc: BaseException, after_requests: bool = True) -> tuple[i
         return 2, f"ConfigError: {text}"
     if isinstance(exc, ValueError) and not after_requests:
         return 2, text  # also a StoreVersionError, and a DataFileError (a file the user gave)
+    if isinstance(exc, NoRecordsError):  # a month the service holds nothing of: the argument
+        return 2, text
     if isinstance(exc, TxkitError):
         return 1, f"{type(exc).__name__}: {text}"
     if isinstance(exc, OSError):

@@ -106,7 +106,12 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
         "--reopen",
         metavar="WHY",
         help="report a signed month again: a new revision beside the signed one, with why and "
-        "what changed",
+        "what changed (needs --key: who reopens signs it)",
+    )
+    p.add_argument(
+        "--key",
+        metavar="PATH",
+        help="with --reopen: your OpenSSH ed25519 private key (one allowed_signers lists)",
     )
     p.add_argument(
         "--no-cache",
@@ -122,13 +127,24 @@ def _add_sign(sub: argparse._SubParsersAction) -> None:
         "report-sign",
         prog="txkit report sign",
         help="sign a month's report (also spelled `txkit report sign`)",
-        description="Sign the month's report as preparer or reviewer: the name, the time, the "
-        "table version and a SHA-256 over the report's files go into report.json; the month is "
-        "then locked (txkit report refuses it without --reopen).",
+        description="Sign the month's report as preparer or reviewer with your own OpenSSH "
+        "ed25519 key (ssh-keygen -t ed25519), listed in the project's allowed_signers: the "
+        "signed text (the pack's files and digest, the register's version) and its SSHSIG "
+        "signature go into the pack's signatures/ and the register. The preparer signs first; "
+        "the month is locked once a reviewer with another key has signed too (txkit report "
+        "then refuses it without --reopen).",
     )
     s.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
     s.add_argument("--role", required=True, choices=ROLES)
-    s.add_argument("--name", required=True)
+    s.add_argument(
+        "--key",
+        required=True,
+        metavar="PATH",
+        help="your OpenSSH ed25519 private key (encrypted: its passphrase from "
+        f"{config.KEY_PASSPHRASE_VAR} or asked at a terminal); who you are is the name "
+        "allowed_signers gives its public key",
+    )
+    _add_allowed(s)
     s.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
     s.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
     s.set_defaults(func=_sign)
@@ -144,25 +160,36 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
         "names every file changed, added or missing. Exit 1 when anything does not verify.",
     )
     v.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
+    _add_allowed(v)
     v.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
     v.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
     v.set_defaults(func=_verify)
 
 
+def _add_allowed(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--allowed-signers",
+        metavar="FILE",
+        help="who may sign, in OpenSSH's format (default: allowed_signers in the project folder)",
+    )
+
+
 def _sign(args: argparse.Namespace) -> int:
     store = args.store or default_store()
-    signature = sign_report(Path(args.out), args.month, role=args.role, name=args.name, store=store)
+    signature = sign_report(Path(args.out), args.month, role=args.role, key=args.key,
+                            store=store, allowed_signers=args.allowed_signers)  # fmt: skip
     print(
         f"signed {args.month} revision {signature['revision']} as {signature['role']}: "
-        f"{signature['name']} (login {signature['login']} on {signature['host']}), "
-        f"{signature['at']}, table version {signature['table_version']}, SHA-256 "
-        f"{signature['sha256']}"
+        f"{signature['name']} (key {signature['key']}), {signature['at']}, table version "
+        f"{signature['table_version']}, register version {signature['register_version']}, "
+        f"SHA-256 {signature['sha256']}"
     )
     return 0
 
 
 def _verify(args: argparse.Namespace) -> int:
-    lines, whole = verify_report(Path(args.out), args.month, store=args.store or default_store())
+    lines, whole = verify_report(Path(args.out), args.month, store=args.store or default_store(),
+                                 allowed_signers=args.allowed_signers)  # fmt: skip
     for line in lines:
         print(line)
     return 0 if whole else 1
@@ -184,6 +211,7 @@ def _run(args: argparse.Namespace) -> int:
         bank_columns=args.bank_columns,
         reopen=args.reopen,
         orders_columns=args.orders_columns,
+        key=args.key,
         on_note=print,
         cache=not args.no_cache,
     )

@@ -86,7 +86,7 @@ def load_bank_statements(
 
     Args:
         bank_statements: ``auto`` (none with a key configured: pass them; the sandbox's
-            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053; the
+            without), ``sandbox``, a path, or a list of paths (CSV, MT940, camt.053, OFX, PDF; the
             month's statement and the next month's, where its last settlements arrive).
         month: ``YYYY-MM``.
         columns: a CSV statement's column mapping (default: ``TXKIT_BANK_COLUMNS``, else the
@@ -278,21 +278,40 @@ _SETTLEMENT_MEANING = {
 }
 
 
-def settlement_findings(result: pl.DataFrame, statement: BankStatement | None) -> list[str]:
-    """The settlements' sentences: how many matched, then each exception with its amounts."""
+def settlement_findings(
+    result: pl.DataFrame, statement: BankStatement | None, *, month: str | None = None
+) -> list[str]:
+    """The settlements' sentences: how many matched, then each exception with its amounts.
+
+    ``month`` (``YYYY-MM``, the one :func:`txkit.analysis.match_settlements` was given): the
+    month's settlements are counted apart from earlier months' credited in it (a September
+    settlement credited in October is not one of October's, on either side of the count)."""
     if statement is None:
         return [
             "No bank statement was given: the month's settlements were not checked against "
             "the bank (txkit report --bank-statement FILE)."
         ]
-    counts = dict(result.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
-    settled = result.filter(pl.col("settlement_id").is_not_null()).height
+    earlier = pl.lit(value=False)
+    if month is not None and "settlement_date" in result.columns:
+        earlier = pl.col("settlement_date").cast(pl.Date) < month_bounds(month)[0]
+    ours = result.filter(~earlier.fill_null(value=False))
+    before = result.filter(earlier.fill_null(value=False) & pl.col("settlement_id").is_not_null())
+    counts = dict(ours.group_by(pl.col("category").cast(pl.String)).len().iter_rows())
+    settled = ours.filter(pl.col("settlement_id").is_not_null()).height
+    of_month = "settlements of the month" if month is not None else "settlements"
     out = (
-        [f"{counts.get('matched', 0):,} of {settled:,} settlements reached the bank in full "
+        [f"{counts.get('matched', 0):,} of {settled:,} {of_month} reached the bank in full "
          "within the month."]
         if settled
         else ["No settlement to check against the bank this month."]
     )  # fmt: skip
+    if before.height:
+        one = before.height == 1
+        out.append(
+            f"{before.height:,} {'settlement' if one else 'settlements'} of earlier months "
+            f"{'was' if one else 'were'} credited in the month "
+            f"({format_sums(before, 'settlement_amount')}; not counted above)."
+        )
     if counts.get("timing_next_month"):
         out.append(
             f"{counts['timing_next_month']:,} arrived after the month's end (timing: clears by "

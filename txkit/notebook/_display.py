@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import polars as pl
 
-from txkit.analysis.exception_lists import rate_text
+from txkit.analysis.exception_lists import LISTS, rate_text, rated_apart
 from txkit.notebook._downloads import (
     Destination,
     ExceptionList,
@@ -130,13 +130,13 @@ def display_exceptions(
         download=name if written is not None else None,
     )
     if population is not None:  # the index's rate, in the same words (rate_text)
+        rated = LISTS[name].rated_rows(df) if name in LISTS else df
         by_currency = written.rows_by_currency if written is not None else None
+        if written is not None and written.rated_by_currency is not None:
+            by_currency = written.rated_by_currency
         if by_currency is None and isinstance(population, Mapping):
-            by_currency = count_by_currency(df)
-        display(
-            Markdown(
-                f"**Rate:** {rate_text(df.height, population, population_label, by_currency)}."
-            )
-        )
+            by_currency = count_by_currency(rated)
+        text = rate_text(rated.height, population, population_label, by_currency)
+        display(Markdown(f"**Rate:** {text}{rated_apart(df.height - rated.height)}."))
     if written is not None:
         display(Markdown(written.links_markdown()))

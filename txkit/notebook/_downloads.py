@@ -80,6 +80,10 @@ class Download:
     #: currency mismatch) are counted under ``without_amount``.
     at_stake_by_currency: dict[str, str] | None = None
     without_amount: int = 0
+    #: The rows the list's rate counts, in all and per currency, when not every row listed
+    #: (:meth:`txkit.analysis.exception_lists.ExceptionList.rated_rows`); None: every row.
+    rated: int | None = None
+    rated_by_currency: dict[str, int] | None = None
 
     def links_markdown(self) -> str:
         """``Download: CSV · Excel`` with the counts, for the notebook page."""
@@ -298,6 +302,8 @@ def _download(
 ) -> Download:
     population, name = listing.population, listing.name
     stake, without = _at_stake_by_currency(keyed, name)
+    rated = LISTS[name].rated_rows(keyed) if name in LISTS else keyed
+    currency = _currency(keyed.schema) is not None
     return Download(
         name=name,
         title=listing.title,
@@ -312,6 +318,10 @@ def _download(
         population_by_currency=dict(population) if isinstance(population, Mapping) else None,
         at_stake_by_currency=stake,
         without_amount=without,
+        rated=rated.height if rated.height != keyed.height else None,
+        rated_by_currency=(
+            count_by_currency(rated) if currency and rated.height != keyed.height else None
+        ),
     )
 
 
@@ -345,11 +355,12 @@ def report_history(
                     "month": month,
                     "list": name,
                     "currency": None,
-                    "rows": entry.get("rows"),
+                    # The rate's rows (a sum-rule match is listed, not a mismatch).
+                    "rows": entry["rated"] if entry.get("rated") is not None else entry.get("rows"),
                     "population": entry.get("population"),
                 }
             )
-            by_rows = entry.get("rows_by_currency")
+            by_rows = entry.get("rated_by_currency") or entry.get("rows_by_currency")
             if by_rows is None:
                 continue
             by_population = entry.get("population_by_currency") or {}

@@ -111,9 +111,14 @@ class Table:
         table = GT(self.frame, id=self._id)
         if self.width() > WIDE:
             # Said above the rows: a reader of a wide table sees its first columns only.
+            # Paper has no sideways: there the columns wrap to the page (PAGE_CSS's print).
             table = table.tab_header(
-                title=f"{len(self.frame.columns)} columns, the first ones identify each row: "
-                "scroll sideways for the rest."
+                title=GT_html(
+                    f"{len(self.frame.columns)} columns, the first ones identify each row"
+                    '<span class="txkit-screen-only">: scroll sideways for the rest</span>'
+                    '<span class="txkit-print-only">, every one printed, wrapped to the page'
+                    "</span>."
+                )
             ).tab_options(
                 heading_title_font_size="13px",
                 heading_align="left",

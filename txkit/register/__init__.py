@@ -39,10 +39,11 @@ from txkit.register._sign import (
     refuse_signed,
     revision_lines,
     revisions,
+    sign_reopening,
     sign_report,
     signature_block,
     signed_versions,
-    verify_report,
+    signoff_block,
 )
 from txkit.register._state import (
     ITEMS_SUFFIX,
@@ -66,6 +67,7 @@ from txkit.register._table import (
     repair_command,
     repair_register,
 )
+from txkit.register._verify import own_signatures, refuse_overwrite, verify_report
 from txkit.register._xlsx import read_xlsx_text
 
 __all__ = [
@@ -102,9 +104,11 @@ __all__ = [
     "month_lock",
     "month_state",
     "newest_revision",
+    "own_signatures",
     "read_events",
     "read_xlsx_text",
     "record_report",
+    "refuse_overwrite",
     "refuse_signed",
     "register_file_checks",
     "register_items",
@@ -117,9 +121,11 @@ __all__ = [
     "retention_policy",
     "revision_lines",
     "revisions",
+    "sign_reopening",
     "sign_report",
     "signature_block",
     "signed_versions",
+    "signoff_block",
     "summarise",
     "verify_report",
     "wallet_items",

@@ -176,10 +176,16 @@ class Carry:
     months: dict[str, str]
     cleared: list[str]
     seconds: float
+    #: the months before this one the register holds a report of
+    held: tuple[str, ...] = ()
 
     def describe(self, *, timed: bool = True) -> str:
         """One line: ``register: earlier months' open items: 2025-11..2026-08 unchanged,
         2026-09 recomputed (1 resolved) (0.4 s)``."""
+        if not self.months and not self.held:
+            # Said only of a register that holds earlier months: one that holds this month
+            # alone knows nothing of them (issue 47, Why 8.11).
+            return "register: it holds no report of an earlier month: nothing carried over"
         if not self.months:
             return "register: no open items of earlier months to look at"
         unchanged = [m for m, how in self.months.items() if how == "unchanged"]
@@ -251,7 +257,8 @@ def carry_over(
         cleared += [item["key"] for item in gone]
         events += [_cleared_event(item, got, month, earlier, version) for item in gone]
         events.append({"event": "checked", "month": earlier, "note": print_})
-    return Carry(events, looked, cleared, time.perf_counter() - started)
+    held = tuple(sorted(m for m in fingerprints if m < month))
+    return Carry(events, looked, cleared, time.perf_counter() - started, held)
 
 
 def _open_before(items: dict[str, dict[str, Any]], month: str) -> dict[str, list[dict[str, Any]]]:

@@ -30,6 +30,7 @@ from typing import Any, Final
 import polars as pl
 
 from txkit.errors import ReportSignedError
+from txkit.register._keys import fold_name
 from txkit.register._table import register_uri
 
 __all__ = [
@@ -52,20 +53,28 @@ BEGIN: Final = "<!--txkit:signatures-->"
 END: Final = "<!--/txkit:signatures-->"
 _BLOCK = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
 _MANIFEST: Final = "report.json"
+#: A pack's own signatures (``ROLE.txt``, the statement signed, and ``ROLE.sig``, its SSHSIG
+#: signature): outside the digest, so that signing adds them without changing what is signed.
+SIGNATURES_DIR: Final = "signatures"
+#: The pages whose signature block signing fills (left out of the digest like the index's):
+#: the index and the close summary (txkit.report's ``00_close_summary.html``).
+SIGNED_PAGES: Final = ("index.html", "00_close_summary.html")
 
 
 def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
     """The SHA-256 of every file of a report folder (a pack), by path: ``report.json`` without
-    its ``signatures`` (which signing adds), ``index.html`` without its signature block
-    (which signing rewrites); hidden files left out."""
+    its ``signatures`` (which signing adds), ``index.html`` and the close summary without their
+    signature blocks (which signing rewrites); hidden files and ``signatures/`` left out."""
     folder = Path(folder)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = path.relative_to(folder).as_posix()
         if any(part.startswith(".") for part in rel.split("/")):
             continue
+        if rel.split("/", 1)[0] == SIGNATURES_DIR:
+            continue
         data = path.read_bytes()
-        if rel == "index.html":
+        if rel in SIGNED_PAGES:
             data = _BLOCK.sub(BEGIN + END, data.decode("utf-8", "replace")).encode("utf-8")
         elif rel == _MANIFEST:
             try:
@@ -123,11 +132,13 @@ def login_and_host() -> tuple[str, str]:
 
 
 def _same_person(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    """Why two signatures are by one person (same name or login), else None."""
-    if " ".join(a["name"].casefold().split()) == " ".join(b["name"].casefold().split()):
+    """Why two signatures are by one person (the same key, or names that read alike after
+    Unicode normalisation and confusable folding), else None. Logins decide nothing: the
+    signer sets them."""
+    if a.get("key") and a.get("key") == b.get("key"):
+        return f"the same key ({b['key']})"
+    if fold_name(a["name"]) == fold_name(b["name"]):
         return f"the same name ({b['name']})"
-    if a.get("login") and a.get("login") == b.get("login"):
-        return f"the same login ({b['login']})"
     return None
 
 
@@ -155,6 +166,8 @@ class Revision:
     at: datetime | None = None
     signatures: list[dict[str, Any]] = field(default_factory=list)
     stale: list[dict[str, Any]] = field(default_factory=list)
+    #: Who reopened the signed month into this revision, signed (name, key, text, SSHSIG).
+    reopened: dict[str, Any] | None = None
 
     @property
     def name(self) -> str | None:
@@ -231,6 +244,9 @@ def signature_of(row: dict[str, Any]) -> dict[str, Any]:
         "register_version": doc.get("register_version"),
         "sha256": row["note"],
         "chain": row["key"],
+        "key": doc.get("key"),
+        "statement": doc.get("statement"),
+        "sshsig": doc.get("sshsig"),
     }
 
 
@@ -240,7 +256,7 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
     rows = (
         events.with_row_index("_i")
         .filter((pl.col("month") == month) & pl.col("event").is_in(["reported", "signed"]))
-        .sort("at", "_i")
+        .sort("_i")  # the register's commit order (read_events): no clock decides
     )
     for row in rows.iter_rows(named=True):
         if row["event"] == "reported":
@@ -255,6 +271,7 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
                 pack=doc.get("pack"),
                 table_version=row["table_version"],
                 at=row["at"],
+                reopened=doc.get("reopened") or (before.reopened if before else None),
             )
             if before is not None:  # a rerun of an unsigned revision: its signatures lapse
                 rev.stale = before.stale + before.signatures
@@ -292,12 +309,13 @@ def refuse_locked(events: pl.DataFrame, month: str, what: str) -> None:
         raise ReportSignedError(locked_message(state, what))
 
 
-def signature_problems(state: MonthState, role: str, name: str, login: str) -> str | None:
-    """Why ``name`` (``login``) may not sign the newest revision as ``role``, else None:
-    the preparer first, then a reviewer who is another person; each role once a revision."""
+def signature_problems(state: MonthState, role: str, name: str, key: str) -> str | None:
+    """Why ``name`` (its key's fingerprint ``key``) may not sign the newest revision as
+    ``role``, else None: the preparer first, then a reviewer who is another person (another
+    key, a name that reads differently); each role once a revision."""
     newest = state.newest
     assert newest is not None
-    mine = {"name": name, "login": login}
+    mine = {"name": name, "key": key}
     where = f"revision {newest.number} of {state.month} ({newest.name or state.month})"
     for sig in newest.signatures:
         if sig["role"] == role:

@@ -13,6 +13,19 @@ threshold and ``relative`` x the section's volume that month in that currency (t
 absolute amounts of the section's items listed that month). Amounts are exact decimals: the
 file's values are strings (a TOML float would be binary). Without the file the built-in
 defaults below apply, and the report says so.
+
+The flux review (each close-summary figure against the previous month's) has its own
+thresholds in the same file::
+
+    [flux]
+    relative = "0.10"          # the change's share of the previous month's figure
+
+    [flux.absolute]            # per currency, in its own units
+    NGN = "500000.00"
+
+A figure's change is a breach when it reaches both its currency's amount (0 when not set) and
+``relative`` x the previous month's figure (its absolute value; any change of a figure that
+was 0). Without a ``[flux]`` table the built-in defaults below apply.
 """
 
 from __future__ import annotations
@@ -40,6 +53,14 @@ _DEFAULT_ABSOLUTE: Final[dict[str, Decimal]] = {
     "USDT": Decimal("100.00"),
 }
 _DEFAULT_RELATIVE: Final = Decimal("0.05")
+_DEFAULT_FLUX_ABSOLUTE: Final[dict[str, Decimal]] = {
+    "NGN": Decimal("500000.00"),
+    "USD": Decimal("1000.00"),
+    "GHS": Decimal("10000.00"),
+    "KES": Decimal("100000.00"),
+    "USDT": Decimal("1000.00"),
+}
+_DEFAULT_FLUX_RELATIVE: Final = Decimal("0.10")
 _NUMBER = re.compile(r"[0-9]{1,20}(\.[0-9]{1,6})?")
 
 
@@ -50,6 +71,27 @@ class Materiality:
     absolute: dict[str, Decimal] = field(default_factory=lambda: dict(_DEFAULT_ABSOLUTE))
     relative: Decimal = _DEFAULT_RELATIVE
     source: str = "built-in defaults (no materiality.toml in the project folder)"
+    flux_absolute: dict[str, Decimal] = field(default_factory=lambda: dict(_DEFAULT_FLUX_ABSOLUTE))
+    flux_relative: Decimal = _DEFAULT_FLUX_RELATIVE
+
+    def flux_breach(self, currency: str, before: Decimal, now: Decimal) -> bool:
+        """Whether a figure's change from ``before`` to ``now`` reaches both thresholds of the
+        flux review (the module docstring)."""
+        change = abs(now - before)
+        if change == 0:
+            return False
+        amount = self.flux_absolute.get(currency, Decimal(0))
+        return change >= amount and change >= self.flux_relative * abs(before)
+
+    def describe_flux(self) -> str:
+        """One line: the flux review's thresholds and where they come from."""
+        per = ", ".join(format_money(v, c) for c, v in sorted(self.flux_absolute.items()))
+        share = (self.flux_relative * 100).normalize()
+        return (
+            f"Flux: a change from the previous month is a breach when it reaches both "
+            f"{per or 'no amount'} (per currency) and {share:f} % of the previous month's "
+            f"figure; from {self.source}."
+        )
 
     def threshold(self, currency: str | None, volume: Decimal) -> Decimal:
         """The greater of the currency's absolute threshold (0 when not set) and the share of
@@ -98,12 +140,12 @@ def load_materiality(folder: str | os.PathLike[str] | None = None) -> Materialit
     if not path.is_file():
         return Materiality()
     doc = read_settings_toml(
-        path, 'relative = "0.05" and an [absolute] table of CURRENCY = "amount"'
+        path, 'relative = "0.05", an [absolute] table of CURRENCY = "amount" and a [flux] table'
     )
-    unknown = sorted(set(doc) - {"relative", "absolute"})
+    unknown = sorted(set(doc) - {"relative", "absolute", "flux"})
     if unknown:
         raise ValueError(
-            f"{path}: unknown keys {', '.join(unknown)}; accepted: relative, [absolute]"
+            f"{path}: unknown keys {', '.join(unknown)}; accepted: relative, [absolute], [flux]"
         )
     relative = _decimal(doc.get("relative", str(_DEFAULT_RELATIVE)), "relative", path)
     if relative > 1:
@@ -120,4 +162,29 @@ def load_materiality(folder: str | os.PathLike[str] | None = None) -> Materialit
                 f"{path}: [absolute] key {currency!r} is not a currency code (3 or 4 capitals)"
             )
         absolute[currency] = _decimal(value, f"absolute.{currency}", path)
-    return Materiality(absolute=absolute, relative=relative, source=str(path.name))
+    flux_relative, flux_absolute = _flux(doc.get("flux", {}), path)
+    return Materiality(absolute=absolute, relative=relative, source=str(path.name),
+                       flux_absolute=flux_absolute, flux_relative=flux_relative)  # fmt: skip
+
+
+def _flux(table: Any, path: Path) -> tuple[Decimal, dict[str, Decimal]]:
+    if not isinstance(table, dict):
+        raise ValueError(f'{path}: [flux] must be a table (relative = "0.10", [flux.absolute])')
+    unknown = sorted(set(table) - {"relative", "absolute"})
+    if unknown:
+        raise ValueError(
+            f"{path}: unknown keys in [flux]: {', '.join(unknown)}; accepted: relative, "
+            "[flux.absolute]"
+        )
+    relative = _decimal(table.get("relative", str(_DEFAULT_FLUX_RELATIVE)), "flux.relative", path)
+    amounts = table.get("absolute", {k: str(v) for k, v in _DEFAULT_FLUX_ABSOLUTE.items()})
+    if not isinstance(amounts, dict):
+        raise ValueError(f'{path}: [flux.absolute] must be a table of CURRENCY = "amount" lines')
+    absolute = {}
+    for currency, value in amounts.items():
+        if not re.fullmatch(r"[A-Z]{3,4}", currency):
+            raise ValueError(
+                f"{path}: [flux.absolute] key {currency!r} is not a currency code (3 or 4 capitals)"
+            )
+        absolute[currency] = _decimal(value, f"flux.absolute.{currency}", path)
+    return relative, absolute

@@ -54,8 +54,10 @@ _SECTION_DEFAULT: Final[dict[str, str]] = {
 _KIND_DEFAULT: Final[dict[str, str]] = {
     # clears by itself: the other side arrives within days
     "missing_in_export": "timing",
-    "missing_in_bank": "timing",
     "timing_next_month": "timing",
+    # not ``missing_in_bank``: a settlement the bank did not credit within its window (or
+    # credited, then reversed) is not in transit; one credited after the month's end is
+    # ``timing_next_month`` (issue 47, Why 8.10). It takes its section's "investigate".
     # needs an entry
     "amount_mismatch": "adjustment",
     "currency_mismatch": "adjustment",

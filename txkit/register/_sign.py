@@ -29,12 +29,20 @@ from txkit.calendar import parse_month
 from txkit.errors import ReportSignedError, one_line
 from txkit.money import format_money, format_sums, money_sums
 from txkit.output import atomic_path
+from txkit.register._keys import (
+    fingerprint,
+    reopen_statement,
+    signer_of,
+    sshsig_sign,
+    statement_of,
+)
 from txkit.register._lock import (
     _BLOCK,
     _MANIFEST,
     BEGIN,
     END,
     ROLES,
+    SIGNATURES_DIR,
     Revision,
     chain_of,
     check_text,
@@ -59,6 +67,7 @@ __all__ = [
     "sign_report",
     "signature_block",
     "signed_versions",
+    "signoff_block",
 ]
 
 
@@ -242,6 +251,8 @@ class Target:
     number: int = 1
     signed: Path | None = None
     reason: str | None = None
+    #: Who reopened the month, signed (:func:`sign_reopening`), for a new revision.
+    reopened: dict[str, Any] | None = None
 
 
 def _folder_of(out: str | os.PathLike[str], rev: Revision) -> Path:
@@ -307,8 +318,9 @@ def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = Non
     elif not signatures:
         body = (
             '<p class="meta">Not signed: <code>txkit report sign --month YYYY-MM '
-            "--role preparer|reviewer --name NAME</code> (the preparer first, then a reviewer "
-            "who is another person).</p>"
+            "--role preparer|reviewer --key ~/.ssh/id_ed25519</code> (the preparer first, then "
+            "a reviewer who is another person, each with a key of the project's "
+            "allowed_signers).</p>"
         )
     else:
 
@@ -317,8 +329,7 @@ def signature_block(signatures: list[dict[str, Any]], *, as_of: int | None = Non
 
         rows = "".join(
             f"<li>{text(s['role'])}: {text(s['name'])} "
-            f"(login {text(s.get('login') or '?')} on "
-            f"{text(s.get('host') or '?')}), {text(s['at'])}, "
+            f"(key {text(s.get('key') or 'none')}), {text(s['at'])}, "
             f"revision {_int(s.get('revision'))} (table version {_int(s.get('table_version'))}, "
             f"SHA-256 {text(str(s['sha256'])[:16])}...)</li>"
             for s in signatures
@@ -374,32 +385,39 @@ def sign_report(
     month: str,
     *,
     role: str,
-    name: str,
+    key: str | os.PathLike[str],
     store: str | os.PathLike[str],
+    allowed_signers: str | os.PathLike[str] | None = None,
     at: datetime | None = None,
 ) -> dict[str, Any]:
-    """Sign the month's newest revision as ``role``; returns the signature.
+    """Sign the month's newest revision as ``role`` with the signer's own key; returns the
+    signature.
 
+    Who signs is the key: it must be listed in the project's ``allowed_signers``
+    (:func:`~txkit.register._keys.load_allowed_signers`), whose principal is the name shown.
     The month's state comes from the store's register, never from the pack's own files: the
-    preparer signs first, then a reviewer who is another person (name and login); each role
-    once a revision; the pack must be the bytes its report recorded (:func:`verify_report`).
-    The signature records the name, login, host, time, revision, table version and the
-    pack's digest, chained to the month's previous signature.
+    preparer signs first, then a reviewer who is another person (another key, a name that
+    reads differently); each role once a revision; the pack must be the bytes its report
+    recorded (:func:`verify_report`). The signed text (:func:`statement_of`) names the pack's
+    digest and files, the register's version and the month's previous signature; its SSHSIG
+    signature and the text go into the pack's ``signatures/`` and the register.
 
-    Order (a kill at any point leaves a consistent month): the register's ``signed`` event
-    first (the signature counts from here), then ``report.json`` (atomically), then the
-    index's block, both copies of the register's.
+    Order (a kill at any point leaves a consistent month): ``signatures/ROLE.txt`` and
+    ``.sig`` (outside the pack's digest; removed again if the register is not written), the
+    register's ``signed`` event (the signature counts from here), then ``report.json`` and
+    the index's block, both copies of the register's.
 
     Raises:
-        ValueError: a bad role or name, no report of the month, a pack's manifest that is not
+        ValueError: a bad role or key, no report of the month, a pack's manifest that is not
             the register's report of the month.
-        ReportSignedError: segregation of duties, the pack changed, or a report of the month
-            is running (each one line).
+        DataFileError: ``allowed_signers`` missing or malformed.
+        ReportSignedError: a key not allowed, segregation of duties, the pack changed, or a
+            report of the month is running (each one line).
     """
     month = parse_month(month)
     if role not in ROLES:
         raise ValueError(f"--role {role!r} is not one of {', '.join(ROLES)}")
-    name = check_text(name, "--name", example=' e.g. --name "Ada Obi"') or ""
+    private, blob, name = signer_of(key, allowed_signers)
     login, host = login_and_host()
     with month_lock(store, month, wait=2.0, what=f"a signature of {month} (txkit report sign)"):
         events, register_version = read_events(store)
@@ -413,13 +431,13 @@ def sign_report(
         folder = _folder_of(out, newest)
         doc = _checked_manifest(folder, month, store, newest)
         digest = _unchanged_pack(folder, month, newest)
-        why = signature_problems(state, role, name, login)
+        why = signature_problems(state, role, name, fingerprint(blob))
         if why:
             raise ReportSignedError(why)
-        # The event's time keeps its microseconds (the register orders events by it); the
-        # signature shows the second.
+        # The time is shown, never used to order or decide: the register's commits order.
         when = at or datetime.now(UTC)
-        signature = {
+        previous = state.signatures[-1]["chain"] if state.signatures else ""
+        signature: dict[str, Any] = {
             "month": month,
             "revision": newest.number,
             "role": role,
@@ -430,16 +448,76 @@ def sign_report(
             "table_version": newest.table_version,
             "register_version": register_version,
             "sha256": digest,
+            "key": fingerprint(blob),
+            "previous": previous or None,
         }
-        previous = state.signatures[-1]["chain"] if state.signatures else ""
+        statement = statement_of(signature, pack_files(folder))
         signature["chain"] = chain_of(previous or "", signature)
-        append_events(store, _signed_event(signature, when, newest))
+        signature["statement"] = statement
+        signature["sshsig"] = sshsig_sign(private, statement.encode("utf-8"))
+        written = _write_signature_files(folder, role, statement, signature["sshsig"])
+        try:
+            append_events(store, _signed_event(signature, when, newest))
+        except BaseException:
+            for path in written:
+                path.unlink(missing_ok=True)
+            raise
         signatures = [*newest.signatures, signature]
-        doc["signatures"] = signatures
+        doc["signatures"] = [_shown_fields(s) for s in signatures]
         with atomic_path(folder / _MANIFEST) as tmp:
             tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         write_signature_block(folder, signatures)
     return signature
+
+
+def sign_reopening(
+    target: Target,
+    month: str,
+    *,
+    key: str | os.PathLike[str],
+    store: str | os.PathLike[str],
+    allowed_signers: str | os.PathLike[str] | None = None,
+) -> Target:
+    """``target`` (a new revision of a locked month) with its reopening signed by ``key``'s
+    holder (a key ``allowed_signers`` lists): who reopened and why, provably.
+
+    Raises:
+        ReportSignedError: the key is not listed.
+        ValueError: the key cannot be used.
+    """
+    private, blob, name = signer_of(key, allowed_signers)
+    events, register_version = read_events(store)
+    state = month_state(events, month)
+    signed = state.revisions.get(target.number - 1)
+    statement = reopen_statement(
+        month, target.number, signed.name if signed and signed.name else month,
+        signed.pack if signed and signed.pack else "", target.reason or "", name,
+        fingerprint(blob), register_version,
+    )  # fmt: skip
+    reopened = {
+        "name": name,
+        "key": fingerprint(blob),
+        "statement": statement,
+        "sshsig": sshsig_sign(private, statement.encode("utf-8")),
+    }
+    return Target(target.name, target.number, target.signed, target.reason, reopened)
+
+
+def _shown_fields(signature: dict[str, Any]) -> dict[str, Any]:
+    """A signature as report.json shows it (the signed text and signature are in
+    ``signatures/``)."""
+    return {k: v for k, v in signature.items() if k not in ("statement", "sshsig", "previous")}
+
+
+def _write_signature_files(folder: Path, role: str, statement: str, sshsig: str) -> list[Path]:
+    where = folder / SIGNATURES_DIR
+    where.mkdir(exist_ok=True)
+    written = []
+    for path, text in ((where / f"{role}.txt", statement), (where / f"{role}.sig", sshsig)):
+        with atomic_path(path) as tmp:
+            tmp.write_text(text, encoding="utf-8", newline="\n")
+        written.append(path)
+    return written
 
 
 def _unchanged_pack(folder: Path, month: str, newest: Revision) -> str:
@@ -456,7 +534,10 @@ def _unchanged_pack(folder: Path, month: str, newest: Revision) -> str:
 
 
 def _signed_event(signature: dict[str, Any], when: datetime, newest: Revision) -> pl.DataFrame:
-    detail = {k: signature[k] for k in ("login", "host", "revision", "register_version")}
+    detail = {
+        k: signature[k]
+        for k in ("login", "host", "revision", "register_version", "key", "statement", "sshsig")
+    }
     return events_frame(
         [
             {
@@ -474,95 +555,42 @@ def _signed_event(signature: dict[str, Any], when: datetime, newest: Revision) -
     )
 
 
+def signoff_block(signatures: list[dict[str, Any]]) -> str:
+    """The close summary's sign-off lines (between the markers): who prepared and who
+    reviewed, their key and when, blank until signed; every field escaped."""
+    import html
+
+    by_role = {s["role"]: s for s in signatures}
+    rows = []
+    for role, label in (("preparer", "Prepared by"), ("reviewer", "Reviewed by")):
+        sig = by_role.get(role)
+        who = ""
+        if sig:
+            key = html.escape(plain(str(sig.get("key"))))
+            who = f"{html.escape(plain(str(sig['name'])))} (key {key})"
+        when = html.escape(plain(str(sig["at"]))) if sig else ""
+        rows.append(
+            f'<tr><td>{label}</td><td class="line">{who}</td><td>Date</td>'
+            f'<td class="line">{when}</td></tr>'
+        )
+    return f'{BEGIN}<table class="sign">{"".join(rows)}</table>{END}'
+
+
+#: Each signed page and the block signing writes into it.
+_BLOCKS = (("index.html", signature_block), ("00_close_summary.html", signoff_block))
+
+
 def write_signature_block(folder: Path, signatures: list[dict[str, Any]]) -> None:
-    """Rewrite the index's signature block (between the markers) with ``signatures``."""
-    index = folder / "index.html"
-    if index.is_file():
-        text = index.read_text(encoding="utf-8")
-        block = signature_block(signatures)
-        text = _BLOCK.sub(lambda _: block, text) if _BLOCK.search(text) else text
-        with atomic_path(index) as tmp:
-            tmp.write_text(text, encoding="utf-8")
-
-
-def verify_report(
-    out: str | os.PathLike[str], month: str, *, store: str | os.PathLike[str]
-) -> tuple[list[str], bool]:
-    """Check every revision of the month against the register: every file of its pack
-    against the digests its report recorded (changed, added, missing named), every signature
-    against the pack's digest, the chain of signatures, the signatures the pack shows
-    (``report.json`` and the index's block) against the register's. Returns the lines to
-    print and whether everything verified.
-
-    Raises:
-        ValueError: the register has no report of the month.
-    """
-    month = parse_month(month)
-    events, _ = read_events(store)
-    state = month_state(events, month)
-    if not state.revisions:
-        raise ValueError(
-            f"the register of {store} has no report of {month}: nothing to verify "
-            "(--store names the store the report read)"
-        )
-    lines, whole = [], True
-    for number in sorted(state.revisions):
-        rev = state.revisions[number]
-        folder = _folder_of(out, rev)
-        head = f"revision {number} ({rev.name or month})"
-        problems = pack_problems(folder, rev.files) if rev.files is not None else []
-        if rev.files is None:
-            problems.append("its report recorded no digests (written before txkit verified packs)")
-        digest = report_digest(folder) if folder.is_dir() else None
-        for sig in rev.signatures:
-            if digest is not None and sig["sha256"] != digest:
-                problems.append(
-                    f"{sig['role']} {sig['name']} signed SHA-256 {sig['sha256'][:16]}..., the "
-                    f"pack is now {digest[:16]}..."
-                )
-        if folder.is_dir():
-            problems += _shown_signatures(folder, rev.signatures)
-        signed = ", ".join(
-            f"{s['role']} {s['name']} (login {s.get('login') or '?'}) on {s['at']}"
-            for s in rev.signatures
-        )
-        state_text = "locked" if rev.locked else ("signed by " + signed if signed else "not signed")
-        if rev.locked:
-            state_text = f"locked, signed by {signed}"
-        if problems:
-            whole = False
-            lines.append(f"{head}: DOES NOT VERIFY ({state_text})")
-            lines += [f"  {p}" for p in problems]
-        else:
-            count = len(rev.files or {})
-            lines.append(f"{head}: verified, {count} files ({state_text})")
-    chain = state.chain_problems()
-    if chain:
-        whole = False
-        lines += [f"signatures: {p}" for p in chain]
-    else:
-        lines.append(f"signatures: the chain of {len(state.signatures)} holds")
-    return lines, whole
-
-
-def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[str]:
-    problems = []
-    try:
-        doc = json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-        shown = doc.get("signatures", []) if isinstance(doc, dict) else None
-    except (OSError, ValueError):
-        shown = None
-    keys = ("role", "name", "at", "sha256")
-    if not isinstance(shown, list) or [
-        tuple(s.get(k) for k in keys) if isinstance(s, dict) else None for s in shown
-    ] != [tuple(s.get(k) for k in keys) for s in signatures]:
-        problems.append("report.json's signatures are not the register's")
-    index = folder / "index.html"
-    if index.is_file():
-        found = _BLOCK.search(index.read_text(encoding="utf-8", errors="replace"))
-        if found is None or found.group(0) != signature_block(signatures):
-            problems.append("index.html's signature block is not the register's signatures")
-    return problems
+    """Rewrite the signature blocks (between the markers) of the index and the close summary
+    with ``signatures``."""
+    for name, render in _BLOCKS:
+        page = folder / name
+        if page.is_file():
+            text = page.read_text(encoding="utf-8")
+            block = render(signatures)
+            text = _BLOCK.sub(lambda _, b=block: b, text) if _BLOCK.search(text) else text
+            with atomic_path(page) as tmp:
+                tmp.write_text(text, encoding="utf-8")
 
 
 def signed_versions(store: str | os.PathLike[str]) -> set[int]:

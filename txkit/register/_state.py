@@ -138,6 +138,7 @@ def commit_report(
     *,
     revision: int = 1,
     reason: str | None = None,
+    reopened: dict[str, Any] | None = None,
 ) -> int:
     """Commit a report's events (:func:`report_events`) once its pack is in place at
     ``folder``: the ``reported`` event names the revision, why it was reopened, the folder
@@ -161,6 +162,8 @@ def commit_report(
         "files": files,
         "pack": files_digest(files),
     }
+    if reopened is not None:  # who reopened the signed month, signed (register._sign)
+        detail["reopened"] = reopened
     sealed = events.with_columns(
         pl.when(pl.col("event") == "reported")
         .then(pl.lit(json.dumps(detail, sort_keys=True)))

@@ -184,6 +184,43 @@ def _parse(data: bytes) -> pl.DataFrame:
         raise ValueError(one_line(exc, 120)) from None
 
 
+#: The files each commit of a register added, by (register URI and table id, version): a
+#: commit's log entry never changes once written, so a process reads each once.
+_ADDED: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def _commit_versions(uri: str, files: Any, version: int) -> dict[str, int]:
+    """Each file of the register by the version whose commit added it (the Delta log's
+    ``add`` actions); a commit folded into a checkpoint is left out (its files count as
+    older than any listed)."""
+    found: dict[str, int] = {}
+    for number in range(version + 1):
+        if (uri, number) not in _ADDED:
+            try:
+                data = files.get(f"_delta_log/{number:020d}.json")
+            except Exception:  # no such log entry (a checkpoint holds it): older than the rest
+                continue
+            _ADDED[(uri, number)] = _added(bytes(data))
+        for rel in _ADDED[(uri, number)]:
+            found[rel] = number
+    return found
+
+
+def _added(entry: bytes) -> tuple[str, ...]:
+    """The paths a commit's log entry adds."""
+    from urllib.parse import unquote
+
+    paths = []
+    for line in entry.splitlines():
+        try:
+            add = json.loads(line).get("add")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(add, dict) and isinstance(add.get("path"), str):
+            paths.append(unquote(add["path"]))
+    return tuple(paths)
+
+
 def check_parts(store: str | os.PathLike[str], version: int | None = None) -> list[PartCheck]:
     """Every file of the register's version, its bytes checked against the digest its name
     records (:func:`append_events` names each file by its digest), and parsed.
@@ -197,7 +234,18 @@ def check_parts(store: str | os.PathLike[str], version: int | None = None) -> li
         return []
     files = objects(register_uri(store))
     out = []
-    for rel, _, size in table_files(table):
+    # In commit order (delta-rs lists a version's files newest first): the register's order
+    # is its own commit sequence, never a writer's clock.
+    # Keyed by the table's id too: a register made anew at the same place is another log.
+    where = f"{register_uri(store)}#{table.metadata().id}"
+    listed = table_files(table)
+    commits = _commit_versions(where, files, int(table.version()))
+    if any(rel not in commits for rel, _, _ in listed):  # a commit written anew (removed ones)
+        for key in [k for k in _ADDED if k[0] == where]:
+            del _ADDED[key]
+        commits = _commit_versions(where, files, int(table.version()))
+    listed = sorted(listed, key=lambda f: commits.get(f[0], -1))
+    for rel, _, size in listed:
         try:
             data = files.get(rel)
         except Exception as exc:  # a lost file (OSError, or obstore's not-found)
@@ -221,8 +269,9 @@ def check_parts(store: str | os.PathLike[str], version: int | None = None) -> li
 def read_events(
     store: str | os.PathLike[str], version: int | None = None
 ) -> tuple[pl.DataFrame, int | None]:
-    """Every event of the register (empty without one) and the register's table version.
-    Each file's bytes are checked against the digest recorded when it was written.
+    """Every event of the register (empty without one), in the register's commit order, and
+    the register's table version. Each file's bytes are checked against the digest recorded
+    when it was written.
 
     Raises:
         RegisterFormatError: written by a newer txkit.

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from txkit.analysis.exception_lists import rate_text
+from txkit.analysis.exception_lists import rate_text, rated_apart
 from txkit.analysis.underpayments import SHORTFALL_NAMES
 from txkit.money import format_money
 from txkit.report._html import Headline
@@ -160,12 +160,13 @@ def exception_headlines(
     population = entry.get("population")
     value = f"{rows:,}"
     if population:  # the page states the same rate, with the same denominator (rate_text)
+        rated = rows if entry.get("rated") is None else int(entry["rated"])
         value = rate_text(
-            rows,
+            rated,
             entry.get("population_by_currency") or population,
             entry.get("population_label") or "",
-            entry.get("rows_by_currency"),
-        )
+            entry.get("rated_by_currency") or entry.get("rows_by_currency"),
+        ) + rated_apart(rows - rated)
     stake = entry.get("at_stake_by_currency")
     if stake:  # the money at stake, per currency (never added across currencies)
         listed = ", ".join(format_money(Decimal(v), c) for c, v in sorted(stake.items()))

@@ -45,10 +45,12 @@ PAGE_CSS = """
 .txkit-nav a{text-decoration:none}
 .txkit-month{font-weight:normal;color:#555;font-size:70%}
 .txkit-empty{font-style:italic}
+.txkit-print-only{display:none}
 .jp-OutputArea-output table{font-variant-numeric:tabular-nums}
 @page{size:A4 landscape;margin:10mm}
 @media print{
-  .txkit-nav{display:none}
+  .txkit-nav,.txkit-screen-only{display:none}
+  .txkit-print-only{display:inline}
   body,.jp-Notebook{background:#fff!important;padding:0!important;margin:0!important}
   .jp-Cell{padding:0!important}
   .jp-OutputArea-output img{max-width:100%!important;height:auto}

@@ -120,10 +120,12 @@ def kernel_environment(data: Path | None = None) -> dict[str, str]:
 
 
 #: txkit's settings a kept kernel is given at each reset (:func:`kernel_setup`), with its
-#: working folder; the key and the service's address are not sent in code: a kernel started
-#: with others is started again.
+#: working folder; the key, the service's address and a PDF statement's password are not
+#: sent in code: a kernel started with others is started again.
 _SET_AT_RESET = tuple(
-    v for v in config.VARIABLES if v not in (config.SECRET_KEY_VAR, config.BASE_URL_VAR)
+    v
+    for v in config.VARIABLES
+    if v not in (config.SECRET_KEY_VAR, config.BASE_URL_VAR, config.PDF_PASSWORD_VAR)
 )
 
 

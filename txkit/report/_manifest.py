@@ -175,8 +175,6 @@ def record_register(
             events=before,
         )
         pending = pl.concat([before, events])
-        if carried is not None:
-            notes.add(carried.describe())
         summary = summarise(
             plan.store,
             plan.month,
@@ -186,13 +184,17 @@ def record_register(
             carry=carried,
             events=pending,
         )
-        return summary, pending
     except (StoreError, OSError) as exc:
-        if isinstance(exc, RegisterFormatError):
+        # A closed stdout (`txkit report | head -1`) is no read-only store: the report stops
+        # before its pack is put in place, so it never stands without its register events.
+        if isinstance(exc, (RegisterFormatError, BrokenPipeError)):
             raise
         # A read-only store (a report re-rendered from a mounted copy) still gets its report.
         log.warning("report: the exception register was not updated: %s", one_line(exc))
         return None, None
+    if carried is not None:  # printed outside the register's fault handling (a closed pipe)
+        notes.add(carried.describe())
+    return summary, pending
 
 
 def write_manifest(

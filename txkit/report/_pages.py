@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +13,19 @@ import polars as pl
 from txkit.analysis.trends import month_over_month, monthly_metrics
 from txkit.calendar import previous_month
 from txkit.notebook import load_bank_statements, read_downloads, report_folder
-from txkit.register import SECTIONS, RegisterSummary, signature_block
+from txkit.register import SECTIONS, Materiality, RegisterSummary, signature_block
+from txkit.report._close_files import close_summary_frame, write_close_files
 from txkit.report._close_summary import (
     CLOSE_SUMMARY,
     OPEN_STATUSES,
+    CloseFigures,
+    FluxLine,
     close_figures,
     close_summary_html,
+    register_states,
+    with_register,
 )
+from txkit.report._flux import FluxReview, flux_review, write_flux
 from txkit.report._headlines import (
     completed_rate_headlines,
     exception_headlines,
@@ -30,7 +38,14 @@ from txkit.report._manifest import Revision
 from txkit.report._plan import OrdersCheck, ReportPlan
 from txkit.store import MonthManifest, scan_store, store_name
 
-__all__ = ["add_headlines", "attach_downloads", "write_close_summary", "write_index"]
+__all__ = [
+    "CloseReview",
+    "add_headlines",
+    "attach_downloads",
+    "review_close",
+    "write_close_summary",
+    "write_index",
+]
 
 
 def attach_downloads(sections: list[Section], staging: Path) -> None:
@@ -133,22 +148,60 @@ def write_index(
     )
 
 
-def write_close_summary(
-    staging: Path, plan: ReportPlan, manifest: MonthManifest, *, material: dict[str, int] | None
-) -> None:
-    """The month's one-page close summary (:mod:`txkit.report._close_summary`), first in the
-    pack, from the pages' downloads, the store at the pages' table version and the bank
-    statements the settlements page read."""
+@dataclass(frozen=True)
+class CloseReview:
+    """The close summary's figures read before the register is recorded (the flux review's
+    breaches are register items), and the flux review (None without ``out``)."""
+
+    figures: CloseFigures
+    flux: FluxReview | None
+    read: str
+
+
+def review_close(
+    staging: Path,
+    plan: ReportPlan,
+    manifest: MonthManifest,
+    *,
+    out: Path | None = None,
+    materiality: Materiality | None = None,
+) -> CloseReview:
+    """The close summary's figures, from the pages' downloads, the store at the pages' table
+    version and the bank statements the settlements page read; and the flux review against
+    the previous month's report in ``out`` (``flux.csv`` and its breaches as register items
+    written into ``staging``, for the register to record with the month's lists)."""
     records = scan_store(plan.store, version=manifest.table_version).filter(
         pl.col("month") == plan.month
     )
     bank, bank_info = load_bank_statements(plan.bank_source, plan.month, columns=plan.bank_columns)
-    figures = close_figures(staging, plan.month, records=records, bank=bank, material=material)
+    figures = close_figures(staging, plan.month, records=records, bank=bank)
     version = (
         "" if manifest.table_version is None else f" at table version {manifest.table_version}"
     )
     read = f"the store {store_name(plan.store)}{version}; " + (bank_info.note or bank_info.source)
-    (staging / CLOSE_SUMMARY).write_text(close_summary_html(figures, as_run=read), encoding="utf-8")
+    review = None
+    if out is not None:  # the previous month's report beside this one
+        review = flux_review(figures, out, materiality or Materiality())
+        write_flux(staging, review)
+    return CloseReview(figures, review, read)
+
+
+def write_close_summary(
+    staging: Path, close: CloseReview, *, material: dict[str, int] | None
+) -> None:
+    """The month's one-page close summary (:mod:`txkit.report._close_summary`), first in the
+    pack, once the register is summarised: its exceptions, roll-forward and flux breaches'
+    explanations are the register's."""
+    figures = with_register(close.figures, staging, material)
+    flux: tuple[str, list[FluxLine]] = ("", [])
+    if close.flux is not None:
+        states = register_states(staging)
+        breaches = close.flux.breaches.iter_rows(named=True)
+        flux = (close.flux.note, [_flux_line(r, states) for r in breaches])
+    page = close_summary_html(figures, as_run=close.read, flux=flux)
+    (staging / CLOSE_SUMMARY).write_text(page, encoding="utf-8")
+    # The same per currency and line, to post from (CSV and Excel).
+    write_close_files(staging, close_summary_frame(figures))
     # The same figures as data (exact amounts as text): what a revision compares with the
     # signed report (txkit.register._sign.compare_reports).
     doc = {
@@ -167,6 +220,12 @@ def write_close_summary(
 
 #: The close summary's figures as data, beside its page.
 CLOSE_FIGURES = "00_close_summary.json"
+
+
+def _flux_line(row: dict[str, Any], states: dict[str, str]) -> FluxLine:
+    state = states.get(row["key"], "not in the register")
+    return (row["line"], row["currency"], Decimal(row["previous"]), Decimal(row["amount"]),
+            Decimal(row["change"]), row["change_pct"], f"{row['key']} ({state})")  # fmt: skip
 
 
 def _text(value: Any) -> str | None:

@@ -19,6 +19,8 @@ from txkit.bank import read_statements
 from txkit.calendar import month_bounds, no_records_line, parse_month, previous_months
 from txkit.config import default_store, key_configured
 from txkit.errors import NoRecordsError, TxkitError
+from txkit.fetch.client import Client
+from txkit.fetch.pages import current_total
 from txkit.files import check_input
 from txkit.notebook import LoadInfo, load_orders_file, resolve_bank_statements
 from txkit.register import retention_policy
@@ -74,6 +76,8 @@ class ReportRequest:
         reopen: why a signed month is reported again (a revision beside the signed one).
         cache: reuse a notebook's executed result when nothing it reads changed (False:
             ``--no-cache``, every notebook executed; :mod:`txkit.report._cache`).
+        key: with ``reopen``, the OpenSSH ed25519 key of who reopens (``allowed_signers``):
+            the reopening is signed.
     """
 
     month: str
@@ -90,6 +94,7 @@ class ReportRequest:
     reopen: str | None = None
     orders_columns: str | None = None
     cache: bool = True
+    key: str | None = None
 
 
 class Notes:
@@ -321,6 +326,7 @@ def sync_for_report(
     (``read_once=False``; docs/completeness.md, "Days read once")."""
     if plan.as_of is not None:
         return None, 0.0
+    refuse_a_month_without_records(plan)
     started = time.perf_counter()
     result = sync(  # it connects only when something is to be fetched
         start=plan.since,
@@ -336,6 +342,37 @@ def sync_for_report(
     if not result.fetched:
         return None, 0.0
     return result, time.perf_counter() - started
+
+
+def refuse_a_month_without_records(plan: ReportPlan) -> None:
+    """On a service (a key configured), a month it holds no record of is said in the one line
+    the sandbox gives (``no records of 2026-06: the service holds none of that month``,
+    exit 2), before the sync and any notebook: the sync could only fail to prove the edges of
+    an empty window. One request (a one-record page's total, a day of margin on each side, as
+    the syncs read), and only when the store does not hold the month yet; a month the store
+    holds with no record is said likewise. The sandbox's calendar is known up front
+    (:func:`sync_range`).
+
+    Raises:
+        NoRecordsError: the month has no record.
+    """
+    if sandbox_calendar() is not None:
+        return
+    held = read_manifests(plan.store).get(plan.month)
+    if held is not None and held.rows:
+        return
+    if held is not None and held.complete:
+        where = f"the store {store_name(plan.store)}"
+        raise NoRecordsError(no_records_line(plan.month, None, where))
+    first, last = month_bounds(plan.month)
+    window = {
+        "startDate": (first - timedelta(days=1)).isoformat(),
+        "endDate": (last + timedelta(days=1)).isoformat(),
+    }
+    with Client() as client:
+        total = current_total(client, window)
+    if total == 0:
+        raise NoRecordsError(no_records_line(plan.month, None, "the service"))
 
 
 def month_manifest(plan: ReportPlan) -> MonthManifest:

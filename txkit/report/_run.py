@@ -27,6 +27,7 @@ from pathlib import Path
 from txkit import config
 from txkit.calendar import parse_month
 from txkit.config import default_store
+from txkit.errors import StoreError
 from txkit.notebook import sandbox_statements
 from txkit.register import (
     Materiality,
@@ -36,13 +37,21 @@ from txkit.register import (
     month_lock,
     month_state,
     read_events,
+    refuse_overwrite,
     refuse_signed,
     revisions,
+    sign_reopening,
     with_revision,
 )
 from txkit.report._execute import Executed, run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
-from txkit.report._pages import add_headlines, attach_downloads, write_close_summary, write_index
+from txkit.report._pages import (
+    add_headlines,
+    attach_downloads,
+    review_close,
+    write_close_summary,
+    write_index,
+)
 from txkit.report._plan import (
     Notes,
     OrdersCheck,
@@ -54,7 +63,7 @@ from txkit.report._plan import (
     sync_for_report,
 )
 from txkit.report._publish import publish, stage
-from txkit.store import Lease, MonthManifest, SyncResult
+from txkit.store import Lease, MonthManifest, SyncResult, read_state
 
 __all__ = ["ReportResult", "run", "run_report"]
 
@@ -98,6 +107,7 @@ def run_report(
     on_note: Callable[[str], None] | None = None,
     orders_columns: str | None = None,
     cache: bool = True,
+    key: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
 
@@ -130,6 +140,7 @@ def run_report(
         reopen=reopen,
         orders_columns=orders_columns,
         cache=cache,
+        key=key,
     )
     return run(request, on_note=on_note)
 
@@ -144,15 +155,52 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     ``--as-of`` is read-only: no lock, no register event."""
     notes = Notes(on_note)
     where, month = request.store or default_store(), parse_month(request.month)
+    _refuse_sandbox_with_key(where)
     if request.as_of is not None:
         plan = plan_report(request, notes)
         return _run(request, plan, notes, _as_of_target(plan, request.out, request.reopen))
-    # A register this txkit cannot read, or a locked month, stops the report here.
-    refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
+    # A register this txkit cannot read, a locked month, or a signed pack where this report
+    # would go (whatever the store says) stops the report here.
+    _target(request, where, month)
     plan = plan_report(request, notes)  # arguments and the merchant's files: nothing written
     with month_lock(where, month, wait=_LOCK_WAIT, what=f"a report of {month} (txkit report)"):
-        target = refuse_signed(request.out, month, request.reopen, events=read_events(where)[0])
+        target = _target(request, where, month)
+        if request.reopen is not None:  # who reopens signs it, before anything is run
+            target = sign_reopening(target, month, key=str(request.key), store=where)
         return _run(request, plan, notes, target)
+
+
+def _refuse_sandbox_with_key(where: str | Path) -> None:
+    """A configured key never reports the embedded sandbox's store: its pages would show
+    synthetic data and say that no key is configured.
+
+    Raises:
+        ValueError: ``where`` holds the sandbox's data while a key is configured.
+    """
+    if not config.key_configured():
+        return
+    try:
+        source = read_state(where).source
+    except StoreError:  # no table yet, or unreadable: the sync says which
+        return
+    if source is not None and source.url.startswith("sandbox:"):
+        raise ValueError(
+            f"--store {where} holds the embedded sandbox's synthetic data, but "
+            f"{config.SECRET_KEY_VAR} is configured: a report with a key reads the service's "
+            f"store ({default_store()}); to report the sandbox, run without the key"
+        )
+
+
+def _target(request: ReportRequest, where: str | Path, month: str) -> Target:
+    events = read_events(where)[0]
+    target = refuse_signed(request.out, month, request.reopen, events=events)
+    if request.reopen is not None and request.key is None:
+        raise ValueError(
+            f"--reopen needs --key PATH: who reopens {month} signs the reopening with their own "
+            "key (one the project's allowed_signers lists)"
+        )
+    refuse_overwrite(request.out / target.name, month, events, where)
+    return target
 
 
 #: How long a report waits for another command holding its month (a signature: a second; a
@@ -165,7 +213,9 @@ def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
     perhaps signed."""
     if reopen is not None:
         raise ValueError("--as-of renders a version again, read-only: it takes no --reopen")
-    state = month_state(read_events(plan.store)[0], plan.month)
+    events = read_events(plan.store)[0]
+    refuse_overwrite(out / plan.month, plan.month, events, plan.store)
+    state = month_state(events, plan.month)
     packs = {Path(r.folder).resolve() for r in state.revisions.values() if r.folder}
     if (out / plan.month).resolve() in packs:
         raise ValueError(
@@ -242,6 +292,7 @@ def _render(
                 f"(inputs unchanged): {', '.join(sorted(executed.reused))}"
             )
         attach_downloads(sections, staging)
+        close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
         register, pending = record_register(
             plan, manifest, staging, materiality, notes, orders=checked.whole
         )
@@ -251,6 +302,9 @@ def _render(
         add_headlines(sections, plan, manifest, out=request.out, orders=checked, material=material)
         recorded = ReportManifest.of(plan, manifest, sorted(timings), checked)
         recorded = replace(recorded, register=register.doc if register else None)
+        # Before the manifest: a revision compares this close summary's figures with the
+        # signed one's (a missing file read as every figure gone, the real change hidden).
+        write_close_summary(staging, close, material=material)
         revision = write_manifest(staging, recorded, target, notes)
         history = ""
         if revision:
@@ -266,7 +320,6 @@ def _render(
             revision=revision,
             history=history,
         )
-        write_close_summary(staging, plan, manifest, material=material)
         final = publish(
             staging, request.out, target, store=plan.store, month=plan.month, pending=pending
         )

@@ -24,7 +24,7 @@ from txkit.schema import COLUMNS
 from txkit.store._location import StoreLike, objects, store_location
 from txkit.store._problems import damaged_message
 from txkit.store._state import recorded_digests
-from txkit.store._table import open_table, read_verified, table_files
+from txkit.store._table import log_problems, open_table, read_verified, table_files
 
 log = logging.getLogger("txkit")
 
@@ -142,6 +142,7 @@ class _Reader:
         self.version = version
         self.digests = _digests(table, store)
         self.files = table_files(table)
+        self.log = log_problems(self.files, self.digests)
         self.objects = objects(store)
         full = pl.Schema(table.schema())
         self.schema = pl.Schema({k: v for k, v in full.items() if k != "month"})
@@ -150,7 +151,19 @@ class _Reader:
         return sorted({month for _, month, _ in self.files})
 
     def buffers(self, month: str) -> list[bytes]:
-        """The month's files, each proven (or unverified: written before digests)."""
+        """The month's files, each proven (or unverified: written before digests).
+
+        Raises:
+            StoreDamagedError: a file of the month is missing from the Delta log, or filed
+                under another month (names it and the repair).
+        """
+        for rel, m, what in self.log:
+            if m == month:
+                raise StoreDamagedError(
+                    damaged_message(self.store, rel, month, what, self.version),
+                    months=[month],
+                    path=rel,
+                )
         out = []
         for rel, m, _ in self.files:
             if m == month:

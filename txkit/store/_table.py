@@ -51,6 +51,37 @@ def table_files(table: Any) -> list[tuple[str, str, int]]:
     ]
 
 
+def log_problems(
+    files: list[tuple[str, str, int]], digests: dict[str, str]
+) -> list[tuple[str, str, str]]:
+    """Where the Delta log disagrees with what the store's own commits recorded: a file whose
+    digest txkit recorded but that the log no longer lists (an ``add`` removed), and a file
+    the log files under another month than the folder it was written in (an entry moved).
+    Each: ``(path, month, what)``, one per month the disagreement touches. ``files``: the
+    version's files (:func:`table_files`); ``digests``: what txkit recorded for them (empty:
+    a table txkit did not write, nothing to compare)."""
+    if not digests:
+        return []
+    listed = {rel for rel, _, _ in files}
+    out = []
+    for rel in sorted(set(digests) - listed):
+        out.append((rel, _folder_month(rel) or "?", "is recorded by the store's commits but the "
+                    "Delta log no longer lists it (its add was removed)"))  # fmt: skip
+    for rel, month, _ in files:
+        folder = _folder_month(rel)
+        if folder is not None and folder != month:
+            out.append((rel, month, f"is filed under {month} in the Delta log but was written "
+                        f"as {folder}'s (month={folder}/): its entry was moved"))  # fmt: skip
+            out.append((rel, folder, f"was written as {folder}'s but the Delta log files it "
+                        f"under {month}: its entry was moved"))  # fmt: skip
+    return out
+
+
+def _folder_month(rel: str) -> str | None:
+    head = rel.split("/", 1)[0]
+    return head.removeprefix("month=") if head.startswith("month=") else None
+
+
 def read_verified(
     files: ObjectStore,
     store: str | os.PathLike[str],

@@ -12,7 +12,8 @@ import polars as pl
 from txkit.errors import StoreError
 from txkit.store._location import StoreLike, digest_of, objects, store_location
 from txkit.store._read import _digests
-from txkit.store._table import open_table, table_files
+from txkit.store._state import _state_of
+from txkit.store._table import log_problems, open_table, table_files
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,33 @@ def verify_store(
             )
         else:
             out.append(FileCheck(rel, month, size, "ok"))
+    # The log itself, against what the store's commits recorded (a removed or moved entry).
+    for rel, month, what in log_problems(table_files(table), digests):
+        out.append(FileCheck(rel, month, 0, "missing", what))
+    out += _uncovered(table, store)
     return out + [check for other in others for check in other(store)]
+
+
+def _uncovered(table: object, store: StoreLike) -> list[FileCheck]:
+    """Months the store's coverage records rows of but of which the Delta log lists no file
+    (found also for files written before digests)."""
+    try:
+        coverage = _state_of(table, store).coverage
+    except StoreError:  # a table txkit did not write: no coverage to compare
+        return []
+    months = {month for _, month, _ in table_files(table)}
+    return [
+        FileCheck(
+            f"month={month}/",
+            month,
+            0,
+            "missing",
+            f"the store's coverage records {cov.rows:,} rows of {month} but the Delta "
+            "log lists no file of it",
+        )
+        for month, cov in sorted(coverage.items())
+        if cov.rows > 0 and month not in months
+    ]
 
 
 #: The ``month`` of the exception register's files in a :class:`FileCheck`.

@@ -1,0 +1,304 @@
+"""Signatures that prove who signed (issue 47, Why 1): keys made by ``ssh-keygen`` in the test
+(two allowed, one not), signatures ``ssh-keygen -Y verify`` accepts, a forged one found, the
+segregation by key, names that read alike refused, the login deciding nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.factories import allowed_line, invoke_cli, make_signers, ssh_key
+from txkit.errors import DataFileError, ReportSignedError
+from txkit.register import read_events, record_report
+from txkit.register._keys import (
+    fold_name,
+    load_allowed_signers,
+    load_signing_key,
+    sshsig_sign,
+    sshsig_verify,
+)
+from txkit.register._lock import month_state
+from txkit.register._sign import refuse_signed, sign_report
+from txkit.register._table import append_events, events_frame
+from txkit.register._verify import verify_report
+
+MONTH = "2026-10"
+
+
+def _pack(out: Path, store: Path) -> Path:
+    """A report folder of MONTH as a report leaves it, recorded in the register."""
+    folder = out / MONTH
+    folder.mkdir(parents=True)
+    (folder / "index.html").write_text(
+        "<html><!--txkit:signatures--><!--/txkit:signatures--></html>"
+    )
+    (folder / "balance_breaks.csv").write_text("key\nx\n")
+    doc = {"month": MONTH, "store": str(store), "table_version": 7}
+    (folder / "report.json").write_text(json.dumps(doc))
+    record_report(store, MONTH, folder, table_version=7)
+    return folder
+
+
+def _ssh_verify(
+    allowed: Path, principal: str, sig: Path, text: Path
+) -> subprocess.CompletedProcess:
+    with text.open("rb") as message:
+        return subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", principal,
+                               "-n", "txkit", "-s", str(sig)], stdin=message,
+                              capture_output=True, text=True)  # fmt: skip
+
+
+def _cli(tmp_path: Path, *args: str, key: Path | None = None, env: dict | None = None):
+    extra = ["--key", str(key)] if key is not None else []
+    return invoke_cli("report", *args, *extra, "--month", MONTH, "--store",
+                      str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
+                      "--allowed-signers", str(tmp_path / "allowed_signers"), cwd=tmp_path,
+                      env=env)  # fmt: skip
+
+
+def test_a_pack_signed_with_keys_verifies_with_ssh_keygen(tmp_path: Path) -> None:
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"], ("Mallory",))
+    folder = _pack(tmp_path / "reports", tmp_path / "store")
+    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
+        done = _cli(tmp_path, "sign", "--role", role, key=keys.key(name))
+        assert done.returncode == 0, done.stderr
+        assert f"as {role}: {name} (key SHA256:" in done.stdout
+    # Each signature on its own, with OpenSSH alone: the text names the pack and its files.
+    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
+        sig, text = folder / "signatures" / f"{role}.sig", folder / "signatures" / f"{role}.txt"
+        checked = _ssh_verify(keys.allowed, name, sig, text)
+        assert checked.returncode == 0, checked.stderr
+        assert f'Good "txkit" signature for {name}' in checked.stdout + checked.stderr
+        lines = text.read_text().splitlines()
+        assert f"role {role}" in lines and f"signer {name}" in lines
+        assert any(line.endswith("  balance_breaks.csv") for line in lines)
+        assert any(line.startswith("register-version ") for line in lines)
+        # Another principal's name for it: refused by OpenSSH too.
+        assert _ssh_verify(keys.allowed, "Mallory", sig, text).returncode != 0
+    # The reviewer's text names the preparer's signature (its link): the order is signed.
+    preparer = month_state(read_events(tmp_path / "store")[0], MONTH).signatures[0]
+    assert f"previous {preparer['chain']}" in (folder / "signatures" / "reviewer.txt").read_text()
+    verified = _cli(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert "locked, signed by preparer Ada Obi (key SHA256:" in verified.stdout
+    # A signature ssh-keygen made is read by txkit as well (one format both ways).
+    message = tmp_path / "m.txt"
+    message.write_text("txkit\n")
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-q", "-n", "txkit", "-f",
+                    str(keys.key("Eve Ito")), str(message)], check=True)  # fmt: skip
+    signers = load_allowed_signers(keys.allowed)
+    found = sshsig_verify((tmp_path / "m.txt.sig").read_text(), b"txkit\n", signers)
+    assert found.principal == "Eve Ito"
+
+
+def test_identity_is_the_key_not_the_login_or_a_name(tmp_path: Path) -> None:
+    """Why 1: LOGNAME=eve and a typed name decided who signed; now the key does."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"], ("Mallory", "Ada's laptop"))
+    _pack(tmp_path / "reports", tmp_path / "store")
+    eve = {"LOGNAME": "eve", "USER": "eve"}
+    assert _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi")).returncode == 0
+    # The preparer's own key, whatever the shell says: refused (segregation by key).
+    own = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key("Ada Obi"), env=eve)
+    assert own.returncode == 1 and own.stderr.count("\n") == 1, own.stderr
+    assert "another person than its preparer (the same key (SHA256:" in own.stderr
+    # A key allowed_signers does not list (Mallory's; Ada's second key): refused.
+    for name in ("Mallory", "Ada's laptop"):
+        stranger = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key(name), env=eve)
+        assert stranger.returncode == 1, stranger.stderr
+        assert "is not in the allowed signers file" in stranger.stderr
+    # --name no longer exists: the name is allowed_signers' principal.
+    named = _cli(tmp_path, "sign", "--role", "reviewer", "--name", "Eve Ito", env=eve)
+    assert named.returncode == 2
+    # Ada's second key listed under her own name: still Ada, refused as reviewer.
+    keys.allowed.write_text(
+        keys.allowed.read_text() + allowed_line("Ada Obi", keys.key("Ada's laptop"))
+    )
+    second = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key("Ada's laptop"))
+    assert second.returncode == 1 and "the same name (Ada Obi)" in second.stderr
+    assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked
+    done = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key("Eve Ito"), env=eve)
+    assert done.returncode == 0, done.stderr
+    assert month_state(read_events(tmp_path / "store")[0], MONTH).locked
+
+
+@pytest.mark.parametrize(
+    "look_alike",
+    [
+        "\u0410da Obi",
+        "\uff21\uff44\uff41 \uff2f\uff42\uff49",
+        "Ada\u034f Obi",
+        "Ada\u3164Obi",
+        "ada  obi",
+        "Ada\u200bObi",
+    ],
+)
+def test_names_that_read_alike_are_one_name_or_refused(tmp_path: Path, look_alike: str) -> None:
+    """Cyrillic A, full width, U+034F, U+3164, case and spaces: the pack showed "Ada Obi"
+    twice for two keys. allowed_signers refuses a second principal that reads as another."""
+    ada, other = ssh_key(tmp_path, "ada"), ssh_key(tmp_path, "other")
+    path = tmp_path / "allowed_signers"
+    path.write_text(allowed_line("Ada Obi", ada) + allowed_line(look_alike, other))
+    with pytest.raises(DataFileError, match=r"allowed_signers, line 2: "):
+        load_allowed_signers(path)
+    assert (
+        fold_name("\uff21\uff44\uff41 \uff2f\uff42\uff49") == fold_name("\u0410da Obi") == "ada obi"
+    )
+
+
+def test_allowed_signers_is_read_as_openssh_writes_it(tmp_path: Path) -> None:
+    ada, eve = ssh_key(tmp_path, "ada"), ssh_key(tmp_path, "eve")
+    path = tmp_path / "allowed_signers"
+    eve_pub = (tmp_path / f"{eve.name}.pub").read_text().split()
+    path.write_text(
+        "# who signs the close\n\n"
+        + allowed_line("Ada Obi", ada)
+        + f'eve@example.com namespaces="git" {eve_pub[0]} {eve_pub[1]}\n'  # git's, not ours
+    )
+    assert [s.principal for s in load_allowed_signers(path)] == ["Ada Obi"]
+    for line, problem in (
+        (f"* {eve_pub[0]} {eve_pub[1]}", "is a pattern"),
+        (f'"Kim" cert-authority {eve_pub[0]} {eve_pub[1]}', "cert-authority"),
+        (f'"Kim" valid-after="20260101" {eve_pub[0]} {eve_pub[1]}', "valid-after"),
+        ('"Kim" ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ', "ssh-rsa key"),
+        (f'"Kim" {eve_pub[0]} bm90IGEga2V5', "not base64 of an ssh-ed25519"),
+        (f'"Kim {eve_pub[0]} {eve_pub[1]}', "quote is not closed"),
+        (allowed_line("Kim Lee", ada).strip(), "one key is one person"),
+    ):
+        path.write_text(allowed_line("Ada Obi", ada) + line + "\n")
+        with pytest.raises(DataFileError, match=problem) as caught:
+            load_allowed_signers(path)
+        assert "line 2" in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(DataFileError, match="not found"):
+        load_allowed_signers(tmp_path / "nowhere")
+
+
+def test_an_encrypted_key_takes_its_passphrase_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = ssh_key(tmp_path, "ada", passphrase="correct horse")
+    monkeypatch.delenv("TXKIT_KEY_PASSPHRASE", raising=False)
+    monkeypatch.setattr("sys.stdin", io.StringIO())  # no person at a terminal
+    with pytest.raises(ValueError, match="is encrypted: set TXKIT_KEY_PASSPHRASE"):
+        load_signing_key(key)
+    monkeypatch.setenv("TXKIT_KEY_PASSPHRASE", "wrong")
+    with pytest.raises(ValueError, match="the passphrase does not open it"):
+        load_signing_key(key)
+    monkeypatch.setenv("TXKIT_KEY_PASSPHRASE", "correct horse")
+    assert load_signing_key(key) is not None
+    with pytest.raises(ValueError, match="is a public key"):
+        load_signing_key(tmp_path / f"{key.name}.pub")
+    rsa = tmp_path / "rsa"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(rsa)],
+                   check=True)  # fmt: skip
+    with pytest.raises(ValueError, match="txkit signs with ed25519 keys"):
+        load_signing_key(rsa)
+
+
+def test_a_forged_signature_does_not_verify(tmp_path: Path) -> None:
+    """A signature in the register or the pack made by a key not listed, a text changed after
+    signing, a pack's .sig replaced: each named by verify."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"], ("Mallory",))
+    store = tmp_path / "store"
+    folder = _pack(tmp_path / "reports", store)
+    sign_report(tmp_path / "reports", MONTH, role="preparer", key=keys.key("Ada Obi"),
+                store=store, allowed_signers=keys.allowed)  # fmt: skip
+    sigs = folder / "signatures"
+    pristine = {p.name: p.read_bytes() for p in sigs.iterdir()}
+
+    def verify() -> str:
+        lines, whole = verify_report(tmp_path / "reports", MONTH, store=store,
+                                     allowed_signers=keys.allowed)  # fmt: skip
+        assert not whole, lines
+        for name, data in pristine.items():
+            (sigs / name).write_bytes(data)
+        return "\n".join(lines)
+
+    text = pristine["preparer.txt"].decode()
+    mallory = sshsig_sign(load_signing_key(keys.key("Mallory")), text.encode())
+    (sigs / "preparer.sig").write_text(mallory)
+    assert "changed: signatures/preparer.sig" in verify()
+    assert _ssh_verify(keys.allowed, "Ada Obi", sigs / "preparer.sig", sigs / "preparer.txt"
+                       ).returncode == 0  # fmt: skip
+    (sigs / "preparer.txt").write_text(text.replace("role preparer", "role reviewer"))
+    assert "changed: signatures/preparer.txt" in verify()
+    # A signed event forged into the register: Mallory's key claiming to be Eve.
+    events, _ = read_events(store)
+    row = events.filter(pl.col("event") == "signed").row(0, named=True)
+    detail = json.loads(row["explanation"])
+    forged = text.replace("role preparer", "role reviewer").replace(
+        "signer Ada Obi", "signer Eve Ito"
+    )
+    detail |= {"statement": forged, "sshsig": sshsig_sign(load_signing_key(keys.key("Mallory")),
+                                                          forged.encode())}  # fmt: skip
+    append_events(store, events_frame([{**row, "role": "reviewer", "actor": "Eve Ito",
+                                        "explanation": json.dumps(detail)}]))  # fmt: skip
+    lines, whole = verify_report(tmp_path / "reports", MONTH, store=store,
+                                 allowed_signers=keys.allowed)  # fmt: skip
+    assert not whole
+    assert any("reviewer Eve Ito: signed by the key SHA256:" in line
+               and "which allowed_signers does not list" in line for line in lines)  # fmt: skip
+
+
+@pytest.mark.parametrize("skew", [timedelta(days=-1), timedelta(seconds=-20)])
+def test_a_skewed_clock_neither_voids_nor_fakes_a_signature(
+    tmp_path: Path, skew: timedelta
+) -> None:
+    """Why 2: a reviewer whose clock was a day behind "signed" but the month stayed unlocked;
+    20 s of skew made verify claim a signature was removed. The register's commit order
+    decides; the time is only shown."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    store, out = tmp_path / "store", tmp_path / "reports"
+    _pack(out, store)
+    now = datetime.now(UTC)
+    sign_report(out, MONTH, role="preparer", key=keys.key("Ada Obi"), store=store,
+                allowed_signers=keys.allowed, at=now)  # fmt: skip
+    sign_report(out, MONTH, role="reviewer", key=keys.key("Eve Ito"), store=store,
+                allowed_signers=keys.allowed, at=now + skew)  # fmt: skip
+    state = month_state(read_events(store)[0], MONTH)
+    assert state.locked and [s["role"] for s in state.signatures] == ["preparer", "reviewer"]
+    with pytest.raises(ReportSignedError, match=f"{MONTH} is locked"):
+        refuse_signed(out, MONTH, None, events=read_events(store)[0])
+    lines, whole = verify_report(out, MONTH, store=store, allowed_signers=keys.allowed)
+    assert whole, lines
+    assert "signatures: the chain of 2 holds" in lines
+    # Each signature names the register version it was given at, in commit order.
+    versions = [int(s["register_version"]) for s in state.signatures]
+    assert versions[0] < versions[1]
+
+
+def test_a_clock_ahead_does_not_carry_a_signature_over_a_rerun(tmp_path: Path) -> None:
+    """A preparer whose clock is a day ahead signs; the report is then rerun with other
+    bytes: the signature lapses (it was given before the rerun, whatever its time says)."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    store, out = tmp_path / "store", tmp_path / "reports"
+    folder = _pack(out, store)
+    sign_report(out, MONTH, role="preparer", key=keys.key("Ada Obi"), store=store,
+                allowed_signers=keys.allowed, at=datetime.now(UTC) + timedelta(days=1))  # fmt: skip
+    (folder / "balance_breaks.csv").write_text("key\ny\n")
+    record_report(store, MONTH, folder, table_version=7)
+    state = month_state(read_events(store)[0], MONTH)
+    assert state.newest is not None and state.newest.signatures == []
+    with pytest.raises(ReportSignedError, match="no preparer's signature"):
+        sign_report(out, MONTH, role="reviewer", key=keys.key("Eve Ito"), store=store,
+                    allowed_signers=keys.allowed)  # fmt: skip
+
+
+def test_events_are_read_in_the_registers_commit_order(tmp_path: Path) -> None:
+    """Whatever the clocks stamped (a writer a day behind) and after commits are removed and
+    written anew, the register's order is its commits'."""
+    store = tmp_path / "store"
+    now = datetime.now(UTC)
+    for i, skew in enumerate((0, -86_400, 60, -5)):
+        append_events(store, events_frame([{"event": "annotated", "key": f"k{i}",
+                                            "at": now + timedelta(seconds=skew)}]))  # fmt: skip
+    assert read_events(store)[0]["key"].to_list() == ["k0", "k1", "k2", "k3"]
+    log = store / "_register" / "_delta_log"
+    (log / f"{3:020d}.json").unlink()  # the last commit removed; another written in its place
+    append_events(store, events_frame([{"event": "annotated", "key": "k4", "at": now}]))
+    assert read_events(store)[0]["key"].to_list() == ["k0", "k1", "k2", "k4"]
