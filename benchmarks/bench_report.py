@@ -1,17 +1,20 @@
-"""Monthly report benchmark: first run vs rerun over a 12-month store, and each notebook.
+"""Monthly report benchmark: first report, rerun, and rerun after one explanation, side by side.
 
-    python benchmarks/bench_report.py                    # 1,000,000 sandbox records
-    python benchmarks/bench_report.py --records 100000   # quick look
+    python benchmarks/bench_report.py                       # 60,000 sandbox records
+    python benchmarks/bench_report.py --records 1000000     # a million-record year
 
-First run: an empty store, so ``txkit sync`` fetches all twelve months, then the report of one
-month executes the notebooks. Rerun: the same month again; it is closed and outside the
-look-back window, so no request is sent and only the notebooks run. Timings of each notebook
-are for that month (about 100,000 records at the default size).
+First report: an empty store, so ``txkit sync`` fetches all twelve months, then the report of
+one month executes every notebook (and fills the execution cache, ``data/cache/notebooks/``).
+Rerun: the same month again with nothing changed: no request, every notebook reused. After one
+explanation (``txkit exceptions explain``): only the notebook that reads the register (07) is
+executed. Last, the same rerun with ``--no-cache`` (every notebook executed): the rerun as it
+was before the cache. Each figure is the wall time of the whole report.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -23,22 +26,24 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--month", default="2026-09")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="txkit-bench-report-"))
     os.environ["TXKIT_PROGRESS"] = "0"
-    for name in ("TXKIT_SECRET_KEY", "TXKIT_BASE_URL"):
+    os.environ["TXKIT_DATA_DIR"] = str(work / "data")  # the execution cache goes there
+    for name in ("TXKIT_SECRET_KEY", "TXKIT_BASE_URL", "TXKIT_REPORT_CACHE"):
         os.environ.pop(name, None)
 
     import polars as pl
 
     import txkit
+    from txkit.register import explain
     from txkit.report import run_report
     from txkit.sandbox import Sandbox
-    from txkit.store import sync, sync_needed
+    from txkit.store import sync
 
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-report-"))
     store, out = work / "store", work / "reports"
     print(f"# txkit report benchmark: {args.records:,} sandbox records, seed {args.seed}")
     started = time.perf_counter()
@@ -57,26 +62,27 @@ def main() -> None:
     print(f"first sync: {len(result.fetched)} months, {rows:,} rows in {synced:.1f} s "
           f"({rows / synced:,.0f} records/s, {result.stats.requests:,} requests)")  # fmt: skip
 
-    assert not sync_needed(store=store, start=args.month + "-01", end=args.month + "-28")
-    first = run_report(args.month, store=store, out=out, notebooks=ROOT / "notebooks",
-                       orders=str(orders), progress=False)  # fmt: skip
-    first_total = synced + first.sync_seconds + sum(first.notebooks.values())
-    began = time.perf_counter()
-    again = run_report(args.month, store=store, out=out, notebooks=ROOT / "notebooks",
-                       orders=str(orders), progress=False)  # fmt: skip
-    rerun_total = time.perf_counter() - began
+    def report(cache: bool = True) -> tuple[float, int, float]:
+        """The report's wall time, the notebooks executed and their seconds."""
+        began = time.perf_counter()
+        done = run_report(args.month, store=store, out=out, notebooks=ROOT / "notebooks",
+                          orders=str(orders), progress=False, cache=cache)  # fmt: skip
+        executed = [n for n in done.notebooks if n not in done.reused]
+        return time.perf_counter() - began, len(executed), sum(done.notebooks.values())
+
+    runs = [("first report (sync of 12 months + report)", report())]
+    runs[0] = (runs[0][0], (runs[0][1][0] + synced, *runs[0][1][1:]))
+    runs.append(("rerun, nothing changed", report()))
+    lists = sorted((out / args.month).glob("*.download.json"))
+    key = next(k for p in lists for k in json.loads(p.read_text())["open"])
+    explain(store, key, note="benchmark: one explanation", actor="bench_report")
+    runs.append(("rerun after one explanation", report()))
+    runs.append(("rerun after one explanation, --no-cache", report(cache=False)))
     print(f"\nmonth {args.month}: {month_rows:,} records\n")
-    print("| run | sync (s) | notebooks (s) | total (s) |")
+    print("| run | total (s) | notebooks executed | notebooks' seconds |")
     print("| --- | ---: | ---: | ---: |")
-    print(f"| first (empty store, 12 months) | {synced:.1f} | "
-          f"{sum(first.notebooks.values()):.1f} | {first_total:.1f} |")  # fmt: skip
-    print(f"| rerun (closed month, no request) | {again.sync_seconds:.1f} | "
-          f"{sum(again.notebooks.values()):.1f} | {rerun_total:.1f} |")  # fmt: skip
-    print("\n| notebook | seconds (rerun) |")
-    print("| --- | ---: |")
-    for name, seconds in again.notebooks.items():
-        print(f"| {name} | {seconds:.1f} |")
-    print(f"\nindex: {again.index}")
+    for label, (total, executed, seconds) in runs:
+        print(f"| {label} | {total:.1f} | {executed} of 8 | {seconds:.1f} |")
     sys.stdout.flush()
 
 

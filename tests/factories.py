@@ -270,10 +270,17 @@ class SessionReport:
     def copy_data(self, workdir: Path) -> Path:
         """A copy of its ``data`` folder in ``workdir`` (the store, complete for every month a
         report of 2026-10 syncs, and the embedded sandbox's files: orders, planted truth, bank
-        statements), for a test that runs its own report without a sync; ``workdir/data``."""
+        statements; not the execution cache), for a test that runs its own report without a
+        sync; ``workdir/data``."""
         import shutil
 
-        return Path(shutil.copytree(self.workdir / "data", workdir / "data", symlinks=True))
+        source = self.workdir / "data"
+
+        def executed(folder: str, names: list[str]) -> list[str]:
+            # Not its execution cache (data/cache/): a test's report executes its notebooks.
+            return ["cache"] if Path(folder) == source else []
+
+        return Path(shutil.copytree(source, workdir / "data", symlinks=True, ignore=executed))
 
 
 def small_notebooks(folder: Path, *, reads_month: bool = False) -> Path:

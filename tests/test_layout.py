@@ -96,6 +96,7 @@ def test_the_config_module_names_every_variable_once() -> None:
         "TXKIT_BANK_COLUMNS",
         "TXKIT_ORDERS_COLUMNS",
         "TXKIT_STORE_KEEP_DAYS",
+        "TXKIT_REPORT_CACHE",
         "TXKIT_MAX_INPUT_MB",
         "TXKIT_PDF_PASSWORD",
         "TXKIT_KEY_PASSPHRASE",

@@ -44,7 +44,7 @@ def test_a_notebook_is_written_where_its_path_says_whatever_papermill_was_left_w
     sockets = _kernel_folder()
     lane = Lane(lambda: kernel_manager(sockets, 0))
     try:
-        section, _seconds = execute_notebook(
+        section, _seconds, _reused = execute_notebook(
             source, plan=plan, parameters={}, staging=staging, lane=lane
         )
     finally:

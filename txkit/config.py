@@ -19,6 +19,7 @@ Each environment variable txkit reads is named once, here, and declared in one t
 ``TXKIT_ORDERS_COLUMNS``    the orders file's column mapping or preset (``shopify``, ...)
 ``TXKIT_STORE_KEEP_DAYS``   days of store versions kept for time travel (default 30)
 ``TXKIT_MAX_INPUT_MB``      the largest data file read (orders, statements, imports; default 256)
+``TXKIT_REPORT_CACHE``      ``0`` makes ``txkit report`` execute every notebook (no reuse)
 ``TXKIT_PDF_PASSWORD``      the password of a password-protected PDF bank statement
 ``TXKIT_KEY_PASSPHRASE``    the passphrase of an encrypted signing key (``txkit report sign``)
 =========================== ==============================================================
@@ -85,6 +86,7 @@ __all__ = [
     "PROJECT_FILES",
     "PROJECT_MARK",
     "REPORTS_DIR",
+    "REPORT_CACHE_VAR",
     "SANDBOX",
     "SECRET_KEY_VAR",
     "SETTINGS",
@@ -120,6 +122,7 @@ __all__ = [
     "read_settings_bytes",
     "read_settings_toml",
     "refuse_base_url_without_key",
+    "report_cache_setting",
     "reports_dir",
     "resolve_orders",
     "sandbox_cache_dir",
@@ -162,6 +165,8 @@ ORDERS_COLUMNS_VAR = "TXKIT_ORDERS_COLUMNS"
 STORE_KEEP_DAYS_VAR = "TXKIT_STORE_KEEP_DAYS"
 #: The largest data file the user gives txkit (orders, bank statements, imports), in MB.
 MAX_INPUT_VAR = "TXKIT_MAX_INPUT_MB"
+#: ``0`` turns off the report's execution cache (``txkit report --no-cache``).
+REPORT_CACHE_VAR = "TXKIT_REPORT_CACHE"
 #: The password of a password-protected PDF bank statement (the environment only, never a
 #: flag: a flag's value stays in the shell's history and in the process list).
 PDF_PASSWORD_VAR = "TXKIT_PDF_PASSWORD"
@@ -263,6 +268,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(BACKOFF_BASE_VAR, float, low=0.0, high=60.0),
     Setting(MAX_TOTAL_VAR, int, low=1),
     Setting(PROGRESS_VAR, bool),
+    Setting(REPORT_CACHE_VAR, bool),
     Setting(BANK_COLUMNS_VAR, str, dotenv=True),
     Setting(ORDERS_COLUMNS_VAR, str, dotenv=True),
     Setting(STORE_KEEP_DAYS_VAR, int, STORE_KEEP_DAYS, 0, 36_500, "days", dotenv=True),
@@ -322,6 +328,12 @@ def progress_setting() -> bool | None:
     """``TXKIT_PROGRESS``: True for ``1``, False for ``0``, else None (decide by the terminal)."""
     value = setting_value(PROGRESS_VAR)
     return None if value is None else bool(value)
+
+
+def report_cache_setting() -> bool:
+    """``TXKIT_REPORT_CACHE``: False for ``0`` (every notebook executed), else True."""
+    value = setting_value(REPORT_CACHE_VAR)
+    return True if value is None else bool(value)
 
 
 def bank_columns_setting(env_file: str | os.PathLike[str] | None = ".env") -> str | None:

@@ -113,6 +113,12 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="with --reopen: your OpenSSH ed25519 private key (one allowed_signers lists)",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="execute every notebook, reusing none from the execution cache (data/cache/"
+        f"notebooks/; also {config.REPORT_CACHE_VAR}=0)",
+    )
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -207,6 +213,7 @@ def _run(args: argparse.Namespace) -> int:
         orders_columns=args.orders_columns,
         key=args.key,
         on_note=print,
+        cache=not args.no_cache,
     )
     synced = (
         ", ".join(f"{m}: {k}" for m, k in result.sync.fetched.items()) or "nothing new"

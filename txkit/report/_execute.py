@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import logging
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from txkit.errors import NotebookFailedError
+from txkit.errors import NotebookFailedError, one_line
+from txkit.notebook import read_downloads
+from txkit.report._cache import NotebookCache, Reuse, cache_folder, notebook_inputs
 from txkit.report._html import Section, page_html, summary_of, title_of
 from txkit.report._kernels import (
     kept_lanes,
@@ -21,7 +26,9 @@ from txkit.report._lanes import Lane, run_in_lanes
 from txkit.report._plan import ReportPlan, resolved_store
 from txkit.store import MonthManifest
 
-__all__ = ["execute_notebook", "run_notebooks"]
+log = logging.getLogger("txkit")
+
+__all__ = ["Executed", "execute_notebook", "run_notebooks"]
 
 #: Notebooks at once: kernels start mostly on one core, and the sandbox's machine has two.
 _LANES = 2
@@ -52,11 +59,40 @@ def _parameters(plan: ReportPlan, manifest: MonthManifest, staging: Path) -> dic
     }
 
 
+@dataclass
+class Executed:
+    """How the notebooks came to be: each one's seconds, and those taken from the execution
+    cache (:mod:`txkit.report._cache`) with when they were executed."""
+
+    seconds: dict[str, float]
+    reused: dict[str, Reuse] = field(default_factory=dict)
+
+
+def _artifacts(staging: Path, page: str) -> list[Path]:
+    """The downloads the notebook of ``page`` wrote in ``staging`` (``NAME.*`` for each list
+    whose record names the page)."""
+    names = [name for name, entry in read_downloads(staging).items() if entry.get("page") == page]
+    return sorted(p for name in names for p in staging.glob(f"{name}.*") if p.is_file())
+
+
 def execute_notebook(
-    source_nb: Path, *, plan: ReportPlan, parameters: dict[str, Any], staging: Path, lane: Lane
-) -> tuple[Section, float]:
+    source_nb: Path,
+    *,
+    plan: ReportPlan,
+    parameters: dict[str, Any],
+    staging: Path,
+    lane: Lane,
+    cache: NotebookCache | None = None,
+    manifest: MonthManifest | None = None,
+    out: Path | None = None,
+    reuse: bool = True,
+) -> tuple[Section, float, Reuse | None]:
     """Run one notebook in ``lane``'s kernel into ``staging`` and render its page; its index
-    section and seconds.
+    section, seconds, and how it was reused (None: executed).
+
+    With a ``cache`` (and the ``manifest`` read and the reports folder ``out``, which the key
+    digests), a notebook whose inputs are unchanged is taken from it when ``reuse``, else
+    executed and kept there.
 
     The notebook goes to papermill and comes back as a ``NotebookNode``, read and written
     here: papermill's own local files are read and written in a working folder it keeps in
@@ -72,12 +108,49 @@ def execute_notebook(
     target = (staging / source_nb.name).absolute()
     notebook = nbformat.read(source_nb, as_version=4)
     declared = papermill.inspect_notebook(notebook)
+    given = {k: v for k, v in parameters.items() if k in declared}
+    key, reused = None, None
+    if cache is not None and manifest is not None and out is not None:
+        inputs = notebook_inputs(
+            notebook, set(declared), plan=plan, manifest=manifest, staging=staging, out=out
+        )
+        key = cache.key_notebook(notebook, given, inputs)
+        if reuse:
+            # The notebook as papermill would run it (parameters injected), not run.
+            executed = papermill.execute_notebook(
+                copy.deepcopy(notebook),
+                None,
+                parameters=given,
+                prepare_only=True,
+                progress_bar=False,
+                kernel_name="python3",
+            )
+            reused = cache.lookup(key, executed, staging)
+    if reused is None:
+        executed = _execute(papermill, notebook, source_nb, given, lane)
+        if cache is not None and key is not None:
+            page_name = target.with_suffix(".html").name
+            cache.store(key, executed, _artifacts(staging, page_name), report=plan.month)
+    # Where papermill records the paths it read and wrote, as it does given paths.
+    executed.metadata.papermill.update(input_path=str(source_nb), output_path=str(target))
+    text = nbformat.writes(executed)
+    target.write_text(text, encoding="utf-8")
+    doc = json.loads(text)
+    page = target.with_suffix(".html")
+    title = title_of(doc, source_nb.stem)
+    page.write_text(page_html(target, doc, month=plan.month, title=title), encoding="utf-8")
+    return Section(title, page.name, summary_of(doc)), time.perf_counter() - began, reused
+
+
+def _execute(
+    papermill: Any, notebook: Any, source_nb: Path, given: dict[str, Any], lane: Lane
+) -> Any:
     manager = lane.manager(kernel_settings(), kernel_setup(source_nb.parent))
     try:
-        executed = papermill.execute_notebook(
+        return papermill.execute_notebook(
             notebook,
             None,
-            parameters={k: v for k, v in parameters.items() if k in declared},
+            parameters=given,
             progress_bar=False,
             # The kernel starts in the notebooks' folder; papermill's own ``cwd`` would chdir
             # this whole process, which two threads cannot share.
@@ -94,24 +167,34 @@ def execute_notebook(
             f"notebook {source_nb.name} failed at cell {exc.exec_count or exc.cell_index}"
             f": {exc.ename}: {exc.evalue}"
         ) from None
-    # Where papermill records the paths it read and wrote, as it does given paths.
-    executed.metadata.papermill.update(input_path=str(source_nb), output_path=str(target))
-    text = nbformat.writes(executed)
-    target.write_text(text, encoding="utf-8")
-    doc = json.loads(text)
-    page = target.with_suffix(".html")
-    title = title_of(doc, source_nb.stem)
-    page.write_text(page_html(target, doc, month=plan.month, title=title), encoding="utf-8")
-    return Section(title, page.name, summary_of(doc)), time.perf_counter() - began
 
 
 def run_notebooks(
-    plan: ReportPlan, manifest: MonthManifest, staging: Path, *, progress: bool | None
-) -> tuple[list[Section], dict[str, float]]:
+    plan: ReportPlan,
+    manifest: MonthManifest,
+    staging: Path,
+    *,
+    progress: bool | None,
+    out: Path | None = None,
+    cache: bool = True,
+    reuse: bool = True,
+) -> tuple[list[Section], Executed]:
     """Every notebook, in two lanes of one kernel each (:mod:`txkit.report._lanes`); a notebook
     that reads the others' downloads (metadata ``txkit.after_others``, the trends) runs after
-    them. The sections in notebook order and each notebook's seconds."""
+    them. The sections in notebook order and how each came to be.
+
+    With ``cache`` (and ``out``, the reports folder) each notebook goes through the execution
+    cache (:mod:`txkit.report._cache`, in ``data/cache/notebooks/``): reused when nothing it
+    reads changed (unless not ``reuse``: a revision of a signed month), else executed and kept.
+    """
     from tqdm.auto import tqdm
+
+    store = None
+    if cache and out is not None:
+        try:
+            store = NotebookCache(cache_folder())
+        except OSError as exc:  # an unwritable data folder: every notebook is executed
+            log.warning("execution cache %s not used (%s)", cache_folder(), one_line(exc))
 
     parameters = _parameters(plan, manifest, staging)
     bar = tqdm(
@@ -121,7 +204,7 @@ def run_notebooks(
         disable=not progress if progress is not None else None,
     )
 
-    def advance(nb: Path, _result: tuple[Section, float]) -> None:
+    def advance(nb: Path, _result: tuple[Section, float, Reuse | None]) -> None:
         bar.set_postfix_str(nb.stem)
         bar.update()
 
@@ -130,7 +213,15 @@ def run_notebooks(
             done, _lanes = run_in_lanes(
                 _waves(plan.notebooks),
                 lambda nb, lane: execute_notebook(
-                    nb, plan=plan, parameters=parameters, staging=staging, lane=lane
+                    nb,
+                    plan=plan,
+                    parameters=parameters,
+                    staging=staging,
+                    lane=lane,
+                    cache=store,
+                    manifest=manifest,
+                    out=out,
+                    reuse=reuse,
                 ),
                 lambda index: kernel_manager(sockets, index),
                 lanes=min(_LANES, os.cpu_count() or 1, len(plan.notebooks)),
@@ -140,4 +231,5 @@ def run_notebooks(
     finally:
         bar.close()
     sections = [done[nb][0] for nb in plan.notebooks]
-    return sections, {nb.stem: done[nb][1] for nb in plan.notebooks}
+    reused = {nb.stem: done[nb][2] for nb in plan.notebooks if done[nb][2] is not None}
+    return sections, Executed({nb.stem: done[nb][1] for nb in plan.notebooks}, reused)

@@ -213,6 +213,8 @@ class Section:
     summary: list[str]
     headlines: list[Headline] = field(default_factory=list)
     downloads: list[dict[str, Any]] = field(default_factory=list)
+    #: how the page was taken from the execution cache ("" when it was executed)
+    reused: str = ""
 
 
 _INDEX_CSS = (
@@ -315,9 +317,10 @@ def index_html(
         bullets = "".join(
             f"<li>{html.escape(s)}</li>" for s in mask_sentences(section.summary, show_pii=show_pii)
         )
+        reused = f'<p class="meta">{html.escape(section.reused)}</p>' if section.reused else ""
         items.append(
             f'<section><h2><a href="{html.escape(section.href)}">{html.escape(section.title)}</a>'
-            f"</h2>{_headlines_table(section.headlines, show_pii)}"
+            f"</h2>{reused}{_headlines_table(section.headlines, show_pii)}"
             f"{_downloads_list(section.downloads)}<ul>{bullets}</ul></section>"
         )
     version = f"; table version {html.escape(table_version)}" if table_version is not None else ""

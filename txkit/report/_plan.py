@@ -74,6 +74,8 @@ class ReportRequest:
             ``woocommerce``, ``stripe``; None: ``TXKIT_ORDERS_COLUMNS``, else the ``[orders]``
             section of ``txkit.toml``, else txkit's own column names).
         reopen: why a signed month is reported again (a revision beside the signed one).
+        cache: reuse a notebook's executed result when nothing it reads changed (False:
+            ``--no-cache``, every notebook executed; :mod:`txkit.report._cache`).
         key: with ``reopen``, the OpenSSH ed25519 key of who reopens (``allowed_signers``):
             the reopening is signed.
     """
@@ -91,6 +93,7 @@ class ReportRequest:
     bank_columns: str | None = None
     reopen: str | None = None
     orders_columns: str | None = None
+    cache: bool = True
     key: str | None = None
 
 

@@ -43,7 +43,7 @@ from txkit.register import (
     sign_reopening,
     with_revision,
 )
-from txkit.report._execute import run_notebooks
+from txkit.report._execute import Executed, run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import (
     add_headlines,
@@ -79,6 +79,7 @@ class ReportResult:
         sync_seconds: time spent syncing (0 when the store was up to date).
         notes: what the user is told, in order (the orders and statements read, the sync's
             notes, the register's carried items, a revision's changes).
+        reused: the notebooks taken from the execution cache, not executed.
     """
 
     index: Path
@@ -86,6 +87,7 @@ class ReportResult:
     sync: SyncResult | None
     sync_seconds: float
     notes: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
 
 
 def run_report(
@@ -104,6 +106,7 @@ def run_report(
     reopen: str | None = None,
     on_note: Callable[[str], None] | None = None,
     orders_columns: str | None = None,
+    cache: bool = True,
     key: str | None = None,
 ) -> ReportResult:
     """Sync the month into the store, execute the notebooks, write HTML and an index.
@@ -136,6 +139,7 @@ def run_report(
         bank_columns=bank_columns,
         reopen=reopen,
         orders_columns=orders_columns,
+        cache=cache,
         key=key,
     )
     return run(request, on_note=on_note)
@@ -238,13 +242,20 @@ def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target)
     with Lease(plan.store, f"txkit report --month {plan.month}") as lease:
         manifest = lease.hold(lambda: month_manifest(plan), lambda m: m.table_version)
         try:
-            final, timings = _render(request, plan, notes, target, manifest, materiality, checked)
+            final, executed = _render(request, plan, notes, target, manifest, materiality, checked)
         except Exception as exc:
             vanished = lease.vanished()
             if vanished is not None:  # what removed it, not "no table version N" (exit 2)
                 raise vanished from exc
             raise
-    return ReportResult(final / "index.html", timings, synced, sync_seconds, notes.lines)
+    return ReportResult(
+        final / "index.html",
+        executed.seconds,
+        synced,
+        sync_seconds,
+        notes.lines,
+        sorted(executed.reused),
+    )
 
 
 def _render(
@@ -255,12 +266,31 @@ def _render(
     manifest: MonthManifest,
     materiality: Materiality,
     checked: OrdersCheck,
-) -> tuple[Path, dict[str, float]]:
-    """Run the notebooks on ``manifest``'s version and publish the pack; its folder and the
-    notebooks' seconds."""
+) -> tuple[Path, Executed]:
+    """Run the notebooks on ``manifest``'s version and publish the pack; its folder and how
+    the notebooks came to be."""
     staging = stage(request.out, plan.month)
     try:
-        sections, timings = run_notebooks(plan, manifest, staging, progress=request.progress)
+        # A revision of a signed month is executed afresh: nothing reused across revisions.
+        sections, executed = run_notebooks(
+            plan,
+            manifest,
+            staging,
+            progress=request.progress,
+            out=request.out,
+            cache=request.cache and config.report_cache_setting(),
+            reuse=request.reopen is None,
+        )
+        timings = executed.seconds
+        for section in sections:
+            reuse = executed.reused.get(Path(section.href).stem)
+            if reuse is not None:
+                section.reused = reuse.line()
+        if executed.reused:
+            notes.add(
+                f"execution cache: {len(executed.reused)} of {len(sections)} notebooks reused "
+                f"(inputs unchanged): {', '.join(sorted(executed.reused))}"
+            )
         attach_downloads(sections, staging)
         close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
         register, pending = record_register(
@@ -296,4 +326,4 @@ def _render(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return final, timings
+    return final, executed
