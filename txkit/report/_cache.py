@@ -15,8 +15,11 @@ It lives in the project's data folder (``data/cache/notebooks/``), never among t
 from __future__ import annotations
 
 import copy
+import functools
+import importlib.metadata
 import json
 import logging
+import sys
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -57,6 +60,22 @@ def _digest(path: Path) -> str | None:
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             hasher.update(block)
+    return hasher.hexdigest()
+
+
+@functools.cache
+def _code_digest() -> str:
+    """txkit's own code and every installed distribution's version, as one digest: an edited
+    txkit (an editable install keeps its version) or an upgraded library executes again."""
+    hasher = xxhash.xxh3_128(f"{txkit.__version__} {sys.version}".encode())
+    package = Path(txkit.__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        hasher.update(path.relative_to(package).as_posix().encode())
+        hasher.update(path.read_bytes())
+    versions = sorted(
+        f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
+    )
+    hasher.update("\n".join(versions).encode())
     return hasher.hexdigest()
 
 
@@ -125,7 +144,8 @@ def notebook_inputs(
     staging: Path,
     out: Path,
 ) -> dict[str, Any]:
-    """What ``notebook`` reads besides its code and parameters, as digests: txkit's version,
+    """What ``notebook`` reads besides its code and parameters, as digests: txkit's version
+    and code with the installed libraries' versions (:func:`_code_digest`),
     the store's table (id and version), the orders file and ``txkit.toml`` (notebooks with an
     ``orders`` parameter), the bank statements and ``txkit.toml`` (``bank_statements``), the
     register's events (:func:`_register_digest`) and ``materiality.toml``
@@ -134,6 +154,7 @@ def notebook_inputs(
     ``txkit.after_others``) the lists they wrote in ``staging``."""
     inputs: dict[str, Any] = {
         "txkit": txkit.__version__,
+        "code": _code_digest(),
         "table": [manifest.table_id, manifest.table_version],
     }
     settings = project_folder() / SETTINGS_FILE
