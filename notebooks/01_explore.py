@@ -75,7 +75,7 @@ written = publish_table(
     daily, "daily_volume", title="Volume per day", month=month, folder=downloads,
     page="01_explore.html", show_pii=show_pii,
 )
-shown = daily.filter(daily["toCurrency"] == currency)
+shown = daily.filter(daily["currency"] == currency)
 display_table(shown, show_pii=show_pii, rows=10, download="daily_volume" if written else None)
 # The table is one currency's; the download every currency's: say which holds what.
 out.markdown(f"The table shows {currency} ({shown.height:,} rows); the download holds every "

@@ -89,3 +89,41 @@ def test_no_legend_hides_a_point_of_the_lines_it_names() -> None:
     for plot in (plot_money_trend, plot_rate_trends, plot_exception_trends):
         fig = plot(table)
         assert _hidden(fig) == [], plot.__name__
+
+
+@pytest.mark.slow
+def test_page_01s_money_out_is_page_05s_conversions_out_included() -> None:
+    """Why 8.12: page 01's NGN chart of money out left out the conversions out of NGN (36.0M
+    NGN on the sandbox's October) while page 05 counts them. One definition
+    (``trends.MONEY_IN``/``MONEY_OUT``): per currency and month, the daily volumes' money out
+    and in are page 05's ``outgoing`` and ``incoming`` to the unit, and the chart draws the
+    conversions out below the axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from decimal import Decimal
+
+    from txkit.analysis.overview import daily_volume
+    from txkit.analysis.trends import MONEY_IN, MONEY_OUT, monthly_metrics
+    from txkit.notebook.plots import plot_daily_volume
+
+    with (
+        Sandbox(seed=7, records=20_000) as sb,
+        txkit.Client(base_url=sb.base_url, secret_key=sb.secret_key) as client,
+    ):
+        df = txkit.load_transactions(client, start="2026-10-01", end="2026-10-31", progress=False)
+    daily = daily_volume(df)
+    out = daily.filter(pl.col("transType") == "conversion_out")
+    assert out.height and "NGN" in out["currency"].to_list()  # the case is present
+    metrics = monthly_metrics(df).filter(pl.col("month") == "2026-10")
+    for currency, incoming, outgoing in metrics.select("currency", "incoming", "outgoing").rows():
+        mine = daily.filter(pl.col("currency") == currency)
+
+        def total(types: tuple[str, ...], frame: pl.DataFrame = mine) -> Decimal:
+            return sum(frame.filter(pl.col("transType").is_in(types))["amount"], Decimal(0))
+
+        assert total(MONEY_OUT) == (outgoing or 0), currency
+        assert total(MONEY_IN) == (incoming or 0), currency
+    fig = plot_daily_volume(daily, currency="NGN")
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert "out: conversion_out" in labels

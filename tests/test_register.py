@@ -443,8 +443,12 @@ def test_a_locked_month_refuses_every_change_naming_the_lock(
     (folder / "index.html").write_text("<!--txkit:signatures--><!--/txkit:signatures-->")
     record_report(store, "2026-10", folder, table_version=7)
     explain(store, "A:amount_mismatch", owner="ada")  # before the lock: fine
+    # The report again, so that its pack shows the register it signs (Why 8.14).
+    record_report(store, "2026-10", folder, table_version=7)
     _sign(out, "2026-10", "preparer", "Ada Obi", "ada", store, monkeypatch)
     explain(store, "A:amount_mismatch", note="between the signatures")  # not locked yet
+    record_report(store, "2026-10", folder, table_version=7)  # both sign the rerun's pack
+    _sign(out, "2026-10", "preparer", "Ada Obi", "ada", store, monkeypatch)
     _sign(out, "2026-10", "reviewer", "Eve Ito", "eve", store, monkeypatch)
     before = register_view(store)
     for change in (

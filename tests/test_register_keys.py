@@ -7,7 +7,8 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
@@ -15,7 +16,7 @@ import pytest
 
 from tests.factories import allowed_line, invoke_cli, make_signers, ssh_key
 from txkit.errors import DataFileError, ReportSignedError
-from txkit.register import read_events, record_report
+from txkit.register import ITEMS_SUFFIX, read_events, record_report
 from txkit.register._keys import (
     fold_name,
     load_allowed_signers,
@@ -31,10 +32,10 @@ from txkit.register._verify import verify_report
 MONTH = "2026-10"
 
 
-def _pack(out: Path, store: Path) -> Path:
+def _pack(out: Path, store: Path, *, exist_ok: bool = False) -> Path:
     """A report folder of MONTH as a report leaves it, recorded in the register."""
     folder = out / MONTH
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=exist_ok)
     (folder / "index.html").write_text(
         "<html><!--txkit:signatures--><!--/txkit:signatures--></html>"
     )
@@ -302,3 +303,100 @@ def test_events_are_read_in_the_registers_commit_order(tmp_path: Path) -> None:
     (log / f"{3:020d}.json").unlink()  # the last commit removed; another written in its place
     append_events(store, events_frame([{"event": "annotated", "key": "k4", "at": now}]))
     assert read_events(store)[0]["key"].to_list() == ["k0", "k1", "k2", "k4"]
+
+
+def _pack_with_items(tmp_path: Path, items: dict[str, pl.DataFrame]) -> Path:
+    """:func:`_pack` whose exception lists (``NAME.register.parquet``) hold ``items``."""
+    folder = tmp_path / "reports" / MONTH
+    folder.mkdir(parents=True)
+    for name, frame in items.items():
+        frame.write_parquet(folder / f"{name}{ITEMS_SUFFIX}")
+    return _pack(tmp_path / "reports", tmp_path / "store", exist_ok=True)
+
+
+def _item(key: str, section: str, kind: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"key": [key], "section": [section], "kind": [kind], "currency": ["KES"],
+         "amount": [Decimal("180000.00")], "item_date": [date(2026, 10, 31)]},
+        schema_overrides={"amount": pl.Decimal(38, 6)},
+    )  # fmt: skip
+
+
+def _explain(tmp_path: Path, key: str, note: str) -> None:
+    done = invoke_cli("exceptions", "explain", key, "--note", note, "--by", "Ada Obi",
+                      "--store", str(tmp_path / "store"), cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def test_an_item_explained_after_the_report_is_signed_only_once_the_report_shows_it(
+    tmp_path: Path,
+) -> None:
+    """Why 8.14: an item explained before signing was "explained" in the register and "open" in
+    the signed ``exceptions.csv``, and signing did not warn. Signing now refuses while the
+    register holds annotations of the month committed after its report, naming them, until
+    the report is run again (its pack then shows the register at the signed version)."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    key = "TXK-1:amount_mismatch"
+    folder = _pack_with_items(
+        tmp_path, {"reconciliation_mismatches": _item(key, "reconciliation", "amount_mismatch")}
+    )
+    _explain(tmp_path, key, "refund issued 3 Nov")
+    refused = _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi"))
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"the register changed after {MONTH} was written: {key} (explained by Ada Obi)" in (
+        refused.stderr
+    )
+    assert f"rerun txkit report --month {MONTH}" in refused.stderr
+    assert not (folder / "signatures").exists()
+    assert not month_state(read_events(tmp_path / "store")[0], MONTH).signatures
+    record_report(tmp_path / "store", MONTH, folder, table_version=7)  # the report run again
+    done = _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi"))
+    assert done.returncode == 0, done.stderr
+    # After the preparer: a change refuses the reviewer the same way (the preparer's
+    # signature then lapses with the rerun).
+    _explain(tmp_path, key, "refund issued 4 Nov")
+    reviewer = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key("Eve Ito"))
+    assert reviewer.returncode == 1 and f"{key} (explained by Ada Obi)" in reviewer.stderr
+    assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked
+
+
+def test_the_reviewer_cannot_sign_while_a_flux_breach_has_no_explanation(tmp_path: Path) -> None:
+    """Each flux breach needs an explanation: the preparer is told which, the reviewer is
+    refused in one line naming them and ``txkit exceptions explain``; once explained and the
+    report run again, the month locks."""
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"])
+    breach = f"flux:{MONTH}:KES:money-in-collections"
+    folder = _pack_with_items(tmp_path, {"flux": _item(breach, "flux", "flux_breach")})
+    prepared = _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi"))
+    assert prepared.returncode == 0, prepared.stderr
+    assert f"the reviewer cannot sign while flux breaches have no explanation: {breach}" in (
+        prepared.stdout
+    )
+    refused = _cli(tmp_path, "sign", "--role", "reviewer", key=keys.key("Eve Ito"))
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"flux breaches without an explanation: {breach}" in refused.stderr
+    assert "txkit exceptions explain KEY" in refused.stderr
+    assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked
+    _explain(tmp_path, breach, "year-end collections")
+    record_report(tmp_path / "store", MONTH, folder, table_version=7)  # the report run again
+    for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
+        done = _cli(tmp_path, "sign", "--role", role, key=keys.key(name))
+        assert done.returncode == 0, done.stderr
+        assert "flux breaches" not in done.stdout
+    assert month_state(read_events(tmp_path / "store")[0], MONTH).locked
+
+
+def test_the_help_says_what_locks_a_month(tmp_path: Path) -> None:
+    """Cosmetic of Why 8: ``sign --help`` said one signature locks the month. Both roles lock it
+    (``Revision.locked``); the help of ``sign`` and of ``--reopen`` say so, and so does the
+    register after the preparer alone."""
+    sign = " ".join(invoke_cli("report", "sign", "--help", cwd=tmp_path).stdout.split())
+    assert "the month is locked once both have signed" in sign
+    assert "the preparer alone does not lock it" in sign
+    assert "flux breach has no explanation" in sign
+    report = " ".join(invoke_cli("report", "--help", cwd=tmp_path).stdout.split())
+    assert "--reopen WHY report a locked month (signed by preparer and reviewer) again" in report
+    keys = make_signers(tmp_path, ["Ada Obi"])
+    _pack(tmp_path / "reports", tmp_path / "store")
+    assert _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi")).returncode == 0
+    assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked

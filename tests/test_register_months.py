@@ -136,6 +136,17 @@ def _build(workdir: Path) -> dict[str, object]:
                 "--note", EXPLAINED_NOTE, "--by", "Ada Obi", cwd=workdir,
             )  # fmt: skip
             assert note.returncode == 0, note.stderr
+    # The reviewer signs once every flux breach is explained, and the pack shows the register
+    # it signs: the breaches explained (an import), then October run again.
+    flux = pl.read_csv(workdir / "reports" / MONTHS[-1] / "flux.csv", infer_schema=False)
+    sheet = workdir / "flux-explained.csv"
+    flux.filter(pl.col("breach") == "true").select(
+        "key", pl.lit("looked at against September: the sandbox's seasons").alias("explanation")
+    ).write_csv(sheet)
+    imported = invoke_cli("exceptions", "import", str(sheet), "--by", "Eve Ito", cwd=workdir)
+    assert imported.returncode == 0, imported.stderr
+    again = _run(workdir, *args)
+    assert again.returncode == 0, again.stderr
     # The project's allowed_signers (workdir/allowed_signers, the default) lists both keys.
     keys = make_signers(workdir, ["Ada Obi", "Eve Ito"])
     for role, name in (("preparer", "Ada Obi"), ("reviewer", "Eve Ito")):
@@ -284,8 +295,12 @@ def test_explained_items_keep_their_explanation(months: Months) -> None:
             "explained", "timing", "ada", EXPLAINED_NOTE,
         )  # fmt: skip
     events, _ = read_events(months.store)
-    who = events.filter(pl.col("event") == "annotated")["actor"].to_list()
-    assert who == ["Ada Obi"]
+    notes = events.filter(pl.col("event") == "annotated")
+    assert notes.filter(pl.col("key") == months.explained)["actor"].to_list() == ["Ada Obi"]
+    # The other annotations: October's flux breaches, explained before the reviewer signed.
+    others = notes.filter(pl.col("key") != months.explained)
+    assert others.height and set(others["actor"]) == {"Eve Ito"}
+    assert all(key.startswith(f"flux:{MONTHS[-1]}:") for key in others["key"])
 
 
 #: Planted kinds some exception list of the report finds (fee and tax mismatches have no list).

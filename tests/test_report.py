@@ -597,7 +597,7 @@ def test_pages_and_downloads_follow_the_figure_rules(session_report: SessionRepo
     assert "left out." in explore and 'href="daily_volume.csv"' in explore
     daily = pl.read_csv(folder / "daily_volume.csv")
     shown = _text_of(explore)
-    assert f"of {daily.filter(pl.col('toCurrency') == 'NGN').height:,} rows" in shown
+    assert f"of {daily.filter(pl.col('currency') == 'NGN').height:,} rows" in shown
     for page in sorted(folder.glob("[0-9][0-9]_*.html")):
         assert _text_of(page.read_text()).count("As run:") == 1, page.name
     assert "12 of the 12 months" in _text_of((folder / "05_trends.html").read_text())

@@ -89,6 +89,10 @@ EXPECTED_FILES = {
         "acme-close/reports/2026-10/00_close_summary.html",
     ],
     'write_csv("inputs/orders_export.csv")': ["acme-close/inputs/orders_export.csv"],
+    "--role reviewer --key": [
+        "acme-close/reports/2026-10/signatures/preparer.sig",
+        "acme-close/reports/2026-10/signatures/reviewer.sig",
+    ],
 }
 #: What a step prints: (the command contains this, and not that) -> a line of its output.
 EXPECTED_OUTPUT = {
@@ -96,7 +100,9 @@ EXPECTED_OUTPUT = {
     ("--orders inputs/orders_export.csv", "--orders-columns"): (
         "columns: the shopify preset (from txkit.toml [orders])"
     ),
-    ("--role reviewer", "\0"): "as reviewer",
+    ("--role reviewer", "\0"): "as reviewer: Eve Ito",
+    ("--role preparer", "\0"): "as preparer: Ada Obi",
+    ("ssh-keygen -Y verify", "\0"): 'Good "txkit" signature for Eve Ito',
 }
 
 
@@ -109,6 +115,9 @@ def test_the_tutorial_runs_from_start_to_end(tmp_path: Path) -> None:
         pytest.skip("`txkit init` is not in this txkit yet (issue 45's product branch adds it)")
     steps = commands(TUTORIAL.read_text(encoding="utf-8"))
     assert any("txkit report sign" in step.text for step in steps), "no sign-off in the tutorial"
+    # Signatures prove who signed by a key: a typed name or LOGNAME proves nothing (issue 47).
+    signing = [step.text for step in steps if "txkit report sign" in step.text]
+    assert all("--key" in s and "--name" not in s and "LOGNAME" not in s for s in signing)
     cwd = tmp_path
     for step in steps:
         words = shlex.split(step.text) if "\n" not in step.text else []

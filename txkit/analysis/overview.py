@@ -78,23 +78,46 @@ def status_mix(df: Frame) -> pl.DataFrame:
 
 
 def daily_volume(df: Frame, *, currency: str | None = None) -> pl.DataFrame:
-    """Successful amount and count per UTC day and transaction type.
+    """Successful amount and count per UTC day, transaction type and currency, each side of a
+    record in its own currency: a conversion is money in to its ``toCurrency`` (``conversion``,
+    its ``toAmount``) and money out of its ``fromCurrency`` (``conversion_out``, its
+    ``fromAmount``), as money in and out are defined everywhere
+    (:data:`txkit.analysis.trends.MONEY_IN`, :data:`~txkit.analysis.trends.MONEY_OUT`).
 
     Args:
         df: transactions.
-        currency: keep one ``toCurrency`` (amounts of different currencies do not add up).
+        currency: keep one currency (amounts of different currencies do not add up).
 
     Returns:
-        ``day``, ``transType``, ``toCurrency``, ``count``, ``amount`` (exact), sorted by day.
+        ``day``, ``transType``, ``currency``, ``count``, ``amount`` (exact), sorted by day.
     """
     _require(df, ["createdAt", "transType", "status", "toCurrency", "toAmount"])
     lf = _lazy(df).filter(pl.col("status") == "successful")
+    day = pl.col("createdAt").dt.date().alias("day")
+    sides = [
+        lf.select(day, pl.col("transType").cast(pl.String),
+                  pl.col("toCurrency").cast(pl.String).alias("currency"), pl.col("toAmount")),
+    ]  # fmt: skip
+    if {"fromCurrency", "fromAmount"} <= set(lf.collect_schema().names()):
+        conversions = lf.filter(
+            (pl.col("transType").cast(pl.String) == "conversion")
+            & pl.col("fromCurrency").is_not_null()
+        )
+        sides.append(
+            conversions.select(
+                day,
+                pl.lit("conversion_out").alias("transType"),
+                pl.col("fromCurrency").cast(pl.String).alias("currency"),
+                pl.col("fromAmount").cast(lf.collect_schema()["toAmount"]).alias("toAmount"),
+            )
+        )
+    rows = pl.concat(sides)
     if currency is not None:
-        lf = lf.filter(pl.col("toCurrency") == currency)
+        rows = rows.filter(pl.col("currency") == currency)
     return (
-        lf.group_by(pl.col("createdAt").dt.date().alias("day"), "transType", "toCurrency")
+        rows.group_by("day", "transType", "currency")
         .agg(count=pl.len(), amount=pl.col("toAmount").sum())
-        .sort(["day", "transType", "toCurrency"])
+        .sort(["day", "transType", "currency"])
         .collect()
     )
 

@@ -13,6 +13,8 @@ Amounts stay exact decimals; rates are floats (ratios, not money). Underpayments
 
 from __future__ import annotations
 
+from typing import Final
+
 import polars as pl
 
 from txkit.analysis._common import column_or_null, money, money_scale
@@ -26,6 +28,8 @@ from txkit.calendar import parse_month, previous_month
 
 __all__ = [
     "METRIC_COLUMNS",
+    "MONEY_IN",
+    "MONEY_OUT",
     "month_over_month",
     "monthly_metrics",
     "trend_table",
@@ -43,10 +47,15 @@ METRIC_COLUMNS = (
     "meta.existingTransaction.expectedAmount",
 )
 _EXPECTED = "meta.existingTransaction.expectedAmount"
-_INCOMING = ("collection", "conversion")  # conversions: what arrives in the currency
-#: conversions out: what leaves the currency a conversion is made from (its ``fromAmount``),
-#: so money in and out measure conversions alike, on both sides.
-_OUTGOING = ("transfer", "settlement", "conversion_out")
+#: Money in to a currency: collections and conversions into it (their ``toAmount``). The one
+#: definition of money in and out: page 01's chart, page 05 and the close summary.
+MONEY_IN: Final[tuple[str, ...]] = ("collection", "conversion")
+#: Money out of a currency: transfers, settlements (``toAmount``) and conversions out of it
+#: (``conversion_out``: a conversion's ``fromAmount`` in its ``fromCurrency``), so money in and
+#: out measure conversions alike, on both sides.
+MONEY_OUT: Final[tuple[str, ...]] = ("transfer", "settlement", "conversion_out")
+_INCOMING = MONEY_IN
+_OUTGOING = MONEY_OUT
 
 
 def monthly_metrics(

@@ -10,7 +10,7 @@ from txkit import config
 from txkit.cli._args import month_arg, version_arg
 from txkit.config import default_store
 from txkit.notebook import source_sentence
-from txkit.register import ROLES, sign_report, verify_report
+from txkit.register import ROLES, shown_keys, sign_report, unexplained_flux, verify_report
 from txkit.report import run_report
 
 __all__ = ["add_parser"]
@@ -105,8 +105,9 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reopen",
         metavar="WHY",
-        help="report a signed month again: a new revision beside the signed one, with why and "
-        "what changed (needs --key: who reopens signs it)",
+        help="report a locked month (signed by preparer and reviewer) again: a new revision "
+        "beside the signed one, with why and what changed (needs --key: who reopens signs it); "
+        "a month only the preparer signed is rerun without it",
     )
     p.add_argument(
         "--key",
@@ -130,9 +131,12 @@ def _add_sign(sub: argparse._SubParsersAction) -> None:
         description="Sign the month's report as preparer or reviewer with your own OpenSSH "
         "ed25519 key (ssh-keygen -t ed25519), listed in the project's allowed_signers: the "
         "signed text (the pack's files and digest, the register's version) and its SSHSIG "
-        "signature go into the pack's signatures/ and the register. The preparer signs first; "
-        "the month is locked once a reviewer with another key has signed too (txkit report "
-        "then refuses it without --reopen).",
+        "signature go into the pack's signatures/ and the register. The preparer signs first, "
+        "then a reviewer with another key; the month is locked once both have signed (txkit "
+        "report then refuses it without --reopen; the preparer alone does not lock it). "
+        "Refused while the register changed after the report was written (an explanation "
+        "given since: run the report again) and, for the reviewer, while a flux breach has "
+        "no explanation.",
     )
     s.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
     s.add_argument("--role", required=True, choices=ROLES)
@@ -184,6 +188,13 @@ def _sign(args: argparse.Namespace) -> int:
         f"{signature['table_version']}, register version {signature['register_version']}, "
         f"SHA-256 {signature['sha256']}"
     )
+    breaches = unexplained_flux(store, args.month) if args.role == "preparer" else []
+    if breaches:
+        print(
+            "note: the reviewer cannot sign while flux breaches have no explanation: "
+            f"{shown_keys(breaches)} "
+            '(txkit exceptions explain KEY --note "why", then txkit report again)'
+        )
     return 0
 
 

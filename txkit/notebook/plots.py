@@ -23,6 +23,7 @@ from matplotlib.ticker import FuncFormatter
 
 from txkit.analysis.not_reported import not_reported_balances
 from txkit.analysis.reconcile import NOT_EXCEPTIONS
+from txkit.analysis.trends import MONEY_IN
 from txkit.notebook._outputs import MIN_POINTS
 from txkit.schema import STATUSES
 
@@ -56,7 +57,6 @@ STATUS_COLOURS: dict[str, str] = {
 assert set(STATUS_COLOURS) == set(STATUSES)
 _OTHER = "#bcbd22"  # a status the interface document does not list
 UNKNOWN = "unknown"
-_INCOMING = ("collection", "conversion")
 _INLINE_BACKENDS = ("module://matplotlib_inline.backend_inline", "inline")
 _P = ParamSpec("_P")
 
@@ -125,9 +125,10 @@ def _figure(title: str, size: tuple[float, float] = (9, 4)) -> tuple[Figure, plt
 def plot_daily_volume(daily: pl.DataFrame, *, currency: str) -> Figure:
     """Daily successful amount per type (from ``daily_volume``): money in above the axis
     (collections, conversions into the currency), money out below it (transfers,
-    settlements)."""
+    settlements, conversions out of the currency): :data:`txkit.analysis.trends.MONEY_IN`
+    and ``MONEY_OUT``, the one definition page 05 and the close summary use."""
     fig, ax = _figure(f"Successful volume per day, {currency}: money in above, out below")
-    data = daily.filter(pl.col("toCurrency") == currency)
+    data = daily.filter(pl.col("currency") == currency)
     if data.height == 0:
         ax.text(0.5, 0.5, f"No successful {currency} record this month", ha="center",
                 transform=ax.transAxes)  # fmt: skip
@@ -140,10 +141,10 @@ def plot_daily_volume(daily: pl.DataFrame, *, currency: str) -> Figure:
     days = pivot["day"].to_list()
     up = down = None
     colours = {"collection": "#2ca02c", "conversion": "#98df8a", "transfer": "#d62728",
-               "settlement": "#ff7f0e"}  # fmt: skip
+               "settlement": "#ff7f0e", "conversion_out": "#ff9896"}  # fmt: skip
     for name in sorted(c for c in pivot.columns if c != "day"):
         values = pivot[name].cast(pl.Float64).to_numpy()
-        incoming = name in _INCOMING
+        incoming = name in MONEY_IN
         if not incoming:
             values = -values
         base = up if incoming else down

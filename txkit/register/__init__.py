@@ -22,6 +22,7 @@ from txkit.register._materiality import CONFIG_FILE, Materiality, load_materiali
 from txkit.register._model import (
     BUCKETS,
     CATEGORIES,
+    FLUX_SECTION,
     OPEN_STATUSES,
     SECTIONS,
     STATUSES,
@@ -30,6 +31,7 @@ from txkit.register._model import (
     register_items,
     wallet_items,
 )
+from txkit.register._ready import shown_keys, unexplained_flux
 from txkit.register._sign import (
     ROLES,
     Target,
@@ -74,6 +76,7 @@ __all__ = [
     "BUCKETS",
     "CATEGORIES",
     "CONFIG_FILE",
+    "FLUX_SECTION",
     "ITEMS_SUFFIX",
     "OPEN_STATUSES",
     "RECOMPUTED",
@@ -121,12 +124,14 @@ __all__ = [
     "retention_policy",
     "revision_lines",
     "revisions",
+    "shown_keys",
     "sign_reopening",
     "sign_report",
     "signature_block",
     "signed_versions",
     "signoff_block",
     "summarise",
+    "unexplained_flux",
     "verify_report",
     "wallet_items",
     "with_revision",

@@ -18,6 +18,7 @@ from txkit.analysis.exception_lists import AT_STAKE, LISTS, exception_list
 __all__ = [
     "BUCKETS",
     "CATEGORIES",
+    "FLUX_SECTION",
     "FORMAT",
     "SECTIONS",
     "STATUSES",
@@ -40,6 +41,8 @@ BUCKETS: Final[tuple[str, ...]] = ("0-30", "31-60", "61-90", "90+")
 #: Each exception list (its download's name) -> the register's section (from the lists'
 #: one definition, :data:`txkit.analysis.exception_lists.LISTS`).
 SECTIONS: Final[dict[str, str]] = {name: x.section for name, x in LISTS.items()}
+#: The section of the flux review's breaches (``txkit.report._flux``): changes, not exceptions.
+FLUX_SECTION: Final = "flux"
 
 #: Default category per section, then per kind (the list's category / type / kind value).
 _SECTION_DEFAULT: Final[dict[str, str]] = {

@@ -54,6 +54,7 @@ from txkit.register._lock import (
     report_digest,
     signature_problems,
 )
+from txkit.register._ready import refuse_unready, shown_keys
 from txkit.register._state import ITEMS_SUFFIX
 from txkit.register._table import append_events, events_frame, read_events
 
@@ -434,6 +435,7 @@ def sign_report(
         why = signature_problems(state, role, name, fingerprint(blob))
         if why:
             raise ReportSignedError(why)
+        refuse_unready(store, events, month, role, folder.name)
         # The time is shown, never used to order or decide: the register's commits order.
         when = at or datetime.now(UTC)
         previous = state.signatures[-1]["chain"] if state.signatures else ""
@@ -632,9 +634,9 @@ def compare_reports(before: str | os.PathLike[str], after: str | os.PathLike[str
         if added or removed:
             parts = [f"{name}: {a.height} -> {b.height} items"]
             if added:
-                parts.append(f"added {_shown(added)}")
+                parts.append(f"added {shown_keys(added)}")
             if removed:
-                parts.append(f"removed {_shown(removed)}")
+                parts.append(f"removed {shown_keys(removed)}")
             lines.append("; ".join(parts))
         was_totals, now_totals = _totals(a), _totals(b)
         for currency in sorted(set(was_totals) | set(now_totals)):
@@ -761,7 +763,7 @@ def _register_lines(before: Path, after: Path) -> list[str]:
                  "changed in materiality"):  # fmt: skip
         if what in groups:
             keys = groups[what]
-            lines.append(f"register items {what}: {len(keys)} ({_shown(keys)})")
+            lines.append(f"register items {what}: {len(keys)} ({shown_keys(keys)})")
     return lines
 
 
@@ -774,10 +776,6 @@ def _money(text: str | None, currency: str | None) -> str:
         return f"{format_money(Decimal(text))} {currency or ''}".rstrip()
     except InvalidOperation:
         return text
-
-
-def _shown(keys: list[str]) -> str:
-    return ", ".join(keys[:5]) + (f" and {len(keys) - 5} more" if len(keys) > 5 else "")
 
 
 def _totals(frame: pl.DataFrame) -> dict[str, str]:

@@ -25,8 +25,8 @@ from txkit.analysis.wallet import DIFFERENCE_SIGN
 from txkit.calendar import month_bounds
 from txkit.money import format_money
 from txkit.notebook import read_downloads
+from txkit.register import FLUX_SECTION, signoff_block
 from txkit.register import OPEN_STATUSES as REGISTER_OPEN
-from txkit.register import signoff_block
 
 __all__ = [
     "AVAILABLE_LABELS",
@@ -349,8 +349,6 @@ def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Dec
 
 #: The month's register as the report wrote it (:func:`txkit.register.summarise`).
 REGISTER_FILE: Final = "exceptions.csv"
-#: The register's section of the flux review's breaches (:mod:`txkit.report._flux`).
-FLUX_SECTION: Final = "flux"
 
 
 def with_register(
