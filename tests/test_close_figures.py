@@ -571,12 +571,13 @@ def test_the_reconciliation_rate_on_the_index_and_page_02(session_report: Sessio
     summed = listed.filter(pl.col("category").is_in(["paid_in_parts", "grouped"])).height
     assert summed
     apart = f"{summed:,} more listed that the sum rules matched"
-    rated = f"{listed.height - summed:,} of 5,279 references"
+    # The population leaves out unpaid attempts too (issue 46): its size is not this test's.
+    rated = re.compile(rf"\b{listed.height - summed:,} of [0-9,]+ references, every currency")
     for name in ("index.html", "02_reconciliation.html"):
         text = _page_text(folder / name)
         assert apart in text, name
         found = text[max(0, text.index(apart) - 600) : text.index(apart)]
-        assert rated in found, (name, found)
+        assert rated.search(found), (name, found)
 
 
 @pytest.mark.report
