@@ -1,4 +1,4 @@
-"""The month's close summary: one A4 page, first in the pack (``00_close_summary.html``).
+"""The month's close summary: two A4 pages at most, first in the pack (``00_close_summary.html``).
 
 Per currency (a column each, never added across): the wallet's opening and closing balance,
 money in and out by type (conversions on both sides), fees and tax, reserves, the net
@@ -676,7 +676,7 @@ def close_summary_html(
     signatures: Sequence[str] = (),
     flux: tuple[str, Sequence[FluxLine]] = ("", ()),
 ) -> str:
-    """The page (HTML), printable on one A4 page; ``as_run``: what it read, in a line. What
+    """The page (HTML), printable on two A4 pages; ``as_run``: what it read, in a line. What
     needs action (the exceptions at stake) comes first, then the wallet's ledger balance and
     its available balance (each block foots), then the figures beside them."""
     month = html.escape(figures.month)

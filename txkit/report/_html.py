@@ -336,7 +336,7 @@ def index_html(
             for w in mask_sentences(list(warnings), show_pii=show_pii)
         )
         + f'<p class="mode"><a href="00_close_summary.html"><strong>Close summary '
-        f"{html.escape(month)}</strong></a>: the month on one A4 page (balances, money in and "
+        f"{html.escape(month)}</strong></a>: the month on two A4 pages (balances, money in and "
         "out per currency, value still open, bank, exceptions at stake, sign-off).</p>"
         + _actions_html(sections, show_pii)
         + register
