@@ -421,6 +421,8 @@ def test_the_close_summary_files_post_and_the_roll_forward_foots(tmp_path: Path)
     assert debits - credits == Decimal(net) == Decimal("29.45")
     assert set(posted["period"]) == {"2026-10-01 to 2026-10-31 (UTC)"}
     assert all(posted["sign"].drop_nulls()) and posted["sign"].null_count() == 0
+    # A sign in words, never a cell the CSV formula guard has to quote ("'+: ...").
+    assert not [v for v in posted["sign"] if v.startswith("'")], set(posted["sign"])
     sheet = load_workbook(tmp_path / "close_summary.xlsx").active
     assert sheet.max_row == posted.height + 1
 

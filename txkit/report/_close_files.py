@@ -35,19 +35,24 @@ CLOSE_XLSX: Final = "close_summary.xlsx"
 _TIME_ZONE: Final = "UTC"
 
 
+#: The wallet's movements: the lines posted as debits and credits. Every sign text starts with
+#: a word: a CSV cell starting with "+" or "-" is written with a leading "'" (formula guard).
+_POSTED: Final = "positive: into the wallet (debit the wallet), negative: out of it (credit it)"
+
+
 def _sign(block: str, label: str) -> str:
     if label.startswith("Net movement"):
         return "the total of the movements above (+: the balance grew)"
     if block == "Wallet: ledger balance" and label not in _BALANCES:
-        return "+: into the wallet (debit the wallet), -: out of it (credit the wallet)"
+        return _POSTED
     if block == "Wallet: available balance" and label.startswith(("Reserves", "Net")):
-        return "+: into the available balance, -: out of it"
+        return "positive: into the available balance, negative: out of it"
     if "difference" in label.lower():
-        return label[label.index("(") + 1 : -1] if "(" in label else "+: more than expected"
+        return label[label.index("(") + 1 : -1] if "(" in label else "positive: more than expected"
     if block == "Wallet to bank":
         return "as the line's own sign (+ added, - deducted)" if label[0] in "+-" else "balance"
     if label.startswith("Records still open"):
-        return "+: money in, -: money out (memo: its status can change)"
+        return "positive: money in, negative: money out (memo: its status can change)"
     if block == "Register roll-forward":
         return "items and the sum of their absolute amounts at stake"
     return "balance" if "balance" in label.lower() else "memo, as reported"
@@ -84,7 +89,7 @@ def close_summary_frame(figures: CloseFigures) -> pl.DataFrame:
                 if amount is None:
                     continue
                 sign = _sign(block, label)
-                posted = sign.startswith("+: into the wallet (debit")
+                posted = sign == _POSTED
                 rows.append(
                     {
                         "block": block,
