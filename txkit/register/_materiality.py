@@ -152,16 +152,7 @@ def load_materiality(folder: str | os.PathLike[str] | None = None) -> Materialit
         raise ValueError(
             f"{path}: relative is a share between 0 and 1 (0.05 = 5 %), got {relative}"
         )
-    table = doc.get("absolute", {})
-    if not isinstance(table, dict):
-        raise ValueError(f'{path}: [absolute] must be a table of CURRENCY = "amount" lines')
-    absolute = {}
-    for currency, value in table.items():
-        if not re.fullmatch(r"[A-Z]{3,4}", currency):
-            raise ValueError(
-                f"{path}: [absolute] key {currency!r} is not a currency code (3 or 4 capitals)"
-            )
-        absolute[currency] = _decimal(value, f"absolute.{currency}", path)
+    absolute = _amounts(doc.get("absolute", {}), "absolute", path)
     flux_relative, flux_absolute = _flux(doc.get("flux", {}), path)
     return Materiality(absolute=absolute, relative=relative, source=str(path.name),
                        flux_absolute=flux_absolute, flux_relative=flux_relative)  # fmt: skip
@@ -178,13 +169,19 @@ def _flux(table: Any, path: Path) -> tuple[Decimal, dict[str, Decimal]]:
         )
     relative = _decimal(table.get("relative", str(_DEFAULT_FLUX_RELATIVE)), "flux.relative", path)
     amounts = table.get("absolute", {k: str(v) for k, v in _DEFAULT_FLUX_ABSOLUTE.items()})
-    if not isinstance(amounts, dict):
-        raise ValueError(f'{path}: [flux.absolute] must be a table of CURRENCY = "amount" lines')
-    absolute = {}
-    for currency, value in amounts.items():
+    return relative, _amounts(amounts, "flux.absolute", path)
+
+
+def _amounts(table: Any, name: str, path: Path) -> dict[str, Decimal]:
+    """A ``[name]`` table of ``CURRENCY = "amount"`` lines (``[absolute]``,
+    ``[flux.absolute]``), each amount read by :func:`_decimal`."""
+    if not isinstance(table, dict):
+        raise ValueError(f'{path}: [{name}] must be a table of CURRENCY = "amount" lines')
+    amounts = {}
+    for currency, value in table.items():
         if not re.fullmatch(r"[A-Z]{3,4}", currency):
             raise ValueError(
-                f"{path}: [flux.absolute] key {currency!r} is not a currency code (3 or 4 capitals)"
+                f"{path}: [{name}] key {currency!r} is not a currency code (3 or 4 capitals)"
             )
-        absolute[currency] = _decimal(value, f"flux.absolute.{currency}", path)
-    return relative, absolute
+        amounts[currency] = _decimal(value, f"{name}.{currency}", path)
+    return amounts
