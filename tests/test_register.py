@@ -34,6 +34,7 @@ from txkit.register import (
     register_view,
     retention_policy,
 )
+from txkit.register._lock import pack_files
 from txkit.register._sign import (
     Target,
     refuse_signed,
@@ -229,10 +230,10 @@ def test_a_register_of_a_newer_txkit_is_refused_in_one_line(tmp_path: Path) -> N
     write_deltalake(
         str(newer / "_register"),
         pl.DataFrame({"x": [1]}),
-        description="txkit exception register, format 3",
+        description="txkit exception register, format 4",
     )
     with pytest.raises(
-        RegisterFormatError, match=r"newer txkit \(register format 3; this txkit reads up to 2\)"
+        RegisterFormatError, match=r"newer txkit \(register format 4; this txkit reads up to 3\)"
     ):
         read_events(newer)
     done = invoke_cli("exceptions", "--store", str(newer), cwd=tmp_path)
@@ -367,10 +368,14 @@ def test_signing_records_the_digest_and_locks_the_month(
     _report(store, tmp_path / "r1", "2026-01", [A], 1)
     out = tmp_path / "reports"
     folder = _fake_report(out, "2026-10", store)
-    digest = report_digest(folder)
+    files = pack_files(folder)
     assert refuse_signed(out, "2026-10", None, events=read_events(store)[0]) == Target("2026-10")
     sig = _sign(out, "2026-10", "preparer", "Ada Obi", "ada", store, monkeypatch)
-    assert sig["sha256"] == digest == report_digest(folder)  # the signature blocks left out
+    # The signature blocks left out; the pack's PDF, made before the first signature, in.
+    signed = pack_files(folder)
+    assert signed.keys() - files.keys() == {"pack.pdf"}
+    assert all(signed[name] == digest for name, digest in files.items())
+    assert sig["sha256"] == report_digest(folder)
     assert (sig["revision"], sig["table_version"]) == (1, 7)
     assert sig["key"].startswith("SHA256:") and sig["chain"]
     assert f"preparer: Ada Obi (key {sig['key']})" in (folder / "index.html").read_text()
@@ -523,7 +528,7 @@ def test_a_signed_pack_is_verified_against_the_register(
 
     done = verify()
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "revision 1 (2026-10): verified, 3 files (signed by preparer Ada Obi" in done.stdout
+    assert "revision 1 (2026-10): verified, 4 files (signed by preparer Ada Obi" in done.stdout
     assert "the chain of 1 holds" in done.stdout
     pristine = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
 

@@ -24,6 +24,7 @@ from tests.factories import (
     small_notebooks,
 )
 from txkit.register import read_events
+from txkit.register._lock import month_state, pack_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.report]
 
@@ -125,7 +126,14 @@ def test_a_signature_and_a_report_of_the_month_exclude_each_other(tmp_path: Path
     assert all(
         now[n] == data
         for n, data in signed_pack.items()
-        if n not in ("report.json", "index.html", "00_close_summary.html")
+        if n not in ("report.json", "index.html", "00_close_summary.html", "pack.pdf")
+    )
+    # pack.pdf: its cover made again with the reviewer's signature, its body the one signed.
+    pack = tmp_path / "reports" / MONTH / "pack.pdf"
+    assert now["pack.pdf"] != signed_pack["pack.pdf"]
+    assert (
+        pack_files(pack.parent)["pack.pdf"]
+        == month_state(read_events(tmp_path / "store")[0], MONTH).newest.files["pack.pdf"]
     )
     assert _runs(tmp_path) == 1  # the refused report left no event
     verified = invoke_cli_all_stderr("report", "verify", "--month", MONTH, "--store",

@@ -76,7 +76,7 @@ def _spelled(argv: Sequence[str]) -> list[str]:
     for i, word in enumerate(out):
         if word.startswith("-"):
             continue
-        if word == "report" and out[i + 1 : i + 2] in (["sign"], ["verify"]):
+        if word == "report" and out[i + 1 : i + 2] in (["sign"], ["verify"], ["pdf"]):
             out[i : i + 2] = [f"report-{out[i + 1]}"]
         break
     return out

@@ -10,7 +10,14 @@ from txkit import config
 from txkit.cli._args import month_arg, version_arg
 from txkit.config import default_store
 from txkit.notebook import source_sentence
-from txkit.register import ROLES, shown_keys, sign_report, unexplained_flux, verify_report
+from txkit.register import (
+    ROLES,
+    print_pack,
+    shown_keys,
+    sign_report,
+    unexplained_flux,
+    verify_report,
+)
 from txkit.report import run_report
 
 __all__ = ["add_parser"]
@@ -21,6 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _add_report(sub)
     _add_sign(sub)
     _add_verify(sub)
+    _add_pdf(sub)
 
 
 def _add_report(sub: argparse._SubParsersAction) -> None:
@@ -168,6 +176,34 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
     v.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
     v.set_defaults(func=_verify)
+
+
+def _add_pdf(sub: argparse._SubParsersAction) -> None:
+    d = sub.add_parser(
+        "report-pdf",
+        prog="txkit report pdf",
+        help="the month's pack as one PDF, pack.pdf (also `txkit report pdf`)",
+        description="Lay out the month's newest report as one A4 PDF beside its pages "
+        "(reports/YYYY-MM/pack.pdf): a cover with the sign-off, the close summary, the "
+        "index and every page, with bookmarks and page x of y, and record it in the "
+        "register: its pages 2 to the last are part of what a signature signs. Made before "
+        "the first signature (txkit report sign makes it when it is missing); refused once "
+        "the revision is signed (signing makes its cover again).",
+    )
+    d.add_argument("--month", required=True, type=month_arg, metavar="YYYY-MM")
+    d.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")
+    d.add_argument("--store", metavar="DIR|URI", help="default: this source's store")
+    d.set_defaults(func=_pdf)
+
+
+def _pdf(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    path = print_pack(Path(args.out), args.month, store=args.store or default_store())
+    from pypdf import PdfReader
+
+    pages = len(PdfReader(path).pages)
+    print(f"pdf: {path} ({pages} pages, {time.perf_counter() - started:.1f} s)")
+    return 0
 
 
 def _add_allowed(p: argparse.ArgumentParser) -> None:

@@ -31,6 +31,7 @@ import polars as pl
 
 from txkit.errors import ReportSignedError
 from txkit.register._keys import fold_name
+from txkit.register._pdf import PDF_FILE, body_digest
 from txkit.register._table import register_uri
 
 __all__ = [
@@ -64,7 +65,8 @@ SIGNED_PAGES: Final = ("index.html", "00_close_summary.html")
 def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
     """The SHA-256 of every file of a report folder (a pack), by path: ``report.json`` without
     its ``signatures`` (which signing adds), ``index.html`` and the close summary without their
-    signature blocks (which signing rewrites); hidden files and ``signatures/`` left out."""
+    signature blocks (which signing rewrites), ``pack.pdf`` without its cover (its body,
+    :func:`~txkit.register._pdf.body_digest`); hidden files and ``signatures/`` left out."""
     folder = Path(folder)
     files = {}
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -72,6 +74,9 @@ def pack_files(folder: str | os.PathLike[str]) -> dict[str, str]:
         if any(part.startswith(".") for part in rel.split("/")):
             continue
         if rel.split("/", 1)[0] == SIGNATURES_DIR:
+            continue
+        if rel == PDF_FILE:  # its body: signing makes its cover (page 1) again
+            files[rel] = body_digest(path)
             continue
         data = path.read_bytes()
         if rel in SIGNED_PAGES:
@@ -255,7 +260,9 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
     state = MonthState(month)
     rows = (
         events.with_row_index("_i")
-        .filter((pl.col("month") == month) & pl.col("event").is_in(["reported", "signed"]))
+        .filter(
+            (pl.col("month") == month) & pl.col("event").is_in(["reported", "printed", "signed"])
+        )
         .sort("_i")  # the register's commit order (read_events): no clock decides
     )
     for row in rows.iter_rows(named=True):
@@ -276,6 +283,12 @@ def month_state(events: pl.DataFrame, month: str) -> MonthState:
             if before is not None:  # a rerun of an unsigned revision: its signatures lapse
                 rev.stale = before.stale + before.signatures
             state.revisions[number] = rev
+        elif row["event"] == "printed":  # pack.pdf made for a revision: one more file of it
+            number = int(_doc(row["explanation"]).get("revision") or 1)
+            rev = state.revisions.get(number)
+            if rev is not None and rev.files is not None and not rev.signatures:
+                rev.files = {**rev.files, PDF_FILE: str(row["note"])}
+                rev.pack = files_digest(rev.files)
         else:
             sig = signature_of(row)
             state.signatures.append(sig)

@@ -30,7 +30,9 @@ __all__ = [
 
 #: The register's format; a register written with a higher one is refused (a newer txkit).
 #: 2: ``checked`` and ``cleared`` events (carry-over), which a format-1 reader would not apply.
-FORMAT: Final = 2
+#: 3: ``printed`` events (a pack's ``pack.pdf``), without which a format-2 reader would find
+#: the PDF an added file and every signature of a pack with one broken.
+FORMAT: Final = 3
 
 STATUSES: Final[tuple[str, ...]] = ("open", "explained", "resolved", "written_off")
 #: Statuses of an item still to be looked at (listed by ``--open``, aged, counted by bucket).

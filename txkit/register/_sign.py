@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +53,8 @@ from txkit.register._lock import (
     report_digest,
     signature_problems,
 )
+from txkit.register._pdf import PDF_FILE
+from txkit.register._print import make_pdf, pack_problems, plain, who_signed, write_cover
 from txkit.register._ready import refuse_unready, shown_keys
 from txkit.register._state import ITEMS_SUFFIX
 from txkit.register._table import append_events, events_frame, read_events
@@ -63,6 +64,7 @@ __all__ = [
     "Target",
     "compare_reports",
     "newest_revision",
+    "print_pack",
     "refuse_signed",
     "report_digest",
     "sign_report",
@@ -70,24 +72,6 @@ __all__ = [
     "signed_versions",
     "signoff_block",
 ]
-
-
-def pack_problems(folder: Path, recorded: dict[str, str] | None) -> list[str]:
-    """The files of ``folder`` changed, added or missing against those its report recorded
-    in the register (each named; empty when it verifies)."""
-    if not folder.is_dir():
-        return [f"the folder {folder} is missing"]
-    if recorded is None:
-        return []
-    now = pack_files(folder)
-    out = []
-    changed = sorted(r for r in now if r in recorded and now[r] != recorded[r])
-    added = sorted(set(now) - set(recorded))
-    missing = sorted(set(recorded) - set(now))
-    for what, names in (("changed", changed), ("added", added), ("missing", missing)):
-        if names:
-            out.append(f"{what}: {', '.join(names)}")
-    return out
 
 
 def _revision(name: str, month: str) -> int | None:
@@ -188,7 +172,7 @@ def revision_lines(history: list[dict[str, Any]]) -> list[str]:
     few named)."""
     lines = []
     for rev in history:
-        signed = _who(rev["signatures"]) if rev["signatures"] else "not signed"
+        signed = who_signed(rev["signatures"]) if rev["signatures"] else "not signed"
         why = f"reopened: {rev['reason']}; " if rev["reason"] else ""
         changes = rev["changes"]
         what = ""
@@ -211,15 +195,6 @@ def revision_lines(history: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def plain(text: str) -> str:
-    """``text`` for a terminal: every control or format character (an escape that would
-    erase lines, a newline that would fake one) shown as ``\\x1b``-style text."""
-    return "".join(
-        ch if unicodedata.category(ch)[0] != "C" else ch.encode("unicode_escape").decode()
-        for ch in str(text)
-    )
-
-
 def history_block(history: list[dict[str, Any]]) -> str:
     """The index's list of the month's revisions (empty for a month with one report)."""
     import html
@@ -237,10 +212,6 @@ def history_block(history: list[dict[str, Any]]) -> str:
 
 def _manifest(folder: Path) -> dict[str, Any]:
     return json.loads((folder / _MANIFEST).read_text(encoding="utf-8"))
-
-
-def _who(signatures: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{s['role']} {s['name']} on {s['at'][:10]}" for s in signatures)
 
 
 @dataclass(frozen=True)
@@ -431,6 +402,11 @@ def sign_report(
             )
         folder = _folder_of(out, newest)
         doc = _checked_manifest(folder, month, store, newest)
+        if newest.files is not None and PDF_FILE not in newest.files and not newest.signatures:
+            make_pdf(folder, month, store, newest)  # signed with the pack: made before the first
+            events, register_version = read_events(store)
+            state = month_state(events, month)
+            newest = state.newest or newest
         digest = _unchanged_pack(folder, month, newest)
         why = signature_problems(state, role, name, fingerprint(blob))
         if why:
@@ -470,6 +446,32 @@ def sign_report(
             tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
         write_signature_block(folder, signatures)
     return signature
+
+
+def print_pack(out: str | os.PathLike[str], month: str, *, store: str | os.PathLike[str]) -> Path:
+    """Make the month's newest revision's ``pack.pdf`` (:mod:`txkit.register._pdf`) and record
+    it in the register (a ``printed`` event naming its body's digest): the pack's pages laid
+    out once, before the first signature; ``txkit report sign`` makes it when it is missing.
+    Returns its path.
+
+    Raises:
+        ValueError: no report of the month, a pack's manifest that is not the register's.
+        ReportSignedError: the revision is signed already (its PDF is what was signed), the
+            pack is not the bytes its report wrote, or a report of the month is running.
+    """
+    month = parse_month(month)
+    with month_lock(store, month, wait=2.0, what=f"the PDF of {month} (txkit report pdf)"):
+        events, _ = read_events(store)
+        newest = month_state(events, month).newest
+        if newest is None:
+            raise ValueError(
+                f"the register of {store} has no report of {month}: run txkit report --month "
+                f"{month} first (--store names the store the report read)"
+            )
+        folder = _folder_of(out, newest)
+        _checked_manifest(folder, month, store, newest)
+        make_pdf(folder, month, store, newest)
+    return folder / PDF_FILE
 
 
 def sign_reopening(
@@ -584,7 +586,8 @@ _BLOCKS = (("index.html", signature_block), ("00_close_summary.html", signoff_bl
 
 def write_signature_block(folder: Path, signatures: list[dict[str, Any]]) -> None:
     """Rewrite the signature blocks (between the markers) of the index and the close summary
-    with ``signatures``."""
+    with ``signatures``, and pack.pdf's cover (its body copied as it is)."""
+    write_cover(folder, signatures)
     for name, render in _BLOCKS:
         page = folder / name
         if page.is_file():

@@ -15,8 +15,9 @@ Every change is one appended commit of events, never an update in place, so:
 
 Events (one row each; :data:`EVENT_SCHEMA`): ``reported`` (a report run of a month, its table
 version), ``seen`` (an item listed by that run: section, kind, currency, amount, own date),
-``annotated`` (status, category, owner, explanation set by someone), ``signed`` (a report
-signed: role, name, the store's table version it cites).
+``annotated`` (status, category, owner, explanation set by someone), ``printed`` (a
+revision's ``pack.pdf`` made: its body's digest, one more file of the pack), ``signed`` (a
+report signed: role, name, the store's table version it cites).
 """
 
 from __future__ import annotations

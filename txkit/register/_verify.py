@@ -25,7 +25,9 @@ from txkit.register._lock import (
     month_state,
     report_digest,
 )
-from txkit.register._sign import _folder_of, pack_problems, signature_block, signoff_block
+from txkit.register._pdf import PDF_FILE, cover_text
+from txkit.register._print import cover_lines, pack_problems
+from txkit.register._sign import _folder_of, signature_block, signoff_block
 from txkit.register._table import read_events
 
 __all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
@@ -238,7 +240,24 @@ def _shown_signatures(folder: Path, signatures: list[dict[str, Any]]) -> list[st
         found = _BLOCK.search(close.read_text(encoding="utf-8", errors="replace"))
         if found is not None and found.group(0) != signoff_block(signatures):
             problems.append("00_close_summary.html's sign-off is not the register's signatures")
+    pdf = folder / PDF_FILE
+    if pdf.is_file():
+        problems += _cover_problems(pdf, signatures)
     return problems
+
+
+def _cover_problems(pdf: Path, signatures: list[dict[str, Any]]) -> list[str]:
+    """pack.pdf's cover against the register's signatures: each sign-off line (or "not
+    signed") in its text (compared without spaces: the layout wraps a long key)."""
+    try:
+        text = "".join(cover_text(pdf).split())
+    except Exception as exc:  # pypdf raises many kinds on a damaged file
+        return [f"{PDF_FILE} cannot be read as a PDF ({type(exc).__name__})"]
+    wrong = [line for line in cover_lines(signatures) if "".join(line.split()) not in text]
+    if wrong:
+        return [f"{PDF_FILE}'s cover is not the register's signatures (it lacks: "
+                f"{'; '.join(wrong)})"]  # fmt: skip
+    return []
 
 
 def _statement_fields(text: str) -> dict[str, str]:
