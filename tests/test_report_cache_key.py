@@ -42,3 +42,24 @@ def test_an_upgraded_library_changes_the_key(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(importlib.metadata, "distributions", lambda: [*real, upgraded])
     _cache._code_digest.cache_clear()
     assert _cache._code_digest() != before
+
+
+def test_a_packs_pdf_made_does_not_change_the_registers_digest(tmp_path: Path) -> None:
+    """``txkit report pdf`` records a ``printed`` event; no notebook reads it, so the exceptions
+    page (which reads the register) is not executed again for it; a signature still is."""
+    from datetime import UTC, datetime
+
+    from txkit.register import record_report
+    from txkit.register._table import append_events, events_frame
+
+    store, folder = tmp_path / "store", tmp_path / "2026-10"
+    folder.mkdir()
+    (folder / "index.html").write_text("<html></html>")
+    record_report(store, "2026-10", folder, table_version=1)
+    before = _cache._register_digest(store, "2026-11")
+    event = {"month": "2026-10", "at": datetime.now(UTC), "note": "0" * 64,
+             "explanation": '{"revision": 1, "file": "pack.pdf"}'}  # fmt: skip
+    append_events(store, events_frame([{**event, "event": "printed"}]))
+    assert _cache._register_digest(store, "2026-11") == before
+    append_events(store, events_frame([{**event, "event": "signed", "role": "preparer"}]))
+    assert _cache._register_digest(store, "2026-11") != before

@@ -89,14 +89,15 @@ def _register_digest(store: str | Path, month: str) -> str:
     """The exception register's events as a digest, without what this month's own report runs
     recorded (``reported``, ``seen``, the earlier months' items they carried over: the report
     being built records them again, and its notebook reads the register with them) and without
-    each event's run id and time (an event recorded again the same is the same state). An
-    explanation, a signature or another month's report changes it."""
+    each event's run id and time (an event recorded again the same is the same state), and
+    without a pack's PDF made (``printed``: no notebook reads it). An explanation, a
+    signature or another month's report changes it."""
     import polars as pl
 
     events, _ = read_events(store)  # none yet: no event, as after this month's runs alone
     runs = events.filter((pl.col("event") == "reported") & (pl.col("month") == month))["run"]
     own = pl.col("run").is_in(runs.implode()).fill_null(False)  # an explanation has no run
-    kept = events.filter(~own).drop("run", "at").unique()
+    kept = events.filter(~own & (pl.col("event") != "printed")).drop("run", "at").unique()
     kept = kept.sort(kept.columns, nulls_last=True)
     return xxhash.xxh3_128_hexdigest(kept.write_csv().encode())
 
