@@ -79,6 +79,52 @@ def test_a_body_digest_leaves_the_cover_out_and_catches_any_body_page(tmp_path: 
         assert body_digest(tmp_path / "edited.pdf") != digest
 
 
+def test_the_pdf_reads_nothing_from_outside_the_pack(tmp_path: Path) -> None:
+    """A page's link to the network or to a file outside the pack (an edited notebook's image,
+    an attachment) is neither fetched nor embedded in what is signed."""
+    import http.server
+    import threading
+
+    asked: list[str] = []
+
+    class Server(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/css")
+            self.end_headers()
+            self.wfile.write(b"body{color:red}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "outside.txt").write_text("OUTSIDE THE PACK")
+        folder = tmp_path / "pack"
+        folder.mkdir()
+        (folder / "inside.txt").write_text("in the pack")
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        (folder / "index.html").write_text(
+            f'<html><head><title>i</title><link rel="stylesheet" href="{url}/s.css"></head>'
+            f'<body><h1>i</h1><img src="{url}/chart.png"><img src="file:///etc/hostname">'
+            '<a rel="attachment" href="../outside.txt">outside</a>'
+            '<a rel="attachment" href="inside.txt">inside</a></body></html>'
+        )
+        pdf = PdfReader(io.BytesIO(render_pdf(folder, "2026-10", ["Prepared by: not signed"])))
+    finally:
+        server.shutdown()
+    assert asked == []
+    attached = [
+        str(note.get_object()["/FS"]["/F"])
+        for page in pdf.pages
+        for note in page.get("/Annots") or []
+        if note.get_object().get("/Subtype") == "/FileAttachment"
+    ]
+    assert attached == ["inside.txt"]
+
+
 def _report(workdir: Path, *extra: str):
     return invoke_cli_all_stderr("report", "--month", MONTH, "--store", str(workdir / "store"),
                                  "--notebooks", str(workdir / "books"), "--no-progress", *extra,

@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 __all__ = ["PDF_FILE", "PackPage", "body_digest", "cover_text", "pack_pages", "render_pdf"]
 
@@ -105,12 +107,34 @@ def _page_title(text: str, fallback: str) -> str:
     return " ".join(title.split()) or fallback
 
 
+def _fetcher(folder: Path) -> Any:
+    """WeasyPrint's fetcher limited to what the pack holds: ``data:`` URLs (its charts) and
+    files inside its folder. A page's link to the network or to another file (an edited
+    notebook's image) is left out with a warning, never fetched: no request and no file from
+    outside the pack goes into what is signed."""
+    from weasyprint.urls import URLFetcher
+
+    root = folder.resolve()
+
+    class PackOnly(URLFetcher):  # type: ignore[misc]
+        def fetch(self, url: str, headers: Any = None) -> Any:
+            if url.startswith("file:"):
+                if not Path(url2pathname(urlsplit(url).path)).resolve().is_relative_to(root):
+                    raise ValueError(f"{url[:120]} is outside the pack's folder")
+            elif not url.startswith("data:"):
+                raise ValueError(f"{url[:120]}: pack.pdf reads the pack's own files only")
+            return super().fetch(url, headers)
+
+    return PackOnly(allowed_protocols=("data", "file"))
+
+
 def _render_body(folder: Path) -> tuple[Any, list[PackPage]]:
     """The body as one WeasyPrint document and where each page of the pack starts in it
     (counting the cover as page 0)."""
     from weasyprint import HTML
 
     documents, pages, first = [], [], 1
+    fetcher = _fetcher(folder)
     for name in pack_pages(folder):
         text = (folder / name).read_text(encoding="utf-8")
         # The signature block is filled by signing, after the body is laid out: on paper it
@@ -120,7 +144,7 @@ def _render_body(folder: Path) -> tuple[Any, list[PackPage]]:
             text = text.replace("</head>", f"<style>{_PDF_CSS}</style></head>", 1)
         else:
             text = f"<style>{_PDF_CSS}</style>{text}"
-        doc = HTML(string=text, base_url=str(folder)).render()
+        doc = HTML(string=text, base_url=str(folder / name), url_fetcher=fetcher).render()
         sections = tuple(
             (" ".join(str(label).split()), first + i)
             for i, page in enumerate(doc.pages)
