@@ -130,6 +130,8 @@ _ONE_WORKER = frozenset(
         "tests/test_report_orders.py",
         # 05's JupyterLab-like runs (nbclient), built once, not per worker
         "tests/test_jupyter.py",
+        # one project and its first report, each test changing one input after the one before
+        "tests/test_report_cache.py",
     }
 )
 #: Modules that share one session fixture, on one worker together: the wheel installed in a
