@@ -5,8 +5,8 @@ returns an eager :class:`polars.DataFrame`. Money stays exact: decimal in, decim
 integer minor units in between; never a float.
 
 * :mod:`txkit.analysis.reconcile`: the export's collections against the merchant's orders.
-* :mod:`txkit.analysis.orders`: the merchant's orders file, read as txkit's own columns or
-  as a shop exports it (:mod:`txkit.analysis.columns`: the column mappings and presets that
+* :mod:`txkit.inputs.orders`: the merchant's orders file, read as txkit's own columns or
+  as a shop exports it (:mod:`txkit.inputs.columns`: the column mappings and presets that
   orders and bank CSVs share).
 * :mod:`txkit.analysis.underpayments`: payments below or above the expected amount.
 * :mod:`txkit.analysis.balances`: the balance-after fields against the balance model.

@@ -44,8 +44,9 @@ from txkit.analysis._reconcile_base import (
     whole_days,
 )
 from txkit.analysis._reconcile_summary import describe_matching, reconcile_summary
-from txkit.analysis.columns import UNPAID
-from txkit.analysis.orders import (
+from txkit.calendar import month_bounds
+from txkit.inputs.columns import UNPAID
+from txkit.inputs.orders import (
     MAX_ORDER_DECIMALS,
     ORDERS_FORMATS,
     ORDERS_OPTIONAL,
@@ -54,7 +55,6 @@ from txkit.analysis.orders import (
     read_orders,
     read_orders_file,
 )
-from txkit.calendar import month_bounds
 from txkit.schema import require
 
 __all__ = [

@@ -22,7 +22,11 @@ from typing import Final
 
 import polars as pl
 
-from txkit.analysis.columns import (
+from txkit.errors import DataFileError
+from txkit.inputs._model import MAX_DECIMALS, WHAT, Entry, Read
+from txkit.inputs._table import LINE, CsvTable, fail_lines
+from txkit.inputs._text import TextFile
+from txkit.inputs.columns import (
     BANK,
     BANK_PRESETS,
     ColumnMapping,
@@ -33,9 +37,7 @@ from txkit.analysis.columns import (
     plain_amount,
     writing_name,
 )
-from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
-from txkit.datafile import LINE, CsvTable, TextFile, fail_lines, read_table
-from txkit.errors import DataFileError
+from txkit.inputs.sheets import read_table
 
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
 MAPPING_KEYS: Final[Mapping[str, str]] = BANK.keys
@@ -46,7 +48,7 @@ _MONEY: Final = ("amount", "credit", "debit", "balance")
 
 def parse_mapping(text: str | Mapping[str, str] | None, *, origin: str = "") -> ColumnMapping:
     """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping): the
-    syntax orders share (:func:`txkit.analysis.columns.parse_columns`).
+    syntax orders share (:func:`txkit.inputs.columns.parse_columns`).
 
     Raises:
         ValueError: an unknown key, a pair without ``=``, a key given twice, or values that
@@ -64,7 +66,7 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
     """The entries of a CSV statement (or, with no ``source``, a spreadsheet's: ``.xlsx``,
     ``.xls``, ``.ods``, a ``.xls`` that is HTML) read through ``mapping`` (see the module
     docstring). Title rows, total and footer rows and description lines continuing on the next
-    row are found as :mod:`txkit.files._layout` says."""
+    row are found as :mod:`txkit.inputs._layout` says."""
     found = ""
     try:
         columns, table = _table(path, source, mapping)

@@ -6,7 +6,7 @@ its running balance; a file that starts with an OFX header is OFX/QFX (1.x or 2.
 is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
 anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
 ``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
-the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
+the same mapping (:func:`txkit.inputs.read_table`). Every file is checked before anything
 is matched against it, and every problem is a one-line
 :class:`~txkit.errors.DataFileError` naming the file, the line (an XML element's line) and
 what to do:
@@ -35,12 +35,17 @@ from typing import Final
 
 import polars as pl
 
-from txkit.bank import _camt, _csv, _mt940, _ofx, _pdf
-from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
-from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
-from txkit.datafile import check_suffix, read_text
 from txkit.errors import DataFileError
-from txkit.files import SPREADSHEET_SUFFIXES, read_input
+from txkit.inputs import _mapped as _csv
+from txkit.inputs import camt as _camt
+from txkit.inputs import mt940 as _mt940
+from txkit.inputs import ofx as _ofx
+from txkit.inputs import pdf as _pdf
+from txkit.inputs._limits import read_input
+from txkit.inputs._mapped import MAPPING_KEYS, describe_mapping, parse_mapping
+from txkit.inputs._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
+from txkit.inputs._text import check_suffix, read_text
+from txkit.inputs.sheets import SPREADSHEET_SUFFIXES
 
 __all__ = [
     "BALANCE_COLUMNS",
