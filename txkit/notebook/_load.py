@@ -423,7 +423,7 @@ def load_orders_file(
     margin_days: int = 0,
     columns: str | Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
-    """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
+    """:func:`load_orders`, and the :class:`~txkit.inputs.OrdersFile` read."""
     month = parse_month(month)
     first, last = month_bounds(month)
     orders = resolve_orders(orders)
