@@ -520,21 +520,21 @@ def _inputs_formats() -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/__init__.py"))
 
 
-def test_inputs_imports_nothing_from_the_layers_above_it() -> None:
+def _inputs_upward_imports() -> list[str]:
+    """Imports (type-only ones too) of a layer above txkit.inputs by a module of it."""
     modules = _modules()
-    found = [
+    return [
         f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
         for name, path in modules.items()
         if name == "txkit.inputs" or name.startswith("txkit.inputs.")
         for target, line, _ in _imports(name, path, modules, typing=True)
         if target.startswith(_ABOVE_INPUTS)
     ]
-    assert not found, found
 
 
-def test_analysis_takes_frames_and_opens_no_file() -> None:
-    # The analyses take frames: no module of txkit.analysis imports a reader of txkit.inputs
-    # (the package re-exports read_orders where the docs show it) nor opens a file itself.
+def _analysis_file_access() -> list[str]:
+    """Where a module of txkit.analysis imports a reader of txkit.inputs or opens a file (the
+    package's __init__ re-exports read_orders where the docs show it: not a module's use)."""
     offenders = []
     for name, path in _modules().items():
         if not name.startswith("txkit.analysis."):
@@ -551,7 +551,41 @@ def test_analysis_takes_frames_and_opens_no_file() -> None:
                 func = ast.unparse(node.func)
                 if re.fullmatch(_OPENS, func) or func.rpartition(".")[2] in _READERS:
                     offenders.append(f"{path.name}:{node.lineno} calls {func}")
-    assert not offenders, offenders
+    return offenders
+
+
+def test_inputs_imports_nothing_from_the_layers_above_it() -> None:
+    assert _inputs_upward_imports() == []
+
+
+def test_analysis_takes_frames_and_opens_no_file() -> None:
+    assert _analysis_file_access() == []
+
+
+def test_the_inputs_checks_find_what_they_look_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = {
+        PACKAGE / "inputs" / "_model.py": "\nfrom txkit.analysis._common import Frame\n",
+        PACKAGE / "analysis" / "fees.py": (
+            "\nfrom txkit.inputs import read_statements\n"
+            "def _f(path):\n    return pl.read_csv(path), open(path), path.read_bytes()\n"
+        ),
+    }
+    original = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        text = original(self, *args, **kwargs)
+        return text + planted[self] if self in planted else text
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    [upward] = _inputs_upward_imports()
+    assert upward.startswith("txkit/inputs/_model.py:") and upward.endswith("analysis._common")
+    found = _analysis_file_access()
+    assert [f.partition(" ")[2] for f in found] == [
+        "imports ['read_statements']",
+        "calls pl.read_csv",
+        "calls open",
+        "calls path.read_bytes",
+    ]
 
 
 def test_every_format_subpackage_is_registered_once() -> None:
