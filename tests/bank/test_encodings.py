@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from txkit.bank import read_statement
+from txkit.inputs import read_statement
 
 POLISH = (
     "Data operacji;Opis operacji;Kwota;Saldo po operacji\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from txkit.analysis.columns import BANK, BANK_PRESETS, column_setting, parse_columns
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
+from txkit.inputs.columns import BANK, BANK_PRESETS, column_setting, parse_columns
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"
 # preset -> (the corpus file it was verified on, the mapping its manifest reads it with)

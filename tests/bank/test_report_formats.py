@@ -13,7 +13,7 @@ import pytest
 from tests.bank.test_ofx import _ofx_from
 from tests.bank.test_pdf import _uba_from
 from tests.factories import REPORT_MONTH, SessionReport, invoke_cli
-from txkit.bank import read_statement
+from txkit.inputs import read_statement
 
 ROOT = Path(__file__).resolve().parents[2]
 _SAME = ["reference", "currency", "settlement_amount", "bank_amount", "settlement_date",

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from txkit.bank import parse_mapping, read_statement, read_statements
 from txkit.errors import DataFileError
+from txkit.inputs import parse_mapping, read_statement, read_statements
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "bank"
 MT940 = DATA / "multi_currency.mt940"

@@ -10,9 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from txkit.bank import read_statement
-from txkit.datafile import read_table
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement, read_table
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"
 KINDS = ("xlsx", "xls", "html-xls", "bank-csv")

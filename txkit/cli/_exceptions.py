@@ -21,9 +21,8 @@ import polars as pl
 from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
-from txkit.datafile import read_text
 from txkit.errors import DataFileError, StoreError
-from txkit.files import SPREADSHEET_SUFFIXES
+from txkit.inputs import SPREADSHEET_SUFFIXES, read_text
 from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (

@@ -134,7 +134,7 @@ def close_figures(
 ) -> CloseFigures:
     """The summary's figures from the report folder's downloads, the month's records (lazy,
     the store at the pages' table version) and the bank statements (a
-    :class:`txkit.bank.BankStatement`, or None)."""
+    :class:`txkit.inputs.BankStatement`, or None)."""
     notes: list[str] = []
     currencies, lines = _wallet_lines(folder)
     if records is not None:

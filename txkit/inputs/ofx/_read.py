@@ -12,7 +12,7 @@ card) per account:
   amount in another currency: refused, since it cannot be added to the statement's);
 * ``LEDGERBAL`` (``BALAMT``, ``DTASOF``) the closing balance. OFX gives no opening balance:
   the opening is worked out as the closing balance less the entries (said in a note; with
-  the next month's statement of the account, :func:`txkit.bank.read_statements` checks that
+  the next month's statement of the account, :func:`txkit.inputs.read_statements` checks that
   its opening is this one's closing); a statement without
   ``LEDGERBAL`` is read unproven, and a note says so.
 
@@ -41,8 +41,8 @@ from typing import Final
 from xml.etree import ElementTree as ET
 from xml.sax.saxutils import unescape
 
-from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
+from txkit.inputs._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 
 _ADVICE: Final = "download the statement again from the bank as OFX (Money/Quicken)"
 _AMOUNT: Final = re.compile(r"[+-]?(?:[0-9]+(?:[.,][0-9]*)?|[.,][0-9]+)")
@@ -98,7 +98,7 @@ class _Lines:
 def read(path: Path, data: bytes) -> Read:
     """Every bank and card statement of an OFX file (see the module docstring)."""
     # Imported here: ofxtools loads all its models and its client when imported,
-    # which every other use of txkit.bank would pay for.
+    # which every other use of txkit.inputs would pay for.
     from ofxtools.header import OFXHeaderError
     from ofxtools.Parser import OFXTree
 

@@ -47,8 +47,8 @@ from typing import Final
 
 from lxml import etree
 
-from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
+from txkit.inputs._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 
 _PROLOG_DOCTYPE: Final = re.compile(rb"(?:\s|<\?.*?\?>|<!--.*?-->)*<!DOCTYPE", re.DOTALL)
 _NS: Final = re.compile(r"urn:iso:std:iso:20022:tech:xsd:(camt\.\d{3})\.\d{3}\.\d{2}")

@@ -34,7 +34,7 @@ from lxml import etree
 
 from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
-from txkit.files._limits import _mb, max_unzipped_bytes
+from txkit.inputs._limits import _mb, max_unzipped_bytes
 
 __all__ = ["MAX_COLUMNS", "MAX_ROWS", "Sheet", "address", "read_xlsx"]
 

@@ -9,18 +9,12 @@ from typing import Final
 
 import polars as pl
 
-from txkit.datafile._csv import read_csv_table
-from txkit.datafile._table import LINE, CsvTable, check_records, column_names, skipped_note
-from txkit.datafile._text import TextFile
 from txkit.errors import DataFileError
-from txkit.files import (
-    SPREADSHEET_SUFFIXES,
-    Grid,
-    find_header,
-    join_continuations,
-    read_grid,
-    summary_runs,
-)
+from txkit.inputs._layout import find_header, join_continuations, summary_runs
+from txkit.inputs._table import LINE, CsvTable, check_records, column_names, skipped_note
+from txkit.inputs._text import TextFile
+from txkit.inputs.csv import read_csv_table
+from txkit.inputs.sheets._grid import SPREADSHEET_SUFFIXES, Grid, read_grid
 
 __all__ = ["read_table"]
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txkit.errors import DataFileError
-from txkit.files._calamine import read_calamine
-from txkit.files._html import looks_like_html, read_html_table
-from txkit.files._limits import check_input, read_input
-from txkit.files._xlsx import Sheet, address, read_xlsx
+from txkit.inputs._limits import check_input, read_input
+from txkit.inputs.sheets._calamine import read_calamine
+from txkit.inputs.sheets._html import looks_like_html, read_html_table
+from txkit.inputs.sheets._xlsx import Sheet, address, read_xlsx
 
 __all__ = ["SPREADSHEET_SUFFIXES", "Grid", "read_grid"]
 

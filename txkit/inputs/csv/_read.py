@@ -10,16 +10,16 @@ from typing import Final, NamedTuple
 
 import polars as pl
 
-from txkit.datafile._table import LINE, CsvTable, check_records, column_names, skipped_note
-from txkit.datafile._text import TextFile, read_text
 from txkit.errors import DataFileError
-from txkit.files import (
+from txkit.inputs._layout import (
     HEADER_SEARCH,
     find_header,
     is_summary,
     join_continuations,
     summary_runs,
 )
+from txkit.inputs._table import LINE, CsvTable, check_records, column_names, skipped_note
+from txkit.inputs._text import TextFile, read_text
 
 __all__ = ["read_csv_table"]
 
@@ -156,7 +156,7 @@ def read_csv_table(
 
     The header is found among title lines, over two lines if need be; total and footer lines
     after the data (and opening-balance lines right after the header) are skipped, each said in
-    the notes (:mod:`txkit.files._layout` says how).
+    the notes (:mod:`txkit.inputs._layout` says how).
 
     Args:
         path: the file.

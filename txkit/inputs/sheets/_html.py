@@ -17,7 +17,7 @@ from typing import Final
 from lxml import etree
 
 from txkit.errors import DataFileError
-from txkit.files._xlsx import MAX_COLUMNS, Sheet
+from txkit.inputs.sheets._xlsx import MAX_COLUMNS, Sheet
 
 __all__ = ["looks_like_html", "read_html_table"]
 

@@ -50,8 +50,8 @@ from datetime import date
 from pathlib import Path
 from typing import Final
 
-from txkit.bank._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 from txkit.errors import DataFileError
+from txkit.inputs._model import WHAT, Balance, Entry, Read, check_amount, check_currency
 
 # ``:86 :`` (a blank before the colon) is written by some banks for ``:86:``.
 _TAG: Final = re.compile(r":(?P<tag>[0-9]{2}[A-Z]?|NS) ?:(?P<value>.*)")

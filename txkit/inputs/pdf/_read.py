@@ -51,10 +51,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Final
 
-from txkit.bank._model import WHAT, Balance, Entry, Read
 from txkit.config import MAX_INPUT_VAR, PDF_PASSWORD_VAR, pdf_password_setting
 from txkit.errors import DataFileError
-from txkit.files import max_unzipped_bytes
+from txkit.inputs._limits import max_unzipped_bytes
+from txkit.inputs._model import WHAT, Balance, Entry, Read
 
 #: The most pages read: a longer statement is asked for as CSV, OFX or MT940 instead.
 MAX_PAGES: Final = 1_000

@@ -1,12 +1,13 @@
 """The merchant's bank statements: CSV, MT940, camt.053, OFX/QFX and PDF, read exactly.
 
 :func:`read_statements` reads one or more files, finding each one's format from its content
-(not its name): a PDF is a printed statement of a known bank's layout, every row proven by
-its running balance; a file that starts with an OFX header is OFX/QFX (1.x or 2.x), other XML
-is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is MT940,
-anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
+(not its name) by asking the formats of :data:`REGISTRY` in turn (each format subpackage's
+``FORMAT``: ``identify`` then ``extract``): a PDF is a printed statement of a known bank's
+layout, every row proven by its running balance; a file that starts with an OFX header is
+OFX/QFX (1.x or 2.x), other XML is camt.053, text with ``:20:`` and ``:60F:``/``:61:`` tags is
+MT940, anything else is CSV read through a column mapping (:func:`parse_mapping`); a ``.xlsx``,
 ``.xls`` or ``.ods`` file (or a ``.xls`` that is an HTML table) is read as a spreadsheet through
-the same mapping (:func:`txkit.datafile.read_table`). Every file is checked before anything
+the same mapping (:func:`txkit.inputs.read_table`). Every file is checked before anything
 is matched against it, and every problem is a one-line
 :class:`~txkit.errors.DataFileError` naming the file, the line (an XML element's line) and
 what to do:
@@ -27,7 +28,6 @@ The result is a :class:`BankStatement`: one row per entry (``file``, ``line``, `
 
 from __future__ import annotations
 
-import codecs
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,18 +35,18 @@ from typing import Final
 
 import polars as pl
 
-from txkit.bank import _camt, _csv, _mt940, _ofx, _pdf
-from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
-from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
-from txkit.datafile import check_suffix, read_text
 from txkit.errors import DataFileError
-from txkit.files import SPREADSHEET_SUFFIXES, read_input
+from txkit.inputs import camt, csv, mt940, ofx, pdf, sheets
+from txkit.inputs._format import Format, Source
+from txkit.inputs._mapped import MAPPING_KEYS, describe_mapping, parse_mapping
+from txkit.inputs._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 
 __all__ = [
     "BALANCE_COLUMNS",
     "ENTRY_COLUMNS",
     "FORMATS",
     "MAPPING_KEYS",
+    "REGISTRY",
     "BankStatement",
     "describe_mapping",
     "parse_mapping",
@@ -54,22 +54,19 @@ __all__ = [
     "read_statements",
 ]
 
-#: The formats read, found from a file's content.
-FORMATS: Final[dict[str, str]] = {
-    "csv": "CSV with a column mapping (every bank its own columns)",
-    "mt940": "SWIFT MT940 customer statement",
-    "camt.053": "ISO 20022 camt.053 bank-to-customer statement (XML)",
-    "ofx": "OFX/QFX statement (1.x SGML or 2.x XML; Money/Quicken downloads)",
-    "pdf": "a text PDF statement of a known layout (Access, First Bank, UBA, Heritage Bank)",
-    "xlsx": "an Excel workbook's first sheet, with the CSV's column mapping",
-    "xls": "an old Excel .xls workbook's first sheet, with the column mapping",
-    "ods": "an OpenDocument spreadsheet's first sheet, with the column mapping",
-    "html": "a .xls download that is an HTML table (GTBank), with the column mapping",
-}
-# Spreadsheets (.xlsx, .xls, .ods; a .xls that is HTML) are read as CSV is, through the
-# mapping; any other name is read by its content, since banks name these files every way
-# (.sta, .940, .txt, .xml, none). Not read: these.
-_NOT_READ: Final = (".xlsb", ".numbers")
+#: The statement formats, in the order they are asked whether a file is theirs: workbooks by
+#: their name (banks name text files every way: .sta, .940, .txt, .xml, none), then the
+#: others by their content; CSV, which claims any text, last.
+REGISTRY: Final[tuple[Format, ...]] = (
+    sheets.FORMAT,
+    pdf.FORMAT,
+    ofx.FORMAT,
+    camt.FORMAT,
+    mt940.FORMAT,
+    csv.FORMAT,
+)
+#: The formats a read file may have (its ``format`` column), with what each is.
+FORMATS: Final[dict[str, str]] = {k: v for f in REGISTRY for k, v in f.kinds.items()}
 
 
 @dataclass(frozen=True)
@@ -105,12 +102,6 @@ class BankStatement:
             f"bank statements: {files}: {self.entries.height:,} entries, {credits:,} credits"
             f"{span}{notes}"
         )
-
-
-def _format_of(path: Path, head: str) -> str:
-    if _mt940.looks_like(head):
-        return "mt940"
-    return "csv"
 
 
 def read_statement(
@@ -155,28 +146,13 @@ def read_statements(
     entries, balances, files, notes = [], [], {}, []
     for given in paths:
         path = Path(given)
-        if path.suffix.lower() in _NOT_READ:
-            check_suffix(path, {".csv": "CSV text"}, what=WHAT)  # raises, saying how to save
         if str(path) in files:
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
-        if path.suffix.lower() in SPREADSHEET_SUFFIXES:
-            read, source = _csv.read(path, None, mapping), None
-        elif _pdf.looks_like(data := read_input(path, what=WHAT)):
-            read, source = _pdf.read(path, data), None
-        elif _ofx.looks_like(data):
-            read, source = _ofx.read(path, data), None
-        elif _is_xml(data):
-            read = _camt.read(path, data)
-            source = None
-        else:
-            source = read_text(path, what=WHAT)
-            kind = _format_of(path, source.text)
-            if kind == "mt940":
-                read = _mt940.read(path, source.text)
-            else:
-                read = _csv.read(path, source, mapping)
-        if source is not None:
-            read.notes[:0] = [n for n in source.notes if n not in read.notes]
+        source = Source(path)
+        found = next(f for f in REGISTRY if f.identify(source))
+        read = found.extract(source, mapping)
+        # What reading it as text found (its encoding) comes first, once.
+        read.notes[:0] = [n for n in source.text_notes if n not in read.notes]
         if not read.entries:
             raise DataFileError(
                 path,
@@ -233,13 +209,6 @@ def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:
         f"{earlier} is proven complete by {later}'s opening balances ({', '.join(accounts)})"
         for (earlier, later), accounts in proven.items()
     ]
-
-
-def _is_xml(data: bytes) -> bool:
-    """With or without a byte-order mark (lxml reads the mark itself)."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16", errors="replace").lstrip("\ufeff").lstrip()[:1] == "<"
-    return data.removeprefix(codecs.BOM_UTF8).lstrip()[:1] == b"<"
 
 
 def _refuse_overlaps(entries: pl.DataFrame) -> None:

@@ -2,7 +2,7 @@
 
 :func:`read_orders` reads a CSV or Parquet file whose columns are txkit's own (``reference``,
 ``amount``, ``currency``, optionally ``status``, ``date``, ``customer``) or named through a
-column mapping or a shop's preset (:mod:`txkit.analysis.columns`: ``shopify``,
+column mapping or a shop's preset (:mod:`txkit.inputs.columns`: ``shopify``,
 ``woocommerce``, ``stripe``), the mapping syntax bank statements share.
 
 What a shop's export needs beyond naming columns:
@@ -27,8 +27,10 @@ from typing import Any, Final, NamedTuple
 
 import polars as pl
 
-from txkit.analysis._common import Kind
-from txkit.analysis.columns import (
+from txkit.errors import DataFileError
+from txkit.inputs._table import LINE, fail_lines
+from txkit.inputs._text import check_suffix, show_values
+from txkit.inputs.columns import (
     IGNORE,
     ORDERS,
     UNPAID,
@@ -39,15 +41,8 @@ from txkit.analysis.columns import (
     plain_amount,
     writing_name,
 )
-from txkit.datafile import (
-    LINE,
-    DataFileError,
-    check_suffix,
-    fail_lines,
-    read_table,
-    show_values,
-)
-from txkit.schema import CURRENCIES, STATUSES
+from txkit.inputs.sheets import read_table
+from txkit.schema import CURRENCIES, STATUSES, Kind
 
 __all__ = [
     "MAX_ORDER_DECIMALS",
@@ -150,7 +145,7 @@ def read_orders(
         columns: the file's columns for txkit's: a preset (``shopify``, ``woocommerce``,
             ``stripe``), ``key=Column Name`` pairs (``reference=Name,amount=Total,...``,
             ``status.paid=successful``), or a mapping of the same keys; see
-            :mod:`txkit.analysis.columns`. None: the file uses txkit's own names.
+            :mod:`txkit.inputs.columns`. None: the file uses txkit's own names.
 
     Returns:
         The orders: ``reference`` (String), ``amount`` (``Decimal(38, s)`` where ``s`` is the

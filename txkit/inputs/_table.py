@@ -12,8 +12,8 @@ from typing import Final
 import polars as pl
 
 from txkit.calendar import month_bounds
-from txkit.datafile._text import show_values
 from txkit.errors import DataFileError
+from txkit.inputs._text import show_values
 
 __all__ = [
     "LINE",

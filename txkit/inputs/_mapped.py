@@ -14,7 +14,7 @@ Without a mapping the columns must be called ``date``, ``amount``, ``currency``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -22,7 +22,10 @@ from typing import Final
 
 import polars as pl
 
-from txkit.analysis.columns import (
+from txkit.errors import DataFileError
+from txkit.inputs._model import MAX_DECIMALS, WHAT, Entry, Read
+from txkit.inputs._table import LINE, CsvTable, fail_lines
+from txkit.inputs.columns import (
     BANK,
     BANK_PRESETS,
     ColumnMapping,
@@ -33,10 +36,10 @@ from txkit.analysis.columns import (
     plain_amount,
     writing_name,
 )
-from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
-from txkit.datafile import LINE, CsvTable, TextFile, fail_lines, read_table
-from txkit.errors import DataFileError
 
+#: How a format reads its table (CSV's or a spreadsheet's), with :func:`read_csv_table`'s
+#: arguments: the mapping is the same whatever the format.
+TableReader = Callable[..., CsvTable]
 #: Keys of a CSV column mapping: the columns txkit reads, and how values are written.
 MAPPING_KEYS: Final[Mapping[str, str]] = BANK.keys
 _VALUE_KEYS: Final = BANK.value_keys
@@ -46,7 +49,7 @@ _MONEY: Final = ("amount", "credit", "debit", "balance")
 
 def parse_mapping(text: str | Mapping[str, str] | None, *, origin: str = "") -> ColumnMapping:
     """A column mapping from ``key=Column Name`` pairs separated by commas (or a mapping): the
-    syntax orders share (:func:`txkit.analysis.columns.parse_columns`).
+    syntax orders share (:func:`txkit.inputs.columns.parse_columns`).
 
     Raises:
         ValueError: an unknown key, a pair without ``=``, a key given twice, or values that
@@ -60,19 +63,19 @@ def describe_mapping(mapping: Mapping[str, str]) -> str:
     return describe_columns(mapping)
 
 
-def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Read:
-    """The entries of a CSV statement (or, with no ``source``, a spreadsheet's: ``.xlsx``,
-    ``.xls``, ``.ods``, a ``.xls`` that is HTML) read through ``mapping`` (see the module
-    docstring). Title rows, total and footer rows and description lines continuing on the next
-    row are found as :mod:`txkit.files._layout` says."""
+def read(path: Path, reader: TableReader, mapping: Mapping[str, str]) -> Read:
+    """The entries of a CSV statement (or a spreadsheet's: ``.xlsx``, ``.xls``, ``.ods``, a
+    ``.xls`` that is HTML), its table read by ``reader`` (the format's), through ``mapping``
+    (see the module docstring). Title rows, total and footer rows and description lines
+    continuing on the next row are found as :mod:`txkit.inputs._layout` says."""
     found = ""
     try:
-        columns, table = _table(path, source, mapping)
+        columns, table = _table(path, reader, mapping)
     except DataFileError as exc:
         if any(k not in _VALUE_KEYS for k in mapping) or not exc.problem.startswith("no column"):
             raise
-        mapping, found = _preset_of(path, source, mapping, exc)
-        columns, table = _table(path, source, mapping)
+        mapping, found = _preset_of(path, reader, mapping, exc)
+        columns, table = _table(path, reader, mapping)
     frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
     if not {"reference", "narration"} & set(frame.columns):
         raise DataFileError(
@@ -213,16 +216,15 @@ def _writing(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: 
 
 
 def _table(
-    path: Path, source: TextFile | None, mapping: Mapping[str, str]
+    path: Path, reader: TableReader, mapping: Mapping[str, str]
 ) -> tuple[dict[str, str], CsvTable]:
     columns, required = _columns(path, mapping)
-    table = read_table(
+    table = reader(
         path,
         columns=list(columns.values()),
         required=required,
         what=WHAT,
         rows="statement lines",
-        source=source,
         date=columns["date"],
         continues=columns.get("narration"),
     )
@@ -230,14 +232,14 @@ def _table(
 
 
 def _preset_of(
-    path: Path, source: TextFile | None, given: Mapping[str, str], refused: DataFileError
+    path: Path, reader: TableReader, given: Mapping[str, str], refused: DataFileError
 ) -> tuple[dict[str, str], str]:
     """A file read without a column mapping whose header is one preset's, and only one's:
     read through it, and said (values the mapping gave, such as account_currency, kept)."""
     fits = []
     for name, preset in BANK_PRESETS.items():
         try:
-            _table(path, source, preset)
+            _table(path, reader, preset)
         except DataFileError:
             continue
         fits.append(name)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from txkit.errors import DataFileError
-from txkit.files import check_input, read_input
+from txkit.inputs._limits import check_input, read_input
 
 __all__ = ["TextFile", "check_suffix", "read_text", "show_values"]
 

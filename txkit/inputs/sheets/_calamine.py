@@ -21,8 +21,8 @@ from lxml import etree
 
 from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
-from txkit.files._limits import max_unzipped_bytes
-from txkit.files._xlsx import SIGNIFICANT, Sheet, _bomb, _significant
+from txkit.inputs._limits import max_unzipped_bytes
+from txkit.inputs.sheets._xlsx import SIGNIFICANT, Sheet, _bomb, _significant
 
 __all__ = ["read_calamine"]
 

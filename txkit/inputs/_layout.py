@@ -1,6 +1,6 @@
 """Where a table starts and ends in a file made for people: the header among title rows, a
 header written over two rows, total and footer rows, description lines that continue on the
-next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.datafile`).
+next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.inputs`).
 
 * The header is the first row (of the first 200 that hold something) naming every required
   column (case and spaces do not matter); failing that, the first two consecutive rows that do
