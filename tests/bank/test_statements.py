@@ -230,7 +230,7 @@ def test_a_csv_without_the_mapped_columns_names_them(tmp_path: Path) -> None:
         ("date=A,amount=B,credit=C,debit=D", "either amount"),
         ("date=A,colour=B", "unknown key 'colour'"),
         ("date=A,amount", "is not key=Column Name"),
-        ("date", "unknown preset 'date'; accepted: banknorwegian, fineco, gtbank"),
+        ("date", "unknown preset 'date'; accepted: banknorwegian, bankzero, capitec, fineco"),
         ("decimal=comma,thousands=comma", "must differ"),
         ("currency=A,account_currency=NGN", "not both"),
     ],

@@ -33,6 +33,7 @@ from txkit.analysis.columns import (
     plain_amount,
     writing_name,
 )
+from txkit.bank._layouts import LAYOUTS, layout_of
 from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
 from txkit.datafile import LINE, CsvTable, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
@@ -216,6 +217,7 @@ def _table(
     path: Path, source: TextFile | None, mapping: Mapping[str, str]
 ) -> tuple[dict[str, str], CsvTable]:
     columns, required = _columns(path, mapping)
+    layout = layout_of(mapping)[1]
     table = read_table(
         path,
         columns=list(columns.values()),
@@ -225,6 +227,7 @@ def _table(
         source=source,
         date=columns["date"],
         continues=columns.get("narration"),
+        footer=(layout.footer, layout.footer_text) if layout.footer is not None else None,
     )
     return columns, table
 
@@ -236,10 +239,14 @@ def _preset_of(
     read through it, and said (values the mapping gave, such as account_currency, kept)."""
     fits = []
     for name, preset in BANK_PRESETS.items():
+        mark = LAYOUTS[name].mark if name in LAYOUTS else None
+        if mark is not None and (source is None or not mark.search(source.text[:4096])):
+            continue  # a header of common words: this bank's only under its mark
         try:
-            _table(path, source, preset)
-        except DataFileError:
-            continue
+            _table(path, source, {**preset, "preset": name})
+        except DataFileError as exc:
+            if exc.problem.startswith("no column"):
+                continue  # else the header fits: the read below says what else is wrong
         fits.append(name)
     if len(fits) != 1:
         which = f"its header fits the presets {', '.join(fits)}" if fits else ""
@@ -251,11 +258,13 @@ def _preset_of(
             lines=refused.lines,
             what=WHAT,
         ) from None
+    mark = LAYOUTS[fits[0]].mark_text if fits[0] in LAYOUTS else ""
+    marked = f" and its title {mark!r}" if mark else ""
     note = (
-        f"columns: the {fits[0]} preset, found from the file's header (say --bank-columns "
-        f"{fits[0]} to rely on it)"
+        f"columns: the {fits[0]} preset, found from the file's header{marked} (say "
+        f"--bank-columns {fits[0]} to rely on it)"
     )
-    return {**BANK_PRESETS[fits[0]], **given}, note
+    return {**BANK_PRESETS[fits[0]], "preset": fits[0], **given}, note
 
 
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:

@@ -3,6 +3,7 @@ for either."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -35,6 +36,7 @@ def read_table(
     source: TextFile | None = None,
     date: str | None = None,
     continues: str | None = None,
+    footer: tuple[re.Pattern[str], str] | None = None,
 ) -> CsvTable:
     """Read a table from CSV or a spreadsheet, every value the text its cell shows.
 
@@ -44,7 +46,8 @@ def read_table(
     continuation rows and the result are the same; a spreadsheet's rows are its row numbers
     (:attr:`CsvTable.unit` names them: ``Sheet1 row 14``), and a number cell in a column read
     whose stored value is not the decimal it shows is refused with its address
-    (``Sheet1!C14``).
+    (``Sheet1!C14``). A bank layout's ``footer`` is read in CSV only (a sheet keeps the
+    general rule).
 
     Raises:
         DataFileError: as :func:`read_csv_table`; not a regular file; over
@@ -66,6 +69,7 @@ def read_table(
         source=source,
         date=date,
         continues=continues,
+        footer=footer,
     )
 
 
