@@ -97,3 +97,37 @@ def test_mpesas_page_footer_is_skipped_and_another_line_there_is_refused(tmp_pat
     message = str(caught.value)
     assert re.search(r"\bline 9: a line at a page break is not this bank's page footer", message)
     assert "'Page N of M'" in message and "\n" not in message
+
+
+STANBIC = CORPUS / "bizafrica_stanbiczm_sample.csv"
+
+
+def test_stanbic_zambias_layout_is_read_and_proven_by_its_balance_rows() -> None:
+    # Before: refused at its totals rows ("date is not a date: '600,00', '0,00'"), its
+    # description column empty, its opening and closing rows read as entries.
+    statement = read_statement(STANBIC, columns="account_currency=ZMW")
+    entries = statement.entries
+    assert [Decimal(str(a)) for a in entries["amount"]] == [Decimal("-600.00"), Decimal("100.00")]
+    assert entries["narration"].to_list()[1] == "AT20038ZADS26671 APPRO COMPTE"
+    row = statement.balances.row(0, named=True)
+    assert (str(row["opening"]), str(row["closing"])) == ("59258.71", "58758.71")
+    assert (row["opening_line"], row["closing_line"]) == (4, 7)
+    said = statement.describe()
+    assert "the opening and closing balance read from their rows (lines 4 and 7)" in said
+    assert "'Debits 600,00'; 'Credits 0,00'" in said
+    assert "narration read from the column left of its header" in said
+
+
+def test_a_stanbic_statement_whose_rows_do_not_add_up_is_refused_at_its_closing_row(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "stanbic.csv"
+    text = STANBIC.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace('Closing balance,,,,"58 758,71"', 'Closing balance,,,,"58 768,71"')
+    )
+    with pytest.raises(DataFileError) as caught:
+        read_statement(path, columns="stanbiczm,account_currency=ZMW")
+    message = str(caught.value)
+    assert re.search(r"\bline 7: .*opening balance 59,258.71 \(line 4\) plus its 2 booked", message)
+    assert "58,768.71" in message and "\n" not in message

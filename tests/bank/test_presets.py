@@ -26,6 +26,7 @@ VERIFIED = {
     "bankzero": ("bank-csv/countary_bankzero_account.csv", "ZAR"),
     "fnb": ("bank-csv/built_fnb_account_transaction_history.csv", "ZAR"),
     "mpesa": ("bank-csv/built_mpesa_full_statement.csv", "KES"),
+    "stanbiczm": ("bank-csv/bizafrica_stanbiczm_sample.csv", "ZMW"),
 }
 
 

@@ -261,6 +261,18 @@ BANK_PRESETS: Final[dict[str, dict[str, str]]] = {
         "balance": "Balance",
         "date_format": "%Y/%m/%d",
     },
+    # Stanbic Bank Zambia: the statement download (a title row, its header over three rows,
+    # the opening and closing balance as rows, the Debits and Credits totals at the end).
+    "stanbiczm": {
+        "date": "Value date",
+        "narration": "Transaction description",
+        "debit": "Debits",
+        "credit": "Credits",
+        "balance": "Balance",
+        "date_format": "%d/%m/%Y",
+        "decimal": "comma",
+        "thousands": "space",
+    },
     # M-Pesa (Safaricom, Kenya): the full statement converted from its PDF to CSV, newest
     # first, Withdrawn written negative, each page's footer and the header repeated.
     "mpesa": {

@@ -16,7 +16,10 @@ what to do:
   with a running ``balance`` column), so a truncated or damaged file is refused, never read
   as a statement with fewer lines;
 * the same entry in two files (statements that overlap) is refused, since matching would
-  read it as a credit received twice.
+  read it as a credit received twice;
+* a reversal reads the same in every format: camt.053's and MT940's own mark, or, in a
+  format without one, a debit whose narration says so ("RETURN OF CREDIT") returning a credit
+  of its amount read before it (:mod:`txkit.bank._reversals`).
 
 The result is a :class:`BankStatement`: one row per entry (``file``, ``line``, ``format``,
 ``account``, ``statement``, ``currency``, ``date`` (booking), ``value_date``, ``amount``
@@ -38,6 +41,7 @@ import polars as pl
 from txkit.bank import _camt, _csv, _mt940, _ofx, _pdf
 from txkit.bank._csv import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.bank._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
+from txkit.bank._reversals import mark_reversals
 from txkit.datafile import check_suffix, read_text
 from txkit.errors import DataFileError
 from txkit.files import SPREADSHEET_SUFFIXES, read_input
@@ -193,6 +197,8 @@ def read_statements(
         raise ValueError("read_statements: no file given")
     all_entries = pl.concat(entries, how="vertical_relaxed")
     _refuse_overlaps(all_entries)
+    all_entries, said = mark_reversals(all_entries)
+    notes += said
     all_balances = pl.concat(balances, how="vertical_relaxed")
     notes += _chain_ofx(all_balances, files)
     return BankStatement(all_entries, all_balances, files, tuple(notes))

@@ -15,7 +15,7 @@ Without a mapping the columns must be called ``date``, ``amount``, ``currency``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Final
@@ -34,7 +34,8 @@ from txkit.analysis.columns import (
     writing_name,
 )
 from txkit.bank._layouts import LAYOUTS, layout_of
-from txkit.bank._model import MAX_DECIMALS, WHAT, Entry, Read
+from txkit.bank._model import MAX_DECIMALS, WHAT, Balance, Entry, Read
+from txkit.bank._stated import merged_text, stated_rows
 from txkit.datafile import LINE, CsvTable, TextFile, fail_lines, read_table
 from txkit.errors import DataFileError
 
@@ -86,14 +87,27 @@ def read(path: Path, source: TextFile | None, mapping: Mapping[str, str]) -> Rea
         )
     if "amount" in frame.columns and "direction" not in frame.columns:
         _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
+    frame, merged = merged_text(frame)
+    frame, stated = stated_rows(frame)
     frame, left_out = _booked(path, frame, table.unit)
     written = _writing(path, frame, mapping, table.unit)
-    notes = [*([found] if found else []), *table.notes, *left_out]
+    notes = [*([found] if found else []), *table.notes, *merged, *left_out]
     notes += [written.note] if written.note else []
     result = Read(table.kind, notes=notes)
     typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
     result.notes += notes
+    if stated.height:
+        result.balances = [_stated_balance(path, stated, written.mapping, typed, table.unit)]
+        for entry in result.entries:
+            entry.balance = result.balances[0]
+        result.notes.append(
+            f"the opening and closing balance read from their rows ({table.unit}s "
+            f"{' and '.join(map(str, stated[LINE].to_list()))})"
+        )
+    elif "balance" in typed.columns:
+        result.balances, said = _month_balances(typed, written.mapping, result.entries, table.unit)
+        result.notes += said
     result.notes += _sign_notes(frame, mapping)
     return result
 
@@ -602,3 +616,80 @@ def _first_break(
             return line, f"{before:,} + {since[currency]:,} is not {now:,}"
         last[currency], since[currency] = now, Decimal(0)
     return None
+
+
+def _month_balances(
+    frame: pl.DataFrame, mapping: Mapping[str, str], entries: list[Entry], unit: str
+) -> tuple[list[Balance], list[str]]:
+    """Each month's opening and closing balance per currency, from a running balance written
+    on every line (already proven by :func:`_check_running_balance`): the opening is the
+    balance before the month's first line in time (its balance less its amount), the closing
+    the balance its last line writes. A balance on some lines only gives none, and says so."""
+    text = plain_amount(pl.col("balance").fill_null(""), mapping, codes=True)
+    rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_b"), "date").rows()
+    if any(balance == "" for _, _, _, balance, _ in rows):
+        return [], [f"no opening or closing balance: the balance is written on some {unit}s only"]
+    dates = [r[4] for r in rows]
+    newest_first = dates[0] > dates[-1] or (
+        dates[0] == dates[-1] and _first_break([r[:4] for r in rows], False) is not None
+    )
+    months: dict[tuple[str, str], list[tuple[int, str, str, date]]] = {}
+    for line, currency, amount, balance, day in rows[::-1] if newest_first else rows:
+        months.setdefault((currency, f"{day:%Y-%m}"), []).append((line, amount, balance, day))
+    balances, said = [], []
+    by_line: dict[tuple[str, int], Balance] = {}
+    for (currency, month), lines in sorted(months.items()):
+        first, last = lines[0], lines[-1]
+        opening = str(Decimal(first[2]) - Decimal(first[1]))
+        balance = Balance(
+            None, None, currency, opening, first[3], first[0], last[2], last[3], last[0]
+        )
+        balances.append(balance)
+        by_line.update({(currency, line): balance for line, *_ in lines})
+        said.append(f"{month} {currency} {Decimal(opening):,} to {Decimal(last[2]):,}")
+    for entry in entries:
+        entry.balance = by_line.get((entry.currency, entry.line))
+    return balances, [
+        "opening and closing balances from the running balance (" + "; ".join(said) + ")"
+    ]
+
+
+def _stated_balance(
+    path: Path, stated: pl.DataFrame, mapping: Mapping[str, str], typed: pl.DataFrame, unit: str
+) -> Balance:
+    """The statement's opening and closing balance from its rows saying so: one of each, in a
+    statement of one currency, each a number written as the amounts are."""
+    kinds = stated["_stated"].to_list()
+    currencies = sorted(set(typed["currency"]))
+    if sorted(kinds) != ["closing", "opening"] or len(currencies) != 1:
+        raise DataFileError(
+            path,
+            f"rows state the balance ({', '.join(kinds)}) where a statement of one currency "
+            f"states one opening and one closing (currencies: {', '.join(currencies)})",
+            "export the statement of one account and period again",
+            lines=stated[LINE].to_list(),
+            unit=unit,
+            what=WHAT,
+        )
+    text = plain_amount(pl.col("balance"), mapping, codes=True)
+    fail_lines(
+        path,
+        stated,
+        ~text.str.contains(_PLAIN),
+        problem=f"balance is not a number written with {writing_name(mapping)}",
+        advice="set decimal and thousands in the column mapping to how the file writes amounts",
+        shown="balance",
+        what=WHAT,
+        unit=unit,
+    )
+    date_format = mapping.get("date_format", "%Y-%m-%d")
+    day = pl.col("date").fill_null("").str.strip_chars().str.strptime(pl.Date, date_format,
+                                                                       strict=False)  # fmt: skip
+    rows = {
+        kind: (line, value, when)
+        for kind, line, value, when in stated.select(
+            "_stated", LINE, text.alias("v"), day.alias("d")
+        ).rows()
+    }
+    (o_line, opening, o_day), (c_line, closing, c_day) = rows["opening"], rows["closing"]
+    return Balance(None, None, currencies[0], opening, o_day, o_line, closing, c_day, c_line)

@@ -44,6 +44,11 @@ LAYOUTS: Final[Mapping[str, Layout]] = {
         mark=re.compile(r"^\s*ACCOUNT TRANSACTION HISTORY\s*,*\s*$", re.M),
         mark_text="ACCOUNT TRANSACTION HISTORY",
     ),
+    # Stanbic Zambia ends its download with the totals of its debits and credits.
+    "stanbiczm": Layout(
+        footer=re.compile(r"(Debits|Credits) -?[0-9][0-9 ]*(,[0-9]+)?"),
+        footer_text="the totals rows 'Debits N' and 'Credits N'",
+    ),
     # Safaricom prints "Page 2 of 7" under each page's table.
     "mpesa": Layout(footer=re.compile(r"Page \d+ of \d+", re.I), footer_text="'Page N of M'"),
 }
