@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import xlsxwriter
 
 from txkit.bank import read_statement
 from txkit.errors import DataFileError
@@ -131,3 +132,36 @@ def test_a_stanbic_statement_whose_rows_do_not_add_up_is_refused_at_its_closing_
     message = str(caught.value)
     assert re.search(r"\bline 7: .*opening balance 59,258.71 \(line 4\) plus its 2 booked", message)
     assert "58,768.71" in message and "\n" not in message
+
+
+def _mpesa_sheet(tmp_path: Path, old: str = "", new: str = "") -> Path:
+    """The built M-Pesa statement as a workbook, every cell a text cell as the CSV writes it
+    (empty cells left out)."""
+    text = (CORPUS / "built_mpesa_full_statement.csv").read_text(encoding="utf-8")
+    path = tmp_path / "mpesa.xlsx"
+    with xlsxwriter.Workbook(path) as book:
+        sheet = book.add_worksheet("Sheet1")
+        for r, line in enumerate(text.replace(old, new).splitlines()):
+            for c, value in enumerate(line.split(",")):
+                if value:
+                    sheet.write_string(r, c, value)
+    return path
+
+
+def test_mpesas_page_footer_is_its_rule_in_a_sheet_too(tmp_path: Path) -> None:
+    # Before: a sheet kept the general rule, where a footer at a page break is an entry
+    # ("Sheet1 row 9: date is not a date").
+    statement = read_statement(_mpesa_sheet(tmp_path), columns="mpesa,account_currency=KES")
+    assert statement.entries.height == 5
+    said = statement.describe()
+    assert (
+        "2 total or footer rows skipped (Sheet1 rows 9 and 14: 'Page 1 of 2'; 'Page 2 of 2')"
+        in said
+    )
+    path = _mpesa_sheet(tmp_path, "Page 1 of 2", "Printed by agent 42")
+    with pytest.raises(DataFileError) as caught:
+        read_statement(path, columns="mpesa,account_currency=KES")
+    message = str(caught.value)
+    assert re.search(
+        r"\bSheet1 row 9: a row at a page break is not this bank's page footer", message
+    )
