@@ -116,6 +116,9 @@ def test_stanbic_zambias_layout_is_read_and_proven_by_its_balance_rows() -> None
     said = statement.describe()
     assert "the opening and closing balance read from their rows (lines 4 and 7)" in said
     assert "'Debits 600,00'; 'Credits 0,00'" in said
+    # its header: "Transaction" over a blank cell over "date", around the names row
+    assert "the header is written over lines 1 to 3" in said and "title line" not in said
+    assert "2 total or footer lines skipped (lines 8 and 9" in said
     assert "narration read from the column left of its header" in said
 
 

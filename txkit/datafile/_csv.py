@@ -246,7 +246,7 @@ class _CsvHeader(NamedTuple):
 
     delimiter: str
     names: list[str]
-    span: int  # 1, or 2 for a header written over two lines
+    span: int  # 1, or 2 or 3 for a header written over two or three lines
     at: int  # its first line
     body_at: int  # the first line after it
     titles: list[tuple[int, list[str]]]  # the lines above it, split
@@ -286,6 +286,8 @@ def _header_notes(header: _CsvHeader) -> list[str]:
         notes.append(skipped_note("title line", lines, [c for _, c in header.titles]))
     if header.span == 2:
         notes.append(f"the header is written over lines {header.line} and {header.line + 1}")
+    elif header.span == 3:
+        notes.append(f"the header is written over lines {header.line} to {header.line + 2}")
     return notes
 
 

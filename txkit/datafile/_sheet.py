@@ -158,6 +158,10 @@ def _header_notes(grid: Grid, at: int, span: int, line_of_header: int) -> list[s
         notes.append(
             f"the header is written over two rows ({unit}s {line_of_header} and {rows[at + 1][0]})"
         )
+    elif span == 3:
+        notes.append(
+            f"the header is written over three rows ({unit}s {line_of_header} to {rows[at + 2][0]})"
+        )
     return notes
 
 
