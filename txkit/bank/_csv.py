@@ -683,8 +683,8 @@ def _stated_balance(
         unit=unit,
     )
     date_format = mapping.get("date_format", "%Y-%m-%d")
-    day = pl.col("date").fill_null("").str.strip_chars().str.strptime(pl.Date, date_format,
-                                                                       strict=False)  # fmt: skip
+    written_day = pl.col("date").fill_null("").str.strip_chars()
+    day = written_day.str.strptime(pl.Date, date_format, strict=False)
     rows = {
         kind: (line, value, when)
         for kind, line, value, when in stated.select(

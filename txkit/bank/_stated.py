@@ -59,7 +59,7 @@ def stated_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     stated = said.is_in(list(STATED)) & ~_empty("balance")
     for column in amounts:
         stated &= _empty(column)
-    marked = frame.with_columns(stated.alias("_is"), said.replace_strict(STATED, default=None)
-                                .alias("_stated"))  # fmt: skip
+    which = said.replace_strict(STATED, default=None)
+    marked = frame.with_columns(stated.alias("_is"), which.alias("_stated"))
     rows = marked.filter(pl.col("_is")).drop("_is")
     return marked.filter(~pl.col("_is")).drop("_is", "_stated"), rows.sort(LINE)

@@ -358,7 +358,6 @@ def _layout_footers(
             continue
         cells = _parse_header(body[i], header.delimiter)
         if i in blank.summaries or is_summary(cells, names, required, date, continues):
-            blank.summaries.discard(i)
             raise DataFileError(
                 path,
                 f"a line at a page break is not this bank's page footer ({written}): "
