@@ -3,8 +3,10 @@ header written over two rows, total and footer rows, description lines that cont
 next row. Shared by the CSV and the spreadsheet readers (:mod:`txkit.inputs`).
 
 * The header is the first row (of the first 200 that hold something) naming every required
-  column (case and spaces do not matter); failing that, the first two consecutive rows that do
-  once each column's two cells are read as one name (``Value`` over ``Date``: ``Value Date``).
+  column (case and spaces do not matter), with a name split over the rows right above and
+  below it where its own cell is blank (``Transaction`` / blank / ``date``); failing that,
+  the first two consecutive rows that do once each column's two cells are read as one name
+  (``Value`` over ``Date``: ``Value Date``).
   Rows above it are titles (the bank's name, the account, the period): skipped, and said.
 * A summary row is one whose text says total, closing or opening balance, brought or carried
   forward, end of statement, generated, printed, page N of M (or totale, totaal, Summe,
@@ -62,7 +64,7 @@ def find_header(
     window = rows[:HEADER_SEARCH]
     for index, (_, cells) in enumerate(window):
         if _covers(cells, required):
-            return index, [c.strip() for c in cells], 1
+            return _split_names(window, index) or (index, [c.strip() for c in cells], 1)
     for index in range(len(window) - 1):
         top, bottom = window[index][1], window[index + 1][1]
         joined = [
@@ -72,6 +74,28 @@ def find_header(
         if _covers(joined, required):
             return index, joined, 2
     return None
+
+
+def _split_names(
+    rows: Sequence[tuple[int, list[str]]], index: int
+) -> tuple[int, list[str], int] | None:
+    """A header row whose blank cells are named by the rows right above and below it, and
+    nothing else is in those two rows (Stanbic Zambia's ``Transaction`` over an empty cell
+    over ``date``): the header over three rows, those names read as one."""
+    if not 0 < index < len(rows) - 1:
+        return None
+    (above, top), (line, middle), (below, bottom) = rows[index - 1 : index + 2]
+    if not above + 1 == line == below - 1:
+        return None
+    split = [i for i, c in enumerate(top) if c.strip()]
+    if not split or split != [i for i, c in enumerate(bottom) if c.strip()]:
+        return None
+    if any(i < len(middle) and middle[i].strip() for i in split):
+        return None
+    names = [c.strip() for c in middle] + [""] * (max(split) + 1 - len(middle))
+    for i in split:
+        names[i] = f"{top[i].strip()} {bottom[i].strip()}"
+    return index - 1, names, 3
 
 
 def is_summary(

@@ -15,7 +15,7 @@ Without a mapping the columns must be called ``date``, ``amount``, ``currency``,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Final
@@ -23,7 +23,9 @@ from typing import Final
 import polars as pl
 
 from txkit.errors import DataFileError
-from txkit.inputs._model import MAX_DECIMALS, WHAT, Entry, Read
+from txkit.inputs._layouts import LAYOUTS, layout_of
+from txkit.inputs._model import MAX_DECIMALS, WHAT, Balance, Entry, Read
+from txkit.inputs._stated import merged_text, stated_rows
 from txkit.inputs._table import LINE, CsvTable, fail_lines
 from txkit.inputs.columns import (
     BANK,
@@ -63,10 +65,13 @@ def describe_mapping(mapping: Mapping[str, str]) -> str:
     return describe_columns(mapping)
 
 
-def read(path: Path, reader: TableReader, mapping: Mapping[str, str]) -> Read:
+def read(
+    path: Path, reader: TableReader, mapping: Mapping[str, str], *, text: str | None = None
+) -> Read:
     """The entries of a CSV statement (or a spreadsheet's: ``.xlsx``, ``.xls``, ``.ods``, a
     ``.xls`` that is HTML), its table read by ``reader`` (the format's), through ``mapping``
-    (see the module docstring). Title rows, total and footer rows and description lines
+    (see the module docstring); ``text`` is the file's text where it has one (a bank's title
+    mark is looked for in it). Title rows, total and footer rows and description lines
     continuing on the next row are found as :mod:`txkit.inputs._layout` says."""
     found = ""
     try:
@@ -74,7 +79,7 @@ def read(path: Path, reader: TableReader, mapping: Mapping[str, str]) -> Read:
     except DataFileError as exc:
         if any(k not in _VALUE_KEYS for k in mapping) or not exc.problem.startswith("no column"):
             raise
-        mapping, found = _preset_of(path, reader, mapping, exc)
+        mapping, found = _preset_of(path, reader, text, mapping, exc)
         columns, table = _table(path, reader, mapping)
     frame = table.frame.rename({v: k for k, v in columns.items() if v in table.frame.columns})
     if not {"reference", "narration"} & set(frame.columns):
@@ -88,14 +93,27 @@ def read(path: Path, reader: TableReader, mapping: Mapping[str, str]) -> Read:
         )
     if "amount" in frame.columns and "direction" not in frame.columns:
         _refuse_unmapped_direction(path, frame, set(columns.values()), table.unit)
+    frame, merged = merged_text(frame)
+    frame, stated = stated_rows(frame)
     frame, left_out = _booked(path, frame, table.unit)
     written = _writing(path, frame, mapping, table.unit)
-    notes = [*([found] if found else []), *table.notes, *left_out]
+    notes = [*([found] if found else []), *table.notes, *merged, *left_out]
     notes += [written.note] if written.note else []
     result = Read(table.kind, notes=notes)
     typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
     result.notes += notes
+    if stated.height:
+        result.balances = [_stated_balance(path, stated, written.mapping, typed, table.unit)]
+        for entry in result.entries:
+            entry.balance = result.balances[0]
+        result.notes.append(
+            f"the opening and closing balance read from their rows ({table.unit}s "
+            f"{' and '.join(map(str, stated[LINE].to_list()))})"
+        )
+    elif "balance" in typed.columns:
+        result.balances, said = _month_balances(typed, written.mapping, result.entries, table.unit)
+        result.notes += said
     result.notes += _sign_notes(frame, mapping)
     return result
 
@@ -219,6 +237,7 @@ def _table(
     path: Path, reader: TableReader, mapping: Mapping[str, str]
 ) -> tuple[dict[str, str], CsvTable]:
     columns, required = _columns(path, mapping)
+    layout = layout_of(mapping)[1]
     table = reader(
         path,
         columns=list(columns.values()),
@@ -227,21 +246,30 @@ def _table(
         rows="statement lines",
         date=columns["date"],
         continues=columns.get("narration"),
+        footer=(layout.footer, layout.footer_text) if layout.footer is not None else None,
     )
     return columns, table
 
 
 def _preset_of(
-    path: Path, reader: TableReader, given: Mapping[str, str], refused: DataFileError
+    path: Path,
+    reader: TableReader,
+    text: str | None,
+    given: Mapping[str, str],
+    refused: DataFileError,
 ) -> tuple[dict[str, str], str]:
     """A file read without a column mapping whose header is one preset's, and only one's:
     read through it, and said (values the mapping gave, such as account_currency, kept)."""
     fits = []
     for name, preset in BANK_PRESETS.items():
+        mark = LAYOUTS[name].mark if name in LAYOUTS else None
+        if mark is not None and (text is None or not mark.search(text[:4096])):
+            continue  # a header of common words: this bank's only under its mark
         try:
-            _table(path, reader, preset)
-        except DataFileError:
-            continue
+            _table(path, reader, {**preset, "preset": name})
+        except DataFileError as exc:
+            if exc.problem.startswith("no column"):
+                continue  # else the header fits: the read below says what else is wrong
         fits.append(name)
     if len(fits) != 1:
         which = f"its header fits the presets {', '.join(fits)}" if fits else ""
@@ -253,11 +281,13 @@ def _preset_of(
             lines=refused.lines,
             what=WHAT,
         ) from None
+    mark = LAYOUTS[fits[0]].mark_text if fits[0] in LAYOUTS else ""
+    marked = f" and its title {mark!r}" if mark else ""
     note = (
-        f"columns: the {fits[0]} preset, found from the file's header (say --bank-columns "
-        f"{fits[0]} to rely on it)"
+        f"columns: the {fits[0]} preset, found from the file's header{marked} (say "
+        f"--bank-columns {fits[0]} to rely on it)"
     )
-    return {**BANK_PRESETS[fits[0]], **given}, note
+    return {**BANK_PRESETS[fits[0]], "preset": fits[0], **given}, note
 
 
 def _columns(path: Path, mapping: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -595,3 +625,80 @@ def _first_break(
             return line, f"{before:,} + {since[currency]:,} is not {now:,}"
         last[currency], since[currency] = now, Decimal(0)
     return None
+
+
+def _month_balances(
+    frame: pl.DataFrame, mapping: Mapping[str, str], entries: list[Entry], unit: str
+) -> tuple[list[Balance], list[str]]:
+    """Each month's opening and closing balance per currency, from a running balance written
+    on every line (already proven by :func:`_check_running_balance`): the opening is the
+    balance before the month's first line in time (its balance less its amount), the closing
+    the balance its last line writes. A balance on some lines only gives none, and says so."""
+    text = plain_amount(pl.col("balance").fill_null(""), mapping, codes=True)
+    rows = frame.select(pl.col(LINE), "currency", "_amount", text.alias("_b"), "date").rows()
+    if any(balance == "" for _, _, _, balance, _ in rows):
+        return [], [f"no opening or closing balance: the balance is written on some {unit}s only"]
+    dates = [r[4] for r in rows]
+    newest_first = dates[0] > dates[-1] or (
+        dates[0] == dates[-1] and _first_break([r[:4] for r in rows], False) is not None
+    )
+    months: dict[tuple[str, str], list[tuple[int, str, str, date]]] = {}
+    for line, currency, amount, balance, day in rows[::-1] if newest_first else rows:
+        months.setdefault((currency, f"{day:%Y-%m}"), []).append((line, amount, balance, day))
+    balances, said = [], []
+    by_line: dict[tuple[str, int], Balance] = {}
+    for (currency, month), lines in sorted(months.items()):
+        first, last = lines[0], lines[-1]
+        opening = str(Decimal(first[2]) - Decimal(first[1]))
+        balance = Balance(
+            None, None, currency, opening, first[3], first[0], last[2], last[3], last[0]
+        )
+        balances.append(balance)
+        by_line.update({(currency, line): balance for line, *_ in lines})
+        said.append(f"{month} {currency} {Decimal(opening):,} to {Decimal(last[2]):,}")
+    for entry in entries:
+        entry.balance = by_line.get((entry.currency, entry.line))
+    return balances, [
+        "opening and closing balances from the running balance (" + "; ".join(said) + ")"
+    ]
+
+
+def _stated_balance(
+    path: Path, stated: pl.DataFrame, mapping: Mapping[str, str], typed: pl.DataFrame, unit: str
+) -> Balance:
+    """The statement's opening and closing balance from its rows saying so: one of each, in a
+    statement of one currency, each a number written as the amounts are."""
+    kinds = stated["_stated"].to_list()
+    currencies = sorted(set(typed["currency"]))
+    if sorted(kinds) != ["closing", "opening"] or len(currencies) != 1:
+        raise DataFileError(
+            path,
+            f"rows state the balance ({', '.join(kinds)}) where a statement of one currency "
+            f"states one opening and one closing (currencies: {', '.join(currencies)})",
+            "export the statement of one account and period again",
+            lines=stated[LINE].to_list(),
+            unit=unit,
+            what=WHAT,
+        )
+    text = plain_amount(pl.col("balance"), mapping, codes=True)
+    fail_lines(
+        path,
+        stated,
+        ~text.str.contains(_PLAIN),
+        problem=f"balance is not a number written with {writing_name(mapping)}",
+        advice="set decimal and thousands in the column mapping to how the file writes amounts",
+        shown="balance",
+        what=WHAT,
+        unit=unit,
+    )
+    date_format = mapping.get("date_format", "%Y-%m-%d")
+    written_day = pl.col("date").fill_null("").str.strip_chars()
+    day = written_day.str.strptime(pl.Date, date_format, strict=False)
+    rows = {
+        kind: (line, value, when)
+        for kind, line, value, when in stated.select(
+            "_stated", LINE, text.alias("v"), day.alias("d")
+        ).rows()
+    }
+    (o_line, opening, o_day), (c_line, closing, c_day) = rows["opening"], rows["closing"]
+    return Balance(None, None, currencies[0], opening, o_day, o_line, closing, c_day, c_line)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from txkit.errors import DataFileError
+from txkit.inputs._alphabets import central_alphabet
 from txkit.inputs._limits import check_input, read_input
 
 __all__ = ["TextFile", "check_suffix", "read_text", "show_values"]
@@ -233,9 +234,27 @@ def _central_european(data: bytes) -> tuple[str, str] | None:
                 example = f"{central[start:end]!r}, not {western[start:end]!r}"
         elif b.isalpha() and not a.isalpha():
             for_1252 += 1
-    if not for_1250 or for_1252:
+    if for_1250 and not for_1252:
+        return central, f"{for_1250:,} letter(s) only Windows-1250 has, e.g. {example}"
+    # Czech and Hungarian letters are letters in Windows-1252 too (ř reads ø, ő reads õ):
+    # their alphabet tells (txkit.inputs._alphabets).
+    language = central_alphabet(central, western)
+    if language is None:
         return None
-    return central, f"{for_1250:,} letter(s) only Windows-1250 has, e.g. {example}"
+    at = next(i for i, (a, b) in enumerate(zip(central, western, strict=True)) if a != b)
+    start, end = _word_at(central, at)
+    return central, (
+        f"its letters are {language}'s and no Western language's, e.g. "
+        f"{central[start:end]!r}, not {western[start:end]!r}"
+    )
+
+
+def _word_at(text: str, at: int) -> tuple[int, int]:
+    """The bounds of the word (no space, delimiter or line end) holding ``text[at]``."""
+    stops = ' \t\r\n,;|"'
+    start = max(text.rfind(c, 0, at) for c in stops) + 1
+    ends = [e for e in (text.find(c, at) for c in stops) if e >= 0]
+    return start, min(ends, default=len(text))
 
 
 def _decode_8bit(path: Path, data: bytes, what: str, notes: list[str]) -> tuple[str, str]:

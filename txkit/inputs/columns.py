@@ -231,6 +231,60 @@ BANK_PRESETS: Final[dict[str, dict[str, str]]] = {
         "narration": "Text",
         "amount": "Amount",
     },
+    # Capitec Bank (South Africa): transaction history CSV (a "sep=," line above the header;
+    # Transaction Date is when the card was used, Posting Date when the account was booked).
+    "capitec": {
+        "date": "Posting Date",
+        "narration": "Statement Description",
+        "bank_reference": "Sequence Number",
+        "account": "Account",
+        "debit": "Debit Amount",
+        "credit": "Credit Amount",
+        "balance": "Balance",
+        "date_format": "%d/%m/%Y",
+    },
+    # Bank Zero (South Africa): the monthly and the history CSV (the latter with a
+    # Transaction Id column first); Fee is written beside a signed Amount.
+    "bankzero": {
+        "date": "Date",
+        "narration": "Description 1",
+        "amount": "Amount",
+        "balance": "Balance",
+        "thousands": "comma",
+    },
+    # FNB and RMB Private Bank (South Africa): online banking's "ACCOUNT TRANSACTION HISTORY"
+    # CSV, newest first (its header is found only under that title: see txkit.inputs._layouts).
+    "fnb": {
+        "date": "Date",
+        "narration": "Description",
+        "amount": "Amount",
+        "balance": "Balance",
+        "date_format": "%Y/%m/%d",
+    },
+    # Stanbic Bank Zambia: the statement download (a title row, its header over three rows,
+    # the opening and closing balance as rows, the Debits and Credits totals at the end).
+    "stanbiczm": {
+        "date": "Value date",
+        "narration": "Transaction description",
+        "debit": "Debits",
+        "credit": "Credits",
+        "balance": "Balance",
+        "date_format": "%d/%m/%Y",
+        "decimal": "comma",
+        "thousands": "space",
+    },
+    # M-Pesa (Safaricom, Kenya): the full statement converted from its PDF to CSV, newest
+    # first, Withdrawn written negative, each page's footer and the header repeated.
+    "mpesa": {
+        "date": "Completion Time",
+        "reference": "Receipt No.",
+        "narration": "Details",
+        "state": "Transaction Status",
+        "credit": "Paid In",
+        "debit": "Withdrawn",
+        "balance": "Balance",
+        "date_format": "%Y-%m-%d %H:%M:%S",
+    },
 }
 
 #: Orders: the columns read, and how values are written.

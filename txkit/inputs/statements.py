@@ -17,7 +17,10 @@ what to do:
   with a running ``balance`` column), so a truncated or damaged file is refused, never read
   as a statement with fewer lines;
 * the same entry in two files (statements that overlap) is refused, since matching would
-  read it as a credit received twice.
+  read it as a credit received twice;
+* a reversal reads the same in every format: camt.053's and MT940's own mark, or, in a
+  format without one, a debit whose narration says so ("RETURN OF CREDIT") returning a credit
+  of its amount read before it (:mod:`txkit.inputs._reversals`).
 
 The result is a :class:`BankStatement`: one row per entry (``file``, ``line``, ``format``,
 ``account``, ``statement``, ``currency``, ``date`` (booking), ``value_date``, ``amount``
@@ -40,6 +43,7 @@ from txkit.inputs import camt, csv, mt940, ofx, pdf, sheets
 from txkit.inputs._format import Format, Source
 from txkit.inputs._mapped import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.inputs._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
+from txkit.inputs._reversals import mark_reversals
 
 __all__ = [
     "BALANCE_COLUMNS",
@@ -169,6 +173,8 @@ def read_statements(
         raise ValueError("read_statements: no file given")
     all_entries = pl.concat(entries, how="vertical_relaxed")
     _refuse_overlaps(all_entries)
+    all_entries, said = mark_reversals(all_entries)
+    notes += said
     all_balances = pl.concat(balances, how="vertical_relaxed")
     notes += _chain_ofx(all_balances, files)
     return BankStatement(all_entries, all_balances, files, tuple(notes))

@@ -20,7 +20,8 @@ def _identify(source: Source) -> bool:
 
 
 def _extract(source: Source, columns: Mapping[str, str]) -> Read:
-    return read_mapped(source.path, partial(read_csv_table, source=source.text), columns)
+    text = source.text
+    return read_mapped(source.path, partial(read_csv_table, source=text), columns, text=text.text)
 
 
 FORMAT = Format(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -151,6 +152,7 @@ def read_csv_table(
     source: TextFile | None = None,
     date: str | None = None,
     continues: str | None = None,
+    footer: tuple[re.Pattern[str], str] | None = None,
 ) -> CsvTable:
     """Read a CSV file with a header as strings, keeping each record's line number.
 
@@ -170,6 +172,11 @@ def read_csv_table(
             may be a total; a row with a date never is.
         continues: the description column whose text may continue on the next row (a row
             holding text in that column only): joined to the row above.
+        footer: a bank layout's page footer (the pattern a footer line's text matches in full,
+            and how it is written, for messages): the lines at a page break and at the end
+            are skipped when they match it, and a line at a page break that is no entry and
+            does not match it is refused (without it, the general rule of
+            :mod:`txkit.inputs._layout` applies).
 
     Returns:
         A :class:`CsvTable`.
@@ -186,6 +193,8 @@ def read_csv_table(
     names = column_names(path, header.names, columns, required, header.line, what)
     notes = [*source.notes, *_header_notes(header)]
     body, blank = _skip_summaries(physical, header, names, columns, required, date, continues)
+    if footer is not None:
+        _layout_footers(path, body, header, blank, footer, (names, required, date, continues), what)
     notes += _summary_notes(body, header, blank)
     body = _blanked(body, blank.lines)
     frame, ragged, skipped = _records(path, source.text, body, blank, header, names, what)
@@ -237,7 +246,7 @@ class _CsvHeader(NamedTuple):
 
     delimiter: str
     names: list[str]
-    span: int  # 1, or 2 for a header written over two lines
+    span: int  # 1, or 2 or 3 for a header written over two or three lines
     at: int  # its first line
     body_at: int  # the first line after it
     titles: list[tuple[int, list[str]]]  # the lines above it, split
@@ -277,6 +286,8 @@ def _header_notes(header: _CsvHeader) -> list[str]:
         notes.append(skipped_note("title line", lines, [c for _, c in header.titles]))
     if header.span == 2:
         notes.append(f"the header is written over lines {header.line} and {header.line + 1}")
+    elif header.span == 3:
+        notes.append(f"the header is written over lines {header.line} to {header.line + 2}")
     return notes
 
 
@@ -309,6 +320,53 @@ def _skip_summaries(
                 summaries.add(i)
             i -= 1
     return body, _Blank(summaries, repeated)
+
+
+def _layout_footers(
+    path: Path,
+    body: pl.Series,
+    header: _CsvHeader,
+    blank: _Blank,
+    footer: tuple[re.Pattern[str], str],
+    row: tuple[list[str], Sequence[str], str | None, str | None],
+    what: str,
+) -> None:
+    """A bank layout's page footers (see :func:`read_csv_table`): added to ``blank``, or the
+    line at a page break that is no entry and not the layout's footer refused."""
+    pattern, written = footer
+
+    def text(i: int) -> str:
+        cells = _parse_header(body[i], header.delimiter)
+        return " ".join(c.strip() for c in cells if c.strip())
+
+    def is_footer(i: int) -> bool:
+        return pattern.fullmatch(text(i)) is not None
+
+    i = len(body) - 1
+    while i >= 0 and (not body[i].strip() or i in blank.lines or is_footer(i)):
+        if body[i].strip() and i not in blank.lines:
+            blank.summaries.add(i)
+        i -= 1
+    names, required, date, continues = row
+    for at in sorted(blank.headers):
+        i = at - 1
+        while i >= 0 and i not in blank.headers and (not body[i].strip() or is_footer(i)):
+            if body[i].strip():
+                blank.summaries.add(i)
+            i -= 1
+        if i < 0 or i in blank.headers:
+            continue
+        cells = _parse_header(body[i], header.delimiter)
+        if i in blank.summaries or is_summary(cells, names, required, date, continues):
+            raise DataFileError(
+                path,
+                f"a line at a page break is not this bank's page footer ({written}): "
+                f"{text(i)[:80]!r}",
+                "check the file against the bank's statement (a line the layout does not "
+                "write is never skipped as a footer), or map its columns without the preset",
+                lines=[header.body_at + 1 + i],
+                what=what,
+            )
 
 
 def _summary_notes(body: pl.Series, header: _CsvHeader, blank: _Blank) -> list[str]:

@@ -3,6 +3,7 @@ for either."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -10,7 +11,7 @@ from typing import Final
 import polars as pl
 
 from txkit.errors import DataFileError
-from txkit.inputs._layout import find_header, join_continuations, summary_runs
+from txkit.inputs._layout import find_header, is_summary, join_continuations, summary_runs
 from txkit.inputs._table import LINE, CsvTable, check_records, column_names, skipped_note
 from txkit.inputs._text import TextFile
 from txkit.inputs.csv import read_csv_table
@@ -29,6 +30,7 @@ def read_table(
     source: TextFile | None = None,
     date: str | None = None,
     continues: str | None = None,
+    footer: tuple[re.Pattern[str], str] | None = None,
 ) -> CsvTable:
     """Read a table from CSV or a spreadsheet, every value the text its cell shows.
 
@@ -38,7 +40,8 @@ def read_table(
     continuation rows and the result are the same; a spreadsheet's rows are its row numbers
     (:attr:`CsvTable.unit` names them: ``Sheet1 row 14``), and a number cell in a column read
     whose stored value is not the decimal it shows is refused with its address
-    (``Sheet1!C14``).
+    (``Sheet1!C14``). A bank layout's ``footer`` is read in a sheet's rows as in CSV's
+    lines.
 
     Raises:
         DataFileError: as :func:`read_csv_table`; not a regular file; over
@@ -50,7 +53,7 @@ def read_table(
         grid = read_grid(
             path, what=what, want=lambda sheet: find_header(sheet.rows, required) is not None
         )
-        return _sheet_table(path, grid, columns, required, what, rows, date, continues)
+        return _sheet_table(path, grid, columns, required, what, rows, date, continues, footer)
     return read_csv_table(
         path,
         columns=columns,
@@ -60,6 +63,7 @@ def read_table(
         source=source,
         date=date,
         continues=continues,
+        footer=footer,
     )
 
 
@@ -80,6 +84,7 @@ def _sheet_table(
     rows: str,
     date: str | None,
     continues: str | None,
+    footer: tuple[re.Pattern[str], str] | None = None,
 ) -> CsvTable:
     sheet, unit = grid.sheet, grid.unit
     at, header, span = _sheet_header(path, grid, columns, required, what)
@@ -88,11 +93,19 @@ def _sheet_table(
     notes = [f"read as {_KINDS[grid.kind]}", *sheet.notes]
     notes += _header_notes(grid, at, span, line_of_header)
     data = sheet.rows[at + span :]
+    footers: _Rows = []
+    if footer is not None and span == 1:
+        known = {name.casefold(): name for name in columns}
+        spelled = [known.get(c.casefold(), c) for c in names]
+        data, footers = _layout_footers(
+            path, grid, data, header, footer, (spelled, required, date, continues), what
+        )
     if span == 1:
         data, dropped = _without_repeated_header(data, header, len(names))
         if dropped:
             notes.append(f"{dropped:,} row(s) repeating the header skipped")
     data, summaries = _without_summaries(grid, data, names, columns, required, date, continues)
+    summaries = sorted(footers + summaries)
     if summaries:
         lines, cells = [n for n, _ in summaries], [c for _, c in summaries]
         notes.append(skipped_note("total or footer row", lines, cells, unit))
@@ -138,6 +151,10 @@ def _header_notes(grid: Grid, at: int, span: int, line_of_header: int) -> list[s
         notes.append(
             f"the header is written over two rows ({unit}s {line_of_header} and {rows[at + 1][0]})"
         )
+    elif span == 3:
+        notes.append(
+            f"the header is written over three rows ({unit}s {line_of_header} to {rows[at + 2][0]})"
+        )
     return notes
 
 
@@ -148,6 +165,58 @@ def _without_repeated_header(data: _Rows, header: list[str], width: int) -> tupl
         return data, 0
     dropped = set(repeated)
     return [(n, c) for n, c in data if n not in dropped], len(repeated)
+
+
+def _layout_footers(
+    path: Path,
+    grid: Grid,
+    data: _Rows,
+    header: list[str],
+    footer: tuple[re.Pattern[str], str],
+    row: tuple[list[str], Sequence[str], str | None, str | None],
+    what: str,
+) -> tuple[_Rows, _Rows]:
+    """A bank layout's page footers, as :func:`txkit.inputs.csv.read_csv_table` reads them: the
+    rows matching it at the end and right above a row repeating the header are taken out (the
+    rows kept, the rows taken); a row there that is no entry and does not match is refused."""
+    pattern, written = footer
+    normal = [" ".join(c.split()).casefold() for c in header]
+    names, required, date, continues = row
+
+    def repeats(cells: list[str]) -> bool:
+        return [" ".join(x.split()).casefold() for x in cells[: len(normal)]] == normal
+
+    def text(cells: list[str]) -> str:
+        return " ".join(c.strip() for c in cells if c.strip())
+
+    def is_footer(cells: list[str]) -> bool:
+        return not text(cells) or pattern.fullmatch(text(cells)) is not None
+
+    taken: set[int] = set()
+    i = len(data) - 1
+    while i >= 0 and is_footer(data[i][1]):
+        taken.add(i)
+        i -= 1
+    for at in (k for k, (_, cells) in enumerate(data) if repeats(cells)):
+        i = at - 1
+        while i >= 0 and not repeats(data[i][1]) and is_footer(data[i][1]):
+            taken.add(i)
+            i -= 1
+        if i < 0 or repeats(data[i][1]):
+            continue
+        if is_summary(data[i][1], names, required, date, continues):
+            raise DataFileError(
+                path,
+                f"a row at a page break is not this bank's page footer ({written}): "
+                f"{text(data[i][1])[:80]!r}",
+                "check the file against the bank's statement (a row the layout does not "
+                "write is never skipped as a footer), or map its columns without the preset",
+                lines=[data[i][0]],
+                unit=grid.unit,
+                what=what,
+            )
+    kept = [r for k, r in enumerate(data) if k not in taken]
+    return kept, [r for k, r in enumerate(data) if k in taken and text(r[1])]
 
 
 def _without_summaries(
