@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import time
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import allowed_line, invoke_cli, make_signers, ssh_key
+from tests.factories import allowed_line, invoke_cli, make_signers, run_cli, ssh_key
 from txkit.errors import DataFileError, ReportSignedError
 from txkit.register import ITEMS_SUFFIX, read_events, record_report
 from txkit.register._keys import (
@@ -400,3 +403,75 @@ def test_the_help_says_what_locks_a_month(tmp_path: Path) -> None:
     _pack(tmp_path / "reports", tmp_path / "store")
     assert _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi")).returncode == 0
     assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[str]:
+    """A real ``ssh-agent`` of this test alone (its socket), killed after."""
+    socket = tmp_path / "agent.sock"
+    process = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while not socket.exists():
+            assert time.monotonic() < deadline and process.poll() is None, "ssh-agent did not start"
+            time.sleep(0.02)
+        yield str(socket)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _ssh_add(key: Path, socket: str, passphrase: str) -> None:
+    """``ssh-add`` of an encrypted key, its passphrase given by an askpass program (no
+    terminal): the agent holds the key unlocked, as after a person's ``ssh-add``."""
+    askpass = key.with_name("askpass.sh")
+    askpass.write_text(f"#!/bin/sh\necho '{passphrase}'\n")
+    askpass.chmod(0o700)
+    env = {"PATH": os.environ["PATH"], "SSH_AUTH_SOCK": socket, "SSH_ASKPASS": str(askpass),
+           "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}  # fmt: skip
+    subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, stdin=subprocess.DEVNULL,
+                   capture_output=True)  # fmt: skip
+
+
+def test_a_key_in_the_ssh_agent_signs_without_its_passphrase(tmp_path: Path, agent: str) -> None:
+    """``--key KEY.pub`` with the key in the running ``ssh-agent``: the agent signs (the
+    passphrase of the encrypted private key is never asked), the signature verifies with txkit
+    and with ``ssh-keygen -Y verify``; a key the agent does not hold, or no agent, is one line."""
+    keys = make_signers(tmp_path, ["Ada Obi"], ("Mallory",))
+    eve = ssh_key(tmp_path / "locked", "Eve Ito", passphrase="correct horse")
+    with keys.allowed.open("a") as allowed:
+        allowed.write(allowed_line("Eve Ito", eve))
+    folder = _pack(tmp_path / "reports", tmp_path / "store")
+    preparer = _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi"))
+    assert preparer.returncode == 0, preparer.stderr
+    public = eve.with_name(eve.name + ".pub")
+    # Not yet in the agent: refused in one line naming the key; nothing signed.
+    outside = _cli(tmp_path, "sign", "--role", "reviewer", key=public,
+                   env={"SSH_AUTH_SOCK": agent})  # fmt: skip
+    assert outside.returncode == 2
+    assert outside.stderr.strip().count("\n") == 0
+    assert f"--key {public}: the ssh-agent (SSH_AUTH_SOCK) does not hold this key" in outside.stderr
+    no_agent = _cli(tmp_path, "sign", "--role", "reviewer", key=public, env={"SSH_AUTH_SOCK": ""})
+    assert no_agent.returncode == 2 and "no ssh-agent is running" in no_agent.stderr
+    assert not (folder / "signatures" / "reviewer.sig").exists()
+    _ssh_add(eve, agent, "correct horse")
+    # A process of its own, no terminal and no TXKIT_KEY_PASSPHRASE: a prompt would fail.
+    done = run_cli("report", "sign", "--role", "reviewer", "--key", str(public), "--month",
+                   MONTH, "--store", str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
+                   "--allowed-signers", str(keys.allowed), cwd=tmp_path,
+                   env={"SSH_AUTH_SOCK": agent}, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "as reviewer: Eve Ito (key SHA256:" in done.stdout
+    assert "passphrase" not in done.stdout + done.stderr
+    sig, text = folder / "signatures" / "reviewer.sig", folder / "signatures" / "reviewer.txt"
+    checked = _ssh_verify(keys.allowed, "Eve Ito", sig, text)
+    assert checked.returncode == 0, checked.stderr
+    verified = _cli(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert "reviewer Eve Ito" in verified.stdout
+    # The agent's key for another principal's public file: still the key decides who signs.
+    mallory = keys.key("Mallory")
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(ValueError, match="not hold"):
+        patch.setenv("SSH_AUTH_SOCK", agent)
+        load_signing_key(mallory.with_name(mallory.name + ".pub"))
