@@ -28,7 +28,7 @@ from txkit.register._keys import (
     sshsig_verify,
 )
 from txkit.register._lock import month_state
-from txkit.register._sign import refuse_signed, sign_report
+from txkit.register._sign import refuse_signed, sign_report, write_signature_block
 from txkit.register._table import append_events, events_frame
 from txkit.register._verify import verify_report
 
@@ -475,3 +475,80 @@ def test_a_key_in_the_ssh_agent_signs_without_its_passphrase(tmp_path: Path, age
     with pytest.MonkeyPatch.context() as patch, pytest.raises(ValueError, match="not hold"):
         patch.setenv("SSH_AUTH_SOCK", agent)
         load_signing_key(mallory.with_name(mallory.name + ".pub"))
+
+
+def _annotate(tmp_path: Path, *args: str, key: Path | None = None, env: dict | None = None):
+    extra = ["--key", str(key)] if key is not None else []
+    return invoke_cli("exceptions", "explain", *args, *extra, "--store", str(tmp_path / "store"),
+                      cwd=tmp_path, env=env)  # fmt: skip
+
+
+def test_an_annotation_records_the_account_and_a_material_write_off_is_signed(
+    tmp_path: Path,
+) -> None:
+    """Why 1: ``--by`` on an annotation recorded no login. Each annotation now records the
+    process's account (from its user id, not ``LOGNAME``/``USER``) beside the declared name,
+    and may be signed with ``--key`` (the name is then the key's); writing off a material item
+    needs a key once the project has ``allowed_signers``; ``verify`` checks each signature and
+    finds an annotation whose text was changed after signing."""
+    import pwd
+
+    account = pwd.getpwuid(os.getuid()).pw_name
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"], ("Mallory",))
+    big, small = "TXK-1:amount_mismatch", "TXK-2:amount_mismatch"
+    cheap = _item(small, "reconciliation", "amount_mismatch").with_columns(
+        amount=pl.lit(Decimal("1.00"), pl.Decimal(38, 6))
+    )
+    lists = pl.concat([_item(big, "reconciliation", "amount_mismatch"), cheap])
+    folder = _pack_with_items(tmp_path, {"reconciliation_mismatches": lists})
+    write_signature_block(folder, [])  # as a report leaves an unsigned pack
+    pretend = {"LOGNAME": "eve", "USER": "eve"}  # what the caller sets decides nothing
+    done = _annotate(tmp_path, big, "--note", "bank delay", "--by", "Ada Obi", env=pretend)
+    assert done.returncode == 0, done.stderr
+    assert f"by Ada Obi (not signed; account {account})" in done.stdout
+    # A material write-off without a key: one line, nothing written.
+    refused = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"writing off {big} (180000.000000 KES at stake, material from" in refused.stderr
+    assert "needs your signature: give --key PATH" in refused.stderr
+    assert (
+        _annotate(tmp_path, small, "--status", "written_off", "--note", "rounding").returncode == 0
+    )
+    # Signed: the key says who (a --by naming another person, or a key not listed, refused).
+    other = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost", "--by",
+                      "Ada Obi", key=keys.key("Eve Ito"))  # fmt: skip
+    assert other.returncode != 0 and "is not the key's holder" in other.stderr
+    mallory = _annotate(tmp_path, big, "--status", "written_off", key=keys.key("Mallory"))
+    assert mallory.returncode != 0 and "not in the allowed signers file" in mallory.stderr
+    signed = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost",
+                       key=keys.key("Eve Ito"), env=pretend)  # fmt: skip
+    assert signed.returncode == 0, signed.stderr
+    assert "by Eve Ito (signed with key SHA256:" in signed.stdout
+    listed = invoke_cli("exceptions", "--format", "csv", "--store", str(tmp_path / "store"),
+                        cwd=tmp_path)  # fmt: skip
+    rows = {r["key"]: r for r in pl.read_csv(io.StringIO(listed.stdout)).iter_rows(named=True)}
+    assert rows[big]["changed_by"] == "Eve Ito" and rows[big]["changed_account"] == account
+    assert rows[big]["changed_key"].startswith("SHA256:")
+    assert "written off by Eve Ito (signed, key SHA256:" in rows[big]["resolved_by"]
+    assert (
+        rows[small]["changed_key"] is None and "(not signed; account" in rows[small]["resolved_by"]
+    )
+    # The signature on its own, with OpenSSH: the register's statement and SSHSIG.
+    events = read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated")
+    doc = json.loads(events["note"][-1])
+    (tmp_path / "note.txt").write_text(doc["statement"])
+    (tmp_path / "note.sig").write_text(doc["sshsig"])
+    checked = _ssh_verify(keys.allowed, "Eve Ito", tmp_path / "note.sig", tmp_path / "note.txt")
+    assert checked.returncode == 0, checked.stderr
+    assert f"key {big}" in doc["statement"] and "status written_off" in doc["statement"]
+    verified = _cli(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert f"annotations: 3 of {MONTH}, 1 signed, each signature verified" in verified.stdout
+    # Someone writing the register directly: the signed text, another explanation.
+    forged = events.tail(1).with_columns(explanation=pl.lit("paid in full"))
+    append_events(tmp_path / "store", forged)
+    broken = _cli(tmp_path, "verify")
+    assert broken.returncode != 0
+    assert f"the annotation of {big} by Eve Ito: the register's event is not the text signed" in (
+        broken.stdout
+    )

@@ -14,6 +14,7 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import DataFileError, ReportSignedError
+from txkit.register._annotate import annotation_problems
 from txkit.register._keys import Signer, load_allowed_signers, sshsig_verify, statement_of
 from txkit.register._lock import (
     _BLOCK,
@@ -26,6 +27,7 @@ from txkit.register._lock import (
     report_digest,
 )
 from txkit.register._sign import _folder_of, pack_problems, signature_block, signoff_block
+from txkit.register._state import annotation_months
 from txkit.register._table import read_events
 
 __all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
@@ -60,7 +62,9 @@ def verify_report(
             f"the register of {store} has no report of {month}: nothing to verify "
             "(--store names the store the report read)"
         )
-    signers = load_allowed_signers(allowed_signers) if state.signatures else []
+    notes = annotation_months(events).filter(pl.col("month") == month)
+    signed_notes = any('"sshsig"' in (n or "") for n in notes["note"])
+    signers = load_allowed_signers(allowed_signers) if state.signatures or signed_notes else []
     lines, whole = [], True
     for number in sorted(state.revisions):
         rev = state.revisions[number]
@@ -105,7 +109,19 @@ def verify_report(
         lines += [f"signatures: {p}" for p in chain]
     else:
         lines.append(f"signatures: the chain of {len(state.signatures)} holds")
-    return lines, whole
+    wrong = annotation_problems(notes, signers)
+    return lines + _annotation_lines(notes, wrong, month), whole and not wrong
+
+
+def _annotation_lines(notes: pl.DataFrame, wrong: list[str], month: str) -> list[str]:
+    """What ``verify`` says of the month's annotations: the problems, or how many were
+    signed and verified."""
+    if wrong:
+        return [f"annotations: {p}" for p in wrong]
+    if not notes.height:
+        return []
+    signed = sum('"sshsig"' in (n or "") for n in notes["note"])
+    return [f"annotations: {notes.height} of {month}, {signed} signed, each signature verified"]
 
 
 def _unheld(
