@@ -407,20 +407,10 @@ def _newest(events: pl.DataFrame) -> str | None:
 
 
 def annotation_months(events: pl.DataFrame) -> pl.DataFrame:
-    """Each ``annotated`` event's month: the newest month reported when it was made (the
-    month whose register it changes; recorded since format 3, worked out for older ones)."""
-    runs = sorted(
-        events.filter(pl.col("event") == "reported").select("at", "month").iter_rows(),
-        key=lambda r: r[0],
-    )
-    owners, newest, i = [], None, 0
+    """The ``annotated`` events, each with its ``month``: the newest month reported when it was
+    made (the month whose register it changes, recorded by :func:`annotate`)."""
     notes = events.with_row_index("_i").filter(pl.col("event") == "annotated").sort("at", "_i")
-    for at, month in notes.select("at", "month").iter_rows():
-        while i < len(runs) and runs[i][0] <= at:
-            newest = runs[i][1] if newest is None or runs[i][1] > newest else newest
-            i += 1
-        owners.append(month or newest)
-    return notes.with_columns(pl.Series("month", owners, dtype=pl.String)).drop("_i")
+    return notes.drop("_i")
 
 
 def select_events(events: pl.DataFrame, month: str | None, *, cut: Any = None) -> pl.DataFrame:

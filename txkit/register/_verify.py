@@ -72,7 +72,7 @@ def verify_report(
         head = f"revision {number} ({rev.name or month})"
         problems = pack_problems(folder, rev.files) if rev.files is not None else []
         if rev.files is None:
-            problems.append("its report recorded no digests (written before txkit verified packs)")
+            problems.append("the register recorded no digests of its files (no report of it)")
         digest = report_digest(folder) if folder.is_dir() else None
         for sig in rev.signatures:
             if digest is not None and sig["sha256"] != digest:
@@ -147,8 +147,8 @@ def _key_problems(sig: dict[str, Any], rev: Revision, signers: list[Signer]) -> 
     """Why the register's signature ``sig`` does not prove who signed this revision."""
     who = f"{sig['role']} {sig['name']}"
     if not sig.get("sshsig") or not sig.get("statement"):
-        return [f"{who} signed without a key (before txkit proved who signs): not proof of who "
-                "signed; reopen the month and sign it with keys"]  # fmt: skip
+        return [f"{who} signed without a key's signature: not proof of who signed; reopen the "
+                "month and sign it with keys"]  # fmt: skip
     try:
         signer = sshsig_verify(sig["sshsig"], str(sig["statement"]).encode("utf-8"), signers)
     except ValueError as exc:
@@ -171,8 +171,7 @@ def _reopen_problems(
     """Why who reopened ``rev`` (a revision of a signed month) is not proven."""
     done = rev.reopened
     if not isinstance(done, dict) or not done.get("sshsig") or not done.get("statement"):
-        return ["reopened without a key's signature (before txkit proved who reopens): who "
-                "reopened it is not proven"]  # fmt: skip
+        return ["reopened without a key's signature: who reopened it is not proven"]
     try:
         signer = sshsig_verify(done["sshsig"], str(done["statement"]).encode("utf-8"), signers)
     except ValueError as exc:
