@@ -552,3 +552,29 @@ def test_an_annotation_records_the_account_and_a_material_write_off_is_signed(
     assert f"the annotation of {big} by Eve Ito: the register's event is not the text signed" in (
         broken.stdout
     )
+
+
+def test_an_import_that_writes_off_a_material_item_is_signed_or_refused(tmp_path: Path) -> None:
+    """``txkit exceptions import``: the same rule as ``explain``, for a whole file in one
+    commit: a material write-off without ``--key`` refuses the file (nothing written); with
+    it, every row is signed by the key's holder."""
+    keys = make_signers(tmp_path, ["Ada Obi"])
+    big, small = "TXK-1:amount_mismatch", "TXK-2:status_mismatch"
+    lists = pl.concat([_item(big, "reconciliation", "amount_mismatch"),
+                       _item(small, "reconciliation", "status_mismatch")])  # fmt: skip
+    _pack_with_items(tmp_path, {"reconciliation_mismatches": lists})
+    sheet = tmp_path / "items.csv"
+    sheet.write_text(f"key,status,explanation\n{small},,shop corrected\n{big},written_off,cost\n")
+    store = ["--store", str(tmp_path / "store")]
+    refused = invoke_cli("exceptions", "import", str(sheet), *store, cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"writing off {big}" in refused.stderr
+    assert read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated").is_empty()
+    done = invoke_cli("exceptions", "import", str(sheet), *store, "--key", str(keys.key("Ada Obi")),
+                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    notes = read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated")
+    assert notes["actor"].to_list() == ["Ada Obi", "Ada Obi"]
+    assert all(json.loads(n)["sshsig"] for n in notes["note"])
+    verified = _cli(tmp_path, "verify")
+    assert f"annotations: 2 of {MONTH}, 2 signed, each signature verified" in verified.stdout
