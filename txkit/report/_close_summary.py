@@ -350,7 +350,7 @@ def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Dec
         return {}
     items = pl.read_csv(path, infer_schema=False)
     needed = {"currency", "amount", "first_month", "status", "resolved_month", "section"}
-    if not items.height or not needed <= set(items.columns):  # an older register's file
+    if not items.height or not needed <= set(items.columns):  # a file edited by hand
         return {}
     items = items.filter(pl.col("section") != FLUX_SECTION)  # not exceptions: changes
     resolved = pl.col("resolved_month").fill_null("")
