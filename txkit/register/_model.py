@@ -29,7 +29,6 @@ __all__ = [
 ]
 
 #: The register's format; a register written with a higher one is refused (a newer txkit).
-#: 2: ``checked`` and ``cleared`` events (carry-over), which a format-1 reader would not apply.
 #: 3: ``printed`` events (a pack's ``pack.pdf``), without which a format-2 reader would find
 #: the PDF an added file and every signature of a pack with one broken.
 FORMAT: Final = 3

@@ -30,8 +30,8 @@ import xxhash
 
 import txkit
 from txkit import config
-from txkit.analysis.columns import SETTINGS_FILE, project_folder
 from txkit.errors import one_line
+from txkit.inputs.columns import SETTINGS_FILE, project_folder
 from txkit.notebook import read_downloads, sandbox_statements
 from txkit.register import CONFIG_FILE, ITEMS_SUFFIX, read_events
 from txkit.report._plan import ReportPlan
