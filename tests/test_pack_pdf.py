@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,25 @@ def test_the_pack_pdf_is_signed_with_the_pack_and_its_cover_carries_the_signatur
     assert f"{PDF_FILE}'s cover is not the register's signatures" in cover_forged.stdout
     (pack / PDF_FILE).write_bytes(signed)
     assert _cli(tmp_path, "verify").returncode == 0
+
+
+@pytest.mark.slow
+@pytest.mark.report
+def test_without_pango_the_pdf_and_a_signature_are_one_line_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    small_notebooks(tmp_path / "books")
+    assert _report(tmp_path).returncode == 0
+    pack = tmp_path / "reports" / MONTH
+    before = sorted(p.name for p in pack.iterdir())
+    events = len(read_events(tmp_path / "store")[0])
+    # As on a machine without Pango: importing WeasyPrint fails (OSError there, from cffi).
+    monkeypatch.setitem(sys.modules, "weasyprint", None)
+    keys = make_signers(tmp_path, ["Ada Obi"])
+    for args in (("pdf",), ("sign", "--role", "preparer", "--key", str(keys.key("Ada Obi")))):
+        done = _cli(tmp_path, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert "WeasyPrint needs the Pango library" in line and "apt install" in line, line
+        assert sorted(p.name for p in pack.iterdir()) == before
+        assert len(read_events(tmp_path / "store")[0]) == events

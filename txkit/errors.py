@@ -233,7 +233,8 @@ class ProjectError(TxkitError, ValueError):
 
 
 class ConfigError(TxkitError):
-    """The client is not configured well enough to make a request."""
+    """txkit's settings or the machine are not set up for what was asked: the client for a
+    request (a key, a base URL), or a system library a step needs (Pango for ``pack.pdf``)."""
 
 
 class ApiError(TxkitError):

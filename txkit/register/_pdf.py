@@ -28,6 +28,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+from txkit.errors import ConfigError
+
 __all__ = ["PDF_FILE", "PackPage", "body_digest", "cover_text", "pack_pages", "render_pdf"]
 
 #: The pack's PDF, in the pack's folder.
@@ -107,13 +109,28 @@ def _page_title(text: str, fallback: str) -> str:
     return " ".join(title.split()) or fallback
 
 
+def _weasyprint() -> Any:
+    """WeasyPrint, which loads the system's Pango when imported: where Pango is missing, one
+    line saying what to install (signing makes the PDF, so the signer must be able to)."""
+    try:
+        import weasyprint
+    except (OSError, ImportError) as exc:
+        reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"pack.pdf cannot be laid out: WeasyPrint needs the Pango library ({reason}); "
+            "install it (Debian or Ubuntu: apt install libpango-1.0-0 libpangoft2-1.0-0 "
+            "fonts-dejavu-core; macOS: brew install pango; Windows: "
+            "https://doc.courtbouillon.org/weasyprint/stable/first_steps.html) and run again"
+        ) from None
+    return weasyprint
+
+
 def _fetcher(folder: Path) -> Any:
     """WeasyPrint's fetcher limited to what the pack holds: ``data:`` URLs (its charts) and
     files inside its folder. A page's link to the network or to another file (an edited
     notebook's image) is left out with a warning, never fetched: no request and no file from
     outside the pack goes into what is signed."""
-    from weasyprint.urls import URLFetcher
-
+    URLFetcher = _weasyprint().urls.URLFetcher
     root = folder.resolve()
 
     class PackOnly(URLFetcher):  # type: ignore[misc]
@@ -131,7 +148,7 @@ def _fetcher(folder: Path) -> Any:
 def _render_body(folder: Path) -> tuple[Any, list[PackPage]]:
     """The body as one WeasyPrint document and where each page of the pack starts in it
     (counting the cover as page 0)."""
-    from weasyprint import HTML
+    HTML = _weasyprint().HTML
 
     documents, pages, first = [], [], 1
     fetcher = _fetcher(folder)
@@ -162,7 +179,7 @@ def _render_body(folder: Path) -> tuple[Any, list[PackPage]]:
 def _numbers(sizes: Sequence[tuple[float, float]], names: Sequence[str]) -> bytes:
     """One page per body page, of its size, carrying its name and ``page x of y`` (the cover
     is page 1)."""
-    from weasyprint import HTML
+    HTML = _weasyprint().HTML
 
     # The cover's place first: counted, never drawn on.
     rules, divs = ["@page p0{size:210mm 297mm}"], ['<div style="page:p0"></div>']
@@ -185,7 +202,7 @@ def _css_text(text: str) -> str:
 def _cover(name: str, lines: Sequence[str], contents: Sequence[PackPage], total: int) -> bytes:
     """Page 1: the pack's name (its folder: the month, or a revision ``YYYY-MM.rN``), who
     signed (``lines``), what is signed, and the contents."""
-    from weasyprint import HTML
+    HTML = _weasyprint().HTML
 
     month = name[:7]  # YYYY-MM of YYYY-MM.rN
     rows = "".join(
