@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import enum
 import itertools
 import logging
@@ -284,13 +285,12 @@ def _export(
     bar = export_bar(progress, client)
     export = _Export(client, stats, filters, options, plan, _progress_hook(bar), bar=bar)
     try:
-        frames = export.run(_queries(filters, export.local))
+        frame = export.run(_queries(filters, export.local))
     finally:
         if bar is not None:
             bar.close()
         stats.requests += client.requests_sent - requests_before
         stats.retries += client.retries - retries_before
-    frame = assemble(frames, filters.day_range())
     if export.local is not None:
         # After the dedupe: each record as last read (its newest version) has the status.
         frame = frame.filter(pl.col("status").cast(pl.String).is_in(export.local))
@@ -359,8 +359,9 @@ class _Export:
         self.local = _local_statuses(statuses, locally)
         self.fallback = [s for s in statuses if s is not None] if locally is None else []
 
-    def run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
-        """Fetch every query, prove the whole; the frames in fetch order.
+    def run(self, queries: list[dict[str, str | int]]) -> pl.DataFrame:
+        """Fetch every query, prove the whole; the records assembled (:func:`assemble`: one
+        row per id, in the local date range, sorted).
 
         When records keep moving in and out of a status query (:class:`RecordsMovingError`)
         and the status may be applied locally, everything is fetched again without it.
@@ -380,7 +381,7 @@ class _Export:
         local = [{k: v for k, v in q.items() if k != "status"} for q in queries]
         return self._run(list({_key(q): q for q in local}.values()))
 
-    def _run(self, queries: list[dict[str, str | int]]) -> list[pl.DataFrame]:
+    def _run(self, queries: list[dict[str, str | int]]) -> pl.DataFrame:
         if self.local is not None:
             what = ", ".join(self.local)
             self.stats.note(
@@ -392,6 +393,25 @@ class _Export:
         self.results = {_key(q): self.fetch(q) for q in queries}
         proof = self.proof(len(queries))
         if proof is SetProof.CONFIRM:
+            return self.confirmed()
+        if proof is SetProof.TOTALS:
+            self.recheck_totals(queries)
+        frames = [f for result in self.results.values() for f in result.frames]
+        self.results.clear()
+        return assemble(frames, self.filters.day_range())
+
+    def confirmed(self) -> pl.DataFrame:
+        """The set confirmed (:func:`_confirm`), then assembled.
+
+        The records as fetched are assembled beside the confirming re-read (which mostly
+        waits on the network). That frame is returned only when the confirmation left every
+        frame as it was (the same frame objects, in the same order), so it is exactly what
+        assembling afterwards would give; otherwise the confirmed frames are assembled anew.
+        """
+        fetched = [f for result in self.results.values() for f in result.frames]
+        keep = self.filters.day_range()
+        with cf.ThreadPoolExecutor(1, thread_name_prefix="txkit-assemble") as pool:
+            early = pool.submit(assemble, list(fetched), keep)
             self.results = _confirm(
                 self.exports,
                 self.stats,
@@ -399,11 +419,13 @@ class _Export:
                 self.options.allow_incomplete,
                 self.falls_back,
             )
-        elif proof is SetProof.TOTALS:
-            self.recheck_totals(queries)
         frames = [f for result in self.results.values() for f in result.frames]
         self.results.clear()
-        return frames
+        if len(frames) == len(fetched) and all(
+            a is b for a, b in zip(frames, fetched, strict=True)
+        ):
+            return early.result()
+        return assemble(frames, keep)
 
     def falls_back(self, exc: Exception) -> bool:
         """Whether ``exc`` makes the export fetch again with the status applied locally."""

@@ -58,6 +58,7 @@ from txkit.fetch._windows.span import (
     RecordsMovingError,
     Span,
     _describe,
+    union_ids,
 )
 from txkit.fetch._windows.split import WindowSplits
 from txkit.fetch.client import Client
@@ -79,10 +80,6 @@ class Step(enum.Enum):
     WIDEN = enum.auto()
     #: Both edges proven, the windows add up: done.
     DONE = enum.auto()
-
-
-def _union(pieces: list[Piece]) -> set[str]:
-    return pieces[0].ids if len(pieces) == 1 else set().union(*(p.ids for p in pieces))
 
 
 @dataclass
@@ -175,7 +172,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
     def partial(self) -> QueryResult:
         """The records fetched so far (all of them after :meth:`run`)."""
         frames = [f for p in self.pieces for f in p.frames]
-        ids = _union(self.pieces)
+        ids = union_ids(self.pieces)
         return QueryResult(
             frames=frames, total=len(ids), unique=len(ids), complete=True, ids=ids, stride=0
         )
@@ -199,7 +196,7 @@ class WindowedExport(EdgeProofs, WindowSplits, SetConfirmation):
         if not self.open_dates and self._date_field_mismatch(pieces):
             return Step.OPEN_DATES
         state.total = self._outer_total(outer, pieces)
-        state.unique = len(_union(pieces))
+        state.unique = len(union_ids(pieces))
         if state.unique != state.total:
             return Step.ADD_UP
         state.extensions = self._extensions(state)

@@ -87,6 +87,11 @@ class Piece:
         self.high = max(highs) if highs else None
 
 
+def union_ids(pieces: list[Piece]) -> set[str]:
+    """The unique ids of ``pieces`` (one window's own set, not a copy: read it, never add)."""
+    return pieces[0].ids if len(pieces) == 1 else set().union(*(p.ids for p in pieces))
+
+
 def _midnight(day: date) -> datetime:
     return datetime.combine(day, time(), tzinfo=UTC)
 
