@@ -17,10 +17,9 @@ from typing import Final
 from lxml import etree
 
 from txkit.errors import DataFileError
-from txkit.inputs._content import looks_like_html
 from txkit.inputs.sheets._xlsx import MAX_COLUMNS, Sheet
 
-__all__ = ["looks_like_html", "read_html_table"]
+__all__ = ["read_html_table"]
 
 _DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
 
