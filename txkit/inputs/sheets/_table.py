@@ -126,7 +126,7 @@ def _sheet_table(
     notes += _header_notes(grid, at, span, line_of_header)
     data = sheet.rows[at + span :]
     footers: _Rows = []
-    if footer is not None and span == 1:
+    if footer is not None:  # a header over rows too (Stanbic Zambia's), as CSV reads it
         known = {name.casefold(): name for name in columns}
         spelled = [known.get(c.casefold(), c) for c in names]
         data, footers = _layout_footers(
@@ -150,7 +150,17 @@ def _sheet_table(
         if joined:
             notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
     check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
-    return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+    skipped = tuple((n, " ".join(c.strip() for c in cells if c.strip())) for n, cells in summaries)
+    return CsvTable(
+        path,
+        frame,
+        tuple(header),
+        "",
+        tuple(notes),
+        kind=grid.kind,
+        unit=unit,
+        summaries=skipped,
+    )
 
 
 _Rows = list[tuple[int, list[str]]]
