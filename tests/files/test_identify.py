@@ -161,3 +161,14 @@ def test_an_orders_file_whose_content_is_no_orders_format_is_refused_naming_both
     message = str(caught.value)
     assert "named .csv" in message and "PDF" in message and "\n" not in message
     assert ".xlsx" in message  # the accepted formats
+
+
+def test_identification_is_bounded_by_the_input_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TXKIT_MAX_INPUT_MB", "1")
+    path = tmp_path / "statement.csv"
+    path.write_bytes(b"PK\x03\x04" + b"\0" * 1_100_000)
+    with pytest.raises(DataFileError, match="TXKIT_MAX_INPUT_MB") as caught:
+        identify_content(path)
+    assert "\n" not in str(caught.value)
