@@ -175,7 +175,7 @@ _BAD_FILES = {
     "workbook-renamed-csv": (
         "orders.csv",
         b"PK\x03\x04 a workbook",
-        "orders.csv: is a ZIP archive (an Excel .xlsx workbook is one), not text",
+        "orders.csv: is named .csv, but it is a ZIP archive whose directory cannot be read",
     ),
 }
 

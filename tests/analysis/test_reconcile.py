@@ -395,9 +395,10 @@ def test_read_orders_refuses_float_parquet_amounts(tmp_path: Path) -> None:
 
 
 def test_read_orders_refuses_other_file_types(tmp_path: Path) -> None:
-    # A spreadsheet is read (issue 36); one that is not a workbook is named as such.
+    # A spreadsheet is read (issue 36); text named .xlsx is read as CSV and refused saying so.
     with pytest.raises(
-        DataFileError, match=r"orders.xlsx: is named .xlsx but is neither a workbook nor an HTML"
+        DataFileError,
+        match=r"orders.xlsx, line 1: named .xlsx, but it is text: read by its content as CSV, and",
     ):
         read_orders(_write(tmp_path, "x", "orders.xlsx"))
     with pytest.raises(
@@ -508,8 +509,9 @@ def test_a_windows_1252_file_is_read_with_a_note(tmp_path: Path) -> None:
         ),
         (
             b"PK\x03\x04rest of a workbook",
-            r"orders.csv: is a ZIP archive \(an Excel .xlsx workbook is one\), not text; save "
-            r"the sheet as CSV",
+            # read by its content, not its name: a damaged ZIP named .csv is refused naming both
+            r"orders.csv: is named .csv, but it is a ZIP archive whose directory cannot be read "
+            r"\(a damaged workbook\?\), which is not read here",
         ),
         (
             b"reference,amount,currency\nA,1,NGN\nB,2\x00,NGN\n",

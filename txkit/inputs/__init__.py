@@ -12,7 +12,9 @@ file from its content and extracting its entries; what the formats share is here
 * The formats: :mod:`txkit.inputs.csv`, :mod:`txkit.inputs.sheets` (``.xlsx``, ``.xls``,
   ``.ods``, a ``.xls`` that is HTML), :mod:`txkit.inputs.mt940`, :mod:`txkit.inputs.camt`,
   :mod:`txkit.inputs.ofx`, :mod:`txkit.inputs.pdf`.
-* Shared: ``_limits`` (:func:`check_input`, :func:`read_input`: a regular file within
+* Shared: ``_content`` (:func:`identify_content`: what a file is from its first bytes and a
+  ZIP's directory, whatever its name; the load line says when name and content disagree),
+  ``_limits`` (:func:`check_input`, :func:`read_input`: a regular file within
   ``TXKIT_MAX_INPUT_MB``, unzipped sizes bounded), ``_text`` (extension and encoding:
   :func:`check_suffix`, :func:`read_text`), ``_table`` (:class:`CsvTable`: a table of text
   with each record's line, :func:`fail_lines`), ``_layout`` (where a table starts and ends:
@@ -25,6 +27,7 @@ check a file before it syncs a store or starts a notebook kernel.
 """
 
 from txkit.errors import DataFileError
+from txkit.inputs._content import identify_content
 from txkit.inputs._layout import (
     HEADER_SEARCH,
     find_header,
@@ -69,6 +72,7 @@ __all__ = [
     "describe_mapping",
     "fail_lines",
     "find_header",
+    "identify_content",
     "is_summary",
     "join_continuations",
     "max_unzipped_bytes",

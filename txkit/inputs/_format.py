@@ -56,9 +56,10 @@ class Format:
         name: the package's name for it (``mt940``).
         kinds: the names a read file's format may have, with what each is (a spreadsheet is
             ``xlsx``, ``xls``, ``ods`` or ``html``); the load line names the file's.
-        identify: whether the file is of this format, from its content (or, for a workbook,
-            its name); may raise a :class:`~txkit.errors.DataFileError` for a file of this
-            format that cannot be read (``.numbers``).
+        identify: whether the file is of this format, from its content whatever its name
+            (:func:`~txkit.inputs._content.identify_content` for the binary ones); may raise
+            a :class:`~txkit.errors.DataFileError` for a file of this format that cannot be
+            read (``.numbers``, a ZIP holding no workbook).
         extract: the file's entries and balances; the column mapping is for the formats that
             are tables (CSV, spreadsheets), the others ignore it.
     """

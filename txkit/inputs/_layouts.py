@@ -8,6 +8,8 @@ bank's export, and the footer lines its pages end with.
   from its PDF keeps them before the header repeated on the next page. Under the preset, a
   line there is skipped only when its text is one of these; any other line there is refused
   with its line, never guessed to be a footer.
+* ``totals``: the footer lines are the bank's totals (Stanbic Zambia's ``Debits N`` and
+  ``Credits N``), checked against the entries.
 """
 
 from __future__ import annotations
@@ -31,12 +33,17 @@ class Layout:
             general rule of :mod:`txkit.inputs._layout` applies.
         mark_text: how the mark is written, for the load line.
         footer_text: how the footer is written, for messages.
+        totals: the footer rows are the bank's totals of the entries' debits and credits
+            (the pattern's groups ``side``, ``Debits`` or ``Credits``, and ``amount``, written
+            as the amounts are): each is checked against the entries, and a total that
+            disagrees is refused naming its row.
     """
 
     mark: re.Pattern[str] | None = None
     mark_text: str = ""
     footer: re.Pattern[str] | None = None
     footer_text: str = ""
+    totals: bool = False
 
 
 LAYOUTS: Final[Mapping[str, Layout]] = {
@@ -44,10 +51,12 @@ LAYOUTS: Final[Mapping[str, Layout]] = {
         mark=re.compile(r"^\s*ACCOUNT TRANSACTION HISTORY\s*,*\s*$", re.M),
         mark_text="ACCOUNT TRANSACTION HISTORY",
     ),
-    # Stanbic Zambia ends its download with the totals of its debits and credits.
+    # Stanbic Zambia ends its download with the totals of its debits and credits: checked,
+    # since a total the entries do not make means a row was added, removed or changed.
     "stanbiczm": Layout(
-        footer=re.compile(r"(Debits|Credits) -?[0-9][0-9 ]*(,[0-9]+)?"),
+        footer=re.compile(r"(?P<side>Debits|Credits) (?P<amount>-?[0-9][0-9 ]*(,[0-9]+)?)"),
         footer_text="the totals rows 'Debits N' and 'Credits N'",
+        totals=True,
     ),
     # Safaricom prints "Page 2 of 7" under each page's table.
     "mpesa": Layout(footer=re.compile(r"Page \d+ of \d+", re.I), footer_text="'Page N of M'"),

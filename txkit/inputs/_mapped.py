@@ -14,6 +14,7 @@ Without a mapping the columns must be called ``date``, ``amount``, ``currency``,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from decimal import Decimal
@@ -103,6 +104,7 @@ def read(
     typed, notes = _typed(path, frame, written.mapping, table.unit, table.kind != "csv")
     result.entries.extend(_entries(typed))
     result.notes += notes
+    result.notes += _checked_totals(path, table, written.mapping, result.entries)
     if stated.height:
         result.balances = [_stated_balance(path, stated, written.mapping, typed, table.unit)]
         for entry in result.entries:
@@ -231,6 +233,75 @@ def _writing(path: Path, frame: pl.DataFrame, mapping: Mapping[str, str], unit: 
             unit=unit,
         )
     return written
+
+
+def _checked_totals(
+    path: Path, table: CsvTable, mapping: Mapping[str, str], entries: list[Entry]
+) -> list[str]:
+    """A bank layout's totals rows (Stanbic Zambia's ``Debits N`` and ``Credits N``), each
+    checked against the entries read: the load line's sentence, or none without such rows.
+
+    A controller reads a statement whose own totals its entries do not make as changed after
+    the bank wrote it (a row added, removed or altered), even where the running balance still
+    adds up (an edit that kept it), so it is refused, never closed on.
+
+    Raises:
+        DataFileError: a total that is not a number written as the amounts are, or that is
+            not the sum of the entries' debits (credits), naming its row.
+    """
+    layout = layout_of(mapping)[1]
+    if not layout.totals or layout.footer is None:
+        return []
+    rows = [(n, m) for n, text in table.summaries if (m := layout.footer.fullmatch(text))]
+    if not rows:
+        return []
+    amounts = [Decimal(e.amount) for e in entries]
+    sums = {
+        "Debits": sum((-a for a in amounts if a < 0), Decimal(0)),
+        "Credits": sum((a for a in amounts if a > 0), Decimal(0)),
+    }
+    counts = {"Debits": sum(a < 0 for a in amounts), "Credits": sum(a > 0 for a in amounts)}
+    written = (
+        pl.DataFrame({"total": [m["amount"] for _, m in rows]}, schema={"total": pl.String})
+        .select(plain_amount(pl.col("total"), mapping))
+        .to_series()
+        .to_list()
+    )
+    said = []
+    for (line, match), plain in zip(rows, written, strict=True):
+        side = match["side"]
+        if plain is None or not re.match(_PLAIN, plain):
+            raise DataFileError(
+                path,
+                f"the bank's totals row {match.group(0)!r} is not a number written with "
+                f"{writing_name(mapping)}",
+                "check the file against the bank's statement, or the mapping's decimal= and "
+                "thousands=",
+                lines=[line],
+                unit=table.unit,
+                what=WHAT,
+            )
+        total = Decimal(plain)
+        if total != sums[side]:
+            raise DataFileError(
+                path,
+                f"the bank's totals row {match.group(0)!r} says {side.lower()} of {total:,}, "
+                f"but the entries' {side.lower()} add up to {sums[side]:,} ({counts[side]:,} "
+                f"entr{'y' if counts[side] == 1 else 'ies'}): the file was changed after the "
+                "bank wrote it (a row added, removed or altered)",
+                "download the statement again from the bank (its totals rows are checked, "
+                "never skipped unread)",
+                lines=[line],
+                unit=table.unit,
+                what=WHAT,
+            )
+        said.append(f"{side} {total:,}")
+    lines = " and ".join(str(n) for n, _ in rows)
+    plural = "s" if len(rows) > 1 else ""
+    return [
+        f"the bank's totals row{plural} ({table.unit}{plural} {lines}: {', '.join(said)}) "
+        "checked: the entries' debits and credits add up to them"
+    ]
 
 
 def _table(

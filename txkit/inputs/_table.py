@@ -44,6 +44,8 @@ class CsvTable:
         kind: ``csv``, ``xlsx``, ``xls``, ``ods`` or ``html`` (a ``.xls`` that is HTML).
         unit: how :data:`LINE` is named in messages: ``line`` for CSV, ``Sheet1 row`` for a
             sheet (pass it to :func:`fail_lines`).
+        summaries: the total and footer rows skipped, each its line and its text (its cells
+            joined by a space), for a bank layout whose totals rows are checked.
     """
 
     path: Path
@@ -53,6 +55,7 @@ class CsvTable:
     notes: tuple[str, ...] = ()
     kind: str = "csv"
     unit: str = "line"
+    summaries: tuple[tuple[int, str], ...] = ()
 
 
 def skipped_note(kind: str, lines: list[int], cells: list[list[str]], unit: str = "line") -> str:

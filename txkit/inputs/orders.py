@@ -28,6 +28,7 @@ from typing import Any, Final, NamedTuple
 import polars as pl
 
 from txkit.errors import DataFileError
+from txkit.inputs._content import content_note, identify_content, refuse_content
 from txkit.inputs._table import LINE, fail_lines
 from txkit.inputs._text import check_suffix, show_values
 from txkit.inputs.columns import (
@@ -187,10 +188,16 @@ def read_orders_file(
         columns, ORDERS, origin="" if columns is None else "the columns argument"
     )
     path = Path(path)
-    suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
+    check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
-    if suffix in _PARQUET:
-        frame, notes, where = _read_parquet(path, names, mapping), [], _Where(path, "row", _ROW)
+    # Read as what its bytes are, whatever its accepted name says (a workbook named .csv).
+    kind = identify_content(path, what=_WHAT)
+    if kind not in (None, "parquet", "xlsx", "xls", "ods", "html"):
+        raise refuse_content(path, kind, ", ".join(ORDERS_FORMATS), what=_WHAT)
+    if kind == "parquet":
+        said = content_note(path, kind)
+        frame = _read_parquet(path, names, mapping)
+        notes, where = [said] if said else [], _Where(path, "row", _ROW)
     else:
         frame, notes, where = _read_table(path, names, mapping)
     # Before account_currency fills every row's currency: a continuation row has none.

@@ -40,6 +40,7 @@ import polars as pl
 
 from txkit.errors import DataFileError
 from txkit.inputs import camt, csv, mt940, ofx, pdf, sheets
+from txkit.inputs._content import content_note, in_content_note
 from txkit.inputs._format import Format, Source
 from txkit.inputs._mapped import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.inputs._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
@@ -58,9 +59,9 @@ __all__ = [
     "read_statements",
 ]
 
-#: The statement formats, in the order they are asked whether a file is theirs: workbooks by
-#: their name (banks name text files every way: .sta, .940, .txt, .xml, none), then the
-#: others by their content; CSV, which claims any text, last.
+#: The statement formats, in the order they are asked whether a file is theirs, each from the
+#: file's content whatever its name (banks name text files every way: .sta, .940, .txt, .xml,
+#: none; and a workbook .csv or CSV .xlsx): workbooks first, CSV, which claims any text, last.
 REGISTRY: Final[tuple[Format, ...]] = (
     sheets.FORMAT,
     pdf.FORMAT,
@@ -69,6 +70,8 @@ REGISTRY: Final[tuple[Format, ...]] = (
     mt940.FORMAT,
     csv.FORMAT,
 )
+# How the load line names a text format a file named as a workbook was read as.
+_TEXT_FORMATS: Final = {"csv": "CSV", "mt940": "MT940", "camt.053": "camt.053", "ofx": "OFX"}
 #: The formats a read file may have (its ``format`` column), with what each is.
 FORMATS: Final[dict[str, str]] = {k: v for f in REGISTRY for k, v in f.kinds.items()}
 
@@ -154,9 +157,15 @@ def read_statements(
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
         source = Source(path)
         found = next(f for f in REGISTRY if f.identify(source))
-        read = found.extract(source, mapping)
+        try:
+            read = found.extract(source, mapping)
+        except DataFileError as exc:
+            said = _named_otherwise(path, found, exc.problem)
+            raise (exc if said is None else in_content_note(exc, said, what=WHAT)) from None
         # What reading it as text found (its encoding) comes first, once.
         read.notes[:0] = [n for n in source.text_notes if n not in read.notes]
+        said = _named_otherwise(path, found)
+        read.notes[:0] = [said] if said else []
         if not read.entries:
             raise DataFileError(
                 path,
@@ -178,6 +187,15 @@ def read_statements(
     all_balances = pl.concat(balances, how="vertical_relaxed")
     notes += _chain_ofx(all_balances, files)
     return BankStatement(all_entries, all_balances, files, tuple(notes))
+
+
+def _named_otherwise(path: Path, found: Format, problem: str = "") -> str | None:
+    """The load line's sentence for a text or PDF statement named as a workbook (a workbook's
+    reader says it itself); None when said already or name and content agree."""
+    if found is sheets.FORMAT or "read by its content" in problem:
+        return None
+    kind = "pdf" if found is pdf.FORMAT else None
+    return content_note(path, kind, read_as=_TEXT_FORMATS.get(found.name, ""))
 
 
 def _chain_ofx(balances: pl.DataFrame, files: dict[str, str]) -> list[str]:

@@ -196,7 +196,7 @@ def read_csv_table(
     if footer is not None:
         _layout_footers(path, body, header, blank, footer, (names, required, date, continues), what)
     notes += _summary_notes(body, header, blank)
-    body = _blanked(body, blank.lines)
+    body_all, body = body, _blanked(body, blank.lines)
     frame, ragged, skipped = _records(path, source.text, body, blank, header, names, what)
     if continues is not None and ragged:
         frame, ragged = _short_continuations(frame, ragged, body, header, names, continues)
@@ -207,7 +207,17 @@ def read_csv_table(
     check_records(path, frame, ragged, len(names), header.line, what, rows)
     if skipped:
         notes.append(f"{skipped:,} line(s) of empty fields skipped")
-    return CsvTable(path, frame, tuple(header.names), header.delimiter, tuple(notes))
+    first = header.body_at + 1
+    summaries = tuple(
+        (
+            i + first,
+            " ".join(c.strip() for c in _parse_header(body_all[i], header.delimiter) if c.strip()),
+        )
+        for i in sorted(blank.summaries)
+    )
+    return CsvTable(
+        path, frame, tuple(header.names), header.delimiter, tuple(notes), summaries=summaries
+    )
 
 
 def _short_continuations(

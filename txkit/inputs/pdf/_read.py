@@ -53,6 +53,7 @@ from typing import Any, Final
 
 from txkit.config import MAX_INPUT_VAR, PDF_PASSWORD_VAR, pdf_password_setting
 from txkit.errors import DataFileError
+from txkit.inputs._content import is_pdf
 from txkit.inputs._limits import max_unzipped_bytes
 from txkit.inputs._model import WHAT, Balance, Entry, Read
 
@@ -149,7 +150,7 @@ _BALANCE_ROW: Final = re.compile(
 
 def looks_like(data: bytes) -> bool:
     """Whether the bytes are a PDF (its header within the first 1,024 bytes, as readers allow)."""
-    return b"%PDF-" in data[:1024]
+    return is_pdf(data)
 
 
 def _fail(path: Path, problem: str, advice: str = _ADVICE) -> DataFileError:

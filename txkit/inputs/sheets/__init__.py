@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from txkit.inputs._content import identify_content, refuse_content
 from txkit.inputs._format import Format, Source
 from txkit.inputs._mapped import read as read_mapped
 from txkit.inputs._model import WHAT, Read
@@ -24,16 +25,24 @@ from txkit.inputs.sheets._table import read_table
 
 __all__ = ["FORMAT", "SPREADSHEET_SUFFIXES", "Grid", "read_grid", "read_table"]
 
-# Workbooks told by their name (a .xls may be BIFF or an HTML page; its reader tells which):
-# these are not read, and refused saying how to save them.
+# Workbooks not read, told by their name: refused saying how to save them.
 _NOT_READ: Final = (".xlsb", ".numbers")
+_WORKBOOKS: Final = ("xlsx", "xls", "ods", "html")
 
 
 def _identify(source: Source) -> bool:
+    """A workbook or an HTML table by its bytes, whatever its name; a ZIP that is neither an
+    Excel workbook nor an OpenDocument spreadsheet is refused naming its name and content."""
     suffix = source.path.suffix.lower()
     if suffix in _NOT_READ:
         check_suffix(source.path, {".csv": "CSV text"}, what=WHAT)  # raises, saying how to save
-    return suffix in SPREADSHEET_SUFFIXES
+    kind = identify_content(source.path, what=WHAT)
+    if kind == "zip":
+        raise refuse_content(source.path, kind, _ACCEPTED, what=WHAT)
+    return kind in _WORKBOOKS
+
+
+_ACCEPTED: Final = ".xlsx, .xls, .ods, CSV, MT940, camt.053, OFX or a text PDF"
 
 
 def _extract(source: Source, columns: Mapping[str, str]) -> Read:

@@ -21,7 +21,7 @@ from lxml import etree
 
 from txkit.config import MAX_INPUT_VAR, max_input_bytes
 from txkit.errors import DataFileError
-from txkit.inputs._limits import max_unzipped_bytes
+from txkit.inputs._limits import max_unzipped_bytes, read_input
 from txkit.inputs.sheets._xlsx import SIGNIFICANT, Sheet, _bomb, _significant
 
 __all__ = ["read_calamine"]
@@ -107,10 +107,15 @@ def _check_extent(path: Path, content: IO[bytes], what: str) -> None:
 
 
 def read_calamine(
-    path: str | Path, *, what: str = "file", want: Callable[[Sheet], bool] | None = None
+    path: str | Path,
+    *,
+    what: str = "file",
+    want: Callable[[Sheet], bool] | None = None,
+    kind: str | None = None,
 ) -> Sheet:
     """A sheet of an ``.xls`` or ``.ods`` workbook as text: the first for which ``want``
-    holds (the first sheet when none does, or without ``want``).
+    holds (the first sheet when none does, or without ``want``). ``kind`` (``xls`` or
+    ``ods``) is what the file's bytes are; without it, what its name says.
 
     Raises:
         DataFileError: not such a workbook, or too large once decompressed.
@@ -118,13 +123,16 @@ def read_calamine(
     import fastexcel  # imported here: only these two formats need it
 
     path = Path(path)
-    if path.suffix.lower() == ".ods":
+    suffix = path.suffix.lower()
+    kind = kind or ("ods" if suffix == ".ods" else "xls")
+    if kind == "ods":
         _check_zip(path, what)
-    kind = (
-        "an OpenDocument spreadsheet" if path.suffix.lower() == ".ods" else "an Excel .xls workbook"
-    )
+    name = "an OpenDocument spreadsheet" if kind == "ods" else "an Excel .xls workbook"
     try:
-        reader = fastexcel.read_excel(str(path))
+        # calamine tells a workbook by its file's extension; a file named otherwise is given
+        # as bytes (within TXKIT_MAX_INPUT_MB), which calamine tells by their content
+        source = str(path) if suffix == f".{kind}" else read_input(path, what=what)
+        reader = fastexcel.read_excel(source)
         names = list(reader.sheet_names)
         first: Sheet | None = None
         for index, name in enumerate(names):
@@ -142,7 +150,7 @@ def read_calamine(
     except Exception as exc:  # fastexcel's errors are its own classes, one per cause
         raise DataFileError(
             path,
-            f"cannot be read as {kind} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
+            f"cannot be read as {name} ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
             "open it in the spreadsheet program and save it again as .xlsx (or export CSV)",
             what=what,
         ) from None

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from txkit.errors import DataFileError
-from txkit.inputs._limits import check_input, read_input
+from txkit.inputs._content import identify_content, refuse_content
+from txkit.inputs._limits import read_input
 from txkit.inputs.sheets._calamine import read_calamine
-from txkit.inputs.sheets._html import looks_like_html, read_html_table
+from txkit.inputs.sheets._html import read_html_table
 from txkit.inputs.sheets._xlsx import Sheet, address, read_xlsx
 
 __all__ = ["SPREADSHEET_SUFFIXES", "Grid", "read_grid"]
@@ -53,39 +54,30 @@ class Grid:
         return address(self.sheet.name, row, column)
 
 
-_SNIFF = 65_536
-_ZIP = b"PK\x03\x04"
-_OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-
-
 def read_grid(
-    path: str | Path, *, what: str = "file", want: Callable[[Sheet], bool] | None = None
+    path: str | Path,
+    *,
+    what: str = "file",
+    want: Callable[[Sheet], bool] | None = None,
+    kind: str | None = None,
 ) -> Grid:
-    """A sheet of a spreadsheet file, its kind found from its bytes (an ``.xls`` that is HTML
-    is read as HTML): the first sheet for which ``want`` holds (e.g. it has the header), else
-    the first sheet.
+    """A sheet of a spreadsheet file, its kind found from its bytes whatever its name says
+    (:func:`~txkit.inputs._content.identify_content`; ``kind`` when the caller has found it):
+    the first sheet for which ``want`` holds (e.g. it has the header), else the first sheet.
 
     Raises:
-        DataFileError: not a regular file, too large, or not the workbook it claims to be.
+        DataFileError: not a regular file, too large, or not a workbook (naming its name and
+            its content).
     """
     path = Path(path)
-    check_input(path, what=what)
-    with path.open("rb") as file:
-        data = file.read(_SNIFF)  # what it is; a workbook is then streamed from the file
-    suffix = path.suffix.lower()
-    if looks_like_html(data):
+    if kind is None:
+        kind = identify_content(path, what=what)
+    if kind == "html":
         return Grid(read_html_table(path, read_input(path, what=what), what=what), "html")
-    if data.startswith(_ZIP):
-        if suffix == ".ods":
-            return Grid(read_calamine(path, what=what, want=want), "ods")
+    if kind == "xlsx":
         return Grid(read_xlsx(path, what=what, want=want), "xlsx")
-    if data.startswith(_OLE):
-        return Grid(read_calamine(path, what=what, want=want), "xls")
-    if not data:
+    if kind in ("ods", "xls"):
+        return Grid(read_calamine(path, what=what, want=want, kind=kind), kind)
+    if kind is None and not path.stat().st_size:
         raise DataFileError(path, "the file is empty (0 bytes)", "export it again", what=what)
-    raise DataFileError(
-        path,
-        f"is named {suffix or 'without an extension'} but is neither a workbook nor an HTML table",
-        "export it again from the bank or shop, as .xlsx or CSV",
-        what=what,
-    )
+    raise refuse_content(path, kind, ".xlsx, .xls, .ods or CSV", what=what)

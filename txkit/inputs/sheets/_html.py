@@ -19,20 +19,9 @@ from lxml import etree
 from txkit.errors import DataFileError
 from txkit.inputs.sheets._xlsx import MAX_COLUMNS, Sheet
 
-__all__ = ["looks_like_html", "read_html_table"]
+__all__ = ["read_html_table"]
 
 _DECLARATION: Final = re.compile(r"^\s*<\?xml[^>]*\?>", re.I)
-
-
-def looks_like_html(data: bytes) -> bool:
-    """Whether the file's first KB looks like HTML (whatever its name says)."""
-    head = data[:1024]
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        head = data[:2048].decode("utf-16", errors="replace").encode()
-    head = head.removeprefix(codecs.BOM_UTF8).lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html", b"<table", b"<meta", b"<head")) or (
-        head.startswith(b"<") and b"<table" in data[:65536].lower()
-    )
 
 
 def _decode(data: bytes) -> tuple[str, str | None]:

@@ -3,6 +3,7 @@ for either."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,11 +12,12 @@ from typing import Final
 import polars as pl
 
 from txkit.errors import DataFileError
+from txkit.inputs._content import content_note, identify_content, in_content_note
 from txkit.inputs._layout import find_header, is_summary, join_continuations, summary_runs
 from txkit.inputs._table import LINE, CsvTable, check_records, column_names, skipped_note
 from txkit.inputs._text import TextFile
 from txkit.inputs.csv import read_csv_table
-from txkit.inputs.sheets._grid import SPREADSHEET_SUFFIXES, Grid, read_grid
+from txkit.inputs.sheets._grid import Grid, read_grid
 
 __all__ = ["read_table"]
 
@@ -49,9 +51,39 @@ def read_table(
             or claims cells beyond a spreadsheet's last; a cell not what it shows.
     """
     path = Path(path)
-    if source is None and path.suffix.lower() in SPREADSHEET_SUFFIXES:
+    kind = identify_content(path, what=what) if source is None else None
+    # a content not read as a table (a PDF, Parquet) is refused by read_grid, naming both
+    readable = kind in (None, "xlsx", "xls", "ods", "html")
+    said = content_note(path, kind, read_as="" if kind else "CSV") if readable else None
+    try:
+        table = _read_either(
+            path, kind, columns, required, what, rows, source, date, continues, footer
+        )
+    except DataFileError as exc:
+        raise (exc if said is None else in_content_note(exc, said, what=what)) from None
+    if said is None:
+        return table
+    return dataclasses.replace(table, notes=(said, *table.notes))
+
+
+def _read_either(
+    path: Path,
+    kind: str | None,
+    columns: Sequence[str],
+    required: Sequence[str],
+    what: str,
+    rows: str,
+    source: TextFile | None,
+    date: str | None,
+    continues: str | None,
+    footer: tuple[re.Pattern[str], str] | None,
+) -> CsvTable:
+    if kind is not None:
         grid = read_grid(
-            path, what=what, want=lambda sheet: find_header(sheet.rows, required) is not None
+            path,
+            what=what,
+            want=lambda sheet: find_header(sheet.rows, required) is not None,
+            kind=kind,
         )
         return _sheet_table(path, grid, columns, required, what, rows, date, continues, footer)
     return read_csv_table(
@@ -94,7 +126,7 @@ def _sheet_table(
     notes += _header_notes(grid, at, span, line_of_header)
     data = sheet.rows[at + span :]
     footers: _Rows = []
-    if footer is not None and span == 1:
+    if footer is not None:  # a header over rows too (Stanbic Zambia's), as CSV reads it
         known = {name.casefold(): name for name in columns}
         spelled = [known.get(c.casefold(), c) for c in names]
         data, footers = _layout_footers(
@@ -118,7 +150,17 @@ def _sheet_table(
         if joined:
             notes.append(f"{joined:,} continuation row(s) joined to the {continues} above")
     check_records(path, frame, ragged, width, line_of_header, what, rows, unit)
-    return CsvTable(path, frame, tuple(header), "", tuple(notes), kind=grid.kind, unit=unit)
+    skipped = tuple((n, " ".join(c.strip() for c in cells if c.strip())) for n, cells in summaries)
+    return CsvTable(
+        path,
+        frame,
+        tuple(header),
+        "",
+        tuple(notes),
+        kind=grid.kind,
+        unit=unit,
+        summaries=skipped,
+    )
 
 
 _Rows = list[tuple[int, list[str]]]
