@@ -28,6 +28,7 @@ from typing import Any, Final, NamedTuple
 import polars as pl
 
 from txkit.analysis._common import Kind
+from txkit.analysis._orders_kept import Kept, kept_read
 from txkit.analysis.columns import (
     IGNORE,
     ORDERS,
@@ -47,6 +48,7 @@ from txkit.datafile import (
     read_table,
     show_values,
 )
+from txkit.files import check_input
 from txkit.schema import CURRENCIES, STATUSES
 
 __all__ = [
@@ -194,6 +196,23 @@ def read_orders_file(
     path = Path(path)
     suffix = check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
+    check_input(path, what=_WHAT)
+
+    def read() -> Kept:
+        done = _read_orders_file(path, suffix, mapping, names)
+        said = {"notes": list(done.notes), "normalised": dict(done.normalised),
+                "folded": done.folded, "ignored": dict(done.ignored)}  # fmt: skip
+        return done.frame, said
+
+    # Read once by a report and taken again by its notebooks (:mod:`._orders_kept`).
+    frame, said = kept_read(path, mapping, read)
+    return OrdersFile(path, frame, tuple(said["notes"]), said["normalised"], mapping,
+                      said["folded"], said["ignored"])  # fmt: skip
+
+
+def _read_orders_file(
+    path: Path, suffix: str, mapping: ColumnMapping, names: dict[str, str]
+) -> OrdersFile:
     if suffix in _PARQUET:
         frame, notes, where = _read_parquet(path, names, mapping), [], _Where(path, "row", _ROW)
     else:

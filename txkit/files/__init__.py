@@ -8,6 +8,8 @@ before reading, workbooks' declared sizes and dimensions checked before they are
   decimals), streamed from the workbook's XML.
 * :mod:`txkit.files._html`: a ``.xls`` that is an HTML table (GTBank's download).
 * :mod:`txkit.files._calamine`: old ``.xls`` (BIFF) and ``.ods`` through calamine (fastexcel).
+* :mod:`txkit.files._digest`: a file's digest and txkit's code digest (what kept results are
+  keyed on).
 * :mod:`txkit.files._grid`: the rows of a sheet, where the header is, which rows are titles,
   totals and continuation lines.
 
@@ -16,6 +18,7 @@ before reading, workbooks' declared sizes and dimensions checked before they are
 
 from __future__ import annotations
 
+from txkit.files._digest import code_digest, file_digest
 from txkit.files._grid import SPREADSHEET_SUFFIXES, Grid, read_grid
 from txkit.files._layout import (
     HEADER_SEARCH,
@@ -31,6 +34,8 @@ __all__ = [
     "SPREADSHEET_SUFFIXES",
     "Grid",
     "check_input",
+    "code_digest",
+    "file_digest",
     "find_header",
     "is_summary",
     "join_continuations",
