@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 from txkit.analysis import orders as orders_module
 from txkit.analysis import read_orders_file
 from txkit.analysis._orders_kept import orders_folder
+from txkit.analysis.columns import ORDERS, column_setting
 from txkit.errors import DataFileError
 
 SHOPS = Path(__file__).resolve().parent.parent / "data/real/shops"
@@ -51,6 +52,23 @@ def test_the_same_file_is_read_once_and_taken_again_whole(
     )
     assert again.folded == 51 and dict(again.ignored) == {"voided": 2}
     assert again.mapping == first.mapping and again.path == path
+
+
+def test_the_mapping_is_said_as_each_reader_set_it(tmp_path: Path, reads: list[Path]) -> None:
+    # The report checks the file with --orders-columns; notebook 02 reads it with its
+    # orders_columns parameter: one read, each saying where its mapping came from.
+    path = tmp_path / "shop.csv"
+    shutil.copy(SHOPS / "shopify_orders_export.csv", path)
+    flag = read_orders_file(
+        path, columns=column_setting(ORDERS, "shopify", given_origin="--orders-columns")
+    )
+    parameter = read_orders_file(
+        path, columns=column_setting(ORDERS, "shopify", given_origin="the orders_columns parameter")
+    )
+    assert reads == [path]
+    assert flag.notes[0] == "columns: the shopify preset (from --orders-columns)"
+    assert parameter.notes[0] == "columns: the shopify preset (from the orders_columns parameter)"
+    assert flag.notes[1:] == parameter.notes[1:]
 
 
 def test_other_bytes_or_another_mapping_read_afresh(tmp_path: Path, reads: list[Path]) -> None:

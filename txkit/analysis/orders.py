@@ -206,8 +206,10 @@ def read_orders_file(
 
     # Read once by a report and taken again by its notebooks (:mod:`._orders_kept`).
     frame, said = kept_read(path, mapping, read)
-    return OrdersFile(path, frame, tuple(said["notes"]), said["normalised"], mapping,
-                      said["folded"], said["ignored"])  # fmt: skip
+    # Said here, not kept: it names where the mapping was set, which differs between readers.
+    notes = ([describe_use(mapping)] if mapping else []) + said["notes"]
+    return OrdersFile(path, frame, tuple(notes), said["normalised"], mapping, said["folded"],
+                      said["ignored"])  # fmt: skip
 
 
 def _read_orders_file(
@@ -228,8 +230,6 @@ def _read_orders_file(
     frame = frame.with_columns(amount)
     if "date" in frame.columns:
         frame = frame.with_columns(_read_date(frame, where, mapping.get("date_format")))
-    if mapping:
-        notes.insert(0, describe_use(mapping))
     notes += [written] if written else []
     notes += _cleaning_notes(folded, ignored, normalised)
     return OrdersFile(
