@@ -92,6 +92,10 @@ def test_a_damaged_kept_copy_is_read_afresh(tmp_path: Path, reads: list[Path]) -
     again = read_orders_file(path)
     assert len(reads) == 2
     assert_frame_equal(again.frame, first.frame)
+    for kept in orders_folder().glob("*.json"):
+        kept.write_text("[]")
+    assert_frame_equal(read_orders_file(path).frame, first.frame)
+    assert len(reads) == 3
 
 
 def test_a_bad_file_is_refused_each_time_and_never_kept(tmp_path: Path, reads: list[Path]) -> None:

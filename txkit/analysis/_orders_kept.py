@@ -72,6 +72,8 @@ def _load(folder: Path, key: str) -> Kept | None:
     meta_path, frame_path = folder / f"{key}.json", folder / f"{key}.parquet"
     try:
         kept = json.loads(meta_path.read_text(encoding="utf-8"))
+        if not isinstance(kept, dict) or not isinstance(kept.get("read"), dict):
+            return None
         frame = pl.read_parquet(frame_path)
         if (
             kept.get("layout") != _LAYOUT
