@@ -128,10 +128,15 @@ _ONE_WORKER = frozenset(
         "tests/test_store_retention.py",
         "tests/test_store_readers.py",
         "tests/test_report_orders.py",
-        # the nine JupyterLab-like runs of the notebooks (nbclient), built once, not per worker
+        # 05's JupyterLab-like runs (nbclient), built once, not per worker
         "tests/test_jupyter.py",
+        # one project and its first report, each test changing one input after the one before
+        "tests/test_report_cache.py",
     }
 )
+#: Modules that share one session fixture, on one worker together: the wheel installed in a
+#: fresh environment (the installed product's tests and the tutorial's run).
+_TOGETHER = {"tests/test_installed.py": "installed", "tests/test_tutorial.py": "installed"}
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -145,6 +150,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class NotebooksWhole(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
+            if path in _TOGETHER:
+                return _TOGETHER[path]
             return path if path.endswith(".ipynb") or path in _ONE_WORKER else nodeid
 
     return NotebooksWhole(config, log)

@@ -214,7 +214,7 @@ def main() -> None:
 def close_benchmark(args: argparse.Namespace) -> None:
     """One month of ``--records`` records, 1,000,000 orders, a 50,000-line statement."""
     from txkit.analysis.settlements import match_settlements
-    from txkit.bank import read_statements
+    from txkit.inputs import read_statements
 
     start = time.perf_counter()
     ledger = generate_ledger(

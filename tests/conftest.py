@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
-from tests.factories import NO_INSTANCE_METADATA
+from tests.factories import NO_INSTANCE_METADATA, ROOT, cli_env
+
+UV = Path(sys.executable).parent / "uv"  # `make install` puts uv in the checkout's .venv
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -23,3 +29,52 @@ def _no_instance_metadata() -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel (built from the sdist, as a release is), from the checkout."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [str(UV), "build", "--quiet", "--out-dir", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return out
+
+
+@dataclass(frozen=True)
+class Installed:
+    """txkit as a merchant installs it: the built wheel in a fresh virtual environment outside
+    the checkout, and the environment a command there runs with (its ``bin`` first on PATH)."""
+
+    venv: Path
+    env: dict[str, str]
+
+    def bin(self, name: str) -> str:
+        return str(self.venv / "bin" / name)
+
+
+@pytest.fixture(scope="session")
+def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """One install a run, shared by the installed product's tests and the tutorial (the
+    conftest's scheduler keeps both modules on one worker)."""
+    home = tmp_path_factory.mktemp("installed")
+    assert not home.resolve().is_relative_to(ROOT)
+    venv = home / "venv"
+    subprocess.run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)],
+                   check=True, timeout=120)  # fmt: skip
+    # Compiled at install as pip does (uv does not by default): a kernel or command then
+    # imports bytecode, whatever PYTHONDONTWRITEBYTECODE says.
+    install = [str(UV), "pip", "install", "--quiet", "--compile-bytecode",
+               "--python", str(venv / "bin" / "python")]  # fmt: skip
+    overrides = ["--override", str(ROOT / "tools" / "uv-overrides.txt")]
+    (wheel,) = dist.glob("txkit-*.whl")
+    subprocess.run([*install, *overrides, str(wheel)], check=True, timeout=600)
+    env = {k: v for k, v in cli_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {
+        "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        "JUPYTER_DATA_DIR": str(home / "jupyter-data"),  # the notebooks' trust
+    }
+    return Installed(venv, env)

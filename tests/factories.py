@@ -404,7 +404,8 @@ def page(records: list[dict[str, Any]], total: int | None = None, **envelope: An
 
 
 def forget_digests(store: Path) -> None:
-    """Make the newest commit look written before digests (no ``files`` in its metadata)."""
+    """Drop the digests the newest commit recorded (no ``files`` in its metadata): its files
+    read as another tool's, which txkit did not record."""
     log = sorted((store / "_delta_log").glob("*.json"))[-1]
     lines = []
     for line in log.read_text().splitlines():

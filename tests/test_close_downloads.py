@@ -14,7 +14,7 @@ import pytest
 from tests.analysis.analysis_cases import load_case
 from txkit.analysis.settlements import match_settlements
 from txkit.analysis.wallet import wallet_statement
-from txkit.bank import read_statements
+from txkit.inputs import read_statements
 from txkit.notebook._close import publish_table
 from txkit.output import MAX_WIDTH as MAX_COLUMN_CHARS
 from txkit.output import PRINT_WIDTH

@@ -160,8 +160,8 @@ def test_a_gap_or_an_unsettled_day_is_never_merged_away() -> None:
     assert open_month.merged(8) == open_month
 
 
-def test_days_read_once_are_needed_until_proven_and_an_older_store_has_none() -> None:
-    """A coverage written before unproven days existed (no ``unproven`` key) has every day
+def test_days_read_once_are_needed_until_proven_and_a_coverage_without_them_has_none() -> None:
+    """A coverage without the ``unproven`` key (written so when there are none) has every day
     proven; a day read once is needed by the next sync even when it is settled, the month is
     not complete, and the next fetch of that day proves it."""
     at = datetime(2026, 11, 1, 12, tzinfo=UTC)  # every day settled under a look-back of 0

@@ -498,3 +498,129 @@ def test_import_txkit_loads_none_of_the_heavy_parts_until_used() -> None:
     assert not heavy & before, sorted(heavy & before)
     # The client alone: no store, no sandbox.
     assert "txkit.fetch.client" in after and not {"txkit.sandbox", "txkit.store"} & after
+
+
+#: What the inputs package may not import: it reads files into frames, and the layers above
+#: it (analyses, notebooks, the report, the register, the command line) take those frames.
+_ABOVE_INPUTS = ("txkit.analysis", "txkit.report", "txkit.notebook", "txkit.register", "txkit.cli")
+#: Names of txkit.inputs that open or parse a file.
+_READERS = frozenset(
+    {"read_orders", "read_orders_file", "read_statement", "read_statements", "read_table",
+     "read_csv_table", "read_text", "read_input", "read_grid", "check_input", "check_suffix"}
+)  # fmt: skip
+
+
+#: A call that opens or parses a file: open(), Path's readers, polars' file readers.
+_OPENS = r"open|.*\.(open|read_bytes|read_text)|(pl|polars)\.(read|scan)_\w+"
+
+
+def _inputs_formats() -> list[str]:
+    """The format subpackages: every package directly inside txkit/inputs/."""
+    root = PACKAGE / "inputs"
+    return sorted(p.parent.name for p in root.glob("*/__init__.py"))
+
+
+def _inputs_upward_imports() -> list[str]:
+    """Imports (type-only ones too) of a layer above txkit.inputs by a module of it."""
+    modules = _modules()
+    return [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for name, path in modules.items()
+        if name == "txkit.inputs" or name.startswith("txkit.inputs.")
+        for target, line, _ in _imports(name, path, modules, typing=True)
+        if target.startswith(_ABOVE_INPUTS)
+    ]
+
+
+def _analysis_file_access() -> list[str]:
+    """Where a module of txkit.analysis imports a reader of txkit.inputs or opens a file (the
+    package's __init__ re-exports read_orders where the docs show it: not a module's use)."""
+    offenders = []
+    for name, path in _modules().items():
+        if not name.startswith("txkit.analysis."):
+            continue
+        tree = _parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and (node.module or "").startswith("txkit.inputs")
+                and (names := {a.name for a in node.names} & _READERS)
+            ):
+                offenders.append(f"{path.name}:{node.lineno} imports {sorted(names)}")
+            if isinstance(node, ast.Call):
+                func = ast.unparse(node.func)
+                if re.fullmatch(_OPENS, func) or func.rpartition(".")[2] in _READERS:
+                    offenders.append(f"{path.name}:{node.lineno} calls {func}")
+    return offenders
+
+
+def test_inputs_imports_nothing_from_the_layers_above_it() -> None:
+    assert _inputs_upward_imports() == []
+
+
+def test_analysis_takes_frames_and_opens_no_file() -> None:
+    assert _analysis_file_access() == []
+
+
+def test_the_inputs_checks_find_what_they_look_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    planted = {
+        PACKAGE / "inputs" / "_model.py": "\nfrom txkit.analysis._common import Frame\n",
+        PACKAGE / "analysis" / "fees.py": (
+            "\nfrom txkit.inputs import read_statements\n"
+            "def _f(path):\n    return pl.read_csv(path), open(path), path.read_bytes()\n"
+        ),
+    }
+    original = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        text = original(self, *args, **kwargs)
+        return text + planted[self] if self in planted else text
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    [upward] = _inputs_upward_imports()
+    assert upward.startswith("txkit/inputs/_model.py:") and upward.endswith("analysis._common")
+    found = _analysis_file_access()
+    assert [f.partition(" ")[2] for f in found] == [
+        "imports ['read_statements']",
+        "calls pl.read_csv",
+        "calls open",
+        "calls path.read_bytes",
+    ]
+
+
+def test_every_format_subpackage_is_registered_once() -> None:
+    from txkit.inputs._format import Format
+    from txkit.inputs.statements import FORMATS, REGISTRY
+
+    formats = _inputs_formats()
+    assert formats == ["camt", "csv", "mt940", "ofx", "pdf", "sheets"]
+    registered = []
+    for sub in formats:
+        module = importlib.import_module(f"txkit.inputs.{sub}")
+        assert isinstance(module.FORMAT, Format), sub
+        assert "FORMAT" in module.__all__, sub
+        registered.append(module.FORMAT)
+    assert sorted(REGISTRY, key=id) == sorted(registered, key=id)
+    assert len(set(map(id, REGISTRY))) == len(REGISTRY)
+    # CSV claims any text: asked last, or it would take every other text format's files.
+    assert REGISTRY[-1].name == "csv"
+    assert sum(len(f.kinds) for f in REGISTRY) == len(FORMATS)
+
+
+def test_nothing_outside_a_format_subpackage_imports_its_private_modules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # _private_imports covers the format subpackages as it covers every package: a sibling in
+    # txkit.inputs (the registry, the mapped-table reader) goes through the subpackage's
+    # __init__ too. Shown on a planted import.
+    assert not [f for f in _private_imports() if "txkit.inputs." in f]
+    module = PACKAGE / "inputs" / "statements.py"
+    text = module.read_text(encoding="utf-8") + "\nfrom txkit.inputs.pdf._read import looks_like\n"
+    original = Path.read_text
+
+    def read_text(self: Path, *args: object, **kwargs: object) -> str:
+        return text if self == module else original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    [found] = _private_imports()
+    assert found.startswith("txkit/inputs/statements.py:") and found.endswith("pdf._read")

@@ -20,7 +20,7 @@ from tests.analysis.analysis_cases import tx_frame
 from txkit.analysis.fees import FeeRule
 from txkit.analysis.overview import explore_findings
 from txkit.analysis.reconcile import describe_matching, reconcile_summary
-from txkit.bank import BankStatement
+from txkit.inputs import BankStatement
 from txkit.money import format_money, format_sums, money_sums
 from txkit.notebook import register_findings
 from txkit.notebook._close import (

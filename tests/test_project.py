@@ -14,7 +14,7 @@ from nbformat.sign import NotebookNotary
 
 import txkit
 from tests.factories import ROOT, invoke_cli, run_cli
-from txkit.analysis.columns import BANK, ORDERS
+from txkit.inputs.columns import BANK, ORDERS
 from txkit.project import cell_digest, curated_notebooks, template_dir
 
 CURATED = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

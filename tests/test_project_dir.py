@@ -119,7 +119,7 @@ def test_no_such_file_names_the_folder_it_looked_in(
     initialised: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from txkit.errors import DataFileError
-    from txkit.files import check_input
+    from txkit.inputs import check_input
 
     monkeypatch.chdir(initialised / "notebooks")
     with pytest.raises(DataFileError) as caught:

@@ -160,7 +160,7 @@ def test_explanations_carry_over_and_the_history_says_who(tmp_path: Path) -> Non
     explain(store, "A:amount_mismatch", status="written_off", note="below cost", actor="Obi")
     done = register_view(store).filter(pl.col("key") == "A:amount_mismatch").row(0, named=True)
     assert done["status"] == "written_off" and done["resolved_month"] == "2026-03"
-    assert done["resolved_by"].startswith("written off by Obi on ")
+    assert done["resolved_by"].startswith("written off by Obi (not signed; account ")
     assert done["resolved_by"].endswith(": below cost")
     events, _ = read_events(store)
     history = events.filter(pl.col("event") == "annotated").sort("at").select("key", "actor")

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import time
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -14,7 +17,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.factories import allowed_line, invoke_cli, make_signers, ssh_key
+from tests.factories import allowed_line, invoke_cli, make_signers, run_cli, ssh_key
 from txkit.errors import DataFileError, ReportSignedError
 from txkit.register import ITEMS_SUFFIX, read_events, record_report
 from txkit.register._keys import (
@@ -25,7 +28,7 @@ from txkit.register._keys import (
     sshsig_verify,
 )
 from txkit.register._lock import month_state
-from txkit.register._sign import refuse_signed, sign_report
+from txkit.register._sign import refuse_signed, sign_report, write_signature_block
 from txkit.register._table import append_events, events_frame
 from txkit.register._verify import verify_report
 
@@ -400,3 +403,178 @@ def test_the_help_says_what_locks_a_month(tmp_path: Path) -> None:
     _pack(tmp_path / "reports", tmp_path / "store")
     assert _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi")).returncode == 0
     assert not month_state(read_events(tmp_path / "store")[0], MONTH).locked
+
+
+@pytest.fixture
+def agent(tmp_path: Path) -> Iterator[str]:
+    """A real ``ssh-agent`` of this test alone (its socket), killed after."""
+    socket = tmp_path / "agent.sock"
+    process = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while not socket.exists():
+            assert time.monotonic() < deadline and process.poll() is None, "ssh-agent did not start"
+            time.sleep(0.02)
+        yield str(socket)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _ssh_add(key: Path, socket: str, passphrase: str) -> None:
+    """``ssh-add`` of an encrypted key, its passphrase given by an askpass program (no
+    terminal): the agent holds the key unlocked, as after a person's ``ssh-add``."""
+    askpass = key.with_name("askpass.sh")
+    askpass.write_text(f"#!/bin/sh\necho '{passphrase}'\n")
+    askpass.chmod(0o700)
+    env = {"PATH": os.environ["PATH"], "SSH_AUTH_SOCK": socket, "SSH_ASKPASS": str(askpass),
+           "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0"}  # fmt: skip
+    subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, stdin=subprocess.DEVNULL,
+                   capture_output=True)  # fmt: skip
+
+
+def test_a_key_in_the_ssh_agent_signs_without_its_passphrase(tmp_path: Path, agent: str) -> None:
+    """``--key KEY.pub`` with the key in the running ``ssh-agent``: the agent signs (the
+    passphrase of the encrypted private key is never asked), the signature verifies with txkit
+    and with ``ssh-keygen -Y verify``; a key the agent does not hold, or no agent, is one line."""
+    keys = make_signers(tmp_path, ["Ada Obi"], ("Mallory",))
+    eve = ssh_key(tmp_path / "locked", "Eve Ito", passphrase="correct horse")
+    with keys.allowed.open("a") as allowed:
+        allowed.write(allowed_line("Eve Ito", eve))
+    folder = _pack(tmp_path / "reports", tmp_path / "store")
+    preparer = _cli(tmp_path, "sign", "--role", "preparer", key=keys.key("Ada Obi"))
+    assert preparer.returncode == 0, preparer.stderr
+    public = eve.with_name(eve.name + ".pub")
+    # Not yet in the agent: refused in one line naming the key; nothing signed.
+    outside = _cli(tmp_path, "sign", "--role", "reviewer", key=public,
+                   env={"SSH_AUTH_SOCK": agent})  # fmt: skip
+    assert outside.returncode == 2
+    assert outside.stderr.strip().count("\n") == 0
+    assert f"--key {public}: the ssh-agent (SSH_AUTH_SOCK) does not hold this key" in outside.stderr
+    no_agent = _cli(tmp_path, "sign", "--role", "reviewer", key=public, env={"SSH_AUTH_SOCK": ""})
+    assert no_agent.returncode == 2 and "no ssh-agent is running" in no_agent.stderr
+    assert not (folder / "signatures" / "reviewer.sig").exists()
+    _ssh_add(eve, agent, "correct horse")
+    # A process of its own, no terminal and no TXKIT_KEY_PASSPHRASE: a prompt would fail.
+    done = run_cli("report", "sign", "--role", "reviewer", "--key", str(public), "--month",
+                   MONTH, "--store", str(tmp_path / "store"), "--out", str(tmp_path / "reports"),
+                   "--allowed-signers", str(keys.allowed), cwd=tmp_path,
+                   env={"SSH_AUTH_SOCK": agent}, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "as reviewer: Eve Ito (key SHA256:" in done.stdout
+    assert "passphrase" not in done.stdout + done.stderr
+    sig, text = folder / "signatures" / "reviewer.sig", folder / "signatures" / "reviewer.txt"
+    checked = _ssh_verify(keys.allowed, "Eve Ito", sig, text)
+    assert checked.returncode == 0, checked.stderr
+    verified = _cli(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert "reviewer Eve Ito" in verified.stdout
+    # The agent's key for another principal's public file: still the key decides who signs.
+    mallory = keys.key("Mallory")
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(ValueError, match="not hold"):
+        patch.setenv("SSH_AUTH_SOCK", agent)
+        load_signing_key(mallory.with_name(mallory.name + ".pub"))
+
+
+def _annotate(tmp_path: Path, *args: str, key: Path | None = None, env: dict | None = None):
+    extra = ["--key", str(key)] if key is not None else []
+    return invoke_cli("exceptions", "explain", *args, *extra, "--store", str(tmp_path / "store"),
+                      cwd=tmp_path, env=env)  # fmt: skip
+
+
+def test_an_annotation_records_the_account_and_a_material_write_off_is_signed(
+    tmp_path: Path,
+) -> None:
+    """Why 1: ``--by`` on an annotation recorded no login. Each annotation now records the
+    process's account (from its user id, not ``LOGNAME``/``USER``) beside the declared name,
+    and may be signed with ``--key`` (the name is then the key's); writing off a material item
+    needs a key once the project has ``allowed_signers``; ``verify`` checks each signature and
+    finds an annotation whose text was changed after signing."""
+    import pwd
+
+    account = pwd.getpwuid(os.getuid()).pw_name
+    keys = make_signers(tmp_path, ["Ada Obi", "Eve Ito"], ("Mallory",))
+    big, small = "TXK-1:amount_mismatch", "TXK-2:amount_mismatch"
+    cheap = _item(small, "reconciliation", "amount_mismatch").with_columns(
+        amount=pl.lit(Decimal("1.00"), pl.Decimal(38, 6))
+    )
+    lists = pl.concat([_item(big, "reconciliation", "amount_mismatch"), cheap])
+    folder = _pack_with_items(tmp_path, {"reconciliation_mismatches": lists})
+    write_signature_block(folder, [])  # as a report leaves an unsigned pack
+    pretend = {"LOGNAME": "eve", "USER": "eve"}  # what the caller sets decides nothing
+    done = _annotate(tmp_path, big, "--note", "bank delay", "--by", "Ada Obi", env=pretend)
+    assert done.returncode == 0, done.stderr
+    assert f"by Ada Obi (not signed; account {account})" in done.stdout
+    # A material write-off without a key: one line, nothing written.
+    refused = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"writing off {big} (180000.000000 KES at stake, material from" in refused.stderr
+    assert "needs your signature: give --key PATH" in refused.stderr
+    assert (
+        _annotate(tmp_path, small, "--status", "written_off", "--note", "rounding").returncode == 0
+    )
+    # Signed: the key says who (a --by naming another person, or a key not listed, refused).
+    other = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost", "--by",
+                      "Ada Obi", key=keys.key("Eve Ito"))  # fmt: skip
+    assert other.returncode != 0 and "is not the key's holder" in other.stderr
+    mallory = _annotate(tmp_path, big, "--status", "written_off", key=keys.key("Mallory"))
+    assert mallory.returncode != 0 and "not in the allowed signers file" in mallory.stderr
+    signed = _annotate(tmp_path, big, "--status", "written_off", "--note", "below cost",
+                       key=keys.key("Eve Ito"), env=pretend)  # fmt: skip
+    assert signed.returncode == 0, signed.stderr
+    assert "by Eve Ito (signed with key SHA256:" in signed.stdout
+    listed = invoke_cli("exceptions", "--format", "csv", "--store", str(tmp_path / "store"),
+                        cwd=tmp_path)  # fmt: skip
+    rows = {r["key"]: r for r in pl.read_csv(io.StringIO(listed.stdout)).iter_rows(named=True)}
+    assert rows[big]["changed_by"] == "Eve Ito" and rows[big]["changed_account"] == account
+    assert rows[big]["changed_key"].startswith("SHA256:")
+    assert "written off by Eve Ito (signed, key SHA256:" in rows[big]["resolved_by"]
+    assert (
+        rows[small]["changed_key"] is None and "(not signed; account" in rows[small]["resolved_by"]
+    )
+    # The signature on its own, with OpenSSH: the register's statement and SSHSIG.
+    events = read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated")
+    doc = json.loads(events["note"][-1])
+    (tmp_path / "note.txt").write_text(doc["statement"])
+    (tmp_path / "note.sig").write_text(doc["sshsig"])
+    checked = _ssh_verify(keys.allowed, "Eve Ito", tmp_path / "note.sig", tmp_path / "note.txt")
+    assert checked.returncode == 0, checked.stderr
+    assert f"key {big}" in doc["statement"] and "status written_off" in doc["statement"]
+    verified = _cli(tmp_path, "verify")
+    assert verified.returncode == 0, verified.stdout
+    assert f"annotations: 3 of {MONTH}, 1 signed, each signature verified" in verified.stdout
+    # Someone writing the register directly: the signed text, another explanation.
+    forged = events.tail(1).with_columns(explanation=pl.lit("paid in full"))
+    append_events(tmp_path / "store", forged)
+    broken = _cli(tmp_path, "verify")
+    assert broken.returncode != 0
+    assert f"the annotation of {big} by Eve Ito: the register's event is not the text signed" in (
+        broken.stdout
+    )
+
+
+def test_an_import_that_writes_off_a_material_item_is_signed_or_refused(tmp_path: Path) -> None:
+    """``txkit exceptions import``: the same rule as ``explain``, for a whole file in one
+    commit: a material write-off without ``--key`` refuses the file (nothing written); with
+    it, every row is signed by the key's holder."""
+    keys = make_signers(tmp_path, ["Ada Obi"])
+    big, small = "TXK-1:amount_mismatch", "TXK-2:status_mismatch"
+    lists = pl.concat([_item(big, "reconciliation", "amount_mismatch"),
+                       _item(small, "reconciliation", "status_mismatch")])  # fmt: skip
+    _pack_with_items(tmp_path, {"reconciliation_mismatches": lists})
+    sheet = tmp_path / "items.csv"
+    sheet.write_text(f"key,status,explanation\n{small},,shop corrected\n{big},written_off,cost\n")
+    store = ["--store", str(tmp_path / "store")]
+    refused = invoke_cli("exceptions", "import", str(sheet), *store, cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"writing off {big}" in refused.stderr
+    assert read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated").is_empty()
+    done = invoke_cli("exceptions", "import", str(sheet), *store, "--key", str(keys.key("Ada Obi")),
+                      cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    notes = read_events(tmp_path / "store")[0].filter(pl.col("event") == "annotated")
+    assert notes["actor"].to_list() == ["Ada Obi", "Ada Obi"]
+    assert all(json.loads(n)["sshsig"] for n in notes["note"])
+    verified = _cli(tmp_path, "verify")
+    assert f"annotations: 2 of {MONTH}, 2 signed, each signature verified" in verified.stdout

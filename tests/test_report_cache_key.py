@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import txkit
-from txkit.files import code_digest
+from txkit.inputs import code_digest
 
 
 @pytest.fixture(autouse=True)

@@ -52,7 +52,7 @@ from txkit.analysis.overview import (
 )
 from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import wallet_differences, wallet_statement
-from txkit.bank import read_statements
+from txkit.inputs import read_statements
 from txkit.notebook import owner_counts, register_findings
 from txkit.notebook._close import (
     settlement_findings,

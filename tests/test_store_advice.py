@@ -152,7 +152,7 @@ def test_unverified_files_get_digests_by_the_printed_refresh(workdir: Path) -> N
     assert done.returncode == 0, done.stderr
     forget_digests(store)
     verify = invoke_cli("store", "verify", "--store", str(store), cwd=workdir)
-    assert verify.returncode == 0 and "unverified (written before digests)" in verify.stdout
+    assert verify.returncode == 0 and "unverified (no digest recorded)" in verify.stdout
     command = printed_command(verify.stdout, "to give them digests:")
     command += ["--start", "2026-09-01", "--end", "2026-09-30"]  # the month, not a year
     assert invoke_cli(*command, cwd=workdir).returncode == 0

@@ -149,7 +149,7 @@ def test_the_syncs_merge_read_checks_digests(client: Client, tmp_path: Path) -> 
 
 
 @pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
-def test_files_written_before_digests_still_read_and_are_reported(
+def test_files_without_a_recorded_digest_still_read_and_are_reported(
     client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
@@ -158,13 +158,13 @@ def test_files_written_before_digests_still_read_and_are_reported(
     forget_digests(store)
     with caplog.at_level(logging.WARNING, logger="txkit"):
         assert read_months(["2026-09"], store=store).equals(good)
-    assert "unverified (written before digests)" in caplog.text
+    assert "unverified (no digest recorded)" in caplog.text
     checks = verify_store(store)
     assert {c.status for c in checks} == {"unverified"}
     assert all("it reads" in c.detail for c in checks)
     done = invoke_cli_all_stderr("store", "verify", "--store", str(store), cwd=tmp_path)
     assert done.returncode == 0, done.stdout  # nothing damaged: unverified is not damage
-    assert "0 verified, 0 damaged or missing, 2 unverified (written before digests)" in done.stdout
+    assert "0 verified, 0 damaged or missing, 2 unverified (no digest recorded" in done.stdout
     assert f"txkit sync --store {store} --refresh 2026-09 --refresh 2026-10" in done.stdout
     # The advice, run: the refreshed months get digests.
     sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY,

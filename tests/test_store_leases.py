@@ -81,7 +81,7 @@ def test_a_vacuum_keeps_a_running_reports_version_and_a_removed_one_is_named(
         assert held in vacuum.stdout, vacuum.stdout
         assert read in log_versions(store)
         assert [lease["version"] for lease in _leases(store)] == [read]
-        # A vacuum that does not see the lease (an older txkit's; the lease deleted by hand)
+        # A vacuum that does not see the lease (another tool's; the lease deleted by hand)
         # removes the version under the report anyway: the report says what removed it.
         for lease in (store / LEASES_DIR).glob("lease-*.json"):
             lease.unlink()

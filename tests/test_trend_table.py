@@ -64,7 +64,7 @@ def test_each_currency_row_holds_its_own_breaks_and_match_rate(tmp_path: Path) -
 
 
 def test_a_report_without_per_currency_figures_leaves_them_unknown(tmp_path: Path) -> None:
-    """A report written before per-currency figures were recorded: null, not the month total."""
+    """A list that records no per-currency figures (no currency): null, not the month total."""
     folder = tmp_path / "reports" / "2026-09"
     folder.mkdir(parents=True)
     _publish(folder, "2026-09")

@@ -31,10 +31,10 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from txkit.analysis.activity import activity_history
-    from txkit.analysis.orders import read_orders
     from txkit.fetch.client import Client, RetryPolicy
     from txkit.fetch.load import IncompleteExportWarning, load_transactions
     from txkit.fetch.pages import ExportStats
+    from txkit.inputs.orders import read_orders
     from txkit.privacy import mask_pii
     from txkit.store import scan_store, sync
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 # the analysis (and through them the sandbox) load only for the names a caller touches.
 _LAZY = {
     "activity_history": "txkit.analysis.activity",
-    "read_orders": "txkit.analysis.orders",
+    "read_orders": "txkit.inputs.orders",
     "Client": "txkit.fetch.client",
     "RetryPolicy": "txkit.fetch.client",
     "IncompleteExportWarning": "txkit.fetch.load",

@@ -28,7 +28,7 @@ Every error txkit raises on purpose derives from :class:`TxkitError`::
     ├── ProjectError              a close project cannot be made or updated as asked (``txkit
     │                             init`` on an existing one): names the folder (a ``ValueError``)
     ├── StoreError                the store cannot be used as asked (another source or account,
-    │   │                         an old format, a folder that is not a store, cannot write)
+    │   │                         a folder that is not a store, cannot write)
     │   ├── StoreLockedError      another sync holds the lock, or committed meanwhile
     │   ├── StoreDamagedError     a data file missing or not the bytes committed (names the month)
     │   ├── StoreVersionError     a table version the store does not have (also a ``ValueError``)
@@ -412,7 +412,8 @@ class DataFileError(TxkitError, ValueError):
 
 
 class StoreError(TxkitError):
-    """The store cannot be used as asked (another source, an old format, damaged files)."""
+    """The store cannot be used as asked (another source, a folder that is not a store, damaged
+    files)."""
 
 
 class StoreLockedError(StoreError):

@@ -15,7 +15,7 @@ from txkit.analysis.balances import balance_breaks
 from txkit.analysis.reconcile import reconcile
 from txkit.analysis.settlements import match_settlements, settlement_summary
 from txkit.analysis.wallet import LEDGER_ACTIVITY, wallet_differences, wallet_statement
-from txkit.bank import read_statements
+from txkit.inputs import read_statements
 from txkit.sandbox.ledger import schedule_fee, schedule_tax
 from txkit.sandbox.ledger._bank import CSV_COLUMNS
 

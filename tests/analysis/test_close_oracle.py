@@ -21,8 +21,8 @@ import pytest
 
 from txkit.analysis.reconcile import reconcile
 from txkit.analysis.settlements import match_settlements
-from txkit.bank._model import ENTRY_COLUMNS
 from txkit.calendar import month_bounds
+from txkit.inputs._model import ENTRY_COLUMNS
 
 MONTH = "2026-06"
 SEEDS = range(12)

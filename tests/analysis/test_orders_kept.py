@@ -1,4 +1,4 @@
-"""The orders file read once and taken again by content (``txkit/analysis/_orders_kept.py``):
+"""The orders file read once and taken again by content (``txkit/inputs/_orders_kept.py``):
 the same bytes and mapping give the same frame and notes without a second read; other bytes,
 another mapping or a damaged kept copy read the file afresh; a bad file is never kept."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
-from txkit.analysis import orders as orders_module
-from txkit.analysis import read_orders_file
-from txkit.analysis._orders_kept import orders_folder
-from txkit.analysis.columns import ORDERS, column_setting
 from txkit.errors import DataFileError
+from txkit.inputs import orders as orders_module
+from txkit.inputs import read_orders_file
+from txkit.inputs._orders_kept import orders_folder
+from txkit.inputs.columns import ORDERS, column_setting
 
 SHOPS = Path(__file__).resolve().parent.parent / "data/real/shops"
 

@@ -22,7 +22,8 @@ from analysis_cases import load_case
 from polars.testing import assert_frame_equal
 
 from txkit.analysis import read_orders, read_orders_file, reconcile
-from txkit.analysis.columns import (
+from txkit.errors import ConfigError, DataFileError
+from txkit.inputs.columns import (
     BANK,
     ORDERS,
     ORDERS_PRESETS,
@@ -30,7 +31,6 @@ from txkit.analysis.columns import (
     describe_columns,
     parse_columns,
 )
-from txkit.errors import ConfigError, DataFileError
 from txkit.schema import STATUSES
 
 SHOPS = Path(__file__).resolve().parent.parent / "data/real/shops"

@@ -25,8 +25,9 @@ from txkit.analysis import (
     reconcile,
     reconcile_summary,
 )
-from txkit.analysis.reconcile import UNPAID_STATUSES, read_orders_file
+from txkit.analysis.reconcile import UNPAID_STATUSES
 from txkit.errors import DataFileError
+from txkit.inputs import read_orders_file
 
 _BY_KIND = {
     "order_missing": "missing_in_orders",

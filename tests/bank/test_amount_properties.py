@@ -16,9 +16,9 @@ import xlsxwriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from txkit.analysis.orders import read_orders_file
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
+from txkit.inputs.orders import read_orders_file
 
 # (decimal, thousands) as the file writes them, and their names in the mapping
 _WRITINGS = [

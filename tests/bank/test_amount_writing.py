@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from txkit.analysis.orders import read_orders_file
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
+from txkit.inputs.orders import read_orders_file
 
 BANK = "date=Date,amount=Amount,narration=Details,account_currency=NGN"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
 
 # M-Pesa full statement converted to CSV: newest first, Withdrawn negative, Balance after.
 MPESA = (

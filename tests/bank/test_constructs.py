@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 
 from txkit.analysis.settlements import match_settlements
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
 
 BODY = """:20:STMT1
 :25:NL00BANK0123456789

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
 
 # Bank Danamon's layout as the issue describes it (direction in a column of its own beside an
 # unsigned amount, Indonesian headers, a running balance), with our own values: no public

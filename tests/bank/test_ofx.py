@@ -17,8 +17,8 @@ from tests.analysis.analysis_cases import load_case
 from tests.analysis.test_close import AFTER, BEFORE, MONTH, _month
 from tests.factories import invoke_cli
 from txkit.analysis.settlements import match_settlements
-from txkit.bank import BankStatement, read_statement, read_statements
 from txkit.errors import DataFileError
+from txkit.inputs import BankStatement, read_statement, read_statements
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "data" / "real" / "ofx"

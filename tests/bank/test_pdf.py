@@ -21,8 +21,8 @@ from tests.analysis.test_close import AFTER, BEFORE, MONTH, _month
 from tests.bank.pdf_files import Placed, scanned_pdf, text_pdf
 from tests.factories import invoke_cli
 from txkit.analysis.settlements import match_settlements
-from txkit.bank import BankStatement, read_statement, read_statements
 from txkit.errors import DataFileError
+from txkit.inputs import BankStatement, read_statement, read_statements
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "tests" / "data" / "real" / "pdf"
@@ -425,7 +425,7 @@ def test_on_a_real_terminal_the_password_is_asked_and_never_echoed() -> None:
     import select
 
     code = (
-        "import sys\nfrom txkit.bank import read_statement\n"
+        "import sys\nfrom txkit.inputs import read_statement\n"
         f"s = read_statement({str(_FIRST_BANK)!r})\nprint('ROWS', s.entries.height)\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TXKIT_")}

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
 
 REVOLUT = (
     "Type,Product,Started Date,Completed Date,Description,Amount,Fee,Currency,State,Balance\n"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from txkit.analysis.columns import BANK, BANK_PRESETS, column_setting, parse_columns
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
+from txkit.inputs.columns import BANK, BANK_PRESETS, column_setting, parse_columns
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"
 # preset -> (the corpus file it was verified on, the mapping its manifest reads it with)
@@ -22,6 +22,11 @@ VERIFIED = {
     "nordea": ("xls/nordea_personkonto.xls", "SEK"),
     "handelsbanken": ("xlsx/handelsbanken_transactions.xlsx", "SEK"),
     "banknorwegian": ("xlsx/banknorwegian_statement_aug.xlsx", "SEK"),
+    "capitec": ("bank-csv/built_capitec_transaction_history.csv", "ZAR"),
+    "bankzero": ("bank-csv/countary_bankzero_account.csv", "ZAR"),
+    "fnb": ("bank-csv/built_fnb_account_transaction_history.csv", "ZAR"),
+    "mpesa": ("bank-csv/built_mpesa_full_statement.csv", "KES"),
+    "stanbiczm": ("bank-csv/bizafrica_stanbiczm_sample.csv", "ZMW"),
 }
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from txkit.bank import read_statement
-from txkit.bank._camt import read as read_camt
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
+from txkit.inputs.camt._read import read as read_camt
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"
 

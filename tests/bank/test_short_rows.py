@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from txkit.bank import read_statement
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement
 
 HEADER = (
     "Transaction Date,Transaction Code,Description,Transaction Ref1,Transaction Ref2,"

@@ -28,7 +28,7 @@ def _measure(path: Path) -> tuple[float, float, str]:
     CPU time, not wall time, since the machine may be shared."""
     code = (
         "import resource, sys\n"
-        "from txkit.bank import read_statement\n"
+        "from txkit.inputs import read_statement\n"
         "start = resource.getrusage(resource.RUSAGE_SELF)\n"
         "s = read_statement(sys.argv[1])\n"
         "end = resource.getrusage(resource.RUSAGE_SELF)\n"
@@ -127,7 +127,7 @@ def test_a_large_camt053_is_read_in_bounded_memory(tmp_path: Path) -> None:
 # (the PDFs are written byte by byte by tests/bank/pdf_files.py).
 _REFUSAL_CODE = (
     "import resource, sys\n"
-    "from txkit.bank import read_statement\n"
+    "from txkit.inputs import read_statement\n"
     "from txkit.errors import DataFileError\n"
     "try:\n"
     "    s = read_statement(sys.argv[1])\n"

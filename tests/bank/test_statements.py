@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from txkit.bank import parse_mapping, read_statement, read_statements
 from txkit.errors import DataFileError
+from txkit.inputs import parse_mapping, read_statement, read_statements
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "bank"
 MT940 = DATA / "multi_currency.mt940"
@@ -61,10 +61,30 @@ def test_camt_pending_entries_are_kept_but_not_booked() -> None:
     assert pending.select("currency", "amount").rows() == [("USD", Decimal("99.00"))]
 
 
-def test_a_bank_csv_through_a_column_mapping_reads_the_same_entries() -> None:
-    rows = _booked(CSV, CSV_COLUMNS)
-    # A CSV has no reversal mark: the matching finds reversals by reference and amount.
-    assert [(c, a, ref) for c, a, _, ref in rows] == [(c, a, ref) for c, a, _, ref in BOOKED]
+def test_a_bank_csv_through_a_column_mapping_reads_the_same_entries_and_balances() -> None:
+    # Issue 46: a CSV has no reversal mark, yet its "RETURN OF CREDIT" debit of the credit
+    # before it is the reversal camt.053 and MT940 mark (it was a bank charge), and its
+    # running balance gives each month's opening and closing (the close summary's were blank).
+    assert _booked(CSV, CSV_COLUMNS) == BOOKED
+    statement = read_statement(CSV, columns=CSV_COLUMNS)
+    balances = {
+        c: (str(o), str(cl))
+        for c, o, cl in statement.balances.select("currency", "opening", "closing").rows()
+    }
+    assert balances == {"NGN": ("1250000.00", "1974947.50"), "USD": ("1000.00", "1250.50")}
+    said = statement.describe()
+    assert "1 debit(s) read as the reversal of a credit" in said
+    assert "line 3 returns line 2's credit" in said
+    assert "2026-10 NGN 1,250,000.00 to 1,974,947.50; 2026-11 USD 1,000.00 to 1,250.50" in said
+
+
+def test_a_return_of_credit_with_no_credit_before_it_stays_a_debit(tmp_path: Path) -> None:
+    path = tmp_path / "statement.csv"
+    lines = CSV.read_text().splitlines()
+    path.write_text("\n".join([lines[0], *lines[2:]]) + "\n")  # the credit it returns left out
+    statement = read_statement(path, columns=CSV_COLUMNS)
+    assert not statement.entries["reversal"].any()
+    assert "reversal" not in statement.describe()
 
 
 def test_the_format_comes_from_the_content_not_the_name(tmp_path: Path) -> None:
@@ -230,7 +250,7 @@ def test_a_csv_without_the_mapped_columns_names_them(tmp_path: Path) -> None:
         ("date=A,amount=B,credit=C,debit=D", "either amount"),
         ("date=A,colour=B", "unknown key 'colour'"),
         ("date=A,amount", "is not key=Column Name"),
-        ("date", "unknown preset 'date'; accepted: banknorwegian, fineco, gtbank"),
+        ("date", "unknown preset 'date'; accepted: banknorwegian, bankzero, capitec, fineco"),
         ("decimal=comma,thousands=comma", "must differ"),
         ("currency=A,account_currency=NGN", "not both"),
     ],

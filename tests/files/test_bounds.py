@@ -14,9 +14,8 @@ import pytest
 from tests.factories import invoke_cli
 from tests.files.hostile_sheets import bomb, far_cell, far_right, repeated_ods
 from txkit.analysis import read_orders
-from txkit.bank import read_statement
-from txkit.datafile import read_table, read_text
 from txkit.errors import DataFileError
+from txkit.inputs import read_statement, read_table, read_text
 
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = ["reference", "amount"]
@@ -211,7 +210,7 @@ def test_hostile_workbooks_end_in_one_line_within_seconds_and_bounded_memory(
 def test_a_bank_statement_of_dev_zero_or_a_fifo_ends_in_one_line(tmp_path: Path) -> None:
     code = (
         "import sys, time\n"
-        "from txkit.bank import read_statement\n"
+        "from txkit.inputs import read_statement\n"
         "from txkit.errors import DataFileError\n"
         "start = time.monotonic()\n"
         "for path in sys.argv[1:]:\n"

@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 import xlsxwriter
 
-from txkit.bank import read_statement
-from txkit.datafile import read_csv_table, read_table
 from txkit.errors import DataFileError
-from txkit.files._xlsx import _Format, shown_number
+from txkit.inputs import read_csv_table, read_statement, read_table
+from txkit.inputs.sheets._xlsx import _Format, shown_number
 
 COLUMNS = "date=Date,narration=Description,amount=Amount,currency=Currency,date_format=%d/%m/%Y"
 

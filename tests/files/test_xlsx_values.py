@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import xlsxwriter
 
-from txkit.datafile import read_table
 from txkit.errors import DataFileError
-from txkit.files._xlsx import shown_date
+from txkit.inputs import read_table
+from txkit.inputs.sheets._xlsx import shown_date
 
 
 def _formula_book(path: Path, *, saved: float | None = None) -> Path:

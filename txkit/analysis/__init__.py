@@ -5,9 +5,9 @@ returns an eager :class:`polars.DataFrame`. Money stays exact: decimal in, decim
 integer minor units in between; never a float.
 
 * :mod:`txkit.analysis.reconcile`: the export's collections against the merchant's orders.
-* :mod:`txkit.analysis.orders`: the merchant's orders file, read as txkit's own columns or
-  as a shop exports it (:mod:`txkit.analysis.columns`: the column mappings and presets that
-  orders and bank CSVs share).
+* :func:`read_orders` (from :mod:`txkit.inputs.orders`, where every file a merchant gives is
+  read): the merchant's orders file as the frame :func:`reconcile` takes. No module here opens
+  a file.
 * :mod:`txkit.analysis.underpayments`: payments below or above the expected amount.
 * :mod:`txkit.analysis.balances`: the balance-after fields against the balance model.
 * :mod:`txkit.analysis.balance_models`: the candidate balance models and the choice of one
@@ -36,12 +36,8 @@ from txkit.analysis.reconcile import (
     AGREED_CATEGORIES,
     CATEGORIES,
     DEFAULT_DATE_TOLERANCE,
-    MAX_ORDER_DECIMALS,
-    OrdersFile,
     describe_matching,
     duplicate_references,
-    read_orders,
-    read_orders_file,
     reconcile,
     reconcile_summary,
 )
@@ -53,6 +49,10 @@ from txkit.analysis.underpayments import (
     underpayment_summary,
     underpayments,
 )
+
+# The orders file is read in txkit.inputs; its reader stays importable here, where the docs
+# and notebooks show it beside reconcile.
+from txkit.inputs.orders import MAX_ORDER_DECIMALS, OrdersFile, read_orders, read_orders_file
 
 __all__ = [
     "AGREED_CATEGORIES",

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Final, Literal
+from typing import Final
 
 import polars as pl
 
-from txkit.schema import MONEY_SCALE
+from txkit.schema import MONEY_SCALE, Kind
 
 Frame = pl.DataFrame | pl.LazyFrame
-
-#: What a column must hold. ``money`` is exact: a decimal or an integer, never a float.
-Kind = Literal["money", "string", "datetime", "bool", "int", "number", "date"]
 
 _INTEGERS: Final = (
     pl.Int8,

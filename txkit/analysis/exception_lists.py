@@ -124,7 +124,7 @@ class ExceptionList:
         if AT_STAKE in frame.columns:
             return frame
         amount = self.amount()
-        # A side the frame lacks (a list written by hand, an older download) has no amount.
+        # A side the frame lacks (a list written by hand) has no amount.
         absent = [c for c in amount.meta.root_names() if c not in frame.columns]
         filled = frame.with_columns(pl.lit(None, dtype=pl.Decimal(38, 6)).alias(c) for c in absent)
         return filled.with_columns(amount.alias(AT_STAKE)).drop(absent)

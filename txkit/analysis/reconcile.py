@@ -44,17 +44,9 @@ from txkit.analysis._reconcile_base import (
     whole_days,
 )
 from txkit.analysis._reconcile_summary import describe_matching, reconcile_summary
-from txkit.analysis.columns import UNPAID
-from txkit.analysis.orders import (
-    MAX_ORDER_DECIMALS,
-    ORDERS_FORMATS,
-    ORDERS_OPTIONAL,
-    ORDERS_REQUIRED,
-    OrdersFile,
-    read_orders,
-    read_orders_file,
-)
 from txkit.calendar import month_bounds
+from txkit.inputs.columns import UNPAID
+from txkit.inputs.orders import ORDERS_OPTIONAL, ORDERS_REQUIRED
 from txkit.schema import require
 
 __all__ = [
@@ -62,19 +54,14 @@ __all__ = [
     "CATEGORIES",
     "DEFAULT_DATE_TOLERANCE",
     "GROUP_CATEGORIES",
-    "MAX_ORDER_DECIMALS",
     "MISMATCH_CATEGORIES",
     "MONTH_END_CATEGORIES",
     "NEAR_MATCH_CATEGORIES",
     "NOT_EXCEPTIONS",
-    "ORDERS_FORMATS",
     "UNPAID_CATEGORIES",
-    "OrdersFile",
     "at_stake",
     "describe_matching",
     "duplicate_references",
-    "read_orders",
-    "read_orders_file",
     "reconcile",
     "reconcile_summary",
 ]

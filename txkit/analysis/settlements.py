@@ -2,7 +2,7 @@
 
 A successful ``settlement`` record moves money from the wallet to the merchant's bank account;
 its ``toAmount`` in ``toCurrency`` is what the bank should credit. :func:`match_settlements`
-finds each settlement's credit on the statement (:func:`txkit.bank.read_statements`) by rules,
+finds each settlement's credit on the statement (:func:`txkit.inputs.read_statements`) by rules,
 in order, each recorded in the ``rule`` column:
 
 1. ``reference``: the credit carries the settlement's ``transactionReference`` (as its
@@ -113,7 +113,7 @@ def match_settlements(
             ``month``, those of the days before it (whose credits may land in the month), e.g.
             the month and its history; needs ``id``, ``createdAt``, ``transType``,
             ``status``, ``transactionReference``, ``toAmount`` and ``toCurrency``.
-        statement: a :class:`txkit.bank.BankStatement` (or its ``entries`` frame), holding
+        statement: a :class:`txkit.inputs.BankStatement` (or its ``entries`` frame), holding
             the month and the days after it where its last settlements arrive.
         month: ``YYYY-MM`` (UTC): rows are the month's settlements, the earlier ones credited
             in it, and the month's unmatched credits; ``timing_next_month`` needs it. None:
@@ -170,7 +170,7 @@ def _inputs(
     entries = getattr(statement, "entries", statement)
     if not isinstance(entries, pl.DataFrame):
         raise ValueError(
-            "match_settlements: statement must be a txkit.bank.BankStatement or its entries "
+            "match_settlements: statement must be a txkit.inputs.BankStatement or its entries "
             f"frame, got {type(statement).__name__}"
         )
     if (

@@ -214,8 +214,8 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     and balance breaks from the month's report.
 
     Each row holds its own currency's figures (a month's total on every currency row read as
-    18 breaks per currency). Null when the month has no report, or its report recorded no
-    per-currency figures (reports before txkit 0.2); a currency absent from a recorded list
+    18 breaks per currency). Null when the month has no report, or its list recorded no
+    per-currency figures (a list without a currency); a currency absent from a recorded list
     has 0 breaks.
 
     Args:
@@ -223,8 +223,6 @@ def trend_table(metrics: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
         history: :func:`txkit.notebook.report_history` (``month``, ``list``, ``currency``,
             ``rows``, ``population``).
     """
-    if "currency" not in history.columns:
-        history = history.with_columns(currency=pl.lit(None, pl.String))
     per_currency = history.filter(pl.col("currency").is_not_null())
 
     def figure(name: str, value: pl.Expr) -> pl.DataFrame:

@@ -21,9 +21,8 @@ import polars as pl
 from txkit import config
 from txkit.cli._args import month_arg
 from txkit.config import default_store
-from txkit.datafile import read_text
 from txkit.errors import DataFileError, StoreError
-from txkit.files import SPREADSHEET_SUFFIXES
+from txkit.inputs import SPREADSHEET_SUFFIXES, read_text
 from txkit.money import format_money
 from txkit.output import csv_safe
 from txkit.register import (
@@ -84,12 +83,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--owner")
     e.add_argument("--note", help="the explanation (carried over to later months)")
     e.add_argument("--status", choices=STATUSES, help="default: explained when a note is given")
-    e.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
+    _add_who(e)
     e.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
     e.set_defaults(func=_explain)
     i = actions.add_parser("import", help="annotations from a CSV or Excel file (key column)")
     i.add_argument("file")
-    i.add_argument("--by", metavar="NAME", help="who makes the change (default: the login name)")
+    _add_who(i)
     i.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
     i.set_defaults(func=_import)
     r = actions.add_parser(
@@ -98,6 +97,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--store", metavar="DIR|URI", help="default: the source's store")
     r.set_defaults(func=_repair)
+
+
+def _add_who(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--by",
+        metavar="NAME",
+        help="who makes the change (default: this process's operating system account, which is "
+        "recorded beside the name either way)",
+    )
+    p.add_argument(
+        "--key",
+        dest="key_file",
+        metavar="PATH",
+        help="sign the change with your OpenSSH ed25519 key (or its .pub in the running "
+        "ssh-agent), one allowed_signers lists: the name is then the key's; a write-off of a "
+        "material item needs it when the project has allowed_signers",
+    )
+    p.add_argument(
+        "--allowed-signers",
+        metavar="FILE",
+        help="who may sign, in OpenSSH's format (default: allowed_signers in the project folder)",
+    )
 
 
 def _repair(args: argparse.Namespace) -> int:
@@ -180,11 +201,14 @@ def _explain(args: argparse.Namespace) -> int:
         note=args.note,
         status=args.status,
         actor=args.by,
+        key_file=args.key_file,
+        allowed_signers=args.allowed_signers,
     ).row(0, named=True)
     print(
         f"{row['key']}: {row['status']}, {row['category']}, owner {row['owner'] or '-'}"
         f"{': ' + row['explanation'] if row['explanation'] else ''}"
     )
+    print(f"  {_who(row)}")
     return 0
 
 
@@ -249,6 +273,13 @@ def _import(args: argparse.Namespace) -> int:
         if any(v is not None for v in change.values()) or row["key"] not in current:
             changes.append({"key": row["key"], **change})
     if changes:
-        annotate(store, changes, actor=args.by)
+        annotate(store, changes, actor=args.by, key_file=args.key_file,
+                 allowed_signers=args.allowed_signers)  # fmt: skip
     print(f"imported {len(changes):,} annotations from {path}")
     return 0
+
+
+def _who(row: dict) -> str:
+    """Who made an item's last change, as the register recorded it."""
+    how = f"signed with key {row['changed_key']}" if row["changed_key"] else "not signed"
+    return f"by {row['changed_by']} ({how}; account {row['changed_account'] or 'not recorded'})"

@@ -112,7 +112,8 @@ def _add_how_shown(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--key",
         metavar="PATH",
-        help="with --reopen: your OpenSSH ed25519 private key (one allowed_signers lists)",
+        help="with --reopen: your OpenSSH ed25519 private key (one allowed_signers lists), or "
+        "its .pub when the running ssh-agent holds it",
     )
     p.add_argument(
         "--no-cache",
@@ -145,8 +146,9 @@ def _add_sign(sub: argparse._SubParsersAction) -> None:
         required=True,
         metavar="PATH",
         help="your OpenSSH ed25519 private key (encrypted: its passphrase from "
-        f"{config.KEY_PASSPHRASE_VAR} or asked at a terminal); who you are is the name "
-        "allowed_signers gives its public key",
+        f"{config.KEY_PASSPHRASE_VAR} or asked at a terminal), or its public key (.pub) when "
+        "the running ssh-agent (SSH_AUTH_SOCK) holds it: the agent signs; who you are is the "
+        "name allowed_signers gives its public key",
     )
     _add_allowed(s)
     s.add_argument("--out", default=str(config.REPORTS_DIR), metavar="DIR")

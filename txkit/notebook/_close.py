@@ -3,7 +3,7 @@ its "what to look at" sentences.
 
 * :func:`load_bank_statements`: the statements given (``sandbox``: the embedded sandbox's own
   statements of the month and the month after it), read and checked by
-  :func:`txkit.bank.read_statements`, with a line saying what was read;
+  :func:`txkit.inputs.read_statements`, with a line saying what was read;
 * :func:`publish_table`: a whole table (the wallet statement, every settlement) written as
   CSV and Excel beside the report's pages, with the index's headline figures; exception lists
   keep :func:`~txkit.notebook.display_exceptions` (open items against last month);
@@ -24,12 +24,12 @@ from typing import Any
 import polars as pl
 
 from txkit._scrub import scrub_frame
-from txkit.analysis.columns import BANK, column_setting
 from txkit.analysis.wallet import DIFFERENCE_SIGN
-from txkit.bank import BankStatement, read_statements
 from txkit.calendar import month_bounds, next_month, parse_month
 from txkit.config import key_configured, project_path, shown_path
 from txkit.fetch.source import sandbox_files
+from txkit.inputs import BankStatement, read_statements
+from txkit.inputs.columns import BANK, column_setting
 from txkit.money import format_money, format_sums
 from txkit.notebook._downloads import MANIFEST, _for_files
 from txkit.notebook._load import LoadInfo

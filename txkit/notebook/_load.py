@@ -16,16 +16,16 @@ from typing import Any
 import polars as pl
 
 from txkit import config
-from txkit.analysis.columns import ORDERS, column_setting
-from txkit.analysis.orders import read_orders_file
 from txkit.calendar import month_bounds, next_month, no_records_line, parse_month, previous_months
 from txkit.config import default_store, key_configured, resolve_orders, shown_path
-from txkit.datafile import orders_around
 from txkit.errors import NoRecordsError, ParameterError
 from txkit.fetch.client import Client
 from txkit.fetch.load import load_transactions
 from txkit.fetch.pages import ExportStats
 from txkit.fetch.source import connect, sandbox_files
+from txkit.inputs import orders_around
+from txkit.inputs.columns import ORDERS, column_setting
+from txkit.inputs.orders import read_orders_file
 from txkit.store import read_manifests, read_months, scan_store, store_name
 
 __all__ = [
@@ -423,7 +423,7 @@ def load_orders_file(
     margin_days: int = 0,
     columns: str | Mapping[str, Any] | None = None,
 ) -> tuple[pl.DataFrame, LoadInfo, Any]:
-    """:func:`load_orders`, and the :class:`~txkit.analysis.reconcile.OrdersFile` read."""
+    """:func:`load_orders`, and the :class:`~txkit.inputs.OrdersFile` read."""
     month = parse_month(month)
     first, last = month_bounds(month)
     orders = resolve_orders(orders)

@@ -24,9 +24,9 @@ import polars as pl
 
 from txkit import config
 from txkit.analysis.exception_lists import AT_STAKE, exception_list
-from txkit.bank import BankStatement
 from txkit.calendar import parse_month
 from txkit.errors import ParameterError
+from txkit.inputs import BankStatement
 from txkit.notebook._close import load_bank_statements, publish_table
 from txkit.notebook._display import (
     as_run_line,

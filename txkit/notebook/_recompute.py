@@ -25,12 +25,12 @@ from txkit.analysis import (
     reconcile,
     underpayments,
 )
-from txkit.analysis.columns import ORDERS, column_setting
 from txkit.analysis.exception_lists import exception_list
-from txkit.analysis.orders import read_orders_file
 from txkit.calendar import parse_month
-from txkit.datafile import orders_around
 from txkit.fetch.source import sandbox_files
+from txkit.inputs import orders_around
+from txkit.inputs.columns import ORDERS, column_setting
+from txkit.inputs.orders import read_orders_file
 from txkit.notebook._load import load_history, load_margin, load_month
 from txkit.register import (
     ITEMS_SUFFIX,

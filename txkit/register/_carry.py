@@ -33,8 +33,8 @@ import polars as pl
 
 from txkit import config
 from txkit.calendar import next_month, parse_month, previous_months
-from txkit.datafile import orders_around
 from txkit.errors import TxkitError, one_line
+from txkit.inputs import orders_around
 from txkit.money import format_money
 from txkit.register._model import OPEN_STATUSES, SECTIONS
 from txkit.store import open_table

@@ -11,9 +11,12 @@ standard tools::
 ``"Ada Obi" namespaces="txkit" ssh-ed25519 AAAA...``; the principal is the name a pack shows.
 The keys are loaded and the ed25519 signatures made and checked by ``cryptography``; this module
 only lays out the SSHSIG envelope around them (PROTOCOL.sshsig), which the tests check against
-``ssh-keygen -Y verify``. Names are compared as people read them (:func:`fold_name`). The
-texts a signer signs (a sign-off: :func:`statement_of`; a reopening: :func:`reopen_statement`)
-are laid out here too, so that signing and verifying read one definition.
+``ssh-keygen -Y verify``. A key held by the running ``ssh-agent`` signs through the agent's
+protocol (:class:`AgentKey`: ``--key`` names its ``.pub``; the agent makes the ed25519
+signature, ``cryptography`` checks it). Names are compared as people read them
+(:func:`fold_name`). The texts a signer signs (a sign-off: :func:`statement_of`; a
+reopening: :func:`reopen_statement`) are laid out here too, so that signing and verifying
+read one definition.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from txkit.errors import DataFileError, ReportSignedError
 
 __all__ = [
     "NAMESPACE",
+    "AgentKey",
     "Signer",
     "check_name",
     "fingerprint",
@@ -326,11 +330,14 @@ def load_allowed_signers(path: str | os.PathLike[str] | None = None) -> list[Sig
 def load_signing_key(path: str | os.PathLike[str]) -> object:
     """The signer's OpenSSH ed25519 private key (as ``ssh-keygen -t ed25519`` writes it). An
     encrypted key's passphrase comes from ``TXKIT_KEY_PASSPHRASE``, else a prompt when a
-    person is at the terminal; else it is refused.
+    person is at the terminal; else it is refused. A public key (``.pub``) names a key held
+    by the running ``ssh-agent`` (``SSH_AUTH_SOCK``): the agent signs, and no passphrase is
+    asked (:class:`AgentKey`).
 
     Raises:
         ValueError: no such file, not an OpenSSH private key, not ed25519, a wrong or missing
-            passphrase (one line naming the file).
+            passphrase, a public key with no agent or that the agent does not hold (one line
+            naming the file).
     """
     from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -342,9 +349,7 @@ def load_signing_key(path: str | os.PathLike[str]) -> object:
     except OSError as exc:
         raise ValueError(f"--key {where}: cannot be read ({exc.strerror or exc})") from None
     if data.lstrip().startswith((b"ssh-", b"ecdsa-", b"sk-")):
-        raise ValueError(
-            f"--key {where} is a public key: give the private key (the file without .pub)"
-        )
+        return _agent_key(where, data)
     try:
         key = load_ssh_private_key(data, password=None)
     except TypeError:  # encrypted: cryptography asks for the passphrase
@@ -373,10 +378,121 @@ def load_signing_key(path: str | os.PathLike[str]) -> object:
     return key
 
 
+#: The agent protocol's messages (draft-miller-ssh-agent): list the keys, sign with one.
+_AGENT_LIST, _AGENT_KEYS, _AGENT_SIGN, _AGENT_SIGNED, _AGENT_FAILURE = 11, 12, 13, 14, 5
+#: The largest agent reply read (a reply's length is the agent's word; its keys fit easily).
+_AGENT_REPLY_MAX: Final = 256 * 1024
+
+
+@dataclass(frozen=True)
+class AgentKey:
+    """An ed25519 key held by the running ``ssh-agent``: ``--key`` named its public half.
+    The agent makes the signature (its private half never leaves the agent);
+    :func:`sshsig_sign` checks it with ``cryptography`` before using it."""
+
+    path: Path
+    blob: bytes
+    socket: str
+
+    def sign(self, data: bytes) -> bytes:
+        """The raw ed25519 signature of ``data``, made by the agent.
+
+        Raises:
+            ValueError: the agent refused or answered something else (one line).
+        """
+        reply = _agent_call(self.socket, bytes([_AGENT_SIGN]) + _string(self.blob)
+                            + _string(data) + struct.pack(">I", 0), self.path)  # fmt: skip
+        if reply[:1] != bytes([_AGENT_SIGNED]):
+            raise ValueError(f"--key {self.path}: the ssh-agent refused to sign with it "
+                             "(a key added with ssh-add -c needs its confirmation)")  # fmt: skip
+        try:
+            inner = _Reader(_Reader(reply[1:]).string())
+            kind, raw = inner.string(), inner.string()
+        except ValueError:
+            raise ValueError(f"--key {self.path}: the ssh-agent's signature is not "
+                             "readable") from None  # fmt: skip
+        if kind != _ED25519 or len(raw) != 64:
+            raise ValueError(f"--key {self.path}: the ssh-agent signed with {kind[:40]!r}, "
+                             "not ssh-ed25519")  # fmt: skip
+        return raw
+
+
+def _agent_key(where: Path, data: bytes) -> AgentKey:
+    """The key of the public key file ``where`` in the running agent, or one line saying why
+    it cannot sign (never a passphrase prompt: the private half is the agent's)."""
+    fields = data.split()
+    try:
+        blob = base64.b64decode(fields[1], validate=True) if len(fields) > 1 else b""
+        _ed25519_key(blob)
+    except (binascii.Error, ValueError):
+        kind = fields[0][:40].decode("ascii", "replace") if fields else "?"
+        raise ValueError(
+            f"--key {where} is a {kind} public key: txkit signs with ed25519 keys (ssh-keygen "
+            "-t ed25519 -f FILE)"
+        ) from None
+    socket = os.environ.get("SSH_AUTH_SOCK", "")
+    if not socket:
+        raise ValueError(
+            f"--key {where} is a public key and no ssh-agent is running (SSH_AUTH_SOCK is not "
+            "set): give the private key (the file without .pub), or ssh-add it to an agent"
+        )
+    reply = _agent_call(socket, bytes([_AGENT_LIST]), where)
+    try:
+        if reply[:1] != bytes([_AGENT_KEYS]):
+            raise ValueError("no list of keys")
+        listing = _Reader(reply[1:])
+        held = []
+        for _ in range(listing.uint32()):
+            held.append(listing.string())
+            listing.string()  # its comment
+    except ValueError:
+        raise ValueError(f"--key {where}: the ssh-agent at SSH_AUTH_SOCK did not list its "
+                         "keys") from None  # fmt: skip
+    if blob not in held:
+        raise ValueError(
+            f"--key {where}: the ssh-agent (SSH_AUTH_SOCK) does not hold this key "
+            f"({fingerprint(blob)}): ssh-add its private key, or give the private key file"
+        )
+    return AgentKey(where, blob, socket)
+
+
+def _agent_call(path: str, message: bytes, where: Path) -> bytes:
+    """One request to the agent at ``path`` and its reply (the message without its length)."""
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(30)  # an agent asking for confirmation waits for a person
+            conn.connect(path)
+            conn.sendall(_string(message))
+            head = _recv(conn, 4)
+            size = int(struct.unpack(">I", head)[0])
+            if size > _AGENT_REPLY_MAX:
+                raise OSError(f"a reply of {size:,} bytes")
+            return _recv(conn, size)
+    except OSError as exc:
+        raise ValueError(
+            f"--key {where}: the ssh-agent at SSH_AUTH_SOCK={path} cannot be reached "
+            f"({exc.strerror or exc})"
+        ) from None
+
+
+def _recv(conn: Any, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = conn.recv(n - len(out))
+        if not chunk:
+            raise OSError("the agent closed the connection")
+        out += chunk
+    return out
+
+
 def public_blob(key: object) -> bytes:
     """The SSH public key blob of a private key (what ``allowed_signers`` lists)."""
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+    if isinstance(key, AgentKey):
+        return key.blob
     line = key.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)  # type: ignore[attr-defined]
     return base64.b64decode(line.split()[1])
 
@@ -391,7 +507,17 @@ def _signed_data(message: bytes, hash_name: bytes) -> bytes:
 def sshsig_sign(key: object, message: bytes) -> str:
     """An armored SSHSIG signature of ``message`` in the ``txkit`` namespace, as
     ``ssh-keygen -Y sign -n txkit`` writes it."""
-    raw = key.sign(_signed_data(message, b"sha512"))  # type: ignore[attr-defined]
+    data = _signed_data(message, b"sha512")
+    raw = key.sign(data)  # type: ignore[attr-defined]
+    if isinstance(key, AgentKey):  # the agent's word is checked, as a verifier will
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            Ed25519PublicKey.from_public_bytes(_ed25519_key(key.blob)).verify(raw, data)
+        except InvalidSignature:
+            raise ValueError(f"--key {key.path}: the ssh-agent's signature does not verify "
+                             "with this key") from None  # fmt: skip
     whole = (
         _MAGIC
         + struct.pack(">I", 1)

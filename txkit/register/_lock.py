@@ -43,6 +43,7 @@ __all__ = [
     "login_and_host",
     "month_lock",
     "month_state",
+    "os_account",
     "refuse_locked",
 ]
 
@@ -122,13 +123,23 @@ def check_text(value: str | None, flag: str, *, example: str = "") -> str | None
     return text
 
 
-def login_and_host() -> tuple[str, str]:
-    """The login name (``LOGNAME``/``USER``, else the account's) and the host's name."""
+def os_account() -> str:
+    """The operating system's account this process runs as (its user id's name), never
+    ``LOGNAME`` or ``USER``, which whoever starts the process sets; ``uid N`` when the id has
+    no name (a container)."""
+    if not hasattr(os, "getuid"):  # Windows: no user ids; the account's own name
+        return getpass.getuser()
+    import pwd
+
     try:
-        login = getpass.getuser()
-    except (OSError, KeyError):  # no name for the uid (a container)
-        login = f"uid {os.getuid()}" if hasattr(os, "getuid") else "unknown"
-    return login, socket.gethostname()
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return f"uid {os.getuid()}"
+
+
+def login_and_host() -> tuple[str, str]:
+    """The process's account (:func:`os_account`) and the host's name."""
+    return os_account(), socket.gethostname()
 
 
 def _same_person(a: dict[str, Any], b: dict[str, Any]) -> str | None:

@@ -29,7 +29,6 @@ __all__ = [
 ]
 
 #: The register's format; a register written with a higher one is refused (a newer txkit).
-#: 2: ``checked`` and ``cleared`` events (carry-over), which a format-1 reader would not apply.
 FORMAT: Final = 2
 
 STATUSES: Final[tuple[str, ...]] = ("open", "explained", "resolved", "written_off")

@@ -30,17 +30,17 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import ReportSignedError
+from txkit.register._annotate import made_by, needs_key, provenance
 from txkit.register._carry import Carry, Recompute, carry_over
 from txkit.register._lock import (
     check_text,
     files_digest,
     locked_message,
-    login_and_host,
     month_state,
     pack_files,
     refuse_locked,
 )
-from txkit.register._materiality import Materiality
+from txkit.register._materiality import Materiality, load_materiality
 from txkit.register._model import (
     BUCKETS,
     CATEGORIES,
@@ -92,6 +92,8 @@ REGISTER_COLUMNS: dict[str, Any] = {
     "resolved_by": pl.String,
     "changed_by": pl.String,
     "changed_at": pl.Datetime("us", "UTC"),
+    "changed_account": pl.String,
+    "changed_key": pl.String,
 }
 
 
@@ -306,7 +308,7 @@ class _Fold:
             item["status"] = "resolved"
             item["resolved_month"] = row["month"]
             item["resolved_by"] = row["note"]
-            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+            _changed(item, row)
 
     def reported(self, row: dict[str, Any], seen: list[dict[str, Any]]) -> None:
         """A run of a month's report: settle what it no longer lists, then list what it saw."""
@@ -337,7 +339,7 @@ class _Fold:
             item["resolved_by"] = _resolution_note(
                 key, month, self.versions.get(month), row["table_version"], keys
             )
-            item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+            _changed(item, row)
 
     def _list(self, row: dict[str, Any], s: dict[str, Any]) -> None:
         month = row["month"]
@@ -353,9 +355,8 @@ class _Fold:
                 "explanation": None,
                 "resolved_month": None,
                 "resolved_by": None,
-                "changed_by": row["actor"],
-                "changed_at": row["at"],
             }
+            _changed(item, row)
         elif item["status"] == "resolved":
             item["status"] = "explained" if item["explanation"] else "open"
             item["resolved_month"] = item["resolved_by"] = None
@@ -375,17 +376,29 @@ class _Fold:
         status = row["status"]
         if status is None and row["explanation"] and item["status"] == "open":
             status = "explained"
+        account, key = made_by(row)
         if status is not None:
             item["status"] = status
             if status in ("resolved", "written_off"):
                 item["resolved_month"] = row["month"] or self.newest or item["last_month"]
-                what = row["note"] or item["explanation"] or "no note"
+                what = item["explanation"] or "no note"
+                how = f"signed, key {key}" if key else "not signed"
                 item["resolved_by"] = (
-                    f"{status.replace('_', ' ')} by {row['actor']} on {row['at']:%Y-%m-%d}: {what}"
+                    f"{status.replace('_', ' ')} by {row['actor']} ({how}; account "
+                    f"{account or 'not recorded'}) on {row['at']:%Y-%m-%d}: {what}"
                 )
             else:
                 item["resolved_month"] = item["resolved_by"] = None
-        item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+        _changed(item, row, account, key)
+
+
+def _changed(
+    item: dict[str, Any], row: dict[str, Any], account: str | None = None, key: str | None = None
+) -> None:
+    """The item's last change: by whom (the declared name), when, the account it was made
+    from and the key that signed it (a person's annotation; None for a report's changes)."""
+    item["changed_by"], item["changed_at"] = row["actor"], row["at"]
+    item["changed_account"], item["changed_key"] = account, key
 
 
 def _newest(events: pl.DataFrame) -> str | None:
@@ -394,20 +407,10 @@ def _newest(events: pl.DataFrame) -> str | None:
 
 
 def annotation_months(events: pl.DataFrame) -> pl.DataFrame:
-    """Each ``annotated`` event's month: the newest month reported when it was made (the
-    month whose register it changes; recorded since format 3, worked out for older ones)."""
-    runs = sorted(
-        events.filter(pl.col("event") == "reported").select("at", "month").iter_rows(),
-        key=lambda r: r[0],
-    )
-    owners, newest, i = [], None, 0
+    """The ``annotated`` events, each with its ``month``: the newest month reported when it was
+    made (the month whose register it changes, recorded by :func:`annotate`)."""
     notes = events.with_row_index("_i").filter(pl.col("event") == "annotated").sort("at", "_i")
-    for at, month in notes.select("at", "month").iter_rows():
-        while i < len(runs) and runs[i][0] <= at:
-            newest = runs[i][1] if newest is None or runs[i][1] > newest else newest
-            i += 1
-        owners.append(month or newest)
-    return notes.with_columns(pl.Series("month", owners, dtype=pl.String)).drop("_i")
+    return notes.drop("_i")
 
 
 def select_events(events: pl.DataFrame, month: str | None, *, cut: Any = None) -> pl.DataFrame:
@@ -618,12 +621,15 @@ def explain(
     note: str | None = None,
     status: str | None = None,
     actor: str | None = None,
+    key_file: str | os.PathLike[str] | None = None,
+    allowed_signers: str | os.PathLike[str] | None = None,
 ) -> pl.DataFrame:
     """Annotate an item: category, owner, explanation, status. Returns its register row.
 
     Giving an explanation to an ``open`` item makes it ``explained`` (unless ``status`` says
-    otherwise). The change is one appended event, with who (``actor``, default the login
-    name) and when.
+    otherwise). The change is one appended event, with who (``actor``, default the process's
+    account), the account it was made from, when, and with ``key_file`` its signature
+    (:func:`annotate`).
 
     Raises:
         ValueError: an unknown key, category or status (one line naming the accepted values),
@@ -638,21 +644,34 @@ def explain(
         store,
         [{"key": key, "category": category, "owner": owner, "explanation": note, "status": status}],
         actor=actor,
+        key_file=key_file,
+        allowed_signers=allowed_signers,
     )
     view = register_view(store)
     return view.filter(pl.col("key") == key)
 
 
 def annotate(
-    store: str | os.PathLike[str], changes: list[dict[str, Any]], *, actor: str | None = None
+    store: str | os.PathLike[str],
+    changes: list[dict[str, Any]],
+    *,
+    actor: str | None = None,
+    key_file: str | os.PathLike[str] | None = None,
+    allowed_signers: str | os.PathLike[str] | None = None,
 ) -> int:
     """Append annotations (``key`` and any of ``category``, ``owner``, ``explanation``,
-    ``status``) as one commit; returns the register's version.
+    ``status``) as one commit; returns the register's version. Each records the process's
+    account (never ``LOGNAME``/``USER``) beside the declared name; with ``key_file`` (a key
+    ``allowed_signers`` lists) each is signed and the name is the key's
+    (:mod:`txkit.register._annotate`). A write-off of a material item needs ``key_file`` when
+    the project has an ``allowed_signers`` file.
 
     Raises:
-        ValueError: a key the register does not know (names it, and the row when several).
+        ValueError: a key the register does not know (names it, and the row when several),
+            or a material write-off without ``key_file``.
+        ReportSignedError: ``key_file`` is not listed, or ``actor`` names another person.
     """
-    events, _ = read_events(store)
+    events, register_version = read_events(store)
     known = set(events.filter(pl.col("event") == "seen")["key"].to_list())
     unknown = [(i, c["key"]) for i, c in enumerate(changes) if c["key"] not in known]
     if unknown:
@@ -662,7 +681,7 @@ def annotate(
             f"no item {unknown[0][1]!r} in the register{where}{more}: `txkit exceptions` "
             "lists the keys"
         )
-    who = check_text(actor, "--by") or login_and_host()[0]
+    declared = check_text(actor, "--by")
     for change in changes:
         for name in ("owner", "explanation"):
             flag = "--note" if name == "explanation" else f"--{name}"
@@ -671,6 +690,14 @@ def annotate(
     month = _newest(events)
     if month is not None:
         refuse_locked(events, month, f"the change of {changes[0]['key']} is refused")
+    if key_file is None and any(c.get("status") == "written_off" for c in changes):
+        signers = Path(allowed_signers) if allowed_signers is not None else None
+        view = register_view(store, events=events, materiality=load_materiality())
+        why = needs_key(changes, view, signers)
+        if why:
+            raise ValueError(why)
+    who, notes = provenance(changes, by=declared, key=key_file, allowed_signers=allowed_signers,
+                            month=month, register_version=register_version)  # fmt: skip
     at = now()
     rows = [
         {
@@ -680,11 +707,11 @@ def annotate(
             "owner": c.get("owner"),
             "explanation": c.get("explanation"),
             "status": c.get("status"),
-            "note": c.get("explanation"),
+            "note": note,
             "actor": who,
             "at": at,
             "month": month,
         }
-        for c in changes
+        for c, note in zip(changes, notes, strict=True)
     ]
     return append_events(store, events_frame(rows))

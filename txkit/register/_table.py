@@ -158,8 +158,8 @@ def _damaged(store: str | os.PathLike[str], rel: str, detail: str) -> str:
 @dataclass(frozen=True)
 class PartCheck:
     """One file of the register's version, checked: ``ok`` (its digest matches),
-    ``damaged``, ``missing``, or ``unverified`` (written before digests; ``detail`` says
-    whether it reads)."""
+    ``damaged``, ``missing``, or ``unverified`` (a file not named by its digest, which txkit
+    does not write: another tool added it; ``detail`` says whether it reads)."""
 
     path: str
     size: int
@@ -261,7 +261,7 @@ def check_parts(store: str | os.PathLike[str], version: int | None = None) -> li
             out.append(PartCheck(rel, size, "damaged", f"does not read: {exc}"))
             continue
         status = "ok" if expected is not None else "unverified"
-        detail = "" if expected is not None else "unverified (written before digests); it reads"
+        detail = "" if expected is not None else "unverified (not named by its digest); it reads"
         out.append(PartCheck(rel, size, status, detail, frame))
     return out
 

@@ -14,6 +14,7 @@ import polars as pl
 
 from txkit.calendar import parse_month
 from txkit.errors import DataFileError, ReportSignedError
+from txkit.register._annotate import annotation_problems
 from txkit.register._keys import Signer, load_allowed_signers, sshsig_verify, statement_of
 from txkit.register._lock import (
     _BLOCK,
@@ -26,6 +27,7 @@ from txkit.register._lock import (
     report_digest,
 )
 from txkit.register._sign import _folder_of, pack_problems, signature_block, signoff_block
+from txkit.register._state import annotation_months
 from txkit.register._table import read_events
 
 __all__ = ["own_signatures", "refuse_overwrite", "verify_report"]
@@ -60,7 +62,9 @@ def verify_report(
             f"the register of {store} has no report of {month}: nothing to verify "
             "(--store names the store the report read)"
         )
-    signers = load_allowed_signers(allowed_signers) if state.signatures else []
+    notes = annotation_months(events).filter(pl.col("month") == month)
+    signed_notes = any('"sshsig"' in (n or "") for n in notes["note"])
+    signers = load_allowed_signers(allowed_signers) if state.signatures or signed_notes else []
     lines, whole = [], True
     for number in sorted(state.revisions):
         rev = state.revisions[number]
@@ -68,7 +72,7 @@ def verify_report(
         head = f"revision {number} ({rev.name or month})"
         problems = pack_problems(folder, rev.files) if rev.files is not None else []
         if rev.files is None:
-            problems.append("its report recorded no digests (written before txkit verified packs)")
+            problems.append("the register recorded no digests of its files (no report of it)")
         digest = report_digest(folder) if folder.is_dir() else None
         for sig in rev.signatures:
             if digest is not None and sig["sha256"] != digest:
@@ -105,7 +109,19 @@ def verify_report(
         lines += [f"signatures: {p}" for p in chain]
     else:
         lines.append(f"signatures: the chain of {len(state.signatures)} holds")
-    return lines, whole
+    wrong = annotation_problems(notes, signers)
+    return lines + _annotation_lines(notes, wrong, month), whole and not wrong
+
+
+def _annotation_lines(notes: pl.DataFrame, wrong: list[str], month: str) -> list[str]:
+    """What ``verify`` says of the month's annotations: the problems, or how many were
+    signed and verified."""
+    if wrong:
+        return [f"annotations: {p}" for p in wrong]
+    if not notes.height:
+        return []
+    signed = sum('"sshsig"' in (n or "") for n in notes["note"])
+    return [f"annotations: {notes.height} of {month}, {signed} signed, each signature verified"]
 
 
 def _unheld(
@@ -131,8 +147,8 @@ def _key_problems(sig: dict[str, Any], rev: Revision, signers: list[Signer]) -> 
     """Why the register's signature ``sig`` does not prove who signed this revision."""
     who = f"{sig['role']} {sig['name']}"
     if not sig.get("sshsig") or not sig.get("statement"):
-        return [f"{who} signed without a key (before txkit proved who signs): not proof of who "
-                "signed; reopen the month and sign it with keys"]  # fmt: skip
+        return [f"{who} signed without a key's signature: not proof of who signed; reopen the "
+                "month and sign it with keys"]  # fmt: skip
     try:
         signer = sshsig_verify(sig["sshsig"], str(sig["statement"]).encode("utf-8"), signers)
     except ValueError as exc:
@@ -155,8 +171,7 @@ def _reopen_problems(
     """Why who reopened ``rev`` (a revision of a signed month) is not proven."""
     done = rev.reopened
     if not isinstance(done, dict) or not done.get("sshsig") or not done.get("statement"):
-        return ["reopened without a key's signature (before txkit proved who reopens): who "
-                "reopened it is not proven"]  # fmt: skip
+        return ["reopened without a key's signature: who reopened it is not proven"]
     try:
         signer = sshsig_verify(done["sshsig"], str(done["statement"]).encode("utf-8"), signers)
     except ValueError as exc:

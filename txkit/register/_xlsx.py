@@ -1,7 +1,7 @@
 """Read the first sheet of a workbook as text: the edited ``exceptions.xlsx`` of a report,
 for ``txkit exceptions import``.
 
-Through :func:`txkit.files.read_grid`, the bounded reader every data file goes through: only a
+Through :func:`txkit.inputs.read_grid`, the bounded reader every data file goes through: only a
 regular file within ``TXKIT_MAX_INPUT_MB``, its parts' declared sizes and its cell addresses
 checked before they are believed, its XML streamed (a hostile workbook ends in one line,
 within seconds and a bounded memory). ``.xls`` and ``.ods`` (a sheet saved again by another
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from txkit.files import read_grid
+from txkit.inputs import read_grid
 
 __all__ = ["read_xlsx_text"]
 

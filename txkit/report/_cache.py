@@ -27,9 +27,9 @@ import xxhash
 
 import txkit
 from txkit import config
-from txkit.analysis.columns import SETTINGS_FILE, project_folder
 from txkit.errors import one_line
-from txkit.files import code_digest, file_digest
+from txkit.inputs import code_digest, file_digest
+from txkit.inputs.columns import SETTINGS_FILE, project_folder
 from txkit.notebook import read_downloads, sandbox_statements
 from txkit.register import CONFIG_FILE, ITEMS_SUFFIX, read_events
 from txkit.report._plan import ReportPlan
@@ -121,7 +121,7 @@ def notebook_inputs(
     out: Path,
 ) -> dict[str, Any]:
     """What ``notebook`` reads besides its code and parameters, as digests: txkit's version
-    and code with the installed libraries' versions (:func:`txkit.files.code_digest`),
+    and code with the installed libraries' versions (:func:`txkit.inputs.code_digest`),
     the store's table (id and version), the orders file and ``txkit.toml`` (notebooks with an
     ``orders`` parameter), the bank statements and ``txkit.toml`` (``bank_statements``), the
     register's events (:func:`_register_digest`) and ``materiality.toml``

@@ -134,7 +134,7 @@ def close_figures(
 ) -> CloseFigures:
     """The summary's figures from the report folder's downloads, the month's records (lazy,
     the store at the pages' table version) and the bank statements (a
-    :class:`txkit.bank.BankStatement`, or None)."""
+    :class:`txkit.inputs.BankStatement`, or None)."""
     notes: list[str] = []
     currencies, lines = _wallet_lines(folder)
     if records is not None:
@@ -299,11 +299,36 @@ def _bank_lines(bank: Any, month: str, currencies: list[str]) -> tuple[list[_Lin
             f"({row['narration'] or 'no narration'})"
         )
     notes = [f"Bank debits: {'; '.join(listed)}."] if listed else []
+    notes += _blank_balance_notes(bank, [c for c in currencies if closing.get(c) is None])
     lines: list[_Line] = [
         ("Bank closing balance (statement)", {c: closing.get(c) for c in currencies}),
         ("Bank charges and other debits", charges),
     ]
     return lines, notes
+
+
+def _blank_balance_notes(bank: Any, blank: list[str]) -> list[str]:
+    """Why the bank's closing balance (and so the wallet to bank) is blank, per currency."""
+    notes = []
+    for code in blank:
+        mine = bank.entries.filter(pl.col("currency") == code)
+        closes = bank.balances.filter(pl.col("currency") == code)
+        if mine.height == 0:
+            why = "the bank statements hold no line in it"
+        elif closes.height == 0:
+            files = ", ".join(sorted({Path(f).name for f in mine["file"]}))
+            why = (
+                f"its statement ({files}) gives no opening or closing balance: a CSV or "
+                "spreadsheet statement gives them through its running balance column, mapped "
+                "as balance=... and written on every line"
+            )
+        else:
+            dates = ", ".join(sorted({str(d) for d in closes["closing_date"]}))
+            why = f"no statement of it closes in the month (they close on {dates})"
+        notes.append(
+            f"Bank closing balance in {code} is blank, and so is its wallet to bank: {why}."
+        )
+    return notes
 
 
 #: The roll-forward's lines, in order (the last is the total of the others, signed).
@@ -325,7 +350,7 @@ def roll_forward(folder: Path, month: str) -> dict[str, dict[str, tuple[int, Dec
         return {}
     items = pl.read_csv(path, infer_schema=False)
     needed = {"currency", "amount", "first_month", "status", "resolved_month", "section"}
-    if not items.height or not needed <= set(items.columns):  # an older register's file
+    if not items.height or not needed <= set(items.columns):  # a file edited by hand
         return {}
     items = items.filter(pl.col("section") != FLUX_SECTION)  # not exceptions: changes
     resolved = pl.col("resolved_month").fill_null("")

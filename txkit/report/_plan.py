@@ -14,14 +14,13 @@ from typing import Any
 import polars as pl
 
 from txkit import config
-from txkit.analysis.columns import BANK, ORDERS, column_setting, describe_columns
-from txkit.bank import read_statements
 from txkit.calendar import month_bounds, no_records_line, parse_month, previous_months
 from txkit.config import default_store, key_configured
 from txkit.errors import NoRecordsError, TxkitError
 from txkit.fetch.client import Client
 from txkit.fetch.pages import current_total
-from txkit.files import check_input
+from txkit.inputs import check_input, read_statements
+from txkit.inputs.columns import BANK, ORDERS, column_setting, describe_columns
 from txkit.notebook import LoadInfo, load_orders_file, resolve_bank_statements
 from txkit.register import retention_policy
 from txkit.store import (

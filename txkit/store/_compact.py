@@ -14,7 +14,7 @@ and its post-commit hook would also remove log entries older than 30 days, inclu
 versions a report cites: txkit turns the hook off and leaves the log to the retention policy.
 
 **Compaction.** A sync writes one file per month it touches, but a month can hold several (a
-store another tool wrote to, or one migrated): :func:`compact_months` rewrites each such month
+store another tool wrote to): :func:`compact_months` rewrites each such month
 as one file, in one commit that carries the same txkit metadata (coverage, source) and the new
 file's digest. Each file is read with its digest checked; the rows are the same, in the order
 txkit reads them (``createdAt``, then ``id``).

@@ -17,8 +17,8 @@ one, whatever other months hold.
 A covered day may be **unproven** (:attr:`MonthCoverage.unproven`): the newest days a sync read
 for the first time are stored after one read verified by the service's totals, and the next
 sync proves their set by comparing its read with the stored one (docs/completeness.md, "Days
-read once"). An unproven day is never settled and its month never complete until then; a store
-written before unproven days existed has none (every day it holds was proven).
+read once"). An unproven day is never settled and its month never complete until then; a
+coverage records them only when it has some (``unproven`` absent: every day proven).
 
 A **complete** month's fetches are merged when a commit records them
 (:meth:`MonthCoverage.merged`): its newest fetch is kept as it is, and the days it does not
@@ -52,7 +52,7 @@ class Fetch:
         first: the first UTC day fetched.
         last: the last UTC day fetched (included).
         fetched_at: when (UTC).
-        kind: ``full``, ``refresh``, ``gap``, ``look-back`` or ``migrated``.
+        kind: ``full``, ``refresh``, ``gap`` or ``look-back``.
         queries: the queries sent (each with a day of margin on both sides).
         service_total: the service's ``total`` for those queries, summed; every record of them
             was fetched and verified against it.
@@ -75,7 +75,8 @@ class Fetch:
     merged: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (ISO dates; a fetch's as before merged windows existed)."""
+        """A JSON-ready dict (ISO dates; ``settled_lag`` and ``merged`` only for a merged
+        window)."""
         out = asdict(self)
         out["first"], out["last"] = self.first.isoformat(), self.last.isoformat()
         out["fetched_at"] = self.fetched_at.isoformat(timespec="seconds")
@@ -98,9 +99,9 @@ class Fetch:
             last=date.fromisoformat(data["last"]),
             fetched_at=datetime.fromisoformat(data["fetched_at"]),
             kind=str(data["kind"]),
-            queries=list(data.get("queries", [])),
-            service_total=int(data.get("service_total", 0)),
-            rows=int(data.get("rows", 0)),
+            queries=list(data["queries"]),
+            service_total=int(data["service_total"]),
+            rows=int(data["rows"]),
             settled_lag=None if data.get("settled_lag") is None else int(data["settled_lag"]),
             merged=int(data.get("merged", 0)),
         )
@@ -127,7 +128,7 @@ class MonthCoverage:
     unproven: tuple[date, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (without ``unproven`` when every day is proven, as before)."""
+        """A JSON-ready dict (without ``unproven`` when every day is proven)."""
         out: dict[str, Any] = {
             "month": self.month,
             "fetches": [f.to_json() for f in self.fetches],
@@ -146,7 +147,7 @@ class MonthCoverage:
             fetches=tuple(Fetch.from_json(f) for f in data["fetches"]),
             rows=int(data["rows"]),
             newest_created_at=data.get("newest_created_at"),
-            # A store written before unproven days existed: every day it holds was proven.
+            # Written only when there are some (to_json): absent, every day was proven.
             unproven=tuple(date.fromisoformat(d) for d in data.get("unproven", ())),
         )
 

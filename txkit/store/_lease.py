@@ -6,7 +6,7 @@ again); a ``txkit store vacuum`` meanwhile, or another sync's retention, with
 *lease*: a small file ``_txkit_leases/lease-*.json`` in the store naming the version, who holds
 it and since when; the retention policy keeps every version a live lease holds
 (:func:`held_versions`) and records what it removed (:func:`record_removal`), so that a report
-whose version vanished anyway (an older txkit's vacuum, a lease removed by hand) says what
+whose version vanished anyway (another tool's vacuum, a lease removed by hand) says what
 removed it (:meth:`Lease.vanished`).
 
 On a folder store a lease is live while its holder keeps it locked (``flock``): a killed

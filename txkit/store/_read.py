@@ -132,7 +132,7 @@ class _Reader:
     Every read txkit makes goes through it (:func:`read_months`, :func:`scan_store`, the sync's
     merge read, the report's reads): each file's bytes are read once, checked against the
     digest recorded when the file was committed, and parsed from memory, so what is parsed
-    is what was checked. A file without a digest (written before digests) is read as it is;
+    is what was checked. A file without a recorded digest (another tool added it) is read as it is;
     :func:`verify_store` lists those.
     """
 
@@ -151,7 +151,7 @@ class _Reader:
         return sorted({month for _, month, _ in self.files})
 
     def buffers(self, month: str) -> list[bytes]:
-        """The month's files, each proven (or unverified: written before digests).
+        """The month's files, each proven (or unverified: no digest recorded).
 
         Raises:
             StoreDamagedError: a file of the month is missing from the Delta log, or filed
@@ -199,7 +199,7 @@ def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:
     _UNVERIFIED_SEEN.add((str(store), rel))
     month = rel.split("/", 1)[0].removeprefix("month=")
     log.warning(
-        "the store %s holds data files unverified (written before digests), e.g. %s: `txkit "
+        "the store %s holds data files unverified (no digest recorded), e.g. %s: `txkit "
         "store verify --store %s` lists them; `txkit sync --store %s --refresh %s` rewrites a "
         "month with digests",
         store,
@@ -256,7 +256,7 @@ def scan_store(store: StoreLike = None, *, version: int | None = None) -> pl.Laz
         A :class:`polars.LazyFrame`; empty (with every documented column) if nothing is stored.
 
     Raises:
-        StoreError: an old-format store, a missing version, or a store that cannot be read;
+        StoreError: a missing version, or a store that cannot be read;
             :class:`StoreDamagedError` (when collected) for a data file whose bytes are not
             those committed, naming the month and the command that repairs it.
 
@@ -380,7 +380,7 @@ def read_months(
 
 
 def _collect(lf: pl.LazyFrame, store: str | os.PathLike[str], months: list[str]) -> pl.DataFrame:
-    """A file that does not parse (written before digests, or damaged) becomes
+    """A file that does not parse (without a recorded digest, or damaged) becomes
     :class:`StoreDamagedError`."""
     try:
         return lf.collect()

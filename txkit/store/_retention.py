@@ -9,8 +9,7 @@ The policy (:class:`RetentionPolicy`) keeps
   the version that was newest when that window began, so that reading "as of" any moment of
   the window works;
 * every version a report under ``reports/`` cites (its ``report.json``: ``table_version`` of
-  this table, by ``table_id``; a report written before the id was recorded counts when it
-  names this store's location);
+  this table, by ``table_id``);
 * every version the policy's ``sources`` return (callables given the store and the table id,
   such as the register's signed months: :func:`txkit.register.retention_policy`);
 * every version a running report holds (its lease: :mod:`txkit.store._lease`).
@@ -144,14 +143,12 @@ def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -
     """An unreadable report.json is a StoreError: nothing may be removed until it is fixed."""
     if reports is None or is_remote(str(reports)) or not Path(reports).is_dir():
         return {}
-    here = str(store) if is_remote(store) else str(Path(store).resolve())
     cited: dict[int, str] = {}
     for path in sorted(Path(reports).glob("**/report.json")):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
             version = doc.get("table_version")
             of = doc.get("table_id")
-            where = doc.get("store")
         except (OSError, ValueError, AttributeError) as exc:
             raise StoreError(
                 f"cannot read {path} ({type(exc).__name__}): the versions it cites are unknown, "
@@ -159,7 +156,7 @@ def _cited(store: str | os.PathLike[str], table_id: str, reports: Path | None) -
             ) from None
         if not isinstance(version, int) or isinstance(version, bool):
             continue
-        if of == table_id or (of is None and where == here):
+        if of == table_id:
             cited.setdefault(version, str(path))
     return cited
 

@@ -69,7 +69,7 @@ class StoreState:
         lookback_days: the look-back of the sync that wrote this version.
         committed_at: when that version was committed (UTC).
         files: the digest recorded for each data file (path relative to the store); a file
-            of the version not in it was written before digests (unverified).
+            of the version not in it has no digest recorded (unverified: another tool added it).
         table_id: the Delta table's id (a new one when the store is moved aside and synced
             again), so a report's version is never taken for another table's.
         synced_at: the "now" of the sync that wrote the version (its pinned ``today`` in
@@ -225,6 +225,7 @@ def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
         source = SourceIdentity(**meta["source"])
         coverage = {m: MonthCoverage.from_json(c) for m, c in meta["coverage"].items()}
         files = {str(k): str(v) for k, v in meta.get("files", {}).items()}
+        lookback = int(meta["lookback_days"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise _unreadable(store, version, exc) from None
     committed = datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)
@@ -233,7 +234,7 @@ def _state_of(table: Any, store: str | os.PathLike[str]) -> StoreState:
         version=at,
         source=source,
         coverage=coverage,
-        lookback_days=int(meta.get("lookback_days", DEFAULT_LOOKBACK_DAYS)),
+        lookback_days=lookback,
         committed_at=committed,
         files=files,
         table_id=table_id,

@@ -191,8 +191,6 @@ def _check_source(
     same = stored.url == identity.url and stored.fingerprint == identity.fingerprint
     if same:
         return stored
-    if stored.url == identity.url and stored.fingerprint is None and identity.fingerprint:
-        return identity  # a migrated store learns the key's fingerprint from its first sync
     if stored.url == identity.url and stored.fingerprint and identity.fingerprint:
         notes.append(_same_account(store, state, client))
         return SourceIdentity(identity.url, identity.fingerprint, identity.salt, stored.label)

@@ -91,7 +91,7 @@ def read_verified(
     version: int | None = None,
 ) -> bytes:
     """A data file's bytes, proven to be those committed when ``expected`` (its recorded
-    digest) is given; a file without one (written before digests) is returned as it is.
+    digest) is given; a file without one (another tool added it) is returned as it is.
 
     Raises:
         StoreDamagedError: the file is missing or its digest differs (names the month and the

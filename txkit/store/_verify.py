@@ -25,7 +25,7 @@ class FileCheck:
         month: its month partition.
         size: its size in the log (bytes).
         status: ``ok`` (its digest matches), ``damaged`` (it does not), ``missing``, or
-            ``unverified`` (written before digests: no digest to check; ``detail`` says
+            ``unverified`` (no digest recorded: a file another tool added; ``detail`` says
             whether it reads).
         detail: what was found.
     """
@@ -77,10 +77,10 @@ def verify_store(
         if expected is None:
             try:
                 pl.read_parquet(io.BytesIO(data))
-                detail = "unverified (written before digests); it reads"
+                detail = "unverified (no digest recorded); it reads"
             except Exception as exc:  # any parse failure
                 detail = (
-                    "unverified (written before digests); it does not read: "
+                    "unverified (no digest recorded); it does not read: "
                     + " ".join(str(exc).split())[:120]
                 )
             out.append(FileCheck(rel, month, size, "unverified", detail))
@@ -99,7 +99,7 @@ def verify_store(
 
 def _uncovered(table: object, store: StoreLike) -> list[FileCheck]:
     """Months the store's coverage records rows of but of which the Delta log lists no file
-    (found also for files written before digests)."""
+    (found also for files without a recorded digest)."""
     try:
         coverage = _state_of(table, store).coverage
     except StoreError:  # a table txkit did not write: no coverage to compare
@@ -143,7 +143,7 @@ def format_verify(
     lines = [
         f"store {store}, {at}: {files}, "
         f"{sum(c.status == 'ok' for c in checks)} verified, {len(bad)} damaged or missing, "
-        f"{len(unverified)} unverified (written before digests)"
+        f"{len(unverified)} unverified (no digest recorded: not written by txkit sync)"
     ]
     for check in bad + unverified:
         lines.append(f"  {check.status}: {check.path} ({check.month}) {check.detail}".rstrip())
