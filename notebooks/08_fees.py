@@ -65,7 +65,7 @@ display(Markdown("\n".join(f"* {r if isinstance(r, str) else r.describe()}" for 
 # `expected` is the rule's exact value, `difference` = reported − expected.
 
 # %%
-mismatches = fee_tax_mismatches(df)
+mismatches = fee_tax_mismatches(df, rules)
 out.exceptions(
     mismatches, "fee_tax_mismatches", rows=30,
     population=sum(r.records for r in rules if not isinstance(r, str) and r.kind == "fee"),

@@ -21,6 +21,7 @@ Amounts are exact decimals; currencies are never mixed.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Final
@@ -90,14 +91,15 @@ def _best_bp(pairs: list[tuple[Decimal, Decimal]]) -> int | None:
     """Basis points explaining most pairs within half a cent (the smaller on a tie); not a ratio's
     mode: a fee's tax rounded to the cent (USD 0.29 on 3.90) shows 744 bp, not 750."""
     edges: list[tuple[int, int]] = []
-    for value, base in pairs:
+    # Each distinct pair once, weighted by its count (a currency's taxes repeat a few fees).
+    for (value, base), count in Counter(pairs).items():
         if base <= 0:
             continue
         lo = ((value - _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_CEILING")
         hi = ((value + _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_FLOOR")
         if hi < lo or hi < 0:
             continue
-        edges += [(int(max(lo, 0)), 1), (int(hi) + 1, -1)]
+        edges += [(int(max(lo, 0)), count), (int(hi) + 1, -count)]
     # The roundest rate of the first widest-covered run (USDT taxes: 744 to 754 bp explain
     # all 69 records; 750 bp is the rate, its middle 749 read as "7.49 %").
     best, best_at, depth = 0, None, 0
@@ -186,7 +188,10 @@ def _rows(transactions: Frame) -> list[dict[str, Any]]:
 def fee_rules(transactions: Frame) -> list[FeeRule | str]:
     """The rules read from the records: one :class:`FeeRule` per fee group (transaction type
     and currency) and per currency's tax, or a sentence for a group no rule explains."""
-    rows = _rows(transactions)
+    return _rules_of(_rows(transactions))
+
+
+def _rules_of(rows: list[dict[str, Any]]) -> list[FeeRule | str]:
     out: list[FeeRule | str] = []
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
@@ -219,13 +224,17 @@ _SCHEMA: Final = {
 }
 
 
-def fee_tax_mismatches(transactions: Frame) -> pl.DataFrame:
+def fee_tax_mismatches(
+    transactions: Frame, rules: Sequence[FeeRule | str] | None = None
+) -> pl.DataFrame:
     """Successful records whose fee or tax does not follow their group's rule
     (:func:`fee_rules`).
 
     Args:
         transactions: the export (eager or lazy); needs ``id``, ``createdAt``, ``status``,
             ``transType``, ``toCurrency``, ``toAmount``, ``feeAmount``, ``taxAmount``.
+        rules: what :func:`fee_rules` returned for the same ``transactions`` (None: read
+            here); a notebook that shows the rules passes them rather than read them twice.
 
     Returns:
         One row per record and ``kind`` (``fee_mismatch``, else ``tax_mismatch``): ``id``,
@@ -238,15 +247,15 @@ def fee_tax_mismatches(transactions: Frame) -> pl.DataFrame:
         ValueError: not a frame, or a required column is missing.
     """
     rows = _rows(transactions)
-    rules = {
+    by_group = {
         (r.kind, r.trans_type, r.currency): r
-        for r in fee_rules(transactions)
+        for r in (_rules_of(rows) if rules is None else rules)
         if isinstance(r, FeeRule)
     }
     out = []
     for row in rows:
-        fee = rules.get(("fee", row["transType"], row["currency"]))
-        tax = rules.get(("tax", None, row["currency"]))
+        fee = by_group.get(("fee", row["transType"], row["currency"]))
+        tax = by_group.get(("tax", None, row["currency"]))
         found = None
         if fee is not None and not _fits(row["feeAmount"], fee.expected(row["toAmount"])):
             found = ("fee_mismatch", "feeAmount", fee, fee.expected(row["toAmount"]))

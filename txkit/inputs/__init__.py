@@ -19,7 +19,9 @@ file from its content and extracting its entries; what the formats share is here
   :func:`check_suffix`, :func:`read_text`), ``_table`` (:class:`CsvTable`: a table of text
   with each record's line, :func:`fail_lines`), ``_layout`` (where a table starts and ends:
   titles, totals, two-row headers, continuation rows), ``_model`` (what every statement
-  reader returns), ``_mapped`` (a statement table read through a column mapping).
+  reader returns), ``_mapped`` (a statement table read through a column mapping),
+  ``_orders_kept`` (the orders file's checked read kept by content), ``_digest``
+  (:func:`file_digest`, :func:`code_digest`: what kept results are keyed on).
 
 Every problem is a :class:`~txkit.errors.DataFileError` naming the file, the line (as a text
 editor or a spreadsheet numbers it: the header is line 1) and what to do, so a caller can
@@ -28,6 +30,7 @@ check a file before it syncs a store or starts a notebook kernel.
 
 from txkit.errors import DataFileError
 from txkit.inputs._content import identify_content
+from txkit.inputs._digest import code_digest, file_digest
 from txkit.inputs._layout import (
     HEADER_SEARCH,
     find_header,
@@ -69,8 +72,10 @@ __all__ = [
     "TextFile",
     "check_input",
     "check_suffix",
+    "code_digest",
     "describe_mapping",
     "fail_lines",
+    "file_digest",
     "find_header",
     "identify_content",
     "is_summary",

@@ -29,6 +29,8 @@ import polars as pl
 
 from txkit.errors import DataFileError
 from txkit.inputs._content import content_note, identify_content, refuse_content
+from txkit.inputs._limits import check_input
+from txkit.inputs._orders_kept import Kept, kept_read
 from txkit.inputs._table import LINE, fail_lines
 from txkit.inputs._text import check_suffix, show_values
 from txkit.inputs.columns import (
@@ -190,6 +192,23 @@ def read_orders_file(
     path = Path(path)
     check_suffix(path, ORDERS_FORMATS, what=_WHAT)
     names = _file_columns(mapping)
+    check_input(path, what=_WHAT)
+
+    def read() -> Kept:
+        done = _read_orders_file(path, mapping, names)
+        said = {"notes": list(done.notes), "normalised": dict(done.normalised),
+                "folded": done.folded, "ignored": dict(done.ignored)}  # fmt: skip
+        return done.frame, said
+
+    # Read once by a report and taken again by its notebooks (:mod:`._orders_kept`).
+    frame, said = kept_read(path, mapping, read)
+    # Said here, not kept: it names where the mapping was set, which differs between readers.
+    notes = ([describe_use(mapping)] if mapping else []) + said["notes"]
+    return OrdersFile(path, frame, tuple(notes), said["normalised"], mapping, said["folded"],
+                      said["ignored"])  # fmt: skip
+
+
+def _read_orders_file(path: Path, mapping: ColumnMapping, names: dict[str, str]) -> OrdersFile:
     # Read as what its bytes are, whatever its accepted name says (a workbook named .csv).
     kind = identify_content(path, what=_WHAT)
     if kind not in (None, "parquet", "xlsx", "xls", "ods", "html"):
@@ -211,8 +230,6 @@ def read_orders_file(
     frame = frame.with_columns(amount)
     if "date" in frame.columns:
         frame = frame.with_columns(_read_date(frame, where, mapping.get("date_format")))
-    if mapping:
-        notes.insert(0, describe_use(mapping))
     notes += [written] if written else []
     notes += _cleaning_notes(folded, ignored, normalised)
     return OrdersFile(

@@ -15,11 +15,8 @@ It lives in the project's data folder (``data/cache/notebooks/``), never among t
 from __future__ import annotations
 
 import copy
-import functools
-import importlib.metadata
 import json
 import logging
-import sys
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +28,7 @@ import xxhash
 import txkit
 from txkit import config
 from txkit.errors import one_line
+from txkit.inputs import code_digest, file_digest
 from txkit.inputs.columns import SETTINGS_FILE, project_folder
 from txkit.notebook import read_downloads, sandbox_statements
 from txkit.register import CONFIG_FILE, ITEMS_SUFFIX, read_events
@@ -54,29 +52,7 @@ def cache_folder() -> Path:
 
 def _digest(path: Path) -> str | None:
     """XXH3-128 of a file's bytes (None: no such file)."""
-    if not path.is_file():
-        return None
-    hasher = xxhash.xxh3_128()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
-@functools.cache
-def _code_digest() -> str:
-    """txkit's own code and every installed distribution's version, as one digest: an edited
-    txkit (an editable install keeps its version) or an upgraded library executes again."""
-    hasher = xxhash.xxh3_128(f"{txkit.__version__} {sys.version}".encode())
-    package = Path(txkit.__file__).resolve().parent
-    for path in sorted(package.rglob("*.py")):
-        hasher.update(path.relative_to(package).as_posix().encode())
-        hasher.update(path.read_bytes())
-    versions = sorted(
-        f"{dist.metadata['Name']}=={dist.version}" for dist in importlib.metadata.distributions()
-    )
-    hasher.update("\n".join(versions).encode())
-    return hasher.hexdigest()
+    return file_digest(path) if path.is_file() else None
 
 
 def _files(paths: list[Path], *, by_name: bool = False) -> dict[str, str | None]:
@@ -146,7 +122,7 @@ def notebook_inputs(
     out: Path,
 ) -> dict[str, Any]:
     """What ``notebook`` reads besides its code and parameters, as digests: txkit's version
-    and code with the installed libraries' versions (:func:`_code_digest`),
+    and code with the installed libraries' versions (:func:`txkit.inputs.code_digest`),
     the store's table (id and version), the orders file and ``txkit.toml`` (notebooks with an
     ``orders`` parameter), the bank statements and ``txkit.toml`` (``bank_statements``), the
     register's events (:func:`_register_digest`) and ``materiality.toml``
@@ -155,7 +131,7 @@ def notebook_inputs(
     ``txkit.after_others``) the lists they wrote in ``staging``."""
     inputs: dict[str, Any] = {
         "txkit": txkit.__version__,
-        "code": _code_digest(),
+        "code": code_digest(),
         "table": [manifest.table_id, manifest.table_version],
     }
     settings = project_folder() / SETTINGS_FILE
