@@ -11,6 +11,7 @@ import pytest
 
 import txkit
 from txkit.inputs import code_digest
+from txkit.report import _cache
 
 
 @pytest.fixture(autouse=True)
