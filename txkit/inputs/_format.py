@@ -68,3 +68,19 @@ class Format:
     kinds: Mapping[str, str]
     identify: Callable[[Source], bool]
     extract: Callable[[Source, Mapping[str, str]], Read]
+
+
+def of_bytes(
+    name: str,
+    kinds: Mapping[str, str],
+    looks_like: Callable[[bytes], bool],
+    read: Callable[[Path, bytes], Read],
+) -> Format:
+    """A format read from the file's bytes whole (camt.053, OFX, PDF): ``looks_like`` tells it
+    from them, ``read`` reads them; a column mapping is not theirs."""
+    return Format(
+        name,
+        kinds,
+        identify=lambda source: looks_like(source.data),
+        extract=lambda source, _columns: read(source.path, source.data),
+    )
