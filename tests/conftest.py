@@ -65,14 +65,14 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed
     venv = home / "venv"
     subprocess.run([str(UV), "venv", "--quiet", "--python", sys.executable, str(venv)],
                    check=True, timeout=120)  # fmt: skip
-    # Compiled at install as pip does (uv does not by default): a kernel or command then
-    # imports bytecode, whatever PYTHONDONTWRITEBYTECODE says.
-    install = [str(UV), "pip", "install", "--quiet", "--compile-bytecode",
-               "--python", str(venv / "bin" / "python")]  # fmt: skip
+    install = [str(UV), "pip", "install", "--quiet", "--python", str(venv / "bin" / "python")]
     overrides = ["--override", str(ROOT / "tools" / "uv-overrides.txt")]
     (wheel,) = dist.glob("txkit-*.whl")
     subprocess.run([*install, *overrides, str(wheel)], check=True, timeout=600)
-    env = {k: v for k, v in cli_env().items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    # pip compiles bytecode at install; uv does not, so the first import of each module writes
+    # it, whatever the run's PYTHONDONTWRITEBYTECODE says (else every command compiles again).
+    left_out = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in cli_env().items() if k not in left_out}
     env |= {
         "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
         "JUPYTER_DATA_DIR": str(home / "jupyter-data"),  # the notebooks' trust
