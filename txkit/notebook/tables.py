@@ -28,20 +28,11 @@ from typing import Any
 
 import polars as pl
 
-from txkit._session import per_notebook
+from txkit._session import notebook_value
 from txkit.money import format_money
 from txkit.privacy import mask_pii
 
 __all__ = ["Table", "cut_notice", "format_money", "format_table", "format_value"]
-
-_IDS = itertools.count(1)
-
-
-@per_notebook
-def _restart_ids() -> None:
-    global _IDS
-    _IDS = itertools.count(1)
-
 
 # Where a money column finds its currency: ``order_amount`` -> ``order_currency``, then these.
 _CURRENCY_COLUMNS = ("currency", "toCurrency", "wallet")
@@ -71,7 +62,9 @@ class Table:
         self.empty = empty
         self.total_rows = total_rows
         self.download = download
-        self._id = f"txkit-table-{next(_IDS)}"
+        # Numbered from 1 in each notebook: a page's ids do not depend on the pages before it.
+        ids = notebook_value("txkit.notebook.tables.ids", lambda: itertools.count(1))
+        self._id = f"txkit-table-{next(ids)}"
 
     def width(self) -> int:
         """The table's width in characters: each column's widest value or name, plus two."""

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 from polars.io.plugins import register_io_source
 
-from txkit._session import per_notebook
+from txkit._session import notebook_value
 from txkit.calendar import parse_month
 from txkit.decode import finalize
 from txkit.errors import StoreDamagedError, StoreError
@@ -188,15 +188,13 @@ class _Reader:
         )
 
 
-_UNVERIFIED_SEEN: set[tuple[str, str]] = set()
-per_notebook(_UNVERIFIED_SEEN.clear)  # said once per notebook in the report's kernels
-
-
 def _note_unverified(store: str | os.PathLike[str], rel: str) -> None:
-    if any(seen == str(store) for seen, _ in _UNVERIFIED_SEEN):
-        _UNVERIFIED_SEEN.add((str(store), rel))
+    # Said once per notebook (each page of a report says it), not once per kernel.
+    seen: set[tuple[str, str]] = notebook_value("txkit.store.unverified_seen", set)
+    if any(said == str(store) for said, _ in seen):
+        seen.add((str(store), rel))
         return
-    _UNVERIFIED_SEEN.add((str(store), rel))
+    seen.add((str(store), rel))
     month = rel.split("/", 1)[0].removeprefix("month=")
     log.warning(
         "the store %s holds data files unverified (no digest recorded), e.g. %s: `txkit "
