@@ -130,3 +130,90 @@ def deep_array_pdf(depth: int) -> bytes:
     pdf = text_pdf([[(40, 800, "Hello")]])
     return pdf.replace(b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Catalog /Pages 2 0 R "
                        b"/Deep " + nested + b" >>")  # fmt: skip
+
+
+#: Safaricom's M-Pesa full statement: where each column's header stands (A4 upright).
+MPESA_X = {"receipt": 25, "time": 82, "details": 160, "status": 338, "paid": 418, "out": 470,
+           "balance": 530}  # fmt: skip
+#: Rows newest first: (receipt, completion time, details (a second line after " | "), status,
+#: paid in, withdrawn, balance), our own figures (October 2026, opening 2,000.00).
+MPESA_ROWS = [
+    ("TJ6A0000G7", "2026-10-06 17:45:03", "Customer Withdrawal At Agent Till | "
+     "123456 - MAMA SHOP NAIROBI CBD", "Completed", "", "-2,000.00", "11,737.50"),
+    ("TJ5A0000F6", "2026-10-05 08:10:44", "Business Payment from 000000 - | "
+     "PAYSTACK KENYA via API", "Completed", "10,000.50", "",
+     "13,737.50"),
+    ("TJ4A0000E5", "2026-10-04 12:00:10", "Customer Transfer of Funds Charge", "Completed", "",
+     "-13.00", "3,737.00"),
+    ("TJ3A0000D4", "2026-10-03 19:22:31", "Pay Bill to 888880 - KPLC PREPAID | "
+     "Acc. 5400123",
+     "Completed", "", "-500.00", "3,750.00"),
+    ("TJ3A0000C3", "2026-10-02 11:02:19", "Merchant Payment to 5544332 - | "
+     "HARDWARE LTD",
+     "Failed", "", "-9,000.00", "4,250.00"),
+    ("TJ2A0000B2", "2026-10-02 10:31:55", "Customer Transfer to - 0722****111 | "
+     "JOHN DOE",
+     "Completed", "", "-1,200.00", "4,250.00"),
+    ("TJ1A0000A1", "2026-10-01 09:00:00", "Funds received from - 0712****678 | "
+     "ACME TRADERS",
+     "Completed", "3,450.00", "", "5,450.00"),
+]  # fmt: skip
+#: The summary on page 1: (transaction type, paid in, paid out).
+MPESA_SUMMARY = [
+    ("SEND MONEY:", "0.00", "1,200.00"),
+    ("RECEIVED MONEY:", "3,450.00", "0.00"),
+    ("AGENT DEPOSIT:", "0.00", "0.00"),
+    ("AGENT WITHDRAWAL:", "0.00", "2,000.00"),
+    ("LIPA NA M-PESA (PAYBILL):", "0.00", "500.00"),
+    ("LIPA NA M-PESA (BUY GOODS):", "0.00", "0.00"),
+    ("OTHERS:", "10,000.50", "13.00"),
+    ("TOTAL:", "13,450.50", "3,713.00"),
+]
+
+
+def mpesa_pdf(
+    rows: list[tuple[str, ...]] = MPESA_ROWS,
+    summary: list[tuple[str, str, str]] = MPESA_SUMMARY,
+    *,
+    per_page: int = 4,
+) -> bytes:
+    """An M-Pesa full statement in Safaricom's layout: its head and summary on page 1, then
+    ``per_page`` rows a page (newest first) under the column header repeated on each page."""
+    x = MPESA_X
+    header = [("receipt", "Receipt No."), ("time", "Completion Time"), ("details", "Details"),
+              ("status", "Transaction Status"), ("paid", "Paid In"), ("out", "Withdrawn"),
+              ("balance", "Balance")]  # fmt: skip
+    pages: list[list[Placed]] = []
+    count = -(-len(rows) // per_page)
+    for number, start in enumerate(range(0, len(rows), per_page), start=1):
+        page: list[Placed] = []
+        y = 800.0
+        if number == 1:
+            page += [(30, y, "MPESA FULL STATEMENT"), (30, y - 14, "Customer Name: ACME TRADERS"),
+                     (30, y - 28, "Mobile Number: 0712***678"),
+                     (30, y - 42, "Statement Period: 01 Oct 2026 - 06 Oct 2026"),
+                     (30, y - 56, "Request Date: 07 Oct 2026"), (30, y - 80, "SUMMARY"),
+                     (30, y - 94, "TRANSACTION TYPE"), (300, y - 94, "PAID IN"),
+                     (400, y - 94, "PAID OUT")]  # fmt: skip
+            y -= 94
+            for kind, paid, out in summary:
+                y -= 14
+                page += [(30, y, kind), (300, y, paid), (400, y, out)]
+            y -= 28
+            page.append((30, y, "DETAILED STATEMENT"))
+        y -= 20
+        page += [(x[key], y, text) for key, text in header]
+        for receipt, time, details, status, paid, out, balance in rows[start : start + per_page]:
+            first, _, second = details.partition(" | ")
+            y -= 14
+            page += [(x["receipt"], y, receipt), (x["time"], y, time), (x["details"], y, first),
+                     (x["status"], y, status), (x["balance"], y, balance)]  # fmt: skip
+            page += [(x["paid"], y, paid)] if paid else []
+            page += [(x["out"], y, out)] if out else []
+            if second:
+                y -= 10
+                page.append((x["details"], y, second))
+        disclaimer = "Disclaimer: This record is produced for your information only. Terms apply"
+        page += [(30, 40, disclaimer), (270, 25, f"Page {number} of {count}")]
+        pages.append(page)
+    return text_pdf(pages)

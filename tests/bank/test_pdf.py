@@ -18,7 +18,7 @@ import pytest
 
 from tests.analysis.analysis_cases import load_case
 from tests.analysis.test_close import AFTER, BEFORE, MONTH, _month
-from tests.bank.pdf_files import Placed, scanned_pdf, text_pdf
+from tests.bank.pdf_files import MPESA_ROWS, MPESA_SUMMARY, Placed, mpesa_pdf, scanned_pdf, text_pdf
 from tests.factories import invoke_cli
 from txkit.analysis.settlements import match_settlements
 from txkit.errors import DataFileError
@@ -53,7 +53,7 @@ def test_a_real_pdf_statement_reads_as_it_prints_or_is_refused_naming_its_row(
     assert statement.files == {str(path): "pdf"}
     assert entries.height == record["entries"]
     assert set(entries["account"]) == {record["account"]}
-    assert set(entries["currency"]) == {"NGN"}
+    assert set(entries["currency"]) == {record.get("currency", "NGN")}
     amounts = [Decimal(str(a)) for a in entries["amount"]]
     assert sum(a for a in amounts if a < 0) == -Decimal(record["debits"])
     assert sum(a for a in amounts if a > 0) == Decimal(record["credits"])
@@ -485,3 +485,100 @@ def test_a_damaged_real_pdf_is_read_whole_and_proven_or_refused_in_one_line_quie
             outcomes.add("read")
     assert outcomes == {"read", "refused"}
     assert not [r for r in caplog.records if r.name.startswith("pdfminer")]
+
+
+def _mpesa_read(tmp_path: Path, rows: list[tuple[str, ...]] = MPESA_ROWS,
+                summary: list[tuple[str, str, str]] = MPESA_SUMMARY) -> BankStatement:  # fmt: skip
+    path = tmp_path / "mpesa.pdf"
+    path.write_bytes(mpesa_pdf(rows, summary))
+    return read_statement(path)
+
+
+def test_an_mpesa_full_statement_is_read_newest_first_and_its_failed_row_left_out_and_counted(
+    tmp_path: Path,
+) -> None:
+    statement = _mpesa_read(tmp_path)
+    entries = statement.entries
+    assert [str(a) for a in entries["amount"]] == ["-2000.00", "10000.50", "-13.00", "-500.00",
+                                                   "-1200.00", "3450.00"]  # fmt: skip
+    assert entries["reference"].to_list()[:2] == ["TJ6A0000G7", "TJ5A0000F6"]
+    assert "TJ3A0000C3" not in entries["reference"].to_list()  # the Failed row
+    assert entries["narration"].to_list()[3] == "Pay Bill to 888880 - KPLC PREPAID Acc. 5400123"
+    assert entries["date"].to_list()[0] == date(2026, 10, 6)
+    assert set(entries["currency"]) == {"KES"}
+    assert statement.balances.select("opening", "closing").rows() == [
+        (Decimal("2000.00"), Decimal("11737.50"))
+    ]
+    (note,) = [n for n in statement.notes if "M-Pesa" in n]
+    assert "6 rows, newest first" in note and "from 2,000.00 to 11,737.50 KES" in note
+    assert "1 row not Completed (failed or pending) left out" in note
+
+
+def _with(
+    rows: list[tuple[str, ...]], index: int, column: int, value: str
+) -> list[tuple[str, ...]]:
+    changed = list(rows)
+    row = list(changed[index])
+    row[column] = value
+    changed[index] = tuple(row)
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("rows", "summary", "problem"),
+    [
+        # A withdrawal's amount tampered (13.00 written 14.00): named at its own row, with the
+        # newest-first arithmetic (the balance printed below it plus its movement).
+        (
+            _with(MPESA_ROWS, 2, 5, "-14.00"),
+            MPESA_SUMMARY,
+            r"page 1, row 3 \('TJ4A0000E5 2026-10-04 .*the balance printed below it \(before it "
+            r"in time\), 3,750.00, and its withdrawal of 14.00 make 3,736.00, but the row says "
+            r"3,737.00: its rows cannot all be proven",
+        ),
+        # A row on the second page tampered: its page and its row on that page.
+        (
+            _with(MPESA_ROWS, 5, 5, "-1,300.00"),
+            MPESA_SUMMARY,
+            r"page 2, row 2 \('TJ2A0000B2 .*withdrawal of 1,300.00 make 4,150.00, but the row "
+            r"says 4,250.00",
+        ),
+        # The oldest row (no row below it) tampered: its summary's TOTAL does not follow.
+        (
+            _with(MPESA_ROWS, 6, 4, "3,460.00"),
+            MPESA_SUMMARY,
+            r"its Completed rows' paid in add up to 13,460.50, but its summary prints a TOTAL "
+            r"of 13,450.50",
+        ),
+        # A failed row whose balance moved: it did move money.
+        (
+            _with(MPESA_ROWS, 4, 6, "-4,750.00"),
+            MPESA_SUMMARY,
+            r"page 2, row 1 \('TJ3A0000C3 .*a row left out \(not Completed\) prints the balance "
+            r"-4,750.00, but the balance then was 4,250.00",
+        ),
+        # A status that is neither read nor left out.
+        (
+            _with(MPESA_ROWS, 0, 3, "Reversing"),
+            MPESA_SUMMARY,
+            r"page 1, row 1 .*Transaction Status \(Completed, or Cancelled, Declined, Expired, "
+            r"Failed, Pending: left out\)",
+        ),
+        # The summary's lines by type do not make its TOTAL.
+        (
+            MPESA_ROWS,
+            [("SEND MONEY:", "0.00", "1,000.00"), *MPESA_SUMMARY[1:]],
+            r"lines by transaction type add up to 13,450.50 paid in and 3,513.00 paid out, not "
+            r"its TOTAL of 13,450.50 and 3,713.00",
+        ),
+        # No summary: the oldest row's amount cannot be proven.
+        (MPESA_ROWS, [], r"whose summary TOTAL \(paid in, paid out\) was not found"),
+    ],
+)
+def test_an_mpesa_row_the_balance_does_not_prove_is_refused_naming_page_and_row(
+    tmp_path: Path, rows: list[tuple[str, ...]], summary: list[tuple[str, str, str]],
+    problem: str,
+) -> None:  # fmt: skip
+    with pytest.raises(DataFileError, match=problem) as caught:
+        _mpesa_read(tmp_path, rows, summary)
+    assert "\n" not in str(caught.value)

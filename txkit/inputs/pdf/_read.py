@@ -45,7 +45,6 @@ import re
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -55,34 +54,27 @@ from txkit.config import MAX_INPUT_VAR, PDF_PASSWORD_VAR, pdf_password_setting
 from txkit.errors import DataFileError
 from txkit.inputs._content import is_pdf
 from txkit.inputs._limits import max_unzipped_bytes
-from txkit.inputs._model import WHAT, Balance, Entry, Read
+from txkit.inputs._model import Balance, Entry, Read
+from txkit.inputs.pdf._mpesa import Mpesa
+from txkit.inputs.pdf._page import (
+    _A,
+    _ADVICE,
+    _Columns,
+    _fail,
+    _Layout,
+    _Line,
+    _narration,
+    _Page,
+    _plain,
+    _trailing_amounts,
+)
 
 #: The most pages read: a longer statement is asked for as CSV, OFX or MT940 instead.
 MAX_PAGES: Final = 1_000
-_AMOUNT: Final = re.compile(r"-?(?:[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+)?\.[0-9]{2}")
 _DEBIT: Final = frozenset({"withdrawal", "withdrawals", "debit", "debits", "payments", "dr"})
 _CREDIT: Final = frozenset({"deposit", "deposits", "credit", "credits", "lodgements", "cr"})
-_ADVICE: Final = "download the statement again from the bank (or as CSV, OFX or MT940)"
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """What tells one bank's statement: its mark, a row's date, its heads and closing lines."""
-
-    name: str
-    mark: re.Pattern[str]
-    date: re.Pattern[str]  # at the start of a row; its text parsed with ``formats``
-    formats: tuple[str, ...]
-    account: re.Pattern[str]
-    currency: re.Pattern[str]
-    opening: re.Pattern[str] | None = None  # in the statement's head
-    closing: re.Pattern[str] | None = None
-    debits: re.Pattern[str] | None = None  # printed total of the debits
-    credits: re.Pattern[str] | None = None
-    refused: str | None = None  # why this layout cannot be proven
-
-
-_A: Final = r"(-?(?:[0-9]{1,3}(?:,[0-9]{3})*|[0-9]+)?\.[0-9]{2})"
 _MON: Final = r"(?:JAN|FEB|MAR|APR|MAY|JUN|JUL|AUG|SEP|OCT|NOV|DEC)"
 LAYOUTS: Final = (
     _Layout(
@@ -137,6 +129,15 @@ LAYOUTS: Final = (
         refused="prints no opening or closing balance of the period (only today's available "
         "balance), so its first row's direction cannot be proven by a balance",
     ),
+    _Layout(
+        "Safaricom M-Pesa full statement (Kenya)",
+        re.compile(r"M-?PESA FULL STATEMENT"),
+        re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\b"),
+        ("%Y-%m-%d %H:%M:%S",),
+        re.compile(r"Mobile Number:? ?([0-9*+]+)"),
+        re.compile(r"\b(KES)\b"),  # not printed: see _MPESA_CURRENCY
+        newest_first=True,
+    ),
 )
 # Rows that are balances, not entries: the opening, the closing, one carried between pages.
 _OPENING_ROW: Final = re.compile(r"(?i)^(?:balance b/f|opening balance|balance brought forward)\b")
@@ -151,10 +152,6 @@ _BALANCE_ROW: Final = re.compile(
 def looks_like(data: bytes) -> bool:
     """Whether the bytes are a PDF (its header within the first 1,024 bytes, as readers allow)."""
     return is_pdf(data)
-
-
-def _fail(path: Path, problem: str, advice: str = _ADVICE) -> DataFileError:
-    return DataFileError(path, problem, advice, what=WHAT)
 
 
 class _Inflated(Exception):
@@ -233,20 +230,9 @@ def read(path: Path, data: bytes) -> Read:
         )
     if layout.refused:
         raise _fail(path, f"is a {layout.name} statement, which {layout.refused}", _ADVICE)
+    if layout.newest_first:
+        return Mpesa(path, layout, text).read(pages)
     return _Statement(path, layout, text).read(pages)
-
-
-@dataclass
-class _Line:
-    text: str
-    top: float
-    words: list[dict[str, Any]]
-
-
-@dataclass
-class _Page:
-    number: int
-    lines: list[_Line] = field(default_factory=list)
 
 
 def _password_error(exc: BaseException) -> bool:
@@ -346,31 +332,6 @@ def _lines(words: list[dict[str, Any]]) -> list[_Line]:
         line.words.sort(key=lambda w: w["x0"])
         line.text = " ".join(w["text"] for w in line.words)
     return lines
-
-
-def _plain(text: str) -> str:
-    """An amount's plain digits: thousands commas gone, a leading point given its zero."""
-    plain = text.replace(",", "")
-    return plain.replace("-.", "-0.") if plain.startswith("-.") else (
-        "0" + plain if plain.startswith(".") else plain
-    )  # fmt: skip
-
-
-@dataclass
-class _Columns:
-    """Where a page's debit, credit and balance columns stand (the header's word centres)."""
-
-    debit: float
-    credit: float
-
-    def of(self, word: dict[str, Any]) -> str:
-        """``debit`` or ``credit`` by the side of the line halfway between the two headers on
-        which the figure's centre stands; ``unclear`` within a point of that line."""
-        centre = (word["x0"] + word["x1"]) / 2
-        half = (self.debit + self.credit) / 2
-        if abs(centre - half) < 1:
-            return "unclear"
-        return "debit" if (centre < half) == (self.debit < half) else "credit"
 
 
 def _columns(line: _Line) -> _Columns | None:
@@ -576,24 +537,6 @@ class _Statement:
             f"{opening:,} to {closing:,} {self.currency}"
         )
         return result
-
-
-def _trailing_amounts(line: _Line) -> list[dict[str, Any]]:
-    """The amounts at the end of a line (at most three: debit, credit, balance)."""
-    found: list[dict[str, Any]] = []
-    for word in reversed(line.words):
-        if len(found) == 3 or not _AMOUNT.fullmatch(word["text"]):
-            break
-        found.insert(0, word)
-    return found
-
-
-def _narration(line: _Line) -> bool:
-    """Whether a line without a date continues the row above (not a page's footer)."""
-    text = line.text.strip()
-    return bool(text) and not re.match(
-        r"(?i)(page\b|\*+ ?end of statement|end of statement|copyright|please examine)", text
-    )
 
 
 def _narration_of(rest: str, later: re.Match[str] | None, amounts: list[dict[str, Any]]) -> str:
