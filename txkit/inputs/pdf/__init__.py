@@ -11,7 +11,10 @@ __all__ = ["FORMAT", "looks_like", "read"]
 
 FORMAT = of_bytes(
     "pdf",
-    {"pdf": "a text PDF statement of a known layout (Access, First Bank, UBA, Heritage Bank)"},
+    {
+        "pdf": "a text PDF statement of a known layout (Access, First Bank, UBA, Heritage Bank, "
+        "M-Pesa full statement)"
+    },
     looks_like,
     read,
 )

@@ -19,7 +19,8 @@ and balance (or debit, credit and balance); the lines right below a row are its 
   could not be proven.
 
 Layouts read (each found from the text; see ``tests/data/real/pdf/MANIFEST.toml``): Access Bank,
-First Bank, United Bank for Africa and Heritage Bank (Nigeria). A PDF of another bank, one
+First Bank, United Bank for Africa and Heritage Bank (Nigeria); Safaricom's M-Pesa full
+statement (Kenya), newest first, in :mod:`txkit.inputs.pdf._mpesa`. A PDF of another bank, one
 without a text layer (a scan), or one that no password opens is refused in one line.
 
 Bounded like every reader: the file within ``TXKIT_MAX_INPUT_MB``; at most :data:`MAX_PAGES`
