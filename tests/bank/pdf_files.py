@@ -136,27 +136,29 @@ def deep_array_pdf(depth: int) -> bytes:
 MPESA_X = {"receipt": 25, "time": 82, "details": 160, "status": 338, "paid": 418, "out": 470,
            "balance": 530}  # fmt: skip
 #: Rows newest first: (receipt, completion time, details (a second line after " | "), status,
-#: paid in, withdrawn, balance), our own figures (October 2026, opening 2,000.00).
+#: paid in, withdrawn (blank: 0.00 printed), balance), our own figures (October 2026, opening
+#: 2,000.00), written as Safaricom's print writes them (docs/statement.pdf of
+#: Hussein380/AI-Mpesa-Accountant: COMPLETED in capitals, both amounts printed, Withdrawn
+#: positive).
 MPESA_ROWS = [
     ("TJ6A0000G7", "2026-10-06 17:45:03", "Customer Withdrawal At Agent Till | "
-     "123456 - MAMA SHOP NAIROBI CBD", "Completed", "", "-2,000.00", "11,737.50"),
+     "123456 - MAMA SHOP NAIROBI CBD", "COMPLETED", "", "2,000.00", "11,538.04"),
+    # Two rows of one second printed in the other order than the balances follow (as
+    # Safaricom prints a payment received and the overdraft repayment it triggers).
     ("TJ5A0000F6", "2026-10-05 08:10:44", "Business Payment from 000000 - | "
-     "PAYSTACK KENYA via API", "Completed", "10,000.50", "",
-     "13,737.50"),
-    ("TJ4A0000E5", "2026-10-04 12:00:10", "Customer Transfer of Funds Charge", "Completed", "",
-     "-13.00", "3,737.00"),
+     "PAYSTACK KENYA via API", "COMPLETED", "10,000.50", "", "13,737.50"),
+    ("TJ5A0000F5", "2026-10-05 08:10:44", "OD Loan Repayment to 232323 - | M-PESA Overdraw",
+     "COMPLETED", "", "199.46", "13,538.04"),
+    ("TJ4A0000E5", "2026-10-04 12:00:10", "Customer Transfer of Funds Charge", "COMPLETED", "",
+     "13.00", "3,737.00"),
     ("TJ3A0000D4", "2026-10-03 19:22:31", "Pay Bill to 888880 - KPLC PREPAID | "
-     "Acc. 5400123",
-     "Completed", "", "-500.00", "3,750.00"),
+     "Acc. 5400123", "COMPLETED", "", "500.00", "3,750.00"),
     ("TJ3A0000C3", "2026-10-02 11:02:19", "Merchant Payment to 5544332 - | "
-     "HARDWARE LTD",
-     "Failed", "", "-9,000.00", "4,250.00"),
+     "HARDWARE LTD", "FAILED", "", "9,000.00", "4,250.00"),
     ("TJ2A0000B2", "2026-10-02 10:31:55", "Customer Transfer to - 0722****111 | "
-     "JOHN DOE",
-     "Completed", "", "-1,200.00", "4,250.00"),
+     "JOHN DOE", "COMPLETED", "", "1,200.00", "4,250.00"),
     ("TJ1A0000A1", "2026-10-01 09:00:00", "Funds received from - 0712****678 | "
-     "ACME TRADERS",
-     "Completed", "3,450.00", "", "5,450.00"),
+     "ACME TRADERS", "COMPLETED", "3,450.00", "", "5,450.00"),
 ]  # fmt: skip
 #: The summary on page 1: (transaction type, paid in, paid out).
 MPESA_SUMMARY = [
@@ -166,8 +168,8 @@ MPESA_SUMMARY = [
     ("AGENT WITHDRAWAL:", "0.00", "2,000.00"),
     ("LIPA NA M-PESA (PAYBILL):", "0.00", "500.00"),
     ("LIPA NA M-PESA (BUY GOODS):", "0.00", "0.00"),
-    ("OTHERS:", "10,000.50", "13.00"),
-    ("TOTAL:", "13,450.50", "3,713.00"),
+    ("OTHERS:", "10,000.50", "212.46"),
+    ("TOTAL:", "13,450.50", "3,912.46"),
 ]
 
 
@@ -180,8 +182,9 @@ def mpesa_pdf(
     """An M-Pesa full statement in Safaricom's layout: its head and summary on page 1, then
     ``per_page`` rows a page (newest first) under the column header repeated on each page."""
     x = MPESA_X
-    header = [("receipt", "Receipt No."), ("time", "Completion Time"), ("details", "Details"),
-              ("status", "Transaction Status"), ("paid", "Paid In"), ("out", "Withdrawn"),
+    # As Safaricom prints it: "Withdrawn" wrapped, its "n" on a line of its own.
+    header = [("receipt", "Receipt No"), ("time", "Completion Time"), ("details", "Details"),
+              ("status", "Transaction Status"), ("paid", "Paid in"), ("out", "Withdraw"),
               ("balance", "Balance")]  # fmt: skip
     pages: list[list[Placed]] = []
     count = -(-len(rows) // per_page)
@@ -203,13 +206,14 @@ def mpesa_pdf(
             page.append((30, y, "DETAILED STATEMENT"))
         y -= 20
         page += [(x[key], y, text) for key, text in header]
+        y -= 10
+        page.append((x["out"], y, "n"))
         for receipt, time, details, status, paid, out, balance in rows[start : start + per_page]:
             first, _, second = details.partition(" | ")
             y -= 14
             page += [(x["receipt"], y, receipt), (x["time"], y, time), (x["details"], y, first),
                      (x["status"], y, status), (x["balance"], y, balance)]  # fmt: skip
-            page += [(x["paid"], y, paid)] if paid else []
-            page += [(x["out"], y, out)] if out else []
+            page += [(x["paid"], y, paid or "0.00"), (x["out"], y, out or "0.00")]
             if second:
                 y -= 10
                 page.append((x["details"], y, second))

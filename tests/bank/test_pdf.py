@@ -499,19 +499,21 @@ def test_an_mpesa_full_statement_is_read_newest_first_and_its_failed_row_left_ou
 ) -> None:
     statement = _mpesa_read(tmp_path)
     entries = statement.entries
-    assert [str(a) for a in entries["amount"]] == ["-2000.00", "10000.50", "-13.00", "-500.00",
-                                                   "-1200.00", "3450.00"]  # fmt: skip
-    assert entries["reference"].to_list()[:2] == ["TJ6A0000G7", "TJ5A0000F6"]
+    assert [str(a) for a in entries["amount"]] == ["-2000.00", "10000.50", "-199.46", "-13.00",
+                                                   "-500.00", "-1200.00", "3450.00"]  # fmt: skip
+    assert entries["reference"].to_list()[:3] == ["TJ6A0000G7", "TJ5A0000F6", "TJ5A0000F5"]
     assert "TJ3A0000C3" not in entries["reference"].to_list()  # the Failed row
-    assert entries["narration"].to_list()[3] == "Pay Bill to 888880 - KPLC PREPAID Acc. 5400123"
+    assert entries["narration"].to_list()[4] == "Pay Bill to 888880 - KPLC PREPAID Acc. 5400123"
     assert entries["date"].to_list()[0] == date(2026, 10, 6)
     assert set(entries["currency"]) == {"KES"}
     assert statement.balances.select("opening", "closing").rows() == [
-        (Decimal("2000.00"), Decimal("11737.50"))
+        (Decimal("2000.00"), Decimal("11538.04"))
     ]
     (note,) = [n for n in statement.notes if "M-Pesa" in n]
-    assert "6 rows, newest first" in note and "from 2,000.00 to 11,737.50 KES" in note
+    assert "7 rows, newest first" in note and "from 2,000.00 to 11,538.04 KES" in note
     assert "1 row not Completed (failed or pending) left out" in note
+    # The payment and the overdraft repayment of one second, printed the other way round.
+    assert "2 rows sharing a completion time proven in the order their balances follow" in note
 
 
 def _with(
@@ -530,32 +532,46 @@ def _with(
         # A withdrawal's amount tampered (13.00 written 14.00): named at its own row, with the
         # newest-first arithmetic (the balance printed below it plus its movement).
         (
-            _with(MPESA_ROWS, 2, 5, "-14.00"),
+            _with(MPESA_ROWS, 3, 5, "14.00"),
             MPESA_SUMMARY,
-            r"page 1, row 3 \('TJ4A0000E5 2026-10-04 .*the balance printed below it \(before it "
+            r"page 1, row 4 \('TJ4A0000E5 2026-10-04 .*the balance printed below it \(before it "
             r"in time\), 3,750.00, and its withdrawal of 14.00 make 3,736.00, but the row says "
             r"3,737.00: its rows cannot all be proven",
         ),
         # A row on the second page tampered: its page and its row on that page.
         (
-            _with(MPESA_ROWS, 5, 5, "-1,300.00"),
+            _with(MPESA_ROWS, 6, 5, "1,300.00"),
             MPESA_SUMMARY,
-            r"page 2, row 2 \('TJ2A0000B2 .*withdrawal of 1,300.00 make 4,150.00, but the row "
+            r"page 2, row 3 \('TJ2A0000B2 .*withdrawal of 1,300.00 make 4,150.00, but the row "
             r"says 4,250.00",
         ),
         # The oldest row (no row below it) tampered: its summary's TOTAL does not follow.
         (
-            _with(MPESA_ROWS, 6, 4, "3,460.00"),
+            _with(MPESA_ROWS, 7, 4, "3,460.00"),
             MPESA_SUMMARY,
             r"its Completed rows' paid in add up to 13,460.50, but its summary prints a TOTAL "
             r"of 13,450.50",
         ),
         # A failed row whose balance moved: it did move money.
         (
-            _with(MPESA_ROWS, 4, 6, "-4,750.00"),
+            _with(MPESA_ROWS, 5, 6, "-4,750.00"),
             MPESA_SUMMARY,
-            r"page 2, row 1 \('TJ3A0000C3 .*a row left out \(not Completed\) prints the balance "
+            r"page 2, row 2 \('TJ3A0000C3 .*a row left out \(not Completed\) prints the balance "
             r"-4,750.00, but the balance then was 4,250.00",
+        ),
+        # Rows of one second that no order proves: named at the printed order's first break.
+        (
+            _with(MPESA_ROWS, 2, 5, "199.47"),
+            MPESA_SUMMARY,
+            r"page 1, row 3 \('TJ5A0000F5 .*the balance printed below it \(before it in time\), "
+            r"3,737.00, and its withdrawal of 199.47 make 3,537.53, but the row says 13,538.04",
+        ),
+        # A withdrawal written negative is a withdrawal (its column says so); under Paid In,
+        # a negative figure is refused.
+        (
+            _with(MPESA_ROWS, 7, 4, "-3,450.00"),
+            MPESA_SUMMARY,
+            r"page 2, row 4 .*a negative figure -3,450.00 under Paid In",
         ),
         # A status that is neither read nor left out.
         (
@@ -568,8 +584,8 @@ def _with(
         (
             MPESA_ROWS,
             [("SEND MONEY:", "0.00", "1,000.00"), *MPESA_SUMMARY[1:]],
-            r"lines by transaction type add up to 13,450.50 paid in and 3,513.00 paid out, not "
-            r"its TOTAL of 13,450.50 and 3,713.00",
+            r"lines by transaction type add up to 13,450.50 paid in and 3,712.46 paid out, not "
+            r"its TOTAL of 13,450.50 and 3,912.46",
         ),
         # No summary: the oldest row's amount cannot be proven.
         (MPESA_ROWS, [], r"whose summary TOTAL \(paid in, paid out\) was not found"),

@@ -7,6 +7,7 @@ proof, so it has its own reader: see :class:`Mpesa`.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,12 +41,17 @@ _MPESA_TOTAL: Final = re.compile(rf"^TOTAL:? {_A} {_A}$", re.MULTILINE)
 
 @dataclass
 class _Held:
-    """A row read but not yet proven: in a newest-first statement a row's balance is proven by
-    the row printed below it (the one before it in time)."""
+    """A row read, to be proven once all are: in a newest-first statement a row's balance is
+    proven by the row printed below it (the one before it in time)."""
 
     where: str
     balance: Decimal
     signed: Decimal | None  # None: a row left out (its Transaction Status not Completed)
+    time: str
+
+
+#: The most rows sharing one completion time whose orders are all tried (6! = 720).
+_MAX_SAME_TIME: Final = 6
 
 
 class Mpesa:
@@ -54,7 +60,10 @@ class Mpesa:
 
     In the file's own order, a row's balance minus its movement is the balance the row below
     it must print (a row left out, not Completed, prints the balance unchanged); a row that the
-    row below does not prove is refused naming its page and row. The oldest row has no row
+    row below does not prove is refused naming its page and row. Rows sharing one completion
+    time (a Fuliza overdraft and the payment it funds, a charge and its transfer) are printed
+    in any order: such a group is proven in the order its balances follow, if one does, and
+    the load line counts the rows proven so. The oldest row has no row
     below: its amount is proven by the summary's TOTAL paid in and paid out, which must be the
     rows' sums (and the sum of the summary's lines by transaction type). The statement prints
     no opening balance: it is the oldest row's balance before its movement."""
@@ -64,11 +73,10 @@ class Mpesa:
         account = layout.account.search(text)
         self.account = account.group(1) if account else None
         self.columns: _Columns | None = None
-        self.held: _Held | None = None
-        self.left_out: list[_Held] = []  # rows left out since the last Completed row
-        self.skipped = 0
-        self.closing: Decimal | None = None
+        self.rows: list[_Held] = []
+        self.skipped = self.reordered = 0
         self.paid_in = self.withdrawn = Decimal(0)
+        self.opening: Decimal | None = None
         self.tail: float | None = None
         self.result = Read("pdf")
 
@@ -104,7 +112,7 @@ class Mpesa:
         amounts = _trailing_amounts(line)
         words = line.text[start.end() :].split()
         words = words[: len(words) - len(amounts)]
-        status = words[-1] if words else ""
+        status = words[-1].title() if words else ""  # COMPLETED in Safaricom's print
         if len(amounts) < 2 or status not in _MPESA_LEFT_OUT | {_MPESA_READ}:
             raise _fail(
                 self.path,
@@ -118,10 +126,10 @@ class Mpesa:
         if status != _MPESA_READ:
             self.skipped += 1
             self.tail = None  # a left-out row's narration is not an entry's
-            self._below(_Held(where, balance, None))
+            self.rows.append(_Held(where, balance, None, start.group(2)))
             return 1
         signed = self._amount(amounts, self.columns, where)
-        self._below(_Held(where, balance, signed))
+        self.rows.append(_Held(where, balance, signed, start.group(2)))
         if signed > 0:
             self.paid_in += signed
         else:
@@ -140,32 +148,63 @@ class Mpesa:
         self.tail = line.top
         return 1
 
-    def _below(self, row: _Held) -> None:
-        """``row``, printed below the rows read so far (so before them in time). A Completed
-        row proves the Completed row held above it, and the rows left out in between (which
-        print the balance unchanged since it); then it is held in its turn."""
-        if self.closing is None:
-            self.closing = row.balance
-        if row.signed is None:
-            self.left_out.append(row)
-            return
-        for out in self.left_out:
-            self._unchanged(out, row.balance)
-        self.left_out = []
-        if self.held is not None:
-            self._prove(self.held, row.balance)
-        self.held = row
+    def _prove_all(self) -> tuple[Decimal, Decimal]:
+        """Every row proven from the oldest (the file's last) up: the opening and closing."""
+        rows = self.rows[::-1]
+        running: Decimal | None = None
+        early: list[_Held] = []  # rows left out before the oldest Completed one
+        at = 0
+        while at < len(rows):
+            row = rows[at]
+            if row.signed is None:
+                if running is None:
+                    early.append(row)
+                else:
+                    self._unchanged(row, running)
+                at += 1
+                continue
+            end = at + 1
+            while end < len(rows) and rows[end].signed is not None and rows[end].time == row.time:
+                end += 1
+            running = self._prove(rows[at:end], running)
+            at = end
+        if running is None:
+            raise _fail(self.path, f"is a {self.layout.name} with no Completed row")
+        opening = self.opening if self.opening is not None else running
+        for row in early:
+            self._unchanged(row, opening)
+        return opening, running
 
-    def _prove(self, held: _Held, before: Decimal) -> None:
-        signed = held.signed or Decimal(0)
-        if before + signed != held.balance:
-            raise _fail(
-                self.path,
-                f"{held.where}: the balance printed below it (before it in time), {before:,}, "
-                f"and its {'paid in' if signed > 0 else 'withdrawal'} of {abs(signed):,} "
-                f"make {before + signed:,}, but the row says {held.balance:,}: its rows "
-                "cannot all be proven, so none is read",
-            )
+    def _prove(self, group: list[_Held], running: Decimal | None) -> Decimal:
+        """Rows sharing a completion time (oldest first as printed) proven in the printed
+        order, else in the first other order whose balances follow; the balance after them."""
+        orders = itertools.permutations(group) if len(group) <= _MAX_SAME_TIME else [group]
+        for order in orders:
+            before = running
+            for row in order:
+                signed = row.signed or Decimal(0)
+                if before is not None and before + signed != row.balance:
+                    break
+                before = row.balance
+            else:
+                if list(order) != group:
+                    self.reordered += len(group)
+                if running is None:
+                    self.opening = order[0].balance - (order[0].signed or Decimal(0))
+                return order[-1].balance
+        before = running if running is not None else group[0].balance - (group[0].signed or 0)
+        for row in group:  # the printed order's first break, named
+            signed = row.signed or Decimal(0)
+            if before + signed != row.balance:
+                raise _fail(
+                    self.path,
+                    f"{row.where}: the balance printed below it (before it in time), "
+                    f"{before:,}, and its {'paid in' if signed > 0 else 'withdrawal'} of "
+                    f"{abs(signed):,} make {before + signed:,}, but the row says "
+                    f"{row.balance:,}: its rows cannot all be proven, so none is read",
+                )
+            before = row.balance
+        raise AssertionError("unreachable: the printed order was proven")
 
     def _unchanged(self, out: _Held, balance: Decimal) -> None:
         if out.balance != balance:
@@ -190,11 +229,8 @@ class Mpesa:
 
     def _close(self) -> Read:
         path, name, result = self.path, self.layout.name, self.result
-        held, entries = self.held, result.entries
-        if held is None or held.signed is None or not entries:
-            raise _fail(path, f"is a {name} with no Completed row")
-        for out in self.left_out:
-            self._unchanged(out, held.balance - held.signed)
+        entries = result.entries
+        opening, closing = self._prove_all()
         total = _MPESA_TOTAL.search(self.text)
         if total is None:
             raise _fail(path, f"is a {name} whose summary TOTAL (paid in, paid out) was not "
@@ -208,8 +244,6 @@ class Mpesa:
                 raise _fail(path, f"its Completed rows' {what} add up to {added:,}, but its "
                             f"summary prints a TOTAL of {printed:,}")  # fmt: skip
         self._types(self.text[: total.start()], paid_in, paid_out)
-        opening = held.balance - held.signed
-        closing = self.closing if self.closing is not None else held.balance
         # Newest first: the oldest row is the last; the balance record runs in time.
         result.balances.append(
             Balance(
@@ -230,6 +264,11 @@ class Mpesa:
             if self.skipped
             else ""
         )
+        if self.reordered:
+            left += (
+                f"; {self.reordered:,} rows sharing a completion time proven in the order their "
+                "balances follow, not the printed one"
+            )
         result.notes.append(
             f"{name} PDF: {len(entries):,} row{'s' if len(entries) != 1 else ''}, newest "
             "first, each proven by the running balance (the oldest by the summary's TOTAL) "
@@ -240,7 +279,9 @@ class Mpesa:
     def _types(self, head: str, paid_in: Decimal, paid_out: Decimal) -> None:
         """The summary's lines by transaction type (in ``head``, the text above its TOTAL)
         must add up to its TOTAL."""
-        lines = re.findall(rf"^[A-Z][A-Z -]*(?:\([A-Z ]+\))?:? {_A} {_A}$", head, re.MULTILINE)
+        lines = re.findall(
+            rf"^[A-Za-z][A-Za-z0-9 -]*(?:\([A-Za-z ]+\))?:? {_A} {_A}$", head, re.MULTILINE
+        )
         if not lines:
             return
         ins = sum(abs(Decimal(_plain(a))) for a, _ in lines)
@@ -252,12 +293,15 @@ class Mpesa:
 
 
 def _mpesa_columns(line: _Line) -> _Columns | None:
-    """M-Pesa's header: ``Paid In`` (two words) and ``Withdrawn`` before ``Balance``."""
+    """M-Pesa's header: ``Paid in`` (two words), ``Withdrawn`` (Safaricom's print wraps it:
+    ``Withdraw`` on the header's line) and ``Balance``, any case."""
     words = line.words
-    texts = [w["text"] for w in words]
-    if "Balance" not in texts or "Withdrawn" not in texts or "Paid" not in texts:
+    texts = [w["text"].lower() for w in words]
+    if "balance" not in texts or "paid" not in texts:
         return None
-    paid = texts.index("Paid")
-    end = words[paid + 1] if paid + 1 < len(words) and texts[paid + 1] == "In" else words[paid]
-    out = words[texts.index("Withdrawn")]
+    out = next((w for w, t in zip(words, texts, strict=True) if t.startswith("withdraw")), None)
+    if out is None:
+        return None
+    paid = texts.index("paid")
+    end = words[paid + 1] if paid + 1 < len(words) and texts[paid + 1] == "in" else words[paid]
     return _Columns((out["x0"] + out["x1"]) / 2, (words[paid]["x0"] + end["x1"]) / 2)
