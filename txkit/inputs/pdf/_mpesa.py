@@ -63,10 +63,10 @@ class Mpesa:
     row below does not prove is refused naming its page and row. Rows sharing one completion
     time (a Fuliza overdraft and the payment it funds, a charge and its transfer) are printed
     in any order: such a group is proven in the order its balances follow, if one does, and
-    the load line counts the rows proven so. The oldest row has no row
-    below: its amount is proven by the summary's TOTAL paid in and paid out, which must be the
-    rows' sums (and the sum of the summary's lines by transaction type). The statement prints
-    no opening balance: it is the oldest row's balance before its movement."""
+    the load line counts the rows proven so. The oldest row has no row below: its amount is
+    proven by the summary's TOTAL paid in and paid out, which must be the rows' sums (and the
+    sum of the summary's lines by transaction type). The statement prints no opening balance:
+    it is the oldest row's balance before its movement."""
 
     def __init__(self, path: Path, layout: _Layout, text: str) -> None:
         self.path, self.layout, self.text = path, layout, text
