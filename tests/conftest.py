@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.factories import NO_INSTANCE_METADATA, ROOT, cli_env
+from txkit import Client
+from txkit.sandbox import Sandbox, generate_ledger
 
 UV = Path(sys.executable).parent / "uv"  # `make install` puts uv in the checkout's .venv
 
@@ -78,3 +80,20 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed
         "JUPYTER_DATA_DIR": str(home / "jupyter-data"),  # the notebooks' trust
     }
     return Installed(venv, env)
+
+
+@pytest.fixture(scope="module")
+def sync_ledger() -> object:
+    """A module's own 3,000-record ledger (seed 21), for the store's sync tests: a module may
+    change its data, so it is not the run's shared one (the root conftest's ``ledgers``)."""
+    return generate_ledger(seed=21, records=3_000)
+
+
+@pytest.fixture
+def sync_client(sync_ledger: object) -> Iterator[Client]:
+    """A client of a sandbox over :func:`sync_ledger`, for one test."""
+    with (
+        Sandbox(ledger=sync_ledger) as box,
+        Client(box.base_url, box.secret_key, env_file=None) as client,
+    ):
+        yield client

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -17,7 +16,6 @@ import pytest
 
 from tests.factories import forget_digests, invoke_cli_all_stderr
 from txkit import Client
-from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import (
     StoreDamagedError,
     read_months,
@@ -29,17 +27,6 @@ from txkit.store import (
 
 TODAY = date(2026, 11, 21)
 OPEN = date(2026, 10, 31)
-
-
-@pytest.fixture(scope="module")
-def ledger():
-    return generate_ledger(seed=21, records=3_000)
-
-
-@pytest.fixture
-def client(ledger) -> Iterator[Client]:
-    with Sandbox(ledger=ledger) as box, Client(box.base_url, box.secret_key, env_file=None) as c:
-        yield c
 
 
 def month_file(store: Path, month: str) -> Path:
@@ -55,9 +42,9 @@ def assert_named(info: pytest.ExceptionInfo, store: Path, month: str) -> None:
 
 
 @pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
-def test_every_file_is_committed_with_its_digest(client: Client, tmp_path: Path) -> None:
+def test_every_file_is_committed_with_its_digest(sync_client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     state = read_state(store)
     files = {p.relative_to(store).as_posix() for p in store.glob("month=*/*.parquet")}
     assert set(state.files) == files and len(files) == 2
@@ -73,10 +60,10 @@ def test_every_file_is_committed_with_its_digest(client: Client, tmp_path: Path)
 
 @pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_2000_bytes_overwritten_in_a_months_file_are_a_named_error(
-    client: Client, tmp_path: Path
+    sync_client: Client, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     good = read_months(["2026-09"], store=store)
     part = month_file(store, "2026-09")
     data = bytearray(part.read_bytes())
@@ -102,17 +89,17 @@ def test_2000_bytes_overwritten_in_a_months_file_are_a_named_error(
     assert f"damaged: month=2026-09/{part.name} (2026-09)" in done.stdout
     assert f"repair: txkit sync --store {store} --refresh 2026-09" in done.stdout
     # The repair (run as printed, on the same source) brings the month back, whole.
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
          refresh=["2026-09"])  # fmt: skip
     assert read_months(["2026-09"], store=store).equals(good)
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
 def test_one_bit_flipped_at_40_places_is_always_a_named_error(
-    client: Client, tmp_path: Path
+    sync_client: Client, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
     part = month_file(store, "2026-09")
     original = part.read_bytes()
     places = random.Random(40).sample(range(len(original) * 8), 40)
@@ -129,20 +116,20 @@ def test_one_bit_flipped_at_40_places_is_always_a_named_error(
     assert read_months(["2026-09"], store=store).height > 0
 
 
-def test_the_syncs_merge_read_checks_digests(client: Client, tmp_path: Path) -> None:
+def test_the_syncs_merge_read_checks_digests(sync_client: Client, tmp_path: Path) -> None:
     """A look-back sync reads the stored month to merge it: a damaged file stops it, named,
     and the table stays at its version."""
     store = tmp_path / "store"
-    sync(client, start="2026-10-01", end="2026-10-31", store=store, today=OPEN)
+    sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=OPEN)
     part = month_file(store, "2026-10")
     data = bytearray(part.read_bytes())
     data[len(data) // 2] ^= 0x10
     part.write_bytes(bytes(data))
     with pytest.raises(StoreDamagedError) as info:
-        sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     assert_named(info, store, "2026-10")
     assert read_state(store).version == 0
-    result = sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY,
+    result = sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY,
                   refresh=["2026-10"])  # fmt: skip
     assert result.fetched == {"2026-10": "refresh"}
     assert {c.status for c in verify_store(store)} == {"ok"}
@@ -150,10 +137,10 @@ def test_the_syncs_merge_read_checks_digests(client: Client, tmp_path: Path) -> 
 
 @pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
 def test_files_without_a_recorded_digest_still_read_and_are_reported(
-    client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    sync_client: Client, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     good = read_months(["2026-09"], store=store)
     forget_digests(store)
     with caplog.at_level(logging.WARNING, logger="txkit"):
@@ -167,16 +154,16 @@ def test_files_without_a_recorded_digest_still_read_and_are_reported(
     assert "0 verified, 0 damaged or missing, 2 unverified (no digest recorded" in done.stdout
     assert f"txkit sync --store {store} --refresh 2026-09 --refresh 2026-10" in done.stdout
     # The advice, run: the refreshed months get digests.
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY,
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY,
          refresh=["2026-09", "2026-10"])  # fmt: skip
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
 @pytest.mark.slow  # syncs a store of its own: seconds, out of the quick loop
-def test_verify_a_version_and_a_missing_file(client: Client, tmp_path: Path) -> None:
+def test_verify_a_version_and_a_missing_file(sync_client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
-    sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+    sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     month_file(store, "2026-10").unlink()
     assert [c.status for c in verify_store(store, version=0)] == ["ok"]
     assert [c.status for c in verify_store(store)] == ["ok", "missing"]

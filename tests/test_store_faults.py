@@ -18,21 +18,9 @@ import polars as pl
 import pytest
 
 from txkit import Client
-from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreError, read_months, read_state, scan_store, sync
 
 TODAY = date(2026, 11, 21)
-
-
-@pytest.fixture(scope="module")
-def ledger():
-    return generate_ledger(seed=21, records=3_000)
-
-
-@pytest.fixture
-def client(ledger) -> Iterator[Client]:
-    with Sandbox(ledger=ledger) as box, Client(box.base_url, box.secret_key, env_file=None) as c:
-        yield c
 
 
 @pytest.fixture
@@ -58,9 +46,9 @@ def snapshot(store: Path) -> tuple[int | None, pl.DataFrame]:
 
 
 @pytest.mark.slow
-def test_a_full_disk_leaves_the_previous_version(client: Client, tmpfs: Path) -> None:
+def test_a_full_disk_leaves_the_previous_version(sync_client: Client, tmpfs: Path) -> None:
     store = tmpfs / "store"
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
     before = snapshot(store)
     filler = tmpfs / "filler"
     with open(filler, "wb") as handle:  # fill the disk to the last block
@@ -71,23 +59,23 @@ def test_a_full_disk_leaves_the_previous_version(client: Client, tmpfs: Path) ->
         except OSError as exc:
             assert exc.errno == errno.ENOSPC
     with pytest.raises(StoreError, match="disk is full.*previous version") as info:
-        sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     assert "\n" not in str(info.value)
     filler.unlink()
     after = snapshot(store)
     assert after[0] == before[0] and after[1].equals(before[1])
-    result = sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+    result = sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     assert result.version == before[0] + 1  # type: ignore[operator]
 
 
 @pytest.mark.slow
 def test_an_injected_enospc_leaves_the_previous_version(
-    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sync_client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import deltalake
 
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
     before = snapshot(store)
 
     def full(*args: object, **kwargs: object) -> None:
@@ -95,7 +83,7 @@ def test_an_injected_enospc_leaves_the_previous_version(
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
     with pytest.raises(StoreError, match=r"the disk is full \(.*month=2026-10\)"):
-        sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
 
     def rust_full(*args: object, **kwargs: object) -> None:  # delta-rs's own error text
         raise deltalake.exceptions.DeltaError(
@@ -105,19 +93,21 @@ def test_an_injected_enospc_leaves_the_previous_version(
     monkeypatch.undo()
     monkeypatch.setattr(deltalake.DeltaTable, "create_write_transaction", rust_full)
     with pytest.raises(StoreError, match="the disk is full; the store is left at its previous"):
-        sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     after = snapshot(store)
     assert after[0] == before[0] and after[1].equals(before[1])
 
 
 @pytest.mark.slow
-def test_a_read_only_store_is_a_clear_error_and_still_readable(client: Client, tmpfs: Path) -> None:
+def test_a_read_only_store_is_a_clear_error_and_still_readable(
+    sync_client: Client, tmpfs: Path
+) -> None:
     store = tmpfs / "store"
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY)
     before = snapshot(store)
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
     with pytest.raises(StoreError, match="read-only") as info:
-        sync(client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
+        sync(sync_client, start="2026-10-01", end="2026-10-31", store=store, today=TODAY)
     assert str(store) in str(info.value) and "\n" not in str(info.value)
     after = snapshot(store)  # reading needs no write
     assert after[0] == before[0] and after[1].equals(before[1])
@@ -126,10 +116,10 @@ def test_a_read_only_store_is_a_clear_error_and_still_readable(client: Client, t
 
 @pytest.mark.slow
 def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
-    client: Client, tmp_path: Path
+    sync_client: Client, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     good = read_months(["2026-09"], store=store)
     (part,) = glob.glob(str(store / "month=2026-09" / "*.parquet"))
     Path(part).write_bytes(b"this is not parquet" * 20)
@@ -143,7 +133,7 @@ def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
     assert str(info.value).endswith(
         f"run `txkit sync --store {store} --refresh 2026-09` to fetch the month again"
     )
-    result = sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+    result = sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
                   refresh=["2026-09"])  # fmt: skip
     assert result.fetched == {"2026-09": "refresh"}
     assert read_months(["2026-09"], store=store).equals(good)
@@ -151,12 +141,12 @@ def test_a_damaged_data_file_is_named_with_the_command_that_repairs_it(
 
 @pytest.mark.slow
 def test_a_lost_log_entry_is_named_or_leaves_the_previous_version(
-    client: Client, tmp_path: Path
+    sync_client: Client, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
     for month in ("2026-08", "2026-09", "2026-10"):
         first = f"{month}-01"
-        sync(client, start=first, end=f"{month}-28", store=store, today=TODAY)
+        sync(sync_client, start=first, end=f"{month}-28", store=store, today=TODAY)
     log = store / "_delta_log"
     at_one = scan_store(store, version=1).sort("id").collect()
     newest = log / f"{2:020d}.json"

@@ -6,7 +6,6 @@ by ``txkit store verify``, named, and repaired by the command printed."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -14,23 +13,11 @@ import pytest
 
 from tests.factories import invoke_cli_all_stderr, run_cli
 from txkit import Client
-from txkit.sandbox import Sandbox, generate_ledger
 from txkit.store import StoreDamagedError, read_months, sync, verify_store
 
 pytestmark = pytest.mark.slow  # syncs a store of its own
 
 TODAY = date(2026, 11, 21)
-
-
-@pytest.fixture(scope="module")
-def ledger():
-    return generate_ledger(seed=21, records=3_000)
-
-
-@pytest.fixture
-def client(ledger) -> Iterator[Client]:
-    with Sandbox(ledger=ledger) as box, Client(box.base_url, box.secret_key, env_file=None) as c:
-        yield c
 
 
 def _edit_log(store: Path, change) -> None:
@@ -51,9 +38,9 @@ def _verify(store: Path, tmp_path: Path):
     return invoke_cli_all_stderr("store", "verify", "--store", str(store), cwd=tmp_path)
 
 
-def test_a_removed_add_is_found_named_and_repaired(client: Client, tmp_path: Path) -> None:
+def test_a_removed_add_is_found_named_and_repaired(sync_client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     good = read_months(["2026-09"], store=store)
     assert good.height > 0
 
@@ -71,15 +58,15 @@ def test_a_removed_add_is_found_named_and_repaired(client: Client, tmp_path: Pat
     assert "missing: month=2026-09/" in done.stdout and "its add was removed" in done.stdout
     assert "the store's coverage records" in done.stdout and "rows of 2026-09" in done.stdout
     assert f"repair: txkit sync --store {store} --refresh 2026-09" in done.stdout
-    sync(client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
+    sync(sync_client, start="2026-09-01", end="2026-09-30", store=store, today=TODAY,
          refresh=["2026-09"])  # fmt: skip
     assert read_months(["2026-09"], store=store).equals(good)
     assert {c.status for c in verify_store(store)} == {"ok"}
 
 
-def test_a_file_entry_moved_to_another_month_is_found(client: Client, tmp_path: Path) -> None:
+def test_a_file_entry_moved_to_another_month_is_found(sync_client: Client, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    sync(client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
+    sync(sync_client, start="2026-09-01", end="2026-10-31", store=store, today=TODAY)
     october = read_months(["2026-10"], store=store)
 
     def move_october(action: dict) -> dict:
@@ -97,7 +84,7 @@ def test_a_file_entry_moved_to_another_month_is_found(client: Client, tmp_path: 
     assert done.returncode == 1, done.stdout
     assert "filed under 2026-11 in the Delta log but was written as 2026-10's" in done.stdout
     assert "--refresh 2026-10 --refresh 2026-11" in done.stdout
-    sync(client, start="2026-10-01", end="2026-11-30", store=store, today=TODAY,
+    sync(sync_client, start="2026-10-01", end="2026-11-30", store=store, today=TODAY,
          refresh=["2026-10", "2026-11"])  # fmt: skip
     assert read_months(["2026-10"], store=store).equals(october)
     assert {c.status for c in verify_store(store)} == {"ok"}
