@@ -31,7 +31,8 @@ def test_a_notebook_is_written_where_its_path_says_whatever_papermill_was_left_w
     monkeypatch.chdir(work)
     # What two lanes' interleaved papermill calls leave: the local handler's folder, an
     # earlier report's, since removed (papermill's own reads and writes chdir there).
-    papermill_io.get_handler("x.ipynb").cwd(str(gone))
+    handler = papermill_io.get_handler("x.ipynb")
+    monkeypatch.setattr(handler, "_cwd", str(gone))  # undone after: later tests use paths
     gone.rmdir()
     source = tmp_path / "books" / "01_small.ipynb"
     source.parent.mkdir()

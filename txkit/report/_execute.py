@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import copy
 import json
 import logging
@@ -28,7 +29,7 @@ from txkit.store import MonthManifest
 
 log = logging.getLogger("txkit")
 
-__all__ = ["Executed", "execute_notebook", "run_notebooks"]
+__all__ = ["Executed", "Ran", "execute_notebook", "run_notebook", "run_notebooks"]
 
 #: Notebooks at once: kernels start mostly on one core, and the sandbox's machine has two.
 _LANES = 2
@@ -94,6 +95,70 @@ def execute_notebook(
     digests), a notebook whose inputs are unchanged is taken from it when ``reuse``, else
     executed and kept there.
 
+    Raises:
+        NotebookFailedError: a cell failed (names the notebook and the cell).
+    """
+    ran = run_notebook(
+        source_nb,
+        plan=plan,
+        parameters=parameters,
+        staging=staging,
+        lane=lane,
+        cache=cache,
+        manifest=manifest,
+        out=out,
+        reuse=reuse,
+    )
+    return ran.page(), ran.seconds, ran.reused
+
+
+@dataclass
+class Ran:
+    """A notebook executed (or reused) whose page is not written yet: :meth:`page` writes the
+    executed notebook and its page into the staging folder (apart from the lane, whose kernel
+    meanwhile runs the next notebook)."""
+
+    executed: Any
+    source: Path
+    target: Path
+    month: str
+    seconds: float
+    reused: Reuse | None
+
+    def page(self) -> Section:
+        """Write the executed notebook and its HTML page; the index's section for it."""
+        import nbformat
+
+        # Where papermill records the paths it read and wrote, as it does given paths.
+        self.executed.metadata.papermill.update(
+            input_path=str(self.source), output_path=str(self.target)
+        )
+        text = nbformat.writes(self.executed)
+        self.target.write_text(text, encoding="utf-8")
+        doc = json.loads(text)
+        page = self.target.with_suffix(".html")
+        title = title_of(doc, self.source.stem)
+        page.write_text(
+            page_html(self.target, doc, month=self.month, title=title), encoding="utf-8"
+        )
+        return Section(title, page.name, summary_of(doc))
+
+
+def run_notebook(
+    source_nb: Path,
+    *,
+    plan: ReportPlan,
+    parameters: dict[str, Any],
+    staging: Path,
+    lane: Lane,
+    cache: NotebookCache | None = None,
+    manifest: MonthManifest | None = None,
+    out: Path | None = None,
+    reuse: bool = True,
+) -> Ran:
+    """:func:`execute_notebook` but its page: the notebook executed in ``lane``'s kernel (or
+    reused from ``cache``) and kept in the cache, its downloads written in ``staging``.
+
     The notebook goes to papermill and comes back as a ``NotebookNode``, read and written
     here: papermill's own local files are read and written in a working folder it keeps in
     one attribute shared by every thread, which two lanes' calls leave stale.
@@ -131,15 +196,7 @@ def execute_notebook(
         if cache is not None and key is not None:
             page_name = target.with_suffix(".html").name
             cache.store(key, executed, _artifacts(staging, page_name), report=plan.month)
-    # Where papermill records the paths it read and wrote, as it does given paths.
-    executed.metadata.papermill.update(input_path=str(source_nb), output_path=str(target))
-    text = nbformat.writes(executed)
-    target.write_text(text, encoding="utf-8")
-    doc = json.loads(text)
-    page = target.with_suffix(".html")
-    title = title_of(doc, source_nb.stem)
-    page.write_text(page_html(target, doc, month=plan.month, title=title), encoding="utf-8")
-    return Section(title, page.name, summary_of(doc)), time.perf_counter() - began, reused
+    return Ran(executed, source_nb, target, plan.month, time.perf_counter() - began, reused)
 
 
 def _execute(
@@ -204,32 +261,43 @@ def run_notebooks(
         disable=not progress if progress is not None else None,
     )
 
-    def advance(nb: Path, _result: tuple[Section, float, Reuse | None]) -> None:
+    def advance(nb: Path, _result: tuple[cf.Future[Section], Ran]) -> None:
         bar.set_postfix_str(nb.stem)
         bar.update()
 
+    # Each page is written on a thread of its own while the lane's kernel runs its next
+    # notebook: the kernel would otherwise wait for the page.
+    pages = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="txkit-pages")
     try:
         with sockets_folder() as sockets:
             done, _lanes = run_in_lanes(
                 _waves(plan.notebooks),
-                lambda nb, lane: execute_notebook(
-                    nb,
-                    plan=plan,
-                    parameters=parameters,
-                    staging=staging,
-                    lane=lane,
-                    cache=store,
-                    manifest=manifest,
-                    out=out,
-                    reuse=reuse,
+                lambda nb, lane: _ran_and_paged(
+                    pages,
+                    run_notebook(
+                        nb,
+                        plan=plan,
+                        parameters=parameters,
+                        staging=staging,
+                        lane=lane,
+                        cache=store,
+                        manifest=manifest,
+                        out=out,
+                        reuse=reuse,
+                    ),
                 ),
                 lambda index: kernel_manager(sockets, index),
                 lanes=min(_LANES, os.cpu_count() or 1, len(plan.notebooks)),
                 on_done=advance,
                 kept=kept_lanes(),
             )
+        sections = [done[nb][0].result() for nb in plan.notebooks]
     finally:
+        pages.shutdown(wait=True, cancel_futures=True)
         bar.close()
-    sections = [done[nb][0] for nb in plan.notebooks]
-    reused = {nb.stem: done[nb][2] for nb in plan.notebooks if done[nb][2] is not None}
-    return sections, Executed({nb.stem: done[nb][1] for nb in plan.notebooks}, reused)
+    reused = {nb.stem: done[nb][1].reused for nb in plan.notebooks if done[nb][1].reused}
+    return sections, Executed({nb.stem: done[nb][1].seconds for nb in plan.notebooks}, reused)
+
+
+def _ran_and_paged(pages: cf.ThreadPoolExecutor, ran: Ran) -> tuple[cf.Future[Section], Ran]:
+    return pages.submit(ran.page), ran
