@@ -15,22 +15,25 @@ was started with.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import shutil
 import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.manager import AsyncKernelManager
 from jupyter_core.utils import run_sync
-from traitlets import Dict
+from traitlets import Dict, DottedObjectName, Type
 
 from txkit.errors import NotebookFailedError
 
-__all__ = ["KeptLanes", "Lane", "ReportKernelManager", "run_in_lanes"]
+__all__ = ["KeptLanes", "Lane", "ReportKernelClient", "ReportKernelManager", "run_in_lanes"]
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -62,6 +65,60 @@ _txkit_reset(get_ipython())
 """
 
 
+class ReportKernelClient(AsyncKernelClient):
+    """A kernel client whose :meth:`wait_for_ready` ends as soon as the kernel is ready.
+
+    jupyter_client's ends by waiting for IOPub to stay silent for 0.2 s, every time: a lane
+    makes two clients per notebook (its reset's and papermill's), so its kernel idled 0.4 s
+    between two notebooks. Here the wait ends with the ``kernel_info`` request's own ``idle``
+    status on IOPub, which also proves that channel connected (as jupyter_client's check
+    does); a request whose status was missed (IOPub not connected yet) is sent again."""
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None:  # type: ignore[override]
+        """Return once the kernel answered ``kernel_info`` on both the shell and IOPub.
+
+        Raises:
+            RuntimeError: the kernel died, or did not answer within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + (math.inf if timeout is None else timeout)
+        while True:
+            sent = self.kernel_info()
+            reply = await self._reply_to(sent, wait=1.0)
+            if reply is not None and await self._idle_after(sent, wait=0.2):
+                self._handle_kernel_info_reply(reply)
+                return
+            if not await self._async_is_alive():
+                raise RuntimeError("Kernel died before replying to kernel_info")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+    async def _reply_to(self, sent: str, *, wait: float) -> dict[str, Any] | None:
+        until = time.monotonic() + wait
+        while (left := until - time.monotonic()) > 0:
+            try:
+                msg = await self.shell_channel.get_msg(timeout=left)
+            except queue.Empty:
+                return None
+            if msg["parent_header"].get("msg_id") == sent:
+                return msg
+        return None
+
+    async def _idle_after(self, sent: str, *, wait: float) -> bool:
+        until = time.monotonic() + wait
+        while (left := until - time.monotonic()) > 0:
+            try:
+                msg = await self.iopub_channel.get_msg(timeout=left)
+            except queue.Empty:
+                return False
+            if (
+                msg["parent_header"].get("msg_id") == sent
+                and msg["msg_type"] == "status"
+                and msg["content"].get("execution_state") == "idle"
+            ):
+                return True
+        return False
+
+
 class ReportKernelManager(AsyncKernelManager):
     """An :class:`AsyncKernelManager` that adds :attr:`extra_env` to its kernel's
     environment (the report's own process environment, which two lanes and the caller share,
@@ -69,6 +126,8 @@ class ReportKernelManager(AsyncKernelManager):
     notebooks."""
 
     extra_env = Dict(config=True, help="variables set in the kernel's environment only")
+    client_class = DottedObjectName("txkit.report._lanes.ReportKernelClient")
+    client_factory = Type(ReportKernelClient, klass=AsyncKernelClient)
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
