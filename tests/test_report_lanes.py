@@ -263,3 +263,37 @@ def test_a_kept_kernel_is_given_the_next_reports_folder_and_settings(
     assert three["pid"] != one["pid"]  # another key: a new kernel, started with it
     assert three["txkit"]["TXKIT_SECRET_KEY"] == "sk_test_other"
     assert started == 1
+
+
+def test_a_lane_client_is_ready_with_both_channels_and_says_when_its_kernel_died(
+    sockets: Path,
+) -> None:
+    from jupyter_core.utils import run_sync
+
+    from txkit.report._lanes import ReportKernelClient
+
+    manager = _kernel_manager(sockets, 0)
+    run_sync(manager.start_kernel)()
+    try:
+        client = manager.client()
+        assert isinstance(client, ReportKernelClient)  # papermill's client too: km.client()
+        client.start_channels()
+        run_sync(client.wait_for_ready)(timeout=60)
+        seen: list[str] = []  # IOPub is connected: the cell's output arrives on it
+
+        def keep(msg: dict) -> None:
+            if msg["msg_type"] == "stream":
+                seen.append(msg["content"]["text"])
+
+        reply = run_sync(client.execute_interactive)("print(6 * 7)", output_hook=keep, timeout=60)
+        assert reply["content"]["status"] == "ok" and seen == ["42\n"]
+        manager.stop_clients()
+        run_sync(manager.shutdown_kernel)(now=True)
+        late = manager.client()
+        late.start_channels()
+        with pytest.raises(RuntimeError, match="died|respond"):
+            run_sync(late.wait_for_ready)(timeout=3)
+    finally:
+        manager.stop_clients()
+        if manager.has_kernel:
+            run_sync(manager.shutdown_kernel)(now=True)
