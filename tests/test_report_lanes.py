@@ -321,3 +321,39 @@ def test_a_lane_client_is_ready_with_both_channels_and_says_when_its_kernel_died
         manager.stop_clients()
         if manager.has_kernel:
             run_sync(manager.shutdown_kernel)(now=True)
+
+
+def test_the_notebooks_imports_are_read_from_their_code_cells(tmp_path: Path) -> None:
+    from txkit.report._kernels import notebook_imports
+
+    first = notebook(tmp_path, "a", "import json, os.path\nfrom txkit.notebook import plots",
+                     "%matplotlib inline", "def f():\n    import colorsys")  # fmt: skip
+    second = notebook(tmp_path, "b", "from . import here\nimport json\nimport polars as pl")
+    assert notebook_imports([first, second]) == ["json", "os.path", "txkit.notebook", "polars"]
+
+
+def test_a_lane_started_ahead_runs_its_first_notebook_in_that_kernel(
+    tmp_path: Path, sockets: Path
+) -> None:
+    from txkit.report._kernels import imports_code
+
+    sources = [notebook(tmp_path, "uses", "import colorsys\nimport not_a_module_of_txkit_tests")]
+    book = notebook(tmp_path, "first", REPORT.replace(
+        '"pid": os.getpid(),',
+        '"pid": os.getpid(), "imported": "colorsys" in sys.modules, "cwd": os.getcwd(), '
+        '"left": sorted(n for n in globals() if n.startswith("_name")),',
+    ))  # fmt: skip
+    kept = KeptLanes()
+    try:
+        ((lane, driver),) = kept.take(1, lambda i: _kernel_manager(sockets, i))
+        code = imports_code(sources)  # a module that does not import is left to its notebook
+        driver.submit(lambda: lane.start(None, code, cwd=tmp_path)).wait()
+        assert lane.kernels_started == 1
+        started = lane._manager.provisioner.process.pid
+        results, _ = run_in_lanes([[book]], run, lambda i: _kernel_manager(sockets, i), lanes=1,
+                                  kept=kept)  # fmt: skip
+        assert lane.kernels_started == 1 and results[book]["pid"] == started
+        assert results[book]["imported"] and results[book]["cwd"] == str(tmp_path)
+        assert results[book]["left"] == [] and results[book]["counts"] == [1]
+    finally:
+        kept.close()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import copy
 import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,11 +19,14 @@ from txkit.notebook import read_downloads
 from txkit.report._cache import NotebookCache, Reuse, cache_folder, notebook_inputs
 from txkit.report._html import Section, page_html, summary_of, title_of
 from txkit.report._kernels import (
+    KERNEL_ARGUMENTS,
+    keep_kernels,
     kept_lanes,
     kernel_manager,
     kernel_settings,
     kernel_setup,
     sockets_folder,
+    start_kernels,
 )
 from txkit.report._lanes import Lane, run_in_lanes
 from txkit.report._plan import ReportPlan, resolved_store
@@ -30,10 +34,40 @@ from txkit.store import MonthManifest
 
 log = logging.getLogger("txkit")
 
-__all__ = ["Executed", "Ran", "execute_notebook", "run_notebook", "run_notebooks"]
+__all__ = [
+    "Executed",
+    "Ran",
+    "execute_notebook",
+    "kernels_started_early",
+    "run_notebook",
+    "run_notebooks",
+]
 
 #: Notebooks at once: kernels start mostly on one core, and the sandbox's machine has two.
 _LANES = 2
+
+
+def _lanes_for(sources: list[Path]) -> int:
+    return min(_LANES, os.cpu_count() or 1, len(sources))
+
+
+@contextlib.contextmanager
+def kernels_started_early(plan: ReportPlan, *, start: bool) -> Iterator[None]:
+    """With ``start``, the report's lanes are kept for the block (unless :func:`keep_kernels`
+    keeps them already) and their kernels started now, with the notebooks' imports, while the
+    report syncs: a month's first report, or one that reuses nothing, executes every
+    notebook. Without it, the notebooks start their kernels (a rerun may execute none)."""
+    if not start or not plan.notebooks:
+        yield
+        return
+    kept = kept_lanes()
+    if kept is not None:
+        start_kernels(kept, plan.notebooks[0].parent, plan.notebooks, _lanes_for(plan.notebooks))
+        yield
+        return
+    with keep_kernels() as kept:
+        start_kernels(kept, plan.notebooks[0].parent, plan.notebooks, _lanes_for(plan.notebooks))
+        yield
 
 
 def _waves(sources: list[Path]) -> list[list[Path]]:
@@ -215,10 +249,7 @@ def _execute(
             resources={"metadata": {"path": str(source_nb.parent.resolve())}},
             kernel_name="python3",
             km=manager,
-            # jupyter_client interrupts a kernel before shutting it down, and the kernel may
-            # log "KeyboardInterrupt caught in kernel" at ERROR on the report's stderr; a
-            # failing cell is reported through papermill instead.
-            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+            extra_arguments=list(KERNEL_ARGUMENTS),
         )
     except papermill.PapermillExecutionError as exc:
         raise NotebookFailedError(
@@ -292,7 +323,7 @@ def run_notebooks(
                     ),
                 ),
                 lambda index: kernel_manager(sockets, index),
-                lanes=min(_LANES, os.cpu_count() or 1, len(plan.notebooks)),
+                lanes=_lanes_for(plan.notebooks),
                 on_done=advance,
                 kept=kept_lanes(),
                 after_wave=after_wave,

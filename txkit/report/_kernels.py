@@ -5,14 +5,16 @@ removed by the next. Also what the kernels are started with, and :func:`keep_ker
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
+import json
 import logging
 import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from txkit import config
@@ -23,14 +25,18 @@ from txkit.report._publish import OWNER_FILE, alive
 log = logging.getLogger("txkit")
 
 __all__ = [
+    "KERNEL_ARGUMENTS",
     "clean_kernel_folders",
+    "imports_code",
     "keep_kernels",
     "kept_lanes",
     "kernel_environment",
     "kernel_manager",
     "kernel_settings",
     "kernel_setup",
+    "notebook_imports",
     "sockets_folder",
+    "start_kernels",
 ]
 
 _KERNELS = "txkit-kernel-"
@@ -150,6 +156,68 @@ def kernel_setup(notebooks: Path) -> str:
         f"_os.environ.update({wanted!r})\n"
         "del _os, _name\n"
     )
+
+
+#: What a lane's kernel is started with: jupyter_client interrupts a kernel before shutting it
+#: down, and the kernel may log "KeyboardInterrupt caught in kernel" at ERROR on the report's
+#: stderr (a failing cell is reported through papermill instead); its history in memory, as
+#: nbclient starts one (kernels sharing the user's history file, their prompt numbers restarted
+#: at each reset, printed "Session/line number was not unique" into pages).
+KERNEL_ARGUMENTS = ("--IPKernelApp.log_level=CRITICAL", "--HistoryManager.hist_file=:memory:")
+
+
+def notebook_imports(sources: Sequence[Path]) -> list[str]:
+    """The modules the notebooks' code cells import at their top level, in order, once each
+    (a cell that is not Python, an IPython magic, is skipped)."""
+    found: dict[str, None] = {}
+    for source in sources:
+        try:
+            cells = json.loads(source.read_text(encoding="utf-8")).get("cells", [])
+        except (OSError, ValueError):
+            continue  # the notebook's own run says what is wrong with it
+        for cell in cells:
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            text = cell.get("source", "")
+            try:
+                tree = ast.parse(text if isinstance(text, str) else "".join(text))
+            except (SyntaxError, ValueError, TypeError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.Import):
+                    found.update(dict.fromkeys(alias.name for alias in node.names))
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    found[node.module] = None
+    return list(found)
+
+
+def imports_code(sources: Sequence[Path]) -> str:
+    """Code that imports :func:`notebook_imports` in a kernel started ahead of its notebooks,
+    as a lane's later notebooks find them imported; a module that fails to import is left for
+    the notebook's own cell to report."""
+    return (
+        "import importlib as _importlib\n"
+        f"for _name in {notebook_imports(sources)!r}:\n"
+        "    try:\n"
+        "        _importlib.import_module(_name)\n"
+        "    except Exception:\n"
+        "        pass\n"
+        "del _importlib\n"
+    )
+
+
+def start_kernels(kept: KeptLanes, notebooks: Path, sources: Sequence[Path], count: int) -> None:
+    """Start ``count`` lanes' kernels of ``kept`` now, each on its lane's thread, in the
+    notebooks' folder and with their imports: the report syncs meanwhile."""
+    if kept.folder is None:
+        kept.folder = _kernel_folder()
+    folder = kept.folder
+    settings = kernel_settings()
+    code = kernel_setup(notebooks) + imports_code(sources)
+    for lane, driver in kept.take(count, lambda index: kernel_manager(folder, index)):
+        driver.submit(
+            lambda lane=lane: lane.start(settings, code, cwd=notebooks, arguments=KERNEL_ARGUMENTS)
+        )
 
 
 def kernel_manager(sockets: Path, index: int) -> ReportKernelManager:

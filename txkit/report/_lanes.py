@@ -15,6 +15,7 @@ was started with.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import queue
@@ -32,6 +33,8 @@ from jupyter_core.utils import run_sync
 from traitlets import Dict, DottedObjectName, Type
 
 from txkit.errors import NotebookFailedError
+
+log = logging.getLogger("txkit")
 
 __all__ = ["KeptLanes", "Lane", "ReportKernelClient", "ReportKernelManager", "run_in_lanes"]
 
@@ -178,6 +181,23 @@ class Lane:
             self._settings = settings
             self.kernels_started += 1
         return self._manager
+
+    def start(
+        self, settings: Hashable, code: str, *, cwd: Path, arguments: Sequence[str] = ()
+    ) -> None:
+        """Start the kernel before the first notebook needs it and run ``code`` in it (the
+        notebooks' imports), unless one started with ``settings`` runs already. A kernel that
+        fails to start or to run ``code`` is shut down: the first notebook then starts one, and
+        says what is wrong."""
+        if self._manager is not None and self._manager.has_kernel and self._settings == settings:
+            return
+        manager = self.manager(settings)
+        try:
+            run_sync(manager.start_kernel)(extra_arguments=list(arguments), cwd=str(cwd))
+            run_sync(_reset_kernel)(manager, code)
+        except Exception as exc:
+            log.debug("report: a kernel started ahead was shut down: %s", exc)
+            self.close()
 
     def done(self, *, failed: bool) -> None:
         """After a notebook: its clients' channels closed; the kernel shut down if it failed."""

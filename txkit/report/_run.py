@@ -46,7 +46,7 @@ from txkit.register import (
     sign_reopening,
     with_revision,
 )
-from txkit.report._execute import Executed, run_notebooks
+from txkit.report._execute import Executed, kernels_started_early, run_notebooks
 from txkit.report._manifest import ReportManifest, record_register, write_manifest
 from txkit.report._pages import (
     add_headlines,
@@ -229,6 +229,21 @@ def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
 
 
 def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target) -> ReportResult:
+    with kernels_started_early(plan, start=_executes_every_notebook(request, plan)):
+        return _synced_and_rendered(request, plan, notes, target)
+
+
+def _executes_every_notebook(request: ReportRequest, plan: ReportPlan) -> bool:
+    """The month's first report in its reports folder, a reopening, or the execution cache
+    off: every notebook is executed, so their kernels are started while the report syncs."""
+    cache = request.cache and config.report_cache_setting()
+    first = not (request.out / plan.month / "index.html").is_file()
+    return first or not cache or request.reopen is not None
+
+
+def _synced_and_rendered(
+    request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target
+) -> ReportResult:
     materiality = load_materiality()
     synced, sync_seconds = sync_for_report(plan, request, notes)
     checked = plan.checked
