@@ -75,8 +75,11 @@ def test_an_ambiguous_rate_reads_as_the_roundest_the_records_allow() -> None:
     assert _roundest(744, 755) == 750 and _roundest(139, 142) == 140 and _roundest(7, 8) == 7
     # 0.75 on 10.00 admits 745 to 755 bp, 0.82 on 11.00 admits 741 to 750: 745 to 750 fit both
     # (the middle, 747, is what the rule read before).
-    pairs = [(Decimal("0.75"), Decimal("10.00"), 1), (Decimal("0.82"), Decimal("11.00"), 1)]
-    assert _best_bp(pairs) == 750
+    pairs = pl.DataFrame(
+        {"tax": [Decimal("0.75"), Decimal("0.82")], "fee": [Decimal("10.00"), Decimal("11.00")]},
+        schema={"tax": pl.Decimal(38, 6), "fee": pl.Decimal(38, 6)},
+    )
+    assert _best_bp(pairs, "tax", "fee") == 750
 
 
 def test_each_record_is_checked_exactly_even_beyond_polars_digits() -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Final
 
 import polars as pl
@@ -36,6 +36,7 @@ __all__ = ["MIN_SHARE", "FeeRule", "fee_rules", "fee_tax_mismatches"]
 MIN_SHARE: Final = Decimal("0.9")
 _HALF_CENT: Final = Decimal("0.005")
 _BP: Final = Decimal(10_000)
+_MICRO: Final = 10**6  # the money columns' scale: Decimal(38, 6)
 _NEEDED: Final = ("id", "createdAt", "status", "transType", "toCurrency", "toAmount",
                   "feeAmount", "taxAmount")  # fmt: skip
 
@@ -122,29 +123,60 @@ def _mode(counted: list[tuple[Any, int]]) -> Any:
     return min(v for v, n in counted if n == top)
 
 
-def _best_bp(counted: list[tuple[Decimal, Decimal, int]]) -> int | None:
-    """Basis points explaining most (value, base) pairs within half a cent (the smaller on a
-    tie), each distinct pair given with its count; not a ratio's mode: a fee's tax rounded to
-    the cent (USD 0.29 on 3.90) shows 744 bp, not 750."""
-    edges: list[tuple[int, int]] = []
-    for value, base, count in counted:
-        if base <= 0:
-            continue
-        lo = ((value - _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_CEILING")
-        hi = ((value + _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_FLOOR")
-        if hi < lo or hi < 0:
-            continue
-        edges += [(int(max(lo, 0)), count), (int(hi) + 1, -count)]
+def _best_bp(part: pl.DataFrame, value: str, base: str) -> int | None:
+    """Basis points explaining most of ``part``'s (value, base) pairs within half a cent (the
+    smaller on a tie); not a ratio's mode: a fee's tax rounded to the cent (USD 0.29 on 3.90)
+    shows 744 bp, not 750."""
+    runs = _runs(part.filter(pl.col(base) > 0), value, base)
+    runs = runs.filter((pl.col("hi") >= pl.col("lo")) & (pl.col("hi") >= 0))
+    # Each pair's run of rates, as +1 where it starts and -1 after it ends: the depth after
+    # the steps at a rate is how many pairs that rate explains, up to the next step.
+    steps = pl.concat(
+        [
+            runs.select(pl.col("lo").clip(lower_bound=0).alias("at"), pl.lit(1).alias("step")),
+            runs.select((pl.col("hi") + 1).alias("at"), pl.lit(-1).alias("step")),
+        ]
+    )
+    depth = (
+        steps.group_by("at")
+        .agg(pl.col("step").sum())
+        .sort("at")
+        .select("at", pl.col("step").cum_sum().alias("depth"), pl.col("at").shift(-1).alias("end"))
+    )
+    top = depth["depth"].max()
+    if top is None or top <= 0:
+        return None
     # The roundest rate of the first widest-covered run (USDT taxes: 744 to 754 bp explain
     # all 69 records; 750 bp is the rate, its middle 749 read as "7.49 %").
-    best, best_at, depth = 0, None, 0
-    ordered = sorted(edges)
-    for i, (at, step) in enumerate(ordered):
-        depth += step
-        following = ordered[i + 1][0] if i + 1 < len(ordered) else at + 1
-        if depth > best and following > at:
-            best, best_at = depth, _roundest(at, following)
-    return best_at
+    at, _, end = depth.filter(pl.col("depth") == top).row(0)
+    return _roundest(int(at), int(at) + 1 if end is None else int(end))
+
+
+def _runs(pairs: pl.DataFrame, value: str, base: str) -> pl.DataFrame:
+    """Per pair (base > 0), the basis points within half a cent of ``value``: ``lo`` =
+    ceil((value - 0.005) x 10,000 / base) to ``hi`` = floor((value + 0.005) x 10,000 / base),
+    in whole numbers of millionths (the columns' scale), so exact; amounts beyond polars'
+    digits go pair by pair in Python's whole numbers."""
+    scaled = _BP * _MICRO
+    b = (pl.col(base) * _MICRO).cast(pl.Int128)
+    low = ((pl.col(value) - _HALF_CENT) * scaled).cast(pl.Int128)
+    high = ((pl.col(value) + _HALF_CENT) * scaled).cast(pl.Int128)
+    try:
+        # The ceiling of n / b is (n + b - 1) // b for b > 0 (// rounds down, as in Python).
+        return pairs.select(((low + b - 1) // b).alias("lo"), (high // b).alias("hi"))
+    except pl.exceptions.ComputeError:  # a decimal overflow
+        with localcontext() as exact:
+            exact.prec = 100  # 38 digits times 10^10, never rounded
+            rows = []
+            for v, d in zip(pairs[value].to_list(), pairs[base].to_list(), strict=True):
+                whole = int(d * _MICRO)
+                rows.append(
+                    (
+                        -(-int((v - _HALF_CENT) * scaled) // whole),
+                        int((v + _HALF_CENT) * scaled) // whole,
+                    )
+                )
+        return pl.DataFrame(rows, schema={"lo": pl.Int128, "hi": pl.Int128}, orient="row")
 
 
 def _roundest(first: int, end: int) -> int:
@@ -168,7 +200,7 @@ def _fee_rule(part: pl.DataFrame, trans_type: str, currency: str) -> FeeRule | N
     priced = part.filter(pl.col("toAmount") > 0)
     if priced.is_empty():
         return None
-    bp = _best_bp(_counts(priced, "feeAmount", "toAmount"))
+    bp = _best_bp(priced, "feeAmount", "toAmount")
     if bp is None:
         return None
     # The fees below the percentage by more than half a cent: fee < toAmount x bp - 0.005.
@@ -192,7 +224,7 @@ def _tax_rule(part: pl.DataFrame, currency: str) -> FeeRule | None:
     charged = part.filter(pl.col("feeAmount") > 0)
     if charged.is_empty():
         return None
-    bp = _best_bp(_counts(charged, "taxAmount", "feeAmount"))
+    bp = _best_bp(charged, "taxAmount", "feeAmount")
     if bp is None:
         return None
     rule = FeeRule("tax", None, currency, None, bp, None, 0, charged.height)
