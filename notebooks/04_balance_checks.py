@@ -38,10 +38,9 @@ import polars as pl
 
 import txkit.notebook
 from txkit.analysis import (
-    balance_breaks,
     balance_model_choice,
     balance_model_fit,
-    balance_summary,
+    balance_summary_and_breaks,
     describe_balance_models,
     not_reported_balances,
 )
@@ -75,7 +74,8 @@ out.markdown(f"**Assumed from the data.** {model_line}")
 # `unverifiable` includes the `not_reported` values (balance-after fields all 0 or absent).
 
 # %%
-summary = balance_summary(df, history=history, model=choice)
+# The summary and the breaks (listed below) from one run of the checks.
+summary, breaks = balance_summary_and_breaks(df, history=history, model=choice)
 out.table(summary)
 
 # %% [markdown]
@@ -85,7 +85,6 @@ out.table(summary)
 # `reserve_mismatch`: available ≠ ledger − reserves held. `model` is the wallet's model.
 
 # %%
-breaks = balance_breaks(df, history=history, model=choice)
 out.exceptions(
     breaks, "balance_breaks", rows=60,
     population=int(summary["checked"].sum()), population_label="balance-after values checked",

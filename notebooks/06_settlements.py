@@ -53,7 +53,7 @@ import polars as pl
 
 import txkit.notebook
 from txkit.analysis.settlements import match_settlements, settlement_summary
-from txkit.analysis.wallet import wallet_differences, wallet_statement
+from txkit.analysis.wallet import wallet_statement_and_differences
 from txkit.notebook._close import wallet_differences_line, wallet_headlines, wallet_statement_lines
 from txkit.notebook.findings import (
     settlement_findings,
@@ -76,7 +76,8 @@ out.as_run()
 # the month's last record reports, and the difference, which must be 0.
 
 # %%
-wallets = wallet_statement(df, month=month, history=history)
+# The statement and the records behind its differences (shown below), read at once.
+wallets, differences = wallet_statement_and_differences(df, month=month, history=history)
 for (currency,), block in wallet_statement_lines(wallets).group_by("currency", maintain_order=True):
     out.markdown(f"**{currency}**")
     out.table(block.select("line", "amount"), rows=20)  # the currency is the heading
@@ -97,7 +98,6 @@ out.download(wallets, "wallet_statement", title="Wallet statement",
 # difference.
 
 # %%
-differences = wallet_differences(df, month=month, history=history)
 out.table(differences, key=["currency", "side", "id"], empty="None: every wallet ties out.")
 out.markdown(wallet_differences_totals(differences, wallets))
 

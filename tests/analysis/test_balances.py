@@ -20,7 +20,7 @@ import pytest
 from analysis_cases import RATES, SEEDS, Case, load_case, tx_frame
 from polars.testing import assert_frame_equal
 
-from txkit.analysis import balance_breaks, balance_summary
+from txkit.analysis import balance_breaks, balance_summary, balance_summary_and_breaks
 from txkit.sandbox.ledger import WALLET_CURRENCIES, parse_record
 
 BREAK_COLUMNS = ["currency", "side", "field", "id", "expected", "reported", "difference", "kind"]
@@ -173,6 +173,12 @@ def test_summary_counts_match_the_breaks(seed: int) -> None:
     )
     assert_frame_equal(counted, from_breaks)
     assert (summary["checked"] + summary["unverifiable"] == summary["entries"]).all()
+    # Page 04 reads both at once: the same two tables, with the history too.
+    before = case.frame.filter(pl.col("createdAt") < pl.col("createdAt").median())
+    after = case.frame.join(before.select("id"), on="id", how="anti")
+    together = balance_summary_and_breaks(after, history=before)
+    assert_frame_equal(together[0], balance_summary(after, history=before))
+    assert_frame_equal(together[1], balance_breaks(after, history=before))
     assert (summary["breaks"] <= summary["checked"]).all()
     # Without an opening balance, only each wallet's first ledger value is unverifiable.
     ledger = summary.filter(pl.col("side") == "ledger")

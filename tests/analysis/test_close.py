@@ -14,7 +14,12 @@ from tests.analysis.analysis_cases import SEEDS, Case, load_case
 from txkit.analysis.balances import balance_breaks
 from txkit.analysis.reconcile import reconcile
 from txkit.analysis.settlements import match_settlements, settlement_summary
-from txkit.analysis.wallet import LEDGER_ACTIVITY, wallet_differences, wallet_statement
+from txkit.analysis.wallet import (
+    LEDGER_ACTIVITY,
+    wallet_differences,
+    wallet_statement,
+    wallet_statement_and_differences,
+)
 from txkit.inputs import read_statements
 from txkit.sandbox.ledger import schedule_fee, schedule_tax
 from txkit.sandbox.ledger._bank import CSV_COLUMNS
@@ -186,6 +191,11 @@ def test_the_wallet_statement_ties_out_but_for_the_planted_anomalies(
     available = dict(statement.select("currency", "available_difference").iter_rows())
     for currency, total in both.iter_rows():
         assert total == available[currency], currency
+    # Page 06 reads both at once: the same two tables.
+    together = wallet_statement_and_differences(
+        _month(case.frame, MONTH), month=MONTH, history=_month(case.frame, BEFORE)
+    )
+    assert together[0].equals(statement) and together[1].equals(items)
 
 
 def test_the_wallet_statement_without_history_says_the_opening_is_unknown() -> None:

@@ -29,6 +29,7 @@ from txkit.analysis.balances import (
     balance_breaks,
     balance_model_fit,
     balance_summary,
+    balance_summary_and_breaks,
 )
 from txkit.analysis.fees import fee_rules, fee_tax_mismatches
 from txkit.analysis.not_reported import not_reported_balances
@@ -71,6 +72,7 @@ __all__ = [
     "balance_model_choice",
     "balance_model_fit",
     "balance_summary",
+    "balance_summary_and_breaks",
     "describe_balance_models",
     "describe_matching",
     "duplicate_references",

@@ -74,7 +74,13 @@ from txkit.analysis.balance_models import (
 )
 from txkit.schema import require
 
-__all__ = ["BREAK_KINDS", "balance_breaks", "balance_model_fit", "balance_summary"]
+__all__ = [
+    "BREAK_KINDS",
+    "balance_breaks",
+    "balance_model_fit",
+    "balance_summary",
+    "balance_summary_and_breaks",
+]
 
 #: The ``kind`` values of :func:`balance_breaks`.
 BREAK_KINDS: Final[tuple[str, ...]] = ("chain_gap", "bad_value", "reserve_mismatch", "other")
@@ -198,6 +204,10 @@ def balance_breaks(
         >>> breaks.group_by("currency", "kind").len()
     """
     checked, scale = _check(transactions, opening, "balance_breaks", history, model)
+    return _breaks(checked, scale)
+
+
+def _breaks(checked: pl.DataFrame, scale: int) -> pl.DataFrame:
     ledger = checked.filter(pl.col("ledger_kind").is_in(BREAK_KINDS)).select(
         pl.col(_W),
         "model",
@@ -266,6 +276,33 @@ def balance_summary(
         ValueError: as for :func:`balance_breaks`.
     """
     checked, _ = _check(transactions, opening, "balance_summary", history, model)
+    return _summary(checked)
+
+
+def balance_summary_and_breaks(
+    transactions: Frame,
+    *,
+    opening: Mapping[str, Decimal | int | str] | None = None,
+    history: Frame | None = None,
+    model: BalanceModel = "auto",
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`balance_summary` and :func:`balance_breaks` of the same records, from one run of
+    the checks (a page that shows both reads them once, not twice).
+
+    Args:
+        transactions, opening, history, model: as for :func:`balance_breaks`.
+
+    Returns:
+        The summary and the breaks, each as its own function returns it.
+
+    Raises:
+        ValueError: as for :func:`balance_breaks`.
+    """
+    checked, scale = _check(transactions, opening, "balance_summary_and_breaks", history, model)
+    return _summary(checked), _breaks(checked, scale)
+
+
+def _summary(checked: pl.DataFrame) -> pl.DataFrame:
     rows = []
     for side, kind_col in (("ledger", "ledger_kind"), ("available", "avail_kind")):
         kind = pl.col(kind_col)

@@ -20,10 +20,9 @@ Amounts are exact decimals; currencies are never mixed.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Final
 
 import polars as pl
@@ -37,6 +36,7 @@ __all__ = ["MIN_SHARE", "FeeRule", "fee_rules", "fee_tax_mismatches"]
 MIN_SHARE: Final = Decimal("0.9")
 _HALF_CENT: Final = Decimal("0.005")
 _BP: Final = Decimal(10_000)
+_MICRO: Final = 10**6  # the money columns' scale: Decimal(38, 6)
 _NEEDED: Final = ("id", "createdAt", "status", "transType", "toCurrency", "toAmount",
                   "feeAmount", "taxAmount")  # fmt: skip
 
@@ -80,36 +80,103 @@ def _fits(value: Decimal, expected: Decimal) -> bool:
     return abs(value - expected) <= _HALF_CENT
 
 
-def _mode(values: list[Any]) -> Any:
+def _mask(
+    part: pl.DataFrame, expr: pl.Expr, each: Callable[[Any, Any], bool], *columns: str
+) -> pl.Series:
+    """``expr`` on ``part``'s records, exact in the columns' decimals; where an amount is too
+    large for polars' 38 digits (an overflow), ``each`` of ``columns``' values, record by record."""
+    try:
+        return part.select(expr.alias("mask")).to_series()
+    except pl.exceptions.ComputeError:
+        values = zip(*(part[c].to_list() for c in columns), strict=True)
+        return pl.Series("mask", [each(*v) for v in values], pl.Boolean)
+
+
+def _fit_mask(part: pl.DataFrame, rule: FeeRule, value: str, base: str) -> pl.Series:
+    """Per record of ``part``, whether ``value`` is within half a cent of the rule's exact
+    value for ``base`` (:meth:`FeeRule.expected`, :func:`_fits`), on the columns:
+    ``|value - base x bp / 10,000| <= 0.005`` is ``|10,000 value - bp x base| <= 50``."""
+    v, b = pl.col(value), pl.col(base)
+    if rule.flat is not None:
+        fits = (v - rule.flat).abs() <= _HALF_CENT
+    else:
+        scaled = b * (rule.percent_bp or 0)
+        fits = (v * _BP - scaled).abs() <= _HALF_CENT * _BP
+        if rule.cap is not None:  # the cap is the rule where it is below the percentage
+            fits = (
+                pl.when(scaled <= rule.cap * _BP)
+                .then(fits)
+                .otherwise((v - rule.cap).abs() <= _HALF_CENT)
+            )
+    return _mask(part, fits, lambda x, y: _fits(x, rule.expected(y)), value, base)
+
+
+def _counts(part: pl.DataFrame, *columns: str) -> list[tuple[Any, ...]]:
+    """Each distinct value (or tuple of values) of ``columns`` once, with its record count
+    last: the rules weigh values by count rather than read every record."""
+    return part.group_by(*columns).len().rows()
+
+
+def _mode(counted: list[tuple[Any, int]]) -> Any:
     # The most common value; ties go to the smaller, so the choice does not depend on order.
-    counts = Counter(values)
-    top = max(counts.values())
-    return min(v for v, n in counts.items() if n == top)
+    top = max(n for _, n in counted)
+    return min(v for v, n in counted if n == top)
 
 
-def _best_bp(pairs: list[tuple[Decimal, Decimal]]) -> int | None:
-    """Basis points explaining most pairs within half a cent (the smaller on a tie); not a ratio's
-    mode: a fee's tax rounded to the cent (USD 0.29 on 3.90) shows 744 bp, not 750."""
-    edges: list[tuple[int, int]] = []
-    # Each distinct pair once, weighted by its count (a currency's taxes repeat a few fees).
-    for (value, base), count in Counter(pairs).items():
-        if base <= 0:
-            continue
-        lo = ((value - _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_CEILING")
-        hi = ((value + _HALF_CENT) * _BP / base).to_integral_value(rounding="ROUND_FLOOR")
-        if hi < lo or hi < 0:
-            continue
-        edges += [(int(max(lo, 0)), count), (int(hi) + 1, -count)]
+def _best_bp(part: pl.DataFrame, value: str, base: str) -> int | None:
+    """Basis points explaining most of ``part``'s (value, base) pairs within half a cent (the
+    smaller on a tie); not a ratio's mode: a fee's tax rounded to the cent (USD 0.29 on 3.90)
+    shows 744 bp, not 750."""
+    runs = _runs(part.filter(pl.col(base) > 0), value, base)
+    runs = runs.filter((pl.col("hi") >= pl.col("lo")) & (pl.col("hi") >= 0))
+    # Each pair's run of rates, as +1 where it starts and -1 after it ends: the depth after
+    # the steps at a rate is how many pairs that rate explains, up to the next step.
+    steps = pl.concat(
+        [
+            runs.select(pl.col("lo").clip(lower_bound=0).alias("at"), pl.lit(1).alias("step")),
+            runs.select((pl.col("hi") + 1).alias("at"), pl.lit(-1).alias("step")),
+        ]
+    )
+    depth = (
+        steps.group_by("at")
+        .agg(pl.col("step").sum())
+        .sort("at")
+        .select("at", pl.col("step").cum_sum().alias("depth"), pl.col("at").shift(-1).alias("end"))
+    )
+    top = depth["depth"].max()
+    if top is None or top <= 0:
+        return None
     # The roundest rate of the first widest-covered run (USDT taxes: 744 to 754 bp explain
     # all 69 records; 750 bp is the rate, its middle 749 read as "7.49 %").
-    best, best_at, depth = 0, None, 0
-    ordered = sorted(edges)
-    for i, (at, step) in enumerate(ordered):
-        depth += step
-        following = ordered[i + 1][0] if i + 1 < len(ordered) else at + 1
-        if depth > best and following > at:
-            best, best_at = depth, _roundest(at, following)
-    return best_at
+    at, _, end = depth.filter(pl.col("depth") == top).row(0)
+    return _roundest(int(at), int(at) + 1 if end is None else int(end))
+
+
+def _runs(pairs: pl.DataFrame, value: str, base: str) -> pl.DataFrame:
+    """Per pair (base > 0), the basis points within half a cent of ``value``: ``lo`` =
+    ceil((value - 0.005) x 10,000 / base) to ``hi`` = floor((value + 0.005) x 10,000 / base),
+    in whole numbers of millionths (the columns' scale), so exact; amounts beyond polars'
+    digits go pair by pair in Python's whole numbers."""
+    scaled = _BP * _MICRO
+    b = (pl.col(base) * _MICRO).cast(pl.Int128)
+    low = ((pl.col(value) - _HALF_CENT) * scaled).cast(pl.Int128)
+    high = ((pl.col(value) + _HALF_CENT) * scaled).cast(pl.Int128)
+    try:
+        # The ceiling of n / b is (n + b - 1) // b for b > 0 (// rounds down, as in Python).
+        return pairs.select(((low + b - 1) // b).alias("lo"), (high // b).alias("hi"))
+    except pl.exceptions.ComputeError:  # a decimal overflow
+        with localcontext() as exact:
+            exact.prec = 100  # 38 digits times 10^10, never rounded
+            rows = []
+            for v, d in zip(pairs[value].to_list(), pairs[base].to_list(), strict=True):
+                whole = int(d * _MICRO)
+                rows.append(
+                    (
+                        -(-int((v - _HALF_CENT) * scaled) // whole),
+                        int((v + _HALF_CENT) * scaled) // whole,
+                    )
+                )
+        return pl.DataFrame(rows, schema={"lo": pl.Int128, "hi": pl.Int128}, orient="row")
 
 
 def _roundest(first: int, end: int) -> int:
@@ -123,43 +190,50 @@ def _roundest(first: int, end: int) -> int:
     return first
 
 
-def _fee_rule(rows: list[dict[str, Any]], trans_type: str, currency: str) -> FeeRule | None:
-    fees = [r["feeAmount"] for r in rows]
-    flat = _mode(fees)
-    flat_rule = FeeRule("fee", trans_type, currency, flat, None, None,
-                        sum(_fits(f, flat) for f in fees), len(rows))  # fmt: skip
-    if flat_rule.explained >= MIN_SHARE * len(rows):
-        return flat_rule
-    priced = [r for r in rows if r["toAmount"] > 0]
-    if not priced:
+def _fee_rule(part: pl.DataFrame, trans_type: str, currency: str) -> FeeRule | None:
+    records = part.height
+    flat = _mode(_counts(part, "feeAmount"))
+    flat_rule = FeeRule("fee", trans_type, currency, flat, None, None, 0, records)
+    explained = int(_fit_mask(part, flat_rule, "feeAmount", "feeAmount").sum())
+    if explained >= MIN_SHARE * records:
+        return FeeRule("fee", trans_type, currency, flat, None, None, explained, records)
+    priced = part.filter(pl.col("toAmount") > 0)
+    if priced.is_empty():
         return None
-    bp = _best_bp([(r["feeAmount"], r["toAmount"]) for r in priced])
+    bp = _best_bp(priced, "feeAmount", "toAmount")
     if bp is None:
         return None
-    below = [
-        r["feeAmount"] for r in priced if r["feeAmount"] < r["toAmount"] * bp / _BP - _HALF_CENT
-    ]
-    cap = _mode(below) if below else None
-    rule = FeeRule("fee", trans_type, currency, None, bp, cap, 0, len(rows))
-    explained = sum(_fits(r["feeAmount"], rule.expected(r["toAmount"])) for r in rows)
-    rule = FeeRule("fee", trans_type, currency, None, bp, cap, explained, len(rows))
-    return rule if explained >= MIN_SHARE * len(rows) else None
+    # The fees below the percentage by more than half a cent: fee < toAmount x bp - 0.005.
+    below = priced.filter(
+        _mask(
+            priced,
+            pl.col("feeAmount") * _BP < pl.col("toAmount") * bp - _HALF_CENT * _BP,
+            lambda fee, to: fee < to * bp / _BP - _HALF_CENT,
+            "feeAmount",
+            "toAmount",
+        )
+    )
+    cap = _mode(_counts(below, "feeAmount")) if below.height else None
+    rule = FeeRule("fee", trans_type, currency, None, bp, cap, 0, records)
+    explained = int(_fit_mask(part, rule, "feeAmount", "toAmount").sum())
+    rule = FeeRule("fee", trans_type, currency, None, bp, cap, explained, records)
+    return rule if explained >= MIN_SHARE * records else None
 
 
-def _tax_rule(rows: list[dict[str, Any]], currency: str) -> FeeRule | None:
-    charged = [r for r in rows if r["feeAmount"] > 0]
-    if not charged:
+def _tax_rule(part: pl.DataFrame, currency: str) -> FeeRule | None:
+    charged = part.filter(pl.col("feeAmount") > 0)
+    if charged.is_empty():
         return None
-    bp = _best_bp([(r["taxAmount"], r["feeAmount"]) for r in charged])
+    bp = _best_bp(charged, "taxAmount", "feeAmount")
     if bp is None:
         return None
-    rule = FeeRule("tax", None, currency, None, bp, None, 0, len(charged))
-    explained = sum(_fits(r["taxAmount"], rule.expected(r["feeAmount"])) for r in charged)
-    rule = FeeRule("tax", None, currency, None, bp, None, explained, len(charged))
-    return rule if explained >= MIN_SHARE * len(charged) else None
+    rule = FeeRule("tax", None, currency, None, bp, None, 0, charged.height)
+    explained = int(_fit_mask(charged, rule, "taxAmount", "feeAmount").sum())
+    rule = FeeRule("tax", None, currency, None, bp, None, explained, charged.height)
+    return rule if explained >= MIN_SHARE * charged.height else None
 
 
-def _rows(transactions: Frame) -> list[dict[str, Any]]:
+def _records(transactions: Frame) -> pl.DataFrame:
     lf = lazy(transactions, "transactions", "fee_tax_mismatches")
     schema = lf.collect_schema()
     missing = [c for c in _NEEDED if c not in schema]
@@ -168,7 +242,7 @@ def _rows(transactions: Frame) -> list[dict[str, Any]]:
             f"fee_tax_mismatches: missing columns {missing}; pass a frame from "
             "txkit.load_transactions (it has every column)"
         )
-    frame = lf.filter(
+    return lf.filter(
         (pl.col("status") == "successful")
         & pl.col("feeAmount").is_not_null()
         & pl.col("taxAmount").is_not_null()
@@ -182,26 +256,27 @@ def _rows(transactions: Frame) -> list[dict[str, Any]]:
         *([pl.col("transactionReference").cast(pl.String)]
           if "transactionReference" in schema else []),
     ).collect()  # fmt: skip
-    return frame.to_dicts()
 
 
 def fee_rules(transactions: Frame) -> list[FeeRule | str]:
     """The rules read from the records: one :class:`FeeRule` per fee group (transaction type
     and currency) and per currency's tax, or a sentence for a group no rule explains."""
-    return _rules_of(_rows(transactions))
+    return _rules_of(_records(transactions))
 
 
-def _rules_of(rows: list[dict[str, Any]]) -> list[FeeRule | str]:
+def _groups(frame: pl.DataFrame, *by: str) -> list[tuple[Any, pl.DataFrame]]:
+    """The records of each value of ``by``, in the order of the values (records keep theirs)."""
+    parts = frame.partition_by(*by, maintain_order=True, as_dict=True)
+    return sorted(parts.items(), key=lambda item: item[0])
+
+
+def _rules_of(frame: pl.DataFrame) -> list[FeeRule | str]:
     out: list[FeeRule | str] = []
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["transType"], row["currency"]), []).append(row)
-    for (trans_type, currency), part in sorted(groups.items()):
+    for (trans_type, currency), part in _groups(frame, "transType", "currency"):
         rule = _fee_rule(part, trans_type, currency)
         out.append(rule or f"{trans_type} {currency}: no flat fee or percentage explains "
-                   f"{MIN_SHARE:.0%} of its {len(part):,} records; not checked")  # fmt: skip
-    for currency in sorted({r["currency"] for r in rows}):
-        part = [r for r in rows if r["currency"] == currency]
+                   f"{MIN_SHARE:.0%} of its {part.height:,} records; not checked")  # fmt: skip
+    for (currency,), part in _groups(frame, "currency"):
         rule = _tax_rule(part, currency)
         out.append(rule or f"tax {currency}: no rate explains {MIN_SHARE:.0%} of its records; "
                    "not checked")  # fmt: skip
@@ -246,12 +321,24 @@ def fee_tax_mismatches(
     Raises:
         ValueError: not a frame, or a required column is missing.
     """
-    rows = _rows(transactions)
+    frame = _records(transactions).with_row_index("_at")
     by_group = {
         (r.kind, r.trans_type, r.currency): r
-        for r in (_rules_of(rows) if rules is None else rules)
+        for r in (_rules_of(frame) if rules is None else rules)
         if isinstance(r, FeeRule)
     }
+    # The records that break a rule, found on the columns; each then read as before.
+    flagged = []
+    for (trans_type, currency), part in _groups(frame, "transType", "currency"):
+        bad = pl.repeat(False, part.height, eager=True)
+        fee = by_group.get(("fee", trans_type, currency))
+        tax = by_group.get(("tax", None, currency))
+        if fee is not None:
+            bad = bad | ~_fit_mask(part, fee, "feeAmount", "toAmount")
+        if tax is not None:
+            bad = bad | ~_fit_mask(part, tax, "taxAmount", "feeAmount")
+        flagged.append(part.filter(bad))
+    rows = pl.concat(flagged).sort("_at").to_dicts() if flagged else []
     out = []
     for row in rows:
         fee = by_group.get(("fee", row["transType"], row["currency"]))

@@ -59,6 +59,7 @@ __all__ = [
     "LEDGER_ACTIVITY",
     "wallet_differences",
     "wallet_statement",
+    "wallet_statement_and_differences",
 ]
 
 #: The ledger's activity columns: each adds to ``opening_ledger`` to make ``closing_computed``.
@@ -142,6 +143,25 @@ def wallet_differences(
     """
     _, items = _statement(transactions, month, history, model)
     return items
+
+
+def wallet_statement_and_differences(
+    transactions: Frame,
+    *,
+    month: str,
+    history: Frame | None = None,
+    model: Any = "auto",
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`wallet_statement` and :func:`wallet_differences` of the same records, from one
+    run of the balance checks (a page that shows both reads them once, not twice).
+
+    Args:
+        transactions, month, history, model: as for :func:`wallet_statement`.
+
+    Returns:
+        The statement and the differences, each as its own function returns it.
+    """
+    return _statement(transactions, month, history, model)
 
 
 def _statement(

@@ -269,7 +269,8 @@ def plot_balance(df: pl.DataFrame, breaks: pl.DataFrame, *, currency: str) -> Fi
     ).select("createdAt", "id", pl.col("fromBalanceAfterLedger").alias("balance"))
     # Records of one createdAt in the balance checks' order (then id): one line every run.
     series = pl.concat([to_side, from_side]).drop_nulls().sort("createdAt", "id")
-    ax.plot(series["createdAt"].to_list(), series["balance"].cast(pl.Float64).to_list(), lw=0.8)
+    # numpy's datetime64 (UTC) converts at once; a list of datetimes, one by one.
+    ax.plot(series["createdAt"].to_numpy(), series["balance"].cast(pl.Float64).to_numpy(), lw=0.8)
     marks = breaks.filter((pl.col("currency") == currency) & (pl.col("side") == "ledger"))
     if marks.height:
         ax.scatter(
