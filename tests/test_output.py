@@ -222,3 +222,25 @@ def test_a_workbook_is_byte_for_byte_the_one_polars_write_excel_wrote(
     assert list(now) == list(then)
     for name in now:
         assert now[name] == then[name], name
+
+
+def test_a_money_columns_decimals_are_those_its_amounts_use() -> None:
+    """The decimals of a money column's number format, read from polars' digits: the same as
+    each amount's own exponent (``Decimal.normalize``), the rule they were counted by before."""
+    import random
+    from decimal import Decimal
+
+    from txkit.output import _decimals
+
+    draw = random.Random(49)
+    for scale in (0, 2, 3, 6, 9):
+        for _ in range(40):
+            amounts = [
+                Decimal(draw.randrange(-(10**15), 10**15)).scaleb(-draw.randrange(scale + 1))
+                if draw.random() > 0.1
+                else None
+                for _ in range(draw.randrange(0, 8))
+            ]
+            column = pl.Series(amounts, dtype=pl.Decimal(38, scale))
+            used = [-min(0, a.normalize().as_tuple().exponent) for a in amounts if a is not None]
+            assert _decimals(column) == max([2, *used]), amounts

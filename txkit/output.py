@@ -293,10 +293,12 @@ def _width(series: pl.Series, name: str) -> float:
 
 
 def _decimals(series: pl.Series) -> int:
-    """At least 2: a register's ``Decimal(38, 6)`` NGN shows ``107,786.00``; USDT's micro-units
-    keep six."""
-    used = [-min(0, v.normalize().as_tuple().exponent) for v in series.drop_nulls().head(5000)]
-    return max([2, *used])
+    """The decimals a money column's first 5,000 amounts use, trailing zeros left out; at least
+    2: a register's ``Decimal(38, 6)`` NGN shows ``107,786.00``; USDT's micro-units keep six."""
+    # Read from the digits polars writes (the column's scale), not a Decimal object per amount.
+    text = series.drop_nulls().head(5000).cast(pl.String)
+    used = text.str.extract(r"\.(\d*[1-9])0*$").str.len_chars().max()
+    return max(2, int(used or 0))
 
 
 def _longest(series: pl.Series) -> int:
