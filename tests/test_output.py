@@ -185,8 +185,11 @@ def _every_kind_of_cell(rows: int) -> pl.DataFrame:
         # cells write() makes a link or a formula of: the workbook is written cell by cell
         _every_kind_of_cell(3).with_columns(text=pl.lit("https://x.example/a")),
         _every_kind_of_cell(3).with_columns(text=pl.lit("{=1+1}")),
+        _every_kind_of_cell(3).with_columns(text=pl.lit("=1+1")),
+        _every_kind_of_cell(3).with_columns(text=pl.lit("mailto:a@example.test")),
+        _every_kind_of_cell(3).with_columns(narration=pl.lit("x" * 20_000)),
     ],
-    ids=["every-kind", "empty", "link", "array-formula"],
+    ids=["every-kind", "empty", "link", "array-formula", "formula", "mailto", "long-text"],
 )
 def test_a_workbook_is_byte_for_byte_the_one_polars_write_excel_wrote(
     tmp_path: Path, frame: pl.DataFrame, monkeypatch: pytest.MonkeyPatch
@@ -244,3 +247,20 @@ def test_a_money_columns_decimals_are_those_its_amounts_use() -> None:
             column = pl.Series(amounts, dtype=pl.Decimal(38, scale))
             used = [-min(0, a.normalize().as_tuple().exponent) for a in amounts if a is not None]
             assert _decimals(column) == max([2, *used]), amounts
+
+
+def test_a_frame_no_worksheet_holds_is_refused_not_cut(tmp_path: Path) -> None:
+    """Too many columns, or two names alike but for their case: xlsxwriter would warn and write
+    no table at all; the writer says so instead of leaving a sheet without its cells."""
+    from xlsxwriter import Workbook
+
+    from txkit._xlsx_table import write_table
+
+    wide = pl.DataFrame({f"c{i}": [1] for i in range(16_385)})
+    twins = pl.DataFrame({"amount": [1], "Amount": [2]})
+    for frame, says in (
+        (wide, "16,384 columns"),
+        (twins, "'amount' and 'Amount' differ only in case"),
+    ):
+        with Workbook(tmp_path / "refused.xlsx") as book, pytest.raises(ValueError, match=says):
+            write_table(book, frame, "list", {}, {})

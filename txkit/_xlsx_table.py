@@ -32,6 +32,7 @@ _FLOAT_FORMAT = "#,##0.000;[Red]-#,##0.000"
 #: The table's name in every workbook (``Frame0``: the name polars gave it).
 _TABLE_NAME = "Frame0"
 _XL_ROWS = 1_048_576
+_XL_COLUMNS = 16_384
 # What xlsxwriter's write() does not store as a plain shared string: a formula (``=...``,
 # ``{=...}``), a link (``https://...``), a text long enough to need its UTF-16 length checked.
 _URL = r"^(?:(?:ftp|http)s?://|mailto:|(?:in|ex)ternal:|file://)"
@@ -61,11 +62,19 @@ def write_table(
     out column by column (:class:`_Sheet`): a cell through ``write()`` cost about ten times as
     much, and these workbooks hold a hundred thousand cells and more at a million records.
     """
-    if frame.height >= _XL_ROWS:
+    if frame.height >= _XL_ROWS or frame.width > _XL_COLUMNS:
         raise ValueError(
-            f"cannot write {frame.height:,} rows to the worksheet {name!r}: a worksheet holds "
-            f"{_XL_ROWS - 1:,} rows below its header"
+            f"cannot write {frame.height:,} rows of {frame.width:,} columns to the worksheet "
+            f"{name!r}: a worksheet holds {_XL_ROWS - 1:,} rows below its header and "
+            f"{_XL_COLUMNS:,} columns"
         )
+    seen: dict[str, str] = {}
+    for column in frame.columns:  # Excel's table headers ignore case
+        if (twin := seen.setdefault(column.lower(), column)) != column:
+            raise ValueError(
+                f"cannot write the worksheet {name!r}: its columns {twin!r} and {column!r} "
+                "differ only in case, which an Excel table's header does not tell apart"
+            )
     made: dict[str, Format] = {}
 
     def cell_format(props: Mapping[str, object]) -> Format:
@@ -74,13 +83,12 @@ def write_table(
             made[key] = book.add_format(dict(props))
         return made[key]
 
-    cell_format({"valign": "vcenter"})  # created first, as polars did (the styles' order)
     column_formats = [
         cell_format(formats.get(n) or _column_format(t)) for n, t in frame.schema.items()
     ]
     sheet = book.add_worksheet(name, worksheet_class=_Sheet)
     assert isinstance(sheet, _Sheet)
-    sheet.add_table(
+    refused = sheet.add_table(
         0,
         0,
         max(frame.height, 1),  # an empty list keeps one empty row in its table
@@ -97,6 +105,8 @@ def write_table(
             "name": _TABLE_NAME,
         },
     )
+    if refused:  # xlsxwriter only warns, and writes no table
+        raise ValueError(f"cannot write the worksheet {name!r}: xlsxwriter refused its table")
     for col, name_ in enumerate(frame.columns):
         if name_ in pixels:
             sheet.set_column_pixels(col, col, pixels[name_], None, {})
