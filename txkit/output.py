@@ -341,7 +341,8 @@ def write_xlsx(
     } | {n: {"text_wrap": True, "valign": "top"} for n in wrapped}
     formats |= {n: {"num_format": _DATETIME_FORMAT, "valign": "vcenter"} for n in stamps}
     formats |= {n: {"num_format": _DATE_FORMAT, "valign": "vcenter"} for n in dates}
-    with Workbook(os.fspath(path)) as book:
+    # in_memory: the parts zipped from memory, not each written to a temporary file and read back
+    with Workbook(os.fspath(path), {"in_memory": True}) as book:
         write_table(book, frame, sheet[:31], formats, {n: int(w * 7) for n, w in widths.items()})
         worksheet = book.get_worksheet_by_name(sheet[:31])
         assert worksheet is not None
