@@ -4,10 +4,15 @@ the report's largest lists (a hundred thousand cells and more at a million recor
 xlsxwriter stores and writes a cell in about ten Python calls; here the plain cells (numbers,
 dates, booleans, blanks, text that is neither a formula nor a link) are laid out column by
 column, each ``<c>`` element exactly as ``Worksheet._write_cell`` writes it, the shared strings
-added in the order ``write()`` adds them (row by row). The workbook is the one polars'
-``write_excel`` wrote before, byte for byte (``tests/test_output.py`` compares them with
-xlsxwriter's own cell writer): the styles, the table ``Frame0``, the widths and the frozen header.
-A frame holding any other cell is written cell by cell through ``write()``.
+added in the order ``write()`` adds them (row by row). Every part of the workbook is the one
+polars' ``write_excel`` wrote before, byte for byte: the cells, the shared strings, the styles,
+the table ``Frame0``, the widths, the frozen header. A frame holding any other cell is written
+cell by cell through ``write()``.
+
+:class:`_Sheet` uses xlsxwriter's worksheet internals (``_write_rows``, ``_write_row``,
+``_write_cell``, ``_calculate_spans``, ``_check_dimensions``, ``_convert_date_time``, the shared
+string table): ``tests/test_output.py`` compares its workbooks with polars' byte for byte over
+every column type, so an xlsxwriter release that changes them fails there, not in a report.
 """
 
 from __future__ import annotations
