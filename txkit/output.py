@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
+from xlsxwriter import Workbook
 
 from txkit._scrub import scrub_frame
+from txkit._xlsx_table import write_table
 from txkit.schema import COLUMNS, CSV_JSON_COLUMNS
 
 __all__ = [
@@ -291,10 +293,12 @@ def _width(series: pl.Series, name: str) -> float:
 
 
 def _decimals(series: pl.Series) -> int:
-    """At least 2: a register's ``Decimal(38, 6)`` NGN shows ``107,786.00``; USDT's micro-units
-    keep six."""
-    used = [-min(0, v.normalize().as_tuple().exponent) for v in series.drop_nulls().head(5000)]
-    return max([2, *used])
+    """The decimals a money column's first 5,000 amounts use, trailing zeros left out; at least
+    2: a register's ``Decimal(38, 6)`` NGN shows ``107,786.00``; USDT's micro-units keep six."""
+    # Read from the digits polars writes (the column's scale), not a Decimal object per amount.
+    text = series.drop_nulls().head(5000).cast(pl.String)
+    used = text.str.extract(r"\.(\d*[1-9])0*$").str.len_chars().max()
+    return max(2, int(used or 0))
 
 
 def _longest(series: pl.Series) -> int:
@@ -320,8 +324,6 @@ def write_xlsx(
         first: the columns shown first, in this order (those absent are skipped).
         last: the columns shown last (the technical key).
     """
-    from xlsxwriter import Workbook
-
     frame = ordered(df, first, last)
     money = [n for n, t in frame.schema.items() if isinstance(t, pl.Decimal)]
     stamps = [n for n, t in frame.schema.items() if isinstance(t, pl.Datetime)]
@@ -334,19 +336,16 @@ def write_xlsx(
     wrapped = [
         n for n, t in frame.schema.items() if t == pl.String and _longest(frame[n]) > PRINT_WIDTH
     ]
-    with Workbook(os.fspath(path)) as book:
-        frame.write_excel(
-            book,
-            worksheet=sheet[:31],
-            column_formats={n: money_format(_decimals(frame[n])) for n in money}
-            | {n: {"text_wrap": True, "valign": "top"} for n in wrapped},
-            dtype_formats={pl.Datetime: _DATETIME_FORMAT, pl.Date: _DATE_FORMAT},
-            column_widths={n: int(w * 7) for n, w in widths.items()},  # pixels, ~7 a character
-            freeze_panes=(1, 0),
-            autofilter=True,
-            table_style=None,
-        )
+    formats: dict[str, dict[str, object]] = {
+        n: {"num_format": money_format(_decimals(frame[n])), "valign": "vcenter"} for n in money
+    } | {n: {"text_wrap": True, "valign": "top"} for n in wrapped}
+    formats |= {n: {"num_format": _DATETIME_FORMAT, "valign": "vcenter"} for n in stamps}
+    formats |= {n: {"num_format": _DATE_FORMAT, "valign": "vcenter"} for n in dates}
+    # in_memory: the parts zipped from memory, not each written to a temporary file and read back
+    with Workbook(os.fspath(path), {"in_memory": True}) as book:
+        write_table(book, frame, sheet[:31], formats, {n: int(w * 7) for n, w in widths.items()})
         worksheet = book.get_worksheet_by_name(sheet[:31])
+        assert worksheet is not None
         # Rows as tall as their wrapped text: LibreOffice keeps a stored height on opening (a
         # wrapped cell drew over the next rows), so each row's height is set from its text.
         if wrapped:
