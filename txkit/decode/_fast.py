@@ -304,27 +304,34 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
     )
 
 
-def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
-    leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
-    null_items = 0
-    for c in LIST_COLS:
-        null_items += converted[c].explode(empty_as_null=False, keep_nulls=False).null_count()
+def _present(columns: Sequence[str]) -> pl.Expr:
+    return pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int64) for c in columns)
+
+
+def _account_aggs(null_items: bool) -> list[pl.Expr]:
+    """The frame's side of the accounting, per page; built once (at import) for both cases."""
     per_row = pl.col(f"{AUX}lists").fill_null(0) + 2 * pl.col(f"{AUX}hist").fill_null(0)
     if null_items:  # rare: a null inside a list is neither a key nor a string
         per_row = per_row - pl.sum_horizontal(
             pl.col(c).list.len() - pl.col(c).list.drop_nulls().list.len() for c in LIST_COLS
         )
+    leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
+    keys = _present(leaf_and_parents) + _present(STRING_COLS)
+    return [
+        (keys + per_row.fill_null(0).cast(pl.Int64)).sum().alias("keys_and_strings"),
+        _present(BOOL_COLS).sum().alias("booleans"),
+        _present(ALL_LIST_COLS).sum().alias("lists"),
+    ]
 
-    def present(columns: Sequence[str]) -> pl.Expr:
-        return pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int64) for c in columns)
 
-    sums = converted.group_by(f"{AUX}page").agg(
-        (present(leaf_and_parents) + present(STRING_COLS) + per_row.fill_null(0).cast(pl.Int64))
-        .sum()
-        .alias("keys_and_strings"),
-        present(BOOL_COLS).sum().alias("booleans"),
-        present(ALL_LIST_COLS).sum().alias("lists"),
-    )
+_ACCOUNT = {False: _account_aggs(False), True: _account_aggs(True)}
+
+
+def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
+    null_items = 0
+    for c in LIST_COLS:
+        null_items += converted[c].explode(empty_as_null=False, keep_nulls=False).null_count()
+    sums = converted.group_by(f"{AUX}page").agg(_ACCOUNT[null_items > 0])
     by_page = {int(row[0]): row[1:] for row in sums.iter_rows()}
     return [_Counts(*(int(v) for v in by_page.get(i, (0, 0, 0)))) for i in range(len(counts))]
 
@@ -407,15 +414,19 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
 
 
 def _transactions(fast: list[RawPage]) -> pl.DataFrame:
-    return pl.concat(
-        [
-            p._records.with_columns(pl.lit(i, dtype=pl.Int32).alias(f"{AUX}page"))
-            for i, p in enumerate(fast)
-            if p._records is not None
-        ],
-        how="vertical",
-        rechunk=True,
+    records = pl.concat(
+        [p._records for p in fast if p._records is not None], how="vertical", rechunk=True
     )
+    # Each row's page index, built once for the batch (a column added page by page costs a
+    # polars call per page).
+    pages = pl.select(
+        pl.int_range(len(fast), dtype=pl.Int32)
+        .repeat_by(pl.Series([p.count for p in fast], dtype=pl.UInt32))
+        .explode()
+        .drop_nulls()
+        .alias(f"{AUX}page")
+    ).to_series()
+    return records.with_columns(pages)
 
 
 def _pages_to_redo(fast: list[RawPage], converted: pl.DataFrame) -> set[int]:
