@@ -14,8 +14,10 @@ every value round-trips (at most :data:`~txkit.schema.MONEY_SCALE` decimals and 
 1e13), refuses number tokens of more than 15 digits or with an exponent (which float64 may
 round), and counts in the raw bytes of the records what the frame must hold: keys and strings,
 booleans, lists (:func:`_byte_accounting`, :func:`_whole_body_counts`, :func:`_accounted`). The
-envelope is parsed apart (:func:`_records_span`), so extra envelope keys cost nothing. Any doubt
-sends the page to the exact path (:mod:`txkit.decode._exact`).
+envelope is parsed apart (:func:`_records_span`), so extra envelope keys cost nothing, and polars
+reads only the records array, one row per record (a record that is not an object is an error
+there, so it takes the exact path). Any doubt sends the page to the exact path
+(:mod:`txkit.decode._exact`).
 
 Pages are read one by one (:func:`read_page`, which releases the GIL inside polars), then
 verified and converted in batches (:func:`build_frames`), because polars' per-operation
@@ -37,7 +39,6 @@ from txkit.decode._wire import (
     ALL_LIST_COLS,
     AUX,
     BOOL_COLS,
-    ENVELOPE,
     ISO_FORMAT,
     LEAF_NAMES,
     LIST_COLS,
@@ -46,6 +47,7 @@ from txkit.decode._wire import (
     MAX_EXACT_MONEY,
     MIN_EPOCH_MS,
     PARENTS,
+    RECORD,
     STRING_COLS,
     WIRE_LEAVES,
     field_expr,
@@ -83,7 +85,7 @@ class RawPage:
     edges: tuple[EdgeRun, EdgeRun] | None = None
     _body: bytes | None = None
     _request: Any = None
-    _envelope: pl.DataFrame | None = None
+    _records: pl.DataFrame | None = None  # the records array as polars read it, a row each
     _expected: _Counts | None = None  # the byte-side accounting
     _exact: pl.DataFrame | None = None
 
@@ -97,6 +99,8 @@ _BOOLEAN: Final = "true|false"
 _ODD_NUMBER_RE: Final = re.compile(_ODD_NUMBER.encode())
 _BOOLEAN_RE: Final = re.compile(_BOOLEAN.encode())
 _KEY: Final = b'"transactions":'
+#: One record's fields as top-level columns: polars reads the records array alone.
+_RECORD_COLUMNS: Final = {f.name: f.dtype for f in RECORD.fields}
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,14 +183,19 @@ def _whole_body_counts(pages: Sequence[RawPage]) -> list[_Counts | None]:
     return out
 
 
+def _field(parts: Sequence[str]) -> pl.Expr:
+    """A record's field: its top-level column, then struct fields."""
+    return field_expr(parts[1:], pl.col(parts[0]))
+
+
 def _flatten_exprs() -> list[pl.Expr]:
     """``__p.*`` (parents), ``__lists`` and ``__hist`` feed the key accounting."""
-    leaves = [field_expr(parts, pl.col("tx")).alias(name) for name, parts, _ in WIRE_LEAVES]
-    parents = [field_expr(p.split("."), pl.col("tx")).alias(f"{AUX}p.{p}") for p in PARENTS]
-    lists = pl.sum_horizontal(field_expr(c.split("."), pl.col("tx")).list.len() for c in LIST_COLS)
+    leaves = [_field(parts).alias(name) for name, parts, _ in WIRE_LEAVES]
+    parents = [_field(p.split(".")).alias(f"{AUX}p.{p}") for p in PARENTS]
+    lists = pl.sum_horizontal(_field(c.split(".")).list.len() for c in LIST_COLS)
     # Every non-null member of a listed object is a key and (all are strings) a string value.
     members = pl.sum_horizontal(
-        field_expr(name.split("."), pl.col("tx"))
+        _field(name.split("."))
         .list.eval(
             pl.sum_horizontal(
                 pl.element().struct.field(f.name).is_not_null().cast(pl.Int64) for f in item.fields
@@ -269,23 +278,21 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
         counts = _byte_accounting(body, start, end)
         if counts is not None:
             try:
-                envelope = pl.read_json(body, schema=ENVELOPE)
+                # The span is one JSON array (else polars raises); a null or non-object record
+                # raises too, so every row is a record object.
+                records = pl.read_json(body[start:end], schema=_RECORD_COLUMNS)
             except Exception:  # polars names neither record nor field: the exact path explains
-                envelope = None
-            if envelope is not None and envelope.height == 1:
-                count = envelope.select(
-                    pl.col("data").struct.field("transactions").list.len()
-                ).item()
-                if count is not None:
-                    return RawPage(
-                        total=total,
-                        count=int(count),
-                        message=message,
-                        _body=body,
-                        _request=request,
-                        _envelope=envelope,
-                        _expected=counts,
-                    )
+                records = None
+            if records is not None:
+                return RawPage(
+                    total=total,
+                    count=records.height,
+                    message=message,
+                    _body=body,
+                    _request=request,
+                    _records=records,
+                    _expected=counts,
+                )
     exact = decode_exact(body, request)
     return RawPage(
         total=exact.total,
@@ -297,27 +304,34 @@ def read_page(body: bytes, *, request: Any = None) -> RawPage:
     )
 
 
-def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
-    leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
-    null_items = 0
-    for c in LIST_COLS:
-        null_items += converted[c].explode(empty_as_null=False, keep_nulls=False).null_count()
+def _present(columns: Sequence[str]) -> pl.Expr:
+    return pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int64) for c in columns)
+
+
+def _account_aggs(null_items: bool) -> list[pl.Expr]:
+    """The frame's side of the accounting, per page; built once (at import) for both cases."""
     per_row = pl.col(f"{AUX}lists").fill_null(0) + 2 * pl.col(f"{AUX}hist").fill_null(0)
     if null_items:  # rare: a null inside a list is neither a key nor a string
         per_row = per_row - pl.sum_horizontal(
             pl.col(c).list.len() - pl.col(c).list.drop_nulls().list.len() for c in LIST_COLS
         )
+    leaf_and_parents = [*LEAF_NAMES, *(f"{AUX}p.{p}" for p in PARENTS)]
+    keys = _present(leaf_and_parents) + _present(STRING_COLS)
+    return [
+        (keys + per_row.fill_null(0).cast(pl.Int64)).sum().alias("keys_and_strings"),
+        _present(BOOL_COLS).sum().alias("booleans"),
+        _present(ALL_LIST_COLS).sum().alias("lists"),
+    ]
 
-    def present(columns: Sequence[str]) -> pl.Expr:
-        return pl.sum_horizontal(pl.col(c).is_not_null().cast(pl.Int64) for c in columns)
 
-    sums = converted.group_by(f"{AUX}page").agg(
-        (present(leaf_and_parents) + present(STRING_COLS) + per_row.fill_null(0).cast(pl.Int64))
-        .sum()
-        .alias("keys_and_strings"),
-        present(BOOL_COLS).sum().alias("booleans"),
-        present(ALL_LIST_COLS).sum().alias("lists"),
-    )
+_ACCOUNT = {False: _account_aggs(False), True: _account_aggs(True)}
+
+
+def _accounted(converted: pl.DataFrame, counts: Sequence[int]) -> list[_Counts]:
+    null_items = 0
+    for c in LIST_COLS:
+        null_items += converted[c].explode(empty_as_null=False, keep_nulls=False).null_count()
+    sums = converted.group_by(f"{AUX}page").agg(_ACCOUNT[null_items > 0])
     by_page = {int(row[0]): row[1:] for row in sums.iter_rows()}
     return [_Counts(*(int(v) for v in by_page.get(i, (0, 0, 0)))) for i in range(len(counts))]
 
@@ -385,7 +399,7 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
     Raises:
         SchemaError: a value cannot be converted to its column's type without loss.
     """
-    fast = [p for p in pages if p._exact is None and p._envelope is not None]
+    fast = [p for p in pages if p._exact is None and p._records is not None]
     if edges:
         for page in pages:
             if page._exact is not None:
@@ -394,29 +408,30 @@ def build_frames(pages: Sequence[RawPage], *, edges: bool = False) -> list[pl.Da
         return [p._exact for p in pages if p._exact is not None]
     data = _transactions(fast)
     converted = _convert(data)
-    redo = _pages_to_redo(fast, data, converted)
+    redo = _pages_to_redo(fast, converted)
     runs = _edge_runs(converted, len(fast)) if edges else [None] * len(fast)
     return _frames_in_order(pages, fast, converted, redo, runs)
 
 
 def _transactions(fast: list[RawPage]) -> pl.DataFrame:
-    return pl.concat(
-        [
-            p._envelope.select(
-                pl.col("data").struct.field("transactions").alias("tx"),
-                pl.lit(i, dtype=pl.Int32).alias(f"{AUX}page"),
-            )
-            for i, p in enumerate(fast)
-        ],
-        how="vertical",
-    ).explode("tx", empty_as_null=False)
-
-
-def _pages_to_redo(fast: list[RawPage], data: pl.DataFrame, converted: pl.DataFrame) -> set[int]:
-    accounted = _accounted(converted, [p.count for p in fast])
-    bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list()) | set(
-        data.filter(pl.col("tx").is_null())[f"{AUX}page"].unique().to_list()
+    records = pl.concat(
+        [p._records for p in fast if p._records is not None], how="vertical", rechunk=True
     )
+    # Each row's page index, built once for the batch (a column added page by page costs a
+    # polars call per page).
+    pages = pl.select(
+        pl.int_range(len(fast), dtype=pl.Int32)
+        .repeat_by(pl.Series([p.count for p in fast], dtype=pl.UInt32))
+        .explode()
+        .drop_nulls()
+        .alias(f"{AUX}page")
+    ).to_series()
+    return records.with_columns(pages)
+
+
+def _pages_to_redo(fast: list[RawPage], converted: pl.DataFrame) -> set[int]:
+    accounted = _accounted(converted, [p.count for p in fast])
+    bad_pages = set(converted.filter(pl.col(f"{AUX}bad"))[f"{AUX}page"].unique().to_list())
     whole = _whole_body_counts(fast)
     return {
         i
@@ -444,7 +459,7 @@ def _frames_in_order(
             page.edges = runs[i]
             offset += page.count
             run_end = offset
-            page._body = page._envelope = None  # the frames hold everything now
+            page._body = page._records = None  # the frames hold everything now
             continue
         if run_end > run_start:
             out.append(final.slice(run_start, run_end - run_start))
@@ -460,7 +475,7 @@ def _frames_in_order(
             page.edges = runs[i]
             out.append(exact)
             offset += page.count
-            page._body = page._envelope = None
+            page._body = page._records = None
         run_start = run_end = offset
     if run_end > run_start:
         out.append(final.slice(run_start, run_end - run_start))

@@ -2,7 +2,7 @@
 
 Each :class:`~txkit.schema.Field` says where it lives in a record (its path) and what polars
 reads it as (:attr:`~txkit.schema.Field.wire_dtype`); this module nests them into the record
-struct and the envelope, and lists the flattened leaves the fast path works on.
+struct, and lists the flattened leaves the fast path works on.
 """
 
 from __future__ import annotations
@@ -48,13 +48,6 @@ def _to_struct(tree: dict[str, Any]) -> pl.Struct:
 
 #: One record as polars reads it.
 RECORD: Final = _to_struct(_nest())
-
-#: The documented envelope around a page of records.
-ENVELOPE: Final = {
-    "success": pl.Boolean(),
-    "message": pl.String(),
-    "data": pl.Struct({"transactions": pl.List(RECORD), "total": pl.Float64()}),
-}
 
 
 def _leaves(dtype: pl.Struct, prefix: str = "") -> Iterable[tuple[str, list[str], pl.DataType]]:

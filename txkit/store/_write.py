@@ -316,7 +316,9 @@ class MonthWriter:
 
         rel = f"month={month}/part-{uuid.uuid4().hex}.zstd.parquet"
         buffer = io.BytesIO()
-        part.write_parquet(buffer, compression="zstd", statistics=True)
+        # zstd level 1, not polars' default 3: less CPU and, on these columns, smaller files;
+        # reading costs the same (docs/benchmarks.md).
+        part.write_parquet(buffer, compression="zstd", compression_level=1, statistics=True)
         data = buffer.getvalue()
         del buffer
         try:
