@@ -4,9 +4,6 @@ python-dotenv (comments, quotes, a BOM, ``export<TAB>``; the environment wins, n
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -259,23 +256,3 @@ def test_the_sandbox_cache_key_changes_with_the_generator_and_its_rendering(
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
     config._generator_digest.cache_clear()
     assert config.SANDBOX.key != before
-
-
-def test_polars_allocator_keeps_freed_pages_unless_the_user_set_it() -> None:
-    """``import txkit`` sets jemalloc's decay for polars (which appends it to its own defaults
-    when it loads: the last value of an option wins) and for the processes txkit starts; a
-    value the user set is kept as it is."""
-    code = "import os, txkit, polars; print(os.environ['_RJEM_MALLOC_CONF'])"
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    for given, expected in (
-        (None, {"dirty_decay_ms": "5000", "muzzy_decay_ms": "5000"}),
-        ("narenas:2", {"dirty_decay_ms": "500", "muzzy_decay_ms": "1000", "narenas": "2"}),
-    ):
-        if given is not None:
-            env["_RJEM_MALLOC_CONF"] = given
-        done = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr
-        effective = dict(option.split(":", 1) for option in done.stdout.strip().split(","))
-        assert effective == expected, done.stdout

@@ -8,7 +8,6 @@ Example:
 """
 
 import importlib
-import os
 from typing import TYPE_CHECKING, Any
 
 from txkit.errors import (
@@ -26,16 +25,6 @@ from txkit.errors import (
     ServerError,
     TxkitError,
 )
-
-#: polars' allocator (jemalloc, built with ``dirty_decay_ms:500``) returns freed pages to the
-#: system after half a second, then faults them in again for the next page or batch: 2.4 s of
-#: a year's first sync went to those faults. Pages are kept 5 s instead (some more resident
-#: memory; docs/benchmarks.md). jemalloc reads it when polars loads, so it applies when txkit
-#: is imported first and in every process txkit starts (the report's kernels); a value already
-#: set wins.
-_ALLOCATOR_VAR = "_RJEM_MALLOC_CONF"
-_ALLOCATOR_DEFAULT = "dirty_decay_ms:5000,muzzy_decay_ms:5000"
-os.environ.setdefault(_ALLOCATOR_VAR, _ALLOCATOR_DEFAULT)
 
 #: txkit's version, written here only: pyproject.toml and `txkit --version` read it.
 __version__ = "0.1.0"
