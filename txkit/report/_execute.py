@@ -9,7 +9,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,7 +267,6 @@ def run_notebooks(
     out: Path | None = None,
     cache: bool = True,
     reuse: bool = True,
-    after_wave: Callable[[int], None] = lambda _index: None,
 ) -> tuple[list[Section], Executed]:
     """Every notebook, in two lanes of one kernel each (:mod:`txkit.report._lanes`); a notebook
     that reads the others' downloads (metadata ``txkit.after_others``, the trends) runs after
@@ -276,9 +275,6 @@ def run_notebooks(
     With ``cache`` (and ``out``, the reports folder) each notebook goes through the execution
     cache (:mod:`txkit.report._cache`, in ``data/cache/notebooks/``): reused when nothing it
     reads changed (unless not ``reuse``: a revision of a signed month), else executed and kept.
-
-    ``after_wave(index)``: called as each wave ends (see :func:`run_in_lanes`); 0 is the wave
-    of the notebooks the others do not wait for.
     """
     from tqdm.auto import tqdm
 
@@ -326,7 +322,6 @@ def run_notebooks(
                 lanes=_lanes_for(plan.notebooks),
                 on_done=advance,
                 kept=kept_lanes(),
-                after_wave=after_wave,
             )
         sections = [done[nb][0].result() for nb in plan.notebooks]
     finally:

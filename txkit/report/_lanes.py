@@ -315,34 +315,16 @@ def run_in_lanes(
     lanes: int,
     on_done: Callable[[Item, T], None] = lambda _item, _result: None,
     kept: KeptLanes | None = None,
-    after_wave: Callable[[int], None] = lambda _index: None,
 ) -> tuple[dict[Item, T], list[Lane]]:
     """Run ``work(item, lane)`` for every item of every wave on ``lanes`` threads, each with
     its own :class:`Lane`; a wave begins when the one before it has ended. Returns the results
     by item and the lanes (closed, unless ``kept`` holds them for the next run).
 
-    ``after_wave(index)`` is called once each wave has ended without error, before the next
-    begins (on a lane's thread, which the others wait for: it must return at once).
-
     The first exception stops the lanes from taking new items and is raised once they have
     stopped (the failed lane's kernel shut down; every kernel unless kept)."""
     count = max(1, lanes)
-    ended = iter(range(len(waves)))
-
-    def wave_ended() -> None:
-        index = next(ended)
-        if not run.errors:
-            try:
-                after_wave(index)
-            except BaseException as exc:  # raised by run_in_lanes, as a notebook's would be
-                run.failed(exc)
-
     run = _LaneRun(
-        [list(wave) for wave in waves],
-        work,
-        on_done,
-        threading.Barrier(count, action=wave_ended),
-        kept is not None,
+        [list(wave) for wave in waves], work, on_done, threading.Barrier(count), kept is not None
     )
     made = (kept or KeptLanes()).take(count, make_manager)
     finished = [driver.submit(lambda lane=lane: run.lane_main(lane)) for lane, driver in made]

@@ -19,12 +19,10 @@ that month is then left untouched. The library prints nothing: what the user is 
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from txkit import config
 from txkit.calendar import parse_month
@@ -32,7 +30,6 @@ from txkit.config import default_store
 from txkit.errors import StoreError
 from txkit.notebook import sandbox_statements
 from txkit.register import (
-    ITEMS_SUFFIX,
     Materiality,
     Target,
     history_block,
@@ -288,7 +285,6 @@ def _render(
     """Run the notebooks on ``manifest``'s version and publish the pack; its folder and how
     the notebooks came to be."""
     staging = stage(request.out, plan.month)
-    register_aside = _RegisterAside(plan, manifest, staging, materiality, checked)
     try:
         # A revision of a signed month is executed afresh: nothing reused across revisions.
         sections, executed = run_notebooks(
@@ -299,7 +295,6 @@ def _render(
             out=request.out,
             cache=request.cache and config.report_cache_setting(),
             reuse=request.reopen is None,
-            after_wave=register_aside.begin,
         )
         timings = executed.seconds
         for section in sections:
@@ -313,7 +308,9 @@ def _render(
             )
         attach_downloads(sections, staging)
         close = review_close(staging, plan, manifest, out=request.out, materiality=materiality)
-        register, pending = register_aside.result(notes)
+        register, pending = record_register(
+            plan, manifest, staging, materiality, notes, orders=checked.whole
+        )
         if pending is not None:  # this report's run is the target's revision
             pending = with_revision(pending, target.number, target.reason)
         material = register.material if register else None
@@ -342,69 +339,6 @@ def _render(
             staging, request.out, target, store=plan.store, month=plan.month, pending=pending
         )
     except BaseException:
-        register_aside.close()  # before the staging folder it writes in goes
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final, executed
-
-
-class _RegisterAside:
-    """The register's record (:func:`record_register`) made while the notebooks that read the
-    others' lists (the trends, the register's page) run: it reads the lists the first wave
-    wrote. Made again after every notebook if a later one wrote or changed a list."""
-
-    def __init__(
-        self,
-        plan: ReportPlan,
-        manifest: MonthManifest,
-        staging: Path,
-        materiality: Materiality,
-        checked: OrdersCheck,
-    ) -> None:
-        self._args = (plan, manifest, staging, materiality)
-        self._orders = checked.whole
-        self._pool: cf.ThreadPoolExecutor | None = None
-        self._made: cf.Future[tuple[tuple[Any, Any], list[str]]] | None = None
-        self._lists: dict[str, tuple[int, int]] = {}
-
-    def _state(self) -> dict[str, tuple[int, int]]:
-        staging = self._args[2]
-        found = {}
-        for path in sorted(staging.glob(f"*{ITEMS_SUFFIX}")):
-            info = path.stat()
-            found[path.name] = (info.st_size, info.st_mtime_ns)
-        return found
-
-    def _record(self) -> tuple[tuple[Any, Any], list[str]]:
-        lines = Notes()  # told in the report's order, when the result is taken
-        made = record_register(*self._args, lines, orders=self._orders)
-        return made, lines.lines
-
-    def begin(self, wave: int) -> None:
-        """After the first wave of notebooks (``run_notebooks``'s ``after_wave``)."""
-        if wave != 0 or self._made is not None:
-            return
-        self._lists = self._state()
-        self._pool = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="txkit-register")
-        self._made = self._pool.submit(self._record)
-
-    def result(self, notes: Notes) -> tuple[Any, Any]:
-        """The record, made again here when no wave ended or a later notebook changed the
-        lists; its lines added to ``notes``."""
-        try:
-            if self._made is not None and self._state() == self._lists:
-                made = self._made.result()
-            else:  # what was made (or raised) read lists a later notebook changed
-                made = self._record()
-        finally:
-            self.close()
-        recorded, lines = made
-        for line in lines:
-            notes.add(line)
-        return recorded
-
-    def close(self) -> None:
-        """Wait for a record under way (it writes in the staging folder)."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
