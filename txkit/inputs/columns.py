@@ -558,12 +558,16 @@ class Writing(NamedTuple):
         unsure: where the writings that fit every value read some value otherwise (true on
             those records), with ``readings``; ``None`` when every value reads one way.
         readings: the two writings that disagree, in words.
+        plain: each column's values as :func:`plain_amount` reads them in the writing taken
+            (nulls as empty), one column a name, when the values were read to find it (None
+            otherwise): a caller reuses them rather than read every value again.
     """
 
     mapping: dict[str, str]
     note: str
     unsure: pl.Expr | None
     readings: str
+    plain: pl.DataFrame | None = None
 
 
 def _found_note(frame: pl.DataFrame, texts: list[pl.Expr], decimal: str, thousands: str) -> str:
@@ -651,7 +655,8 @@ def find_writing(
             )
             break
     note = _found_note(frame, texts, decimal, thousands) if len(declared) < 2 else ""
-    return Writing(resolved, note, unsure, readings)
+    plain = read.select(pl.col(n).alias(c) for n, c in zip(names[ok[0]], present, strict=True))
+    return Writing(resolved, note, unsure, readings, plain)
 
 
 def project_folder() -> Path:

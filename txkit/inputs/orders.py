@@ -604,8 +604,11 @@ def _amount(
             "decimal=dot, thousands=...)",
             shown="amount",
         )
-    text = plain_amount(pl.col("amount").cast(pl.String), writing.mapping)
-    checked = frame.with_columns(text.alias("_text"))
+    if writing.plain is not None:  # read already (an empty amount as "": refused alike below)
+        checked = frame.with_columns(writing.plain["amount"].alias("_text"))
+    else:
+        text = plain_amount(pl.col("amount").cast(pl.String), writing.mapping)
+        checked = frame.with_columns(text.alias("_text"))
     where.fail(
         checked,
         ~pl.col("_text").str.contains(_AMOUNT_RE),
@@ -613,26 +616,7 @@ def _amount(
         _AMOUNT_ADVICE,
         shown="amount",
     )
-    fraction = pl.col("_text").str.extract(r"\.([0-9]+)$", 1).fill_null("")
-    significant = fraction.str.strip_chars_end("0").str.len_chars()
-    where.fail(
-        checked,
-        significant > MAX_ORDER_DECIMALS,
-        f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
-        "no currency of the service has more, and amounts are never rounded: round them in "
-        "the file to their currency's decimals (more is usually a spreadsheet's "
-        "floating-point remainder, such as 0.30000000000000004)",
-        shown="_text",
-    )
-    whole = pl.col("_text").str.extract(r"^[+-]?0*([0-9]*)", 1).str.len_chars()
-    where.fail(
-        checked,
-        whole > _MAX_INTEGER_DIGITS,
-        f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
-        "check the column: it does not hold amounts",
-        shown="_text",
-    )
-    scale = max(2, int(checked.select(significant.max()).item() or 0))
+    scale = _scale(checked, where)
     # Trailing zeros beyond the scale are dropped before the cast, so no value is rounded.
     exact = (
         pl.when(pl.col("_text").str.contains(r"\."))
@@ -641,6 +625,39 @@ def _amount(
     )
     amounts = checked.select(exact.cast(pl.Decimal(38, scale)).alias("amount")).to_series()
     return amounts, writing.note
+
+
+def _scale(checked: pl.DataFrame, where: _Where) -> int:
+    """The amounts' scale (their most decimals, at least 2), once each ``_text`` is a plain
+    decimal; refused (with the lines) when some amount has too many decimals or digits."""
+    fraction = pl.col("_text").str.extract(r"\.([0-9]+)$", 1).fill_null("")
+    significant = fraction.str.strip_chars_end("0").str.len_chars()
+    # Each amount a plain decimal now: one pass finds the most decimals and the longest text,
+    # and a check below looks for its lines only when some amount can fail it (more digits
+    # before the point than the text has characters cannot be).
+    most, longest = checked.select(
+        significant.max().alias("most"), pl.col("_text").str.len_bytes().max().alias("longest")
+    ).row(0)
+    if (most or 0) > MAX_ORDER_DECIMALS:
+        where.fail(
+            checked,
+            significant > MAX_ORDER_DECIMALS,
+            f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
+            "no currency of the service has more, and amounts are never rounded: round them "
+            "in the file to their currency's decimals (more is usually a spreadsheet's "
+            "floating-point remainder, such as 0.30000000000000004)",
+            shown="_text",
+        )
+    if (longest or 0) > _MAX_INTEGER_DIGITS:
+        whole = pl.col("_text").str.extract(r"^[+-]?0*([0-9]*)", 1).str.len_chars()
+        where.fail(
+            checked,
+            whole > _MAX_INTEGER_DIGITS,
+            f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
+            "check the column: it does not hold amounts",
+            shown="_text",
+        )
+    return max(2, int(most or 0))
 
 
 def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:
