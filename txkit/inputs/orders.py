@@ -722,17 +722,7 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
         )
         problem = f"date is not written as {date_format}"
     else:
-        # An offset (or Z) after a time: the instant's UTC day; parsed by chrono, which takes
-        # +0200, +02:00 and a space before them alike.
-        offset = text.str.contains(_OFFSET_RE)
-        utc = text.str.replace(r"Z$", "+00:00")
-        instant = pl.coalesce(
-            utc.str.to_datetime(f, time_zone="UTC", strict=False)
-            for f in ("%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M %z",
-                      "%Y-%m-%dT%H:%M%z")
-        )  # fmt: skip
-        as_written = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-        parsed = pl.when(offset).then(instant.dt.date()).otherwise(as_written)
+        parsed = _written_dates(frame, text)
         unreadable = parsed.is_null() | ~text.str.contains(_DATE_RE)
         advice = (
             "write dates as YYYY-MM-DD (or an ISO timestamp such as 2026-10-31T23:10:00Z, "
@@ -750,3 +740,23 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
         shown="date",
     )
     return frame["_date"].alias("date")
+
+
+def _written_dates(frame: pl.DataFrame, text: pl.Expr) -> pl.Expr:
+    """The dates ``text`` writes without a date format: a timestamp with an offset (or Z)
+    its instant's UTC day, anything else its first ten characters as ``YYYY-MM-DD``."""
+    as_written = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+    # No text longer than a date: none holds a time, so none an offset, and the instants'
+    # four parses (each over every value) are not needed.
+    if (frame.select(text.str.len_bytes().max()).item() or 0) <= len("YYYY-MM-DD"):
+        return as_written
+    # An offset (or Z) after a time: the instant's UTC day; parsed by chrono, which takes
+    # +0200, +02:00 and a space before them alike.
+    offset = text.str.contains(_OFFSET_RE)
+    utc = text.str.replace(r"Z$", "+00:00")
+    instant = pl.coalesce(
+        utc.str.to_datetime(f, time_zone="UTC", strict=False)
+        for f in ("%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M %z",
+                  "%Y-%m-%dT%H:%M%z")
+    )  # fmt: skip
+    return pl.when(offset).then(instant.dt.date()).otherwise(as_written)
