@@ -371,6 +371,9 @@ def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
             return value.is_null() | (value.str.strip_chars() == "")
         return value.is_null()
 
+    # A row with an amount continues nothing: with every amount there, nothing is folded.
+    if not frame.select(empty("amount").any().alias("a")).item():
+        return frame, 0
     reference = pl.col("reference").cast(pl.String).str.strip_chars()
     # The rows of one order are consecutive, so the row above is the order or another of its
     # items; the first row never continues anything.
@@ -534,12 +537,14 @@ def _normalise(frame: pl.DataFrame, name: str, case: str | None) -> tuple[pl.Dat
         new = new.str.to_uppercase()
     elif case == "lower":
         new = new.str.to_lowercase()
-    changed = frame.select(raw.alias("raw"), new.alias("new")).filter(
+    # Each value normalised once: compared with the raw one, then put in its place.
+    normal = frame.select(new.alias(name)).to_series()
+    changed = pl.DataFrame({"raw": frame[name], "new": normal}).filter(
         pl.col("raw").is_not_null() & (pl.col("raw") != pl.col("new"))
     )
     pairs = changed.unique(maintain_order=True).head(3).iter_rows()
     examples = ", ".join(f"{a!r} read as {b!r}" for a, b in pairs)
-    return frame.with_columns(new.alias(name)), changed.height, examples
+    return frame.with_columns(normal), changed.height, examples
 
 
 def _and(parts: Sequence[str]) -> str:
