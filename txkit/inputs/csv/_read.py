@@ -280,7 +280,12 @@ class _Blank(NamedTuple):
 
 
 def _csv_header(physical: pl.Series, required: Sequence[str]) -> _CsvHeader:
-    candidates = (physical.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
+    # The first lines holding text, looked for among the file's first lines (the whole file
+    # only when those hold too few).
+    head = physical.head(4 * HEADER_SEARCH)
+    candidates = (head.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
+    if len(candidates) < HEADER_SEARCH and len(head) < len(physical):
+        candidates = (physical.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
     delimiter = _delimiter(physical, candidates, required)
     parsed = [(i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates]
     found = find_header(parsed, required)
@@ -438,8 +443,12 @@ def _summary_lines(
     date: str | None,
     continues: str | None,
 ) -> set[int]:
-    filled = (body.str.strip_chars() != "").arg_true().to_list()
-    ends = filled[:100] + filled[-100:] if len(filled) > 200 else filled
+    filled = (body.str.strip_chars() != "").arg_true()  # only its ends taken to Python
+    ends = (
+        filled.head(100).to_list() + filled.tail(100).to_list()
+        if len(filled) > 200
+        else filled.to_list()
+    )
     ends = list(dict.fromkeys(ends))
     cells = [_parse_header(body[i], delimiter) for i in ends]
     lead, trail = summary_runs(cells, names, required, date, continues)
