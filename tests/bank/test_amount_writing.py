@@ -146,3 +146,34 @@ def test_orders_amounts_follow_the_same_rule(
     assert [Decimal(str(a)) for a in orders.frame["amount"]] == [Decimal(e) for e in expected or []]
     if not columns:
         assert "amounts read with decimal comma, thousands dot" in orders.describe()
+
+
+@pytest.mark.parametrize(
+    ("late", "refused", "said"),
+    [
+        # 1500 reads alike in every writing; the last value, past the first rows another
+        # writing is tried on, still decides: 1.500 reads two ways, 12.5 only with a decimal
+        # dot, 12,5 only with a decimal comma.
+        ("1.500", "reads two ways", None),
+        ("12.5", None, None),
+        ("12,5", None, "decimal comma"),
+    ],
+)
+def test_a_value_past_the_first_rows_still_decides_the_writing(
+    tmp_path: Path, late: str, refused: str | None, said: str | None
+) -> None:
+    path = tmp_path / "orders.csv"
+    rows = [f'R{i},"{v}",NGN' for i, v in enumerate(["1500"] * 1500 + [late])]
+    path.write_text("Ref,Total,Cur\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    mapping = "reference=Ref,amount=Total,currency=Cur"
+    if refused:
+        with pytest.raises(DataFileError) as caught:
+            read_orders_file(path, columns=mapping)
+        assert refused in str(caught.value) and re.search(r"\bline 1502\b", str(caught.value))
+        return
+    orders = read_orders_file(path, columns=mapping)
+    assert orders.frame["amount"][-1] == Decimal(late.replace(",", "."))
+    if said:
+        assert f"amounts read with {said}" in orders.describe()
+    else:
+        assert "found from the file" not in orders.describe()

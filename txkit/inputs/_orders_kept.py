@@ -92,7 +92,12 @@ def _save(folder: Path, key: str, frame: pl.DataFrame, meta: dict[str, Any]) -> 
     record never stands without its frame); all but the most recent reads removed."""
     folder.mkdir(parents=True, exist_ok=True)
     record = {"layout": _LAYOUT, "rows": frame.height, "schema": str(frame.schema), "read": meta}
-    _write(folder / f"{key}.parquet", frame.write_parquet)
+    # LZ4 without statistics: the frame is always read whole, and zstd (polars' default) took
+    # longer to write and to read back (docs/benchmarks.md, Report).
+    _write(
+        folder / f"{key}.parquet",
+        lambda target: frame.write_parquet(target, compression="lz4", statistics=False),
+    )
     _write(
         folder / f"{key}.json",
         lambda target: Path(target).write_text(json.dumps(record), encoding="utf-8"),

@@ -143,7 +143,7 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int | None = N
     else:
         _refuse_nul(path, data, what)
         text, encoding = _decode_8bit(path, data, what, notes)
-    if not text.strip():
+    if not text or text.isspace():  # not text.strip(), which copies the whole text
         raise DataFileError(
             path,
             "holds no text, only blank lines",

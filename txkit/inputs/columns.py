@@ -494,6 +494,10 @@ _NAMES: Final = {",": "comma", ".": "dot", " ": "space", "'": "apostrophe", "": 
 _WRITINGS: Final = [(d, t) for t in ("", ",", ".", " ", "'") for d in (".", ",") if d != t]
 
 
+#: The rows a writing is first tried on (:func:`find_writing`).
+_PROBE_ROWS: Final = 1000
+
+
 def _class(chars: str) -> str:
     return "[" + "".join("\\" + c if c in ".^-[]\\" else c for c in chars) + "]"
 
@@ -558,12 +562,16 @@ class Writing(NamedTuple):
         unsure: where the writings that fit every value read some value otherwise (true on
             those records), with ``readings``; ``None`` when every value reads one way.
         readings: the two writings that disagree, in words.
+        plain: each column's values as :func:`plain_amount` reads them in the writing taken
+            (nulls as empty), one column a name, when the values were read to find it (None
+            otherwise): a caller reuses them rather than read every value again.
     """
 
     mapping: dict[str, str]
     note: str
     unsure: pl.Expr | None
     readings: str
+    plain: pl.DataFrame | None = None
 
 
 def _found_note(frame: pl.DataFrame, texts: list[pl.Expr], decimal: str, thousands: str) -> str:
@@ -621,19 +629,11 @@ def find_writing(
         for d, t in candidates
         if (not t or seen[t]) and (seen[d] or bool(t) or (d, t) == (".", ""))
     ] or candidates
-    # Every writing's reading in one pass, kept for the comparisons below.
     names = {(d, t): [f"_{i}_{j}" for j in range(len(present))] for i, (d, t) in enumerate(tried)}
-    read = frame.select(
-        plain_amount(text, {"decimal": _NAMES[d], "thousands": _NAMES[t]}, codes=codes).alias(n)
-        for (d, t), columns in names.items()
-        for text, n in zip(texts, columns, strict=True)
-    )
-    bad = read.select(
-        pl.sum_horizontal([pl.col(n).str.starts_with("?") for n in columns]).sum().alias(str(i))
-        for i, columns in enumerate(names.values())
-    ).row(0)
-    fewest = min(bad)
-    ok = [w for w, b in zip(tried, bad, strict=True) if b == fewest]
+
+    read, bad = _read_writings(frame, texts, tried, names, codes)
+    fewest = min(bad.values())
+    ok = [w for w in tried if bad.get(w) == fewest]
     decimal, thousands = ok[0]
     resolved = {**mapping, "decimal": _NAMES[decimal], "thousands": _NAMES[thousands]}
     unsure, readings = None, ""
@@ -651,7 +651,50 @@ def find_writing(
             )
             break
     note = _found_note(frame, texts, decimal, thousands) if len(declared) < 2 else ""
-    return Writing(resolved, note, unsure, readings)
+    plain = read.select(pl.col(n).alias(c) for n, c in zip(names[ok[0]], present, strict=True))
+    return Writing(resolved, note, unsure, readings, plain)
+
+
+def _read_writings(
+    frame: pl.DataFrame,
+    texts: list[pl.Expr],
+    tried: list[tuple[str, str]],
+    names: dict[tuple[str, str], list[str]],
+    codes: bool,
+) -> tuple[pl.DataFrame, dict[tuple[str, str], int]]:
+    """The values as each writing tried reads them (columns ``names``) and, per writing, how
+    many it cannot read. When the first reads every value only the others that do too
+    matter (the fewest failures are none): one that fails a value among the first rows
+    cannot, and is neither read whole nor counted."""
+
+    def reading(of: pl.DataFrame, writings: list[tuple[str, str]]) -> pl.DataFrame:
+        return of.select(
+            plain_amount(text, {"decimal": _NAMES[d], "thousands": _NAMES[t]}, codes=codes).alias(n)
+            for d, t in writings
+            for text, n in zip(texts, names[(d, t)], strict=True)
+        )
+
+    def failures(read: pl.DataFrame, writings: list[tuple[str, str]]) -> list[int]:
+        return list(
+            read.select(
+                pl.sum_horizontal([pl.col(n).str.starts_with("?") for n in names[w]])
+                .sum()
+                .alias(str(i))
+                for i, w in enumerate(writings)
+            ).row(0)
+        )
+
+    first, rest = tried[0], tried[1:]
+    read = reading(frame, [first])
+    bad = dict(zip([first], failures(read, [first]), strict=True))
+    if bad[first] == 0 and rest:
+        probe = failures(reading(frame.head(_PROBE_ROWS), rest), rest)
+        rest = [w for w, b in zip(rest, probe, strict=True) if b == 0]
+    if rest:
+        more = reading(frame, rest)
+        bad |= dict(zip(rest, failures(more, rest), strict=True))
+        read = pl.concat([read, more], how="horizontal")
+    return read, bad
 
 
 def project_folder() -> Path:

@@ -371,6 +371,9 @@ def _fold_line_items(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
             return value.is_null() | (value.str.strip_chars() == "")
         return value.is_null()
 
+    # A row with an amount continues nothing: with every amount there, nothing is folded.
+    if not frame.select(empty("amount").any().alias("a")).item():
+        return frame, 0
     reference = pl.col("reference").cast(pl.String).str.strip_chars()
     # The rows of one order are consecutive, so the row above is the order or another of its
     # items; the first row never continues anything.
@@ -534,12 +537,14 @@ def _normalise(frame: pl.DataFrame, name: str, case: str | None) -> tuple[pl.Dat
         new = new.str.to_uppercase()
     elif case == "lower":
         new = new.str.to_lowercase()
-    changed = frame.select(raw.alias("raw"), new.alias("new")).filter(
+    # Each value normalised once: compared with the raw one, then put in its place.
+    normal = frame.select(new.alias(name)).to_series()
+    changed = pl.DataFrame({"raw": frame[name], "new": normal}).filter(
         pl.col("raw").is_not_null() & (pl.col("raw") != pl.col("new"))
     )
     pairs = changed.unique(maintain_order=True).head(3).iter_rows()
     examples = ", ".join(f"{a!r} read as {b!r}" for a, b in pairs)
-    return frame.with_columns(new.alias(name)), changed.height, examples
+    return frame.with_columns(normal), changed.height, examples
 
 
 def _and(parts: Sequence[str]) -> str:
@@ -604,8 +609,11 @@ def _amount(
             "decimal=dot, thousands=...)",
             shown="amount",
         )
-    text = plain_amount(pl.col("amount").cast(pl.String), writing.mapping)
-    checked = frame.with_columns(text.alias("_text"))
+    if writing.plain is not None:  # read already (an empty amount as "": refused alike below)
+        checked = frame.with_columns(writing.plain["amount"].alias("_text"))
+    else:
+        text = plain_amount(pl.col("amount").cast(pl.String), writing.mapping)
+        checked = frame.with_columns(text.alias("_text"))
     where.fail(
         checked,
         ~pl.col("_text").str.contains(_AMOUNT_RE),
@@ -613,26 +621,7 @@ def _amount(
         _AMOUNT_ADVICE,
         shown="amount",
     )
-    fraction = pl.col("_text").str.extract(r"\.([0-9]+)$", 1).fill_null("")
-    significant = fraction.str.strip_chars_end("0").str.len_chars()
-    where.fail(
-        checked,
-        significant > MAX_ORDER_DECIMALS,
-        f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
-        "no currency of the service has more, and amounts are never rounded: round them in "
-        "the file to their currency's decimals (more is usually a spreadsheet's "
-        "floating-point remainder, such as 0.30000000000000004)",
-        shown="_text",
-    )
-    whole = pl.col("_text").str.extract(r"^[+-]?0*([0-9]*)", 1).str.len_chars()
-    where.fail(
-        checked,
-        whole > _MAX_INTEGER_DIGITS,
-        f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
-        "check the column: it does not hold amounts",
-        shown="_text",
-    )
-    scale = max(2, int(checked.select(significant.max()).item() or 0))
+    scale = _scale(checked, where)
     # Trailing zeros beyond the scale are dropped before the cast, so no value is rounded.
     exact = (
         pl.when(pl.col("_text").str.contains(r"\."))
@@ -641,6 +630,39 @@ def _amount(
     )
     amounts = checked.select(exact.cast(pl.Decimal(38, scale)).alias("amount")).to_series()
     return amounts, writing.note
+
+
+def _scale(checked: pl.DataFrame, where: _Where) -> int:
+    """The amounts' scale (their most decimals, at least 2), once each ``_text`` is a plain
+    decimal; refused (with the lines) when some amount has too many decimals or digits."""
+    fraction = pl.col("_text").str.extract(r"\.([0-9]+)$", 1).fill_null("")
+    significant = fraction.str.strip_chars_end("0").str.len_chars()
+    # Each amount a plain decimal now: one pass finds the most decimals and the longest text,
+    # and a check below looks for its lines only when some amount can fail it (more digits
+    # before the point than the text has characters cannot be).
+    most, longest = checked.select(
+        significant.max().alias("most"), pl.col("_text").str.len_bytes().max().alias("longest")
+    ).row(0)
+    if (most or 0) > MAX_ORDER_DECIMALS:
+        where.fail(
+            checked,
+            significant > MAX_ORDER_DECIMALS,
+            f"amount has more than {MAX_ORDER_DECIMALS} decimals (trailing zeros aside)",
+            "no currency of the service has more, and amounts are never rounded: round them "
+            "in the file to their currency's decimals (more is usually a spreadsheet's "
+            "floating-point remainder, such as 0.30000000000000004)",
+            shown="_text",
+        )
+    if (longest or 0) > _MAX_INTEGER_DIGITS:
+        whole = pl.col("_text").str.extract(r"^[+-]?0*([0-9]*)", 1).str.len_chars()
+        where.fail(
+            checked,
+            whole > _MAX_INTEGER_DIGITS,
+            f"amount has more than {_MAX_INTEGER_DIGITS} digits before the decimal point",
+            "check the column: it does not hold amounts",
+            shown="_text",
+        )
+    return max(2, int(most or 0))
 
 
 def _typed_amount(frame: pl.DataFrame, where: _Where, dtype: pl.DataType) -> pl.Series:
@@ -705,17 +727,7 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
         )
         problem = f"date is not written as {date_format}"
     else:
-        # An offset (or Z) after a time: the instant's UTC day; parsed by chrono, which takes
-        # +0200, +02:00 and a space before them alike.
-        offset = text.str.contains(_OFFSET_RE)
-        utc = text.str.replace(r"Z$", "+00:00")
-        instant = pl.coalesce(
-            utc.str.to_datetime(f, time_zone="UTC", strict=False)
-            for f in ("%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M %z",
-                      "%Y-%m-%dT%H:%M%z")
-        )  # fmt: skip
-        as_written = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
-        parsed = pl.when(offset).then(instant.dt.date()).otherwise(as_written)
+        parsed = _written_dates(frame, text)
         unreadable = parsed.is_null() | ~text.str.contains(_DATE_RE)
         advice = (
             "write dates as YYYY-MM-DD (or an ISO timestamp such as 2026-10-31T23:10:00Z, "
@@ -733,3 +745,23 @@ def _read_date(frame: pl.DataFrame, where: _Where, date_format: str | None = Non
         shown="date",
     )
     return frame["_date"].alias("date")
+
+
+def _written_dates(frame: pl.DataFrame, text: pl.Expr) -> pl.Expr:
+    """The dates ``text`` writes without a date format: a timestamp with an offset (or Z)
+    its instant's UTC day, anything else its first ten characters as ``YYYY-MM-DD``."""
+    as_written = text.str.slice(0, 10).str.to_date("%Y-%m-%d", strict=False)
+    # No text longer than a date: none holds a time, so none an offset, and the instants'
+    # four parses (each over every value) are not needed.
+    if (frame.select(text.str.len_bytes().max()).item() or 0) <= len("YYYY-MM-DD"):
+        return as_written
+    # An offset (or Z) after a time: the instant's UTC day; parsed by chrono, which takes
+    # +0200, +02:00 and a space before them alike.
+    offset = text.str.contains(_OFFSET_RE)
+    utc = text.str.replace(r"Z$", "+00:00")
+    instant = pl.coalesce(
+        utc.str.to_datetime(f, time_zone="UTC", strict=False)
+        for f in ("%Y-%m-%d %H:%M:%S %z", "%Y-%m-%dT%H:%M:%S%.f%z", "%Y-%m-%d %H:%M %z",
+                  "%Y-%m-%dT%H:%M%z")
+    )  # fmt: skip
+    return pl.when(offset).then(instant.dt.date()).otherwise(as_written)

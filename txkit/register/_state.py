@@ -503,14 +503,12 @@ def register_view(
     if newest is None:
         return pl.DataFrame(schema=REGISTER_COLUMNS)
     in_month = listed.get(newest, set())
-    rows = _view_rows(items, in_month, _month_end(newest), materiality or Materiality())
-    if not rows:  # months reported, none with an exception
+    if not items:  # months reported, none with an exception
         return pl.DataFrame(schema=REGISTER_COLUMNS)
-    return (
-        pl.DataFrame(rows, schema_overrides=REGISTER_COLUMNS, infer_schema_length=None)
-        .select([pl.col(c).cast(t) for c, t in REGISTER_COLUMNS.items()])
-        .sort("section", "first_month", "key")
-    )
+    columns = _view_columns(items, in_month, _month_end(newest), materiality or Materiality())
+    return pl.DataFrame(
+        [pl.Series(c, columns[c], dtype=t) for c, t in REGISTER_COLUMNS.items()]
+    ).sort("section", "first_month", "key")
 
 
 def _reported_month(events: pl.DataFrame, month: str | None) -> str | None:
@@ -524,28 +522,39 @@ def _reported_month(events: pl.DataFrame, month: str | None) -> str | None:
     return month
 
 
-def _view_rows(
+def _view_columns(
     items: dict[str, dict[str, Any]], in_month: set[str], end: date, materiality: Materiality
-) -> list[dict[str, Any]]:
+) -> dict[str, list[Any]]:
+    """The register's columns, each a list in the items' order (built column by column: no
+    row of every item copied, each section's and currency's threshold computed once)."""
     volume = _listed_volume(items, in_month)
-    rows = []
-    for item in items.values():
-        age = max((end - item["item_date"]).days, 0) if item["item_date"] else 0
-        threshold = materiality.threshold(
-            item["currency"], volume.get((item["section"], item["currency"] or ""), Decimal(0))
-        )
-        amount = item["amount"]
-        rows.append(
-            {
-                **item,
-                "age_days": age,
-                "age_bucket": age_bucket(age),
-                "listed": item["key"] in in_month,
-                "threshold": threshold,
-                "material": amount is not None and amount != 0 and abs(amount) >= threshold,
-            }
-        )
-    return rows
+    thresholds: dict[tuple[str, str | None], Decimal] = {}
+    values = list(items.values())
+    ages = [max((end - i["item_date"]).days, 0) if i["item_date"] else 0 for i in values]
+    buckets = {age: age_bucket(age) for age in set(ages)}
+    threshold = []
+    for item in values:
+        at = (item["section"], item["currency"])
+        if at not in thresholds:
+            thresholds[at] = materiality.threshold(
+                item["currency"], volume.get((item["section"], item["currency"] or ""), Decimal(0))
+            )
+        threshold.append(thresholds[at])
+    added = {
+        "age_days": ages,
+        "age_bucket": [buckets[age] for age in ages],
+        "listed": [i["key"] in in_month for i in values],
+        "threshold": threshold,
+        "material": [
+            i["amount"] is not None and i["amount"] != 0 and abs(i["amount"]) >= t
+            for i, t in zip(values, threshold, strict=True)
+        ],
+    }
+    # Every item has every field (:meth:`_Fold._list` makes it so).
+    return {
+        name: added[name] if name in added else [i[name] for i in values]
+        for name in REGISTER_COLUMNS
+    }
 
 
 def _listed_volume(

@@ -67,14 +67,16 @@ _Records = tuple[pl.DataFrame, list[tuple[int, int]], int]
 
 def _lines_of(text: str) -> pl.Series:
     """As a text editor shows them: ``\\r\\n``, ``\\n`` and a lone ``\\r`` each end a line."""
-    if text.count("\r") != text.count("\r\n"):  # a lone \r: Python's universal newlines
+    # No \r at all (the usual file) is told without counting every \r and \r\n.
+    carriage = "\r" in text
+    if carriage and text.count("\r") != text.count("\r\n"):  # a lone \r: universal newlines
         lines = pl.Series("text", io.StringIO(text, newline="").readlines(), dtype=pl.String)
         return lines.str.strip_chars_end("\r\n")
     # Split in polars: half the time of io's readlines.
     lines = pl.Series("text", [text], dtype=pl.String).str.split("\n").explode()
     if text.endswith("\n"):
         lines = lines.head(len(lines) - 1)
-    return lines.str.strip_chars_end("\r")
+    return lines.str.strip_chars_end("\r") if carriage else lines
 
 
 def _plain_records(body: pl.Series, delimiter: str, names: list[str], first_line: int) -> _Records:
@@ -84,9 +86,9 @@ def _plain_records(body: pl.Series, delimiter: str, names: list[str], first_line
         .with_row_index(LINE, offset=first_line)
         .with_columns(
             (pl.col("text").str.count_matches(delimiter, literal=True) + 1).alias("_width"),
-            (
-                pl.col("text").str.replace_all(delimiter, "", literal=True).str.strip_chars() == ""
-            ).alias("_empty"),
+            # Nothing but delimiters and whitespace (\s is the White_Space strip_chars strips;
+            # no delimiter is special in a class): one scan, stopping at a line's first value.
+            ~pl.col("text").str.contains(f"[^\\s{delimiter}]").alias("_empty"),
         )
     )
     width, empty = pl.col("_width") == len(names), pl.col("_empty")
@@ -278,7 +280,12 @@ class _Blank(NamedTuple):
 
 
 def _csv_header(physical: pl.Series, required: Sequence[str]) -> _CsvHeader:
-    candidates = (physical.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
+    # The first lines holding text, looked for among the file's first lines (the whole file
+    # only when those hold too few).
+    head = physical.head(4 * HEADER_SEARCH)
+    candidates = (head.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
+    if len(candidates) < HEADER_SEARCH and len(head) < len(physical):
+        candidates = (physical.str.strip_chars() != "").arg_true().head(HEADER_SEARCH).to_list()
     delimiter = _delimiter(physical, candidates, required)
     parsed = [(i, [c.strip() for c in _parse_header(physical[i], delimiter)]) for i in candidates]
     found = find_header(parsed, required)
@@ -436,8 +443,12 @@ def _summary_lines(
     date: str | None,
     continues: str | None,
 ) -> set[int]:
-    filled = (body.str.strip_chars() != "").arg_true().to_list()
-    ends = filled[:100] + filled[-100:] if len(filled) > 200 else filled
+    filled = (body.str.strip_chars() != "").arg_true()  # only its ends taken to Python
+    ends = (
+        filled.head(100).to_list() + filled.tail(100).to_list()
+        if len(filled) > 200
+        else filled.to_list()
+    )
     ends = list(dict.fromkeys(ends))
     cells = [_parse_header(body[i], delimiter) for i in ends]
     lead, trail = summary_runs(cells, names, required, date, continues)
