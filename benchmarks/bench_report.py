@@ -10,20 +10,67 @@ Rerun: the same month again with nothing changed: no request, every notebook reu
 explanation (``txkit exceptions explain``): only the notebook that reads the register (07) is
 executed. Last, the same rerun with ``--no-cache`` (every notebook executed): the rerun as it
 was before the cache. Each figure is the wall time of the whole report.
+
+The sandbox serves from ``txkit sandbox`` in a process of its own, as a service is never in the
+client's process, and stops once the sync is done; ``--in-process`` serves it from this one
+(its million-record ledger and its server then share the client's interpreter).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def _sandbox(
+    args: argparse.Namespace, work: Path, orders: Path
+) -> Iterator[tuple[str, str, float]]:
+    """The sandbox's address, key and generation seconds; its orders written to ``orders``.
+
+    By default it is ``txkit sandbox`` in a process of its own, as a service is never in the
+    client's process (stopped once the sync is done, so the report runs alone); with
+    ``--in-process``, a :class:`txkit.sandbox.Sandbox` in this one."""
+    started = time.perf_counter()
+    if args.in_process:
+        from txkit.sandbox import Sandbox
+
+        with Sandbox(seed=args.seed, records=args.records) as box:
+            orders.write_bytes(box.ledger.orders_csv())
+            yield box.base_url, box.secret_key, time.perf_counter() - started
+        return
+    folder = work / "sandbox"
+    command = [sys.executable, "-m", "txkit.cli", "sandbox", "--records", str(args.records),
+               "--seed", str(args.seed), "--data-dir", str(folder)]  # fmt: skip
+    served = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        said: dict[str, str] = {}
+        assert served.stdout is not None
+        for line in served.stdout:
+            name, _, value = line.strip().partition("=")
+            said[name] = value
+            if {"TXKIT_BASE_URL", "TXKIT_SECRET_KEY"} <= said.keys():
+                break
+        else:
+            raise SystemExit(f"txkit sandbox stopped before it was ready (exit {served.wait()})")
+        generated = time.perf_counter() - started
+        shutil.copyfile(folder / "orders.csv", orders)
+        yield said["TXKIT_BASE_URL"], said["TXKIT_SECRET_KEY"], generated
+    finally:
+        served.terminate()
+        served.wait(timeout=60)
 
 
 def main() -> None:
@@ -31,6 +78,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=60_000)
     parser.add_argument("--month", default="2026-09")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="serve the sandbox from this process (its ledger and server share the client's "
+        "interpreter), not from `txkit sandbox` in a process of its own",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="txkit-bench-report-"))
     os.environ["TXKIT_PROGRESS"] = "0"
@@ -44,21 +97,19 @@ def main() -> None:
     from txkit.register import explain
     from txkit.report import run_report
     from txkit.report._plan import sync_range
-    from txkit.sandbox import Sandbox
     from txkit.store import sync
 
     store, out = work / "store", work / "reports"
-    print(f"# txkit report benchmark: {args.records:,} sandbox records, seed {args.seed}")
-    started = time.perf_counter()
-    with Sandbox(seed=args.seed, records=args.records) as box:
-        generated = time.perf_counter() - started
-        orders = work / "orders.csv"
-        orders.write_bytes(box.ledger.orders_csv())
-        with txkit.Client(box.base_url, box.secret_key, env_file=None) as client:
+    where = "in this process" if args.in_process else "in a process of its own"
+    print(f"# txkit report benchmark: {args.records:,} sandbox records, seed {args.seed}, "
+          f"the sandbox {where}")  # fmt: skip
+    orders = work / "orders.csv"
+    # The sandbox's calendar: 2025-11 to 2026-10 (its defaults).
+    since, until = sync_range(args.month, (date(2025, 11, 1), date(2026, 10, 31)))
+    with _sandbox(args, work, orders) as (base_url, key, generated):  # noqa: SIM117
+        # the client's own with: the sync's time starts once the sandbox is ready
+        with txkit.Client(base_url, key, env_file=None) as client:
             began = time.perf_counter()
-            # The sandbox's calendar: 2025-11 to 2026-10 (its defaults).
-            calendar = (date(2025, 11, 1), date(2026, 10, 31))
-            since, until = sync_range(args.month, calendar)
             result = sync(client, start=since.isoformat(), end=until.isoformat(), store=store)
             synced = time.perf_counter() - began
     rows = sum(result.rows.values())
