@@ -158,7 +158,9 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
     _refuse_sandbox_with_key(where)
     if request.as_of is not None:
         plan = plan_report(request, notes)
-        return _run(request, plan, notes, _as_of_target(plan, request.out, request.reopen))
+        return _kernels_then_run(
+            request, plan, notes, _as_of_target(plan, request.out, request.reopen)
+        )
     # A register this txkit cannot read, a locked month, or a signed pack where this report
     # would go (whatever the store says) stops the report here.
     _target(request, where, month)
@@ -167,7 +169,7 @@ def run(request: ReportRequest, *, on_note: Callable[[str], None] | None = None)
         target = _target(request, where, month)
         if request.reopen is not None:  # who reopens signs it, before anything is run
             target = sign_reopening(target, month, key=str(request.key), store=where)
-        return _run(request, plan, notes, target)
+        return _kernels_then_run(request, plan, notes, target)
 
 
 def _refuse_sandbox_with_key(where: str | Path) -> None:
@@ -225,9 +227,11 @@ def _as_of_target(plan: ReportPlan, out: Path, reopen: str | None) -> Target:
     return Target(plan.month)
 
 
-def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target) -> ReportResult:
+def _kernels_then_run(
+    request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target
+) -> ReportResult:
     with kernels_started_early(plan, start=_executes_every_notebook(request, plan)):
-        return _synced_and_rendered(request, plan, notes, target)
+        return _run(request, plan, notes, target)
 
 
 def _executes_every_notebook(request: ReportRequest, plan: ReportPlan) -> bool:
@@ -238,9 +242,7 @@ def _executes_every_notebook(request: ReportRequest, plan: ReportPlan) -> bool:
     return first or not cache or request.reopen is not None
 
 
-def _synced_and_rendered(
-    request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target
-) -> ReportResult:
+def _run(request: ReportRequest, plan: ReportPlan, notes: Notes, target: Target) -> ReportResult:
     materiality = load_materiality()
     synced, sync_seconds = sync_for_report(plan, request, notes)
     checked = plan.checked
