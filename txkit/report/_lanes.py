@@ -96,30 +96,34 @@ class ReportKernelClient(AsyncKernelClient):
                 raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
 
     async def _reply_to(self, sent: str, *, wait: float) -> dict[str, Any] | None:
-        until = time.monotonic() + wait
-        while (left := until - time.monotonic()) > 0:
-            try:
-                msg = await self.shell_channel.get_msg(timeout=left)
-            except queue.Empty:
-                return None
-            if msg["parent_header"].get("msg_id") == sent:
-                return msg
-        return None
+        return await self._answer(self.shell_channel, sent, wait, lambda _msg: True)
 
     async def _idle_after(self, sent: str, *, wait: float) -> bool:
+        idle = await self._answer(
+            self.iopub_channel,
+            sent,
+            wait,
+            lambda msg: (
+                msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+            ),
+        )
+        return idle is not None
+
+    @staticmethod
+    async def _answer(
+        channel: Any, sent: str, wait: float, wanted: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any] | None:
+        """The first message on ``channel`` answering ``sent`` that is ``wanted``, within
+        ``wait`` seconds (None: none came)."""
         until = time.monotonic() + wait
         while (left := until - time.monotonic()) > 0:
             try:
-                msg = await self.iopub_channel.get_msg(timeout=left)
+                msg = await channel.get_msg(timeout=left)
             except queue.Empty:
-                return False
-            if (
-                msg["parent_header"].get("msg_id") == sent
-                and msg["msg_type"] == "status"
-                and msg["content"].get("execution_state") == "idle"
-            ):
-                return True
-        return False
+                return None
+            if msg["parent_header"].get("msg_id") == sent and wanted(msg):
+                return msg
+        return None
 
 
 class ReportKernelManager(AsyncKernelManager):
