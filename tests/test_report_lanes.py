@@ -1,7 +1,7 @@
 """The report's lanes: one kernel runs several notebooks in turn, each as in a kernel of its own.
 
 Real kernels (ipykernel over Unix sockets, as the report starts them) run small notebooks
-through papermill, as :func:`txkit.report._execute.execute_notebook` does.
+through papermill, as :func:`txkit.report._execute.run_notebook` does.
 """
 
 from __future__ import annotations

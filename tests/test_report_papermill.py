@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from papermill.iorw import papermill_io
 
-from txkit.report._execute import execute_notebook
+from txkit.report._execute import run_notebook
 from txkit.report._kernels import _kernel_folder, kernel_manager
 from txkit.report._lanes import Lane
 from txkit.report._plan import ReportPlan
@@ -45,9 +45,7 @@ def test_a_notebook_is_written_where_its_path_says_whatever_papermill_was_left_w
     sockets = _kernel_folder()
     lane = Lane(lambda: kernel_manager(sockets, 0))
     try:
-        section, _seconds, _reused = execute_notebook(
-            source, plan=plan, parameters={}, staging=staging, lane=lane
-        )
+        section = run_notebook(source, plan=plan, parameters={}, staging=staging, lane=lane).page()
     finally:
         lane.close()
         shutil.rmtree(sockets, ignore_errors=True)

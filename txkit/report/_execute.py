@@ -37,7 +37,6 @@ log = logging.getLogger("txkit")
 __all__ = [
     "Executed",
     "Ran",
-    "execute_notebook",
     "kernels_started_early",
     "run_notebook",
     "run_notebooks",
@@ -111,42 +110,6 @@ def _artifacts(staging: Path, page: str) -> list[Path]:
     return sorted(p for name in names for p in staging.glob(f"{name}.*") if p.is_file())
 
 
-def execute_notebook(
-    source_nb: Path,
-    *,
-    plan: ReportPlan,
-    parameters: dict[str, Any],
-    staging: Path,
-    lane: Lane,
-    cache: NotebookCache | None = None,
-    manifest: MonthManifest | None = None,
-    out: Path | None = None,
-    reuse: bool = True,
-) -> tuple[Section, float, Reuse | None]:
-    """Run one notebook in ``lane``'s kernel into ``staging`` and render its page; its index
-    section, seconds, and how it was reused (None: executed).
-
-    With a ``cache`` (and the ``manifest`` read and the reports folder ``out``, which the key
-    digests), a notebook whose inputs are unchanged is taken from it when ``reuse``, else
-    executed and kept there.
-
-    Raises:
-        NotebookFailedError: a cell failed (names the notebook and the cell).
-    """
-    ran = run_notebook(
-        source_nb,
-        plan=plan,
-        parameters=parameters,
-        staging=staging,
-        lane=lane,
-        cache=cache,
-        manifest=manifest,
-        out=out,
-        reuse=reuse,
-    )
-    return ran.page(), ran.seconds, ran.reused
-
-
 @dataclass
 class Ran:
     """A notebook executed (or reused) whose page is not written yet: :meth:`page` writes the
@@ -191,8 +154,13 @@ def run_notebook(
     out: Path | None = None,
     reuse: bool = True,
 ) -> Ran:
-    """:func:`execute_notebook` but its page: the notebook executed in ``lane``'s kernel (or
-    reused from ``cache``) and kept in the cache, its downloads written in ``staging``.
+    """One notebook executed in ``lane``'s kernel into ``staging`` (its downloads written
+    there), or reused from ``cache``, and kept in the cache; :meth:`Ran.page` writes it and
+    its page.
+
+    With a ``cache`` (and the ``manifest`` read and the reports folder ``out``, which the key
+    digests), a notebook whose inputs are unchanged is taken from it when ``reuse``, else
+    executed and kept there.
 
     The notebook goes to papermill and comes back as a ``NotebookNode``, read and written
     here: papermill's own local files are read and written in a working folder it keeps in
