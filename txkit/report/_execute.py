@@ -60,12 +60,8 @@ def kernels_started_early(plan: ReportPlan, *, start: bool) -> Iterator[None]:
         yield
         return
     kept = kept_lanes()
-    if kept is not None:
-        start_kernels(kept, plan.notebooks[0].parent, plan.notebooks, _lanes_for(plan.notebooks))
-        yield
-        return
-    with keep_kernels() as kept:
-        start_kernels(kept, plan.notebooks[0].parent, plan.notebooks, _lanes_for(plan.notebooks))
+    with contextlib.nullcontext(kept) if kept is not None else keep_kernels() as lanes:
+        start_kernels(lanes, plan.notebooks[0].parent, plan.notebooks, _lanes_for(plan.notebooks))
         yield
 
 
