@@ -77,6 +77,19 @@ class ReportKernelClient(AsyncKernelClient):
     status on IOPub, which also proves that channel connected (as jupyter_client's check
     does); a request whose status was missed (IOPub not connected yet) is sent again."""
 
+    def start_channels(
+        self,
+        shell: bool = True,
+        iopub: bool = True,
+        stdin: bool = True,
+        hb: bool = True,
+        control: bool = True,
+    ) -> None:
+        """The channels without the heartbeat: whether the kernel lives is asked of its
+        manager (the process), and a heartbeat thread stopped before it had begun beating spun
+        making sockets until none was left ("Too many open files", jupyter_client 8.10)."""
+        super().start_channels(shell=shell, iopub=iopub, stdin=stdin, hb=False, control=control)
+
     async def wait_for_ready(self, timeout: float | None = None) -> None:  # type: ignore[override]
         """Return once the kernel answered ``kernel_info`` on both the shell and IOPub.
 
