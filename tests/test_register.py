@@ -338,9 +338,12 @@ _SIGNERS: list[Signers] = []
 def _signers() -> Signers:
     """Keys made once a process by ssh-keygen; allowed_signers lists all but Mallory."""
     if not _SIGNERS:
+        import atexit
+        import shutil
         import tempfile
 
         folder = Path(tempfile.mkdtemp(prefix="txkit-keys-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # private keys: not left
         _SIGNERS.append(make_signers(folder, ["Ada Obi", "Eve Ito", "Kim Lee"], ("Mallory",)))
     return _SIGNERS[0]
 
