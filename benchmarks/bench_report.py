@@ -5,7 +5,9 @@
 
 First report: an empty store, so the days the report reads are fetched first (its trends' months
 up to three days after it: what ``txkit report`` syncs on the sandbox), then the report of the
-month executes every notebook (and fills the execution cache, ``data/cache/notebooks/``).
+month executes every notebook (and fills the execution cache, ``data/cache/notebooks/``), with
+the orders and the bank statements (camt.053) of the sandbox that served the sync, as a merchant
+gives their own files.
 Rerun: the same month again with nothing changed: no request, every notebook reused. After one
 explanation (``txkit exceptions explain``): only the notebook that reads the register (07) is
 executed. Last, the same rerun with ``--no-cache`` (every notebook executed): the rerun as it
@@ -47,7 +49,7 @@ def _sandbox(
     if args.in_process:
         from txkit.sandbox import Sandbox
 
-        with Sandbox(seed=args.seed, records=args.records) as box:
+        with Sandbox(seed=args.seed, records=args.records, data_dir=work / "sandbox") as box:
             orders.write_bytes(box.ledger.orders_csv())
             yield box.base_url, box.secret_key, time.perf_counter() - started
         return
@@ -94,6 +96,7 @@ def main() -> None:
     import polars as pl
 
     import txkit
+    from txkit.calendar import next_month
     from txkit.register import explain
     from txkit.report import run_report
     from txkit.report._plan import sync_range
@@ -120,11 +123,17 @@ def main() -> None:
           f"in {synced:.1f} s ({rows / synced:,.0f} records/s, "
           f"{result.stats.requests:,} requests)")  # fmt: skip
 
+    # The statements of the sandbox that served the sync (the month's and the next's), as a
+    # merchant's own files are given; the embedded default sandbox's would not match its store.
+    bank = [str(work / "sandbox" / "bank" / f"statement_{m}.camt053.xml")
+            for m in (args.month, next_month(args.month))]  # fmt: skip
+
     def report(cache: bool = True) -> tuple[float, int, float]:
         """The report's wall time, the notebooks executed and their seconds."""
         began = time.perf_counter()
         done = run_report(args.month, store=store, out=out, notebooks=ROOT / "notebooks",
-                          orders=str(orders), progress=False, cache=cache)  # fmt: skip
+                          orders=str(orders), bank_statements=bank, progress=False,
+                          cache=cache)  # fmt: skip
         executed = [n for n in done.notebooks if n not in done.reused]
         return time.perf_counter() - began, len(executed), sum(done.notebooks.values())
 
