@@ -530,8 +530,9 @@ def test_a_sync_that_fails_mid_way_removes_the_months_it_wrote(
     def add_then_break(self: MonthWriter, month: str, frame: pl.DataFrame) -> None:
         add(self, month, frame)
         written.append(month)
-        if len(written) == 2:  # two months' files are on disk: the next month's fetch fails
-            assert len(set(store.glob("month=*/*.parquet")) - {Path(p) for p in before}) == 2
+        if len(written) == 2:  # a month's file is on disk, the next one's being written:
+            # the next month's fetch fails
+            assert len(set(store.glob("month=*/*.parquet")) - {Path(p) for p in before}) >= 1
             box.faults = "server_error=1"
 
     monkeypatch.setattr(MonthWriter, "add", add_then_break)

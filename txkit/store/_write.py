@@ -26,6 +26,7 @@ committed meanwhile, this commit fails with :class:`~txkit.store._location.Store
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import io
 import json
@@ -236,10 +237,11 @@ def _store_errors(store: str | os.PathLike[str], version: int | None) -> Iterato
 class MonthWriter:
     """The months of one sync, written as they are fetched and committed once.
 
-    Each month's data file is written as soon as the month is added (so a sync holds one month
-    in memory, not all of them), with its digest; the commit adds the files, removes the
-    months' old ones and records every file's digest. Files of a sync that fails or is killed
-    before its commit are referenced by no version.
+    Each month's data file is written as soon as the month is added, on a thread of its own
+    while the next month is fetched (so a sync holds two months in memory, not all of them),
+    with its digest; the commit adds the files, removes the months' old ones and records every
+    file's digest. Files of a sync that fails or is killed before its commit are referenced by
+    no version.
 
     Args:
         store: the store folder or URI.
@@ -262,6 +264,8 @@ class MonthWriter:
         self._table_schema: pl.Schema | None = None
         self._target: dict[str, pl.DataType] | None = None
         self._committed = False
+        self._writing: cf.Future[_File] | None = None  # the month added last, being written
+        self._thread = cf.ThreadPoolExecutor(1, thread_name_prefix="txkit-store-write")
 
     def _types(self) -> dict[str, pl.DataType]:
         if self._target is None:
@@ -299,8 +303,15 @@ class MonthWriter:
                     raise _clash(part, name, have, self.store, month)
                 types[name] = wide
             part = self._as_types(part, month)
+            self._wait()
             if part.height:
-                self._written.append(self._write(month, part))
+                self._writing = self._thread.submit(self._write, month, part)
+
+    def _wait(self) -> None:
+        """The month being written, once written (its error, raised here)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            self._written.append(writing.result())
 
     def _as_types(self, part: pl.DataFrame, month: str) -> pl.DataFrame:
         types = self._types()
@@ -346,6 +357,7 @@ class MonthWriter:
                 does not fit the widened type (named).
         """
         with _store_errors(self.store, self.version):
+            self._wait()
             types = self._types()
             for name in sorted(self._null - set(types)):
                 types[name] = pl.String()  # null in every month: kept as a column
@@ -434,6 +446,9 @@ class MonthWriter:
 
     def close(self) -> None:
         """Remove the files written for a commit that was not made."""
+        with contextlib.suppress(Exception):  # its error was raised, or another one was
+            self._wait()
+        self._thread.shutdown()
         if not self._committed:
             for written in self._written:
                 self._files.delete(written.rel)
