@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import contextvars
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -268,34 +270,14 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
     month = parse_month(request.month)
     as_of = check_version(request.as_of)
     sources = _notebooks(request.notebooks)
-    orders = config.resolve_orders(request.orders)
-    checked = None
-    orders_mapping = None
-    if orders != "sandbox":
-        # Flag over TXKIT_ORDERS_COLUMNS over txkit.toml; the kernels get it as a parameter.
-        orders_mapping = column_setting(ORDERS, request.orders_columns)
-        if Path(orders).is_symlink() or Path(orders).exists():
-            check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
-        if not Path(orders).is_file():
-            raise ValueError(
-                f"no orders file {orders!r} for the reconciliation ({config.not_found(orders)}): "
-                "pass --orders PATH (CSV, "
-                "Parquet or a spreadsheet with reference, amount, currency and optionally status, "
-                "date; a shop's export with --orders-columns shopify, woocommerce or stripe)"
-            )
-        orders = str(Path(orders).resolve())
-        # Read and checked now, before the sync and the kernels: a file that cannot be read
-        # stops the report here, naming its lines, not in a notebook after the sync.
-        checked = check_orders(orders, month, orders_mapping)
-        notes.add(checked.note)
-    statements = request.bank_statements
-    bank_mapping = None
-    if statements:
-        bank_mapping = column_setting(BANK, request.bank_columns)
-        # read before resolving: a symbolic link loop is named as one, not a RuntimeError
-        statements = [str(config.project_path(p)) for p in statements]
-        notes.add(read_statements(statements, columns=bank_mapping).describe())
-        statements = [str(Path(p).resolve()) for p in statements]
+    # The bank statements are read on a thread while the orders are checked (both before the
+    # sync and the kernels); the orders' error, if any, is still the one raised.
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="txkit-plan") as pool:
+        reading = pool.submit(contextvars.copy_context().run, _bank_statements, request)
+        orders, checked, orders_mapping = _orders(request, month, notes)
+        statements, bank_mapping, described = reading.result()
+    if described:
+        notes.add(described)
     since, until = sync_range(month, sandbox_calendar())
     return ReportPlan(
         month=month,
@@ -311,6 +293,46 @@ def plan_report(request: ReportRequest, notes: Notes) -> ReportPlan:
         show_pii=request.show_pii,
         orders_columns=(describe_columns(orders_mapping) or None) if orders_mapping else None,
     )
+
+
+def _orders(
+    request: ReportRequest, month: str, notes: Notes
+) -> tuple[str, OrdersCheck | None, Any]:
+    """The orders file resolved, checked and its note added (the sandbox's: checked after
+    the sync, which writes them), and its column mapping."""
+    orders = config.resolve_orders(request.orders)
+    if orders == "sandbox":
+        return orders, None, None
+    # Flag over TXKIT_ORDERS_COLUMNS over txkit.toml; the kernels get it as a parameter.
+    mapping = column_setting(ORDERS, request.orders_columns)
+    if Path(orders).is_symlink() or Path(orders).exists():
+        check_input(orders, what="orders file")  # a folder, a device, a FIFO, a link loop
+    if not Path(orders).is_file():
+        raise ValueError(
+            f"no orders file {orders!r} for the reconciliation ({config.not_found(orders)}): "
+            "pass --orders PATH (CSV, "
+            "Parquet or a spreadsheet with reference, amount, currency and optionally status, "
+            "date; a shop's export with --orders-columns shopify, woocommerce or stripe)"
+        )
+    orders = str(Path(orders).resolve())
+    # Read and checked now, before the sync and the kernels: a file that cannot be read
+    # stops the report here, naming its lines, not in a notebook after the sync.
+    checked = check_orders(orders, month, mapping)
+    notes.add(checked.note)
+    return orders, checked, mapping
+
+
+def _bank_statements(request: ReportRequest) -> tuple[list[str] | None, Any, str | None]:
+    """The merchant's bank statements read (absolute paths), their column mapping and what
+    was read; none given: ``(None, None, None)``."""
+    statements = request.bank_statements
+    if not statements:
+        return None, None, None
+    mapping = column_setting(BANK, request.bank_columns)
+    # read before resolving: a symbolic link loop is named as one, not a RuntimeError
+    statements = [str(config.project_path(p)) for p in statements]
+    described = read_statements(statements, columns=mapping).describe()
+    return [str(Path(p).resolve()) for p in statements], mapping, described
 
 
 def sync_for_report(
