@@ -12,7 +12,9 @@
 #     language: python
 #     name: python3
 #   txkit:
-#     after_others: true
+#     after:
+#     - 02_reconciliation
+#     - 04_balance_checks
 # ---
 
 # %% [markdown]

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import papermill
@@ -115,6 +116,33 @@ def test_a_wave_begins_when_the_one_before_has_ended(tmp_path: Path, sockets: Pa
     )
     assert results[late]["began"] >= max(results[b]["ended"] for b in early)
     assert sum(lane.kernels_started for lane in lanes) == 2
+
+
+def test_a_notebook_that_names_others_begins_once_they_have_run() -> None:
+    """The trends wait for two pages, not for all: a free lane takes them as soon as those have
+    run, before the pages nobody waits for (no kernel: the work only records its times)."""
+    times: dict[str, list[float]] = {}
+    length = {"needed": 0.3, "other": 0.6, "waits": 0.05, "rest": 0.05, "last": 0.05}
+
+    def work(item: str, _lane: Lane) -> str:
+        began = time.monotonic()
+        time.sleep(length[item])
+        times[item] = [began, time.monotonic()]
+        return item
+
+    def no_kernel(_index: int) -> Any:
+        raise AssertionError("the work starts no kernel")
+
+    results, _ = run_in_lanes(
+        [["waits", "needed", "other", "rest"], ["last"]], work, no_kernel, lanes=2,
+        needs={"waits": ["needed", "not in this run"]},
+    )  # fmt: skip
+    assert set(results) == set(length)
+    assert times["waits"][0] >= times["needed"][1]  # after the page it names...
+    assert times["waits"][0] < times["other"][1] and times["waits"][0] < times["rest"][0]
+    assert times["last"][0] >= max(end for name, (_, end) in times.items() if name != "last")
+    with pytest.raises(ValueError, match="wait for each other: a, b"):
+        run_in_lanes([["a", "b"]], work, no_kernel, lanes=2, needs={"a": ["b"], "b": ["a"]})
 
 
 def test_a_kernel_that_died_after_its_notebook_is_replaced(tmp_path: Path, sockets: Path) -> None:

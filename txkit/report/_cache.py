@@ -18,6 +18,7 @@ import copy
 import json
 import logging
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,10 +93,19 @@ def _after_others(notebook: dict[str, Any]) -> bool:
     return bool(notebook.get("metadata", {}).get("txkit", {}).get("after_others"))
 
 
-def _lists(folder: Path) -> str:
+def _after(notebook: dict[str, Any]) -> list[str]:
+    """The notebooks (stems) whose lists ``notebook`` reads in this report (``txkit.after``)."""
+    return list(notebook.get("metadata", {}).get("txkit", {}).get("after", []))
+
+
+def _lists(folder: Path, pages: Collection[str] | None = None) -> str:
     """A digest of the lists recorded in a report folder (:func:`txkit.notebook.read_downloads`:
-    the open items the next month's report reads, the figures the trends read)."""
-    text = json.dumps(read_downloads(folder), sort_keys=True)
+    the open items the next month's report reads, the figures the trends read); with
+    ``pages``, only those of these notebooks (stems)."""
+    lists = read_downloads(folder)
+    if pages is not None:
+        lists = {k: v for k, v in lists.items() if Path(str(v.get("page", ""))).stem in pages}
+    text = json.dumps(lists, sort_keys=True)
     return xxhash.xxh3_128_hexdigest(text.encode())
 
 
@@ -128,7 +138,8 @@ def notebook_inputs(
     register's events (:func:`_register_digest`) and ``materiality.toml``
     (:func:`reads_register`), the other months' reports (every notebook with ``downloads``:
     their open items), and for a notebook run after the others (metadata
-    ``txkit.after_others``) the lists they wrote in ``staging``."""
+    ``txkit.after_others``) the lists they wrote in ``staging``; after some of them
+    (``txkit.after``), the lists those wrote."""
     inputs: dict[str, Any] = {
         "txkit": txkit.__version__,
         "code": code_digest(),
@@ -157,6 +168,8 @@ def notebook_inputs(
         if _after_others(notebook):
             items = _files(list(staging.glob(f"*{ITEMS_SUFFIX}")), by_name=True)
             inputs["this report"] = {"lists": _lists(staging), "items": items}
+        elif _after(notebook):
+            inputs["this report"] = {"lists": _lists(staging, _after(notebook))}
     return inputs
 
 

@@ -65,13 +65,26 @@ def kernels_started_early(plan: ReportPlan, *, start: bool) -> Iterator[None]:
         yield
 
 
-def _waves(sources: list[Path]) -> list[list[Path]]:
-    late = []
+def _schedule(sources: list[Path]) -> tuple[list[list[Path]], dict[Path, list[Path]]]:
+    """The lanes' waves and what each notebook waits for, from the notebooks' metadata
+    (``txkit``): ``after_others`` runs after every other notebook (the exceptions page reads
+    every list); ``after: [stems]`` once those have run (the trends read two lists). A
+    notebook that waits comes first in its wave, then those it waits for: a free lane takes it
+    as soon as it can begin."""
+    late: list[Path] = []
+    needs: dict[Path, list[Path]] = {}
+    by_stem = {nb.stem: nb for nb in sources}
     for source_nb in sources:
         metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})
-        if metadata.get("txkit", {}).get("after_others"):
+        txkit_meta = metadata.get("txkit", {})
+        if txkit_meta.get("after_others"):
             late.append(source_nb)
-    return [w for w in ([nb for nb in sources if nb not in late], late) if w]
+        elif txkit_meta.get("after"):
+            needs[source_nb] = [by_stem[s] for s in txkit_meta["after"] if s in by_stem]
+    first = [nb for nb in sources if nb not in late]
+    needed = {nb for wait in needs.values() for nb in wait}
+    first.sort(key=lambda nb: 0 if nb in needs else 1 if nb in needed else 2)  # stable
+    return [w for w in (first, late) if w], needs
 
 
 def _parameters(plan: ReportPlan, manifest: MonthManifest, staging: Path) -> dict[str, Any]:
@@ -233,8 +246,9 @@ def run_notebooks(
     reuse: bool = True,
 ) -> tuple[list[Section], Executed]:
     """Every notebook, in two lanes of one kernel each (:mod:`txkit.report._lanes`); a notebook
-    that reads the others' downloads (metadata ``txkit.after_others``, the trends) runs after
-    them. The sections in notebook order and how each came to be.
+    that reads the others' downloads runs after them (metadata ``txkit.after_others``: the
+    exceptions page), or after those it names (``txkit.after``: the trends). The sections in
+    notebook order and how each came to be.
 
     With ``cache`` (and ``out``, the reports folder) each notebook goes through the execution
     cache (:mod:`txkit.report._cache`, in ``data/cache/notebooks/``): reused when nothing it
@@ -266,8 +280,9 @@ def run_notebooks(
     pages = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="txkit-pages")
     try:
         with sockets_folder() as sockets:
+            waves, needs = _schedule(plan.notebooks)
             done, _lanes = run_in_lanes(
-                _waves(plan.notebooks),
+                waves,
                 lambda nb, lane: _ran_and_paged(
                     pages,
                     run_notebook(
@@ -286,6 +301,7 @@ def run_notebooks(
                 lanes=_lanes_for(plan.notebooks),
                 on_done=advance,
                 kept=kept_lanes(),
+                needs=needs,
             )
         sections = [done[nb][0].result() for nb in plan.notebooks]
     finally:

@@ -22,7 +22,7 @@ import queue
 import shutil
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -332,17 +332,22 @@ def run_in_lanes(
     lanes: int,
     on_done: Callable[[Item, T], None] = lambda _item, _result: None,
     kept: KeptLanes | None = None,
+    needs: Mapping[Item, Collection[Item]] | None = None,
 ) -> tuple[dict[Item, T], list[Lane]]:
     """Run ``work(item, lane)`` for every item of every wave on ``lanes`` threads, each with
-    its own :class:`Lane`; a wave begins when the one before it has ended. Returns the results
-    by item and the lanes (closed, unless ``kept`` holds them for the next run).
+    its own :class:`Lane`; an item begins once the items of the waves before its own, and
+    those ``needs`` names for it, have ended (a free lane takes the first such item, in wave
+    order). Returns the results by item and the lanes (closed, unless ``kept`` holds them for
+    the next run).
 
     The first exception stops the lanes from taking new items and is raised once they have
-    stopped (the failed lane's kernel shut down; every kernel unless kept)."""
+    stopped (the failed lane's kernel shut down; every kernel unless kept).
+
+    Raises:
+        ValueError: an item needs itself, or items need each other in a circle.
+    """
     count = max(1, lanes)
-    run = _LaneRun(
-        [list(wave) for wave in waves], work, on_done, threading.Barrier(count), kept is not None
-    )
+    run = _LaneRun(_prerequisites(waves, needs or {}), work, on_done, kept is not None)
     made = (kept or KeptLanes()).take(count, make_manager)
     finished = [driver.submit(lambda lane=lane: run.lane_main(lane)) for lane, driver in made]
     try:
@@ -350,7 +355,6 @@ def run_in_lanes(
             event.wait()
     except BaseException:
         run.failed(KeyboardInterrupt())
-        run.barrier.abort()
         raise
     finally:
         if kept is None:
@@ -361,55 +365,77 @@ def run_in_lanes(
     return run.results, [lane for lane, _driver in made]
 
 
+def _prerequisites(
+    waves: Sequence[Sequence[Item]], needs: Mapping[Item, Collection[Item]]
+) -> dict[Item, set[Item]]:
+    """Each item (in wave order) with the items it waits for: the earlier waves' and those
+    ``needs`` names among the items run."""
+    every = [item for wave in waves for item in wave]
+    out: dict[Item, set[Item]] = {}
+    before: list[Item] = []
+    for wave in waves:
+        for item in wave:
+            out[item] = {*before, *(n for n in needs.get(item, ()) if n in every)}
+        before.extend(wave)
+    done: set[Item] = set()
+    while len(done) < len(out):  # every item reachable: no circle
+        ready = {i for i, wait in out.items() if i not in done and wait <= done}
+        if not ready:
+            left = ", ".join(sorted(map(str, set(out) - done)))
+            raise ValueError(f"notebooks that wait for each other: {left}")
+        done |= ready
+    return out
+
+
 @dataclass
 class _LaneRun(Generic[Item, T]):
-    """What the lanes of one :func:`run_in_lanes` share: the waves left, the results, the
-    errors (the first stops every lane from taking new items)."""
+    """What the lanes of one :func:`run_in_lanes` share: the items left with what each waits
+    for, the results, the errors (the first stops every lane from taking new items)."""
 
-    queues: list[list[Item]]
+    waiting: dict[Item, set[Item]]
     work: Callable[[Item, Lane], T]
     on_done: Callable[[Item, T], None]
-    barrier: threading.Barrier
     keep: bool
     results: dict[Item, T] = field(default_factory=dict)
     errors: list[BaseException] = field(default_factory=list)
-    guard: threading.Lock = field(default_factory=threading.Lock)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+    ended: set[Item] = field(default_factory=set)
 
-    def take(self, wave: list[Item]) -> Item | None:
-        with self.guard:
-            return wave.pop(0) if wave and not self.errors else None
+    def take(self) -> Item | None:
+        """The first item whose prerequisites have ended (waiting for one); None when none is
+        left or an error stops the run."""
+        with self.changed:
+            while self.waiting and not self.errors:
+                for item, wait in self.waiting.items():
+                    if wait <= self.ended:
+                        del self.waiting[item]
+                        return item
+                self.changed.wait()
+            return None
 
     def failed(self, exc: BaseException) -> None:
-        with self.guard:
+        with self.changed:
             self.errors.append(exc)
+            self.changed.notify_all()
 
     def lane_main(self, lane: Lane) -> None:
         try:
-            for wave in self.queues:
-                self._wave(wave, lane)
+            while (item := self.take()) is not None:
                 try:
-                    self.barrier.wait()
-                except threading.BrokenBarrierError:
+                    result = self.work(item, lane)
+                except BaseException as exc:
+                    lane.done(failed=True)
+                    self.failed(exc)
                     return
-                if self.errors:
-                    return
+                lane.done(failed=False)
+                with self.changed:
+                    self.results[item] = result
+                    self.ended.add(item)
+                    self.changed.notify_all()
+                self.on_done(item, result)
         except BaseException as exc:  # a reset or a shutdown that failed
             self.failed(exc)
-            self.barrier.abort()
             lane.close()
         finally:
             if not self.keep:
                 lane.close()
-
-    def _wave(self, wave: list[Item], lane: Lane) -> None:
-        while (item := self.take(wave)) is not None:
-            try:
-                result = self.work(item, lane)
-            except BaseException as exc:
-                lane.done(failed=True)
-                self.failed(exc)
-                return
-            lane.done(failed=False)
-            with self.guard:
-                self.results[item] = result
-            self.on_done(item, result)
