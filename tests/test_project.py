@@ -15,7 +15,7 @@ from nbformat.sign import NotebookNotary
 import txkit
 from tests.factories import ROOT, invoke_cli, run_cli
 from txkit.inputs.columns import BANK, ORDERS
-from txkit.project import cell_digest, curated_notebooks, template_dir
+from txkit.project import cell_digest, curated_notebooks, run_order, template_dir
 
 CURATED = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -75,7 +75,11 @@ def test_init_makes_a_project_with_recorded_trusted_notebooks(acme: Path) -> Non
     notary = NotebookNotary()
     for curated in curated_notebooks():
         copy = _read(acme / "notebooks" / curated.name)
-        assert copy.metadata["txkit"] == {"version": txkit.__version__, "digest": curated.digest}
+        # The record joins what the curated notebook waits for in a report (05, 07).
+        shipped = _read(curated.path).metadata.get("txkit", {})
+        record = {"version": txkit.__version__, "digest": curated.digest}
+        assert copy.metadata["txkit"] == {**shipped, **record}
+        assert run_order(copy, curated.name) == shipped
         assert cell_digest(copy) == curated.digest
         assert "jupytext" not in copy.metadata  # not paired with a .py file in a project
         assert notary.check_signature(copy), f"{curated.name} is not trusted"
@@ -83,6 +87,25 @@ def test_init_makes_a_project_with_recorded_trusted_notebooks(acme: Path) -> Non
     assert "txkit" not in json.loads((ROOT / "notebooks" / CURATED[0]).read_text())["metadata"]
     gitignore = (acme / ".gitignore").read_text().splitlines()
     assert ".env" in gitignore and "data/" in gitignore and "reports/" not in gitignore
+
+
+def test_a_copy_that_lost_what_it_waits_for_takes_the_shipped_notebooks(acme: Path) -> None:
+    """Copies written before txkit kept those keys hold the record alone: a report ran the
+    exceptions page beside the fees page, and its page missed the fee items."""
+    books = acme / "notebooks"
+    for name, expected in (
+        ("05_trends.ipynb", {"after": ["02_reconciliation", "04_balance_checks"]}),
+        ("07_exceptions.ipynb", {"after_others": True}),
+        ("02_reconciliation.ipynb", {}),
+    ):
+        copy = _read(books / name)
+        copy.metadata["txkit"] = {"version": "0.0.9", "digest": "0" * 64}
+        assert run_order(copy, name) == expected
+    edited = _read(books / "05_trends.ipynb")
+    edited.metadata["txkit"] = {"version": "0.0.9", "digest": "0" * 64, "after_others": True}
+    assert run_order(edited, "05_trends.ipynb") == {"after_others": True}  # its own, kept
+    assert run_order(_read(books / "05_trends.ipynb"), "my_own.ipynb")["after"]  # its own
+    assert run_order({"metadata": {}}, "05_trends.ipynb") == {}  # no record: not a copy
 
 
 def test_init_prints_the_next_commands(tmp_path: Path, jupyter_data: dict[str, str]) -> None:

@@ -9,10 +9,12 @@ key (the sandbox); the files a step makes and the lines it prints are checked af
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,18 @@ def test_the_tutorial_runs_from_start_to_end(installed: Installed, tmp_path: Pat
             if key in step.text and unless not in step.text:
                 for text in (texts,) if isinstance(texts, str) else texts:
                     assert text in done.stdout + done.stderr, f"tutorial line {step.line}: {done}"
+        if step.text == "txkit report --month 2026-10":
+            _pages_ran_after_what_they_read(tmp_path / "acme-close/reports/2026-10")
+
+
+def _pages_ran_after_what_they_read(folder: Path) -> None:
+    """In a project ``txkit init`` made: the exceptions page (07) began once every other page
+    had run, the trends (05) once 02 and 04 had (their copies keep what they wait for)."""
+    times = {}
+    for executed in folder.glob("0*.ipynb"):
+        ran = json.loads(executed.read_text(encoding="utf-8"))["metadata"]["papermill"]
+        times[executed.stem[:2]] = [
+            datetime.fromisoformat(ran[k]) for k in ("start_time", "end_time")
+        ]
+    assert times["07"][0] >= max(end for page, (_, end) in times.items() if page != "07")
+    assert times["05"][0] >= max(times["02"][1], times["04"][1])

@@ -9,6 +9,7 @@ from txkit.project._curated import (
     curated_dir,
     curated_notebooks,
     is_curated_name,
+    run_order,
 )
 from txkit.project._init import INPUTS_DIR, TEMPLATE_FILES, init_project, template_dir
 from txkit.project._update import (
@@ -30,6 +31,7 @@ __all__ = [
     "is_curated_name",
     "notebook_states",
     "project_notebooks",
+    "run_order",
     "template_dir",
     "update_notebooks",
 ]

@@ -4,7 +4,8 @@ The package holds the eight notebooks (``txkit/_curated``: in a checkout, a link
 repository's ``notebooks/``; in the wheel, the files). A copy in a merchant's project carries
 ``metadata.txkit = {version, digest}``: the txkit version and the digest of the curated cell
 sources it was written from, computed when ``txkit init`` or ``txkit notebooks update`` writes
-it (never stored in the repository's notebooks, so the curated files stay as they are).
+it (never stored in the repository's notebooks, so the curated files stay as they are), beside
+the curated notebook's own keys there (what it waits for in a report: :func:`run_order`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from txkit.errors import ProjectError
 
 __all__ = [
     "RECORD_KEY",
+    "RUN_ORDER_KEYS",
     "CuratedNotebook",
     "cell_digest",
     "curated_dir",
@@ -29,11 +31,32 @@ __all__ = [
     "is_curated_name",
     "parameters",
     "read_notebook",
+    "run_order",
     "write_project_copy",
 ]
 
 #: The metadata key of a project copy's record.
 RECORD_KEY = "txkit"
+
+
+#: The metadata keys (under ``txkit``) that say which pages a notebook waits for in a report.
+RUN_ORDER_KEYS = ("after_others", "after")
+
+
+def run_order(notebook: Any, name: str) -> dict[str, Any]:
+    """What ``notebook`` (named ``name``) waits for in a report: its ``txkit`` metadata's
+    ``after_others`` (every other page) and ``after`` (those pages' stems). A project copy
+    written before the copies kept them (it holds a record, not the keys) takes those of the
+    curated notebook of its name, when one ships."""
+    meta = dict(notebook.get("metadata", {}).get(RECORD_KEY) or {})
+    own = {k: meta[k] for k in RUN_ORDER_KEYS if k in meta}
+    if own or "digest" not in meta:
+        return own
+    shipped = curated_dir() / name
+    if not is_curated_name(shipped) or not shipped.is_file():
+        return {}
+    curated = read_notebook(shipped).metadata.get(RECORD_KEY) or {}
+    return {k: curated[k] for k in RUN_ORDER_KEYS if k in curated}
 
 
 def curated_dir() -> Path:
@@ -124,7 +147,12 @@ def write_project_copy(curated: CuratedNotebook, target: Path) -> None:
     notebook = read_notebook(curated.path)
     # The repository pairs its notebooks with .py files; a merchant's copy is not paired.
     notebook.metadata.pop("jupytext", None)
-    notebook.metadata[RECORD_KEY] = {"version": txkit.__version__, "digest": curated.digest}
+    # The record joins the curated keys (what the notebook waits for in a report), not them.
+    notebook.metadata[RECORD_KEY] = {
+        **notebook.metadata.get(RECORD_KEY, {}),
+        "version": txkit.__version__,
+        "digest": curated.digest,
+    }
     temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
     try:
         with open(temporary, "x", encoding="utf-8") as stream:  # the user's usual permissions

@@ -89,15 +89,6 @@ def reads_register(notebook: dict[str, Any]) -> bool:
     )
 
 
-def _after_others(notebook: dict[str, Any]) -> bool:
-    return bool(notebook.get("metadata", {}).get("txkit", {}).get("after_others"))
-
-
-def _after(notebook: dict[str, Any]) -> list[str]:
-    """The notebooks (stems) whose lists ``notebook`` reads in this report (``txkit.after``)."""
-    return list(notebook.get("metadata", {}).get("txkit", {}).get("after", []))
-
-
 def _lists(folder: Path, pages: Collection[str] | None = None) -> str:
     """A digest of the lists recorded in a report folder (:func:`txkit.notebook.read_downloads`:
     the open items the next month's report reads, the figures the trends read); with
@@ -130,6 +121,7 @@ def notebook_inputs(
     manifest: MonthManifest,
     staging: Path,
     out: Path,
+    order: dict[str, Any],
 ) -> dict[str, Any]:
     """What ``notebook`` reads besides its code and parameters, as digests: txkit's version
     and code with the installed libraries' versions (:func:`txkit.inputs.code_digest`),
@@ -137,9 +129,9 @@ def notebook_inputs(
     ``orders`` parameter), the bank statements and ``txkit.toml`` (``bank_statements``), the
     register's events (:func:`_register_digest`) and ``materiality.toml``
     (:func:`reads_register`), the other months' reports (every notebook with ``downloads``:
-    their open items), and for a notebook run after the others (metadata
-    ``txkit.after_others``) the lists they wrote in ``staging``; after some of them
-    (``txkit.after``), the lists those wrote."""
+    their open items), and for a notebook run after the others (``order``, its
+    :func:`txkit.project.run_order`: ``after_others``) the lists they wrote in ``staging``;
+    after some of them (``after``), the lists those wrote."""
     inputs: dict[str, Any] = {
         "txkit": txkit.__version__,
         "code": code_digest(),
@@ -165,11 +157,11 @@ def notebook_inputs(
         inputs["materiality.toml"] = _digest(config.project_dir() / CONFIG_FILE)
     if "downloads" in declared:
         inputs["reports"] = _other_reports(out, plan.month)
-        if _after_others(notebook):
+        if order.get("after_others"):
             items = _files(list(staging.glob(f"*{ITEMS_SUFFIX}")), by_name=True)
             inputs["this report"] = {"lists": _lists(staging), "items": items}
-        elif _after(notebook):
-            inputs["this report"] = {"lists": _lists(staging, _after(notebook))}
+        elif order.get("after"):
+            inputs["this report"] = {"lists": _lists(staging, order["after"])}
     return inputs
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from txkit.errors import NotebookFailedError, one_line
 from txkit.notebook import read_downloads
+from txkit.project import run_order
 from txkit.report._cache import NotebookCache, Reuse, cache_folder, notebook_inputs
 from txkit.report._html import Section, page_html, summary_of, title_of
 from txkit.report._kernels import (
@@ -75,8 +76,7 @@ def _schedule(sources: list[Path]) -> tuple[list[list[Path]], dict[Path, list[Pa
     needs: dict[Path, list[Path]] = {}
     by_stem = {nb.stem: nb for nb in sources}
     for source_nb in sources:
-        metadata = json.loads(source_nb.read_text(encoding="utf-8")).get("metadata", {})
-        txkit_meta = metadata.get("txkit", {})
+        txkit_meta = run_order(json.loads(source_nb.read_text(encoding="utf-8")), source_nb.name)
         if txkit_meta.get("after_others"):
             late.append(source_nb)
         elif txkit_meta.get("after"):
@@ -189,7 +189,13 @@ def run_notebook(
     key, reused = None, None
     if cache is not None and manifest is not None and out is not None:
         inputs = notebook_inputs(
-            notebook, set(declared), plan=plan, manifest=manifest, staging=staging, out=out
+            notebook,
+            set(declared),
+            plan=plan,
+            manifest=manifest,
+            staging=staging,
+            out=out,
+            order=run_order(notebook, source_nb.name),
         )
         key = cache.key_notebook(notebook, given, inputs)
         if reuse:
