@@ -20,8 +20,8 @@ file from its content and extracting its entries; what the formats share is here
   with each record's line, :func:`fail_lines`), ``_layout`` (where a table starts and ends:
   titles, totals, two-row headers, continuation rows), ``_model`` (what every statement
   reader returns), ``_mapped`` (a statement table read through a column mapping),
-  ``_orders_kept`` (the orders file's checked read kept by content), ``_digest``
-  (:func:`file_digest`, :func:`code_digest`: what kept results are keyed on).
+  ``_kept`` (the checked reads of the orders file and the bank statements, kept by content),
+  ``_digest`` (:func:`file_digest`, :func:`code_digest`: what kept results are keyed on).
 
 Every problem is a :class:`~txkit.errors.DataFileError` naming the file, the line (as a text
 editor or a spreadsheet numbers it: the header is line 1) and what to do, so a caller can

@@ -103,12 +103,14 @@ class Balance:
 
 @dataclass
 class Read:
-    """What a reader found in one file."""
+    """What a reader found in one file; ``private``: opened with a password (what it holds is
+    then never kept outside it: :mod:`txkit.inputs._kept`)."""
 
     format: str
     entries: list[Entry] = field(default_factory=list)
     balances: list[Balance] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    private: bool = False
 
 
 def check_amount(path: Path, text: str, line: int, where: str) -> str:

@@ -29,8 +29,8 @@ import polars as pl
 
 from txkit.errors import DataFileError
 from txkit.inputs._content import content_note, identify_content, refuse_content
+from txkit.inputs._kept import Kept, kept_read
 from txkit.inputs._limits import check_input
-from txkit.inputs._orders_kept import Kept, kept_read
 from txkit.inputs._table import LINE, fail_lines
 from txkit.inputs._text import check_suffix, show_values
 from txkit.inputs.columns import (
@@ -198,10 +198,11 @@ def read_orders_file(
         done = _read_orders_file(path, mapping, names)
         said = {"notes": list(done.notes), "normalised": dict(done.normalised),
                 "folded": done.folded, "ignored": dict(done.ignored)}  # fmt: skip
-        return done.frame, said
+        return {"orders": done.frame}, said
 
-    # Read once by a report and taken again by its notebooks (:mod:`._orders_kept`).
-    frame, said = kept_read(path, mapping, read)
+    # Read once by a report and taken again by its notebooks (:mod:`._kept`).
+    frames, said = kept_read("orders", [path], mapping, read)
+    frame = frames["orders"]
     # Said here, not kept: it names where the mapping was set, which differs between readers.
     notes = ([describe_use(mapping)] if mapping else []) + said["notes"]
     return OrdersFile(path, frame, tuple(notes), said["normalised"], mapping, said["folded"],

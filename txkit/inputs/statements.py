@@ -42,9 +42,12 @@ from txkit.errors import DataFileError
 from txkit.inputs import camt, csv, mt940, ofx, pdf, sheets
 from txkit.inputs._content import content_note, in_content_note
 from txkit.inputs._format import Format, Source
+from txkit.inputs._kept import Kept, kept_read
+from txkit.inputs._limits import check_input
 from txkit.inputs._mapped import MAPPING_KEYS, describe_mapping, parse_mapping
 from txkit.inputs._model import BALANCE_COLUMNS, ENTRY_COLUMNS, WHAT, frames
 from txkit.inputs._reversals import mark_reversals
+from txkit.inputs.columns import ColumnMapping
 
 __all__ = [
     "BALANCE_COLUMNS",
@@ -150,9 +153,29 @@ def read_statements(
         ValueError: a bad column mapping.
     """
     mapping = parse_mapping(columns)
+    given = [Path(p) for p in paths]
+    if not given:
+        raise ValueError("read_statements: no file given")
+    for path in given:
+        check_input(path, what=WHAT)  # not a FIFO or a device: each is digested first
+
+    def read() -> Kept:
+        done, private = _read_statements(given, mapping)
+        said = {"files": done.files, "notes": list(done.notes), "private": private}
+        return {"entries": done.entries, "balances": done.balances}, said
+
+    # Read once by a report and taken again by notebook 06 and the close summary (:mod:`._kept`).
+    frames, said = kept_read("statements", given, mapping, read)
+    return BankStatement(
+        frames["entries"], frames["balances"], dict(said["files"]), tuple(said["notes"])
+    )
+
+
+def _read_statements(paths: list[Path], mapping: ColumnMapping) -> tuple[BankStatement, bool]:
+    """The statements, and whether a password opened any of them."""
     entries, balances, files, notes = [], [], {}, []
-    for given in paths:
-        path = Path(given)
+    private = False
+    for path in paths:
         if str(path) in files:
             raise DataFileError(path, "is given twice", "pass each statement once", what=WHAT)
         source = Source(path)
@@ -178,15 +201,14 @@ def read_statements(
         balances.append(got_balances)
         files[str(path)] = read.format
         notes += [f"{path.name}: {n}" for n in read.notes]
-    if not files:
-        raise ValueError("read_statements: no file given")
+        private = private or read.private
     all_entries = pl.concat(entries, how="vertical_relaxed")
     _refuse_overlaps(all_entries)
     all_entries, said = mark_reversals(all_entries)
     notes += said
     all_balances = pl.concat(balances, how="vertical_relaxed")
     notes += _chain_ofx(all_balances, files)
-    return BankStatement(all_entries, all_balances, files, tuple(notes))
+    return BankStatement(all_entries, all_balances, files, tuple(notes)), private
 
 
 def _named_otherwise(path: Path, found: Format, problem: str = "") -> str | None:

@@ -201,7 +201,7 @@ def read(path: Path, data: bytes) -> Read:
     limit = max_unzipped_bytes()
     try:
         with _bounded_inflate(limit):
-            pages = _pages(path, data)
+            pages, private = _pages(path, data)
     except _Inflated:
         raise _fail(
             path,
@@ -231,18 +231,20 @@ def read(path: Path, data: bytes) -> Read:
         )
     if layout.refused:
         raise _fail(path, f"is a {layout.name} statement, which {layout.refused}", _ADVICE)
-    if layout.newest_first:
-        return Mpesa(path, layout, text).read(pages)
-    return _Statement(path, layout, text).read(pages)
+    reader = Mpesa if layout.newest_first else _Statement
+    result = reader(path, layout, text).read(pages)
+    result.private = private
+    return result
 
 
 def _password_error(exc: BaseException) -> bool:
     return "PDFPasswordIncorrect" in f"{type(exc).__name__} {exc!r}"
 
 
-def _open(path: Path, data: bytes) -> Any:
-    """The opened PDF; a protected one with ``TXKIT_PDF_PASSWORD`` or a password asked on a
-    terminal (never a flag: see :data:`txkit.config.PDF_PASSWORD_VAR`)."""
+def _open(path: Path, data: bytes) -> tuple[Any, bool]:
+    """The opened PDF, and whether a password opened it: a protected one with
+    ``TXKIT_PDF_PASSWORD`` or a password asked on a terminal (never a flag: see
+    :data:`txkit.config.PDF_PASSWORD_VAR`)."""
     import pdfplumber
 
     given = pdf_password_setting()
@@ -250,7 +252,7 @@ def _open(path: Path, data: bytes) -> Any:
     # and open without one whatever TXKIT_PDF_PASSWORD says (it may be another file's).
     for password in ["", given] if given is not None else [""]:
         try:
-            return pdfplumber.open(io.BytesIO(data), password=password)
+            return pdfplumber.open(io.BytesIO(data), password=password), bool(password)
         except Exception as exc:  # pdfplumber wraps pdfminer's errors in its own
             if not _password_error(exc):
                 message = " ".join(f"{exc}".split())[:120] or type(exc).__name__
@@ -261,7 +263,7 @@ def _open(path: Path, data: bytes) -> Any:
     if sys.stdin is not None and sys.stdin.isatty():
         password = getpass.getpass(f"Password of {path.name}: ")
         try:
-            return pdfplumber.open(io.BytesIO(data), password=password)
+            return pdfplumber.open(io.BytesIO(data), password=password), bool(password)
         except Exception as exc:
             if _password_error(exc):
                 raise _fail(path, "is password-protected and the password given does not "
@@ -274,8 +276,8 @@ def _open(path: Path, data: bytes) -> Any:
     )
 
 
-def _pages(path: Path, data: bytes) -> list[_Page]:
-    pdf = _open(path, data)
+def _pages(path: Path, data: bytes) -> tuple[list[_Page], bool]:
+    pdf, private = _open(path, data)
     try:
         from pdfminer.pdfpage import PDFPage
         from pdfminer.pdftypes import resolve1
@@ -293,7 +295,7 @@ def _pages(path: Path, data: bytes) -> list[_Page]:
                             "download the statement as CSV, OFX or MT940")  # fmt: skip
             plumbed = Page(pdf, page, page_number=number, initial_doctop=0)
             pages.append(_Page(number, _lines(plumbed.extract_words())))
-        return pages
+        return pages, private
     except (DataFileError, _Inflated, RecursionError):
         raise
     except Exception as exc:  # pdfminer's many parse errors on a damaged file
