@@ -232,3 +232,22 @@ def test_a_statement_a_password_opened_is_never_kept(
     monkeypatch.delenv("TXKIT_PDF_PASSWORD")
     with pytest.raises(DataFileError, match="is password-protected"):
         read_statement(path)
+
+
+def test_a_statement_named_relative_and_absolute_is_read_once_and_named_as_given(
+    tmp_path: Path, statement_reads: list[list[Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The report names the sandbox's statements relative to the project; its kernels, which
+    # run in notebooks/, absolute.
+    (tmp_path / "bank").mkdir()
+    shutil.copy(REAL / "camt053/genkgo_camt053.v2.multi.statement.xml", tmp_path / "bank/a.xml")
+    monkeypatch.chdir(tmp_path)
+    relative = read_statements(["bank/a.xml"])
+    absolute = read_statements([tmp_path / "bank/a.xml"])
+    assert len(statement_reads) == 1
+    assert set(relative.entries["file"]) == set(relative.balances["file"]) == {"bank/a.xml"}
+    assert set(absolute.entries["file"]) == {str(tmp_path / "bank/a.xml")}
+    assert set(absolute.balances["file"]) == {str(tmp_path / "bank/a.xml")}
+    assert list(relative.files) == ["bank/a.xml"]
+    assert list(absolute.files) == [str(tmp_path / "bank/a.xml")]
+    assert_frame_equal(absolute.entries.drop("file"), relative.entries.drop("file"))

@@ -164,11 +164,17 @@ def read_statements(
         said = {"files": done.files, "notes": list(done.notes), "private": private}
         return {"entries": done.entries, "balances": done.balances}, said
 
-    # Read once by a report and taken again by notebook 06 and the close summary (:mod:`._kept`).
-    frames, said = kept_read("statements", given, mapping, read)
-    return BankStatement(
-        frames["entries"], frames["balances"], dict(said["files"]), tuple(said["notes"])
-    )
+    # Read once by a report and taken again by notebook 06 and the close summary (:mod:`._kept`),
+    # by the files' absolute paths: the report names the sandbox's statements relative to the
+    # project, its kernels absolute. The entries name each file as this call gives it.
+    frames, said = kept_read("statements", [p.absolute() for p in given], mapping, read)
+    named = dict(zip(said["files"], map(str, given), strict=True))
+    entries, balances = frames["entries"], frames["balances"]
+    if any(was != now for was, now in named.items()):
+        entries = entries.with_columns(pl.col("file").replace(named))
+        balances = balances.with_columns(pl.col("file").replace(named))
+    files = {named[f]: kind for f, kind in said["files"].items()}
+    return BankStatement(entries, balances, files, tuple(said["notes"]))
 
 
 def _read_statements(paths: list[Path], mapping: ColumnMapping) -> tuple[BankStatement, bool]:
