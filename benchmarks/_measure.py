@@ -1,9 +1,14 @@
-"""Measuring helpers shared by the benchmarks: peak resident memory of a step, medians."""
+"""Measuring helpers shared by the benchmarks: peak resident memory of a step, medians, and
+the work folder each run writes in."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,3 +57,15 @@ def round_robin(calls: dict[str, Callable[[], object]], runs: int) -> dict[str, 
         }
         for name, ms in seen.items()
     }
+
+
+def work_folder(prefix: str) -> Path:
+    """A new folder in the system's temporary folder for this run's files (stores, sandboxes,
+    reports), removed when the process exits; with ``TXKIT_BENCH_KEEP=1`` it is kept and its
+    path printed (a million-record report run writes about 300 MB)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    if os.environ.get("TXKIT_BENCH_KEEP") == "1":
+        atexit.register(print, f"work folder kept: {folder}")
+    else:
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -47,7 +46,7 @@ from txkit.sandbox.ledger import Ledger, generate_ledger
 from txkit.sandbox.ledger._bank import CSV_COLUMNS
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import round_robin
+from _measure import round_robin, work_folder
 
 PAGE = 5_000
 BATCH = 40  # pages verified together, as the loader does
@@ -241,7 +240,7 @@ def close_benchmark(args: argparse.Namespace) -> None:
                 ),
             ]
         )
-    folder = Path(tempfile.mkdtemp())
+    folder = work_folder("txkit-bench-analysis-")
     paths = {}
     for fmt, suffix in (("csv", ".csv"), ("mt940", ".mt940"), ("camt053", ".xml")):
         paths[fmt] = []

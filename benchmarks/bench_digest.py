@@ -25,11 +25,10 @@ import hashlib
 import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import round_robin
+from _measure import round_robin, work_folder
 
 
 def _pages(bodies: list[bytes], size: int = 1000) -> list[bytes]:
@@ -65,7 +64,7 @@ def main() -> None:
     )
     frame = decode_pages(_pages(ledger.export_bodies()))
     del ledger
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-digest-"))
+    work = work_folder("txkit-bench-digest-")
     store = work / "store"
     meta = {"format": 1, "lookback_days": 7, "coverage": {},
             "source": {"url": "bench", "fingerprint": None, "salt": None, "label": ""}}  # fmt: skip
@@ -138,7 +137,6 @@ def main() -> None:
         f"\nthe check costs {1000 * (checked - plain):,.0f} ms ({checked / plain - 1:+.1%}) on "
         f"this month; read_months is {checked / base:.2f}x the read before digests"
     )
-    print(f"(store under {work}; remove when done)")
 
 
 if __name__ == "__main__":

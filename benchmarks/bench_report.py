@@ -27,13 +27,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _measure import work_folder  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -86,24 +87,8 @@ def main() -> None:
         help="serve the sandbox from this process (its ledger and server share the client's "
         "interpreter), not from `txkit sandbox` in a process of its own",
     )
-    parser.add_argument(
-        "--keep",
-        action="store_true",
-        help="keep the work folder (the sandbox's files, the store, the reports) and print its "
-        "path; by default it is removed at the end (a million-record run leaves about 300 MB)",
-    )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-report-"))
-    try:
-        _run(args, work)
-    finally:
-        if args.keep:
-            print(f"work folder kept: {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-
-
-def _run(args: argparse.Namespace, work: Path) -> None:
+    work = work_folder("txkit-bench-report-")
     os.environ["TXKIT_PROGRESS"] = "0"
     os.environ["TXKIT_DATA_DIR"] = str(work / "data")  # the execution cache goes there
     for name in ("TXKIT_SECRET_KEY", "TXKIT_BASE_URL", "TXKIT_REPORT_CACHE"):

@@ -44,12 +44,11 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import round_robin
+from _measure import round_robin, work_folder
 
 MONTHS = [f"2025-{m}" for m in (11, 12)] + [f"2026-{m:02d}" for m in range(1, 11)]
 
@@ -133,7 +132,7 @@ def year(args: argparse.Namespace) -> None:
     from txkit.store._retention import RetentionPolicy
     from txkit.store._table import open_table, table_files
 
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-year-"))
+    work = work_folder("txkit-bench-year-")
     records = args.records or 60_000
     policy = RetentionPolicy(keep_days=args.keep_days, reports=None)
     print(f"# txkit store, a year of daily syncs: {records:,} sandbox records, seed {args.seed}")
@@ -202,7 +201,6 @@ def year(args: argparse.Namespace) -> None:
         f"(median of {len(ratios)} rounds: {', '.join(f'{r:.2f}x' for r in ratios)}; "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; target <= 1.2x)"
     )
-    print(f"(stores under {work}; remove when done)")
 
 
 def _timed_reads(month: str, fresh: Path, daily: Path, runs: int) -> dict[str, dict]:
@@ -252,7 +250,7 @@ def requests_bench(args: argparse.Namespace) -> None:
     from txkit.store import sync
 
     records = args.records or 200_000
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-requests-"))
+    work = work_folder("txkit-bench-requests-")
     first = month_bounds(MONTHS[0])[0]
     day = date(2026, 10, 30)
     print(f"# txkit store requests: {records:,} sandbox records, seed {args.seed}, "
@@ -341,7 +339,6 @@ def requests_bench(args: argparse.Namespace) -> None:
                 ideal = served / args.rate
                 print(f"| {name} | {served:,} | {stats.retries:,} | {seconds:.1f} | "
                       f"{ideal:.1f} | {seconds / ideal:.2f}x | {free[name]:.1f} |")  # fmt: skip
-    print(f"(stores under {work}; remove when done)")
 
 
 def main() -> None:
@@ -382,7 +379,7 @@ def main() -> None:
     from txkit.store import read_months, sync
     from txkit.store._table import open_table
 
-    work = Path(tempfile.mkdtemp(prefix="txkit-bench-store-"))
+    work = work_folder("txkit-bench-store-")
     print(f"# txkit store benchmark: {args.records:,} sandbox records, seed {args.seed}")
     print(
         "(peak MB: the process's peak resident set above the step's start, the sandbox "
@@ -486,7 +483,6 @@ def main() -> None:
         "\n"
         + "; ".join(f"{k} {v:.2f}x the previous store (target <= 1.2x)" for k, v in ratios.items())
     )
-    print(f"(stores under {work}; remove when done)")
 
 
 if __name__ == "__main__":
