@@ -6,10 +6,10 @@ notebook 07 (the register recomputed from every order); the bank statements when
 checks them, in notebook 06 (the settlements) and for the close summary. Each read checks every
 line (a million orders take seconds, a month of a busy account's camt.053 most of a second:
 docs/benchmarks.md, Report). The first read is kept in the project's data folder
-(``data/cache/<kind>/``) under a digest of the files' paths and bytes, the column mapping and
-txkit's code and libraries (:func:`txkit.inputs.code_digest`); a read of the same files with the
-same mapping takes the kept frames and record, exact (Parquet keeps the decimals and dates as
-they are). Other files, bytes, mapping or txkit read afresh.
+(``data/cache/<kind>/``) under a digest of the files' resolved paths and bytes, the column
+mapping and txkit's code and libraries (:func:`txkit.inputs.code_digest`); a read of the same
+files with the same mapping takes the kept frames and record, exact (Parquet keeps the decimals
+and dates as they are). Other files, bytes, mapping or txkit read afresh.
 
 The files are digested before and after they are read: a file written meanwhile is read, never
 kept. Whatever cannot be read back whole (cut short, another layout, another schema) is read
@@ -50,8 +50,10 @@ def kept_folder(kind: str) -> Path:
 
 
 def _key(kind: str, paths: Sequence[Path], mapping: Mapping[str, str]) -> str:
+    """The files by their resolved paths (a report names a file relative to the project, its
+    kernels absolute) and bytes; the callers checked the files (no link loop) before."""
     what = json.dumps([_LAYOUT, kind, code_digest(), sorted(mapping.items())])
-    files = "\n".join(f"{path}\n{file_digest(path)}" for path in paths)
+    files = "\n".join(f"{path.resolve()}\n{file_digest(path)}" for path in paths)
     return xxhash.xxh3_128_hexdigest(f"{what}\n{files}".encode())
 
 

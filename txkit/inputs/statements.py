@@ -164,10 +164,9 @@ def read_statements(
         said = {"files": done.files, "notes": list(done.notes), "private": private}
         return {"entries": done.entries, "balances": done.balances}, said
 
-    # Read once by a report and taken again by notebook 06 and the close summary (:mod:`._kept`),
-    # by the files' absolute paths: the report names the sandbox's statements relative to the
-    # project, its kernels absolute. The entries name each file as this call gives it.
-    frames, said = kept_read("statements", [p.absolute() for p in given], mapping, read)
+    # Read once by a report and taken again by notebook 06 and the close summary (:mod:`._kept`);
+    # a kept read names each file as this call gives it.
+    frames, said = kept_read("statements", given, mapping, read)
     named = dict(zip(said["files"], map(str, given), strict=True))
     entries, balances = frames["entries"], frames["balances"]
     if any(was != now for was, now in named.items()):
