@@ -251,3 +251,17 @@ def test_a_statement_named_relative_and_absolute_is_read_once_and_named_as_given
     assert list(relative.files) == ["bank/a.xml"]
     assert list(absolute.files) == [str(tmp_path / "bank/a.xml")]
     assert_frame_equal(absolute.entries.drop("file"), relative.entries.drop("file"))
+
+
+def test_a_statement_reached_through_a_link_is_one_kept_read_named_as_given(
+    tmp_path: Path, statement_reads: list[list[Path]]
+) -> None:
+    real = tmp_path / "a.xml"
+    shutil.copy(REAL / "camt053/genkgo_camt053.v2.multi.statement.xml", real)
+    link = tmp_path / "link.xml"
+    link.symlink_to(real)
+    first = read_statements([real])
+    linked = read_statements([link])
+    assert len(statement_reads) == 1
+    assert set(linked.entries["file"]) == {str(link)} and list(linked.files) == [str(link)]
+    assert_frame_equal(linked.entries.drop("file"), first.entries.drop("file"))
